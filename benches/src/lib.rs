@@ -1,0 +1,1 @@
+//! Shared helpers of the overhead bench suites (see `benches/`).

@@ -1,0 +1,143 @@
+//! The pinned headers the bindings are generated from, and fetching them from their wheels.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Which header a set of bindings comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `cuda.h`: the driver API.
+    Driver,
+    /// `nvrtc.h`: the runtime compiler.
+    Nvrtc,
+}
+
+/// One pinned header: the wheel that ships it and the crate whose bindings it produces.
+#[derive(Clone, Copy, Debug)]
+pub struct Pin {
+    /// The crate directory, relative to the workspace root.
+    pub crate_dir: &'static str,
+    /// The wheel's distribution name on PyPI.
+    pub wheel: &'static str,
+    /// The exact wheel version.
+    pub version: &'static str,
+    /// The header's directory inside the wheel.
+    pub include_dir: &'static str,
+    /// The header's file name.
+    pub file: &'static str,
+    /// What the header declares.
+    pub api: Api,
+    /// The name of the generated function table.
+    pub table: &'static str,
+}
+
+/// Every set of bindings in the workspace.
+pub const PINS: [Pin; 3] = [
+    Pin {
+        crate_dir: "cuda-sys12",
+        wheel: "nvidia-cuda-runtime-cu12",
+        version: "12.9.79",
+        include_dir: "nvidia/cuda_runtime/include",
+        file: "cuda.h",
+        api: Api::Driver,
+        table: "DriverTable",
+    },
+    Pin {
+        crate_dir: "cuda-sys13",
+        wheel: "nvidia-cuda-runtime",
+        version: "13.5.37",
+        include_dir: "nvidia/cu13/include",
+        file: "cuda.h",
+        api: Api::Driver,
+        table: "DriverTable",
+    },
+    Pin {
+        crate_dir: "cuda-nvrtc-sys",
+        wheel: "nvidia-cuda-nvrtc",
+        version: "13.5.37",
+        include_dir: "nvidia/cu13/include",
+        file: "nvrtc.h",
+        api: Api::Nvrtc,
+        table: "NvrtcTable",
+    },
+];
+
+/// Downloads the pinned wheel (once; later calls reuse it) and unpacks its include directory
+/// under `cache`. Returns that include directory.
+pub fn fetch(pin: &Pin, cache: &Path) -> Result<PathBuf, String> {
+    let dir = cache.join(format!("{}-{}", pin.wheel, pin.version));
+    let include = dir.join(pin.include_dir);
+    if include.join(pin.file).is_file() {
+        return Ok(include);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let spec = format!("{}=={}", pin.wheel, pin.version);
+    eprintln!("xtask: fetching {spec} with pip");
+    // The headers are the same in every platform's wheel; naming the platforms lets this run on
+    // any host, whatever its own architecture.
+    let mut pip = Command::new(python());
+    pip.args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]);
+    for platform in [
+        "manylinux_2_17_x86_64",
+        "manylinux2014_x86_64",
+        "manylinux_2_12_x86_64",
+        "manylinux2010_x86_64",
+    ] {
+        pip.args(["--platform", platform]);
+    }
+    pip.arg("--dest").arg(&dir).arg(&spec);
+    run(&mut pip)?;
+    let wheel = std::fs::read_dir(&dir)
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("pip left no wheel for {spec} in {}", dir.display()))?;
+    // Unpack the include directory with Python's zipfile: pip already needs Python.
+    let script = "import sys, zipfile\n\
+                  z = zipfile.ZipFile(sys.argv[1])\n\
+                  names = [n for n in z.namelist() if n.startswith(sys.argv[2] + '/')]\n\
+                  z.extractall(sys.argv[3], names)\n";
+    let mut unzip = Command::new(python());
+    unzip
+        .args(["-c", script])
+        .arg(&wheel)
+        .arg(pin.include_dir)
+        .arg(&dir);
+    run(&mut unzip)?;
+    if include.join(pin.file).is_file() {
+        Ok(include)
+    } else {
+        Err(format!(
+            "{} has no {}/{}",
+            wheel.display(),
+            pin.include_dir,
+            pin.file
+        ))
+    }
+}
+
+/// Reads `CUDA_VERSION` (for `cuda.h`) from a header's text.
+pub fn cuda_version(header_text: &str) -> Option<u32> {
+    header_text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("#define"), Some("CUDA_VERSION"), Some(value)) => value.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("running {command:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} failed with {status}"))
+    }
+}

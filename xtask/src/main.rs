@@ -1,0 +1,60 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `regenerate-bindings [--cuda-include DIR]`: fetches the pinned header wheels with pip (or
+//!   takes a local toolkit's `include` directory), runs bindgen and writes the committed files of
+//!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`.
+//! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
+//!   when the committed files drift from what the pinned headers give.
+
+mod bindings;
+mod headers;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn usage() -> &'static str {
+    "usage: cargo xtask <command>\n\
+     \n\
+     commands:\n  \
+       regenerate-bindings [--cuda-include DIR]   remake the committed FFI bindings\n  \
+       check-bindings                             fail if the committed bindings drift\n"
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("regenerate-bindings") => parse_include(&args[1..])
+            .and_then(|local| bindings::regenerate(&workspace_root(), local.as_deref())),
+        Some("check-bindings") if args.len() == 1 => bindings::check(&workspace_root()),
+        Some("-h" | "--help" | "help") => {
+            print!("{}", usage());
+            Ok(())
+        }
+        _ => Err(format!("unknown or missing command\n\n{}", usage())),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads the optional `--cuda-include DIR` argument.
+fn parse_include(args: &[String]) -> Result<Option<PathBuf>, String> {
+    match args {
+        [] => Ok(None),
+        [flag, dir] if flag == "--cuda-include" => Ok(Some(PathBuf::from(dir))),
+        _ => Err(format!("unexpected arguments {args:?}\n\n{}", usage())),
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest)
+}
