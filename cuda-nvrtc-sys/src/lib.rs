@@ -1,1 +1,45 @@
-//! placeholder
+//! Raw FFI for NVRTC, the CUDA runtime compiler, and discovery of the library at run time.
+//!
+//! - Every type and constant of `nvrtc.h` (from the `nvidia-cuda-nvrtc` 13.5.37 wheel), as
+//!   bindgen gives them, and [`NvrtcTable`]: one optional pointer per function it declares,
+//!   filled from the loaded library. A function the library lacks (an NVRTC 12 has no
+//!   `nvrtcGetTileIR`) stays `None`.
+//! - [`Search`]: finds and loads `libnvrtc` of CUDA 12 or 13 (see its docs for the order), and
+//!   loads NVRTC's builtins library from the same directory first, so that a library outside
+//!   the loader's path can compile.
+//!
+//! Nothing links to NVRTC at build time. The safe API is in `cuda-core`.
+//!
+//! ```no_run
+//! use cuda_nvrtc_sys::Search;
+//!
+//! match Search::from_env(13).load() {
+//!     Ok(nvrtc) => {
+//!         let (major, minor) = nvrtc.version();
+//!         println!("NVRTC {major}.{minor} from {}", nvrtc.location().display());
+//!     }
+//!     Err(not_found) => eprintln!("{not_found}"),
+//! }
+//! ```
+
+mod search;
+
+pub use search::{Candidate, NotFound, Nvrtc, Search};
+
+/// The generated bindings and table, included so that formatting tools leave them as written.
+#[allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+mod generated {
+    include!("generated/bindings.rs");
+    include!("generated/table.rs");
+}
+
+pub use generated::*;

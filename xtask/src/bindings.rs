@@ -88,7 +88,10 @@ fn show_difference(committed: &Path, fresh: &Path) {
                 eprintln!("{line}");
             }
         }
-        Err(e) => eprintln!("xtask: {} differs (diff unavailable: {e})", committed.display()),
+        Err(e) => eprintln!(
+            "xtask: {} differs (diff unavailable: {e})",
+            committed.display()
+        ),
     }
 }
 
@@ -174,10 +177,16 @@ fn generate(pin: &Pin, include: &Path, origin: &str) -> Result<Vec<Output>, Stri
         }
     }
     if raw_functions.is_empty() {
-        return Err(format!("bindgen found no functions in {}", header.display()));
+        return Err(format!(
+            "bindgen found no functions in {}",
+            header.display()
+        ));
     }
 
-    let declared: HashSet<String> = raw_functions.iter().map(|f| f.sig.ident.to_string()).collect();
+    let declared: HashSet<String> = raw_functions
+        .iter()
+        .map(|f| f.sig.ident.to_string())
+        .collect();
     let plain_names = match pin.api {
         Api::Driver => versioned_exports(&header_text, &declared),
         Api::Nvrtc => BTreeMap::new(),
@@ -187,7 +196,10 @@ fn generate(pin: &Pin, include: &Path, origin: &str) -> Result<Vec<Output>, Stri
         .map(|f| {
             let export = f.sig.ident.to_string();
             Function {
-                field: plain_names.get(&export).cloned().unwrap_or_else(|| export.clone()),
+                field: plain_names
+                    .get(&export)
+                    .cloned()
+                    .unwrap_or_else(|| export.clone()),
                 export,
                 inputs: f.sig.inputs.into_iter().collect(),
                 output: f.sig.output,
@@ -239,7 +251,10 @@ fn versioned_exports(header: &str, declared: &HashSet<String>) -> BTreeMap<Strin
             .or_else(|| target.strip_prefix("__CUDA_API_PTSZ("))
             .and_then(|t| t.strip_suffix(')'))
             .unwrap_or(target);
-        let Some(suffix) = target.strip_prefix(plain).and_then(|s| s.strip_prefix("_v")) else {
+        let Some(suffix) = target
+            .strip_prefix(plain)
+            .and_then(|s| s.strip_prefix("_v"))
+        else {
             continue;
         };
         if suffix.is_empty()

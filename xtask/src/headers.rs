@@ -76,7 +76,14 @@ pub fn fetch(pin: &Pin, cache: &Path) -> Result<PathBuf, String> {
     // The headers are the same in every platform's wheel; naming the platforms lets this run on
     // any host, whatever its own architecture.
     let mut pip = Command::new(python());
-    pip.args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]);
+    pip.args([
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+    ]);
     for platform in [
         "manylinux_2_17_x86_64",
         "manylinux2014_x86_64",

@@ -53,8 +53,5 @@ fn parse_include(args: &[String]) -> Result<Option<PathBuf>, String> {
 /// The workspace root: the parent of this crate's manifest directory.
 fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or(manifest)
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
