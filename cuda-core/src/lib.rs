@@ -1,1 +1,38 @@
-//! placeholder
+//! Safe CUDA driver API for Rust, at the driver's own speed, with one binary for CUDA 12 and
+//! CUDA 13 drivers.
+//!
+//! The driver library (`libcuda.so.1`) is loaded at run time, the first time it is needed. Its
+//! version picks the function table: the CUDA 13 header's for 13.x drivers, the CUDA 12.9
+//! header's for 12.x. `CUDA_CORE_DRIVER_ABI=12` or `13` forces one (12 works on a 13 driver).
+//! Nothing needs a CUDA toolkit at build time; NVRTC is found at run time too.
+//!
+//! ```no_run
+//! use cuda_core::{driver_info, Device};
+//!
+//! let info = driver_info()?;
+//! println!("driver {} through the {} ABI ({})", info.version, info.abi, info.abi_choice);
+//! for device in Device::all()? {
+//!     let (major, minor) = device.compute_capability()?;
+//!     println!("device {}: {}, compute {major}.{minor}", device.ordinal(), device.name()?);
+//! }
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+//!
+//! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
+
+mod device;
+mod driver;
+mod error;
+
+pub use device::Device;
+pub use driver::{Abi, AbiChoice, DriverInfo, NvrtcInfo};
+pub use error::{DriverVersion, Error, Result};
+
+/// Reports the driver this process uses: its version, the ABI chosen and why, how many of that
+/// header's functions it exports, whether `cuInit` succeeded, and the NVRTC found.
+///
+/// Fails only when no usable driver library loads ([`Error::DriverNotFound`],
+/// [`Error::DriverTooOld`], or a bad `CUDA_CORE_DRIVER_ABI` as [`Error::Config`]).
+pub fn driver_info() -> Result<DriverInfo> {
+    driver::info()
+}

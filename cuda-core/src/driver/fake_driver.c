@@ -1,0 +1,49 @@
+/* A stand-in for libcuda.so.1, compiled by the probe's unit tests. It is not CUDA: it answers
+ * cuDriverGetVersion with FAKE_VERSION, and exports a handful of other functions so that the
+ * tests can see which table fields load, which stay empty, and how errors are named.
+ * Build flags: -DFAKE_VERSION=12040 (required), -DFAKE_INIT_STATUS=100 (cuInit's answer),
+ * -DFAKE_NO_VERSION (leave cuDriverGetVersion out). */
+#include <stddef.h>
+
+#ifndef FAKE_INIT_STATUS
+#define FAKE_INIT_STATUS 0
+#endif
+
+#ifndef FAKE_NO_VERSION
+int cuDriverGetVersion(int *version) { *version = FAKE_VERSION; return 0; }
+#endif
+
+int cuInit(unsigned flags) { (void)flags; return FAKE_INIT_STATUS; }
+
+int cuDeviceGetCount(int *count) { *count = 3; return 0; }
+
+/* 101 is CUDA_ERROR_INVALID_DEVICE. */
+int cuDeviceGet(int *device, int ordinal) {
+    if (ordinal < 0 || ordinal >= 3) return 101;
+    *device = ordinal;
+    return 0;
+}
+
+int cuGetErrorName(int error, const char **name) {
+    switch (error) {
+    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 101: *name = "CUDA_ERROR_INVALID_DEVICE"; return 0;
+    default: *name = NULL; return 1;
+    }
+}
+
+int cuGetErrorString(int error, const char **text) {
+    switch (error) {
+    case 100: *text = "no CUDA-capable device is detected (stand-in)"; return 0;
+    case 101: *text = "invalid device ordinal (stand-in)"; return 0;
+    default: *text = NULL; return 1;
+    }
+}
+
+/* Only the 12.9 header's variant: the 13 table's cuCtxCreate (cuCtxCreate_v4) stays empty. */
+static int fake_context;
+int cuCtxCreate_v2(void **ctx, unsigned flags, int device) {
+    (void)flags; (void)device;
+    *ctx = &fake_context;
+    return 0;
+}

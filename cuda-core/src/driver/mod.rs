@@ -1,0 +1,253 @@
+//! The seam between the safe API and the two driver ABIs.
+//!
+//! This module is the only code in the workspace that names a sys crate. The process loads
+//! `libcuda.so.1` once, reads `cuDriverGetVersion`, and picks the CUDA 13 table for 13.x (and
+//! newer) drivers and the CUDA 12 table for 12.x; `CUDA_CORE_DRIVER_ABI=12|13` forces one. Code
+//! above speaks the version-neutral [`Driver`] trait and the handle types below.
+
+mod abi;
+mod nvrtc;
+mod probe;
+mod v12;
+mod v13;
+
+#[cfg(test)]
+mod tests;
+
+use std::ffi::c_void;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::error::{DriverVersion, Result};
+
+pub(crate) use self::nvrtc::nvrtc;
+
+/// Which driver ABI (which header's function table) the process uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Abi {
+    /// The CUDA 12.9 header's table, for 12.x drivers (and 13.x ones when forced).
+    Cuda12,
+    /// The CUDA 13 header's table, for 13.x and newer drivers.
+    Cuda13,
+}
+
+impl Abi {
+    /// The CUDA major version of the ABI: 12 or 13.
+    pub fn major(self) -> u32 {
+        match self {
+            Abi::Cuda12 => 12,
+            Abi::Cuda13 => 13,
+        }
+    }
+}
+
+impl fmt::Display for Abi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CUDA {}", self.major())
+    }
+}
+
+/// Why the ABI in use was chosen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AbiChoice {
+    /// Picked from the driver's version.
+    Probe,
+    /// Forced by `CUDA_CORE_DRIVER_ABI`.
+    Override,
+}
+
+impl fmt::Display for AbiChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AbiChoice::Probe => write!(f, "picked from the driver version"),
+            AbiChoice::Override => write!(f, "forced by CUDA_CORE_DRIVER_ABI"),
+        }
+    }
+}
+
+/// The NVRTC library the process found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvrtcInfo {
+    /// `(major, minor)`, as `nvrtcVersion` reports it.
+    pub version: (i32, i32),
+    /// The file it was loaded from, or the name the dynamic loader resolved.
+    pub location: PathBuf,
+}
+
+/// What the process runs on: see [`driver_info`](crate::driver_info).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DriverInfo {
+    /// The driver's version (`cuDriverGetVersion`).
+    pub version: DriverVersion,
+    /// The ABI in use.
+    pub abi: Abi,
+    /// Why that ABI.
+    pub abi_choice: AbiChoice,
+    /// The driver library's name as loaded.
+    pub library: String,
+    /// How many functions of the ABI's header the driver exports, and how many the header has.
+    pub functions_loaded: (usize, usize),
+    /// Whether `cuInit` succeeded, and the error if not (no device, for example).
+    pub init: Result<()>,
+    /// The NVRTC found, or why none was.
+    pub nvrtc: Result<NvrtcInfo>,
+}
+
+/// Version-neutral raw handles: the driver's pointers, owned by the safe types above.
+macro_rules! handles {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(transparent)]
+        pub(crate) struct $name(pub(crate) *mut c_void);
+
+        // SAFETY: driver handles are plain identifiers that the driver allows any thread to use.
+        unsafe impl Send for $name {}
+        // SAFETY: as above; the driver synchronises its own state.
+        unsafe impl Sync for $name {}
+
+        #[allow(dead_code)]
+        impl $name {
+            /// The null handle (the legacy default stream, for a stream).
+            pub(crate) const NULL: Self = Self(std::ptr::null_mut());
+        }
+    )*};
+}
+
+handles! {
+    /// A `CUcontext`.
+    ContextHandle;
+    /// A `CUstream`.
+    StreamHandle;
+    /// A `CUevent`.
+    EventHandle;
+}
+
+/// A `CUdevice`: an ordinal in both ABIs.
+pub(crate) type DeviceHandle = i32;
+
+/// The driver's functions the safe layer uses, in version-neutral types. One implementation per
+/// ABI (`v12.rs`, `v13.rs`); where the two headers differ, the difference is settled there.
+///
+/// Every method makes exactly the driver call it names and nothing else.
+// Methods are added as the safe layer needs them; some are used only by tests so far.
+#[allow(dead_code)]
+pub(crate) trait Driver: Send + Sync {
+    /// The ABI this table speaks.
+    fn abi(&self) -> Abi;
+    /// The running driver's version.
+    fn version(&self) -> DriverVersion;
+    /// `(loaded, declared)`: how many of the header's functions the driver exports.
+    fn functions_loaded(&self) -> (usize, usize);
+
+    /// `cuInit`.
+    fn init(&self, flags: u32) -> Result<()>;
+    /// `cuDeviceGetCount`.
+    fn device_get_count(&self) -> Result<i32>;
+    /// `cuDeviceGet`.
+    fn device_get(&self, ordinal: i32) -> Result<DeviceHandle>;
+    /// `cuDeviceGetName`, into `buf`; returns the bytes before the NUL.
+    fn device_get_name(&self, device: DeviceHandle, buf: &mut [u8]) -> Result<usize>;
+    /// `cuDeviceGetAttribute` with the attribute's numeric code (the same in both headers).
+    fn device_get_attribute(&self, attribute: i32, device: DeviceHandle) -> Result<i32>;
+
+    /// `cuCtxCreate` (12: `cuCtxCreate_v2`; 13: `cuCtxCreate_v4` without parameters).
+    fn ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle>;
+    /// `cuCtxDestroy`.
+    fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxGetCurrent`.
+    fn ctx_get_current(&self) -> Result<ContextHandle>;
+    /// `cuCtxSetCurrent`.
+    fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxGetDevice` of the current context.
+    fn ctx_get_device(&self) -> Result<DeviceHandle>;
+
+    /// `cuStreamCreate`.
+    fn stream_create(&self, flags: u32) -> Result<StreamHandle>;
+    /// `cuStreamDestroy`.
+    fn stream_destroy(&self, stream: StreamHandle) -> Result<()>;
+    /// `cuStreamSynchronize`.
+    fn stream_synchronize(&self, stream: StreamHandle) -> Result<()>;
+    /// `cuLaunchHostFunc`: runs `f(data)` on a driver thread once the stream reaches it.
+    fn launch_host_func(
+        &self,
+        stream: StreamHandle,
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<()>;
+
+    /// `cuEventCreate`.
+    fn event_create(&self, flags: u32) -> Result<EventHandle>;
+    /// `cuEventDestroy`.
+    fn event_destroy(&self, event: EventHandle) -> Result<()>;
+    /// `cuEventRecord`.
+    fn event_record(&self, event: EventHandle, stream: StreamHandle) -> Result<()>;
+    /// `cuEventSynchronize`.
+    fn event_synchronize(&self, event: EventHandle) -> Result<()>;
+    /// `cuEventElapsedTime` in milliseconds (12: the 12.9 header's `cuEventElapsedTime`;
+    /// 13: `cuEventElapsedTime_v2`).
+    fn event_elapsed_time(&self, start: EventHandle, end: EventHandle) -> Result<f32>;
+}
+
+/// A loaded driver: its table behind the trait, and whether `cuInit` succeeded.
+pub(crate) struct Loaded {
+    pub(crate) driver: Box<dyn Driver>,
+    pub(crate) choice: AbiChoice,
+    pub(crate) library: String,
+    pub(crate) init: Result<()>,
+}
+
+static LOADED: OnceLock<Result<Loaded>> = OnceLock::new();
+
+/// The environment variable that forces a driver ABI.
+pub(crate) const ABI_VARIABLE: &str = "CUDA_CORE_DRIVER_ABI";
+
+/// The process's driver, loaded on first use, whatever `cuInit` said.
+pub(crate) fn loaded() -> Result<&'static Loaded> {
+    LOADED
+        .get_or_init(|| {
+            let forced = std::env::var(ABI_VARIABLE).ok();
+            let loaded = probe::load(probe::LIBRARY_NAMES, forced.as_deref())?;
+            if loaded.init.is_err() {
+                log::warn!(
+                    "CUDA driver {} loaded, but cuInit failed",
+                    loaded.driver.version()
+                );
+            }
+            Ok(loaded)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The process's initialised driver: the entry point of every operation.
+#[inline]
+pub(crate) fn driver() -> Result<&'static dyn Driver> {
+    let loaded = loaded()?;
+    match &loaded.init {
+        Ok(()) => Ok(&*loaded.driver),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Reports the driver in use: version, ABI and why, the library, and the NVRTC found.
+pub(crate) fn info() -> Result<DriverInfo> {
+    let loaded = loaded()?;
+    let nvrtc = nvrtc().map(|n| NvrtcInfo {
+        version: n.version(),
+        location: n.location().to_path_buf(),
+    });
+    Ok(DriverInfo {
+        version: loaded.driver.version(),
+        abi: loaded.driver.abi(),
+        abi_choice: loaded.choice.clone(),
+        library: loaded.library.clone(),
+        functions_loaded: loaded.driver.functions_loaded(),
+        init: loaded.init.clone(),
+        nvrtc,
+    })
+}

@@ -1,0 +1,422 @@
+//! The probe's decisions against a stand-in driver library (CPU), and both tables against the
+//! real driver (GPU, ignored without one).
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::probe::{self, choose_abi};
+use super::{Abi, AbiChoice, Driver};
+use crate::error::{DriverVersion, Error};
+
+/// Compiles `fake_driver.c` with the given defines into a shared library, once per set of
+/// defines. `None`, with the reason printed, where no C compiler runs (the GPU machine may
+/// lack one); a compiler that runs but fails is a test failure.
+fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temporary directory"));
+    let tag: String = defines.iter().map(|(k, v)| format!("_{k}{v}")).collect();
+    let out = dir.path().join(format!("libfakecuda{tag}.so"));
+    if out.is_file() {
+        return Some(out);
+    }
+    let source = dir.path().join(format!("fake{tag}.c"));
+    std::fs::write(&source, include_str!("fake_driver.c")).expect("write the stand-in source");
+    let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let compiler = match cc::Build::new()
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .opt_level(0)
+        .debug(false)
+        .host(&target)
+        .target(&target)
+        .try_get_compiler()
+    {
+        Ok(compiler) => compiler,
+        Err(e) => {
+            eprintln!("skipped: no C compiler for the stand-in driver ({e})");
+            return None;
+        }
+    };
+    let mut command = compiler.to_command();
+    command
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&source);
+    for (name, value) in defines {
+        command.arg(format!("-D{name}={value}"));
+    }
+    match command.status() {
+        Ok(status) => {
+            assert!(
+                status.success(),
+                "compiling the stand-in driver: {command:?}"
+            );
+            Some(out)
+        }
+        Err(e) => {
+            eprintln!("skipped: the C compiler does not run ({e})");
+            None
+        }
+    }
+}
+
+fn load_fake(version: &str, forced: Option<&str>) -> Option<super::Result<super::Loaded>> {
+    let path = fake_driver(&[("FAKE_VERSION", version)])?;
+    Some(probe::load(&[path.to_str().unwrap()], forced))
+}
+
+#[test]
+fn a_12x_driver_gets_the_12_table() {
+    let Some(loaded) = load_fake("12040", None) else {
+        return;
+    };
+    let loaded = loaded.expect("a 12.4 driver loads");
+    assert_eq!(loaded.driver.abi(), Abi::Cuda12);
+    assert_eq!(loaded.choice, AbiChoice::Probe);
+    assert_eq!(loaded.driver.version(), DriverVersion(12040));
+    assert_eq!(loaded.driver.version().to_string(), "12.4");
+    assert_eq!(loaded.init, Ok(()));
+    // The stand-in exports 7 of the 12.9 header's functions.
+    assert_eq!(loaded.driver.functions_loaded(), (7, 452));
+}
+
+#[test]
+fn a_13x_driver_gets_the_13_table() {
+    let Some(loaded) = load_fake("13000", None) else {
+        return;
+    };
+    let loaded = loaded.expect("a 13.0 driver loads");
+    assert_eq!(loaded.driver.abi(), Abi::Cuda13);
+    assert_eq!(loaded.choice, AbiChoice::Probe);
+    // cuCtxCreate_v2 is not the 13 header's export: 6 of its functions load.
+    let (found, declared) = loaded.driver.functions_loaded();
+    assert_eq!(found, 6);
+    assert!(
+        declared > 452,
+        "the 13 header declares more than 12.9's: {declared}"
+    );
+}
+
+#[test]
+fn an_11x_driver_is_too_old() {
+    let Some(loaded) = load_fake("11080", None) else {
+        return;
+    };
+    let err = loaded.err().expect("11.8 is refused");
+    assert_eq!(
+        err,
+        Error::DriverTooOld {
+            found: DriverVersion(11080),
+            needed: DriverVersion(12000)
+        }
+    );
+    let text = err.to_string();
+    assert!(text.contains("11.8") && text.contains("12.0"), "{text}");
+}
+
+#[test]
+fn a_missing_library_lists_the_names_tried() {
+    let err = probe::load(&["libcuda-missing-a.so.1", "/nowhere/libcuda.so"], None)
+        .err()
+        .expect("nothing loads");
+    let Error::DriverNotFound { tried } = &err else {
+        panic!("wrong error: {err}")
+    };
+    assert_eq!(tried.len(), 2);
+    let text = err.to_string();
+    assert!(text.contains("libcuda-missing-a.so.1") && text.contains("/nowhere/libcuda.so"));
+    assert!(!text.contains('\n'), "one paragraph: {text}");
+}
+
+#[test]
+fn a_library_without_cudrivergetversion_is_not_a_driver() {
+    let Some(path) = fake_driver(&[("FAKE_VERSION", "12040"), ("FAKE_NO_VERSION", "1")]) else {
+        return;
+    };
+    let err = probe::load(&[path.to_str().unwrap()], None)
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(&err, Error::DriverNotFound { tried } if tried[0].contains("cuDriverGetVersion")),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_override_forces_12_on_a_13_driver() {
+    let Some(loaded) = load_fake("13000", Some("12")) else {
+        return;
+    };
+    let loaded = loaded.expect("12 works on a 13 driver");
+    assert_eq!(loaded.driver.abi(), Abi::Cuda12);
+    assert_eq!(loaded.choice, AbiChoice::Override);
+    // The 12 table finds the 12.9 header's cuCtxCreate_v2 in the stand-in.
+    assert_eq!(loaded.driver.functions_loaded().0, 7);
+}
+
+#[test]
+fn the_override_refuses_13_on_a_12_driver_and_unknown_values() {
+    let Some(loaded) = load_fake("12080", Some("13")) else {
+        return;
+    };
+    let err = loaded.err().expect("13 on 12.8 is refused");
+    assert!(
+        matches!(&err, Error::Config { variable: "CUDA_CORE_DRIVER_ABI", value, .. } if value == "13"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("12.8"), "{err}");
+    let Some(loaded) = load_fake("13000", Some("11")) else {
+        return;
+    };
+    let err = loaded.err().expect("11 is no ABI");
+    assert!(err.to_string().contains("expected 12 or 13"), "{err}");
+}
+
+#[test]
+fn abi_choice_by_version() {
+    let probe = |v| choose_abi(DriverVersion(v), None).unwrap();
+    assert_eq!(probe(12000), (Abi::Cuda12, AbiChoice::Probe));
+    assert_eq!(probe(12090), (Abi::Cuda12, AbiChoice::Probe));
+    assert_eq!(probe(13000), (Abi::Cuda13, AbiChoice::Probe));
+    // A newer major than we know speaks the newest table we have.
+    assert_eq!(probe(14010), (Abi::Cuda13, AbiChoice::Probe));
+    // An empty or blank override is no override.
+    assert_eq!(
+        choose_abi(DriverVersion(13000), Some(" ")).unwrap(),
+        (Abi::Cuda13, AbiChoice::Probe)
+    );
+    assert_eq!(
+        choose_abi(DriverVersion(13000), Some("13")).unwrap(),
+        (Abi::Cuda13, AbiChoice::Override)
+    );
+}
+
+#[test]
+fn a_function_the_driver_lacks_is_not_supported_by_name() {
+    let Some(loaded) = load_fake("13000", None) else {
+        return;
+    };
+    let driver = loaded.unwrap().driver;
+    // Present: answered by the stand-in.
+    assert_eq!(driver.device_get_count(), Ok(3));
+    // Absent from the stand-in: no crash, an error naming the function.
+    let err = driver.ctx_create(0, 0).unwrap_err();
+    assert_eq!(
+        err,
+        Error::NotSupported {
+            function: "cuCtxCreate",
+            driver: DriverVersion(13000),
+            abi: 13
+        }
+    );
+    assert!(err.to_string().contains("cuCtxCreate"), "{err}");
+    let err = driver.stream_create(0).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::NotSupported {
+            function: "cuStreamCreate",
+            ..
+        }
+    ));
+    // Through the 12 table, the 12.9 variant the stand-in exports is called.
+    let Some(loaded) = load_fake("12040", None) else {
+        return;
+    };
+    let ctx = loaded
+        .unwrap()
+        .driver
+        .ctx_create(0, 0)
+        .expect("cuCtxCreate_v2");
+    assert!(!ctx.0.is_null());
+}
+
+#[test]
+fn driver_errors_carry_the_drivers_name_and_description() {
+    let Some(loaded) = load_fake("12040", None) else {
+        return;
+    };
+    let driver = loaded.unwrap().driver;
+    assert_eq!(driver.device_get(2), Ok(2));
+    let err = driver.device_get(7).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Driver {
+            call: "cuDeviceGet",
+            code: 101,
+            name: "CUDA_ERROR_INVALID_DEVICE",
+            description: "invalid device ordinal (stand-in)"
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cuDeviceGet failed with CUDA_ERROR_INVALID_DEVICE (101): invalid device ordinal (stand-in)"
+    );
+}
+
+#[test]
+fn a_failed_cuinit_is_kept_not_fatal() {
+    let Some(path) = fake_driver(&[("FAKE_VERSION", "12040"), ("FAKE_INIT_STATUS", "100")]) else {
+        return;
+    };
+    let loaded = probe::load(&[path.to_str().unwrap()], None).expect("loads");
+    assert_eq!(loaded.driver.version(), DriverVersion(12040));
+    let err = loaded.init.unwrap_err();
+    assert_eq!(err.driver_code(), Some(100));
+    assert!(err.to_string().contains("CUDA_ERROR_NO_DEVICE"), "{err}");
+}
+
+// ---- On the GPU -------------------------------------------------------------------------------
+
+/// Both implementations over the real driver (13 only on a 13.x driver), each with its own
+/// handle on `libcuda.so.1`.
+fn real_drivers() -> Vec<Box<dyn Driver>> {
+    let version = {
+        let loaded = probe::load(probe::LIBRARY_NAMES, Some("12")).expect("a CUDA driver");
+        loaded.driver.version()
+    };
+    let open = || {
+        // SAFETY: the CUDA driver, as the probe just found.
+        unsafe { libloading::Library::new("libcuda.so.1") }.expect("libcuda.so.1")
+    };
+    let mut drivers: Vec<Box<dyn Driver>> =
+        vec![Box::new(super::v12::Driver12::new(open(), version))];
+    if version.major() >= 13 {
+        drivers.push(Box::new(super::v13::Driver13::new(open(), version)));
+    } else {
+        eprintln!("not run: the CUDA 13 table needs a 13.x driver; this one is {version}");
+    }
+    drivers
+}
+
+/// Every field of both tables holds exactly what `dlsym` gives for the name it was declared
+/// with, and is empty exactly when the driver lacks that name.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_loaded_field_is_the_export_it_names() {
+    // SAFETY: the CUDA driver.
+    let library = unsafe { libloading::Library::new("libcuda.so.1") }.expect("libcuda.so.1");
+    let version = probe::load(probe::LIBRARY_NAMES, Some("12"))
+        .unwrap()
+        .driver
+        .version();
+    let mut tables = vec![(
+        12,
+        super::v12::Driver12::new(
+            // SAFETY: as above.
+            unsafe { libloading::Library::new("libcuda.so.1") }.unwrap(),
+            version,
+        )
+        .table()
+        .symbols()
+        .map(|s| (s.field, s.export, s.address))
+        .to_vec(),
+    )];
+    if version.major() >= 13 {
+        let driver13 = super::v13::Driver13::new(
+            // SAFETY: as above.
+            unsafe { libloading::Library::new("libcuda.so.1") }.unwrap(),
+            version,
+        );
+        tables.push((
+            13,
+            driver13
+                .table()
+                .symbols()
+                .map(|s| (s.field, s.export, s.address))
+                .to_vec(),
+        ));
+    }
+    for (abi, symbols) in tables {
+        let mut missing = Vec::new();
+        for &(field, export, address) in &symbols {
+            let name = format!("{export}\0");
+            // SAFETY: only the address is read.
+            let found = unsafe { library.get::<*const c_void>(name.as_bytes()) }
+                .ok()
+                .map(|s| *s);
+            assert_eq!(
+                address, found,
+                "ABI {abi}: field {field} should hold {export}"
+            );
+            if found.is_none() {
+                missing.push(export);
+            }
+        }
+        eprintln!(
+            "ABI {abi}: {} of {} functions exported by driver {version}; absent: {missing:?}",
+            symbols.len() - missing.len(),
+            symbols.len()
+        );
+        // Every function of the 12.9 header exists in any 13.x driver.
+        if abi == 12 && version.major() >= 13 {
+            assert!(missing.is_empty(), "{missing:?}");
+        }
+    }
+}
+
+extern "C" fn sleep_25ms(_: *mut c_void) {
+    std::thread::sleep(Duration::from_millis(25));
+}
+
+/// `cuCtxCreate` (a different export and signature in each header) and `cuEventElapsedTime`
+/// (`_v2` in 13) give the right answers through each table.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn abi_changed_functions_answer_right_through_each_table() {
+    for driver in real_drivers() {
+        let abi = driver.abi();
+        driver.init(0).unwrap();
+        let device = driver.device_get(0).unwrap();
+        let ctx = driver.ctx_create(0, device).unwrap();
+        assert!(!ctx.0.is_null(), "{abi}");
+        // The new context is current on this thread and belongs to device 0.
+        assert_eq!(driver.ctx_get_current().unwrap(), ctx, "{abi}");
+        assert_eq!(driver.ctx_get_device().unwrap(), device, "{abi}");
+
+        let stream = driver.stream_create(1).unwrap();
+        let start = driver.event_create(0).unwrap();
+        let end = driver.event_create(0).unwrap();
+        let host = Instant::now();
+        driver.event_record(start, stream).unwrap();
+        // The stream waits on the host for 25 ms between the two events.
+        driver
+            .launch_host_func(stream, sleep_25ms, std::ptr::null_mut())
+            .unwrap();
+        driver.event_record(end, stream).unwrap();
+        driver.event_synchronize(end).unwrap();
+        let host_ms = host.elapsed().as_secs_f32() * 1000.0;
+        let ms = driver.event_elapsed_time(start, end).unwrap();
+        assert!(
+            (24.0..=host_ms + 0.5).contains(&ms),
+            "{abi}: {ms} ms between events, {host_ms} ms on the host"
+        );
+        let back = driver.event_elapsed_time(end, start).unwrap();
+        assert!((back + ms).abs() < 0.01, "{abi}: {back} vs {ms}");
+
+        // Events without timing (CU_EVENT_DISABLE_TIMING) give the driver's error, named.
+        let untimed = driver.event_create(2).unwrap();
+        driver.event_record(untimed, stream).unwrap();
+        driver.stream_synchronize(stream).unwrap();
+        let err = driver.event_elapsed_time(start, untimed).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Driver {
+                    call: "cuEventElapsedTime",
+                    name: "CUDA_ERROR_INVALID_HANDLE",
+                    ..
+                }
+            ),
+            "{abi}: {err}"
+        );
+
+        for event in [start, end, untimed] {
+            driver.event_destroy(event).unwrap();
+        }
+        driver.stream_destroy(stream).unwrap();
+        driver.ctx_destroy(ctx).unwrap();
+        assert_ne!(driver.ctx_get_current().unwrap(), ctx, "{abi}");
+    }
+}
