@@ -91,6 +91,14 @@ impl Search {
         }
     }
 
+    /// Adds the `sys.path` of `python3` (nothing if there is none) to [`Search::site_packages`]
+    /// now, rather than as the last step of [`Search::load`].
+    pub fn with_python_paths(mut self) -> Self {
+        self.site_packages.extend(python_sys_path());
+        self.ask_python = false;
+        self
+    }
+
     /// Every place this search tries, in order, with files that do not exist left out
     /// (the `python3` step is not included: it runs only in [`Search::load`]).
     pub fn candidates(&self) -> Vec<Candidate> {

@@ -6,36 +6,38 @@
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Nvrtc, Search};
+use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Candidate, Nvrtc, Search};
 
 fn required(major: u32) -> bool {
     std::env::var("CUDA_CORE_REQUIRE_NVRTC")
         .is_ok_and(|v| v.split(',').any(|m| m.trim() == major.to_string()))
 }
 
-/// Loads the NVRTC of `major`, or explains why not; fails when CI requires it.
+/// Loads the NVRTC of `major` from the first file candidate of that major (a soname could
+/// resolve to whichever NVRTC this process loaded first), or explains why not; fails when CI
+/// requires it.
 fn load(major: u32) -> Option<Nvrtc> {
-    let search = Search::from_env(major);
-    match search.load() {
-        Ok(nvrtc) if nvrtc.version().0 == major as i32 => Some(nvrtc),
-        Ok(other) => {
-            assert!(
-                !required(major),
-                "wanted NVRTC {major}, found {:?}",
-                other.version()
-            );
-            eprintln!(
-                "skipped: NVRTC {major} is not installed (found {:?})",
-                other.version()
-            );
-            None
+    let suffix = format!(".so.{major}");
+    let search = Search::from_env(major).with_python_paths();
+    let mut tried = Vec::new();
+    for candidate in search.candidates() {
+        let Candidate::File(path) = &candidate else {
+            continue;
+        };
+        if !path.to_string_lossy().ends_with(&suffix) {
+            continue;
         }
-        Err(err) => {
-            assert!(!required(major), "{err}");
-            eprintln!("skipped: {err}");
-            None
+        match Nvrtc::open(&candidate) {
+            Ok(nvrtc) => {
+                assert_eq!(nvrtc.version().0, major as i32, "{}", path.display());
+                return Some(nvrtc);
+            }
+            Err(why) => tried.push(format!("{}: {why}", path.display())),
         }
     }
+    assert!(!required(major), "NVRTC {major} not found; tried {tried:?}");
+    eprintln!("skipped: NVRTC {major} is not installed (tried {tried:?})");
+    None
 }
 
 fn check(status: nvrtcResult, what: &str) {
