@@ -20,13 +20,26 @@
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
+mod context;
 mod device;
 mod driver;
 mod error;
+mod event;
+pub mod memory;
+mod resources;
+mod stream;
 
-pub use device::Device;
+pub use context::{Context, ContextOptions};
+pub use device::{Device, DeviceProperties, Uuid};
 pub use driver::{Abi, AbiChoice, DriverInfo, NvrtcInfo};
 pub use error::{DriverVersion, Error, Result};
+pub use event::{Event, EventOptions};
+pub use memory::{
+    Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryResource,
+    MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
+};
+pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
+pub use stream::{Stream, StreamOptions};
 
 /// Reports the driver this process uses: its version, the ABI chosen and why, how many of that
 /// header's functions it exports, whether `cuInit` succeeded, and the NVRTC found.

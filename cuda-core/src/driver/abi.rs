@@ -33,9 +33,41 @@ macro_rules! driver_impl {
 
         use $sys::{CUresult, DriverTable};
         use $crate::driver::abi::call;
+        #[allow(unused_imports)]
         use $crate::driver::{
-            Abi, ContextHandle, DeviceHandle, Driver, EventHandle, StreamHandle,
+            Abi, ContextHandle, DevResource, DeviceHandle, DevicePtr, Driver, EventHandle,
+            GreenContextHandle, PoolHandle, SmInfo, StreamHandle,
         };
+
+        const _: () = assert!(
+            std::mem::size_of::<$sys::CUdevResource>() <= std::mem::size_of::<DevResource>()
+                && std::mem::align_of::<$sys::CUdevResource>()
+                    <= std::mem::align_of::<DevResource>()
+        );
+
+        /// The header's view of a neutral resource.
+        fn resource(r: &DevResource) -> &$sys::CUdevResource {
+            // SAFETY: `DevResource` is at least as large and as aligned (asserted above), and
+            // every bit pattern is a valid `CUdevResource` (integers, a union of integers and
+            // bytes, and in 13 a raw pointer).
+            unsafe { &*(r as *const DevResource).cast::<$sys::CUdevResource>() }
+        }
+
+        /// The header's mutable view of a neutral resource.
+        fn resource_mut(r: &mut DevResource) -> &mut $sys::CUdevResource {
+            // SAFETY: as in `resource`.
+            unsafe { &mut *(r as *mut DevResource).cast::<$sys::CUdevResource>() }
+        }
+
+        /// Answers `Ok(false)` for `CUDA_ERROR_NOT_READY`, the usual meaning otherwise.
+        #[inline]
+        fn ready(status: CUresult) -> Option<bool> {
+            match status {
+                CUresult::CUDA_SUCCESS => Some(true),
+                CUresult::CUDA_ERROR_NOT_READY => Some(false),
+                _ => None,
+            }
+        }
         use $crate::error::{DriverVersion, Error, Result};
 
         /// The driver through this ABI's function table.
@@ -183,9 +215,9 @@ macro_rules! driver_impl {
                 Ok(device)
             }
 
-            fn stream_create(&self, flags: u32) -> Result<StreamHandle> {
+            fn stream_create(&self, flags: u32, priority: i32) -> Result<StreamHandle> {
                 let mut stream = std::ptr::null_mut();
-                call!(self.cuStreamCreate(&mut stream, flags))?;
+                call!(self.cuStreamCreateWithPriority(&mut stream, flags, priority))?;
                 Ok(StreamHandle(stream.cast()))
             }
 
@@ -228,6 +260,318 @@ macro_rules! driver_impl {
                 let mut ms = 0.0f32;
                 call!(self.cuEventElapsedTime(&mut ms, start.0.cast(), end.0.cast()))?;
                 Ok(ms)
+            }
+
+            fn device_get_pci_bus_id(&self, device: DeviceHandle, buf: &mut [u8]) -> Result<usize> {
+                let len = i32::try_from(buf.len()).unwrap_or(i32::MAX);
+                call!(self.cuDeviceGetPCIBusId(buf.as_mut_ptr().cast(), len, device))?;
+                Ok(buf.iter().position(|&b| b == 0).unwrap_or(buf.len()))
+            }
+
+            fn device_total_mem(&self, device: DeviceHandle) -> Result<usize> {
+                let mut bytes = 0;
+                call!(self.cuDeviceTotalMem(&mut bytes, device))?;
+                Ok(bytes)
+            }
+
+            fn device_can_access_peer(&self, device: DeviceHandle, peer: DeviceHandle) -> Result<bool> {
+                let mut can = 0;
+                call!(self.cuDeviceCanAccessPeer(&mut can, device, peer))?;
+                Ok(can != 0)
+            }
+
+            fn device_primary_ctx_retain(&self, device: DeviceHandle) -> Result<ContextHandle> {
+                let mut ctx = std::ptr::null_mut();
+                call!(self.cuDevicePrimaryCtxRetain(&mut ctx, device))?;
+                Ok(ContextHandle(ctx.cast()))
+            }
+
+            fn device_primary_ctx_release(&self, device: DeviceHandle) -> Result<()> {
+                call!(self.cuDevicePrimaryCtxRelease(device))
+            }
+
+            fn ctx_push_current(&self, ctx: ContextHandle) -> Result<()> {
+                call!(self.cuCtxPushCurrent(ctx.0.cast()))
+            }
+
+            fn ctx_pop_current(&self) -> Result<ContextHandle> {
+                let mut ctx = std::ptr::null_mut();
+                call!(self.cuCtxPopCurrent(&mut ctx))?;
+                Ok(ContextHandle(ctx.cast()))
+            }
+
+            fn ctx_synchronize(&self) -> Result<()> {
+                call!(self.cuCtxSynchronize())
+            }
+
+            fn ctx_get_stream_priority_range(&self) -> Result<(i32, i32)> {
+                let (mut least, mut greatest) = (0, 0);
+                call!(self.cuCtxGetStreamPriorityRange(&mut least, &mut greatest))?;
+                Ok((least, greatest))
+            }
+
+            fn stream_query(&self, stream: StreamHandle) -> Result<bool> {
+                let f = $crate::driver::abi::function!(self.cuStreamQuery);
+                // SAFETY: the handle is passed by value; the driver validates it.
+                let status = unsafe { f(stream.0.cast()) };
+                match ready(status) {
+                    Some(done) => Ok(done),
+                    None => Err(self.error(status, "cuStreamQuery")),
+                }
+            }
+
+            fn stream_wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<()> {
+                call!(self.cuStreamWaitEvent(stream.0.cast(), event.0.cast(), 0))
+            }
+
+            fn stream_get_priority(&self, stream: StreamHandle) -> Result<i32> {
+                let mut priority = 0;
+                call!(self.cuStreamGetPriority(stream.0.cast(), &mut priority))?;
+                Ok(priority)
+            }
+
+            fn stream_get_flags(&self, stream: StreamHandle) -> Result<u32> {
+                let mut flags = 0;
+                call!(self.cuStreamGetFlags(stream.0.cast(), &mut flags))?;
+                Ok(flags)
+            }
+
+            fn stream_get_ctx(&self, stream: StreamHandle) -> Result<ContextHandle> {
+                let mut ctx = std::ptr::null_mut();
+                call!(self.cuStreamGetCtx(stream.0.cast(), &mut ctx))?;
+                Ok(ContextHandle(ctx.cast()))
+            }
+
+            fn event_query(&self, event: EventHandle) -> Result<bool> {
+                let f = $crate::driver::abi::function!(self.cuEventQuery);
+                // SAFETY: the handle is passed by value; the driver validates it.
+                let status = unsafe { f(event.0.cast()) };
+                match ready(status) {
+                    Some(done) => Ok(done),
+                    None => Err(self.error(status, "cuEventQuery")),
+                }
+            }
+
+            fn device_get_default_mem_pool(&self, device: DeviceHandle) -> Result<PoolHandle> {
+                let mut pool = std::ptr::null_mut();
+                call!(self.cuDeviceGetDefaultMemPool(&mut pool, device))?;
+                Ok(PoolHandle(pool.cast()))
+            }
+
+            fn mem_pool_destroy(&self, pool: PoolHandle) -> Result<()> {
+                call!(self.cuMemPoolDestroy(pool.0.cast()))
+            }
+
+            fn mem_pool_set_u64(&self, pool: PoolHandle, attribute: i32, value: u64) -> Result<()> {
+                let mut value = value;
+                let attribute = $sys::CUmemPool_attribute(attribute as _);
+                call!(self.cuMemPoolSetAttribute(
+                    pool.0.cast(),
+                    attribute,
+                    (&mut value as *mut u64).cast()
+                ))
+            }
+
+            fn mem_pool_get_u64(&self, pool: PoolHandle, attribute: i32) -> Result<u64> {
+                let mut value = 0u64;
+                let attribute = $sys::CUmemPool_attribute(attribute as _);
+                call!(self.cuMemPoolGetAttribute(
+                    pool.0.cast(),
+                    attribute,
+                    (&mut value as *mut u64).cast()
+                ))?;
+                Ok(value)
+            }
+
+            fn mem_alloc_from_pool_async(
+                &self,
+                size: usize,
+                pool: PoolHandle,
+                stream: StreamHandle,
+            ) -> Result<DevicePtr> {
+                let mut ptr = 0;
+                call!(self.cuMemAllocFromPoolAsync(&mut ptr, size, pool.0.cast(), stream.0.cast()))?;
+                Ok(ptr)
+            }
+
+            fn mem_free_async(&self, ptr: DevicePtr, stream: StreamHandle) -> Result<()> {
+                call!(self.cuMemFreeAsync(ptr, stream.0.cast()))
+            }
+
+            fn mem_alloc(&self, size: usize) -> Result<DevicePtr> {
+                let mut ptr = 0;
+                call!(self.cuMemAlloc(&mut ptr, size))?;
+                Ok(ptr)
+            }
+
+            fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
+                call!(self.cuMemFree(ptr))
+            }
+
+            fn mem_host_alloc(&self, size: usize, flags: u32) -> Result<*mut std::ffi::c_void> {
+                let mut ptr = std::ptr::null_mut();
+                call!(self.cuMemHostAlloc(&mut ptr, size, flags))?;
+                Ok(ptr)
+            }
+
+            fn mem_free_host(&self, ptr: *mut std::ffi::c_void) -> Result<()> {
+                call!(self.cuMemFreeHost(ptr))
+            }
+
+            fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr> {
+                let mut ptr = 0;
+                call!(self.cuMemAllocManaged(&mut ptr, size, flags))?;
+                Ok(ptr)
+            }
+
+            fn mem_get_info(&self) -> Result<(usize, usize)> {
+                let (mut free, mut total) = (0, 0);
+                call!(self.cuMemGetInfo(&mut free, &mut total))?;
+                Ok((free, total))
+            }
+
+            fn memcpy_async(
+                &self,
+                dst: DevicePtr,
+                src: DevicePtr,
+                size: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemcpyAsync(dst, src, size, stream.0.cast()))
+            }
+
+            fn memcpy_htod_async(
+                &self,
+                dst: DevicePtr,
+                src: *const std::ffi::c_void,
+                size: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemcpyHtoDAsync(dst, src, size, stream.0.cast()))
+            }
+
+            fn memcpy_dtoh_async(
+                &self,
+                dst: *mut std::ffi::c_void,
+                src: DevicePtr,
+                size: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemcpyDtoHAsync(dst, src, size, stream.0.cast()))
+            }
+
+            fn memset_d8_async(
+                &self,
+                dst: DevicePtr,
+                value: u8,
+                count: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemsetD8Async(dst, value, count, stream.0.cast()))
+            }
+
+            fn memset_d16_async(
+                &self,
+                dst: DevicePtr,
+                value: u16,
+                count: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemsetD16Async(dst, value, count, stream.0.cast()))
+            }
+
+            fn memset_d32_async(
+                &self,
+                dst: DevicePtr,
+                value: u32,
+                count: usize,
+                stream: StreamHandle,
+            ) -> Result<()> {
+                call!(self.cuMemsetD32Async(dst, value, count, stream.0.cast()))
+            }
+
+            fn device_get_sm_resource(&self, device: DeviceHandle) -> Result<DevResource> {
+                let mut out = DevResource::ZERO;
+                call!(self.cuDeviceGetDevResource(
+                    device,
+                    resource_mut(&mut out),
+                    $sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM
+                ))?;
+                Ok(out)
+            }
+
+            fn ctx_get_sm_resource(&self, ctx: ContextHandle) -> Result<DevResource> {
+                let mut out = DevResource::ZERO;
+                call!(self.cuCtxGetDevResource(
+                    ctx.0.cast(),
+                    resource_mut(&mut out),
+                    $sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM
+                ))?;
+                Ok(out)
+            }
+
+            fn sm_resource_split_by_count(
+                &self,
+                input: &DevResource,
+                groups: &mut [DevResource],
+                flags: u32,
+                min_count: u32,
+            ) -> Result<(usize, DevResource)> {
+                // The driver writes an array of its own struct: build one, then copy out.
+                let mut raw: Vec<$sys::CUdevResource> = (0..groups.len())
+                    .map(|_| *resource(&DevResource::ZERO))
+                    .collect();
+                let mut count = u32::try_from(groups.len()).unwrap_or(u32::MAX);
+                let mut remaining = DevResource::ZERO;
+                call!(self.cuDevSmResourceSplitByCount(
+                    raw.as_mut_ptr(),
+                    &mut count,
+                    resource(input),
+                    resource_mut(&mut remaining),
+                    flags,
+                    min_count
+                ))?;
+                let count = (count as usize).min(groups.len());
+                for (slot, value) in groups.iter_mut().zip(&raw[..count]) {
+                    *resource_mut(slot) = *value;
+                }
+                Ok((count, remaining))
+            }
+
+            fn green_ctx_create(
+                &self,
+                resources: &[DevResource],
+                device: DeviceHandle,
+            ) -> Result<(GreenContextHandle, ContextHandle)> {
+                let mut raw: Vec<$sys::CUdevResource> =
+                    resources.iter().map(|r| *resource(r)).collect();
+                let count = u32::try_from(raw.len()).unwrap_or(u32::MAX);
+                let mut desc = std::ptr::null_mut();
+                call!(self.cuDevResourceGenerateDesc(&mut desc, raw.as_mut_ptr(), count))?;
+                let mut green = std::ptr::null_mut();
+                let flags = $sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM.0 as u32;
+                call!(self.cuGreenCtxCreate(&mut green, desc, device, flags))?;
+                let mut ctx = std::ptr::null_mut();
+                if let Err(e) = call!(self.cuCtxFromGreenCtx(&mut ctx, green)) {
+                    let _ = call!(self.cuGreenCtxDestroy(green));
+                    return Err(e);
+                }
+                Ok((GreenContextHandle(green.cast()), ContextHandle(ctx.cast())))
+            }
+
+            fn green_ctx_destroy(&self, green: GreenContextHandle) -> Result<()> {
+                call!(self.cuGreenCtxDestroy(green.0.cast()))
+            }
+
+            fn green_ctx_stream_create(
+                &self,
+                green: GreenContextHandle,
+                flags: u32,
+                priority: i32,
+            ) -> Result<StreamHandle> {
+                let mut stream = std::ptr::null_mut();
+                call!(self.cuGreenCtxStreamCreate(&mut stream, green.0.cast(), flags, priority))?;
+                Ok(StreamHandle(stream.cast()))
             }
 
             $($specific)*

@@ -125,17 +125,48 @@ handles! {
     StreamHandle;
     /// A `CUevent`.
     EventHandle;
+    /// A `CUmemoryPool`.
+    PoolHandle;
+    /// A `CUgreenCtx`.
+    GreenContextHandle;
 }
 
 /// A `CUdevice`: an ordinal in both ABIs.
 pub(crate) type DeviceHandle = i32;
 
+/// A `CUdeviceptr`.
+pub(crate) type DevicePtr = u64;
+
+/// A `CUdevResource`, held as bytes large enough for either header's layout (the 13 header
+/// appends fields); each ABI reads it as its own struct.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub(crate) struct DevResource(pub(crate) [u8; 256]);
+
+impl DevResource {
+    pub(crate) const ZERO: DevResource = DevResource([0; 256]);
+}
+
+impl fmt::Debug for DevResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DevResource")
+    }
+}
+
+/// What an SM resource reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SmInfo {
+    pub(crate) sm_count: u32,
+    /// The 13 header's `minSmPartitionSize`, `None` through the 12 ABI.
+    pub(crate) min_partition_size: Option<u32>,
+    /// The 13 header's `smCoscheduledAlignment`, `None` through the 12 ABI.
+    pub(crate) coscheduled_alignment: Option<u32>,
+}
+
 /// The driver's functions the safe layer uses, in version-neutral types. One implementation per
 /// ABI (`v12.rs`, `v13.rs`); where the two headers differ, the difference is settled there.
 ///
 /// Every method makes exactly the driver call it names and nothing else.
-// Methods are added as the safe layer needs them; some are used only by tests so far.
-#[allow(dead_code)]
 pub(crate) trait Driver: Send + Sync {
     /// The ABI this table speaks.
     fn abi(&self) -> Abi;
@@ -148,30 +179,64 @@ pub(crate) trait Driver: Send + Sync {
     fn init(&self, flags: u32) -> Result<()>;
     /// `cuDeviceGetCount`.
     fn device_get_count(&self) -> Result<i32>;
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuDeviceGet`.
     fn device_get(&self, ordinal: i32) -> Result<DeviceHandle>;
     /// `cuDeviceGetName`, into `buf`; returns the bytes before the NUL.
     fn device_get_name(&self, device: DeviceHandle, buf: &mut [u8]) -> Result<usize>;
     /// `cuDeviceGetAttribute` with the attribute's numeric code (the same in both headers).
     fn device_get_attribute(&self, attribute: i32, device: DeviceHandle) -> Result<i32>;
+    /// `cuDeviceGetUuid` (`_v2` in both ABIs).
+    fn device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]>;
+    /// `cuDeviceGetPCIBusId`, into `buf`; returns the bytes before the NUL.
+    fn device_get_pci_bus_id(&self, device: DeviceHandle, buf: &mut [u8]) -> Result<usize>;
+    /// `cuDeviceTotalMem`.
+    fn device_total_mem(&self, device: DeviceHandle) -> Result<usize>;
+    /// `cuDeviceCanAccessPeer`.
+    fn device_can_access_peer(&self, device: DeviceHandle, peer: DeviceHandle) -> Result<bool>;
+    /// `cuDevicePrimaryCtxRetain`.
+    fn device_primary_ctx_retain(&self, device: DeviceHandle) -> Result<ContextHandle>;
+    /// `cuDevicePrimaryCtxRelease`.
+    fn device_primary_ctx_release(&self, device: DeviceHandle) -> Result<()>;
 
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuCtxCreate` (12: `cuCtxCreate_v2`; 13: `cuCtxCreate_v4` without parameters).
     fn ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle>;
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuCtxDestroy`.
     fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxGetCurrent`.
     fn ctx_get_current(&self) -> Result<ContextHandle>;
     /// `cuCtxSetCurrent`.
     fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxPushCurrent`.
+    fn ctx_push_current(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxPopCurrent`.
+    fn ctx_pop_current(&self) -> Result<ContextHandle>;
     /// `cuCtxGetDevice` of the current context.
     fn ctx_get_device(&self) -> Result<DeviceHandle>;
+    /// `cuCtxSynchronize` of the current context.
+    fn ctx_synchronize(&self) -> Result<()>;
+    /// `cuCtxGetStreamPriorityRange` of the current context: `(least, greatest)`.
+    fn ctx_get_stream_priority_range(&self) -> Result<(i32, i32)>;
 
-    /// `cuStreamCreate`.
-    fn stream_create(&self, flags: u32) -> Result<StreamHandle>;
+    /// `cuStreamCreateWithPriority` in the current context.
+    fn stream_create(&self, flags: u32, priority: i32) -> Result<StreamHandle>;
     /// `cuStreamDestroy`.
     fn stream_destroy(&self, stream: StreamHandle) -> Result<()>;
     /// `cuStreamSynchronize`.
     fn stream_synchronize(&self, stream: StreamHandle) -> Result<()>;
+    /// `cuStreamQuery`: `false` for `CUDA_ERROR_NOT_READY`.
+    fn stream_query(&self, stream: StreamHandle) -> Result<bool>;
+    /// `cuStreamWaitEvent`.
+    fn stream_wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<()>;
+    /// `cuStreamGetPriority`.
+    fn stream_get_priority(&self, stream: StreamHandle) -> Result<i32>;
+    /// `cuStreamGetFlags`.
+    fn stream_get_flags(&self, stream: StreamHandle) -> Result<u32>;
+    /// `cuStreamGetCtx`.
+    fn stream_get_ctx(&self, stream: StreamHandle) -> Result<ContextHandle>;
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuLaunchHostFunc`: runs `f(data)` on a driver thread once the stream reaches it.
     fn launch_host_func(
         &self,
@@ -180,7 +245,7 @@ pub(crate) trait Driver: Send + Sync {
         data: *mut c_void,
     ) -> Result<()>;
 
-    /// `cuEventCreate`.
+    /// `cuEventCreate` in the current context.
     fn event_create(&self, flags: u32) -> Result<EventHandle>;
     /// `cuEventDestroy`.
     fn event_destroy(&self, event: EventHandle) -> Result<()>;
@@ -188,9 +253,123 @@ pub(crate) trait Driver: Send + Sync {
     fn event_record(&self, event: EventHandle, stream: StreamHandle) -> Result<()>;
     /// `cuEventSynchronize`.
     fn event_synchronize(&self, event: EventHandle) -> Result<()>;
+    /// `cuEventQuery`: `false` for `CUDA_ERROR_NOT_READY`.
+    fn event_query(&self, event: EventHandle) -> Result<bool>;
     /// `cuEventElapsedTime` in milliseconds (12: the 12.9 header's `cuEventElapsedTime`;
     /// 13: `cuEventElapsedTime_v2`).
     fn event_elapsed_time(&self, start: EventHandle, end: EventHandle) -> Result<f32>;
+
+    /// `cuDeviceGetDefaultMemPool`.
+    fn device_get_default_mem_pool(&self, device: DeviceHandle) -> Result<PoolHandle>;
+    /// `cuMemPoolCreate` of pinned device memory on `device`; `max_size` 0 is the default.
+    fn mem_pool_create(&self, device: DeviceHandle, max_size: usize) -> Result<PoolHandle>;
+    /// `cuMemPoolDestroy`.
+    fn mem_pool_destroy(&self, pool: PoolHandle) -> Result<()>;
+    /// `cuMemPoolSetAttribute` of a 64-bit attribute.
+    fn mem_pool_set_u64(&self, pool: PoolHandle, attribute: i32, value: u64) -> Result<()>;
+    /// `cuMemPoolGetAttribute` of a 64-bit attribute.
+    fn mem_pool_get_u64(&self, pool: PoolHandle, attribute: i32) -> Result<u64>;
+    /// `cuMemAllocFromPoolAsync`.
+    fn mem_alloc_from_pool_async(
+        &self,
+        size: usize,
+        pool: PoolHandle,
+        stream: StreamHandle,
+    ) -> Result<DevicePtr>;
+    /// `cuMemFreeAsync`.
+    fn mem_free_async(&self, ptr: DevicePtr, stream: StreamHandle) -> Result<()>;
+    /// `cuMemAlloc` in the current context.
+    fn mem_alloc(&self, size: usize) -> Result<DevicePtr>;
+    /// `cuMemFree`.
+    fn mem_free(&self, ptr: DevicePtr) -> Result<()>;
+    /// `cuMemHostAlloc` in the current context.
+    fn mem_host_alloc(&self, size: usize, flags: u32) -> Result<*mut c_void>;
+    /// `cuMemFreeHost`.
+    fn mem_free_host(&self, ptr: *mut c_void) -> Result<()>;
+    /// `cuMemAllocManaged` in the current context.
+    fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr>;
+    /// `cuMemGetInfo` of the current context's device: `(free, total)`.
+    fn mem_get_info(&self) -> Result<(usize, usize)>;
+    /// `cuMemcpyAsync` (unified addressing).
+    fn memcpy_async(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemcpyHtoDAsync`.
+    fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemcpyDtoHAsync`.
+    fn memcpy_dtoh_async(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemsetD8Async`.
+    fn memset_d8_async(
+        &self,
+        dst: DevicePtr,
+        value: u8,
+        count: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemsetD16Async`.
+    fn memset_d16_async(
+        &self,
+        dst: DevicePtr,
+        value: u16,
+        count: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemsetD32Async`.
+    fn memset_d32_async(
+        &self,
+        dst: DevicePtr,
+        value: u32,
+        count: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+
+    /// `cuDeviceGetDevResource` of the SMs.
+    fn device_get_sm_resource(&self, device: DeviceHandle) -> Result<DevResource>;
+    /// `cuCtxGetDevResource` of the SMs.
+    fn ctx_get_sm_resource(&self, ctx: ContextHandle) -> Result<DevResource>;
+    /// Reads an SM resource's fields.
+    fn sm_resource_info(&self, resource: &DevResource) -> SmInfo;
+    /// `cuDevSmResourceSplitByCount`: fills `groups` (as many as it holds, or fewer) with
+    /// `min_count` SMs each; returns how many groups and the remainder.
+    fn sm_resource_split_by_count(
+        &self,
+        input: &DevResource,
+        groups: &mut [DevResource],
+        flags: u32,
+        min_count: u32,
+    ) -> Result<(usize, DevResource)>;
+    /// `cuDevResourceGenerateDesc` then `cuGreenCtxCreate` (with its default stream) then
+    /// `cuCtxFromGreenCtx`.
+    fn green_ctx_create(
+        &self,
+        resources: &[DevResource],
+        device: DeviceHandle,
+    ) -> Result<(GreenContextHandle, ContextHandle)>;
+    /// `cuGreenCtxDestroy`.
+    fn green_ctx_destroy(&self, green: GreenContextHandle) -> Result<()>;
+    /// `cuGreenCtxStreamCreate`.
+    fn green_ctx_stream_create(
+        &self,
+        green: GreenContextHandle,
+        flags: u32,
+        priority: i32,
+    ) -> Result<StreamHandle>;
 }
 
 /// A loaded driver: its table behind the trait, and whether `cuInit` succeeded.

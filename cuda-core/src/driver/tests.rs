@@ -212,11 +212,11 @@ fn a_function_the_driver_lacks_is_not_supported_by_name() {
         }
     );
     assert!(err.to_string().contains("cuCtxCreate"), "{err}");
-    let err = driver.stream_create(0).unwrap_err();
+    let err = driver.stream_create(0, 0).unwrap_err();
     assert!(matches!(
         err,
         Error::NotSupported {
-            function: "cuStreamCreate",
+            function: "cuStreamCreateWithPriority",
             ..
         }
     ));
@@ -375,7 +375,7 @@ fn abi_changed_functions_answer_right_through_each_table() {
         assert_eq!(driver.ctx_get_current().unwrap(), ctx, "{abi}");
         assert_eq!(driver.ctx_get_device().unwrap(), device, "{abi}");
 
-        let stream = driver.stream_create(1).unwrap();
+        let stream = driver.stream_create(1, 0).unwrap();
         let start = driver.event_create(0).unwrap();
         let end = driver.event_create(0).unwrap();
         let host = Instant::now();

@@ -9,4 +9,37 @@ super::abi::driver_impl!(Driver12, cuda_sys12, Abi::Cuda12, {
         call!(self.cuCtxCreate(&mut ctx, flags, device))?;
         Ok(ContextHandle(ctx.cast()))
     }
+
+    fn device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {
+        let mut uuid = cuda_sys12::CUuuid::default();
+        call!(self.cuDeviceGetUuid_v2(&mut uuid, device))?;
+        Ok(uuid.bytes.map(|b| b as u8))
+    }
+
+    fn mem_pool_create(&self, device: DeviceHandle, max_size: usize) -> Result<PoolHandle> {
+        use cuda_sys12::*;
+        let mut props = CUmemPoolProps {
+            allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            location: CUmemLocation {
+                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: device,
+            },
+            maxSize: max_size,
+            ..Default::default()
+        };
+        let mut pool = std::ptr::null_mut();
+        call!(self.cuMemPoolCreate(&mut pool, &mut props))?;
+        Ok(PoolHandle(pool.cast()))
+    }
+
+    fn sm_resource_info(&self, r: &DevResource) -> SmInfo {
+        // SAFETY: an SM resource's union holds its `sm` member.
+        let sm = unsafe { resource(r).__bindgen_anon_1.sm };
+        SmInfo {
+            sm_count: sm.smCount,
+            min_partition_size: None,
+            coscheduled_alignment: None,
+        }
+    }
 });

@@ -1,0 +1,158 @@
+//! Events: markers recorded in streams, for ordering and timing.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::driver::{ContextHandle, Driver, EventHandle};
+use crate::error::{Error, Result};
+
+/// `CU_EVENT_BLOCKING_SYNC`.
+const BLOCKING_SYNC: u32 = 1;
+/// `CU_EVENT_DISABLE_TIMING`.
+const DISABLE_TIMING: u32 = 2;
+
+/// How to create an [`Event`]. The default is the cheapest event: no timing, spin-waiting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventOptions {
+    /// Record timestamps, so that [`Event::elapsed_since`] works (costs some speed).
+    pub timing: bool,
+    /// Make [`Event::sync`] block the thread instead of spinning.
+    pub blocking_sync: bool,
+}
+
+impl EventOptions {
+    /// An event that records timestamps.
+    pub fn timing() -> Self {
+        EventOptions {
+            timing: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// A CUDA event, destroyed on drop.
+///
+/// ```no_run
+/// use cuda_core::{Device, EventOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let start = stream.record_new(EventOptions::timing())?;
+/// // ... queue work on `stream` ...
+/// let end = stream.record_new(EventOptions::timing())?;
+/// end.sync()?;
+/// println!("took {:?}", end.elapsed_since(&start)?);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+pub struct Event {
+    handle: EventHandle,
+    context: Context,
+    driver: &'static dyn Driver,
+    options: EventOptions,
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Err(e) = self.driver.event_destroy(self.handle) {
+            log::error!(
+                "destroying an event of device {}: {e}",
+                self.device().ordinal()
+            );
+        }
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("handle", &self.handle.0)
+            .field("device", &self.device().ordinal())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Event {
+    pub(crate) fn create(context: &Context, options: EventOptions) -> Result<Event> {
+        let mut flags = 0;
+        if !options.timing {
+            flags |= DISABLE_TIMING;
+        }
+        if options.blocking_sync {
+            flags |= BLOCKING_SYNC;
+        }
+        let handle = context.with_current(|driver| driver.event_create(flags))?;
+        Ok(Event {
+            handle,
+            driver: context.inner.driver,
+            context: context.clone(),
+            options,
+        })
+    }
+
+    /// Waits until the work before the event's last record has finished
+    /// (`cuEventSynchronize`).
+    #[inline]
+    pub fn sync(&self) -> Result<()> {
+        self.driver.event_synchronize(self.handle)
+    }
+
+    /// Whether the work before the event's last record has finished (`cuEventQuery`). An
+    /// event never recorded is done.
+    #[inline]
+    pub fn is_done(&self) -> Result<bool> {
+        self.driver.event_query(self.handle)
+    }
+
+    /// The time from `start` to this event, both recorded and complete, both with timing on
+    /// (`cuEventElapsedTime`; its resolution is about half a microsecond).
+    pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
+        for (name, event) in [("start", start), ("self", self)] {
+            if !event.options.timing {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "the event was created without timing; use EventOptions::timing()"
+                        .to_owned(),
+                });
+            }
+        }
+        let ms = self.driver.event_elapsed_time(start.handle, self.handle)?;
+        if ms < 0.0 {
+            return Err(Error::InvalidArgument {
+                name: "start",
+                reason: format!("it completed {} ms after this event", -ms),
+            });
+        }
+        Ok(Duration::from_secs_f64(f64::from(ms) / 1000.0))
+    }
+
+    /// The options the event was created with.
+    pub fn options(&self) -> EventOptions {
+        self.options
+    }
+
+    /// The context the event belongs to.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The device the event belongs to.
+    pub fn device(&self) -> Device {
+        self.context.device()
+    }
+
+    /// The raw `CUevent`, for calling other CUDA libraries; valid while this value lives.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.handle.0
+    }
+
+    pub(crate) fn handle(&self) -> EventHandle {
+        self.handle
+    }
+
+    pub(crate) fn context_handle(&self) -> ContextHandle {
+        self.context.inner.handle
+    }
+}

@@ -1,0 +1,327 @@
+//! Buffers: one allocation of a memory resource.
+
+use std::fmt;
+use std::mem::size_of_val;
+use std::sync::Arc;
+
+use super::MemoryResource;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+/// Plain data: any bit pattern is a valid value and the type has no padding, so it can be
+/// copied to and from device memory as bytes.
+///
+/// # Safety
+///
+/// Implement it only for `Copy` types with no padding bytes and no invalid bit patterns (no
+/// `bool`, `char`, references or enums).
+pub unsafe trait Pod: Copy + Send + Sync + 'static {}
+
+macro_rules! pod {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitive integers and floats: every bit pattern is a value, no padding.
+        unsafe impl Pod for $t {}
+    )*};
+}
+pod!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+
+// SAFETY: an array of plain data is plain data.
+unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
+
+/// A value [`Buffer::fill`] can repeat: 1, 2 or 4 bytes.
+pub trait FillPattern: Copy + private::Sealed {
+    #[doc(hidden)]
+    fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()>;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u16 {}
+    impl Sealed for u32 {}
+}
+
+macro_rules! fill_pattern {
+    ($($t:ty => $method:ident),*) => {$(
+        impl FillPattern for $t {
+            fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()> {
+                let width = std::mem::size_of::<$t>();
+                if buffer.size % width != 0 {
+                    return Err(Error::InvalidArgument {
+                        name: "value",
+                        reason: format!(
+                            "a {width}-byte pattern does not tile a {}-byte buffer",
+                            buffer.size
+                        ),
+                    });
+                }
+                if buffer.ptr % width as u64 != 0 {
+                    return Err(Error::InvalidArgument {
+                        name: "value",
+                        reason: format!("a {width}-byte pattern needs a {width}-byte aligned buffer"),
+                    });
+                }
+                let count = buffer.size / width;
+                stream.call(|driver, handle| driver.$method(buffer.ptr, self, count, handle))
+            }
+        }
+    )*};
+}
+fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_async);
+
+/// One allocation from a [`MemoryResource`], freed through it when dropped: in stream order,
+/// on its deallocation stream (the allocation stream unless changed), or explicitly with
+/// [`Buffer::close`].
+///
+/// ```no_run
+/// use cuda_core::{Allocate, Device, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let memory = device.memory_resource()?;
+/// let mut a = memory.allocate(1 << 20, &stream)?;
+/// let mut b = memory.allocate(1 << 20, &stream)?;
+/// a.fill(7u32, &stream)?;
+/// a.copy_to(&mut b, &stream)?;
+/// let mut host = vec![0u32; 1 << 18];
+/// b.copy_to_host(&mut host, &stream)?;
+/// assert!(host.iter().all(|&x| x == 7));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+pub struct Buffer {
+    ptr: u64,
+    size: usize,
+    resource: Arc<dyn MemoryResource>,
+    stream: Stream,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("size", &self.size)
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        // SAFETY: the allocation came from this resource and is freed only here or in `close`,
+        // which zeroes `ptr`.
+        if let Err(e) = unsafe { self.resource.deallocate(self.ptr, self.size, &self.stream) } {
+            log::error!("freeing a buffer of {} bytes: {e}", self.size);
+        }
+    }
+}
+
+impl Buffer {
+    /// Takes ownership of an allocation.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is an allocation of `size` bytes made by `resource` and owned by no one else.
+    pub unsafe fn from_raw_parts(
+        ptr: u64,
+        size: usize,
+        resource: Arc<dyn MemoryResource>,
+        stream: Stream,
+    ) -> Buffer {
+        Buffer {
+            ptr,
+            size,
+            resource,
+            stream,
+        }
+    }
+
+    /// The address (a `CUdeviceptr`; for host memory, also the host address).
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The device of the memory; `None` for host memory.
+    pub fn device(&self) -> Option<Device> {
+        self.resource.device()
+    }
+
+    /// The resource that made it and frees it.
+    pub fn memory_resource(&self) -> &Arc<dyn MemoryResource> {
+        &self.resource
+    }
+
+    /// Whether kernels can access the memory.
+    pub fn is_device_accessible(&self) -> bool {
+        self.resource.is_device_accessible()
+    }
+
+    /// Whether the host can access the memory directly.
+    pub fn is_host_accessible(&self) -> bool {
+        self.resource.is_host_accessible()
+    }
+
+    /// The stream the buffer will be freed on.
+    pub fn deallocation_stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Frees the buffer on `stream` instead, after the work queued there.
+    pub fn set_deallocation_stream(&mut self, stream: &Stream) {
+        self.stream = stream.clone();
+    }
+
+    /// Frees the buffer now, in order on `stream` (or its deallocation stream), reporting an
+    /// error that dropping would only log.
+    pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
+        let ptr = std::mem::replace(&mut self.ptr, 0);
+        let stream = stream.unwrap_or(&self.stream);
+        // SAFETY: as in `drop`; `ptr` is zeroed so drop does nothing.
+        unsafe { self.resource.deallocate(ptr, self.size, stream) }
+    }
+
+    fn same_size(&self, other_bytes: usize, name: &'static str) -> Result<()> {
+        if other_bytes == self.size {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                name,
+                reason: format!(
+                    "it holds {other_bytes} bytes and the buffer {}; copies need equal sizes",
+                    self.size
+                ),
+            })
+        }
+    }
+
+    /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
+    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
+        self.same_size(dst.size, "dst")?;
+        stream.call(|driver, handle| driver.memcpy_async(dst.ptr, self.ptr, self.size, handle))
+    }
+
+    /// Copies `src` into this buffer, in order on `stream`. Sizes must match.
+    pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
+        self.same_size(src.size, "src")?;
+        stream.call(|driver, handle| driver.memcpy_async(self.ptr, src.ptr, self.size, handle))
+    }
+
+    /// Copies a host slice of the buffer's size into it and waits for the copy.
+    pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
+        // SAFETY: `src` outlives the copy: the stream is synchronised before returning.
+        unsafe { self.copy_from_host_async(src, stream)? };
+        stream.sync()
+    }
+
+    /// Queues a copy of a host slice of the buffer's size into it (`cuMemcpyHtoDAsync`).
+    ///
+    /// # Safety
+    ///
+    /// `src` must stay alive and unmodified until the copy is done (synchronise `stream` or an
+    /// event recorded after it). With pageable host memory the driver may finish the copy
+    /// before returning; with pinned memory it does not.
+    pub unsafe fn copy_from_host_async<T: Pod>(
+        &mut self,
+        src: &[T],
+        stream: &Stream,
+    ) -> Result<()> {
+        self.same_size(size_of_val(src), "src")?;
+        let ptr = src.as_ptr().cast();
+        stream.call(|driver, handle| driver.memcpy_htod_async(self.ptr, ptr, self.size, handle))
+    }
+
+    /// Copies the buffer into a host slice of its size and waits for the copy.
+    pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
+        // SAFETY: `dst` outlives the copy: the stream is synchronised before returning.
+        unsafe { self.copy_to_host_async(dst, stream)? };
+        stream.sync()
+    }
+
+    /// Queues a copy of the buffer into a host slice of its size (`cuMemcpyDtoHAsync`).
+    ///
+    /// # Safety
+    ///
+    /// `dst` must stay alive, and must not be read or written, until the copy is done.
+    pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
+        self.same_size(size_of_val(dst), "dst")?;
+        let ptr = dst.as_mut_ptr().cast();
+        stream.call(|driver, handle| driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle))
+    }
+
+    /// Copies the whole buffer to a new vector and waits for the copy. The size must be a
+    /// multiple of `T`'s.
+    pub fn to_vec<T: Pod + Default>(&self, stream: &Stream) -> Result<Vec<T>> {
+        let width = std::mem::size_of::<T>().max(1);
+        if self.size % width != 0 {
+            return Err(Error::InvalidArgument {
+                name: "T",
+                reason: format!(
+                    "{} bytes are not a whole number of {width}-byte values",
+                    self.size
+                ),
+            });
+        }
+        let mut out = vec![T::default(); self.size / width];
+        self.copy_to_host(&mut out, stream)?;
+        Ok(out)
+    }
+
+    /// Fills the buffer with a 1, 2 or 4-byte value, in order on `stream` (`cuMemsetD8Async`,
+    /// `D16`, `D32`); the size must be a multiple of the value's.
+    pub fn fill<P: FillPattern>(&mut self, value: P, stream: &Stream) -> Result<()> {
+        value.fill(self, stream)
+    }
+
+    fn host_view<T: Pod>(&self) -> Result<usize> {
+        if !self.is_host_accessible() {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!("{:?} memory is not host-accessible", self.resource),
+            });
+        }
+        let width = std::mem::size_of::<T>().max(1);
+        if self.size % width != 0 || self.ptr % std::mem::align_of::<T>() as u64 != 0 {
+            return Err(Error::InvalidArgument {
+                name: "T",
+                reason: format!(
+                    "a {}-byte buffer at {:#x} is not a whole, aligned number of {width}-byte values",
+                    self.size, self.ptr
+                ),
+            });
+        }
+        Ok(self.size / width)
+    }
+
+    /// The memory as a host slice, for host-accessible memory (pinned or managed).
+    ///
+    /// # Safety
+    ///
+    /// No work on any stream may write the buffer while the slice is in use: synchronise the
+    /// streams that touched it first.
+    pub unsafe fn as_slice<T: Pod>(&self) -> Result<&[T]> {
+        let len = self.host_view::<T>()?;
+        // SAFETY: host-accessible memory of `size` bytes at `ptr`, aligned and a whole number
+        // of `T` (checked); any bytes are a valid `T` (`Pod`); the caller excludes device
+        // writes while it is borrowed.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr as *const T, len) })
+    }
+
+    /// The memory as a mutable host slice, for host-accessible memory.
+    ///
+    /// # Safety
+    ///
+    /// No work on any stream may read or write the buffer while the slice is in use.
+    pub unsafe fn as_mut_slice<T: Pod>(&mut self) -> Result<&mut [T]> {
+        let len = self.host_view::<T>()?;
+        // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique on the host.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, len) })
+    }
+}

@@ -1,0 +1,217 @@
+//! Device memory from a memory pool, allocated and freed in stream order.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{check_request, MemoryResource};
+use crate::context::Context;
+use crate::device::Device;
+use crate::driver::{Driver, PoolHandle};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+/// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`.
+const RELEASE_THRESHOLD: i32 = 4;
+/// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT` (then `_HIGH`, `USED_MEM_CURRENT`, `USED_MEM_HIGH`).
+const RESERVED_MEM_CURRENT: i32 = 5;
+const RESERVED_MEM_HIGH: i32 = 6;
+const USED_MEM_CURRENT: i32 = 7;
+const USED_MEM_HIGH: i32 = 8;
+
+/// Options of a new memory pool: see [`DeviceMemoryResource::new`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceMemoryResourceOptions {
+    /// The most the pool may reserve, in bytes; `None` for no limit beyond the device's.
+    pub max_size: Option<usize>,
+    /// How much reserved memory the pool keeps when it could release it to the system at a
+    /// synchronisation, in bytes; `None` leaves the driver's default (0: release all).
+    pub release_threshold: Option<u64>,
+}
+
+/// A pool's memory use, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Memory the pool holds from the system now.
+    pub reserved_current: u64,
+    /// The most it has held since the high-water marks were reset.
+    pub reserved_high: u64,
+    /// Memory handed out in allocations now.
+    pub used_current: u64,
+    /// The most handed out at once.
+    pub used_high: u64,
+}
+
+/// Device memory from a memory pool: the device's default pool, or a pool of its own.
+/// Allocation and free are stream-ordered (`cuMemAllocFromPoolAsync`, `cuMemFreeAsync`) and
+/// cost nothing beyond those calls.
+///
+/// ```no_run
+/// use cuda_core::{Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions {
+///     release_threshold: Some(1 << 30),
+///     ..Default::default()
+/// })?;
+/// let buffer = pool.allocate(1 << 20, &stream)?;
+/// assert!(pool.usage()?.used_current >= 1 << 20);
+/// drop(buffer);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+pub struct DeviceMemoryResource {
+    pool: PoolHandle,
+    device: Device,
+    total_memory: usize,
+    owned: bool,
+    driver: &'static dyn Driver,
+    // Keeps the primary context alive as long as memory of it may be handed out.
+    _context: Context,
+}
+
+impl fmt::Debug for DeviceMemoryResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceMemoryResource")
+            .field("device", &self.device.ordinal())
+            .field("pool", &self.pool.0)
+            .field("owned", &self.owned)
+            .finish()
+    }
+}
+
+impl Drop for DeviceMemoryResource {
+    fn drop(&mut self) {
+        if self.owned {
+            if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+                log::error!(
+                    "destroying a memory pool of device {}: {e}",
+                    self.device.ordinal()
+                );
+            }
+        }
+    }
+}
+
+impl DeviceMemoryResource {
+    /// The device's default memory pool (`cuDeviceGetDefaultMemPool`).
+    pub fn default_pool(device: Device) -> Result<Arc<DeviceMemoryResource>> {
+        let context = device.primary_context()?;
+        let driver = context.inner.driver;
+        let pool = driver.device_get_default_mem_pool(device.handle())?;
+        Self::wrap(pool, device, false, context)
+    }
+
+    /// A new memory pool of device memory on `device` (`cuMemPoolCreate`), destroyed when the
+    /// last reference drops (after its buffers, which hold one).
+    pub fn new(
+        device: Device,
+        options: DeviceMemoryResourceOptions,
+    ) -> Result<Arc<DeviceMemoryResource>> {
+        if options.max_size == Some(0) {
+            return Err(Error::InvalidArgument {
+                name: "options.max_size",
+                reason: "a pool needs room for at least one byte; use None for no limit".to_owned(),
+            });
+        }
+        let context = device.primary_context()?;
+        let driver = context.inner.driver;
+        let pool = driver.mem_pool_create(device.handle(), options.max_size.unwrap_or(0))?;
+        let resource = Self::wrap(pool, device, true, context)?;
+        if let Some(threshold) = options.release_threshold {
+            resource.set_release_threshold(threshold)?;
+        }
+        Ok(resource)
+    }
+
+    fn wrap(
+        pool: PoolHandle,
+        device: Device,
+        owned: bool,
+        context: Context,
+    ) -> Result<Arc<DeviceMemoryResource>> {
+        Ok(Arc::new(DeviceMemoryResource {
+            pool,
+            device,
+            total_memory: device.total_memory()?,
+            owned,
+            driver: context.inner.driver,
+            _context: context,
+        }))
+    }
+
+    /// Whether this is a pool of its own rather than the device's default pool.
+    pub fn is_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// The pool's memory use now and its high-water marks.
+    pub fn usage(&self) -> Result<PoolUsage> {
+        let get = |attribute| self.driver.mem_pool_get_u64(self.pool, attribute);
+        Ok(PoolUsage {
+            reserved_current: get(RESERVED_MEM_CURRENT)?,
+            reserved_high: get(RESERVED_MEM_HIGH)?,
+            used_current: get(USED_MEM_CURRENT)?,
+            used_high: get(USED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the high-water marks to the current values.
+    pub fn reset_high_water_marks(&self) -> Result<()> {
+        // The driver accepts only zero for these attributes.
+        self.driver
+            .mem_pool_set_u64(self.pool, RESERVED_MEM_HIGH, 0)?;
+        self.driver.mem_pool_set_u64(self.pool, USED_MEM_HIGH, 0)
+    }
+
+    /// The release threshold, in bytes.
+    pub fn release_threshold(&self) -> Result<u64> {
+        self.driver.mem_pool_get_u64(self.pool, RELEASE_THRESHOLD)
+    }
+
+    /// Sets the release threshold, in bytes: how much reserved memory the pool keeps at a
+    /// synchronisation instead of returning it.
+    pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
+        self.driver
+            .mem_pool_set_u64(self.pool, RELEASE_THRESHOLD, bytes)
+    }
+
+    /// The raw `CUmemoryPool`.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.pool.0
+    }
+}
+
+impl MemoryResource for DeviceMemoryResource {
+    #[inline]
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+        check_request(size, stream, Some(self.device))?;
+        if size > self.total_memory {
+            return Err(Error::InvalidArgument {
+                name: "size",
+                reason: format!(
+                    "{size} bytes is more than device {} has ({} bytes)",
+                    self.device.ordinal(),
+                    self.total_memory
+                ),
+            });
+        }
+        stream.call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+        stream.call(|driver, handle| driver.mem_free_async(ptr, handle))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}

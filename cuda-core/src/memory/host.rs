@@ -1,0 +1,117 @@
+//! Host-accessible memory: page-locked host memory and managed memory.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{check_request, MemoryResource};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::Result;
+use crate::stream::Stream;
+
+/// `CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP`: pinned for every context, and
+/// mapped into the device address space.
+const HOST_ALLOC_FLAGS: u32 = 1 | 2;
+/// `CU_MEM_ATTACH_GLOBAL`.
+const ATTACH_GLOBAL: u32 = 1;
+
+/// Page-locked (pinned) host memory (`cuMemHostAlloc`), readable and writable by the host
+/// and by kernels, and the fastest source or target of copies. Allocation is synchronous;
+/// freeing waits for the deallocation stream first.
+pub struct PinnedMemoryResource {
+    context: Context,
+}
+
+impl fmt::Debug for PinnedMemoryResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PinnedMemoryResource")
+    }
+}
+
+impl PinnedMemoryResource {
+    /// Pinned memory, allocated through `device`'s primary context (and usable from every
+    /// context, being portable).
+    pub fn new(device: Device) -> Result<Arc<PinnedMemoryResource>> {
+        Ok(Arc::new(PinnedMemoryResource {
+            context: device.primary_context()?,
+        }))
+    }
+}
+
+impl MemoryResource for PinnedMemoryResource {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+        check_request(size, stream, None)?;
+        let ptr = self
+            .context
+            .with_current(|driver| driver.mem_host_alloc(size, HOST_ALLOC_FLAGS))?;
+        Ok(ptr as u64)
+    }
+
+    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+        stream.sync()?;
+        self.context
+            .with_current(|driver| driver.mem_free_host(ptr as *mut std::ffi::c_void))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        None
+    }
+}
+
+/// Managed (unified) memory (`cuMemAllocManaged`), migrated between host and device on
+/// demand. Allocation is synchronous; freeing waits for the deallocation stream first.
+pub struct ManagedMemoryResource {
+    context: Context,
+}
+
+impl fmt::Debug for ManagedMemoryResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ManagedMemoryResource(device {})",
+            self.context.device().ordinal()
+        )
+    }
+}
+
+impl ManagedMemoryResource {
+    /// Managed memory attached globally, allocated in `device`'s primary context.
+    pub fn new(device: Device) -> Result<Arc<ManagedMemoryResource>> {
+        Ok(Arc::new(ManagedMemoryResource {
+            context: device.primary_context()?,
+        }))
+    }
+}
+
+impl MemoryResource for ManagedMemoryResource {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+        check_request(size, stream, None)?;
+        self.context
+            .with_current(|driver| driver.mem_alloc_managed(size, ATTACH_GLOBAL))
+    }
+
+    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+        stream.sync()?;
+        self.context.with_current(|driver| driver.mem_free(ptr))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.context.device())
+    }
+}

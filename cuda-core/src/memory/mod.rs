@@ -1,0 +1,116 @@
+//! Memory resources and buffers.
+//!
+//! A [`MemoryResource`] allocates and frees memory in stream order; a [`Buffer`] owns one
+//! allocation and frees it through its resource when dropped.
+//!
+//! | resource | memory | accessible from | allocation |
+//! | --- | --- | --- | --- |
+//! | [`DeviceMemoryResource`] | device, from a memory pool | device | stream-ordered |
+//! | [`PinnedMemoryResource`] | page-locked host | host and device | synchronous |
+//! | [`ManagedMemoryResource`] | managed (unified) | host and device | synchronous |
+//! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device | synchronous |
+//!
+//! ```no_run
+//! use cuda_core::{Allocate, Device, StreamOptions};
+//!
+//! let device = Device::new(0)?;
+//! let stream = device.create_stream(StreamOptions::default())?;
+//! let mut buffer = device.memory_resource()?.allocate(4096, &stream)?;
+//! buffer.copy_from_host(&[1.0f32; 1024], &stream)?;
+//! let mut back = [0.0f32; 1024];
+//! buffer.copy_to_host(&mut back, &stream)?;
+//! assert_eq!(back, [1.0; 1024]);
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+
+mod buffer;
+mod device_pool;
+mod host;
+mod sync;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use buffer::{Buffer, FillPattern, Pod};
+pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
+pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use sync::SyncMemoryResource;
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+/// Allocates and frees memory, in stream order where the memory kind allows.
+///
+/// Implement it to plug another allocator in; a [`Buffer`] made by [`Allocate::allocate`]
+/// calls [`MemoryResource::deallocate`] when it is dropped or closed.
+pub trait MemoryResource: Send + Sync + fmt::Debug {
+    /// Allocates `size` bytes, usable by work queued on `stream` after this call; returns the
+    /// address.
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64>;
+
+    /// Frees an allocation once the work queued on `stream` before this call is done.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `size` come from one `allocate_raw` of this resource, freed only once, and no
+    /// work queued after this call uses it.
+    unsafe fn deallocate(&self, ptr: u64, size: usize, stream: &Stream) -> Result<()>;
+
+    /// Whether kernels can read and write the memory.
+    fn is_device_accessible(&self) -> bool;
+
+    /// Whether the host can read and write the memory directly.
+    fn is_host_accessible(&self) -> bool;
+
+    /// The device the memory belongs to; `None` for host memory.
+    fn device(&self) -> Option<Device>;
+}
+
+/// `allocate` for any shared memory resource: `Arc<DeviceMemoryResource>`,
+/// `Arc<dyn MemoryResource>`, ...
+pub trait Allocate {
+    /// Allocates a buffer of `size` bytes, in stream order on `stream`, which is also the
+    /// stream it is freed on unless changed.
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer>;
+}
+
+impl<R: MemoryResource + 'static> Allocate for Arc<R> {
+    #[inline]
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        let resource: Arc<dyn MemoryResource> = self.clone();
+        resource.allocate(size, stream)
+    }
+}
+
+impl Allocate for Arc<dyn MemoryResource> {
+    #[inline]
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        let ptr = self.allocate_raw(size, stream)?;
+        // SAFETY: `ptr` is a fresh allocation of `size` bytes from this resource.
+        Ok(unsafe { Buffer::from_raw_parts(ptr, size, self.clone(), stream.clone()) })
+    }
+}
+
+/// Rejects, before any driver call, what no resource can allocate.
+pub(crate) fn check_request(size: usize, stream: &Stream, device: Option<Device>) -> Result<()> {
+    if size == 0 {
+        return Err(Error::InvalidArgument {
+            name: "size",
+            reason: "cannot allocate zero bytes".to_owned(),
+        });
+    }
+    if let Some(device) = device {
+        if stream.device() != device {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: format!(
+                    "the stream is on device {}, the memory resource on device {}",
+                    stream.device().ordinal(),
+                    device.ordinal()
+                ),
+            });
+        }
+    }
+    Ok(())
+}

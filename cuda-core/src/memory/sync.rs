@@ -1,0 +1,60 @@
+//! Synchronous device allocation, for devices without memory pools.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{check_request, MemoryResource};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::Result;
+use crate::stream::Stream;
+
+/// Device memory from `cuMemAlloc`, for devices without memory-pool support (and for anyone
+/// who wants memory that is usable on every stream at once). Allocation is synchronous;
+/// freeing waits for the deallocation stream, then `cuMemFree`.
+pub struct SyncMemoryResource {
+    context: Context,
+}
+
+impl fmt::Debug for SyncMemoryResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SyncMemoryResource(device {})",
+            self.context.device().ordinal()
+        )
+    }
+}
+
+impl SyncMemoryResource {
+    /// Synchronous allocation on `device`, through its primary context.
+    pub fn new(device: Device) -> Result<Arc<SyncMemoryResource>> {
+        Ok(Arc::new(SyncMemoryResource {
+            context: device.primary_context()?,
+        }))
+    }
+}
+
+impl MemoryResource for SyncMemoryResource {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+        check_request(size, stream, Some(self.context.device()))?;
+        self.context.with_current(|driver| driver.mem_alloc(size))
+    }
+
+    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+        stream.sync()?;
+        self.context.with_current(|driver| driver.mem_free(ptr))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.context.device())
+    }
+}

@@ -1,0 +1,288 @@
+//! Streams: ordered queues of work on a device.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::driver::{Driver, StreamHandle};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventOptions};
+
+/// `CU_STREAM_NON_BLOCKING`.
+const NON_BLOCKING: u32 = 1;
+/// `CU_STREAM_LEGACY`.
+const LEGACY: StreamHandle = StreamHandle(std::ptr::without_provenance_mut(1));
+/// `CU_STREAM_PER_THREAD`.
+const PER_THREAD: StreamHandle = StreamHandle(std::ptr::without_provenance_mut(2));
+
+/// How to create a [`Stream`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Whether the stream runs concurrently with the legacy default stream (`true`, the
+    /// default) or synchronises with it.
+    pub non_blocking: bool,
+    /// The priority, within [`Device::stream_priority_range`]; lower numbers run first.
+    /// `None` is the default priority.
+    pub priority: Option<i32>,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            non_blocking: true,
+            priority: None,
+        }
+    }
+}
+
+/// A CUDA stream. Cheap to clone (a reference count); the stream is destroyed when the last
+/// clone drops, after the work already queued on it (the driver finishes it).
+///
+/// Recording, waiting, synchronising and querying make exactly the driver call they name: no
+/// context switch, no lock, no allocation.
+///
+/// ```no_run
+/// use cuda_core::{Device, EventOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let a = device.create_stream(StreamOptions::default())?;
+/// let b = device.create_stream(StreamOptions { priority: Some(device.stream_priority_range()?.1), ..Default::default() })?;
+/// let done = a.record_new(EventOptions::default())?;
+/// b.wait(&done)?;          // b's later work waits for a's work so far
+/// b.sync()?;
+/// assert!(a.is_done()?);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+struct StreamInner {
+    handle: StreamHandle,
+    context: Context,
+    driver: &'static dyn Driver,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Created here; destroyed on drop.
+    Owned,
+    /// The legacy or per-thread default stream: the driver resolves it through the current
+    /// context, so operations make the stream's context current around their call.
+    Default,
+    /// Someone else's stream, wrapped without owning it.
+    Borrowed,
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if self.kind == Kind::Owned {
+            if let Err(e) = self.driver.stream_destroy(self.handle) {
+                log::error!(
+                    "destroying a stream of device {}: {e}",
+                    self.context.device().ordinal()
+                );
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &self.inner.handle.0)
+            .field("device", &self.device().ordinal())
+            .finish()
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.handle == other.inner.handle && self.inner.context == other.inner.context
+    }
+}
+
+impl Eq for Stream {}
+
+impl Stream {
+    pub(crate) fn create(context: &Context, options: StreamOptions) -> Result<Stream> {
+        let device = context.device();
+        if let Some(priority) = options.priority {
+            let (least, greatest) = device.stream_priority_range()?;
+            if priority > least || priority < greatest {
+                return Err(Error::InvalidArgument {
+                    name: "options.priority",
+                    reason: format!(
+                        "{priority} is outside device {}'s range {greatest} (highest) to {least} \
+                         (lowest)",
+                        device.ordinal()
+                    ),
+                });
+            }
+        }
+        let driver = context.inner.driver;
+        let priority = options.priority.unwrap_or(0);
+        let handle = match context.green_handle() {
+            // Green contexts make their streams directly, and only non-blocking ones.
+            Some(green) => driver.green_ctx_stream_create(green, NON_BLOCKING, priority)?,
+            None => {
+                let flags = if options.non_blocking {
+                    NON_BLOCKING
+                } else {
+                    0
+                };
+                context.with_current(|driver| driver.stream_create(flags, priority))?
+            }
+        };
+        Ok(Stream::wrap(handle, context.clone(), Kind::Owned))
+    }
+
+    pub(crate) fn legacy_default(context: &Context) -> Stream {
+        Stream::wrap(LEGACY, context.clone(), Kind::Default)
+    }
+
+    /// The per-thread default stream of `device`'s primary context.
+    pub fn per_thread_default(device: Device) -> Result<Stream> {
+        Ok(Stream::wrap(
+            PER_THREAD,
+            device.primary_context()?,
+            Kind::Default,
+        ))
+    }
+
+    /// Wraps a stream made elsewhere (by another library) without taking ownership: dropping
+    /// the result does not destroy it. Its context is read with `cuStreamGetCtx`.
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid for
+    /// as long as the result or any clone of it is used.
+    pub unsafe fn from_raw(handle: *mut std::ffi::c_void, device: Device) -> Result<Stream> {
+        let context = device.primary_context()?;
+        let handle = StreamHandle(handle);
+        let owner = context.inner.driver.stream_get_ctx(handle)?;
+        if owner != context.inner.handle {
+            return Err(Error::InvalidArgument {
+                name: "handle",
+                reason: format!(
+                    "the stream belongs to another context than device {}'s primary context",
+                    device.ordinal()
+                ),
+            });
+        }
+        Ok(Stream::wrap(handle, context, Kind::Borrowed))
+    }
+
+    fn wrap(handle: StreamHandle, context: Context, kind: Kind) -> Stream {
+        Stream {
+            inner: Arc::new(StreamInner {
+                handle,
+                driver: context.inner.driver,
+                context,
+                kind,
+            }),
+        }
+    }
+
+    /// Runs one driver call on this stream's handle, with its context made current first for
+    /// the default streams (whose handles mean "the current context's").
+    #[inline]
+    pub(crate) fn call<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let inner = &*self.inner;
+        if inner.kind == Kind::Default {
+            return inner.context.with_current(|driver| f(driver, inner.handle));
+        }
+        f(inner.driver, inner.handle)
+    }
+
+    /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
+    #[inline]
+    pub fn sync(&self) -> Result<()> {
+        self.call(|driver, handle| driver.stream_synchronize(handle))
+    }
+
+    /// Whether all work queued on the stream has finished (`cuStreamQuery`).
+    #[inline]
+    pub fn is_done(&self) -> Result<bool> {
+        self.call(|driver, handle| driver.stream_query(handle))
+    }
+
+    /// Records `event` at this point of the stream (`cuEventRecord`). The event must belong to
+    /// the stream's context.
+    #[inline]
+    pub fn record(&self, event: &Event) -> Result<()> {
+        if event.context_handle() != self.inner.context.inner.handle {
+            return Err(self.foreign_event(event));
+        }
+        self.call(|driver, handle| driver.event_record(event.handle(), handle))
+    }
+
+    #[cold]
+    fn foreign_event(&self, event: &Event) -> Error {
+        Error::InvalidArgument {
+            name: "event",
+            reason: format!(
+                "the event belongs to another context (of device {}) than the stream (of device \
+                 {}); create it with the stream's context",
+                event.device().ordinal(),
+                self.device().ordinal()
+            ),
+        }
+    }
+
+    /// Creates an event in the stream's context and records it here.
+    pub fn record_new(&self, options: EventOptions) -> Result<Event> {
+        let event = self.inner.context.create_event(options)?;
+        self.record(&event)?;
+        Ok(event)
+    }
+
+    /// Makes later work on this stream wait for `event` (`cuStreamWaitEvent`). The event may
+    /// belong to any context or device.
+    #[inline]
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.call(|driver, handle| driver.stream_wait_event(handle, event.handle()))
+    }
+
+    /// Makes later work on this stream wait for the work queued on `other` so far: records a
+    /// new event there and waits on it.
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        if other == self {
+            return Ok(());
+        }
+        let event = other.record_new(EventOptions::default())?;
+        self.wait(&event)
+    }
+
+    /// The stream's priority (`cuStreamGetPriority`).
+    pub fn priority(&self) -> Result<i32> {
+        self.call(|driver, handle| driver.stream_get_priority(handle))
+    }
+
+    /// Whether the stream is non-blocking (`cuStreamGetFlags`).
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        self.call(|driver, handle| driver.stream_get_flags(handle))
+            .map(|flags| flags & NON_BLOCKING != 0)
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> Device {
+        self.inner.context.device()
+    }
+
+    /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.inner.handle.0
+    }
+}
