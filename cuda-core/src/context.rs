@@ -181,6 +181,11 @@ impl Context {
         self.inner.driver.ctx_set_current(self.inner.handle)
     }
 
+    /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).
+    pub fn is_current(&self) -> Result<bool> {
+        Ok(self.inner.driver.ctx_get_current()? == self.inner.handle)
+    }
+
     /// Waits for all work in this context (`cuCtxSynchronize`).
     pub fn sync(&self) -> Result<()> {
         self.with_current(|driver| driver.ctx_synchronize())

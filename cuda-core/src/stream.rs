@@ -260,6 +260,29 @@ impl Stream {
         self.wait(&event)
     }
 
+    /// Runs `f` on a driver thread once the work queued before it is done, holding back the
+    /// work queued after it until `f` returns (`cuLaunchHostFunc`).
+    ///
+    /// `f` must not call CUDA (the driver forbids it in host functions and may deadlock); a
+    /// panic in `f` aborts the process, as unwinding into the driver would be undefined.
+    pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut std::ffi::c_void) {
+            // SAFETY: `data` is the box leaked below, handed to the driver once and run once.
+            let f = unsafe { Box::from_raw(data.cast::<F>()) };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                std::process::abort();
+            }
+        }
+        let data = Box::into_raw(Box::new(f)).cast::<std::ffi::c_void>();
+        let result =
+            self.call(|driver, handle| driver.launch_host_func(handle, trampoline::<F>, data));
+        if result.is_err() {
+            // SAFETY: the driver refused it, so it will never run the trampoline.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        }
+        result
+    }
+
     /// The stream's priority (`cuStreamGetPriority`).
     pub fn priority(&self) -> Result<i32> {
         self.call(|driver, handle| driver.stream_get_priority(handle))

@@ -236,7 +236,6 @@ pub(crate) trait Driver: Send + Sync {
     fn stream_get_flags(&self, stream: StreamHandle) -> Result<u32>;
     /// `cuStreamGetCtx`.
     fn stream_get_ctx(&self, stream: StreamHandle) -> Result<ContextHandle>;
-    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuLaunchHostFunc`: runs `f(data)` on a driver thread once the stream reaches it.
     fn launch_host_func(
         &self,

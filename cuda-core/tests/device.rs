@@ -1,0 +1,71 @@
+//! Devices: identity, attributes, the current device and bad ordinals.
+
+mod common;
+
+use cuda_core::{Device, Error};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn identity_and_attributes() {
+    let device = common::device();
+    assert!(Device::count().unwrap() >= 1);
+    assert_eq!(Device::all().unwrap().len(), Device::count().unwrap());
+    let name = device.name().unwrap();
+    assert!(name.starts_with("NVIDIA"), "{name}");
+    let uuid = device.uuid().unwrap();
+    assert_ne!(uuid.0, [0; 16]);
+    assert_eq!(uuid.to_string().len(), 36, "{uuid}");
+    let bus = device.pci_bus_id().unwrap();
+    assert_eq!(bus.matches(':').count(), 2, "{bus}");
+    let (major, minor) = device.compute_capability().unwrap();
+    let props = device.properties();
+    assert_eq!(props.raw(75).unwrap(), major as i32);
+    assert_eq!(device.arch().unwrap(), format!("{major}{minor}"));
+    assert!(major >= 5, "{major}.{minor}");
+    assert_eq!(props.warp_size().unwrap(), 32);
+    assert!(props.max_threads_per_block().unwrap() >= 1024);
+    let sms = props.multiprocessor_count().unwrap();
+    assert!(sms > 0);
+    // Cached: the same answer again (and no driver error on a second read).
+    assert_eq!(props.multiprocessor_count().unwrap(), sms);
+    assert!(props.unified_addressing().unwrap());
+    let total = device.total_memory().unwrap();
+    let (free, total_now) = device.memory_info().unwrap();
+    assert_eq!(total, total_now);
+    assert!(free <= total && total > 1 << 30, "{free} of {total}");
+    assert!(device.can_access_peer(&device).unwrap());
+    let (least, greatest) = device.stream_priority_range().unwrap();
+    assert!(greatest <= least, "{greatest} {least}");
+    println!(
+        "{name}, sm_{major}{minor}, {sms} SMs, {} GiB, bus {bus}, uuid {uuid}, priorities {least}..{greatest}",
+        total >> 30
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_missing_ordinal_is_named() {
+    let count = Device::count().unwrap();
+    for ordinal in [count, count + 7, usize::MAX] {
+        let err = Device::new(ordinal).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "ordinal", reason } if reason.contains(&ordinal.to_string())),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn current_follows_the_threads_context() {
+    let device = common::device();
+    std::thread::spawn(move || {
+        // No context on a new thread: device 0.
+        assert_eq!(Device::current().unwrap(), Device::new(0).unwrap());
+        device.set_current().unwrap();
+        assert_eq!(Device::current().unwrap(), device);
+        device.sync().unwrap();
+    })
+    .join()
+    .unwrap();
+}

@@ -1,0 +1,111 @@
+//! Green contexts: the device's SMs, splitting them, contexts and streams on each part.
+
+mod common;
+
+use cuda_core::{Allocate, ContextOptions, Error, SmSplitOptions, StreamOptions};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_in_two_and_work_on_each_half_from_two_threads() {
+    let device = common::device();
+    let sms = device.resources().sm().unwrap();
+    let total = sms.sm_count();
+    assert_eq!(total, device.properties().multiprocessor_count().unwrap());
+    // Halves rounded down to the co-scheduling alignment (8 on compute capability 9.0).
+    let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
+    let half = total / 2 / align * align;
+    let split = sms.split(SmSplitOptions::groups_of(half).count(2)).unwrap();
+    assert_eq!(split.groups.len(), 2);
+    println!(
+        "{total} SMs (min partition {:?}, alignment {:?}) -> groups {:?}, remainder {}",
+        sms.min_partition_size(),
+        sms.coscheduled_alignment(),
+        split
+            .groups
+            .iter()
+            .map(|g| g.sm_count())
+            .collect::<Vec<_>>(),
+        split.remainder.sm_count()
+    );
+    let used: u32 = split.groups.iter().map(|g| g.sm_count()).sum();
+    assert_eq!(used + split.remainder.sm_count(), total);
+    let handles: Vec<_> = split
+        .groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, group)| {
+            std::thread::spawn(move || {
+                let want = group.sm_count();
+                assert!(want >= half);
+                let context = device
+                    .create_context(ContextOptions {
+                        resources: vec![group],
+                    })
+                    .unwrap();
+                assert!(context.is_green());
+                assert_eq!(context.sm_count().unwrap(), want);
+                assert_eq!(context.sm_resource().unwrap().sm_count(), want);
+                let stream = context.create_stream(StreamOptions::default()).unwrap();
+                assert_eq!(stream.context(), &context);
+                let data = common::random_u32(i as u64 + 100, 1 << 20);
+                let memory = device.memory_resource().unwrap();
+                let mut a = memory.allocate(4 << 20, &stream).unwrap();
+                let mut b = memory.allocate(4 << 20, &stream).unwrap();
+                a.copy_from_host(&data, &stream).unwrap();
+                a.copy_to(&mut b, &stream).unwrap();
+                assert_eq!(b.to_vec::<u32>(&stream).unwrap(), data);
+                context.sync().unwrap();
+                want
+            })
+        })
+        .collect();
+    let counts: Vec<u32> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(counts.len(), 2);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn impossible_splits_are_refused_with_the_numbers() {
+    let device = common::device();
+    let sms = device.resources().sm().unwrap();
+    let total = sms.sm_count();
+    let err = sms
+        .split(SmSplitOptions::groups_of(total + 1).count(1))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains(&total.to_string())),
+        "{err}"
+    );
+    let err = sms
+        .split(SmSplitOptions::groups_of(total / 2 + 1).count(2))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    let err = sms.split(SmSplitOptions::groups_of(0)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "options.sm_count",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = device
+        .create_context(ContextOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "options.resources",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // As many groups as fit, when no count is given.
+    let min = sms.min_partition_size().unwrap_or(8);
+    let split = sms.split(SmSplitOptions::groups_of(min)).unwrap();
+    assert!(split.groups.len() >= 2, "{}", split.groups.len());
+}

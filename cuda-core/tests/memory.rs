@@ -1,0 +1,286 @@
+//! Memory resources and buffers: copies, fills, pools, host views, bad input, and use from
+//! threads with no context or another context current.
+
+mod common;
+
+use std::sync::Arc;
+
+use cuda_core::{
+    Allocate, ContextOptions, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error,
+    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, SmSplitOptions, StreamOptions,
+    SyncMemoryResource,
+};
+
+const MIB: usize = 1 << 20;
+
+/// Round trip of random data through two device buffers of `memory`.
+fn round_trip(memory: &Arc<dyn MemoryResource>, device: Device, seed: u64) {
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let data = common::random_u32(seed, MIB / 4);
+    let mut a = memory.allocate(MIB, &stream).unwrap();
+    let mut b = memory.allocate(MIB, &stream).unwrap();
+    a.copy_from_host(&data, &stream).unwrap();
+    b.fill(0xDEAD_BEEFu32, &stream).unwrap();
+    a.copy_to(&mut b, &stream).unwrap();
+    assert_eq!(b.to_vec::<u32>(&stream).unwrap(), data, "{memory:?}");
+    b.fill(0xABCDu16, &stream).unwrap();
+    assert!(b
+        .to_vec::<u16>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&x| x == 0xABCD));
+    a.copy_from(&b, &stream).unwrap();
+    let mut back = vec![0u8; MIB];
+    a.copy_to_host(&mut back, &stream).unwrap();
+    assert!(back.chunks(2).all(|c| c == [0xCD, 0xAB]));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_resource_round_trips() {
+    let device = common::device();
+    let resources: Vec<Arc<dyn MemoryResource>> = vec![
+        device.memory_resource().unwrap(),
+        DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap(),
+        SyncMemoryResource::new(device).unwrap(),
+        PinnedMemoryResource::new(device).unwrap(),
+        ManagedMemoryResource::new(device).unwrap(),
+    ];
+    for (seed, memory) in resources.iter().enumerate() {
+        round_trip(memory, device, seed as u64 + 1);
+    }
+    assert!(format!("{:?}", resources[0]).contains("DeviceMemoryResource"));
+    assert!(resources[0].is_device_accessible() && !resources[0].is_host_accessible());
+    assert_eq!(resources[3].device(), None);
+    assert!(resources[3].is_host_accessible() && resources[4].is_host_accessible());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_memory_is_viewable_as_slices() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    for memory in [
+        PinnedMemoryResource::new(device).unwrap() as Arc<dyn MemoryResource>,
+        ManagedMemoryResource::new(device).unwrap(),
+    ] {
+        let mut host = memory.allocate(4096, &stream).unwrap();
+        let mut dev = device
+            .memory_resource()
+            .unwrap()
+            .allocate(4096, &stream)
+            .unwrap();
+        // SAFETY: no stream touches `host` while the slice lives.
+        unsafe { host.as_mut_slice::<u32>() }
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = i as u32 * 3);
+        dev.copy_from(&host, &stream).unwrap();
+        host.fill(0u8, &stream).unwrap();
+        host.copy_from(&dev, &stream).unwrap();
+        stream.sync().unwrap();
+        // SAFETY: the stream is synchronised; nothing else touches `host`.
+        let view = unsafe { host.as_slice::<u32>() }.unwrap();
+        assert!(
+            view.iter().enumerate().all(|(i, &x)| x == i as u32 * 3),
+            "{memory:?}"
+        );
+        // SAFETY: as above; the check fails before any view is made.
+        let err = unsafe { host.as_slice::<[u8; 3]>() }.unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument { name: "T", .. }),
+            "{err}"
+        );
+    }
+    let device_only = device
+        .memory_resource()
+        .unwrap()
+        .allocate(64, &stream)
+        .unwrap();
+    // SAFETY: refused before any view is made.
+    let err = unsafe { device_only.as_slice::<u8>() }.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "self", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_requests_are_refused_before_the_driver() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let err = memory.allocate(0, &stream).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "size", .. }),
+        "{err}"
+    );
+    let too_big = device.total_memory().unwrap() + 1;
+    let err = memory.allocate(too_big, &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "size", reason } if reason.contains("more than")),
+        "{err}"
+    );
+    let mut a = memory.allocate(1024, &stream).unwrap();
+    let mut b = memory.allocate(2048, &stream).unwrap();
+    let err = a.copy_to(&mut b, &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "dst", reason } if reason.contains("1024") && reason.contains("2048")),
+        "{err}"
+    );
+    let err = b.copy_from(&a, &stream).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "src", .. }),
+        "{err}"
+    );
+    let err = a.copy_from_host(&[0u8; 1000], &stream).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "src", .. }),
+        "{err}"
+    );
+    let mut odd = memory.allocate(1023, &stream).unwrap();
+    let err = odd.fill(1u16, &stream).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "value", .. }),
+        "{err}"
+    );
+    odd.fill(1u8, &stream).unwrap();
+    stream.sync().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pool_of_its_own_reports_and_limits_its_use() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = DeviceMemoryResource::new(
+        device,
+        DeviceMemoryResourceOptions {
+            max_size: Some(64 * MIB),
+            release_threshold: Some(16 * MIB as u64),
+        },
+    )
+    .unwrap();
+    assert!(pool.is_owned());
+    assert_eq!(pool.release_threshold().unwrap(), 16 * MIB as u64);
+    let a = pool.allocate(32 * MIB, &stream).unwrap();
+    stream.sync().unwrap();
+    let usage = pool.usage().unwrap();
+    assert!(usage.used_current >= 32 * MIB as u64, "{usage:?}");
+    assert!(usage.reserved_current >= usage.used_current, "{usage:?}");
+    // Past the pool's maximum: the driver's out-of-memory error, named.
+    let err = pool.allocate(48 * MIB, &stream).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Driver {
+                name: "CUDA_ERROR_OUT_OF_MEMORY",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    a.close(Some(&stream)).unwrap();
+    stream.sync().unwrap();
+    assert_eq!(pool.usage().unwrap().used_current, 0);
+    assert!(pool.usage().unwrap().used_high >= 32 * MIB as u64);
+    pool.reset_high_water_marks().unwrap();
+    assert_eq!(pool.usage().unwrap().used_high, 0);
+    pool.set_release_threshold(0).unwrap();
+    assert_eq!(pool.release_threshold().unwrap(), 0);
+    let err = DeviceMemoryResource::new(
+        device,
+        DeviceMemoryResourceOptions {
+            max_size: Some(0),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "options.max_size",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_outlive_their_stream_and_resource_handles() {
+    let device = common::device();
+    let buffer = {
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        let pool =
+            DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+        let mut buffer = pool.allocate(MIB, &stream).unwrap();
+        buffer.fill(9u8, &stream).unwrap();
+        buffer
+    };
+    // The stream and pool variables are gone; the buffer keeps both alive.
+    let stream = buffer.deallocation_stream().clone();
+    assert!(buffer
+        .to_vec::<u8>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&x| x == 9));
+    let mut moved = buffer;
+    let other = device.create_stream(StreamOptions::default()).unwrap();
+    moved.set_deallocation_stream(&other);
+    assert_eq!(moved.deallocation_stream(), &other);
+    drop(moved);
+    other.sync().unwrap();
+}
+
+/// Stream and buffers of device 0 used from a thread with no current context, and from one
+/// where another (green) context is current: the results are right and the thread's context
+/// is as it was.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn objects_work_from_threads_with_any_context() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let primary = device.primary_context().unwrap();
+    let sms = device.resources().sm().unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).count(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions {
+            resources: split.groups,
+        })
+        .unwrap();
+    for with_green in [false, true] {
+        let (stream, memory, primary, green) = (
+            stream.clone(),
+            memory.clone(),
+            primary.clone(),
+            green.clone(),
+        );
+        std::thread::spawn(move || {
+            if with_green {
+                green.set_current().unwrap();
+            }
+            let data = common::random_u32(with_green as u64 + 10, 4096);
+            let mut a = memory.allocate(4 * 4096, &stream).unwrap();
+            let mut b = memory.allocate(4 * 4096, &stream).unwrap();
+            a.copy_from_host(&data, &stream).unwrap();
+            a.copy_to(&mut b, &stream).unwrap();
+            let event = stream.record_new(Default::default()).unwrap();
+            event.sync().unwrap();
+            assert_eq!(b.to_vec::<u32>(&stream).unwrap(), data);
+            drop((a, b));
+            stream.sync().unwrap();
+            assert_eq!(green.is_current().unwrap(), with_green);
+            assert!(!primary.is_current().unwrap());
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,0 +1,185 @@
+//! Streams and events: options, ordering, queries, timing, and the errors of bad input.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Gate;
+use cuda_core::{ContextOptions, Error, EventOptions, SmSplitOptions, Stream, StreamOptions};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn options_are_what_the_driver_reports() {
+    let device = common::device();
+    let (least, greatest) = device.stream_priority_range().unwrap();
+    let plain = device.create_stream(StreamOptions::default()).unwrap();
+    assert!(plain.is_non_blocking().unwrap());
+    assert_eq!(plain.priority().unwrap(), 0);
+    assert_eq!(plain.device(), device);
+    let blocking = device
+        .create_stream(StreamOptions {
+            non_blocking: false,
+            priority: None,
+        })
+        .unwrap();
+    assert!(!blocking.is_non_blocking().unwrap());
+    let urgent = device
+        .create_stream(StreamOptions {
+            priority: Some(greatest),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(urgent.priority().unwrap(), greatest);
+    for bad in [least + 1, greatest - 1] {
+        let err = device
+            .create_stream(StreamOptions {
+                priority: Some(bad),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "options.priority", reason } if reason.contains(&bad.to_string())),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn record_wait_query_and_sync_follow_the_work() {
+    let device = common::device();
+    let a = device.create_stream(StreamOptions::default()).unwrap();
+    let b = device.create_stream(StreamOptions::default()).unwrap();
+    let gate = Gate::close(&a);
+    let event = device.create_event(EventOptions::default()).unwrap();
+    a.record(&event).unwrap();
+    b.wait(&event).unwrap();
+    let c = device.create_stream(StreamOptions::default()).unwrap();
+    c.wait_stream(&a).unwrap();
+    // Nothing can finish while the gate holds stream a.
+    assert!(!a.is_done().unwrap());
+    assert!(!event.is_done().unwrap());
+    assert!(!b.is_done().unwrap());
+    assert!(!c.is_done().unwrap());
+    gate.open();
+    b.sync().unwrap();
+    c.sync().unwrap();
+    assert!(event.is_done().unwrap());
+    event.sync().unwrap();
+    a.sync().unwrap();
+    assert!(a.is_done().unwrap() && b.is_done().unwrap() && c.is_done().unwrap());
+    // record_new makes and records an event of the stream's context.
+    let gate = Gate::close(&a);
+    let marker = a
+        .record_new(EventOptions {
+            blocking_sync: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(!marker.is_done().unwrap());
+    gate.open();
+    marker.sync().unwrap();
+    assert!(marker.is_done().unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn elapsed_time_measures_and_refuses_untimed_events() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let host = Instant::now();
+    let start = stream.record_new(EventOptions::timing()).unwrap();
+    stream
+        .launch_host_func(|| std::thread::sleep(Duration::from_millis(20)))
+        .unwrap();
+    let end = stream.record_new(EventOptions::timing()).unwrap();
+    end.sync().unwrap();
+    let host = host.elapsed();
+    let elapsed = end.elapsed_since(&start).unwrap();
+    assert!(
+        elapsed >= Duration::from_millis(19) && elapsed <= host + Duration::from_millis(1),
+        "{elapsed:?} on the device, {host:?} on the host"
+    );
+    // Backwards is an error that says so, not a huge Duration.
+    let err = start.elapsed_since(&end).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "start", .. }),
+        "{err}"
+    );
+    // Timing off on either side: named before any driver call.
+    let plain = stream.record_new(EventOptions::default()).unwrap();
+    let err = plain.elapsed_since(&start).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "self", reason } if reason.contains("timing")),
+        "{err}"
+    );
+    let err = end.elapsed_since(&plain).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "start", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_event_of_another_context_is_refused() {
+    let device = common::device();
+    let sms = device.resources().sm().unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).count(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions {
+            resources: split.groups,
+        })
+        .unwrap();
+    let foreign = green.create_event(EventOptions::default()).unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let err = stream.record(&foreign).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "event", reason } if reason.contains("another context")),
+        "{err}"
+    );
+    // Waiting on another context's event is allowed (cross-context ordering).
+    let green_stream = green.create_stream(StreamOptions::default()).unwrap();
+    green_stream.record(&foreign).unwrap();
+    stream.wait(&foreign).unwrap();
+    stream.sync().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn default_streams_work_from_a_thread_without_a_context() {
+    let device = common::device();
+    std::thread::spawn(move || {
+        let legacy = device.default_stream().unwrap();
+        let per_thread = Stream::per_thread_default(device).unwrap();
+        for stream in [&legacy, &per_thread] {
+            let event = stream.record_new(EventOptions::default()).unwrap();
+            stream.sync().unwrap();
+            assert!(stream.is_done().unwrap());
+            assert!(event.is_done().unwrap());
+        }
+        // The library made the context current only around each call.
+        assert!(!device.primary_context().unwrap().is_current().unwrap());
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_foreign_stream_is_used_but_not_destroyed() {
+    let device = common::device();
+    let owner = device.create_stream(StreamOptions::default()).unwrap();
+    // SAFETY: `owner` outlives `wrapped`.
+    let wrapped = unsafe { Stream::from_raw(owner.as_raw(), device) }.unwrap();
+    let gate = Gate::close(&owner);
+    assert!(!wrapped.is_done().unwrap());
+    gate.open();
+    wrapped.sync().unwrap();
+    drop(wrapped);
+    // Still alive: the wrapper did not destroy it.
+    owner.record_new(EventOptions::default()).unwrap();
+    owner.sync().unwrap();
+}
