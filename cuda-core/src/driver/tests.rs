@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::probe::{self, choose_abi};
@@ -15,6 +15,9 @@ use crate::error::{DriverVersion, Error};
 /// lack one); a compiler that runs but fails is a test failure.
 fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    // Tests run in parallel: one builds a library while another would load it half-written.
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temporary directory"));
     let tag: String = defines.iter().map(|(k, v)| format!("_{k}{v}")).collect();
     let out = dir.path().join(format!("libfakecuda{tag}.so"));
