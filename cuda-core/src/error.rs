@@ -115,6 +115,31 @@ pub enum Error {
     /// NVRTC, the runtime compiler, could not be loaded.
     #[error("{0}")]
     NvrtcNotFound(String),
+
+    /// A compilation failed; the log is the compiler's, whole.
+    #[error("compiling {program} failed:\n{log}")]
+    Compile {
+        /// The program's name.
+        program: String,
+        /// The compiler's full log.
+        log: String,
+    },
+
+    /// A link failed, or the linker cannot take an input; the log is the linker's, whole.
+    #[error("linking failed:\n{log}")]
+    Link {
+        /// The linker's full log, or why the input cannot be linked.
+        log: String,
+    },
+
+    /// A program cache could not be used.
+    #[error("program cache at {}: {reason}", path.display())]
+    Cache {
+        /// The cache's directory or file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl Error {
