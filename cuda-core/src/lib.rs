@@ -25,7 +25,12 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod kernel;
+mod launch;
+mod linker;
 pub mod memory;
+mod object_code;
+mod program;
 mod resources;
 mod stream;
 
@@ -34,10 +39,15 @@ pub use device::{Device, DeviceProperties, Uuid};
 pub use driver::{Abi, AbiChoice, DriverInfo, NvrtcInfo};
 pub use error::{DriverVersion, Error, Result};
 pub use event::{Event, EventOptions};
+pub use kernel::{Kernel, KernelAttributes, ParamInfo};
+pub use launch::{launch, DevicePtr, DeviceRepr, KernelArg, LaunchConfig};
+pub use linker::{Linker, LinkerOptions};
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };
+pub use object_code::{CodeType, ObjectCode};
+pub use program::{nvrtc_version, Program, ProgramOptions};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 

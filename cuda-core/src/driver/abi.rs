@@ -36,7 +36,8 @@ macro_rules! driver_impl {
         #[allow(unused_imports)]
         use $crate::driver::{
             Abi, ContextHandle, DevResource, DeviceHandle, DevicePtr, Driver, EventHandle,
-            GreenContextHandle, PoolHandle, SmInfo, StreamHandle,
+            FunctionHandle, GreenContextHandle, KernelHandle, LaunchParams, LibraryHandle,
+            LinkInput, PoolHandle, SmInfo, StreamHandle,
         };
 
         const _: () = assert!(
@@ -57,6 +58,47 @@ macro_rules! driver_impl {
         fn resource_mut(r: &mut DevResource) -> &mut $sys::CUdevResource {
             // SAFETY: as in `resource`.
             unsafe { &mut *(r as *mut DevResource).cast::<$sys::CUdevResource>() }
+        }
+
+        /// The launch attributes a launch asks for: cluster dimensions, cooperative.
+        fn launch_attributes(p: &LaunchParams) -> [$sys::CUlaunchAttribute; 2] {
+            // SAFETY: the attribute struct is integers and a union of plain data; all-zero is a
+            // valid (ignored) value.
+            let mut attributes: [$sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+            if let Some([x, y, z]) = p.cluster {
+                attributes[0].id = $sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+                attributes[0].value.clusterDim.x = x;
+                attributes[0].value.clusterDim.y = y;
+                attributes[0].value.clusterDim.z = z;
+            }
+            attributes[1].id = $sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attributes[1].value.cooperative = i32::from(p.cooperative);
+            attributes
+        }
+
+        /// The `CUlaunchConfig` of a launch, pointing at `attributes`.
+        fn launch_config(
+            p: &LaunchParams,
+            attributes: &mut [$sys::CUlaunchAttribute; 2],
+        ) -> $sys::CUlaunchConfig {
+            let (first, count) = match (p.cluster.is_some(), p.cooperative) {
+                (true, true) => (0, 2),
+                (true, false) => (0, 1),
+                (false, true) => (1, 1),
+                (false, false) => (0, 0),
+            };
+            $sys::CUlaunchConfig {
+                gridDimX: p.grid[0],
+                gridDimY: p.grid[1],
+                gridDimZ: p.grid[2],
+                blockDimX: p.block[0],
+                blockDimY: p.block[1],
+                blockDimZ: p.block[2],
+                sharedMemBytes: p.shared_mem_bytes,
+                hStream: p.stream.0.cast(),
+                attrs: attributes[first..].as_mut_ptr(),
+                numAttrs: count,
+            }
         }
 
         /// Answers `Ok(false)` for `CUDA_ERROR_NOT_READY`, the usual meaning otherwise.
@@ -572,6 +614,220 @@ macro_rules! driver_impl {
                 let mut stream = std::ptr::null_mut();
                 call!(self.cuGreenCtxStreamCreate(&mut stream, green.0.cast(), flags, priority))?;
                 Ok(StreamHandle(stream.cast()))
+            }
+
+            fn library_load_data(&self, image: &[u8]) -> Result<LibraryHandle> {
+                let mut library = std::ptr::null_mut();
+                call!(self.cuLibraryLoadData(
+                    &mut library,
+                    image.as_ptr().cast(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0
+                ))?;
+                Ok(LibraryHandle(library.cast()))
+            }
+
+            fn library_unload(&self, library: LibraryHandle) -> Result<()> {
+                call!(self.cuLibraryUnload(library.0.cast()))
+            }
+
+            fn library_get_kernel(
+                &self,
+                library: LibraryHandle,
+                name: &std::ffi::CStr,
+            ) -> Result<KernelHandle> {
+                let mut kernel = std::ptr::null_mut();
+                call!(self.cuLibraryGetKernel(&mut kernel, library.0.cast(), name.as_ptr()))?;
+                Ok(KernelHandle(kernel.cast()))
+            }
+
+            fn kernel_get_attribute(
+                &self,
+                attribute: i32,
+                kernel: KernelHandle,
+                device: DeviceHandle,
+            ) -> Result<i32> {
+                let mut value = 0;
+                let attribute = $sys::CUfunction_attribute(attribute as _);
+                call!(self.cuKernelGetAttribute(&mut value, attribute, kernel.0.cast(), device))?;
+                Ok(value)
+            }
+
+            fn kernel_set_attribute(
+                &self,
+                attribute: i32,
+                value: i32,
+                kernel: KernelHandle,
+                device: DeviceHandle,
+            ) -> Result<()> {
+                let attribute = $sys::CUfunction_attribute(attribute as _);
+                call!(self.cuKernelSetAttribute(attribute, value, kernel.0.cast(), device))
+            }
+
+            fn kernel_get_param_info(
+                &self,
+                kernel: KernelHandle,
+                index: usize,
+            ) -> Result<Option<(usize, usize)>> {
+                let f = $crate::driver::abi::function!(self.cuKernelGetParamInfo);
+                let (mut offset, mut size) = (0, 0);
+                // SAFETY: both out-pointers are writable; the handle is passed by value.
+                let status = unsafe { f(kernel.0.cast(), index, &mut offset, &mut size) };
+                match status {
+                    CUresult::CUDA_SUCCESS => Ok(Some((offset, size))),
+                    // Past the last parameter.
+                    CUresult::CUDA_ERROR_INVALID_VALUE => Ok(None),
+                    _ => Err(self.error(status, "cuKernelGetParamInfo")),
+                }
+            }
+
+            fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle> {
+                let mut function = std::ptr::null_mut();
+                call!(self.cuKernelGetFunction(&mut function, kernel.0.cast()))?;
+                Ok(FunctionHandle(function.cast()))
+            }
+
+            fn occupancy_max_active_blocks(
+                &self,
+                function: FunctionHandle,
+                block_size: i32,
+                dynamic_smem: usize,
+            ) -> Result<i32> {
+                let mut blocks = 0;
+                call!(self.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut blocks,
+                    function.0.cast(),
+                    block_size,
+                    dynamic_smem
+                ))?;
+                Ok(blocks)
+            }
+
+            fn occupancy_max_potential_block_size(
+                &self,
+                function: FunctionHandle,
+                dynamic_smem: usize,
+                block_size_limit: i32,
+            ) -> Result<(i32, i32)> {
+                let (mut grid, mut block) = (0, 0);
+                call!(self.cuOccupancyMaxPotentialBlockSize(
+                    &mut grid,
+                    &mut block,
+                    function.0.cast(),
+                    None,
+                    dynamic_smem,
+                    block_size_limit
+                ))?;
+                Ok((grid, block))
+            }
+
+            fn occupancy_max_active_clusters(
+                &self,
+                function: FunctionHandle,
+                params: &LaunchParams,
+            ) -> Result<i32> {
+                let mut attributes = launch_attributes(params);
+                let config = launch_config(params, &mut attributes);
+                let mut clusters = 0;
+                call!(self.cuOccupancyMaxActiveClusters(&mut clusters, function.0.cast(), &config))?;
+                Ok(clusters)
+            }
+
+            unsafe fn launch_kernel(
+                &self,
+                kernel: KernelHandle,
+                p: &LaunchParams,
+                args: *mut *mut std::ffi::c_void,
+            ) -> Result<()> {
+                call!(self.cuLaunchKernel(
+                    kernel.0.cast(),
+                    p.grid[0],
+                    p.grid[1],
+                    p.grid[2],
+                    p.block[0],
+                    p.block[1],
+                    p.block[2],
+                    p.shared_mem_bytes,
+                    p.stream.0.cast(),
+                    args,
+                    std::ptr::null_mut()
+                ))
+            }
+
+            unsafe fn launch_kernel_ex(
+                &self,
+                kernel: KernelHandle,
+                params: &LaunchParams,
+                args: *mut *mut std::ffi::c_void,
+            ) -> Result<()> {
+                let mut attributes = launch_attributes(params);
+                let config = launch_config(params, &mut attributes);
+                call!(self.cuLaunchKernelEx(&config, kernel.0.cast(), args, std::ptr::null_mut()))
+            }
+
+            fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+                use $sys::CUjit_option as O;
+                const LOG: usize = 1 << 16;
+                let mut info = vec![0u8; LOG];
+                let mut error = vec![0u8; LOG];
+                let mut options = [
+                    O::CU_JIT_INFO_LOG_BUFFER,
+                    O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                    O::CU_JIT_ERROR_LOG_BUFFER,
+                    O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                ];
+                // Sizes travel in the pointer-sized value slots, as the driver API specifies.
+                let mut values: [*mut std::ffi::c_void; 4] = [
+                    info.as_mut_ptr().cast(),
+                    std::ptr::without_provenance_mut(LOG),
+                    error.as_mut_ptr().cast(),
+                    std::ptr::without_provenance_mut(LOG),
+                ];
+                let mut state = std::ptr::null_mut();
+                call!(self.cuLinkCreate(4, options.as_mut_ptr(), values.as_mut_ptr(), &mut state))?;
+                let text = |buf: &[u8]| {
+                    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                    String::from_utf8_lossy(&buf[..end]).into_owned()
+                };
+                let mut result = Ok(());
+                for input in inputs {
+                    result = call!(self.cuLinkAddData(
+                        state,
+                        $sys::CUjitInputType(input.kind as _),
+                        input.data.as_ptr() as *mut std::ffi::c_void,
+                        input.data.len(),
+                        input.name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut()
+                    ));
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                let mut cubin = Vec::new();
+                if result.is_ok() {
+                    let (mut out, mut size) = (std::ptr::null_mut(), 0usize);
+                    result = call!(self.cuLinkComplete(state, &mut out, &mut size));
+                    if result.is_ok() && !out.is_null() {
+                        // SAFETY: the driver owns `size` bytes at `out` until cuLinkDestroy.
+                        cubin = unsafe { std::slice::from_raw_parts(out.cast::<u8>(), size) }.to_vec();
+                    }
+                }
+                let destroyed = call!(self.cuLinkDestroy(state));
+                match result.and(destroyed) {
+                    Ok(()) => Ok((cubin, text(&info))),
+                    Err(e) => {
+                        let log = text(&error);
+                        Err(Error::Link {
+                            log: if log.is_empty() { e.to_string() } else { format!("{e}\n{log}") },
+                        })
+                    }
+                }
             }
 
             $($specific)*

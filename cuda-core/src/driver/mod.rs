@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 
 use crate::error::{DriverVersion, Result};
 
-pub(crate) use self::nvrtc::nvrtc;
+pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_version, NvrtcOutput};
 
 /// Which driver ABI (which header's function table) the process uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,6 +129,34 @@ handles! {
     PoolHandle;
     /// A `CUgreenCtx`.
     GreenContextHandle;
+    /// A `CUlibrary`.
+    LibraryHandle;
+    /// A `CUkernel`.
+    KernelHandle;
+    /// A `CUfunction`.
+    FunctionHandle;
+}
+
+/// A launch, in version-neutral terms (`CUlaunchConfig` and its attributes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchParams {
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+    pub(crate) stream: StreamHandle,
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+    pub(crate) cluster: Option<[u32; 3]>,
+    /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
+    pub(crate) cooperative: bool,
+}
+
+/// One input of the driver's linker (`cuLinkAddData`), by `CUjitInputType` code.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkInput<'a> {
+    /// `CU_JIT_INPUT_CUBIN` 0, `_PTX` 1, `_FATBINARY` 2, `_OBJECT` 3, `_LIBRARY` 4.
+    pub(crate) kind: u32,
+    pub(crate) data: &'a [u8],
+    pub(crate) name: &'a std::ffi::CStr,
 }
 
 /// A `CUdevice`: an ordinal in both ABIs.
@@ -337,6 +365,88 @@ pub(crate) trait Driver: Send + Sync {
         count: usize,
         stream: StreamHandle,
     ) -> Result<()>;
+
+    /// `cuLibraryLoadData` of a cubin, fatbin or NUL-terminated PTX image, with no options.
+    fn library_load_data(&self, image: &[u8]) -> Result<LibraryHandle>;
+    /// `cuLibraryUnload`.
+    fn library_unload(&self, library: LibraryHandle) -> Result<()>;
+    /// `cuLibraryGetKernel`.
+    fn library_get_kernel(
+        &self,
+        library: LibraryHandle,
+        name: &std::ffi::CStr,
+    ) -> Result<KernelHandle>;
+    /// `cuKernelGetAttribute` by `CUfunction_attribute` code.
+    fn kernel_get_attribute(
+        &self,
+        attribute: i32,
+        kernel: KernelHandle,
+        device: DeviceHandle,
+    ) -> Result<i32>;
+    /// `cuKernelSetAttribute` by `CUfunction_attribute` code.
+    fn kernel_set_attribute(
+        &self,
+        attribute: i32,
+        value: i32,
+        kernel: KernelHandle,
+        device: DeviceHandle,
+    ) -> Result<()>;
+    /// `cuKernelGetParamInfo`: `(offset, size)`, or `None` past the last parameter.
+    fn kernel_get_param_info(
+        &self,
+        kernel: KernelHandle,
+        index: usize,
+    ) -> Result<Option<(usize, usize)>>;
+    /// `cuKernelGetFunction` for the current context.
+    fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle>;
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    fn occupancy_max_active_blocks(
+        &self,
+        function: FunctionHandle,
+        block_size: i32,
+        dynamic_smem: usize,
+    ) -> Result<i32>;
+    /// `cuOccupancyMaxPotentialBlockSize` with a fixed dynamic shared memory size:
+    /// `(min_grid_size, block_size)`.
+    fn occupancy_max_potential_block_size(
+        &self,
+        function: FunctionHandle,
+        dynamic_smem: usize,
+        block_size_limit: i32,
+    ) -> Result<(i32, i32)>;
+    /// `cuOccupancyMaxActiveClusters` for a launch configuration.
+    fn occupancy_max_active_clusters(
+        &self,
+        function: FunctionHandle,
+        params: &LaunchParams,
+    ) -> Result<i32>;
+    /// `cuLaunchKernel` of a `CUkernel` (the driver accepts it as a `CUfunction`).
+    ///
+    /// # Safety
+    ///
+    /// `args` points to one pointer per kernel parameter, each to a value of that parameter's
+    /// size, valid for the call.
+    unsafe fn launch_kernel(
+        &self,
+        kernel: KernelHandle,
+        params: &LaunchParams,
+        args: *mut *mut c_void,
+    ) -> Result<()>;
+    /// `cuLaunchKernelEx` with the cluster and cooperative attributes of `params`.
+    ///
+    /// # Safety
+    ///
+    /// As for `launch_kernel`.
+    unsafe fn launch_kernel_ex(
+        &self,
+        kernel: KernelHandle,
+        params: &LaunchParams,
+        args: *mut *mut c_void,
+    ) -> Result<()>;
+    /// The driver's linker: `cuLinkCreate`, `cuLinkAddData` per input, `cuLinkComplete`, a
+    /// copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info log; a failure is
+    /// `Error::Link` with the error log.
+    fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)>;
 
     /// `cuDeviceGetDevResource` of the SMs.
     fn device_get_sm_resource(&self, device: DeviceHandle) -> Result<DevResource>;

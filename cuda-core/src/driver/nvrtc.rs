@@ -1,8 +1,9 @@
 //! The process's NVRTC, found once (see `cuda_nvrtc_sys::Search` for the order).
 
+use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
-use cuda_nvrtc_sys::{Nvrtc, Search};
+use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Nvrtc, NvrtcTable, Search};
 
 use crate::error::{Error, Result};
 
@@ -20,4 +21,225 @@ pub(crate) fn nvrtc() -> Result<&'static Nvrtc> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// What NVRTC should produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NvrtcOutput {
+    Ptx,
+    Cubin,
+    LtoIr,
+}
+
+/// A successful compilation.
+pub(crate) struct Compiled {
+    /// The code; PTX keeps its terminating NUL, as the driver wants it.
+    pub(crate) code: Vec<u8>,
+    /// The compiler's log (warnings), possibly empty.
+    pub(crate) log: String,
+    /// Each name expression with its lowered (mangled) name.
+    pub(crate) lowered: Vec<(String, String)>,
+}
+
+/// The loaded NVRTC's `(major, minor)`.
+pub(crate) fn nvrtc_version() -> Result<(i32, i32)> {
+    Ok(nvrtc()?.version())
+}
+
+/// Compiles `source` with NVRTC: `nvrtcCreateProgram`, `nvrtcAddNameExpression` for each
+/// name expression, `nvrtcCompileProgram`, then the output, the log and the lowered names.
+pub(crate) fn compile(
+    source: &str,
+    name: &str,
+    options: &[String],
+    name_expressions: &[String],
+    output: NvrtcOutput,
+) -> Result<Compiled> {
+    let nvrtc = nvrtc()?;
+    let t = nvrtc.table();
+    let fail = |what: &str, status: nvrtcResult| Error::Compile {
+        program: name.to_owned(),
+        log: format!("{what} failed: {}", error_string(t, status)),
+    };
+    let c = |what: &'static str, text: &str| {
+        CString::new(text).map_err(|_| Error::InvalidArgument {
+            name: what,
+            reason: format!("{text:?} contains a NUL byte"),
+        })
+    };
+    let source_c = c("source", source)?;
+    let name_c = c("name", name)?;
+    let options_c = options
+        .iter()
+        .map(|o| c("options", o))
+        .collect::<Result<Vec<_>>>()?;
+    let expressions_c = name_expressions
+        .iter()
+        .map(|e| c("name_expressions", e))
+        .collect::<Result<Vec<_>>>()?;
+    let lacks = |symbol: &str| Error::NvrtcNotFound(format!("the loaded NVRTC lacks {symbol}"));
+    let create = t
+        .nvrtcCreateProgram
+        .ok_or_else(|| lacks("nvrtcCreateProgram"))?;
+    let destroy = t
+        .nvrtcDestroyProgram
+        .ok_or_else(|| lacks("nvrtcDestroyProgram"))?;
+    let mut program: nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: all strings are NUL-terminated and outlive the call; no headers are passed.
+    let status = unsafe {
+        create(
+            &mut program,
+            source_c.as_ptr(),
+            name_c.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if status != nvrtcResult::NVRTC_SUCCESS {
+        return Err(fail("nvrtcCreateProgram", status));
+    }
+    let result = compile_program(t, program, &options_c, &expressions_c, output, name);
+    // SAFETY: `program` was created above and is destroyed once.
+    let status = unsafe { destroy(&mut program) };
+    if status != nvrtcResult::NVRTC_SUCCESS {
+        log::error!("nvrtcDestroyProgram of {name}: {}", error_string(t, status));
+    }
+    result
+}
+
+fn compile_program(
+    t: &NvrtcTable,
+    program: nvrtcProgram,
+    options: &[CString],
+    expressions: &[CString],
+    output: NvrtcOutput,
+    name: &str,
+) -> Result<Compiled> {
+    let missing = |symbol: &str| {
+        Error::NvrtcNotFound(format!(
+            "the loaded NVRTC lacks {symbol}; it is too old for this"
+        ))
+    };
+    let fail = |what: &str, status: nvrtcResult| Error::Compile {
+        program: name.to_owned(),
+        log: format!("{what} failed: {}", error_string(t, status)),
+    };
+    let add_expression = t
+        .nvrtcAddNameExpression
+        .ok_or_else(|| missing("nvrtcAddNameExpression"))?;
+    for expression in expressions {
+        // SAFETY: a live program and a NUL-terminated string.
+        let status = unsafe { add_expression(program, expression.as_ptr()) };
+        if status != nvrtcResult::NVRTC_SUCCESS {
+            return Err(fail("nvrtcAddNameExpression", status));
+        }
+    }
+    let compile = t
+        .nvrtcCompileProgram
+        .ok_or_else(|| missing("nvrtcCompileProgram"))?;
+    let pointers: Vec<*const std::ffi::c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    let count = i32::try_from(pointers.len()).unwrap_or(i32::MAX);
+    // SAFETY: `pointers` holds `count` NUL-terminated options that outlive the call.
+    let status = unsafe { compile(program, count, pointers.as_ptr()) };
+    let log = read_bytes(t.nvrtcGetProgramLogSize, t.nvrtcGetProgramLog, program)
+        .map(|bytes| text(&bytes))
+        .unwrap_or_default();
+    if status == nvrtcResult::NVRTC_ERROR_COMPILATION {
+        return Err(Error::Compile {
+            program: name.to_owned(),
+            log,
+        });
+    }
+    if status != nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::Compile {
+            program: name.to_owned(),
+            log: format!(
+                "nvrtcCompileProgram failed: {}\n{log}",
+                error_string(t, status)
+            ),
+        });
+    }
+    let (size_fn, get_fn, symbol) = match output {
+        NvrtcOutput::Ptx => (t.nvrtcGetPTXSize, t.nvrtcGetPTX, "nvrtcGetPTX"),
+        NvrtcOutput::Cubin => (t.nvrtcGetCUBINSize, t.nvrtcGetCUBIN, "nvrtcGetCUBIN"),
+        NvrtcOutput::LtoIr => (t.nvrtcGetLTOIRSize, t.nvrtcGetLTOIR, "nvrtcGetLTOIR"),
+    };
+    if size_fn.is_none() || get_fn.is_none() {
+        return Err(missing(symbol));
+    }
+    let code = read_bytes(size_fn, get_fn, program).map_err(|status| fail(symbol, status))?;
+    if code.is_empty() || (output == NvrtcOutput::Ptx && code.len() <= 1) {
+        return Err(Error::Compile {
+            program: name.to_owned(),
+            log: format!(
+                "NVRTC produced no {symbol} output; for cubin or LTO-IR the architecture must be a \
+                 real one (sm_XX, not compute_XX), and LTO-IR needs -dlto\n{log}"
+            ),
+        });
+    }
+    let lowered_name = t
+        .nvrtcGetLoweredName
+        .ok_or_else(|| missing("nvrtcGetLoweredName"))?;
+    let mut lowered = Vec::with_capacity(expressions.len());
+    for expression in expressions {
+        let mut out: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: a compiled program, an expression added before compiling, a writable out.
+        let status = unsafe { lowered_name(program, expression.as_ptr(), &mut out) };
+        if status != nvrtcResult::NVRTC_SUCCESS || out.is_null() {
+            return Err(fail("nvrtcGetLoweredName", status));
+        }
+        // SAFETY: NVRTC returns a NUL-terminated string owned by the program, alive until it
+        // is destroyed (after this copy).
+        let name = unsafe { CStr::from_ptr(out) }
+            .to_string_lossy()
+            .into_owned();
+        lowered.push((expression.to_string_lossy().into_owned(), name));
+    }
+    Ok(Compiled { code, log, lowered })
+}
+
+type SizeFn = Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>;
+type GetFn = Option<unsafe extern "C" fn(nvrtcProgram, *mut std::ffi::c_char) -> nvrtcResult>;
+
+/// Reads one of NVRTC's size-then-bytes outputs.
+fn read_bytes(
+    size: SizeFn,
+    get: GetFn,
+    program: nvrtcProgram,
+) -> std::result::Result<Vec<u8>, nvrtcResult> {
+    let (Some(size), Some(get)) = (size, get) else {
+        return Err(nvrtcResult::NVRTC_ERROR_INVALID_INPUT);
+    };
+    let mut len = 0usize;
+    // SAFETY: a live program and a writable size.
+    let status = unsafe { size(program, &mut len) };
+    if status != nvrtcResult::NVRTC_SUCCESS {
+        return Err(status);
+    }
+    let mut bytes = vec![0u8; len];
+    if len > 0 {
+        // SAFETY: the buffer holds the `len` bytes NVRTC said it will write.
+        let status = unsafe { get(program, bytes.as_mut_ptr().cast()) };
+        if status != nvrtcResult::NVRTC_SUCCESS {
+            return Err(status);
+        }
+    }
+    Ok(bytes)
+}
+
+/// A log buffer as text, without its terminating NUL.
+fn text(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn error_string(t: &NvrtcTable, status: nvrtcResult) -> String {
+    match t.nvrtcGetErrorString {
+        // SAFETY: NVRTC returns a static NUL-terminated string for any code.
+        Some(f) => unsafe { CStr::from_ptr(f(status)) }
+            .to_string_lossy()
+            .into_owned(),
+        None => format!("NVRTC error {}", status.0),
+    }
 }

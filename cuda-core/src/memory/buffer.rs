@@ -144,6 +144,11 @@ impl Buffer {
         self.ptr
     }
 
+    /// The address field itself, for passing the buffer as a kernel argument.
+    pub(crate) fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
+
     /// The size in bytes.
     pub fn size(&self) -> usize {
         self.size

@@ -1,0 +1,316 @@
+//! Kernels: their attributes, parameter layout and occupancy.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::device::Device;
+use crate::driver::{Driver, FunctionHandle, KernelHandle, LaunchParams};
+use crate::error::{Error, Result};
+use crate::launch::LaunchConfig;
+use crate::object_code::ObjectCode;
+use crate::stream::Stream;
+
+/// `CU_FUNC_ATTRIBUTE_*` codes (the same in both headers).
+mod attr {
+    pub(super) const MAX_THREADS_PER_BLOCK: i32 = 0;
+    pub(super) const SHARED_SIZE_BYTES: i32 = 1;
+    pub(super) const CONST_SIZE_BYTES: i32 = 2;
+    pub(super) const LOCAL_SIZE_BYTES: i32 = 3;
+    pub(super) const NUM_REGS: i32 = 4;
+    pub(super) const PTX_VERSION: i32 = 5;
+    pub(super) const BINARY_VERSION: i32 = 6;
+    pub(super) const MAX_DYNAMIC_SHARED_SIZE_BYTES: i32 = 8;
+}
+
+/// A kernel's attributes on one device, read once and cached (`cuKernelGetAttribute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KernelAttributes {
+    /// The most threads a block of this kernel can have.
+    pub max_threads_per_block: u32,
+    /// Registers per thread.
+    pub num_regs: u32,
+    /// Static shared memory per block, in bytes.
+    pub shared_size_bytes: u32,
+    /// Constant memory, in bytes.
+    pub const_size_bytes: u32,
+    /// Local memory per thread, in bytes.
+    pub local_size_bytes: u32,
+    /// The PTX virtual architecture it was compiled for, as `major * 10 + minor`.
+    pub ptx_version: u32,
+    /// The binary architecture, as `major * 10 + minor`.
+    pub binary_version: u32,
+    /// The dynamic shared memory a launch may ask for, in bytes (raise it with
+    /// [`Kernel::set_max_dynamic_shared_memory`]).
+    pub max_dynamic_shared_size_bytes: u32,
+}
+
+/// One kernel parameter: where it sits in the argument buffer and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The offset in bytes.
+    pub offset: usize,
+    /// The size in bytes.
+    pub size: usize,
+}
+
+/// A kernel of an [`ObjectCode`], ready to [`launch`](crate::launch). Cheap to clone; it keeps
+/// its object code loaded.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<KernelInner>,
+}
+
+struct KernelInner {
+    handle: KernelHandle,
+    name: String,
+    driver: &'static dyn Driver,
+    params: OnceLock<Box<[ParamInfo]>>,
+    /// Per device ordinal: attributes, and the kernel's function in the primary context.
+    per_device: Box<[PerDevice]>,
+    _object: ObjectCode,
+}
+
+struct PerDevice {
+    /// Everything but the dynamic shared memory limit, which can change.
+    attributes: OnceLock<KernelAttributes>,
+    max_dynamic_shared: AtomicU32,
+    function: OnceLock<FunctionHandle>,
+}
+
+impl Default for PerDevice {
+    fn default() -> Self {
+        PerDevice {
+            attributes: OnceLock::new(),
+            max_dynamic_shared: AtomicU32::new(UNREAD),
+            function: OnceLock::new(),
+        }
+    }
+}
+
+/// A limit not read yet.
+const UNREAD: u32 = u32::MAX;
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+impl Kernel {
+    pub(crate) fn new(
+        handle: KernelHandle,
+        object: ObjectCode,
+        name: String,
+        driver: &'static dyn Driver,
+    ) -> Result<Kernel> {
+        let devices = Device::count()?;
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                handle,
+                name,
+                driver,
+                params: OnceLock::new(),
+                per_device: (0..devices).map(|_| PerDevice::default()).collect(),
+                _object: object,
+            }),
+        })
+    }
+
+    /// The kernel's symbol name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The most threads per block on `device`, cached (the launch check).
+    #[inline]
+    pub(crate) fn max_threads_per_block(&self, device: Device) -> Result<u32> {
+        if let Some(attributes) = self.per_device(device)?.attributes.get() {
+            return Ok(attributes.max_threads_per_block);
+        }
+        Ok(self.attributes(device)?.max_threads_per_block)
+    }
+
+    pub(crate) fn handle(&self) -> KernelHandle {
+        self.inner.handle
+    }
+
+    fn per_device(&self, device: Device) -> Result<&PerDevice> {
+        self.inner
+            .per_device
+            .get(device.ordinal())
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "device",
+                reason: format!("device {} does not exist", device.ordinal()),
+            })
+    }
+
+    /// The kernel's attributes on `device` (read once per device, then cached).
+    #[inline]
+    pub fn attributes(&self, device: Device) -> Result<KernelAttributes> {
+        let slot = self.per_device(device)?;
+        if let Some(attributes) = slot.attributes.get() {
+            return Ok(KernelAttributes {
+                max_dynamic_shared_size_bytes: self.max_dynamic_shared(device)?,
+                ..*attributes
+            });
+        }
+        let get = |code| -> Result<u32> {
+            let value =
+                self.inner
+                    .driver
+                    .kernel_get_attribute(code, self.inner.handle, device.handle())?;
+            Ok(value.max(0) as u32)
+        };
+        let attributes = KernelAttributes {
+            max_threads_per_block: get(attr::MAX_THREADS_PER_BLOCK)?,
+            num_regs: get(attr::NUM_REGS)?,
+            shared_size_bytes: get(attr::SHARED_SIZE_BYTES)?,
+            const_size_bytes: get(attr::CONST_SIZE_BYTES)?,
+            local_size_bytes: get(attr::LOCAL_SIZE_BYTES)?,
+            ptx_version: get(attr::PTX_VERSION)?,
+            binary_version: get(attr::BINARY_VERSION)?,
+            max_dynamic_shared_size_bytes: 0,
+        };
+        let attributes = *slot.attributes.get_or_init(|| attributes);
+        Ok(KernelAttributes {
+            max_dynamic_shared_size_bytes: self.max_dynamic_shared(device)?,
+            ..attributes
+        })
+    }
+
+    /// Raises (or lowers) the dynamic shared memory a launch on `device` may ask for
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    pub fn set_max_dynamic_shared_memory(&self, device: Device, bytes: u32) -> Result<()> {
+        let value = i32::try_from(bytes).map_err(|_| Error::InvalidArgument {
+            name: "bytes",
+            reason: format!("{bytes} is more than any device has"),
+        })?;
+        self.inner.driver.kernel_set_attribute(
+            attr::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            value,
+            self.inner.handle,
+            device.handle(),
+        )?;
+        self.per_device(device)?
+            .max_dynamic_shared
+            .store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The dynamic shared memory a launch on `device` may ask for, cached.
+    #[inline]
+    pub(crate) fn max_dynamic_shared(&self, device: Device) -> Result<u32> {
+        let slot = self.per_device(device)?;
+        let cached = slot.max_dynamic_shared.load(Ordering::Relaxed);
+        if cached != UNREAD {
+            return Ok(cached);
+        }
+        let value = self.inner.driver.kernel_get_attribute(
+            attr::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            self.inner.handle,
+            device.handle(),
+        )?;
+        let value = value.max(0) as u32;
+        // Keep a value a concurrent setter stored.
+        let _ = slot.max_dynamic_shared.compare_exchange(
+            UNREAD,
+            value,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        Ok(slot.max_dynamic_shared.load(Ordering::Relaxed))
+    }
+
+    /// The kernel's parameters, in order: offset and size of each (`cuKernelGetParamInfo`,
+    /// CUDA 12.4 and newer drivers). Read once, then cached.
+    #[inline]
+    pub fn params(&self) -> Result<&[ParamInfo]> {
+        if let Some(params) = self.inner.params.get() {
+            return Ok(params);
+        }
+        let mut params = Vec::new();
+        while let Some((offset, size)) = self
+            .inner
+            .driver
+            .kernel_get_param_info(self.inner.handle, params.len())?
+        {
+            params.push(ParamInfo { offset, size });
+        }
+        Ok(self.inner.params.get_or_init(|| params.into_boxed_slice()))
+    }
+
+    /// The kernel as a `CUfunction` of `device`'s primary context, for the occupancy API.
+    fn function(&self, device: Device) -> Result<FunctionHandle> {
+        let slot = self.per_device(device)?;
+        if let Some(function) = slot.function.get() {
+            return Ok(*function);
+        }
+        let handle = self.inner.handle;
+        let function = device
+            .primary_context()?
+            .with_current(|driver| driver.kernel_get_function(handle))?;
+        Ok(*slot.function.get_or_init(|| function))
+    }
+
+    /// How many blocks of `block_size` threads, each with `dynamic_shared_memory` bytes, can
+    /// be resident on one SM of `device` at once.
+    pub fn max_active_blocks_per_sm(
+        &self,
+        device: Device,
+        block_size: u32,
+        dynamic_shared_memory: usize,
+    ) -> Result<u32> {
+        let function = self.function(device)?;
+        let blocks = self.inner.driver.occupancy_max_active_blocks(
+            function,
+            i32::try_from(block_size).unwrap_or(i32::MAX),
+            dynamic_shared_memory,
+        )?;
+        Ok(blocks.max(0) as u32)
+    }
+
+    /// The block size that maximises occupancy on `device`, and the least grid that reaches
+    /// it: `(min_grid_size, block_size)`. `block_size_limit` 0 means no limit.
+    pub fn max_potential_block_size(
+        &self,
+        device: Device,
+        dynamic_shared_memory: usize,
+        block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        let function = self.function(device)?;
+        let (grid, block) = self.inner.driver.occupancy_max_potential_block_size(
+            function,
+            dynamic_shared_memory,
+            i32::try_from(block_size_limit).unwrap_or(i32::MAX),
+        )?;
+        Ok((grid.max(0) as u32, block.max(0) as u32))
+    }
+
+    /// How many clusters of `config`'s shape can be resident at once on `stream`'s device
+    /// (`cuOccupancyMaxActiveClusters`); `config` must name a cluster.
+    pub fn max_active_clusters(&self, config: &LaunchConfig, stream: &Stream) -> Result<u32> {
+        let Some(cluster) = config.cluster else {
+            return Err(Error::InvalidArgument {
+                name: "config.cluster",
+                reason: "max_active_clusters needs a cluster shape".to_owned(),
+            });
+        };
+        let function = self.function(stream.device())?;
+        let params = LaunchParams {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            stream: crate::driver::StreamHandle::NULL,
+            cluster: Some(cluster),
+            cooperative: false,
+        };
+        let clusters = stream
+            .context()
+            .with_current(|driver| driver.occupancy_max_active_clusters(function, &params))?;
+        Ok(clusters.max(0) as u32)
+    }
+}

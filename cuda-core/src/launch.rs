@@ -1,0 +1,373 @@
+//! Launching kernels: the configuration, the arguments, and the launch.
+
+use std::ffi::c_void;
+
+use crate::driver::LaunchParams;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::memory::Buffer;
+use crate::stream::Stream;
+
+/// The shape of a launch: grid and block dimensions, an optional thread-block cluster, dynamic
+/// shared memory, and whether the launch is cooperative.
+///
+/// ```
+/// use cuda_core::LaunchConfig;
+///
+/// let config = LaunchConfig::for_elements(10_000_000, 256);
+/// assert_eq!(config.grid, [39_063, 1, 1]);
+/// let clustered = LaunchConfig::new([8, 1, 1], [128, 1, 1]).with_cluster([2, 1, 1]);
+/// assert_eq!(clustered.cluster, Some([2, 1, 1]));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Blocks in the grid, per dimension.
+    pub grid: [u32; 3],
+    /// Threads in a block, per dimension.
+    pub block: [u32; 3],
+    /// Blocks in a cluster, per dimension (compute capability 9.0 and newer).
+    pub cluster: Option<[u32; 3]>,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_memory_bytes: u32,
+    /// A cooperative launch: all blocks resident at once, so they may synchronise grid-wide.
+    pub cooperative: bool,
+}
+
+impl LaunchConfig {
+    /// A grid of `grid` blocks of `block` threads.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+        LaunchConfig {
+            grid,
+            block,
+            cluster: None,
+            shared_memory_bytes: 0,
+            cooperative: false,
+        }
+    }
+
+    /// One-dimensional: enough blocks of `block` threads to cover `elements`.
+    pub fn for_elements(elements: u64, block: u32) -> LaunchConfig {
+        let block = block.max(1);
+        let grid = elements.div_ceil(u64::from(block)).min(u64::from(u32::MAX)) as u32;
+        LaunchConfig::new([grid, 1, 1], [block, 1, 1])
+    }
+
+    /// With thread-block clusters of this shape.
+    pub fn with_cluster(mut self, cluster: [u32; 3]) -> LaunchConfig {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// With this much dynamic shared memory per block.
+    pub fn with_shared_memory(mut self, bytes: u32) -> LaunchConfig {
+        self.shared_memory_bytes = bytes;
+        self
+    }
+
+    /// As a cooperative launch.
+    pub fn with_cooperative(mut self, cooperative: bool) -> LaunchConfig {
+        self.cooperative = cooperative;
+        self
+    }
+
+    fn threads_per_block(&self) -> u64 {
+        self.block.iter().map(|&d| u64::from(d)).product()
+    }
+
+    fn blocks(&self) -> u64 {
+        self.grid.iter().map(|&d| u64::from(d)).product()
+    }
+}
+
+/// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
+/// kernel's parameter type. Integers and floats implement it.
+///
+/// # Safety
+///
+/// The type must be `#[repr(C)]` (or a primitive), with no pointers to host memory the kernel
+/// would follow, and its layout must be what the kernel's C++ parameter type expects.
+pub unsafe trait DeviceRepr: Copy + 'static {}
+
+macro_rules! device_repr {
+    ($($t:ty),*) => {$(
+        // SAFETY: a primitive passes to a kernel as the same C type.
+        unsafe impl DeviceRepr for $t {}
+    )*};
+}
+device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+// SAFETY: a C array of plain data is plain data, laid out alike.
+unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
+
+/// A device address passed to a kernel as a pointer parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct DevicePtr(pub u64);
+
+// SAFETY: a device address passes as a pointer-sized parameter.
+unsafe impl DeviceRepr for DevicePtr {}
+
+/// Anything that can be a kernel argument: [`DeviceRepr`] values and [`Buffer`]s (passed as
+/// their device address).
+///
+/// # Safety
+///
+/// [`KernelArg::arg_ptr`] points to [`KernelArg::arg_size`] readable bytes, valid while
+/// `self` is borrowed.
+pub unsafe trait KernelArg {
+    /// Where the argument's bytes are.
+    fn arg_ptr(&self) -> *const c_void;
+    /// How many bytes.
+    fn arg_size(&self) -> usize;
+}
+
+// SAFETY: a value's own bytes, borrowed with it.
+unsafe impl<T: DeviceRepr> KernelArg for T {
+    #[inline]
+    fn arg_ptr(&self) -> *const c_void {
+        (self as *const T).cast()
+    }
+
+    #[inline]
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+// SAFETY: the buffer's address field, borrowed with the buffer.
+unsafe impl KernelArg for Buffer {
+    #[inline]
+    fn arg_ptr(&self) -> *const c_void {
+        self.ptr_ref() as *const u64 as *const c_void
+    }
+
+    #[inline]
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<u64>()
+    }
+}
+
+/// Launches `kernel` on `stream` with `config` and `args`.
+///
+/// Before any driver call, it checks what the driver would fault on or silently misread: zero
+/// dimensions, a block larger than the kernel allows on the stream's device, more dynamic
+/// shared memory than allowed, a cluster on a device older than compute capability 9.0 or not
+/// dividing the grid, a cooperative grid larger than can be resident, and the number and size
+/// of the arguments against the kernel's parameters (read once from the driver, CUDA 12.4+).
+/// Each is [`Error::InvalidArgument`] naming the problem.
+///
+/// A plain launch is one `cuLaunchKernel`; clusters and cooperative launches use
+/// `cuLaunchKernelEx`. Up to 16 arguments make no heap allocation.
+///
+/// # Safety
+///
+/// The kernel runs with the arguments given: it must only access memory that they make valid
+/// for it (buffers alive until the work is done, indices in bounds), and nothing on the host
+/// may use memory the kernel writes until the stream has passed it.
+///
+/// ```no_run
+/// use cuda_core::{launch, Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let code = Program::new(
+///     r#"extern "C" __global__ void fill(float* x, float v, unsigned n) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///         if (i < n) x[i] = v;
+///     }"#,
+///     ProgramOptions::default(),
+/// )
+/// .compile(CodeType::Cubin, &[])?;
+/// let kernel = code.get_kernel("fill")?;
+/// let n = 1u32 << 20;
+/// let buffer = device.memory_resource()?.allocate(4 * n as usize, &stream)?;
+/// // SAFETY: the kernel writes `n` floats into a buffer of `n` floats.
+/// unsafe { launch(&stream, &LaunchConfig::for_elements(n.into(), 256), &kernel, &[&buffer, &2.5f32, &n])? };
+/// assert!(buffer.to_vec::<f32>(&stream)?.iter().all(|&x| x == 2.5));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[inline]
+pub unsafe fn launch(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+) -> Result<()> {
+    validate(stream, config, kernel, args)?;
+    let mut inline = [std::ptr::null_mut::<c_void>(); 16];
+    let mut spilled = Vec::new();
+    let pointers: &mut [*mut c_void] = if args.len() <= inline.len() {
+        &mut inline[..args.len()]
+    } else {
+        spilled.resize(args.len(), std::ptr::null_mut());
+        &mut spilled
+    };
+    for (slot, arg) in pointers.iter_mut().zip(args) {
+        *slot = arg.arg_ptr().cast_mut();
+    }
+    let extended = config.cluster.is_some() || config.cooperative;
+    stream.call(|driver, handle| {
+        let params = LaunchParams {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            stream: handle,
+            cluster: config.cluster,
+            cooperative: config.cooperative,
+        };
+        let argv = pointers.as_mut_ptr();
+        // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
+        // `validate`), each to bytes borrowed for this call; the caller vouches for what the
+        // kernel does with them.
+        unsafe {
+            if extended {
+                driver.launch_kernel_ex(kernel.handle(), &params, argv)
+            } else {
+                driver.launch_kernel(kernel.handle(), &params, argv)
+            }
+        }
+    })
+}
+
+fn invalid(name: &'static str, reason: String) -> Error {
+    Error::InvalidArgument { name, reason }
+}
+
+/// The checks of [`launch`], before any driver call.
+#[inline]
+fn validate(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+) -> Result<()> {
+    if config.grid.contains(&0) {
+        return Err(invalid(
+            "config.grid",
+            format!("{:?} has a zero dimension", config.grid),
+        ));
+    }
+    if config.block.contains(&0) {
+        return Err(invalid(
+            "config.block",
+            format!("{:?} has a zero dimension", config.block),
+        ));
+    }
+    let device = stream.device();
+    let limit = kernel.max_threads_per_block(device)?;
+    if config.threads_per_block() > u64::from(limit) {
+        return Err(invalid(
+            "config.block",
+            format!(
+                "{:?} is {} threads; {} allows at most {limit} per block on device {}",
+                config.block,
+                config.threads_per_block(),
+                kernel.name(),
+                device.ordinal()
+            ),
+        ));
+    }
+    if config.shared_memory_bytes > 0 {
+        let allowed = kernel.max_dynamic_shared(device)?;
+        if config.shared_memory_bytes > allowed {
+            return Err(invalid(
+                "config.shared_memory_bytes",
+                format!(
+                    "{} bytes of dynamic shared memory; {} allows {allowed} (raise it with \
+                     Kernel::set_max_dynamic_shared_memory)",
+                    config.shared_memory_bytes,
+                    kernel.name()
+                ),
+            ));
+        }
+    }
+    if let Some(cluster) = config.cluster {
+        check_cluster(config, cluster, device)?;
+    }
+    if config.cooperative {
+        let per_sm = kernel.max_active_blocks_per_sm(
+            device,
+            config.threads_per_block() as u32,
+            config.shared_memory_bytes as usize,
+        )?;
+        let sms = device.properties().multiprocessor_count()?;
+        let resident = u64::from(per_sm) * u64::from(sms);
+        if config.blocks() > resident {
+            return Err(invalid(
+                "config.grid",
+                format!(
+                    "a cooperative launch of {} blocks cannot be resident at once: device {} holds \
+                     {resident} such blocks ({per_sm} per SM x {sms} SMs)",
+                    config.blocks(),
+                    device.ordinal()
+                ),
+            ));
+        }
+    }
+    check_args(kernel, args)
+}
+
+#[cold]
+fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device) -> Result<()> {
+    if cluster.contains(&0) {
+        return Err(invalid(
+            "config.cluster",
+            format!("{cluster:?} has a zero dimension"),
+        ));
+    }
+    let (major, minor) = device.compute_capability()?;
+    if major < 9 {
+        return Err(invalid(
+            "config.cluster",
+            format!(
+                "thread-block clusters need compute capability 9.0; device {} is {major}.{minor}",
+                device.ordinal()
+            ),
+        ));
+    }
+    if config.grid.iter().zip(cluster).any(|(g, c)| g % c != 0) {
+        return Err(invalid(
+            "config.cluster",
+            format!(
+                "the grid {:?} is not a whole number of {cluster:?} clusters",
+                config.grid
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[inline]
+fn check_args(kernel: &Kernel, args: &[&dyn KernelArg]) -> Result<()> {
+    let params = match kernel.params() {
+        Ok(params) => params,
+        // Drivers before 12.4 cannot describe parameters: nothing to check against.
+        Err(Error::NotSupported { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if params.len() != args.len() {
+        return Err(invalid(
+            "args",
+            format!(
+                "{} takes {} argument(s), {} given",
+                kernel.name(),
+                params.len(),
+                args.len()
+            ),
+        ));
+    }
+    for (index, (param, arg)) in params.iter().zip(args).enumerate() {
+        if param.size != arg.arg_size() {
+            return Err(invalid(
+                "args",
+                format!(
+                    "argument {index} of {} is {} bytes; the kernel's parameter is {}",
+                    kernel.name(),
+                    arg.arg_size(),
+                    param.size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! Object code: PTX, cubin, fatbin or LTO-IR, loaded into the driver on first use.
+
+use std::ffi::CString;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use crate::driver::{driver, Driver, LibraryHandle};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+
+/// The kinds of code the driver, NVRTC and the linker deal in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CodeType {
+    /// PTX assembly text, compiled by the driver for the device at load time.
+    Ptx,
+    /// A cubin: machine code for one architecture.
+    Cubin,
+    /// A fat binary: cubins and PTX for several architectures.
+    Fatbin,
+    /// LTO-IR: intermediate code for link-time optimisation (nvJitLink only).
+    LtoIr,
+}
+
+impl CodeType {
+    /// The usual file extension: `ptx`, `cubin`, `fatbin`, `ltoir`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            CodeType::Ptx => "ptx",
+            CodeType::Cubin => "cubin",
+            CodeType::Fatbin => "fatbin",
+            CodeType::LtoIr => "ltoir",
+        }
+    }
+
+    pub(crate) fn from_extension(extension: &str) -> Option<CodeType> {
+        match extension {
+            "ptx" => Some(CodeType::Ptx),
+            "cubin" => Some(CodeType::Cubin),
+            "fatbin" => Some(CodeType::Fatbin),
+            "ltoir" => Some(CodeType::LtoIr),
+            _ => None,
+        }
+    }
+}
+
+/// Code to run on the GPU, with the names of its kernels. Cheap to clone; every [`Kernel`]
+/// taken from it keeps it (and its loaded library) alive.
+///
+/// Loading uses the driver's context-independent library API (`cuLibraryLoadData`), once, on
+/// the first [`ObjectCode::get_kernel`]; the library is unloaded when the last clone and kernel
+/// drop.
+#[derive(Clone)]
+pub struct ObjectCode {
+    inner: Arc<ObjectInner>,
+}
+
+struct ObjectInner {
+    code_type: CodeType,
+    code: Vec<u8>,
+    name: String,
+    log: String,
+    lowered: Vec<(String, String)>,
+    library: OnceLock<(LibraryHandle, &'static dyn Driver)>,
+}
+
+impl Drop for ObjectInner {
+    fn drop(&mut self) {
+        if let Some((library, driver)) = self.library.get() {
+            if let Err(e) = driver.library_unload(*library) {
+                log::error!("unloading {}: {e}", self.name);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ObjectCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectCode")
+            .field("name", &self.inner.name)
+            .field("code_type", &self.inner.code_type)
+            .field("bytes", &self.inner.code.len())
+            .field("loaded", &self.inner.library.get().is_some())
+            .finish()
+    }
+}
+
+impl ObjectCode {
+    fn new(
+        code_type: CodeType,
+        mut code: Vec<u8>,
+        name: String,
+        log: String,
+        lowered: Vec<(String, String)>,
+    ) -> ObjectCode {
+        // The driver reads PTX as a C string.
+        if code_type == CodeType::Ptx && code.last() != Some(&0) {
+            code.push(0);
+        }
+        ObjectCode {
+            inner: Arc::new(ObjectInner {
+                code_type,
+                code,
+                name,
+                log,
+                lowered,
+                library: OnceLock::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn from_compiled(
+        code_type: CodeType,
+        code: Vec<u8>,
+        name: String,
+        log: String,
+        lowered: Vec<(String, String)>,
+    ) -> ObjectCode {
+        ObjectCode::new(code_type, code, name, log, lowered)
+    }
+
+    /// Code of the given type from bytes (PTX gets a terminating NUL if it lacks one).
+    pub fn from_bytes(code_type: CodeType, code: impl Into<Vec<u8>>) -> ObjectCode {
+        let name = format!("<{} bytes>", code_type.extension());
+        ObjectCode::new(code_type, code.into(), name, String::new(), Vec::new())
+    }
+
+    /// A cubin.
+    pub fn from_cubin(code: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::Cubin, code)
+    }
+
+    /// PTX text.
+    pub fn from_ptx(ptx: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::Ptx, ptx)
+    }
+
+    /// A fat binary.
+    pub fn from_fatbin(code: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::Fatbin, code)
+    }
+
+    /// LTO-IR (it must be linked before it can run: see [`Linker`](crate::Linker)).
+    pub fn from_ltoir(code: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::LtoIr, code)
+    }
+
+    /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`)
+    /// unless given.
+    pub fn from_file(path: impl AsRef<Path>, code_type: Option<CodeType>) -> Result<ObjectCode> {
+        let path = path.as_ref();
+        let code_type = match code_type {
+            Some(t) => t,
+            None => path
+                .extension()
+                .and_then(|e| e.to_str())
+                .and_then(CodeType::from_extension)
+                .ok_or_else(|| Error::InvalidArgument {
+                    name: "path",
+                    reason: format!(
+                        "cannot tell the code type of {}: name it, or use a .ptx, .cubin, .fatbin \
+                         or .ltoir extension",
+                        path.display()
+                    ),
+                })?,
+        };
+        let code = std::fs::read(path).map_err(|e| Error::InvalidArgument {
+            name: "path",
+            reason: format!("reading {}: {e}", path.display()),
+        })?;
+        let name = path.display().to_string();
+        Ok(ObjectCode::new(
+            code_type,
+            code,
+            name,
+            String::new(),
+            Vec::new(),
+        ))
+    }
+
+    /// The code type.
+    pub fn code_type(&self) -> CodeType {
+        self.inner.code_type
+    }
+
+    /// The code (PTX with its terminating NUL).
+    pub fn code(&self) -> &[u8] {
+        &self.inner.code
+    }
+
+    /// The name it was compiled or read as.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The compiler's log (warnings) when it came from [`Program::compile`](crate::Program);
+    /// empty otherwise.
+    pub fn compile_log(&self) -> &str {
+        &self.inner.log
+    }
+
+    /// The lowered (mangled) name of a name expression given at compile time.
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.inner
+            .lowered
+            .iter()
+            .find(|(e, _)| e == expression)
+            .map(|(_, lowered)| lowered.as_str())
+    }
+
+    /// Every name expression with its lowered name.
+    pub fn name_expressions(&self) -> &[(String, String)] {
+        &self.inner.lowered
+    }
+
+    /// Loads the code (once) and returns the library handle.
+    fn library(&self) -> Result<(LibraryHandle, &'static dyn Driver)> {
+        if let Some(loaded) = self.inner.library.get() {
+            return Ok(*loaded);
+        }
+        if self.inner.code_type == CodeType::LtoIr {
+            return Err(Error::Link {
+                log: format!(
+                    "{} is LTO-IR, which must be linked (with nvJitLink) into a cubin before it \
+                     can be loaded",
+                    self.inner.name
+                ),
+            });
+        }
+        let driver = driver()?;
+        let library = driver.library_load_data(&self.inner.code)?;
+        if self.inner.library.set((library, driver)).is_err() {
+            // Another thread loaded it first: keep theirs.
+            if let Err(e) = driver.library_unload(library) {
+                log::error!("unloading a duplicate load of {}: {e}", self.inner.name);
+            }
+        }
+        self.inner
+            .library
+            .get()
+            .copied()
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "self",
+                reason: "the library could not be kept".to_owned(),
+            })
+    }
+
+    /// The kernel of this name: a name expression given at compile time (such as
+    /// `"axpy<float>"`), or the kernel's symbol (an `extern "C"` name, or a mangled one).
+    pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
+        let symbol = self.lowered_name(name).unwrap_or(name);
+        let symbol_c = CString::new(symbol).map_err(|_| Error::InvalidArgument {
+            name: "name",
+            reason: format!("{name:?} contains a NUL byte"),
+        })?;
+        let (library, driver) = self.library()?;
+        let handle = driver
+            .library_get_kernel(library, &symbol_c)
+            .map_err(|e| match e {
+                Error::Driver { code: 500, .. } => Error::InvalidArgument {
+                    name: "name",
+                    reason: format!(
+                        "{} has no kernel {symbol:?} (C++ kernels need extern \"C\" or a name \
+                         expression at compile time)",
+                        self.inner.name
+                    ),
+                },
+                other => other,
+            })?;
+        Kernel::new(handle, self.clone(), symbol.to_owned(), driver)
+    }
+}

@@ -1,0 +1,492 @@
+//! Programs on the GPU: SAXPY at 10M elements, templates, linking, kernel attributes,
+//! clusters, cooperative launches, bad launches, and launches from any thread.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use cuda_core::{
+    launch, Allocate, CodeType, ContextOptions, DevicePtr, Error, Kernel, LaunchConfig, Linker,
+    LinkerOptions, ObjectCode, Program, ProgramOptions, SmSplitOptions, StreamOptions,
+};
+
+const SOURCE: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+template <typename T> __global__ void scale(T* x, T a, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+extern "C" __global__ void cluster_rank(unsigned* out) {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    if (threadIdx.x == 0) out[blockIdx.x] = rank;
+}
+
+// A grid-wide barrier by hand: only safe when every block is resident (cooperative).
+extern "C" __global__ void grid_barrier(unsigned* counter, unsigned* out) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicAdd(counter, 1u);
+        while (atomicAdd(counter, 0u) < gridDim.x) { }
+        out[blockIdx.x] = atomicAdd(counter, 0u);
+    }
+}
+
+extern "C" __global__ void sixteen(unsigned* out, unsigned a1, unsigned a2, unsigned a3,
+    unsigned a4, unsigned a5, unsigned a6, unsigned a7, unsigned a8, unsigned a9, unsigned a10,
+    unsigned a11, unsigned a12, unsigned a13, unsigned a14, unsigned long long a15) {
+    out[0] = a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14
+           + (unsigned)a15;
+}
+"#;
+
+/// The test program, compiled once per process for the current device.
+fn code() -> &'static ObjectCode {
+    static CODE: OnceLock<ObjectCode> = OnceLock::new();
+    CODE.get_or_init(|| {
+        common::device().set_current().unwrap();
+        Program::new(SOURCE, ProgramOptions::default())
+            .with_name("tests.cu")
+            .compile(CodeType::Cubin, &["scale<float>", "scale<double>"])
+            .unwrap()
+    })
+}
+
+fn kernel(name: &str) -> Kernel {
+    code().get_kernel(name).unwrap()
+}
+
+fn random_floats(seed: u64, n: usize) -> Vec<f32> {
+    common::random_u32(seed, n)
+        .into_iter()
+        .map(|r| (r >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saxpy_10m_matches_the_cpu() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let n = 10_000_000usize;
+    let (x, y) = (random_floats(1, n), random_floats(2, n));
+    let a = 2.5f32;
+    let memory = device.memory_resource().unwrap();
+    let mut dx = memory.allocate(4 * n, &stream).unwrap();
+    let mut dy = memory.allocate(4 * n, &stream).unwrap();
+    dx.copy_from_host(&x, &stream).unwrap();
+    dy.copy_from_host(&y, &stream).unwrap();
+    let saxpy = kernel("saxpy");
+    let config = LaunchConfig::for_elements(n as u64, 256);
+    // SAFETY: n floats in each buffer; the kernel reads x and updates y within n.
+    unsafe { launch(&stream, &config, &saxpy, &[&a, &dx, &dy, &(n as u32)]) }.unwrap();
+    let out = dy.to_vec::<f32>(&stream).unwrap();
+    let wrong = (0..n)
+        .filter(|&i| out[i] != a.mul_add(x[i], y[i]) && out[i] != a * x[i] + y[i])
+        .count();
+    assert_eq!(wrong, 0, "elements differ from the CPU's");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn templates_launch_by_name_expression() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let n = 1000u32;
+    let mut f = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut d = memory.allocate(8 * n as usize, &stream).unwrap();
+    f.copy_from_host(&vec![1.5f32; n as usize], &stream)
+        .unwrap();
+    d.copy_from_host(&vec![1.5f64; n as usize], &stream)
+        .unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 128);
+    // SAFETY: n elements in each buffer.
+    unsafe {
+        launch(
+            &stream,
+            &config,
+            &kernel("scale<float>"),
+            &[&f, &2.0f32, &n],
+        )
+        .unwrap();
+        launch(
+            &stream,
+            &config,
+            &kernel("scale<double>"),
+            &[&d, &4.0f64, &n],
+        )
+        .unwrap();
+    }
+    assert!(f.to_vec::<f32>(&stream).unwrap().iter().all(|&v| v == 3.0));
+    assert!(d.to_vec::<f64>(&stream).unwrap().iter().all(|&v| v == 6.0));
+    // The double kernel's second parameter is 8 bytes: a float is refused before the driver.
+    // SAFETY: refused before launch.
+    let err = unsafe {
+        launch(
+            &stream,
+            &config,
+            &kernel("scale<double>"),
+            &[&d, &4.0f32, &n],
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "args", reason } if reason.contains("argument 1")),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_attributes_parameters_and_occupancy() {
+    let device = common::device();
+    let saxpy = kernel("saxpy");
+    let attributes = saxpy.attributes(device).unwrap();
+    let (major, minor) = device.compute_capability().unwrap();
+    assert_eq!(attributes.binary_version, major * 10 + minor);
+    assert!(attributes.max_threads_per_block > 0 && attributes.max_threads_per_block <= 1024);
+    assert!(attributes.num_regs > 0);
+    let params: Vec<(usize, usize)> = saxpy
+        .params()
+        .unwrap()
+        .iter()
+        .map(|p| (p.offset, p.size))
+        .collect();
+    assert_eq!(params, [(0, 4), (8, 8), (16, 8), (24, 4)]);
+    let blocks = saxpy.max_active_blocks_per_sm(device, 256, 0).unwrap();
+    assert!(blocks >= 1 && blocks * 256 <= 2048, "{blocks}");
+    let (grid, block) = saxpy.max_potential_block_size(device, 0, 0).unwrap();
+    assert!(grid > 0 && block > 0 && block <= 1024, "{grid} {block}");
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let clusters = saxpy
+        .max_active_clusters(
+            &LaunchConfig::new([2, 1, 1], [128, 1, 1]).with_cluster([2, 1, 1]),
+            &stream,
+        )
+        .unwrap();
+    assert!(clusters > 0);
+    let shared = attributes.max_dynamic_shared_size_bytes;
+    saxpy
+        .set_max_dynamic_shared_memory(device, 64 * 1024)
+        .unwrap();
+    assert_eq!(
+        saxpy
+            .attributes(device)
+            .unwrap()
+            .max_dynamic_shared_size_bytes,
+        64 * 1024
+    );
+    assert!(shared <= 48 * 1024);
+    println!("saxpy: {attributes:?}, {blocks} blocks/SM of 256, best block {block}, {clusters} 2-clusters");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_launches_are_refused_with_reasons() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4096, &stream)
+        .unwrap();
+    let saxpy = kernel("saxpy");
+    let ok = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+    let n = 0u32;
+    let args: [&dyn cuda_core::KernelArg; 4] = [&1.0f32, &buffer, &buffer, &n];
+    let cases: Vec<(LaunchConfig, &str)> = vec![
+        (LaunchConfig::new([0, 1, 1], [32, 1, 1]), "config.grid"),
+        (LaunchConfig::new([1, 1, 1], [32, 0, 1]), "config.block"),
+        (LaunchConfig::new([1, 1, 1], [2048, 1, 1]), "config.block"),
+        (ok.with_shared_memory(1 << 30), "config.shared_memory_bytes"),
+        (
+            LaunchConfig::new([3, 1, 1], [32, 1, 1]).with_cluster([2, 1, 1]),
+            "config.cluster",
+        ),
+        (ok.with_cluster([0, 1, 1]), "config.cluster"),
+        (
+            LaunchConfig::new([1 << 20, 1, 1], [1024, 1, 1]).with_cooperative(true),
+            "config.grid",
+        ),
+    ];
+    for (config, name) in cases {
+        // SAFETY: every case is refused before the driver.
+        let err = unsafe { launch(&stream, &config, &saxpy, &args) }.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: n, .. } if *n == name),
+            "{config:?}: {err}"
+        );
+    }
+    // SAFETY: refused before the driver.
+    let err = unsafe { launch(&stream, &ok, &saxpy, &args[..3]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("takes 4 argument(s), 3 given")),
+        "{err}"
+    );
+    // SAFETY: refused before the driver.
+    let err =
+        unsafe { launch(&stream, &ok, &saxpy, &[&1.0f64, &buffer, &buffer, &n]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("argument 0")),
+        "{err}"
+    );
+    // A kernel name that does not exist.
+    let err = code().get_kernel("no_such_kernel").unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "name", reason } if reason.contains("no_such_kernel")),
+        "{err}"
+    );
+    // LTO-IR cannot be loaded unlinked.
+    let err = ObjectCode::from_ltoir(vec![1, 2, 3])
+        .get_kernel("k")
+        .unwrap_err();
+    assert!(matches!(err, Error::Link { .. }), "{err}");
+    stream.sync().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sixteen_arguments() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4, &stream)
+        .unwrap();
+    let v: Vec<u32> = (1..=14).collect();
+    let last = 1000u64;
+    let mut args: Vec<&dyn cuda_core::KernelArg> = vec![&out];
+    args.extend(v.iter().map(|x| x as &dyn cuda_core::KernelArg));
+    args.push(&last);
+    assert_eq!(args.len(), 16);
+    // SAFETY: one unsigned written to a 4-byte buffer.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+            &kernel("sixteen"),
+            &args,
+        )
+    }
+    .unwrap();
+    assert_eq!(out.to_vec::<u32>(&stream).unwrap(), [105 + 1000]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cluster_launch_ranks_blocks_in_pairs() {
+    let device = common::device();
+    if device.compute_capability().unwrap().0 < 9 {
+        println!("not run: clusters need compute capability 9.0");
+        return;
+    }
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let blocks = 8u32;
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * blocks as usize, &stream)
+        .unwrap();
+    let config = LaunchConfig::new([blocks, 1, 1], [64, 1, 1]).with_cluster([2, 1, 1]);
+    // SAFETY: one unsigned per block.
+    unsafe { launch(&stream, &config, &kernel("cluster_rank"), &[&out]) }.unwrap();
+    assert_eq!(
+        out.to_vec::<u32>(&stream).unwrap(),
+        [0, 1, 0, 1, 0, 1, 0, 1]
+    );
+    // Without a cluster every block is rank 0 of its own.
+    // SAFETY: as above.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([blocks, 1, 1], [64, 1, 1]),
+            &kernel("cluster_rank"),
+            &[&out],
+        )
+    }
+    .unwrap();
+    assert_eq!(out.to_vec::<u32>(&stream).unwrap(), [0; 8]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cooperative_launch_keeps_every_block_resident() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let barrier = kernel("grid_barrier");
+    let per_sm = barrier.max_active_blocks_per_sm(device, 128, 0).unwrap();
+    let blocks = per_sm * device.properties().multiprocessor_count().unwrap();
+    let memory = device.memory_resource().unwrap();
+    let mut counter = memory.allocate(4, &stream).unwrap();
+    counter.fill(0u32, &stream).unwrap();
+    let out = memory.allocate(4 * blocks as usize, &stream).unwrap();
+    let config = LaunchConfig::new([blocks, 1, 1], [128, 1, 1]).with_cooperative(true);
+    // SAFETY: one counter and one unsigned per block.
+    unsafe { launch(&stream, &config, &barrier, &[&counter, &out]) }.unwrap();
+    // Every block passed the barrier after all had arrived.
+    assert!(
+        out.to_vec::<u32>(&stream)
+            .unwrap()
+            .iter()
+            .all(|&v| v == blocks),
+        "{blocks} blocks"
+    );
+    // One block more cannot be resident: refused before the driver (it would hang).
+    let over = LaunchConfig::new([blocks + 1, 1, 1], [128, 1, 1]).with_cooperative(true);
+    // SAFETY: refused before the driver.
+    let err = unsafe { launch(&stream, &over, &barrier, &[&counter, &out]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "config.grid", reason } if reason.contains("resident")),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_translation_units_link_through_the_driver() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let rdc = ProgramOptions {
+        relocatable_device_code: true,
+        ..Default::default()
+    };
+    let lib = Program::new(
+        "__device__ float twice(float x) { return 2.0f * x; }",
+        rdc.clone(),
+    )
+    .with_name("lib.cu")
+    .compile(CodeType::Ptx, &[])
+    .unwrap();
+    let main = Program::new(
+        r#"__device__ float twice(float x);
+           extern "C" __global__ void apply(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + 1.0f; }"#,
+        rdc.clone(),
+    )
+    .with_name("main.cu")
+    .compile(CodeType::Ptx, &[])
+    .unwrap();
+    let linked = Linker::new(&[lib, main.clone()], LinkerOptions::default())
+        .link()
+        .unwrap();
+    assert_eq!(linked.code_type(), CodeType::Cubin);
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut x = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 32, &stream)
+        .unwrap();
+    x.copy_from_host(&[3.0f32; 32], &stream).unwrap();
+    // SAFETY: 32 floats, one per thread.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+            &linked.get_kernel("apply").unwrap(),
+            &[&x],
+        )
+    }
+    .unwrap();
+    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [7.0f32; 32]);
+    // Linking without the definition fails with the linker's log naming the symbol.
+    let err = Linker::new(&[main], LinkerOptions::default())
+        .link()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log } if log.contains("twice")),
+        "{err}"
+    );
+    // PTX loads directly too.
+    let ptx = Program::new(SOURCE, ProgramOptions::default())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    ptx.get_kernel("saxpy").unwrap();
+}
+
+/// Launches from threads with no context, or a green context of half the SMs, current; and
+/// the seed use case: SAXPY on each half of the GPU from two threads at once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saxpy_on_each_half_of_the_gpu_from_two_threads() {
+    let device = common::device();
+    let saxpy = kernel("saxpy");
+    let sms = device.resources().sm().unwrap();
+    let align = sms.coscheduled_alignment().unwrap_or(8);
+    let half = sms.sm_count() / 2 / align * align;
+    let split = sms.split(SmSplitOptions::groups_of(half).count(2)).unwrap();
+    let threads: Vec<_> = split
+        .groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, group)| {
+            let saxpy = saxpy.clone();
+            std::thread::spawn(move || {
+                let context = device
+                    .create_context(ContextOptions {
+                        resources: vec![group],
+                    })
+                    .unwrap();
+                let stream = context.create_stream(StreamOptions::default()).unwrap();
+                let n = 1usize << 22;
+                let (x, y) = (
+                    random_floats(10 + i as u64, n),
+                    random_floats(20 + i as u64, n),
+                );
+                let memory = device.memory_resource().unwrap();
+                let mut dx = memory.allocate(4 * n, &stream).unwrap();
+                let mut dy = memory.allocate(4 * n, &stream).unwrap();
+                dx.copy_from_host(&x, &stream).unwrap();
+                dy.copy_from_host(&y, &stream).unwrap();
+                // SAFETY: n floats each.
+                unsafe {
+                    launch(
+                        &stream,
+                        &LaunchConfig::for_elements(n as u64, 256),
+                        &saxpy,
+                        &[&3.0f32, &dx, &dy, &(n as u32)],
+                    )
+                }
+                .unwrap();
+                let out = dy.to_vec::<f32>(&stream).unwrap();
+                assert!((0..n)
+                    .all(|k| out[k] == 3.0f32.mul_add(x[k], y[k]) || out[k] == 3.0 * x[k] + y[k]));
+                context.sm_count().unwrap()
+            })
+        })
+        .collect();
+    let counts: Vec<u32> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(counts.len(), 2);
+    assert!(counts.iter().all(|&c| c >= half), "{counts:?}");
+    println!("SAXPY ran on green contexts of {counts:?} SMs at once");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn raw_device_pointers_are_arguments_too() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut x = device
+        .memory_resource()
+        .unwrap()
+        .allocate(16, &stream)
+        .unwrap();
+    x.copy_from_host(&[1.0f32, 2.0, 3.0, 4.0], &stream).unwrap();
+    let raw = DevicePtr(x.ptr());
+    // SAFETY: 4 floats at `raw`, alive until the copy back.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [4, 1, 1]),
+            &kernel("scale<float>"),
+            &[&raw, &10.0f32, &4u32],
+        )
+    }
+    .unwrap();
+    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [10.0, 20.0, 30.0, 40.0]);
+}

@@ -1,0 +1,234 @@
+//! NVRTC compilation, which needs no GPU: CI runs these against the real NVRTC 13 (found by
+//! discovery) and again with `CUDA_CORE_NVRTC_PATH` set to NVRTC 12 and
+//! `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`. Without any NVRTC they are skipped with a printed reason,
+//! unless `CUDA_CORE_REQUIRE_NVRTC` is set (as CI does).
+
+use cuda_core::{nvrtc_version, CodeType, Error, Program, ProgramOptions};
+
+/// Whether NVRTC is usable here; fails the test when CI requires it.
+fn nvrtc() -> bool {
+    match nvrtc_version() {
+        Ok((major, minor)) => {
+            if let Ok(expected) = std::env::var("CUDA_CORE_EXPECT_NVRTC_MAJOR") {
+                assert_eq!(major.to_string(), expected, "NVRTC {major}.{minor}");
+            }
+            true
+        }
+        Err(e) => {
+            assert!(std::env::var_os("CUDA_CORE_REQUIRE_NVRTC").is_none(), "{e}");
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+fn options() -> ProgramOptions {
+    ProgramOptions {
+        arch: Some("90".to_owned()),
+        ..Default::default()
+    }
+}
+
+const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+#[test]
+fn compiles_to_ptx_cubin_and_ltoir() {
+    if !nvrtc() {
+        return;
+    }
+    let program = Program::new(SAXPY, options()).with_name("saxpy.cu");
+    let ptx = program.compile(CodeType::Ptx, &[]).unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let text = String::from_utf8_lossy(ptx.code());
+    assert!(
+        text.contains(".entry saxpy") && text.contains(".target sm_90"),
+        "{text}"
+    );
+    assert_eq!(
+        ptx.code().last(),
+        Some(&0),
+        "PTX keeps its NUL for the driver"
+    );
+    let cubin = program.compile(CodeType::Cubin, &[]).unwrap();
+    assert!(cubin.code().starts_with(b"\x7fELF"));
+    let ltoir = program.compile(CodeType::LtoIr, &[]).unwrap();
+    assert!(!ltoir.code().is_empty());
+    assert!(
+        !ltoir.code().starts_with(b"\x7fELF"),
+        "LTO-IR is not a cubin"
+    );
+    let err = program.compile(CodeType::Fatbin, &[]).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "target", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_compile_error_carries_the_whole_log() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "__global__ void k() {\n  int x = undefined_one;\n  float y = undefined_two;\n}\n";
+    let err = Program::new(source, options())
+        .with_name("broken.cu")
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    let Error::Compile { program, log } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(program, "broken.cu");
+    // Both errors, with the file name and lines: the whole log, not its first line.
+    assert!(
+        log.contains("undefined_one") && log.contains("undefined_two"),
+        "{log}"
+    );
+    assert!(
+        log.contains("broken.cu(2)") && log.contains("broken.cu(3)"),
+        "{log}"
+    );
+    assert!(err.to_string().contains("undefined_two"));
+}
+
+#[test]
+fn warnings_of_a_successful_compile_stay_readable() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "extern \"C\" __global__ void k(int* p) { int unused_variable = 3; *p = 1; }";
+    let code = Program::new(source, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert!(
+        code.compile_log().contains("unused_variable"),
+        "{:?}",
+        code.compile_log()
+    );
+}
+
+#[test]
+fn name_expressions_give_lowered_names() {
+    if !nvrtc() {
+        return;
+    }
+    let source = r#"
+template <typename T> __global__ void axpy(T a, const T* x, T* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+    let code = Program::new(source, options())
+        .compile(CodeType::Ptx, &["axpy<float>", "axpy<double>"])
+        .unwrap();
+    let float = code.lowered_name("axpy<float>").unwrap();
+    let double = code.lowered_name("axpy<double>").unwrap();
+    assert_eq!(float, "_Z4axpyIfEvT_PKS0_PS0_j");
+    assert_eq!(double, "_Z4axpyIdEvT_PKS0_PS0_j");
+    let text = String::from_utf8_lossy(code.code());
+    assert!(text.contains(float) && text.contains(double));
+    assert_eq!(code.name_expressions().len(), 2);
+    assert_eq!(code.lowered_name("axpy<int>"), None);
+}
+
+#[test]
+fn options_reach_the_compiler() {
+    if !nvrtc() {
+        return;
+    }
+    // A define picks the branch; the compile fails unless it arrived.
+    let source = "#if !defined(ANSWER) || ANSWER != 42\n#error ANSWER missing\n#endif\n\
+                  extern \"C\" __global__ void k() {}";
+    let with = ProgramOptions {
+        defines: vec![("ANSWER".to_owned(), Some("42".to_owned()))],
+        std: Some("c++17".to_owned()),
+        fast_math: true,
+        fmad: Some(false),
+        line_info: true,
+        max_register_count: Some(32),
+        ..options()
+    };
+    Program::new(source, with)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let err = Program::new(source, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("ANSWER missing"), "{err}");
+    // An include path.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("value.h"), "#define VALUE 7\n").unwrap();
+    let source = "#include \"value.h\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE; }";
+    let with_include = ProgramOptions {
+        include_paths: vec![dir.path().to_path_buf()],
+        ..options()
+    };
+    Program::new(source, with_include)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let err = Program::new(source, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("value.h"), "{err}");
+    // A bad option is NVRTC's error, with its log.
+    let bad = ProgramOptions {
+        extra: vec!["--no-such-option".to_owned()],
+        ..options()
+    };
+    let err = Program::new(source, bad)
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(matches!(err, Error::Compile { .. }), "{err}");
+}
+
+#[test]
+fn option_arguments_are_spelled_for_nvrtc() {
+    let options = ProgramOptions {
+        arch: Some("90a".to_owned()),
+        std: Some("c++20".to_owned()),
+        defines: vec![
+            ("A".to_owned(), None),
+            ("B".to_owned(), Some("2".to_owned())),
+        ],
+        include_paths: vec!["/inc".into()],
+        debug: true,
+        line_info: true,
+        fast_math: true,
+        ftz: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(false),
+        fmad: Some(true),
+        relocatable_device_code: true,
+        max_register_count: Some(64),
+        extra: vec!["--extra".to_owned()],
+    };
+    assert_eq!(
+        options.to_args(CodeType::Cubin),
+        [
+            "--gpu-architecture=sm_90a",
+            "--std=c++20",
+            "-DA",
+            "-DB=2",
+            "-I/inc",
+            "-G",
+            "-lineinfo",
+            "--use_fast_math",
+            "--ftz=false",
+            "--prec-div=true",
+            "--prec-sqrt=false",
+            "--fmad=true",
+            "-rdc=true",
+            "--maxrregcount=64",
+            "--extra"
+        ]
+    );
+    assert_eq!(
+        options.to_args(CodeType::Ptx)[0],
+        "--gpu-architecture=compute_90a"
+    );
+    assert_eq!(options.to_args(CodeType::LtoIr)[1], "-dlto");
+}
