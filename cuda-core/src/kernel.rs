@@ -232,14 +232,16 @@ impl Kernel {
         if let Some(params) = self.inner.params.get() {
             return Ok(params);
         }
-        let mut params = Vec::new();
-        while let Some((offset, size)) = self
-            .inner
-            .driver
-            .kernel_get_param_info(self.inner.handle, params.len())?
-        {
-            params.push(ParamInfo { offset, size });
-        }
+        // The driver wants a current context for this query (seen on the 580 driver: an
+        // invalid-context error otherwise); the layout is the same in every context.
+        let handle = self.inner.handle;
+        let params = Device::current()?.primary_context()?.with_current(|driver| {
+            let mut params = Vec::new();
+            while let Some((offset, size)) = driver.kernel_get_param_info(handle, params.len())? {
+                params.push(ParamInfo { offset, size });
+            }
+            Ok(params)
+        })?;
         Ok(self.inner.params.get_or_init(|| params.into_boxed_slice()))
     }
 
@@ -265,11 +267,11 @@ impl Kernel {
         dynamic_shared_memory: usize,
     ) -> Result<u32> {
         let function = self.function(device)?;
-        let blocks = self.inner.driver.occupancy_max_active_blocks(
-            function,
-            i32::try_from(block_size).unwrap_or(i32::MAX),
-            dynamic_shared_memory,
-        )?;
+        let block_size = i32::try_from(block_size).unwrap_or(i32::MAX);
+        // The occupancy API wants the function's context current.
+        let blocks = device.primary_context()?.with_current(|driver| {
+            driver.occupancy_max_active_blocks(function, block_size, dynamic_shared_memory)
+        })?;
         Ok(blocks.max(0) as u32)
     }
 
@@ -282,11 +284,10 @@ impl Kernel {
         block_size_limit: u32,
     ) -> Result<(u32, u32)> {
         let function = self.function(device)?;
-        let (grid, block) = self.inner.driver.occupancy_max_potential_block_size(
-            function,
-            dynamic_shared_memory,
-            i32::try_from(block_size_limit).unwrap_or(i32::MAX),
-        )?;
+        let limit = i32::try_from(block_size_limit).unwrap_or(i32::MAX);
+        let (grid, block) = device.primary_context()?.with_current(|driver| {
+            driver.occupancy_max_potential_block_size(function, dynamic_shared_memory, limit)
+        })?;
         Ok((grid.max(0) as u32, block.max(0) as u32))
     }
 
@@ -309,7 +310,8 @@ impl Kernel {
             cooperative: false,
         };
         let clusters = stream
-            .context()
+            .device()
+            .primary_context()?
             .with_current(|driver| driver.occupancy_max_active_clusters(function, &params))?;
         Ok(clusters.max(0) as u32)
     }
