@@ -20,6 +20,7 @@
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
+pub mod cache;
 mod context;
 mod device;
 mod driver;
@@ -34,6 +35,7 @@ mod program;
 mod resources;
 mod stream;
 
+pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use driver::{Abi, AbiChoice, DriverInfo, NvrtcInfo};

@@ -1,0 +1,656 @@
+//! `FileStreamProgramCache`: one file per entry in a directory, shared by threads and
+//! processes.
+
+use std::collections::hash_map::RandomState;
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::hash::BuildHasher;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use super::{CacheKey, ProgramCache};
+use crate::error::{Error, Result};
+
+/// The first bytes of every entry: a name and, in the last byte, the format's version.
+const MAGIC: [u8; 8] = *b"cucache\x01";
+/// Magic, payload length (u64, little-endian), SHA-256 of the payload.
+const HEADER_LEN: usize = 8 + 8 + 32;
+/// Temporary files start with this, so they never look like entries (64 hex digits).
+const TEMP_PREFIX: &str = ".tmp-";
+/// A temporary file older than this was left by a writer that died; it is deleted.
+const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
+
+/// Numbers this process's temporary files.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A persistent program cache: one file per entry in a directory, safe to share between the
+/// threads of a process and between processes at once, bounded in bytes with the least
+/// recently used entries deleted first.
+///
+/// # Where it lives, and how to clear it
+///
+/// [`FileStreamProgramCache::open_default`] uses [`FileStreamProgramCache::default_dir`]:
+/// `$XDG_CACHE_HOME/cuda-core/programs`, or `$HOME/.cache/cuda-core/programs` where
+/// `XDG_CACHE_HOME` is not set. [`FileStreamProgramCache::new`] takes any directory. Each
+/// entry is a file named by its key's 64 hexadecimal digits ([`CacheKey::to_hex`]). To clear
+/// the cache, call [`ProgramCache::clear`], or delete the directory
+/// (`rm -rf ~/.cache/cuda-core/programs`) while no program uses it; it is made again on the
+/// next write.
+///
+/// # Guarantees
+///
+/// - **Readers never see a partial entry.** An entry is written to a uniquely named
+///   temporary file in the same directory, flushed to disk, then renamed over its final name.
+/// - **Corruption is a miss.** Each entry holds a header (a magic number and format version,
+///   the payload's length and its SHA-256); an entry that is truncated, too long, of another
+///   format or fails its checksum is deleted and reads as a miss.
+/// - **Bounded.** After each write, while the entry files (headers included) add up to more
+///   than `max_bytes`, the least recently used are deleted. A hit counts as a use: it sets the
+///   entry's modification time. An entry larger than the bound is not stored. Processes
+///   sharing a directory each enforce their own bound.
+/// - **Never fails its caller.** A write that fails is dropped, with one `log::warn!` per
+///   cache (later failures are logged at debug level, and counted by
+///   [`failed_puts`](Self::failed_puts)); a read that fails is a miss.
+///
+/// ```
+/// use cuda_core::{CacheKey, FileStreamProgramCache, ProgramCache};
+///
+/// let dir = tempfile::tempdir()?;
+/// let cache = FileStreamProgramCache::new(dir.path().join("programs"), 64 << 20)?;
+/// let key = CacheKey::builder().field("source", b"...").finish();
+/// cache.put(&key, b"compiled program");
+/// assert!(cache.dir().join(key.to_hex()).is_file());
+/// assert_eq!(cache.get(&key).as_deref(), Some(&b"compiled program"[..]));
+/// cache.clear()?;
+/// assert_eq!(cache.get(&key), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct FileStreamProgramCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    /// Whether a failed write has been warned about.
+    warned: AtomicBool,
+    failed_puts: AtomicU64,
+}
+
+impl FileStreamProgramCache {
+    /// A reasonable bound for [`FileStreamProgramCache::open_default`]: 1 GiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+    /// A cache in `dir`, made (with its parents) if it does not exist, holding at most
+    /// `max_bytes` bytes of entry files.
+    ///
+    /// Fails with [`Error::Cache`] if the directory cannot be made or is not a directory. An
+    /// existing directory that cannot be written is accepted: reads work and writes are
+    /// dropped with a warning.
+    pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Result<Self> {
+        let dir = dir.into();
+        // An absolute path keeps its meaning if the process changes directory.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        fs::create_dir_all(&dir)
+            .map_err(|e| cache_error(&dir, format!("cannot create the directory: {e}")))?;
+        let metadata = fs::metadata(&dir)
+            .map_err(|e| cache_error(&dir, format!("cannot read the directory: {e}")))?;
+        if !metadata.is_dir() {
+            return Err(cache_error(&dir, "not a directory".to_string()));
+        }
+        Ok(FileStreamProgramCache {
+            dir,
+            max_bytes,
+            warned: AtomicBool::new(false),
+            failed_puts: AtomicU64::new(0),
+        })
+    }
+
+    /// The default directory: `$XDG_CACHE_HOME/cuda-core/programs`, else
+    /// `$HOME/.cache/cuda-core/programs`.
+    ///
+    /// `XDG_CACHE_HOME` counts only when it is an absolute path, as the XDG base directory
+    /// specification says. Fails with [`Error::Cache`] when neither variable gives a
+    /// directory.
+    pub fn default_dir() -> Result<PathBuf> {
+        default_dir_from(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")).ok_or_else(
+            || {
+                cache_error(
+                    Path::new("$HOME/.cache/cuda-core/programs"),
+                    "neither XDG_CACHE_HOME nor HOME is set; give FileStreamProgramCache::new a \
+                 directory"
+                        .to_string(),
+                )
+            },
+        )
+    }
+
+    /// A cache in [`FileStreamProgramCache::default_dir`].
+    pub fn open_default(max_bytes: u64) -> Result<Self> {
+        Self::new(Self::default_dir()?, max_bytes)
+    }
+
+    /// The cache's directory (absolute where it could be made so).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The bound given to [`FileStreamProgramCache::new`].
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// The sum of the sizes of the entry files in the directory now (0 if it cannot be read).
+    ///
+    /// Other processes may change it at any moment.
+    pub fn size_bytes(&self) -> u64 {
+        self.scan(false).map(|scan| scan.total).unwrap_or(0)
+    }
+
+    /// How many writes this cache has failed (and dropped) so far.
+    pub fn failed_puts(&self) -> u64 {
+        self.failed_puts.load(Ordering::Relaxed)
+    }
+
+    fn entry_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(key.to_hex())
+    }
+
+    /// Writes an entry to a temporary file and renames it over the entry's name.
+    fn write_entry(&self, key: &CacheKey, value: &[u8]) -> io::Result<()> {
+        let (temp_path, file) = match self.create_temp() {
+            // The directory was deleted (a user clearing the cache): make it again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.dir)?;
+                self.create_temp()?
+            }
+            other => other?,
+        };
+        let result = write_and_rename(file, &temp_path, &self.entry_path(key), value);
+        if result.is_err() {
+            // Best effort: a temporary file left behind is deleted by a later scan.
+            let _ = fs::remove_file(&temp_path);
+        }
+        result?;
+        sync_dir(&self.dir);
+        Ok(())
+    }
+
+    /// Creates a new temporary file in the directory, named by this process's id, a counter
+    /// and a random number.
+    fn create_temp(&self) -> io::Result<(PathBuf, File)> {
+        let random = RandomState::new();
+        let mut last_error = None;
+        for _ in 0..8 {
+            let count = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let name = format!(
+                "{TEMP_PREFIX}{}-{count}-{:016x}",
+                std::process::id(),
+                random.hash_one(count)
+            );
+            let path = self.dir.join(name);
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => return Ok((path, file)),
+                // Left by a dead process that had the same id: try another name.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::Error::other("no free temporary file name")))
+    }
+
+    /// Deletes the least recently used entries, but not `keep`, until the entries fit.
+    fn evict(&self, keep: &CacheKey) {
+        let scan = match self.scan(true) {
+            Ok(scan) => scan,
+            Err(e) => {
+                log::debug!("program cache at {}: cannot scan: {e}", self.dir.display());
+                return;
+            }
+        };
+        let mut total = scan.total;
+        if total <= self.max_bytes {
+            return;
+        }
+        let mut entries = scan.entries;
+        entries.sort_by(|a, b| (a.modified, &a.key.0).cmp(&(b.modified, &b.key.0)));
+        for entry in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if entry.key == *keep {
+                continue;
+            }
+            match fs::remove_file(self.entry_path(&entry.key)) {
+                // Gone either way: another process may have deleted it first.
+                Ok(()) => total = total.saturating_sub(entry.len),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    total = total.saturating_sub(entry.len)
+                }
+                Err(e) => log::debug!(
+                    "program cache at {}: cannot evict {}: {e}",
+                    self.dir.display(),
+                    entry.key
+                ),
+            }
+        }
+    }
+
+    /// Lists the entries; with `clean_temps`, deletes stale temporary files on the way. Files
+    /// that vanish during the scan (other processes) are skipped.
+    fn scan(&self, clean_temps: bool) -> io::Result<Scan> {
+        let mut scan = Scan {
+            entries: Vec::new(),
+            total: 0,
+        };
+        let now = SystemTime::now();
+        for dir_entry in fs::read_dir(&self.dir)? {
+            let Ok(dir_entry) = dir_entry else { continue };
+            let name = dir_entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(key) = entry_key(name) {
+                let Ok(metadata) = dir_entry.metadata() else {
+                    continue;
+                };
+                if !metadata.is_file() {
+                    continue;
+                }
+                scan.total += metadata.len();
+                scan.entries.push(ScannedEntry {
+                    key,
+                    len: metadata.len(),
+                    modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                });
+            } else if clean_temps && name.starts_with(TEMP_PREFIX) {
+                let stale = dir_entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|modified| now.duration_since(modified).ok())
+                    .is_some_and(|age| age > STALE_TEMP_AGE);
+                if stale {
+                    log::debug!(
+                        "program cache at {}: deleting the stale temporary file {name}",
+                        self.dir.display()
+                    );
+                    let _ = fs::remove_file(dir_entry.path());
+                }
+            }
+        }
+        Ok(scan)
+    }
+
+    fn put_failed(&self, key: &CacheKey, error: &io::Error) {
+        self.failed_puts.fetch_add(1, Ordering::Relaxed);
+        if self.warned.swap(true, Ordering::Relaxed) {
+            log::debug!(
+                "program cache at {}: cannot store {key}: {error}",
+                self.dir.display()
+            );
+        } else {
+            log::warn!(
+                "program cache at {}: cannot store a compiled program ({error}); it will be \
+                 compiled again next time. Later failures of this cache are logged at debug \
+                 level only",
+                self.dir.display()
+            );
+        }
+    }
+
+    /// Deletes the entry file `path` that `file` read, unless it has been replaced since.
+    fn remove_corrupt(&self, path: &Path, file: &File) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let same = match (file.metadata(), fs::symlink_metadata(path)) {
+                (Ok(read), Ok(now)) => read.dev() == now.dev() && read.ino() == now.ino(),
+                _ => false,
+            };
+            if !same {
+                return;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = file;
+        if let Err(e) = fs::remove_file(path) {
+            if e.kind() != io::ErrorKind::NotFound {
+                log::debug!(
+                    "program cache at {}: cannot delete the corrupt entry {}: {e}",
+                    self.dir.display(),
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+impl ProgramCache for FileStreamProgramCache {
+    fn get(&self, key: &CacheKey) -> Option<Vec<u8>> {
+        let path = self.entry_path(key);
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    log::debug!(
+                        "program cache at {}: cannot open {key}: {e}",
+                        self.dir.display()
+                    );
+                }
+                return None;
+            }
+        };
+        match read_entry(&mut file) {
+            Ok(value) => {
+                // Mark the use, for eviction. Fails on entries of another user: harmless.
+                if let Err(e) = file.set_modified(SystemTime::now()) {
+                    log::debug!(
+                        "program cache at {}: cannot mark {key} as used: {e}",
+                        self.dir.display()
+                    );
+                }
+                Some(value)
+            }
+            Err(EntryError::Corrupt(reason)) => {
+                log::info!(
+                    "program cache at {}: deleting the corrupt entry {key}: {reason}",
+                    self.dir.display()
+                );
+                self.remove_corrupt(&path, &file);
+                None
+            }
+            Err(EntryError::Io(e)) => {
+                log::debug!(
+                    "program cache at {}: cannot read {key}: {e}",
+                    self.dir.display()
+                );
+                None
+            }
+        }
+    }
+
+    fn put(&self, key: &CacheKey, value: &[u8]) {
+        let size = HEADER_LEN as u64 + value.len() as u64;
+        if size > self.max_bytes {
+            log::debug!(
+                "program cache at {}: not storing {key}: {size} bytes is more than the bound of \
+                 {} bytes",
+                self.dir.display(),
+                self.max_bytes
+            );
+            return;
+        }
+        match self.write_entry(key, value) {
+            Ok(()) => self.evict(key),
+            Err(e) => self.put_failed(key, &e),
+        }
+    }
+
+    fn remove(&self, key: &CacheKey) {
+        if let Err(e) = fs::remove_file(self.entry_path(key)) {
+            if e.kind() != io::ErrorKind::NotFound {
+                log::debug!(
+                    "program cache at {}: cannot remove {key}: {e}",
+                    self.dir.display()
+                );
+            }
+        }
+    }
+
+    /// Deletes every entry file (and stale temporary files); other files in the directory are
+    /// left alone. A directory that does not exist is already clear.
+    fn clear(&self) -> Result<()> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(cache_error(
+                    &self.dir,
+                    format!("cannot list the directory: {e}"),
+                ))
+            }
+        };
+        let mut first_error = None;
+        for dir_entry in entries {
+            let Ok(dir_entry) = dir_entry else { continue };
+            let name = dir_entry.file_name();
+            if name.to_str().and_then(entry_key).is_none() {
+                continue;
+            }
+            match fs::remove_file(dir_entry.path()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    first_error.get_or_insert_with(|| {
+                        cache_error(
+                            &self.dir,
+                            format!("cannot delete {}: {e}", name.to_string_lossy()),
+                        )
+                    });
+                }
+            }
+        }
+        // Also deletes temporary files left by dead writers.
+        let _ = self.scan(true);
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// An entry file as a scan saw it.
+struct ScannedEntry {
+    key: CacheKey,
+    len: u64,
+    modified: SystemTime,
+}
+
+struct Scan {
+    entries: Vec<ScannedEntry>,
+    /// The sum of the entries' lengths.
+    total: u64,
+}
+
+/// Why an entry could not be read.
+enum EntryError {
+    /// The file is not a whole, valid entry: it is deleted.
+    Corrupt(&'static str),
+    /// Reading failed for another reason: the entry is left alone.
+    Io(io::Error),
+}
+
+impl From<io::Error> for EntryError {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            EntryError::Corrupt("shorter than its header says")
+        } else {
+            EntryError::Io(e)
+        }
+    }
+}
+
+/// The header of an entry holding `payload`.
+fn header(payload: &[u8]) -> [u8; HEADER_LEN] {
+    let mut header = [0u8; HEADER_LEN];
+    header[..8].copy_from_slice(&MAGIC);
+    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    header[16..].copy_from_slice(&Sha256::digest(payload));
+    header
+}
+
+/// Reads and checks a whole entry.
+fn read_entry(file: &mut File) -> Result<Vec<u8>, EntryError> {
+    let file_len = file.metadata()?.len();
+    let Some(payload_len) = file_len.checked_sub(HEADER_LEN as u64) else {
+        return Err(EntryError::Corrupt("shorter than a header"));
+    };
+    let mut header = [0u8; HEADER_LEN];
+    file.read_exact(&mut header)?;
+    if header[..8] != MAGIC {
+        return Err(EntryError::Corrupt("not an entry of this format version"));
+    }
+    let mut declared = [0u8; 8];
+    declared.copy_from_slice(&header[8..16]);
+    if u64::from_le_bytes(declared) != payload_len {
+        return Err(EntryError::Corrupt(
+            "its length is not the one in its header",
+        ));
+    }
+    let Ok(payload_len) = usize::try_from(payload_len) else {
+        return Err(EntryError::Corrupt("too large for this machine"));
+    };
+    let mut payload = Vec::new();
+    payload
+        .try_reserve_exact(payload_len)
+        .map_err(|e| EntryError::Io(io::Error::new(io::ErrorKind::OutOfMemory, e)))?;
+    // One byte more than expected shows a file that grew while being read.
+    file.take(payload_len as u64 + 1)
+        .read_to_end(&mut payload)?;
+    if payload.len() != payload_len {
+        return Err(EntryError::Corrupt(
+            "its length is not the one in its header",
+        ));
+    }
+    if Sha256::digest(&payload)[..] != header[16..] {
+        return Err(EntryError::Corrupt("checksum mismatch"));
+    }
+    Ok(payload)
+}
+
+/// Fills a temporary file, flushes it to disk and renames it to `path`.
+fn write_and_rename(mut file: File, temp_path: &Path, path: &Path, value: &[u8]) -> io::Result<()> {
+    file.write_all(&header(value))?;
+    file.write_all(value)?;
+    // Writes set the time too, but only to the kernel's coarse clock (a tick, milliseconds):
+    // a precise time keeps entries written in quick succession in order for eviction.
+    let _ = file.set_modified(SystemTime::now());
+    file.sync_all()?;
+    drop(file);
+    fs::rename(temp_path, path)
+}
+
+/// Flushes a directory's entries (the rename) to disk, where the platform allows it.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+        log::debug!(
+            "program cache at {}: cannot sync the directory: {e}",
+            dir.display()
+        );
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// The key of an entry's file name: 64 lowercase hexadecimal digits.
+fn entry_key(name: &str) -> Option<CacheKey> {
+    if name.bytes().any(|c| c.is_ascii_uppercase()) {
+        return None;
+    }
+    CacheKey::from_hex(name)
+}
+
+fn default_dir_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let base = match xdg_cache_home.map(PathBuf::from) {
+        Some(xdg) if xdg.is_absolute() => xdg,
+        _ => PathBuf::from(home.filter(|home| !home.is_empty())?).join(".cache"),
+    };
+    Some(base.join("cuda-core").join("programs"))
+}
+
+fn cache_error(path: &Path, reason: String) -> Error {
+    Error::Cache {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_dir_prefers_an_absolute_xdg_cache_home() {
+        let dir = |xdg: Option<&str>, home: Option<&str>| {
+            default_dir_from(xdg.map(OsString::from), home.map(OsString::from))
+        };
+        assert_eq!(
+            dir(Some("/xdg"), Some("/home/u")),
+            Some(PathBuf::from("/xdg/cuda-core/programs"))
+        );
+        assert_eq!(
+            dir(None, Some("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/cuda-core/programs"))
+        );
+        assert_eq!(
+            dir(Some(""), Some("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/cuda-core/programs"))
+        );
+        assert_eq!(
+            dir(Some("relative"), Some("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/cuda-core/programs"))
+        );
+        assert_eq!(dir(None, None), None);
+        assert_eq!(dir(None, Some("")), None);
+        assert_eq!(dir(Some("relative"), None), None);
+    }
+
+    #[test]
+    fn entry_names_are_lowercase_hex_only() {
+        let key = CacheKey([0xab; 32]);
+        assert_eq!(entry_key(&key.to_hex()), Some(key));
+        assert_eq!(entry_key(&key.to_hex().to_uppercase()), None);
+        assert_eq!(entry_key(".tmp-1-2-3"), None);
+        assert_eq!(entry_key("README"), None);
+    }
+
+    #[test]
+    fn entry_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        let key = CacheKey([7; 32]);
+        cache.put(&key, b"payload");
+        let bytes = fs::read(dir.path().join(key.to_hex())).unwrap();
+        assert_eq!(&bytes[..8], b"cucache\x01");
+        assert_eq!(&bytes[8..16], &7u64.to_le_bytes());
+        assert_eq!(&bytes[16..48], &Sha256::digest(b"payload")[..]);
+        assert_eq!(&bytes[48..], b"payload");
+        assert_eq!(cache.size_bytes(), 55);
+    }
+
+    #[test]
+    fn stale_temporary_files_are_deleted_fresh_ones_and_other_files_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        let stale = dir.path().join(".tmp-1-2-3");
+        let fresh = dir.path().join(".tmp-4-5-6");
+        let other = dir.path().join("notes.txt");
+        for path in [&stale, &fresh, &other] {
+            fs::write(path, b"x").unwrap();
+        }
+        let old = SystemTime::now() - 2 * STALE_TEMP_AGE;
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        cache.put(&CacheKey([1; 32]), b"one");
+        assert!(!stale.exists());
+        assert!(fresh.exists());
+        assert!(other.exists());
+        cache.clear().unwrap();
+        assert!(fresh.exists() && other.exists());
+        assert_eq!(cache.size_bytes(), 0);
+    }
+
+    #[test]
+    fn a_deleted_directory_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path().join("a/b"), 1 << 20).unwrap();
+        fs::remove_dir_all(dir.path().join("a")).unwrap();
+        assert_eq!(cache.get(&CacheKey([1; 32])), None);
+        assert_eq!(cache.clear(), Ok(()));
+        cache.put(&CacheKey([1; 32]), b"one");
+        assert_eq!(cache.get(&CacheKey([1; 32])), Some(b"one".to_vec()));
+        assert_eq!(cache.failed_puts(), 0);
+    }
+}

@@ -1,0 +1,672 @@
+//! Program caches: keys, the in-memory LRU, and the file cache under corruption, many threads,
+//! many processes and an unwritable directory. CPU only.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, Once};
+
+use cuda_core::{CacheKey, Error, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+/// Bytes of an entry file's header (magic, length, SHA-256).
+const HEADER: u64 = 48;
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+fn key_of(fields: &[(String, Vec<u8>)]) -> CacheKey {
+    fields
+        .iter()
+        .fold(CacheKey::builder(), |builder, (name, value)| {
+            builder.field(name, value)
+        })
+        .finish()
+}
+
+fn fields() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
+    prop::collection::vec(
+        ("[a-c]{0,3}", prop::collection::vec(any::<u8>(), 0..6)),
+        0..5,
+    )
+}
+
+proptest! {
+    #[test]
+    fn equal_fields_give_equal_keys(fields in fields()) {
+        prop_assert_eq!(key_of(&fields), key_of(&fields.clone()));
+        let key = key_of(&fields);
+        prop_assert_eq!(CacheKey::from_hex(&key.to_hex()), Some(key));
+    }
+
+    #[test]
+    fn changing_a_value_changes_the_key(
+        fields in fields().prop_filter("a field", |f| !f.is_empty()),
+        at in any::<Index>(),
+        new_value in prop::collection::vec(any::<u8>(), 0..6),
+    ) {
+        let i = at.index(fields.len());
+        prop_assume!(fields[i].1 != new_value);
+        let mut changed = fields.clone();
+        changed[i].1 = new_value;
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    #[test]
+    fn changing_a_name_changes_the_key(
+        fields in fields().prop_filter("a field", |f| !f.is_empty()),
+        at in any::<Index>(),
+        new_name in "[a-c]{0,3}",
+    ) {
+        let i = at.index(fields.len());
+        prop_assume!(fields[i].0 != new_name);
+        let mut changed = fields.clone();
+        changed[i].0 = new_name;
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    /// `("x", "ab"), ("y", "c")` and `("x", "a"), ("y", "bc")` differ.
+    #[test]
+    fn moving_bytes_between_two_values_changes_the_key(
+        fields in fields().prop_filter("two fields", |f| f.len() >= 2),
+        at in any::<Index>(),
+        split in any::<Index>(),
+    ) {
+        let i = at.index(fields.len() - 1);
+        let joined = [fields[i].1.clone(), fields[i + 1].1.clone()].concat();
+        let k = split.index(joined.len() + 1);
+        prop_assume!(k != fields[i].1.len());
+        let mut changed = fields.clone();
+        changed[i].1 = joined[..k].to_vec();
+        changed[i + 1].1 = joined[k..].to_vec();
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    /// One field split in two, with the same name, differs from the whole field.
+    #[test]
+    fn splitting_a_value_into_two_fields_changes_the_key(
+        fields in fields().prop_filter("a field", |f| !f.is_empty()),
+        at in any::<Index>(),
+        split in any::<Index>(),
+    ) {
+        let i = at.index(fields.len());
+        let (name, value) = fields[i].clone();
+        let k = split.index(value.len() + 1);
+        let mut changed = fields.clone();
+        changed.splice(i..=i, [(name.clone(), value[..k].to_vec()), (name, value[k..].to_vec())]);
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    /// `("ab", "c")` and `("a", "bc")` differ.
+    #[test]
+    fn moving_bytes_between_name_and_value_changes_the_key(
+        fields in fields().prop_filter("a named field", |f| f.iter().any(|(n, _)| !n.is_empty())),
+        at in any::<Index>(),
+    ) {
+        let named: Vec<usize> = (0..fields.len()).filter(|&i| !fields[i].0.is_empty()).collect();
+        let i = named[at.index(named.len())];
+        let mut changed = fields.clone();
+        let moved = changed[i].0.pop().expect("a non-empty name");
+        changed[i].1.insert(0, moved as u8);
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    #[test]
+    fn field_order_matters(
+        fields in fields().prop_filter("two fields", |f| f.len() >= 2),
+        a in any::<Index>(),
+        b in any::<Index>(),
+    ) {
+        let (i, j) = (a.index(fields.len()), b.index(fields.len()));
+        prop_assume!(fields[i] != fields[j]);
+        let mut changed = fields.clone();
+        changed.swap(i, j);
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+
+    #[test]
+    fn adding_a_field_changes_the_key(
+        fields in fields(),
+        at in any::<Index>(),
+        name in "[a-c]{0,3}",
+        value in prop::collection::vec(any::<u8>(), 0..6),
+    ) {
+        let mut changed = fields.clone();
+        changed.insert(at.index(fields.len() + 1), (name, value));
+        prop_assert_ne!(key_of(&fields), key_of(&changed));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-memory LRU
+
+fn small_key(n: u8) -> CacheKey {
+    CacheKey::builder().field("n", &[n]).finish()
+}
+
+/// The value put as the `version`th write of key `n`: recognisable bytes.
+fn versioned_value(n: u8, version: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ n ^ (version as u8))
+        .collect()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u8, usize),
+    Get(u8),
+    Remove(u8),
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![
+            4 => (0..8u8, 0..70usize).prop_map(|(k, len)| Op::Put(k, len)),
+            4 => (0..8u8).prop_map(Op::Get),
+            1 => (0..8u8).prop_map(Op::Remove),
+        ],
+        0..60,
+    )
+}
+
+proptest! {
+    /// Checked against a plain model: a list from least to most recently used.
+    #[test]
+    fn in_memory_lru_stays_bounded_and_keeps_the_most_recent(
+        max_bytes in 0..200usize,
+        ops in ops(),
+    ) {
+        let cache = InMemoryProgramCache::new(max_bytes);
+        let mut model: Vec<(u8, Vec<u8>)> = Vec::new();
+        for (version, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Put(n, len) => {
+                    let value = versioned_value(n, version, len);
+                    cache.put(&small_key(n), &value);
+                    model.retain(|(m, _)| *m != n);
+                    if len <= max_bytes {
+                        model.push((n, value.clone()));
+                        while model.iter().map(|(_, v)| v.len()).sum::<usize>() > max_bytes {
+                            model.remove(0);
+                        }
+                        // The entry just put fits, so it is there.
+                        prop_assert_eq!(cache.get(&small_key(n)), Some(value));
+                    } else {
+                        prop_assert_eq!(cache.get(&small_key(n)), None);
+                    }
+                }
+                Op::Get(n) => {
+                    let expected = model.iter().position(|(m, _)| *m == n).map(|at| {
+                        let entry = model.remove(at);
+                        model.push(entry.clone());
+                        entry.1
+                    });
+                    prop_assert_eq!(cache.get(&small_key(n)), expected);
+                }
+                Op::Remove(n) => {
+                    cache.remove(&small_key(n));
+                    model.retain(|(m, _)| *m != n);
+                }
+            }
+            prop_assert!(cache.size_bytes() <= max_bytes);
+            prop_assert_eq!(
+                cache.size_bytes(),
+                model.iter().map(|(_, v)| v.len()).sum::<usize>()
+            );
+            prop_assert_eq!(cache.len(), model.len());
+        }
+    }
+}
+
+#[test]
+fn in_memory_cache_is_shared_by_threads() {
+    let cache = Arc::new(InMemoryProgramCache::new(20_000));
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let cache = Arc::clone(&cache);
+            scope.spawn(move || {
+                let mut rng = Rng(t + 1);
+                for _ in 0..2000 {
+                    let k = (rng.next() % 16) as u8;
+                    let key = small_key(k);
+                    if rng.next() % 2 == 0 {
+                        cache.put(&key, &value_of(k));
+                    } else if let Some(value) = cache.get(&key) {
+                        assert_eq!(value, value_of(k));
+                    }
+                    assert!(cache.size_bytes() <= 20_000);
+                }
+            });
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// File cache: corruption
+
+#[derive(Clone, Debug)]
+enum Damage {
+    /// Cut the file to this many bytes (fewer than it has).
+    Truncate(Index),
+    /// XOR these bytes with non-zero masks.
+    Flip(Vec<(Index, u8)>),
+    /// Add bytes at the end.
+    Append(Vec<u8>),
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        any::<Index>().prop_map(Damage::Truncate),
+        prop::collection::vec((any::<Index>(), 1..=255u8), 1..4).prop_map(Damage::Flip),
+        prop::collection::vec(any::<u8>(), 1..16).prop_map(Damage::Append),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn damaged_entries_are_misses_and_deleted(
+        payload in prop::collection::vec(any::<u8>(), 0..3000),
+        damage in damage(),
+        header_only in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        let key = CacheKey::builder().field("payload", &payload).finish();
+        cache.put(&key, &payload);
+        let path = dir.path().join(key.to_hex());
+        let original = fs::read(&path).unwrap();
+        let mut bytes = original.clone();
+        prop_assert_eq!(original.len() as u64, HEADER + payload.len() as u64);
+        match damage {
+            Damage::Truncate(len) => bytes.truncate(len.index(bytes.len())),
+            Damage::Flip(flips) => {
+                for (i, mask) in flips {
+                    // Half the time, aim at the header.
+                    let span = if header_only { HEADER as usize } else { bytes.len() };
+                    bytes[i.index(span)] ^= mask;
+                }
+            }
+            Damage::Append(extra) => bytes.extend(extra),
+        }
+        fs::write(&path, &bytes).unwrap();
+        match cache.get(&key) {
+            None => prop_assert!(!path.exists(), "a corrupt entry must be deleted"),
+            Some(got) => prop_assert_eq!(got, payload.clone(), "a hit must be the bytes put"),
+        }
+        // Every byte of an entry is checked: any change is a miss. (Two flips of one byte
+        // can cancel out.)
+        if bytes != original {
+            prop_assert!(!path.exists());
+        }
+        // The cache still works.
+        cache.put(&key, &payload);
+        prop_assert_eq!(cache.get(&key), Some(payload));
+    }
+}
+
+#[test]
+fn odd_files_in_place_of_entries_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    let key = small_key(1);
+    let path = dir.path().join(key.to_hex());
+    for bytes in [
+        &b""[..],
+        b"cucache",
+        b"cucache\x02 of a later version, or not",
+    ] {
+        fs::write(&path, bytes).unwrap();
+        assert_eq!(cache.get(&key), None);
+        assert!(!path.exists());
+    }
+    // A directory where an entry should be: a miss, left alone, and a put cannot replace it.
+    fs::create_dir(&path).unwrap();
+    assert_eq!(cache.get(&key), None);
+    cache.put(&key, b"value");
+    assert_eq!(cache.get(&key), None);
+    assert_eq!(cache.failed_puts(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// File cache: eviction
+
+#[test]
+fn file_cache_evicts_the_least_recently_used_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = HEADER + 100;
+    let cache = FileStreamProgramCache::new(dir.path(), 3 * entry).unwrap();
+    let [a, b, c, d, e] = [1, 2, 3, 4, 5].map(small_key);
+    let value = |n: u8| vec![n; 100];
+    cache.put(&a, &value(1));
+    cache.put(&b, &value(2));
+    cache.put(&c, &value(3));
+    assert_eq!(cache.size_bytes(), 3 * entry);
+    // Using `a` makes `b` the least recently used.
+    assert_eq!(cache.get(&a), Some(value(1)));
+    cache.put(&d, &value(4));
+    assert_eq!(cache.get(&b), None);
+    assert_eq!(cache.size_bytes(), 3 * entry);
+    // Uses now, oldest first: a (get), d (put), c (get): `a` goes next.
+    assert_eq!(cache.get(&c), Some(value(3)));
+    cache.put(&e, &value(5));
+    assert_eq!(cache.get(&a), None);
+    for (key, n) in [(c, 3), (d, 4), (e, 5)] {
+        assert_eq!(cache.get(&key), Some(value(n)));
+    }
+    assert_eq!(cache.size_bytes(), 3 * entry);
+}
+
+#[test]
+fn file_cache_does_not_store_an_entry_larger_than_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), HEADER + 10).unwrap();
+    cache.put(&small_key(1), &[1; 10]);
+    cache.put(&small_key(2), &[2; 11]);
+    assert_eq!(cache.get(&small_key(1)), Some(vec![1; 10]));
+    assert_eq!(cache.get(&small_key(2)), None);
+    assert_eq!(cache.size_bytes(), HEADER + 10);
+    assert_eq!(cache.failed_puts(), 0);
+    // A new entry pushes the old one out.
+    cache.put(&small_key(3), &[3; 10]);
+    assert_eq!(cache.get(&small_key(1)), None);
+    assert_eq!(cache.get(&small_key(3)), Some(vec![3; 10]));
+}
+
+#[test]
+fn file_cache_remove_and_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path().join("programs"), 1 << 20).unwrap();
+    assert_eq!(cache.dir(), dir.path().join("programs"));
+    cache.put(&small_key(1), b"one");
+    cache.put(&small_key(2), b"two");
+    cache.remove(&small_key(1));
+    cache.remove(&small_key(9));
+    assert_eq!(cache.get(&small_key(1)), None);
+    assert_eq!(cache.get(&small_key(2)), Some(b"two".to_vec()));
+    // A second cache on the directory sees the same entries.
+    let other = FileStreamProgramCache::new(dir.path().join("programs"), 1 << 20).unwrap();
+    assert_eq!(other.get(&small_key(2)), Some(b"two".to_vec()));
+    other.clear().unwrap();
+    assert_eq!(cache.get(&small_key(2)), None);
+    assert_eq!(cache.size_bytes(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// File cache: an unwritable directory
+
+/// Collects the `log` records of this test binary.
+struct Recorder(Mutex<Vec<(log::Level, String)>>);
+
+impl log::Log for Recorder {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        let mut records = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        records.push((record.level(), record.args().to_string()));
+    }
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
+
+/// The records at `level` logged so far (since [`record_logs`]) that mention every needle.
+fn logged(level: log::Level, needles: &[&str]) -> usize {
+    record_logs();
+    let records = RECORDER.0.lock().unwrap_or_else(|e| e.into_inner());
+    records
+        .iter()
+        .filter(|(l, message)| *l == level && needles.iter().all(|n| message.contains(n)))
+        .count()
+}
+
+/// Installs [`RECORDER`] as this process's logger.
+fn record_logs() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        log::set_logger(&RECORDER).expect("no other logger in this test binary");
+        log::set_max_level(log::LevelFilter::Trace);
+    });
+}
+
+/// The warnings logged so far that mention `needle`.
+fn warnings_mentioning(needle: &str) -> usize {
+    logged(log::Level::Warn, &[needle])
+}
+
+/// How many entries in `dir` were found corrupt (and deleted) so far.
+fn corrupt_entries_seen(dir: &Path) -> usize {
+    logged(log::Level::Info, &[&dir.display().to_string(), "corrupt"])
+}
+
+#[test]
+fn a_directory_that_cannot_be_made_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    fs::write(&file, b"not a directory").unwrap();
+    match FileStreamProgramCache::new(file.join("programs"), 1 << 20) {
+        Err(Error::Cache { path, reason }) => {
+            assert_eq!(path, file.join("programs"));
+            assert!(reason.contains("cannot create"), "{reason}");
+        }
+        other => panic!("expected a cache error, got {other:?}"),
+    }
+    match FileStreamProgramCache::new(&file, 1 << 20) {
+        Err(Error::Cache { path, .. }) => assert_eq!(path, file),
+        other => panic!("expected a cache error, got {other:?}"),
+    }
+}
+
+#[test]
+fn puts_that_cannot_write_warn_once_and_never_fail() {
+    // Runs as root in CI, where permissions stop nothing: the cache's directory is replaced by
+    // a regular file, so that nothing can be created in it, nor it be made again.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("programs");
+    let cache = FileStreamProgramCache::new(&path, 1 << 20).unwrap();
+    let key = small_key(1);
+    cache.put(&key, b"stored while it could be");
+    fs::remove_dir_all(&path).unwrap();
+    fs::write(&path, b"not a directory").unwrap();
+    let needle = path.display().to_string();
+    let before = warnings_mentioning(&needle);
+    for n in 0..5 {
+        cache.put(&small_key(n), b"value");
+        assert_eq!(cache.get(&small_key(n)), None);
+    }
+    assert_eq!(cache.failed_puts(), 5);
+    assert_eq!(warnings_mentioning(&needle) - before, 1);
+    assert_eq!(cache.size_bytes(), 0);
+    assert!(cache.clear().is_err());
+    // Each cache warns once.
+    let again = cache_on_existing_path(&path);
+    again.put(&key, b"value");
+    again.put(&key, b"value");
+    assert_eq!(warnings_mentioning(&needle) - before, 2);
+    assert_eq!(fs::read(&path).unwrap(), b"not a directory");
+}
+
+/// A cache whose directory was fine when made and is a file now.
+fn cache_on_existing_path(path: &Path) -> FileStreamProgramCache {
+    fs::remove_file(path).unwrap();
+    let cache = FileStreamProgramCache::new(path, 1 << 20).unwrap();
+    fs::remove_dir(path).unwrap();
+    fs::write(path, b"not a directory").unwrap();
+    cache
+}
+
+// ---------------------------------------------------------------------------------------------
+// File cache: many threads and many processes
+
+/// The number of keys the workers share.
+const SHARED_KEYS: u8 = 16;
+
+/// The value of shared key `n`: up to 48 KiB, so that a torn read would be likely to show.
+fn value_of(n: u8) -> Vec<u8> {
+    let len = usize::from(n) * 3001 % 48_000 + usize::from(n % 3) * 7;
+    (0..len)
+        .map(|i| (i as u8) ^ n.wrapping_mul(101) ^ ((i >> 8) as u8))
+        .collect()
+}
+
+/// A bound that holds about half the shared values, so that workers also evict.
+fn shared_bound() -> u64 {
+    (0..SHARED_KEYS)
+        .map(|n| HEADER + value_of(n).len() as u64)
+        .sum::<u64>()
+        / 2
+}
+
+/// xorshift64: deterministic per seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Puts, gets and removes the shared keys at random; panics on a wrong value. Returns the
+/// number of hits.
+fn hammer(cache: &FileStreamProgramCache, seed: u64, rounds: usize) -> usize {
+    let keys: Vec<CacheKey> = (0..SHARED_KEYS).map(small_key).collect();
+    let values: Vec<Vec<u8>> = (0..SHARED_KEYS).map(value_of).collect();
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut hits = 0;
+    for _ in 0..rounds {
+        let n = usize::try_from(rng.next() % u64::from(SHARED_KEYS)).unwrap();
+        match rng.next() % 10 {
+            0..=3 => cache.put(&keys[n], &values[n]),
+            4 => cache.remove(&keys[n]),
+            _ => {
+                if let Some(value) = cache.get(&keys[n]) {
+                    assert!(
+                        value == values[n],
+                        "key {n}: wrong bytes ({} long)",
+                        value.len()
+                    );
+                    hits += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cache.failed_puts(), 0);
+    // Atomic writes mean no reader ever meets a partial entry (which it would delete as
+    // corrupt: the checksum alone would keep the bytes right, at the cost of entries).
+    assert_eq!(
+        corrupt_entries_seen(cache.dir()),
+        0,
+        "a reader saw a partial entry"
+    );
+    hits
+}
+
+/// After the workers: no temporary file is left, every entry reads back right, and the
+/// directory is within its bound.
+fn check_directory_after_workers(dir: &Path) {
+    let names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|name| !name.starts_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+    let cache = FileStreamProgramCache::new(dir, shared_bound()).unwrap();
+    let by_hex: HashMap<String, u8> = (0..SHARED_KEYS)
+        .map(|n| (small_key(n).to_hex(), n))
+        .collect();
+    for name in &names {
+        let n = by_hex[name];
+        assert_eq!(cache.get(&small_key(n)), Some(value_of(n)), "entry {n}");
+    }
+    assert!(cache.size_bytes() <= shared_bound());
+}
+
+#[test]
+fn threads_share_one_directory() {
+    record_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Arc::new(FileStreamProgramCache::new(dir.path(), shared_bound()).unwrap());
+    let hits: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let shared = Arc::clone(&shared);
+                let path = dir.path().to_path_buf();
+                scope.spawn(move || {
+                    if t % 2 == 0 {
+                        hammer(&shared, t, 150)
+                    } else {
+                        // Its own cache on the same directory.
+                        let own = FileStreamProgramCache::new(path, shared_bound()).unwrap();
+                        hammer(&own, t, 150)
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert!(hits > 0, "no get hit: the test tested nothing");
+    check_directory_after_workers(dir.path());
+}
+
+const CHILD_DIR: &str = "CUDA_CORE_CACHE_TEST_CHILD_DIR";
+const CHILD_SEED: &str = "CUDA_CORE_CACHE_TEST_CHILD_SEED";
+const CHILD_TEST: &str = "child_process_worker";
+
+/// The work of one child process of [`processes_share_one_directory`]; returns at once in a
+/// normal test run, where its variables are not set.
+#[test]
+fn child_process_worker() {
+    let (Some(dir), Some(seed)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_SEED))
+    else {
+        return;
+    };
+    let seed: u64 = seed.to_str().unwrap().parse().unwrap();
+    record_logs();
+    let cache = FileStreamProgramCache::new(PathBuf::from(dir), shared_bound()).unwrap();
+    let hits = hammer(&cache, seed, 200);
+    println!("cache child {seed} done, {hits} hits");
+}
+
+#[test]
+fn processes_share_one_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (1..=4u64)
+        .map(|seed| {
+            let child = Command::new(&exe)
+                .args(["--exact", CHILD_TEST, "--nocapture", "--include-ignored"])
+                .env(CHILD_DIR, dir.path())
+                .env(CHILD_SEED, seed.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (seed, child)
+        })
+        .collect();
+    for (seed, child) in children {
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "child {seed} failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        );
+        // Proves the child ran the work, not an empty filter.
+        assert!(
+            stdout.contains(&format!("cache child {seed} done")),
+            "child {seed} did no work:\n{stdout}\n{stderr}"
+        );
+    }
+    check_directory_after_workers(dir.path());
+}
