@@ -4,11 +4,13 @@
 //!   bindgen gives them, and [`NvrtcTable`]: one optional pointer per function it declares,
 //!   filled from the loaded library. A function the library lacks (an NVRTC 12 has no
 //!   `nvrtcGetTileIR`) stays `None`.
-//! - [`Search`]: finds and loads `libnvrtc` of CUDA 12 or 13 (see its docs for the order), and
-//!   loads NVRTC's builtins library from the same directory first, so that a library outside
-//!   the loader's path can compile.
+//! - [`Search`]: finds and loads `libnvrtc` of CUDA 12 or 13 (see [`Discovery`] for the order),
+//!   and loads NVRTC's builtins library from the same directory first, so that a library
+//!   outside the loader's path can compile.
+//! - [`nvjitlink`]: the same for nvJitLink, the JIT linker that also links LTO-IR: its types,
+//!   a table filled from the versioned names of the loaded library's major, and its search.
 //!
-//! Nothing links to NVRTC at build time. The safe API is in `cuda-core`.
+//! Nothing links to NVRTC or nvJitLink at build time. The safe API is in `cuda-core`.
 //!
 //! ```no_run
 //! use cuda_nvrtc_sys::Search;
@@ -22,9 +24,12 @@
 //! }
 //! ```
 
+pub mod nvjitlink;
+mod nvrtc;
 mod search;
 
-pub use search::{Candidate, NotFound, Nvrtc, Search};
+pub use nvrtc::{NotFound, Nvrtc, Search};
+pub use search::{Candidate, Discoverable, Discovery, DiscoveryError, LibrarySpec};
 
 /// The generated bindings and table, included so that formatting tools leave them as written.
 #[allow(

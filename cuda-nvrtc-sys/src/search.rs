@@ -1,28 +1,38 @@
-//! Finding and loading `libnvrtc`.
+//! Finding and loading a CUDA library that ships both in toolkits and as pip wheels: NVRTC and
+//! nvJitLink. What differs between them (names, override variable, wheel layouts) is a
+//! [`LibrarySpec`]; how one candidate is opened is [`Discoverable::open`].
 
-use std::ffi::OsString;
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use libloading::Library;
+/// What discovery looks for: one library's file names, override variable and wheel layouts.
+#[derive(Debug)]
+pub struct LibrarySpec {
+    /// How messages name the library: `NVRTC (libnvrtc.so.13 or .12)`.
+    pub description: &'static str,
+    /// The names handed to the loader, newest major first, each with its CUDA major (0 for the
+    /// unversioned name); [`Discovery::candidates`] orders them by the preferred major.
+    pub sonames: &'static [(&'static str, u32)],
+    /// The environment variable that names the library file explicitly.
+    pub env_var: &'static str,
+    /// Where the pip wheels put the library inside a `site-packages` directory: the folder,
+    /// the file name and its CUDA major.
+    pub pip_layouts: &'static [(&'static str, &'static str, u32)],
+    /// The wheel a user can install to get the library.
+    pub wheel: &'static str,
+}
 
-use crate::{nvrtcResult, NvrtcTable};
+/// A library [`Discovery`] can find: what to look for, and how one candidate is loaded.
+pub trait Discoverable: Sized {
+    /// The names, variable and layouts to look for.
+    const SPEC: &'static LibrarySpec;
 
-/// The library names tried, newest major first; [`Search::candidates`] orders them by the
-/// preferred major.
-const SONAMES: [(&str, u32); 3] = [
-    ("libnvrtc.so.13", 13),
-    ("libnvrtc.so.12", 12),
-    ("libnvrtc.so", 0),
-];
+    /// Loads the library from one candidate, or says why it could not.
+    fn open(candidate: &Candidate) -> Result<Self, String>;
+}
 
-/// Where the pip wheels put NVRTC inside a Python `site-packages` directory.
-const PIP_LAYOUTS: [(&str, &str, u32); 2] = [
-    ("nvidia/cu13/lib", "libnvrtc.so.13", 13),
-    ("nvidia/cuda_nvrtc/lib", "libnvrtc.so.12", 12),
-];
-
-/// One place NVRTC may be loaded from.
+/// One place a library may be loaded from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Candidate {
     /// A library name handed to the dynamic loader, which searches its usual path.
@@ -40,10 +50,13 @@ impl fmt::Display for Candidate {
     }
 }
 
-/// The places NVRTC is looked for, in order. [`Search::from_env`] fills it from the environment;
-/// tests and embedders can set the fields themselves.
+/// The places a library `L` is looked for, in order. [`Discovery::from_env`] fills it from the
+/// environment; tests and embedders can set the fields themselves. [`Search`](crate::Search)
+/// is NVRTC's, [`NvJitLinkSearch`](crate::nvjitlink::NvJitLinkSearch) nvJitLink's.
 ///
-/// The order of [`Search::candidates`]:
+/// The order of [`Discovery::candidates`] (the names are NVRTC's; nvJitLink's are
+/// `CUDA_CORE_NVJITLINK_PATH`, `libnvJitLink.so.*`, and the wheel folders `nvidia/cu13/lib` and
+/// `nvidia/nvjitlink/lib`):
 ///
 /// 1. `CUDA_CORE_NVRTC_PATH`, when set: then that file alone is tried, so that a wrong override
 ///    is an error rather than silently another library;
@@ -54,11 +67,10 @@ impl fmt::Display for Candidate {
 /// 4. the pip wheels' layouts (`nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib`) in each Python
 ///    `site-packages` directory: those of `$VIRTUAL_ENV` and `$CONDA_PREFIX`, then the
 ///    `sys.path` of `python3`, which is asked only when everything before has failed.
-#[derive(Clone, Debug, Default)]
-pub struct Search {
+pub struct Discovery<L> {
     /// The CUDA major to try first (that of the driver ABI in use); others follow.
     pub preferred_major: u32,
-    /// An explicit library file (`CUDA_CORE_NVRTC_PATH`); when set, nothing else is tried.
+    /// An explicit library file (the spec's variable); when set, nothing else is tried.
     pub explicit: Option<PathBuf>,
     /// Toolkit roots to look under, in order.
     pub toolkit_roots: Vec<PathBuf>,
@@ -66,9 +78,52 @@ pub struct Search {
     pub site_packages: Vec<PathBuf>,
     /// Whether to ask `python3` for its `sys.path` once the directories above are exhausted.
     pub ask_python: bool,
+    /// The library looked for (a type marker; `PhantomData` or `Default::default()`).
+    pub library: PhantomData<fn() -> L>,
 }
 
-impl Search {
+// Written out rather than derived: deriving would require `L` itself to be Clone, Debug and
+// Default, which a loaded library is not.
+impl<L> Clone for Discovery<L> {
+    fn clone(&self) -> Self {
+        Discovery {
+            preferred_major: self.preferred_major,
+            explicit: self.explicit.clone(),
+            toolkit_roots: self.toolkit_roots.clone(),
+            site_packages: self.site_packages.clone(),
+            ask_python: self.ask_python,
+            library: PhantomData,
+        }
+    }
+}
+
+impl<L> Default for Discovery<L> {
+    fn default() -> Self {
+        Discovery {
+            preferred_major: 0,
+            explicit: None,
+            toolkit_roots: Vec::new(),
+            site_packages: Vec::new(),
+            ask_python: false,
+            library: PhantomData,
+        }
+    }
+}
+
+impl<L> fmt::Debug for Discovery<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Discovery")
+            .field("library", &std::any::type_name::<L>())
+            .field("preferred_major", &self.preferred_major)
+            .field("explicit", &self.explicit)
+            .field("toolkit_roots", &self.toolkit_roots)
+            .field("site_packages", &self.site_packages)
+            .field("ask_python", &self.ask_python)
+            .finish()
+    }
+}
+
+impl<L: Discoverable> Discovery<L> {
     /// The search a process gets from its environment, preferring `preferred_major`.
     pub fn from_env(preferred_major: u32) -> Self {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
@@ -82,17 +137,18 @@ impl Search {
             .filter_map(|name| var(name).map(PathBuf::from))
             .flat_map(|prefix| python_lib_dirs(&prefix))
             .collect();
-        Search {
+        Discovery {
             preferred_major,
-            explicit: var("CUDA_CORE_NVRTC_PATH").map(PathBuf::from),
+            explicit: var(L::SPEC.env_var).map(PathBuf::from),
             toolkit_roots,
             site_packages,
             ask_python: true,
+            library: PhantomData,
         }
     }
 
-    /// Adds the `sys.path` of `python3` (nothing if there is none) to [`Search::site_packages`]
-    /// now, rather than as the last step of [`Search::load`].
+    /// Adds the `sys.path` of `python3` (nothing if there is none) to
+    /// [`Discovery::site_packages`] now, rather than as the last step of [`Discovery::load`].
     pub fn with_python_paths(mut self) -> Self {
         self.site_packages.extend(python_sys_path());
         self.ask_python = false;
@@ -100,7 +156,7 @@ impl Search {
     }
 
     /// Every place this search tries, in order, with files that do not exist left out
-    /// (the `python3` step is not included: it runs only in [`Search::load`]).
+    /// (the `python3` step is not included: it runs only in [`Discovery::load`]).
     pub fn candidates(&self) -> Vec<Candidate> {
         if let Some(path) = &self.explicit {
             return vec![Candidate::File(path.clone())];
@@ -124,12 +180,12 @@ impl Search {
         dedup(out)
     }
 
-    /// Loads the first candidate that loads and answers `nvrtcVersion`.
-    pub fn load(&self) -> Result<Nvrtc, NotFound> {
+    /// Loads the first candidate that [`Discoverable::open`] accepts.
+    pub fn load(&self) -> Result<L, DiscoveryError<L>> {
         let mut tried = Vec::new();
         for candidate in self.candidates() {
-            match Nvrtc::open(&candidate) {
-                Ok(nvrtc) => return Ok(nvrtc),
+            match L::open(&candidate) {
+                Ok(library) => return Ok(library),
                 Err(why) => tried.push((candidate, why)),
             }
         }
@@ -137,27 +193,27 @@ impl Search {
             let known: Vec<Candidate> = tried.iter().map(|(c, _)| c.clone()).collect();
             let from_python = self.pip_candidates(&python_sys_path());
             for candidate in from_python.into_iter().filter(|c| !known.contains(c)) {
-                match Nvrtc::open(&candidate) {
-                    Ok(nvrtc) => return Ok(nvrtc),
+                match L::open(&candidate) {
+                    Ok(library) => return Ok(library),
                     Err(why) => tried.push((candidate, why)),
                 }
             }
         }
-        Err(NotFound {
+        Err(DiscoveryError {
             tried,
             search: self.clone(),
         })
     }
 
     fn ordered_sonames(&self) -> Vec<&'static str> {
-        let mut names = SONAMES.to_vec();
+        let mut names = L::SPEC.sonames.to_vec();
         // Stable sort: the preferred major first, the others in their listed order.
         names.sort_by_key(|&(_, major)| major != self.preferred_major);
         names.into_iter().map(|(name, _)| name).collect()
     }
 
     fn pip_candidates(&self, site_packages: &[PathBuf]) -> Vec<Candidate> {
-        let mut layouts = PIP_LAYOUTS.to_vec();
+        let mut layouts = L::SPEC.pip_layouts.to_vec();
         layouts.sort_by_key(|&(_, _, major)| major != self.preferred_major);
         let mut out = Vec::new();
         for dir in site_packages {
@@ -172,93 +228,28 @@ impl Search {
     }
 }
 
-/// A loaded NVRTC: its function table, version and where it came from.
-pub struct Nvrtc {
-    table: NvrtcTable,
-    version: (i32, i32),
-    location: PathBuf,
-    // Field order is drop order: the library goes before the builtins it may use.
-    _library: Library,
-    _builtins: Option<Library>,
-}
-
-impl fmt::Debug for Nvrtc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Nvrtc")
-            .field("version", &self.version)
-            .field("location", &self.location)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Nvrtc {
-    /// Loads NVRTC from one candidate, its builtins first where it is a file.
-    pub fn open(candidate: &Candidate) -> Result<Nvrtc, String> {
-        let (builtins, library, location) = match candidate {
-            Candidate::Soname(name) => {
-                // SAFETY: loading NVRTC runs only its own initialisers.
-                let library = unsafe { Library::new(name) }.map_err(|e| e.to_string())?;
-                (None, library, PathBuf::from(name))
-            }
-            Candidate::File(path) => {
-                if !path.is_file() {
-                    return Err("no such file".to_owned());
-                }
-                let builtins = path.parent().and_then(|dir| load_builtins(dir, path));
-                // SAFETY: as above.
-                let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;
-                (builtins, library, path.clone())
-            }
-        };
-        // SAFETY: the library was found as libnvrtc, which nvrtc.h describes, and is kept in
-        // the returned value with the table.
-        let table = unsafe { NvrtcTable::load(&library) };
-        let get_version = table
-            .nvrtcVersion
-            .ok_or_else(|| "loaded, but exports no nvrtcVersion: not NVRTC".to_owned())?;
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: the pointer has nvrtc.h's signature; both outputs are writable ints.
-        let status = unsafe { get_version(&mut major, &mut minor) };
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            return Err(format!("nvrtcVersion failed with code {}", status.0));
-        }
-        Ok(Nvrtc {
-            table,
-            version: (major, minor),
-            location,
-            _library: library,
-            _builtins: builtins,
-        })
-    }
-
-    /// The function table. Its pointers are valid as long as this value lives.
-    pub fn table(&self) -> &NvrtcTable {
-        &self.table
-    }
-
-    /// The `(major, minor)` version the library reports.
-    pub fn version(&self) -> (i32, i32) {
-        self.version
-    }
-
-    /// The file the library was loaded from, or the name handed to the loader.
-    pub fn location(&self) -> &Path {
-        &self.location
-    }
-}
-
-/// No NVRTC could be loaded: every place tried, and why each failed.
-#[derive(Debug)]
-pub struct NotFound {
+/// No library `L` could be loaded: every place tried, and why each failed.
+/// [`NotFound`](crate::NotFound) is NVRTC's.
+pub struct DiscoveryError<L> {
     /// Each candidate tried, in order, with the reason it was not used.
     pub tried: Vec<(Candidate, String)>,
     /// The search that was made.
-    pub search: Search,
+    pub search: Discovery<L>,
 }
 
-impl fmt::Display for NotFound {
+impl<L> fmt::Debug for DiscoveryError<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "NVRTC (libnvrtc.so.13 or .12) was not found")?;
+        f.debug_struct("DiscoveryError")
+            .field("tried", &self.tried)
+            .field("search", &self.search)
+            .finish()
+    }
+}
+
+impl<L: Discoverable> fmt::Display for DiscoveryError<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spec = L::SPEC;
+        write!(f, "{} was not found", spec.description)?;
         if self.tried.is_empty() {
             write!(f, "; no candidate existed")?;
         } else {
@@ -272,44 +263,22 @@ impl fmt::Display for NotFound {
             for root in &self.search.toolkit_roots {
                 write!(f, "{}/{{lib64,targets/*/lib}}, ", root.display())?;
             }
+            let folders: Vec<&str> = spec.pip_layouts.iter().map(|(dir, _, _)| *dir).collect();
             write!(
                 f,
-                "and the nvidia/cu13/lib, nvidia/cuda_nvrtc/lib folders of Python's site-packages"
+                "and the {} folders of Python's site-packages",
+                folders.join(", ")
             )?;
         }
         write!(
             f,
-            "\ninstall the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, or set CUDA_CORE_NVRTC_PATH to the library file"
+            "\ninstall the CUDA toolkit or `pip install {}`, or set {} to the library file",
+            spec.wheel, spec.env_var
         )
     }
 }
 
-impl std::error::Error for NotFound {}
-
-/// Loads `libnvrtc-builtins.so.*` from `dir`, matching the major of `nvrtc`'s file name where
-/// it has one. NVRTC opens its builtins by soname; once loaded, the loader hands back this copy.
-fn load_builtins(dir: &Path, nvrtc: &Path) -> Option<Library> {
-    let major = nvrtc
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("libnvrtc.so."))
-        .map(|m| format!("libnvrtc-builtins.so.{m}"));
-    let mut names: Vec<OsString> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.file_name()))
-        .filter(|name| {
-            name.to_str().is_some_and(|n| {
-                n.starts_with("libnvrtc-builtins.so.")
-                    && major.as_deref().is_none_or(|m| n.starts_with(m))
-            })
-        })
-        .collect();
-    names.sort();
-    names.into_iter().rev().find_map(|name| {
-        // SAFETY: NVRTC's builtins library has no initialisers beyond its own data.
-        unsafe { Library::new(dir.join(name)) }.ok()
-    })
-}
+impl<L: Discoverable> std::error::Error for DiscoveryError<L> {}
 
 /// `PREFIX/lib/python3.*/site-packages`, sorted.
 fn python_lib_dirs(prefix: &Path) -> Vec<PathBuf> {

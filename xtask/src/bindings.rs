@@ -6,6 +6,10 @@
 //! header's version macros (`cuCtxCreate` is declared as `cuCtxCreate_v2` in 12.9 and
 //! `cuCtxCreate_v4` in 13.x). A field is named after the plain name the header maps to that
 //! export, so the safe layer can write `table.cuCtxCreate`, and documents the export it holds.
+//!
+//! nvJitLink's exports also differ by library major (`__nvJitLinkCreate_13_5`,
+//! `__nvJitLinkCreate_12_9`): its table is made by [`per_major`], which picks the names at load
+//! time from the library's major.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,7 +17,8 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::headers::{self, Api, Pin, PINS};
+use crate::headers::{self, Api, Header, Pin, PINS};
+use crate::per_major;
 
 /// One generated file: its path relative to the workspace root and its contents.
 struct Output {
@@ -107,47 +112,66 @@ fn generate_all(root: &Path, local: Option<&Path>) -> Result<Vec<Output>, String
         }
         None => None,
     };
+    // A local toolkit replaces the headers of its own major; the rest still come from pip.
+    let resolve = |header: &Header| -> Result<Source, String> {
+        let local_dir = local
+            .filter(|dir| local_major == Some(header.major) && dir.join(header.file).is_file());
+        Ok(match local_dir {
+            Some(dir) => Source {
+                header: *header,
+                include: dir.to_path_buf(),
+                origin: format!("a local {} (not the pinned wheel)", header.file),
+            },
+            None => Source {
+                header: *header,
+                include: headers::fetch(header, &cache)?,
+                origin: format!(
+                    "{} of the {} {} wheel",
+                    header.file, header.wheel, header.version
+                ),
+            },
+        })
+    };
     let mut outputs = Vec::new();
     for pin in &PINS {
-        // A local toolkit replaces the pins of its own major; the rest still come from pip.
-        let local_dir = local.filter(|dir| {
-            let major = match pin.crate_dir {
-                "cuda-sys12" => 12,
-                _ => 13,
-            };
-            local_major == Some(major) && dir.join(pin.file).is_file()
-        });
-        let (include, origin) = match local_dir {
-            Some(dir) => (
-                dir.to_path_buf(),
-                format!("a local {} (not the pinned wheel)", pin.file),
-            ),
-            None => (
-                headers::fetch(pin, &cache)?,
-                format!("{} of the {} {} wheel", pin.file, pin.wheel, pin.version),
-            ),
-        };
-        outputs.extend(generate(pin, &include, &origin)?);
+        let source = resolve(&pin.header)?;
+        let others = pin
+            .other_majors
+            .iter()
+            .map(resolve)
+            .collect::<Result<Vec<_>, _>>()?;
+        outputs.extend(generate(pin, &source, &others)?);
     }
     Ok(outputs)
 }
 
-/// One declared function: the name of its table field, its exported symbol, its signature.
-struct Function {
-    field: String,
-    export: String,
-    inputs: Vec<syn::FnArg>,
-    output: syn::ReturnType,
+/// A header to generate from: the pin, the directory it was found in, and how to name it.
+struct Source {
+    header: Header,
+    include: PathBuf,
+    origin: String,
 }
 
-fn generate(pin: &Pin, include: &Path, origin: &str) -> Result<Vec<Output>, String> {
-    let header = include.join(pin.file);
-    let header_text = std::fs::read_to_string(&header)
+/// What bindgen gives for one header: its text, its type items and its declared functions.
+pub(crate) struct Parsed {
+    /// The header's text.
+    pub text: String,
+    /// Every item bindgen gives but the functions.
+    pub types: Vec<syn::Item>,
+    /// The declared functions, in declaration order.
+    pub functions: Vec<syn::ForeignItemFn>,
+}
+
+fn parse(source: &Source) -> Result<Parsed, String> {
+    let file_name = source.header.file;
+    let include = &source.include;
+    let header = include.join(file_name);
+    let text = std::fs::read_to_string(&header)
         .map_err(|e| format!("reading {}: {e}", header.display()))?;
     let bindings = bindgen::Builder::default()
         .header(header.to_string_lossy())
         .clang_arg(format!("-I{}", include.display()))
-        .allowlist_file(format!(".*{}", pin.file.replace('.', "\\.")))
+        .allowlist_file(format!(".*{}", file_name.replace('.', "\\.")))
         .default_enum_style(bindgen::EnumVariation::NewType {
             is_bitfield: false,
             is_global: false,
@@ -160,73 +184,118 @@ fn generate(pin: &Pin, include: &Path, origin: &str) -> Result<Vec<Output>, Stri
         .generate()
         .map_err(|e| format!("bindgen on {}: {e}", header.display()))?;
     let file: syn::File = syn::parse_str(&bindings.to_string())
-        .map_err(|e| format!("parsing bindgen's output for {}: {e}", pin.file))?;
+        .map_err(|e| format!("parsing bindgen's output for {file_name}: {e}"))?;
 
     let mut types = Vec::new();
-    let mut raw_functions = Vec::new();
+    let mut functions = Vec::new();
     for item in file.items {
         match item {
             syn::Item::ForeignMod(block) => {
                 for foreign in block.items {
                     if let syn::ForeignItem::Fn(f) = foreign {
-                        raw_functions.push(f);
+                        functions.push(f);
                     }
                 }
             }
             other => types.push(other),
         }
     }
-    if raw_functions.is_empty() {
+    if functions.is_empty() {
         return Err(format!(
             "bindgen found no functions in {}",
             header.display()
         ));
     }
+    Ok(Parsed {
+        text,
+        types,
+        functions,
+    })
+}
 
-    let declared: HashSet<String> = raw_functions
-        .iter()
-        .map(|f| f.sig.ident.to_string())
-        .collect();
-    let plain_names = match pin.api {
-        Api::Driver => versioned_exports(&header_text, &declared),
-        Api::Nvrtc => BTreeMap::new(),
+/// One declared function: the name of its table field, its exported symbol, its signature.
+struct Function {
+    field: String,
+    export: String,
+    inputs: Vec<syn::FnArg>,
+    output: syn::ReturnType,
+}
+
+fn generate(pin: &Pin, source: &Source, others: &[Source]) -> Result<Vec<Output>, String> {
+    let parsed = parse(source)?;
+    let table_tokens = match pin.api {
+        Api::Driver | Api::Nvrtc => {
+            let declared: HashSet<String> = parsed
+                .functions
+                .iter()
+                .map(|f| f.sig.ident.to_string())
+                .collect();
+            let plain_names = match pin.api {
+                Api::Driver => versioned_exports(&parsed.text, &declared),
+                _ => BTreeMap::new(),
+            };
+            let functions: Vec<Function> = parsed
+                .functions
+                .iter()
+                .map(|f| {
+                    let export = f.sig.ident.to_string();
+                    Function {
+                        field: plain_names
+                            .get(&export)
+                            .cloned()
+                            .unwrap_or_else(|| export.clone()),
+                        export,
+                        inputs: f.sig.inputs.iter().cloned().collect(),
+                        output: f.sig.output.clone(),
+                    }
+                })
+                .collect();
+            table(pin, &functions)
+        }
+        Api::NvJitLink => {
+            let other_parsed = others
+                .iter()
+                .map(|other| parse(other).map(|p| (other.header.major, p)))
+                .collect::<Result<Vec<_>, _>>()?;
+            per_major::table(pin, &parsed, &other_parsed)?
+        }
     };
-    let functions: Vec<Function> = raw_functions
-        .into_iter()
-        .map(|f| {
-            let export = f.sig.ident.to_string();
-            Function {
-                field: plain_names
-                    .get(&export)
-                    .cloned()
-                    .unwrap_or_else(|| export.clone()),
-                export,
-                inputs: f.sig.inputs.into_iter().collect(),
-                output: f.sig.output,
-            }
-        })
-        .collect();
 
-    let banner = format!(
-        "// @generated by `cargo xtask regenerate-bindings` from {origin}.\n\
-         // Do not edit: `cargo xtask check-bindings` fails when this file drifts.\n\n"
-    );
+    let banner = |origin: &str| {
+        format!(
+            "// @generated by `cargo xtask regenerate-bindings` from {origin}.\n\
+             // Do not edit: `cargo xtask check-bindings` fails when this file drifts.\n\n"
+        )
+    };
+    let mut table_origin = source.origin.clone();
+    for other in others {
+        table_origin.push_str(" and ");
+        table_origin.push_str(&other.origin);
+    }
     let types_file = syn::File {
         shebang: None,
         attrs: Vec::new(),
-        items: types,
+        items: parsed.types,
     };
-    let table_file: syn::File = syn::parse2(table(pin, &functions))
-        .map_err(|e| format!("building the table for {}: {e}", pin.file))?;
+    let table_file: syn::File = syn::parse2(table_tokens)
+        .map_err(|e| format!("building the table for {}: {e}", pin.header.file))?;
     let dir = PathBuf::from(pin.crate_dir).join("src").join("generated");
     Ok(vec![
         Output {
-            path: dir.join("bindings.rs"),
-            text: format!("{banner}{}", prettyplease::unparse(&types_file)),
+            path: dir.join(format!("{}bindings.rs", pin.prefix)),
+            text: format!(
+                "{}{}",
+                banner(&source.origin),
+                prettyplease::unparse(&types_file)
+            ),
         },
         Output {
-            path: dir.join("table.rs"),
-            text: format!("{banner}{}", prettyplease::unparse(&table_file)),
+            path: dir.join(format!("{}table.rs", pin.prefix)),
+            text: format!(
+                "{}{}",
+                banner(&table_origin),
+                prettyplease::unparse(&table_file)
+            ),
         },
     ])
 }
@@ -283,12 +352,13 @@ fn table(pin: &Pin, functions: &[Function]) -> TokenStream {
     let library = match pin.api {
         Api::Driver => "the CUDA driver (`libcuda.so.1`)",
         Api::Nvrtc => "NVRTC (`libnvrtc.so.*`)",
+        Api::NvJitLink => "nvJitLink (`libnvJitLink.so.*`)",
     };
     let struct_doc = format!(
         " Every function `{}` declares, as an optional pointer into {library}.\n\n \
          Each field is filled from the exact symbol the header's version macros name (its doc \
          says which) and is `None` when the loaded library does not export it.",
-        pin.file
+        pin.header.file
     );
     let count = functions.len();
     let fields = functions.iter().map(|f| {

@@ -10,13 +10,14 @@ pub enum Api {
     Driver,
     /// `nvrtc.h`: the runtime compiler.
     Nvrtc,
+    /// `nvJitLink.h`: the JIT linker, whose functions are exported under versioned names
+    /// (`__nvJitLinkCreate_13_5`) that differ by library major.
+    NvJitLink,
 }
 
-/// One pinned header: the wheel that ships it and the crate whose bindings it produces.
+/// One pinned header: the wheel that ships it.
 #[derive(Clone, Copy, Debug)]
-pub struct Pin {
-    /// The crate directory, relative to the workspace root.
-    pub crate_dir: &'static str,
+pub struct Header {
     /// The wheel's distribution name on PyPI.
     pub wheel: &'static str,
     /// The exact wheel version.
@@ -25,53 +26,104 @@ pub struct Pin {
     pub include_dir: &'static str,
     /// The header's file name.
     pub file: &'static str,
+    /// The CUDA major the header belongs to (a local toolkit of that major replaces it).
+    pub major: u32,
+}
+
+/// One set of generated bindings: the header it comes from and where it goes.
+#[derive(Clone, Copy, Debug)]
+pub struct Pin {
+    /// The crate directory, relative to the workspace root.
+    pub crate_dir: &'static str,
+    /// The header the types, the signatures and the table's fields come from.
+    pub header: Header,
     /// What the header declares.
     pub api: Api,
     /// The name of the generated function table.
     pub table: &'static str,
+    /// Prepended to the generated files' names (`bindings.rs`, `table.rs`) in `src/generated`.
+    pub prefix: &'static str,
+    /// Headers of other CUDA majors of the same library: the table also loads a library of
+    /// their major, by the names they declare, where their signatures agree with `header`'s.
+    pub other_majors: &'static [Header],
 }
 
 /// Every set of bindings in the workspace.
-pub const PINS: [Pin; 3] = [
+pub const PINS: [Pin; 4] = [
     Pin {
         crate_dir: "cuda-sys12",
-        wheel: "nvidia-cuda-runtime-cu12",
-        version: "12.9.79",
-        include_dir: "nvidia/cuda_runtime/include",
-        file: "cuda.h",
+        header: Header {
+            wheel: "nvidia-cuda-runtime-cu12",
+            version: "12.9.79",
+            include_dir: "nvidia/cuda_runtime/include",
+            file: "cuda.h",
+            major: 12,
+        },
         api: Api::Driver,
         table: "DriverTable",
+        prefix: "",
+        other_majors: &[],
     },
     Pin {
         crate_dir: "cuda-sys13",
-        wheel: "nvidia-cuda-runtime",
-        version: "13.5.37",
-        include_dir: "nvidia/cu13/include",
-        file: "cuda.h",
+        header: Header {
+            wheel: "nvidia-cuda-runtime",
+            version: "13.5.37",
+            include_dir: "nvidia/cu13/include",
+            file: "cuda.h",
+            major: 13,
+        },
         api: Api::Driver,
         table: "DriverTable",
+        prefix: "",
+        other_majors: &[],
     },
     Pin {
         crate_dir: "cuda-nvrtc-sys",
-        wheel: "nvidia-cuda-nvrtc",
-        version: "13.5.37",
-        include_dir: "nvidia/cu13/include",
-        file: "nvrtc.h",
+        header: Header {
+            wheel: "nvidia-cuda-nvrtc",
+            version: "13.5.37",
+            include_dir: "nvidia/cu13/include",
+            file: "nvrtc.h",
+            major: 13,
+        },
         api: Api::Nvrtc,
         table: "NvrtcTable",
+        prefix: "",
+        other_majors: &[],
+    },
+    Pin {
+        crate_dir: "cuda-nvrtc-sys",
+        header: Header {
+            wheel: "nvidia-nvjitlink",
+            version: "13.5.37",
+            include_dir: "nvidia/cu13/include",
+            file: "nvJitLink.h",
+            major: 13,
+        },
+        api: Api::NvJitLink,
+        table: "NvJitLinkTable",
+        prefix: "nvjitlink_",
+        other_majors: &[Header {
+            wheel: "nvidia-nvjitlink-cu12",
+            version: "12.9.86",
+            include_dir: "nvidia/nvjitlink/include",
+            file: "nvJitLink.h",
+            major: 12,
+        }],
     },
 ];
 
-/// Downloads the pinned wheel (once; later calls reuse it) and unpacks its include directory
+/// Downloads a pinned header's wheel (once; later calls reuse it) and unpacks its include directory
 /// under `cache`. Returns that include directory.
-pub fn fetch(pin: &Pin, cache: &Path) -> Result<PathBuf, String> {
-    let dir = cache.join(format!("{}-{}", pin.wheel, pin.version));
-    let include = dir.join(pin.include_dir);
-    if include.join(pin.file).is_file() {
+pub fn fetch(header: &Header, cache: &Path) -> Result<PathBuf, String> {
+    let dir = cache.join(format!("{}-{}", header.wheel, header.version));
+    let include = dir.join(header.include_dir);
+    if include.join(header.file).is_file() {
         return Ok(include);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let spec = format!("{}=={}", pin.wheel, pin.version);
+    let spec = format!("{}=={}", header.wheel, header.version);
     eprintln!("xtask: fetching {spec} with pip");
     // The headers are the same in every platform's wheel; naming the platforms lets this run on
     // any host, whatever its own architecture.
@@ -108,17 +160,17 @@ pub fn fetch(pin: &Pin, cache: &Path) -> Result<PathBuf, String> {
     unzip
         .args(["-c", script])
         .arg(&wheel)
-        .arg(pin.include_dir)
+        .arg(header.include_dir)
         .arg(&dir);
     run(&mut unzip)?;
-    if include.join(pin.file).is_file() {
+    if include.join(header.file).is_file() {
         Ok(include)
     } else {
         Err(format!(
             "{} has no {}/{}",
             wheel.display(),
-            pin.include_dir,
-            pin.file
+            header.include_dir,
+            header.file
         ))
     }
 }

@@ -8,6 +8,7 @@
 
 mod bindings;
 mod headers;
+mod per_major;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
