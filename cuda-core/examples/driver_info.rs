@@ -39,6 +39,12 @@ fn run() -> Result<()> {
         ),
         Err(e) => println!("NVRTC:       not found: {e}"),
     }
+    match &info.nvjitlink {
+        Ok(((major, minor), location)) => {
+            println!("nvJitLink:   {major}.{minor} ({})", location.display())
+        }
+        Err(_) => println!("nvJitLink:   not found (the driver's linker is used; no LTO-IR)"),
+    }
     info.init.clone()?;
     let devices = Device::all()?;
     println!("devices:     {}", devices.len());

@@ -235,13 +235,17 @@ impl Kernel {
         // The driver wants a current context for this query (seen on the 580 driver: an
         // invalid-context error otherwise); the layout is the same in every context.
         let handle = self.inner.handle;
-        let params = Device::current()?.primary_context()?.with_current(|driver| {
-            let mut params = Vec::new();
-            while let Some((offset, size)) = driver.kernel_get_param_info(handle, params.len())? {
-                params.push(ParamInfo { offset, size });
-            }
-            Ok(params)
-        })?;
+        let params = Device::current()?
+            .primary_context()?
+            .with_current(|driver| {
+                let mut params = Vec::new();
+                while let Some((offset, size)) =
+                    driver.kernel_get_param_info(handle, params.len())?
+                {
+                    params.push(ParamInfo { offset, size });
+                }
+                Ok(params)
+            })?;
         Ok(self.inner.params.get_or_init(|| params.into_boxed_slice()))
     }
 

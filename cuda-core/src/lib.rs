@@ -43,7 +43,7 @@ pub use error::{DriverVersion, Error, Result};
 pub use event::{Event, EventOptions};
 pub use kernel::{Kernel, KernelAttributes, ParamInfo};
 pub use launch::{launch, DevicePtr, DeviceRepr, KernelArg, LaunchConfig};
-pub use linker::{Linker, LinkerOptions};
+pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::cache::{CacheKey, ProgramCache};
 use crate::device::Device;
 use crate::driver::{self, NvrtcOutput};
 use crate::error::{Error, Result};
@@ -209,6 +210,81 @@ impl Program {
             compiled.lowered,
         ))
     }
+}
+
+impl Program {
+    /// The cache key of compiling this program for `target` with these name expressions:
+    /// a SHA-256 over the source, the name, every option (with the architecture resolved),
+    /// the target, the NVRTC version and the name expressions.
+    pub fn cache_key(&self, target: CodeType, name_expressions: &[&str]) -> Result<CacheKey> {
+        let options = self.options.resolved()?;
+        Ok(key(
+            self,
+            &options,
+            target,
+            name_expressions,
+            nvrtc_version()?,
+        ))
+    }
+
+    /// Compiles through `cache`: a hit skips NVRTC; a miss compiles and stores the result. A
+    /// cache that cannot be read or written only costs the compile.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, FileStreamProgramCache, Program, ProgramOptions};
+    ///
+    /// let cache = FileStreamProgramCache::open_default(FileStreamProgramCache::DEFAULT_MAX_BYTES)?;
+    /// let program = Program::new(r#"extern "C" __global__ void k() {}"#, ProgramOptions::default());
+    /// let code = program.compile_cached(&cache, CodeType::Cubin, &[])?; // compiles once
+    /// let again = program.compile_cached(&cache, CodeType::Cubin, &[])?; // a hit, even in a new process
+    /// assert_eq!(code.code(), again.code());
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn compile_cached(
+        &self,
+        cache: &dyn ProgramCache,
+        target: CodeType,
+        name_expressions: &[&str],
+    ) -> Result<ObjectCode> {
+        let key = self.cache_key(target, name_expressions)?;
+        if let Some(code) = cache
+            .get(&key)
+            .as_deref()
+            .and_then(ObjectCode::from_cache_bytes)
+        {
+            if code.code_type() == target {
+                return Ok(code);
+            }
+        }
+        let code = self.compile(target, name_expressions)?;
+        cache.put(&key, &code.to_cache_bytes());
+        Ok(code)
+    }
+}
+
+/// The key of one compilation; every field that changes NVRTC's output is in it.
+fn key(
+    program: &Program,
+    options: &ProgramOptions,
+    target: CodeType,
+    name_expressions: &[&str],
+    nvrtc: (i32, i32),
+) -> CacheKey {
+    let mut key = CacheKey::builder()
+        .field("source", program.source.as_bytes())
+        .field("name", program.name.as_bytes())
+        .field("target", target.extension().as_bytes())
+        .field("arch", options.arch.as_deref().unwrap_or("").as_bytes())
+        .field("nvrtc", format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    // One field per option and per expression: fields are length-prefixed, so no two lists
+    // give the same key.
+    for arg in options.to_args(target) {
+        key = key.field("option", arg.as_bytes());
+    }
+    for expression in name_expressions {
+        key = key.field("name_expression", expression.as_bytes());
+    }
+    key.finish()
 }
 
 /// The version of the NVRTC this process uses, `(major, minor)`.

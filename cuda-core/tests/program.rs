@@ -232,3 +232,53 @@ fn option_arguments_are_spelled_for_nvrtc() {
     );
     assert_eq!(options.to_args(CodeType::LtoIr)[1], "-dlto");
 }
+
+#[test]
+fn ltoir_links_with_nvjitlink_when_found() {
+    if !nvrtc() {
+        return;
+    }
+    use cuda_core::{Linker, LinkerBackend, LinkerOptions};
+    let rdc = ProgramOptions {
+        relocatable_device_code: true,
+        ..options()
+    };
+    let lib = Program::new(
+        "__device__ float twice(float x) { return 2.0f * x; }",
+        rdc.clone(),
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let main = Program::new(
+        "__device__ float twice(float x);\n\
+         extern \"C\" __global__ void apply(float* x) { x[0] = twice(x[0]); }",
+        rdc,
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let options = LinkerOptions {
+        arch: Some("90".to_owned()),
+        backend: LinkerBackend::NvJitLink,
+        ..Default::default()
+    };
+    match Linker::new(&[lib, main.clone()], options.clone()).link() {
+        Ok(linked) => {
+            assert_eq!(linked.code_type(), CodeType::Cubin);
+            assert!(linked.code().starts_with(b"\x7fELF"));
+            // An undefined function: nvJitLink's log names it.
+            let err = Linker::new(&[main], options).link().unwrap_err();
+            assert!(
+                matches!(&err, Error::Link { log } if log.contains("twice")),
+                "{err}"
+            );
+        }
+        Err(Error::Link { log }) if log.contains("not found") => {
+            assert!(
+                std::env::var_os("CUDA_CORE_REQUIRE_NVJITLINK").is_none(),
+                "{log}"
+            );
+            eprintln!("skipped: {log}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+}

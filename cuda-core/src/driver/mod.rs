@@ -6,6 +6,7 @@
 //! above speaks the version-neutral [`Driver`] trait and the handle types below.
 
 mod abi;
+mod nvjitlink;
 mod nvrtc;
 mod probe;
 mod v12;
@@ -21,6 +22,7 @@ use std::sync::OnceLock;
 
 use crate::error::{DriverVersion, Result};
 
+pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};
 pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_version, NvrtcOutput};
 
 /// Which driver ABI (which header's function table) the process uses.
@@ -95,6 +97,8 @@ pub struct DriverInfo {
     pub init: Result<()>,
     /// The NVRTC found, or why none was.
     pub nvrtc: Result<NvrtcInfo>,
+    /// The nvJitLink found, `(major, minor)` and where, or why none was.
+    pub nvjitlink: std::result::Result<((u32, u32), PathBuf), String>,
 }
 
 /// Version-neutral raw handles: the driver's pointers, owned by the safe types above.
@@ -481,6 +485,35 @@ pub(crate) trait Driver: Send + Sync {
     ) -> Result<StreamHandle>;
 }
 
+/// Reads one of the size-then-bytes outputs that NVRTC and nvJitLink share the shape of.
+///
+/// # Safety
+///
+/// `size` writes the byte count of the output of `handle`, and `get` writes exactly that many
+/// bytes to the pointer it is given.
+pub(crate) unsafe fn read_sized<H: Copy, R: Copy + PartialEq, P>(
+    handle: H,
+    size: unsafe extern "C" fn(H, *mut usize) -> R,
+    get: unsafe extern "C" fn(H, *mut P) -> R,
+    success: R,
+) -> std::result::Result<Vec<u8>, R> {
+    let mut len = 0usize;
+    // SAFETY: the caller vouches for the function; `len` is writable.
+    let status = unsafe { size(handle, &mut len) };
+    if status != success {
+        return Err(status);
+    }
+    let mut bytes = vec![0u8; len];
+    if len > 0 {
+        // SAFETY: the buffer holds the `len` bytes the library said it writes.
+        let status = unsafe { get(handle, bytes.as_mut_ptr().cast()) };
+        if status != success {
+            return Err(status);
+        }
+    }
+    Ok(bytes)
+}
+
 /// A loaded driver: its table behind the trait, and whether `cuInit` succeeded.
 pub(crate) struct Loaded {
     pub(crate) driver: Box<dyn Driver>,
@@ -537,5 +570,6 @@ pub(crate) fn info() -> Result<DriverInfo> {
         functions_loaded: loaded.driver.functions_loaded(),
         init: loaded.init.clone(),
         nvrtc,
+        nvjitlink: nvjitlink_info(),
     })
 }

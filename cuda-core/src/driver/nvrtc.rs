@@ -211,25 +211,12 @@ fn read_bytes(
     let (Some(size), Some(get)) = (size, get) else {
         return Err(nvrtcResult::NVRTC_ERROR_INVALID_INPUT);
     };
-    let mut len = 0usize;
-    // SAFETY: a live program and a writable size.
-    let status = unsafe { size(program, &mut len) };
-    if status != nvrtcResult::NVRTC_SUCCESS {
-        return Err(status);
-    }
-    let mut bytes = vec![0u8; len];
-    if len > 0 {
-        // SAFETY: the buffer holds the `len` bytes NVRTC said it will write.
-        let status = unsafe { get(program, bytes.as_mut_ptr().cast()) };
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            return Err(status);
-        }
-    }
-    Ok(bytes)
+    // SAFETY: both functions come from NVRTC's table with these signatures; `program` is live.
+    unsafe { super::read_sized(program, size, get, nvrtcResult::NVRTC_SUCCESS) }
 }
 
 /// A log buffer as text, without its terminating NUL.
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

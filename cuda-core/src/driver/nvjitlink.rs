@@ -1,0 +1,153 @@
+//! The process's nvJitLink, found once like NVRTC, and linking through it.
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use cuda_nvrtc_sys::nvjitlink::{
+    nvJitLinkHandle, nvJitLinkInputType, nvJitLinkResult, NvJitLink, NvJitLinkSearch,
+};
+
+use super::nvrtc::text;
+use crate::error::{Error, Result};
+
+static NVJITLINK: OnceLock<std::result::Result<NvJitLink, String>> = OnceLock::new();
+
+/// nvJitLink, loaded on first use, preferring the major of the NVRTC in use (its LTO-IR is
+/// what it links), else of the driver ABI. `Err` holds why none was found.
+fn nvjitlink() -> std::result::Result<&'static NvJitLink, &'static str> {
+    NVJITLINK
+        .get_or_init(|| {
+            let major = super::nvrtc()
+                .map(|n| n.version().0 as u32)
+                .or_else(|_| super::loaded().map(|l| l.driver.abi().major()))
+                .unwrap_or(13);
+            NvJitLinkSearch::from_env(major)
+                .load()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// The nvJitLink in use, `(version, location)`, or why there is none.
+pub(crate) fn nvjitlink_info() -> std::result::Result<((u32, u32), std::path::PathBuf), String> {
+    nvjitlink()
+        .map(|n| (n.version(), n.location().to_path_buf()))
+        .map_err(str::to_owned)
+}
+
+/// One nvJitLink input.
+pub(crate) struct JitInput<'a> {
+    /// `NVJITLINK_INPUT_CUBIN` 1, `_PTX` 2, `_LTOIR` 3, `_FATBIN` 4.
+    pub(crate) kind: u32,
+    pub(crate) data: &'a [u8],
+    pub(crate) name: &'a str,
+}
+
+/// Links with nvJitLink into a cubin: `Ok(None)` when there is no nvJitLink (the caller falls
+/// back to the driver's linker), a failure is `Error::Link` with nvJitLink's error log.
+pub(crate) fn jit_link(
+    inputs: &[JitInput<'_>],
+    options: &[String],
+) -> Result<Option<(Vec<u8>, String)>> {
+    let Ok(jit) = nvjitlink() else {
+        return Ok(None);
+    };
+    let t = jit.table();
+    let lacks = |symbol: &str| Error::Link {
+        log: format!(
+            "the nvJitLink at {} lacks {symbol}",
+            jit.location().display()
+        ),
+    };
+    let create = t.nvJitLinkCreate.ok_or_else(|| lacks("nvJitLinkCreate"))?;
+    let destroy = t
+        .nvJitLinkDestroy
+        .ok_or_else(|| lacks("nvJitLinkDestroy"))?;
+    let options_c: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::InvalidArgument {
+            name: "options",
+            reason: "an option contains a NUL byte".to_owned(),
+        })?;
+    let pointers: Vec<*const std::ffi::c_char> = options_c.iter().map(|o| o.as_ptr()).collect();
+    let mut handle: nvJitLinkHandle = std::ptr::null_mut();
+    // SAFETY: `pointers` holds that many NUL-terminated options, alive for the call.
+    let status = unsafe { create(&mut handle, pointers.len() as u32, pointers.as_ptr()) };
+    if status != nvJitLinkResult::NVJITLINK_SUCCESS {
+        return Err(Error::Link {
+            log: format!(
+                "nvJitLinkCreate failed with code {} (options {options:?})",
+                status.0
+            ),
+        });
+    }
+    let result = link_with(jit, handle, inputs);
+    // SAFETY: created above, destroyed once.
+    let status = unsafe { destroy(&mut handle) };
+    if status != nvJitLinkResult::NVJITLINK_SUCCESS {
+        log::error!("nvJitLinkDestroy failed with code {}", status.0);
+    }
+    result.map(Some)
+}
+
+fn link_with(
+    jit: &NvJitLink,
+    handle: nvJitLinkHandle,
+    inputs: &[JitInput<'_>],
+) -> Result<(Vec<u8>, String)> {
+    let t = jit.table();
+    let log = |size, get| -> String {
+        let (Some(size), Some(get)) = (size, get) else {
+            return String::new();
+        };
+        // SAFETY: the table's log functions, with a live handle.
+        let bytes =
+            unsafe { super::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) };
+        bytes.map(|b| text(&b)).unwrap_or_default()
+    };
+    let error_log = || log(t.nvJitLinkGetErrorLogSize, t.nvJitLinkGetErrorLog);
+    let fail = |what: &str, status: nvJitLinkResult| Error::Link {
+        log: format!("{what} failed with code {}\n{}", status.0, error_log()),
+    };
+    let (Some(add), Some(complete), Some(size), Some(get)) = (
+        t.nvJitLinkAddData,
+        t.nvJitLinkComplete,
+        t.nvJitLinkGetLinkedCubinSize,
+        t.nvJitLinkGetLinkedCubin,
+    ) else {
+        return Err(Error::Link {
+            log: format!(
+                "the nvJitLink at {} lacks functions to link",
+                jit.location().display()
+            ),
+        });
+    };
+    for input in inputs {
+        let name = CString::new(input.name.replace('\0', "")).unwrap_or_default();
+        // SAFETY: the data and name outlive the call; nvJitLink copies the input.
+        let status = unsafe {
+            add(
+                handle,
+                nvJitLinkInputType(input.kind),
+                input.data.as_ptr().cast(),
+                input.data.len(),
+                name.as_ptr(),
+            )
+        };
+        if status != nvJitLinkResult::NVJITLINK_SUCCESS {
+            return Err(fail("nvJitLinkAddData", status));
+        }
+    }
+    // SAFETY: a live handle with its inputs added.
+    let status = unsafe { complete(handle) };
+    if status != nvJitLinkResult::NVJITLINK_SUCCESS {
+        return Err(fail("nvJitLinkComplete", status));
+    }
+    // SAFETY: the table's cubin getters, on a completed link.
+    let cubin = unsafe { super::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) }
+        .map_err(|status| fail("nvJitLinkGetLinkedCubin", status))?;
+    Ok((cubin, log(t.nvJitLinkGetInfoLogSize, t.nvJitLinkGetInfoLog)))
+}
