@@ -490,3 +490,89 @@ fn raw_device_pointers_are_arguments_too() {
     .unwrap();
     assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [10.0, 20.0, 30.0, 40.0]);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ltoir_links_with_nvjitlink_and_runs() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let info = cuda_core::driver_info().unwrap();
+    let Ok(((major, minor), location)) = info.nvjitlink else {
+        println!("not run: no nvJitLink here ({:?})", info.nvjitlink.err());
+        return;
+    };
+    println!("nvJitLink {major}.{minor} from {}", location.display());
+    let rdc = ProgramOptions {
+        relocatable_device_code: true,
+        ..Default::default()
+    };
+    let lib = Program::new(
+        "__device__ float twice(float x) { return 2.0f * x; }",
+        rdc.clone(),
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let main = Program::new(
+        r#"__device__ float twice(float x);
+           extern "C" __global__ void apply(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) - 1.0f; }"#,
+        rdc,
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let linked = Linker::new(&[lib, main], LinkerOptions::default())
+        .link()
+        .unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut x = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 64, &stream)
+        .unwrap();
+    x.copy_from_host(&[5.0f32; 64], &stream).unwrap();
+    // SAFETY: 64 floats, one per thread.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [64, 1, 1]),
+            &linked.get_kernel("apply").unwrap(),
+            &[&x],
+        )
+    }
+    .unwrap();
+    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [9.0f32; 64]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cached_program_runs_like_a_fresh_one() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cuda_core::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
+    let program = Program::new(SOURCE, ProgramOptions::default());
+    let cold = program
+        .compile_cached(&cache, CodeType::Cubin, &["scale<float>"])
+        .unwrap();
+    let warm = program
+        .compile_cached(&cache, CodeType::Cubin, &["scale<float>"])
+        .unwrap();
+    assert_eq!(cold.code(), warm.code());
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut x = device
+        .memory_resource()
+        .unwrap()
+        .allocate(16, &stream)
+        .unwrap();
+    x.copy_from_host(&[1.0f32, 2.0, 3.0, 4.0], &stream).unwrap();
+    // SAFETY: 4 floats.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [4, 1, 1]),
+            &warm.get_kernel("scale<float>").unwrap(),
+            &[&x, &0.5f32, &4u32],
+        )
+    }
+    .unwrap();
+    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [0.5, 1.0, 1.5, 2.0]);
+}
