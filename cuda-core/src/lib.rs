@@ -61,3 +61,8 @@ pub use stream::{Stream, StreamOptions};
 pub fn driver_info() -> Result<DriverInfo> {
     driver::info()
 }
+
+/// README's code blocks, compiled as doctests so that its usage sample stays true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -284,3 +284,22 @@ fn objects_work_from_threads_with_any_context() {
         .unwrap();
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffer_and_pool_accessors() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+    assert!(!pool.as_raw().is_null());
+    let default_pool = DeviceMemoryResource::default_pool(device).unwrap();
+    assert!(!default_pool.is_owned());
+    assert_ne!(default_pool.as_raw(), pool.as_raw());
+    let buffer = pool.allocate(3000, &stream).unwrap();
+    assert_eq!(buffer.size(), 3000);
+    assert_ne!(buffer.ptr(), 0);
+    assert_eq!(buffer.device(), Some(device));
+    assert!(buffer.is_device_accessible() && !buffer.is_host_accessible());
+    assert!(format!("{:?}", buffer.memory_resource()).contains("owned: true"));
+    assert!(format!("{buffer:?}").contains("3000"));
+}

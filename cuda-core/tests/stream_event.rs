@@ -183,3 +183,25 @@ fn a_foreign_stream_is_used_but_not_destroyed() {
     owner.record_new(EventOptions::default()).unwrap();
     owner.sync().unwrap();
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn accessors_report_what_was_made() {
+    let device = common::device();
+    let context = device.primary_context().unwrap();
+    assert!(!context.as_raw().is_null());
+    assert_eq!(context.device(), device);
+    let options = EventOptions {
+        timing: true,
+        blocking_sync: true,
+    };
+    let event = context.create_event(options).unwrap();
+    assert_eq!(event.options(), options);
+    assert_eq!(event.context(), &context);
+    assert_eq!(event.device(), device);
+    assert!(!event.as_raw().is_null());
+    let stream = context.create_stream(StreamOptions::default()).unwrap();
+    assert_eq!(stream.context(), &context);
+    assert!(!stream.as_raw().is_null());
+    assert!(format!("{stream:?} {event:?} {context:?}").contains("device"));
+}
