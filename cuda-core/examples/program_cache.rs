@@ -24,7 +24,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::new(0)?;
     device.set_current()?;
     let cache = FileStreamProgramCache::open_default(FileStreamProgramCache::DEFAULT_MAX_BYTES)?;
-    let program = Program::new(common::SAXPY, ProgramOptions::default()).with_name("saxpy.cu");
+    let program =
+        Program::new(common::SAXPY, ProgramOptions::default()).with_name("program_cache_saxpy.cu");
     let key = program.cache_key(CodeType::Cubin, &[])?;
     let warm = cache.get(&key).is_some();
     let started = Instant::now();
