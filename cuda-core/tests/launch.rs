@@ -376,24 +376,7 @@ fn two_translation_units_link_through_the_driver() {
         .link()
         .unwrap();
     assert_eq!(linked.code_type(), CodeType::Cubin);
-    let stream = device.create_stream(StreamOptions::default()).unwrap();
-    let mut x = device
-        .memory_resource()
-        .unwrap()
-        .allocate(4 * 32, &stream)
-        .unwrap();
-    x.copy_from_host(&[3.0f32; 32], &stream).unwrap();
-    // SAFETY: 32 floats, one per thread.
-    unsafe {
-        launch(
-            &stream,
-            &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
-            &linked.get_kernel("apply").unwrap(),
-            &[&x],
-        )
-    }
-    .unwrap();
-    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [7.0f32; 32]);
+    assert_eq!(run_apply(&linked, 3.0), [7.0f32; 32]);
     // Linking without the definition fails with the linker's log naming the symbol.
     let err = Linker::new(&[main], LinkerOptions::default())
         .link()
@@ -491,6 +474,30 @@ fn raw_device_pointers_are_arguments_too() {
     assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [10.0, 20.0, 30.0, 40.0]);
 }
 
+/// Runs a linked program's `apply(float*)` on 32 copies of `input`; returns the results.
+fn run_apply(linked: &ObjectCode, input: f32) -> Vec<f32> {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut x = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 32, &stream)
+        .unwrap();
+    x.copy_from_host(&[input; 32], &stream).unwrap();
+    let kernel = linked.get_kernel("apply").unwrap();
+    // SAFETY: 32 floats, one per thread.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+            &kernel,
+            &[&x],
+        )
+    }
+    .unwrap();
+    x.to_vec::<f32>(&stream).unwrap()
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn ltoir_links_with_nvjitlink_and_runs() {
@@ -522,24 +529,7 @@ fn ltoir_links_with_nvjitlink_and_runs() {
     let linked = Linker::new(&[lib, main], LinkerOptions::default())
         .link()
         .unwrap();
-    let stream = device.create_stream(StreamOptions::default()).unwrap();
-    let mut x = device
-        .memory_resource()
-        .unwrap()
-        .allocate(4 * 64, &stream)
-        .unwrap();
-    x.copy_from_host(&[5.0f32; 64], &stream).unwrap();
-    // SAFETY: 64 floats, one per thread.
-    unsafe {
-        launch(
-            &stream,
-            &LaunchConfig::new([1, 1, 1], [64, 1, 1]),
-            &linked.get_kernel("apply").unwrap(),
-            &[&x],
-        )
-    }
-    .unwrap();
-    assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [9.0f32; 64]);
+    assert_eq!(run_apply(&linked, 5.0), [9.0f32; 32]);
 }
 
 #[test]
