@@ -5,7 +5,10 @@
 //!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`.
 //! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
 //!   when the committed files drift from what the pinned headers give.
+//! - `bench-report [--criterion DIR] [--out FILE]`: one markdown table of the overhead suites'
+//!   criterion results (see [`bench_report`]).
 
+mod bench_report;
 mod bindings;
 mod headers;
 mod per_major;
@@ -17,8 +20,9 @@ fn usage() -> &'static str {
     "usage: cargo xtask <command>\n\
      \n\
      commands:\n  \
-       regenerate-bindings [--cuda-include DIR]   remake the committed FFI bindings\n  \
-       check-bindings                             fail if the committed bindings drift\n"
+       regenerate-bindings [--cuda-include DIR]      remake the committed FFI bindings\n  \
+       check-bindings                                fail if the committed bindings drift\n  \
+       bench-report [--criterion DIR] [--out FILE]   the overhead benches' results as one table\n"
 }
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
         Some("regenerate-bindings") => parse_include(&args[1..])
             .and_then(|local| bindings::regenerate(&workspace_root(), local.as_deref())),
         Some("check-bindings") if args.len() == 1 => bindings::check(&workspace_root()),
+        Some("bench-report") => bench_report::run(&args[1..], &workspace_root()),
         Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             Ok(())

@@ -1,0 +1,753 @@
+//! Per-call overhead of cuda-core against the raw driver call and cudarc, in one run.
+//!
+//! Each case is a criterion group with up to three benchmarks, `<case>/raw` (the table field
+//! called directly: the limit), `<case>/cuda-core` and `<case>/cudarc`. `cargo xtask
+//! bench-report` turns the results into one table.
+//!
+//! | case | one iteration |
+//! | --- | --- |
+//! | `device_current` | the device of the current context |
+//! | `device_by_ordinal` | device 0 by ordinal |
+//! | `set_current` | make device 0's primary context current |
+//! | `stream_create_destroy` | create and destroy a non-blocking stream |
+//! | `event_create_destroy` | create and destroy an event without timing |
+//! | `event_record` | record an event on an idle stream (batched) |
+//! | `event_query` | query a completed event |
+//! | `stream_sync_idle` | synchronise an idle stream |
+//! | `launch_0`, `launch_4`, `launch_16` | launch an empty kernel of 0, 4 or 16 parameters (batched) |
+//! | `launch_cluster` | `cuLaunchKernelEx` of an empty kernel, grid 2 in one 2-block cluster (batched) |
+//! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched) |
+//! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
+//!
+//! "Batched" cases queue [`common::BATCH`] operations per timed batch and synchronise the
+//! stream after it, outside the timed part; the time reported is per operation.
+//!
+//! cudarc has no equivalent of `device_current` or `device_by_ordinal` (it has no device type:
+//! the nearest, `CudaContext::new`, also retains the primary context and reads attributes) and
+//! none of `launch_cluster` (its launch builder has no `cuLaunchKernelEx`); those variants are
+//! left out.
+//!
+//! Everything each variant uses (the primary context, three streams, events, two libraries and
+//! one module of the same cubin, buffers) is made before the first group runs, so every case
+//! meets the same driver state in each variant. That matters: on the H200 an idle
+//! `cuStreamSynchronize` measured 190 ns in a fresh context, but 1.3 us once a module was
+//! loaded and `cuMemAlloc` had run.
+
+mod common;
+
+use std::ffi::{c_void, CString};
+use std::hint::black_box;
+use std::ptr::null_mut;
+use std::sync::Arc;
+
+use benches::kernels::{EMPTY0, EMPTY16, EMPTY4, LAUNCH_KERNELS};
+use benches::raw::{check, Handle, RawDriver, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING, SUCCESS};
+use common::batched;
+use criterion::Criterion;
+use cuda_core::{
+    launch, Allocate, Buffer, CodeType, Device, Event, EventOptions, Kernel, LaunchConfig,
+    MemoryResource, Program, ProgramOptions, Stream, StreamOptions,
+};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, PushKernelArg,
+};
+
+/// Bytes of each buffer: the launch arguments and the copies.
+const BUFFER_BYTES: usize = 4096;
+/// Bytes of the `alloc_free_1k` allocation.
+const ALLOC_BYTES: usize = 1024;
+/// The `int` arguments of the 4- and 16-parameter kernels.
+const INTS: [i32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+/// Every plain launch: one block of 32 threads.
+const GRID: [u32; 3] = [1, 1, 1];
+/// See [`GRID`].
+const BLOCK: [u32; 3] = [32, 1, 1];
+
+fn main() {
+    let Some(raw) = common::gpu_or_skip("overhead") else {
+        return;
+    };
+    let mut c = common::criterion();
+    benches::with_raw!(&raw, |driver| run(&mut c, driver));
+    c.final_summary();
+}
+
+/// cuda-core's objects.
+struct Core {
+    device: Device,
+    stream: Stream,
+    record: Event,
+    done: Event,
+    memory: Arc<dyn MemoryResource>,
+    args: [Buffer; 4],
+    copy: Buffer,
+    kernels: Option<[Kernel; 3]>,
+}
+
+/// The raw driver's objects: plain handles, as in C.
+struct RawState {
+    context: Handle,
+    stream: Handle,
+    record: Handle,
+    done: Handle,
+    pool: Handle,
+    args: [u64; 4],
+    copy: u64,
+    /// `empty0`, `empty4`, `empty16`, as `CUkernel`s of one library.
+    kernels: Option<[Handle; 3]>,
+}
+
+/// cudarc's objects.
+struct Rc {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    record: CudaEvent,
+    done: CudaEvent,
+    args: [CudaSlice<f32>; 4],
+    copy: CudaSlice<u8>,
+    kernels: Option<(Arc<CudaModule>, [CudaFunction; 3])>,
+}
+
+fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
+    let device = Device::new(0).expect("device 0");
+    device.set_current().expect("making device 0 current");
+    let cubin = match Program::new(LAUNCH_KERNELS, ProgramOptions::default())
+        .with_name("overhead.cu")
+        .compile(CodeType::Cubin, &[])
+    {
+        Ok(code) => Some(code),
+        Err(e) => {
+            println!("overhead: cannot compile the launch kernels ({e}); launch cases skipped");
+            None
+        }
+    };
+
+    // Everything is made here, before any group runs (see the crate docs).
+    let mut core = core_setup(device, cubin.as_ref());
+    let raw = raw_setup(driver, cubin.as_ref().map(|c| c.code()));
+    let mut rc = cudarc_setup(cubin.as_ref().map(|c| c.code().to_vec()));
+    let mut host = vec![1u8; BUFFER_BYTES];
+
+    device_cases(c, driver, &core, &raw, &rc);
+    stream_event_cases(c, driver, &core, &raw, &rc);
+    launch_cases(c, driver, &core, &raw, &rc);
+    memory_cases(c, driver, &mut core, &raw, &mut rc, &mut host);
+}
+
+fn core_setup(device: Device, code: Option<&cuda_core::ObjectCode>) -> Core {
+    let stream = device
+        .create_stream(StreamOptions::default())
+        .expect("a stream");
+    let memory = device.memory_resource().expect("the default memory pool");
+    let buffer = || {
+        memory
+            .allocate(BUFFER_BYTES, &stream)
+            .expect("a 4 KiB buffer")
+    };
+    let args = [buffer(), buffer(), buffer(), buffer()];
+    let copy = buffer();
+    let kernels = code.map(|code| {
+        [EMPTY0, EMPTY4, EMPTY16].map(|name| code.get_kernel(name).expect("a launch kernel"))
+    });
+    let record = device.create_event(EventOptions::default()).expect("event");
+    let done = device.create_event(EventOptions::default()).expect("event");
+    stream.record(&done).expect("recording");
+    stream.sync().expect("synchronising");
+    Core {
+        device,
+        stream,
+        record,
+        done,
+        memory,
+        args,
+        copy,
+        kernels,
+    }
+}
+
+fn raw_setup<R: RawDriver>(d: &R, cubin: Option<&[u8]>) -> RawState {
+    let mut s = RawState {
+        context: null_mut(),
+        stream: null_mut(),
+        record: null_mut(),
+        done: null_mut(),
+        pool: null_mut(),
+        args: [0; 4],
+        copy: 0,
+        kernels: None,
+    };
+    let mut device = 0;
+    // SAFETY: every out-pointer is a writable local or field; handles passed in come from the
+    // calls before them.
+    unsafe {
+        check(d.cuDeviceGet(&mut device, 0), "cuDeviceGet");
+        check(
+            d.cuDevicePrimaryCtxRetain(&mut s.context, device),
+            "cuDevicePrimaryCtxRetain",
+        );
+        check(d.cuCtxSetCurrent(s.context), "cuCtxSetCurrent");
+        check(
+            d.cuStreamCreate(&mut s.stream, STREAM_NON_BLOCKING),
+            "cuStreamCreate",
+        );
+        check(
+            d.cuEventCreate(&mut s.record, EVENT_DISABLE_TIMING),
+            "cuEventCreate",
+        );
+        check(
+            d.cuEventCreate(&mut s.done, EVENT_DISABLE_TIMING),
+            "cuEventCreate",
+        );
+        check(
+            d.cuDeviceGetDefaultMemPool(&mut s.pool, device),
+            "cuDeviceGetDefaultMemPool",
+        );
+        for ptr in s.args.iter_mut().chain([&mut s.copy]) {
+            check(
+                d.cuMemAllocFromPoolAsync(ptr, BUFFER_BYTES, s.pool, s.stream),
+                "cuMemAllocFromPoolAsync",
+            );
+        }
+        if let Some(cubin) = cubin {
+            let mut library = null_mut();
+            check(
+                d.cuLibraryLoadData(&mut library, cubin.as_ptr().cast()),
+                "cuLibraryLoadData",
+            );
+            let mut kernels = [null_mut(); 3];
+            for (kernel, name) in kernels.iter_mut().zip([EMPTY0, EMPTY4, EMPTY16]) {
+                let name = CString::new(name).expect("a kernel name");
+                check(
+                    d.cuLibraryGetKernel(kernel, library, name.as_ptr()),
+                    "cuLibraryGetKernel",
+                );
+            }
+            s.kernels = Some(kernels);
+        }
+        check(d.cuEventRecord(s.done, s.stream), "cuEventRecord");
+        check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+    }
+    s
+}
+
+fn cudarc_setup(cubin: Option<Vec<u8>>) -> Rc {
+    let context = CudaContext::new(0).expect("cudarc: device 0");
+    let stream = context.new_stream().expect("cudarc: a stream");
+    let slice = || {
+        stream
+            .alloc_zeros::<f32>(BUFFER_BYTES / 4)
+            .expect("cudarc: a buffer")
+    };
+    let args = [slice(), slice(), slice(), slice()];
+    let copy = stream
+        .alloc_zeros::<u8>(BUFFER_BYTES)
+        .expect("cudarc: a buffer");
+    let kernels = cubin.map(|cubin| {
+        let module = context
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .expect("cudarc: loading the cubin");
+        let functions = [EMPTY0, EMPTY4, EMPTY16]
+            .map(|name| module.load_function(name).expect("cudarc: a launch kernel"));
+        (module, functions)
+    });
+    let record = context.new_event(None).expect("cudarc: an event");
+    let done = context.new_event(None).expect("cudarc: an event");
+    done.record(&stream).expect("cudarc: recording");
+    stream.synchronize().expect("cudarc: synchronising");
+    Rc {
+        context,
+        stream,
+        record,
+        done,
+        args,
+        copy,
+        kernels,
+    }
+}
+
+/// A kernel argument as the driver takes it: the address of the value.
+fn arg<T>(value: &T) -> *mut c_void {
+    std::ptr::from_ref(value).cast_mut().cast()
+}
+
+fn device_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState, rc: &Rc) {
+    let mut g = c.benchmark_group("device_current");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            let mut context = null_mut();
+            let mut device = 0;
+            // SAFETY: writable out-pointers.
+            unsafe {
+                check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+                if !context.is_null() {
+                    check(d.cuCtxGetDevice(&mut device), "cuCtxGetDevice");
+                }
+            }
+            black_box(device)
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| black_box(Device::current().unwrap()));
+    });
+    // cudarc: no equivalent (it has no device type or current-device query).
+    g.finish();
+
+    let mut g = c.benchmark_group("device_by_ordinal");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            let mut device = 0;
+            // SAFETY: a writable out-pointer.
+            let status = unsafe { d.cuDeviceGet(&mut device, black_box(0)) };
+            check(status, "cuDeviceGet");
+            black_box(device)
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| black_box(Device::new(black_box(0)).unwrap()));
+    });
+    // cudarc: no equivalent; `CudaContext::new` also retains the primary context and reads an
+    // attribute.
+    g.finish();
+
+    let mut g = c.benchmark_group("set_current");
+    g.bench_function("raw", |b| {
+        // SAFETY: the primary context, retained in `raw_setup` and never released.
+        b.iter(|| check(unsafe { d.cuCtxSetCurrent(raw.context) }, "cuCtxSetCurrent"));
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| core.device.set_current().unwrap());
+    });
+    // cudarc's way to make its context current; it reads the current context first and skips
+    // `cuCtxSetCurrent` when it already is current (as it is here).
+    g.bench_function("cudarc", |b| {
+        b.iter(|| rc.context.bind_to_thread().unwrap());
+    });
+    g.finish();
+}
+
+fn stream_event_cases<R: RawDriver>(
+    c: &mut Criterion,
+    d: &R,
+    core: &Core,
+    raw: &RawState,
+    rc: &Rc,
+) {
+    let mut g = c.benchmark_group("stream_create_destroy");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            let mut stream = null_mut();
+            // SAFETY: a writable out-pointer, then the stream just made.
+            unsafe {
+                check(
+                    d.cuStreamCreate(&mut stream, STREAM_NON_BLOCKING),
+                    "cuStreamCreate",
+                );
+                check(d.cuStreamDestroy(stream), "cuStreamDestroy");
+            }
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| drop(core.device.create_stream(StreamOptions::default()).unwrap()));
+    });
+    g.bench_function("cudarc", |b| {
+        b.iter(|| drop(rc.context.new_stream().unwrap()));
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("event_create_destroy");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            let mut event = null_mut();
+            // SAFETY: a writable out-pointer, then the event just made.
+            unsafe {
+                check(
+                    d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
+                    "cuEventCreate",
+                );
+                check(d.cuEventDestroy(event), "cuEventDestroy");
+            }
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
+    });
+    // `None` is cudarc's default: timing disabled.
+    g.bench_function("cudarc", |b| {
+        b.iter(|| drop(rc.context.new_event(None).unwrap()));
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("event_record");
+    g.bench_function("raw", |b| {
+        batched(
+            b,
+            || {
+                // SAFETY: an event and a stream of the current context, both alive.
+                let status = unsafe { d.cuEventRecord(raw.record, raw.stream) };
+                check(status, "cuEventRecord");
+            },
+            || raw_sync(d, raw.stream),
+        );
+    });
+    g.bench_function("cuda-core", |b| {
+        batched(
+            b,
+            || core.stream.record(&core.record).unwrap(),
+            || core.stream.sync().unwrap(),
+        );
+    });
+    g.bench_function("cudarc", |b| {
+        batched(
+            b,
+            || rc.record.record(&rc.stream).unwrap(),
+            || rc.stream.synchronize().unwrap(),
+        );
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("event_query");
+    g.bench_function("raw", |b| {
+        // SAFETY: an event recorded and completed in `raw_setup`.
+        b.iter(|| black_box(unsafe { d.cuEventQuery(raw.done) } == SUCCESS));
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| black_box(core.done.is_done().unwrap()));
+    });
+    g.bench_function("cudarc", |b| {
+        b.iter(|| black_box(rc.done.try_is_complete().unwrap()));
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("stream_sync_idle");
+    g.bench_function("raw", |b| b.iter(|| raw_sync(d, raw.stream)));
+    g.bench_function("cuda-core", |b| b.iter(|| core.stream.sync().unwrap()));
+    g.bench_function("cudarc", |b| b.iter(|| rc.stream.synchronize().unwrap()));
+    g.finish();
+}
+
+/// `cuStreamSynchronize`, checked.
+#[inline(always)]
+fn raw_sync<R: RawDriver>(d: &R, stream: Handle) {
+    // SAFETY: a stream made in `raw_setup`, alive for the whole run.
+    let status = unsafe { d.cuStreamSynchronize(stream) };
+    check(status, "cuStreamSynchronize");
+}
+
+fn launch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState, rc: &Rc) {
+    let (Some(core_k), Some(raw_k), Some((_, rc_k))) = (&core.kernels, &raw.kernels, &rc.kernels)
+    else {
+        return;
+    };
+    let config = LaunchConfig::new(GRID, BLOCK);
+    let rc_config = cudarc::driver::LaunchConfig {
+        grid_dim: (GRID[0], GRID[1], GRID[2]),
+        block_dim: (BLOCK[0], BLOCK[1], BLOCK[2]),
+        shared_mem_bytes: 0,
+    };
+    let n = 1024i32;
+
+    // The raw launch of `kernel` with `params`, one block of 32 threads.
+    let raw_launch = |kernel: Handle, params: &mut [*mut c_void]| {
+        // SAFETY: a kernel of the loaded library taking exactly these parameters (it touches
+        // none of them), on a live stream.
+        let status = unsafe {
+            d.cuLaunchKernel(
+                kernel,
+                GRID[0],
+                GRID[1],
+                GRID[2],
+                BLOCK[0],
+                BLOCK[1],
+                BLOCK[2],
+                0,
+                raw.stream,
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        };
+        check(status, "cuLaunchKernel");
+    };
+
+    let mut g = c.benchmark_group("launch_0");
+    g.bench_function("raw", |b| {
+        batched(
+            b,
+            || raw_launch(raw_k[0], &mut []),
+            || raw_sync(d, raw.stream),
+        );
+    });
+    g.bench_function("cuda-core", |b| {
+        batched(
+            b,
+            // SAFETY: an empty kernel of no parameters.
+            || unsafe { launch(&core.stream, &config, &core_k[0], &[]) }.unwrap(),
+            || core.stream.sync().unwrap(),
+        );
+    });
+    g.bench_function("cudarc", |b| {
+        batched(
+            b,
+            || {
+                // SAFETY: an empty kernel of no parameters.
+                unsafe { rc.stream.launch_builder(&rc_k[0]).launch(rc_config) }.unwrap();
+            },
+            || rc.stream.synchronize().unwrap(),
+        );
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("launch_4");
+    g.bench_function("raw", |b| {
+        let [p0, p1, p2, _] = &raw.args;
+        batched(
+            b,
+            || raw_launch(raw_k[1], &mut [arg(p0), arg(p1), arg(p2), arg(&n)]),
+            || raw_sync(d, raw.stream),
+        );
+    });
+    g.bench_function("cuda-core", |b| {
+        let [b0, b1, b2, _] = &core.args;
+        batched(
+            b,
+            // SAFETY: an empty kernel; the buffers outlive the run.
+            || unsafe { launch(&core.stream, &config, &core_k[1], &[b0, b1, b2, &n]) }.unwrap(),
+            || core.stream.sync().unwrap(),
+        );
+    });
+    g.bench_function("cudarc", |b| {
+        let [s0, s1, s2, _] = &rc.args;
+        batched(
+            b,
+            || {
+                let mut l = rc.stream.launch_builder(&rc_k[1]);
+                l.arg(s0).arg(s1).arg(s2).arg(&n);
+                // SAFETY: an empty kernel; the buffers outlive the run.
+                unsafe { l.launch(rc_config) }.unwrap();
+            },
+            || rc.stream.synchronize().unwrap(),
+        );
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("launch_16");
+    g.bench_function("raw", |b| {
+        let [p0, p1, p2, p3] = &raw.args;
+        let i = &INTS;
+        batched(
+            b,
+            || {
+                raw_launch(
+                    raw_k[2],
+                    &mut [
+                        arg(p0),
+                        arg(p1),
+                        arg(p2),
+                        arg(p3),
+                        arg(&i[0]),
+                        arg(&i[1]),
+                        arg(&i[2]),
+                        arg(&i[3]),
+                        arg(&i[4]),
+                        arg(&i[5]),
+                        arg(&i[6]),
+                        arg(&i[7]),
+                        arg(&i[8]),
+                        arg(&i[9]),
+                        arg(&i[10]),
+                        arg(&i[11]),
+                    ],
+                );
+            },
+            || raw_sync(d, raw.stream),
+        );
+    });
+    g.bench_function("cuda-core", |b| {
+        let [b0, b1, b2, b3] = &core.args;
+        let i = &INTS;
+        batched(
+            b,
+            || {
+                // SAFETY: an empty kernel; the buffers outlive the run.
+                unsafe {
+                    launch(
+                        &core.stream,
+                        &config,
+                        &core_k[2],
+                        &[
+                            b0, b1, b2, b3, &i[0], &i[1], &i[2], &i[3], &i[4], &i[5], &i[6], &i[7],
+                            &i[8], &i[9], &i[10], &i[11],
+                        ],
+                    )
+                }
+                .unwrap();
+            },
+            || core.stream.sync().unwrap(),
+        );
+    });
+    g.bench_function("cudarc", |b| {
+        let [s0, s1, s2, s3] = &rc.args;
+        batched(
+            b,
+            || {
+                let mut l = rc.stream.launch_builder(&rc_k[2]);
+                l.arg(s0).arg(s1).arg(s2).arg(s3);
+                for i in &INTS {
+                    l.arg(i);
+                }
+                // SAFETY: an empty kernel; the buffers outlive the run.
+                unsafe { l.launch(rc_config) }.unwrap();
+            },
+            || rc.stream.synchronize().unwrap(),
+        );
+    });
+    g.finish();
+
+    match core.device.compute_capability() {
+        Ok((major, _)) if major >= 9 => {}
+        Ok((major, minor)) => {
+            println!(
+                "overhead: launch_cluster needs compute capability 9.0 (device 0 is \
+                 {major}.{minor}); skipped"
+            );
+            return;
+        }
+        Err(e) => {
+            println!("overhead: launch_cluster: compute capability unknown ({e}); skipped");
+            return;
+        }
+    }
+    let cluster = [2, 1, 1];
+    let cluster_grid = [2, 1, 1];
+    let mut g = c.benchmark_group("launch_cluster");
+    g.bench_function("raw", |b| {
+        batched(
+            b,
+            || {
+                // SAFETY: an empty kernel of no parameters, two blocks in one cluster, on a
+                // live stream.
+                let status = unsafe {
+                    d.cuLaunchKernelEx_cluster(
+                        raw_k[0],
+                        cluster_grid,
+                        BLOCK,
+                        cluster,
+                        raw.stream,
+                        null_mut(),
+                    )
+                };
+                check(status, "cuLaunchKernelEx");
+            },
+            || raw_sync(d, raw.stream),
+        );
+    });
+    let clustered = LaunchConfig::new(cluster_grid, BLOCK).with_cluster(cluster);
+    g.bench_function("cuda-core", |b| {
+        batched(
+            b,
+            // SAFETY: an empty kernel of no parameters.
+            || unsafe { launch(&core.stream, &clustered, &core_k[0], &[]) }.unwrap(),
+            || core.stream.sync().unwrap(),
+        );
+    });
+    // cudarc: no equivalent (its launch builder has no cuLaunchKernelEx or clusters).
+    g.finish();
+}
+
+fn memory_cases<R: RawDriver>(
+    c: &mut Criterion,
+    d: &R,
+    core: &mut Core,
+    raw: &RawState,
+    rc: &mut Rc,
+    host: &mut [u8],
+) {
+    let mut g = c.benchmark_group("alloc_free_1k");
+    g.bench_function("raw", |b| {
+        batched(
+            b,
+            || {
+                let mut ptr = 0;
+                // SAFETY: a writable out-pointer, the default pool and a live stream; the
+                // allocation is freed once, in order on the same stream.
+                unsafe {
+                    check(
+                        d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
+                        "cuMemAllocFromPoolAsync",
+                    );
+                    check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+                }
+            },
+            || raw_sync(d, raw.stream),
+        );
+    });
+    g.bench_function("cuda-core", |b| {
+        batched(
+            b,
+            || drop(core.memory.allocate(ALLOC_BYTES, &core.stream).unwrap()),
+            || core.stream.sync().unwrap(),
+        );
+    });
+    g.bench_function("cudarc", |b| {
+        batched(
+            b,
+            // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
+            || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
+            || rc.stream.synchronize().unwrap(),
+        );
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("copy_htod_4k");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            // SAFETY: 4 KiB of host memory alive across the synchronise, into a 4 KiB buffer.
+            unsafe {
+                check(
+                    d.cuMemcpyHtoDAsync(raw.copy, host.as_ptr().cast(), BUFFER_BYTES, raw.stream),
+                    "cuMemcpyHtoDAsync",
+                );
+            }
+            raw_sync(d, raw.stream);
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| core.copy.copy_from_host(host, &core.stream).unwrap());
+    });
+    g.bench_function("cudarc", |b| {
+        b.iter(|| {
+            rc.stream.memcpy_htod(host, &mut rc.copy).unwrap();
+            rc.stream.synchronize().unwrap();
+        });
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("copy_dtoh_4k");
+    g.bench_function("raw", |b| {
+        b.iter(|| {
+            // SAFETY: 4 KiB of writable host memory, alive across the synchronise, from a
+            // 4 KiB buffer.
+            unsafe {
+                check(
+                    d.cuMemcpyDtoHAsync(
+                        host.as_mut_ptr().cast(),
+                        raw.copy,
+                        BUFFER_BYTES,
+                        raw.stream,
+                    ),
+                    "cuMemcpyDtoHAsync",
+                );
+            }
+            raw_sync(d, raw.stream);
+        });
+    });
+    g.bench_function("cuda-core", |b| {
+        b.iter(|| core.copy.copy_to_host(host, &core.stream).unwrap());
+    });
+    g.bench_function("cudarc", |b| {
+        b.iter(|| {
+            rc.stream.memcpy_dtoh(&rc.copy, host).unwrap();
+            rc.stream.synchronize().unwrap();
+        });
+    });
+    g.finish();
+}

@@ -1,0 +1,41 @@
+//! The CUDA C++ the suites compile (with NVRTC, at run time, for the device they run on).
+
+/// Empty kernels with 0, 4 (three pointers and an `int`) and 16 parameters (four pointers and
+/// twelve `int`s): a launch of one costs the launch path and nothing on the device.
+pub const LAUNCH_KERNELS: &str = r#"
+extern "C" __global__ void empty0() {}
+
+extern "C" __global__ void empty4(float* a, const float* b, float* c, int n) {}
+
+extern "C" __global__ void empty16(float* p0, float* p1, float* p2, float* p3,
+    int i0, int i1, int i2, int i3, int i4, int i5,
+    int i6, int i7, int i8, int i9, int i10, int i11) {}
+"#;
+
+/// The names of [`LAUNCH_KERNELS`]' kernels, by parameter count.
+pub const EMPTY0: &str = "empty0";
+/// See [`EMPTY0`].
+pub const EMPTY4: &str = "empty4";
+/// See [`EMPTY0`].
+pub const EMPTY16: &str = "empty16";
+
+/// SAXPY, the program the compile and cache suites build.
+pub const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+/// The kernel name of [`SAXPY`].
+pub const SAXPY_KERNEL: &str = "saxpy";
+
+/// The program the `first_launch` example launches once, in a fresh process.
+pub const FIRST_LAUNCH: &str = r#"extern "C" __global__ void first_launch() {}"#;
+
+/// The kernel name of [`FIRST_LAUNCH`].
+pub const FIRST_LAUNCH_KERNEL: &str = "first_launch";
+
+/// The file, in the `first_launch` cache directory, that holds the cubin for the raw and
+/// cudarc variants (written by the priming run).
+pub const FIRST_LAUNCH_CUBIN: &str = "first_launch.cubin";
