@@ -167,18 +167,23 @@ impl Context {
     /// Creates a stream in this context. In a green context, the stream is always
     /// non-blocking (the driver requires it) and its work runs on the context's SMs.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        Stream::create(self, options)
+        Stream::create(self.clone(), options)
     }
 
     /// Creates an event in this context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        Event::create(self, options)
+        Event::create(self.clone(), options)
     }
 
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), replacing what
     /// was current. The context stays alive at least as long as this value.
     pub fn set_current(&self) -> Result<()> {
-        self.inner.driver.ctx_set_current(self.inner.handle)
+        let driver = self.inner.driver;
+        // Reading is cheaper than setting (seen on the H200): skip a set that changes nothing.
+        if driver.ctx_get_current()? == self.inner.handle {
+            return Ok(());
+        }
+        driver.ctx_set_current(self.inner.handle)
     }
 
     /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).

@@ -108,16 +108,13 @@ impl Device {
     }
 
     /// The device of the calling thread's current context, or device 0 when no context is
-    /// current: `cuCtxGetCurrent`, then `cuCtxGetDevice` when one is.
+    /// current: one `cuCtxGetDevice` (whose invalid-context answer means "none current").
     #[inline]
     pub fn current() -> Result<Device> {
-        let driver = driver()?;
-        if driver.ctx_get_current()?.0.is_null() {
-            return Device::new(0);
+        match driver()?.ctx_get_device()? {
+            Some(ordinal) => Ok(Device { ordinal }),
+            None => Device::new(0),
         }
-        Ok(Device {
-            ordinal: driver.ctx_get_device()?,
-        })
     }
 
     /// The ordinal.
@@ -252,6 +249,12 @@ impl Device {
         Ok(state.memory_resource.get_or_init(|| resource).clone())
     }
 
+    /// The default resource once made, as the process keeps it.
+    #[inline]
+    pub(crate) fn default_memory_resource(&self) -> Option<&'static Arc<dyn MemoryResource>> {
+        self.state().ok()?.memory_resource.get()
+    }
+
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
     pub fn default_stream(&self) -> Result<Stream> {
         Ok(Stream::legacy_default(&self.primary_context()?))
@@ -259,12 +262,12 @@ impl Device {
 
     /// Creates a stream in this device's primary context.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        self.primary_context()?.create_stream(options)
+        Stream::create(self.primary_context()?, options)
     }
 
     /// Creates an event in this device's primary context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        self.primary_context()?.create_event(options)
+        Event::create(self.primary_context()?, options)
     }
 
     /// The device's resources, for green contexts.

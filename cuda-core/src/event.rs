@@ -75,7 +75,7 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
-    pub(crate) fn create(context: &Context, options: EventOptions) -> Result<Event> {
+    pub(crate) fn create(context: Context, options: EventOptions) -> Result<Event> {
         let mut flags = 0;
         if !options.timing {
             flags |= DISABLE_TIMING;
@@ -87,7 +87,7 @@ impl Event {
         Ok(Event {
             handle,
             driver: context.inner.driver,
-            context: context.clone(),
+            context,
             options,
         })
     }

@@ -108,7 +108,7 @@ impl PartialEq for Stream {
 impl Eq for Stream {}
 
 impl Stream {
-    pub(crate) fn create(context: &Context, options: StreamOptions) -> Result<Stream> {
+    pub(crate) fn create(context: Context, options: StreamOptions) -> Result<Stream> {
         let device = context.device();
         if let Some(priority) = options.priority {
             let (least, greatest) = device.stream_priority_range()?;
@@ -124,20 +124,23 @@ impl Stream {
             }
         }
         let driver = context.inner.driver;
-        let priority = options.priority.unwrap_or(0);
         let handle = match context.green_handle() {
             // Green contexts make their streams directly, and only non-blocking ones.
-            Some(green) => driver.green_ctx_stream_create(green, NON_BLOCKING, priority)?,
+            Some(green) => driver.green_ctx_stream_create(
+                green,
+                NON_BLOCKING,
+                options.priority.unwrap_or(0),
+            )?,
             None => {
                 let flags = if options.non_blocking {
                     NON_BLOCKING
                 } else {
                     0
                 };
-                context.with_current(|driver| driver.stream_create(flags, priority))?
+                context.with_current(|driver| driver.stream_create(flags, options.priority))?
             }
         };
-        Ok(Stream::wrap(handle, context.clone(), Kind::Owned))
+        Ok(Stream::wrap(handle, context, Kind::Owned))
     }
 
     pub(crate) fn legacy_default(context: &Context) -> Stream {
@@ -238,7 +241,7 @@ impl Stream {
 
     /// Creates an event in the stream's context and records it here.
     pub fn record_new(&self, options: EventOptions) -> Result<Event> {
-        let event = self.inner.context.create_event(options)?;
+        let event = Event::create(self.inner.context.clone(), options)?;
         self.record(&event)?;
         Ok(event)
     }

@@ -5,6 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{CacheKey, ProgramCache};
 use crate::error::Result;
+use crate::object_code::ObjectCode;
 
 /// A program cache in this process's memory, bounded in bytes (the sum of the values' lengths),
 /// dropping the least recently used entries first.
@@ -33,6 +34,9 @@ pub struct InMemoryProgramCache {
 struct Lru {
     /// Each key's value and the tick of its last use.
     entries: HashMap<CacheKey, (Vec<u8>, u64)>,
+    /// The object code of an entry, kept (loaded) once asked for as code: a hit then costs no
+    /// parse and no library load. Evicted with its entry.
+    codes: HashMap<CacheKey, ObjectCode>,
     /// Keys by the tick of their last use: the first is the least recently used.
     order: BTreeMap<u64, CacheKey>,
     /// The next tick; ticks only grow.
@@ -48,6 +52,7 @@ impl Lru {
     }
 
     fn remove(&mut self, key: &CacheKey) {
+        self.codes.remove(key);
         if let Some((value, tick)) = self.entries.remove(key) {
             self.order.remove(&tick);
             self.size -= value.len();
@@ -125,6 +130,7 @@ impl ProgramCache for InMemoryProgramCache {
             let Some((_, oldest)) = lru.order.pop_first() else {
                 break;
             };
+            lru.codes.remove(&oldest);
             if let Some((old, _)) = lru.entries.remove(&oldest) {
                 lru.size -= old.len();
             }
@@ -135,6 +141,35 @@ impl ProgramCache for InMemoryProgramCache {
         lru.size += value.len();
     }
 
+    fn get_code(&self, key: &CacheKey) -> Option<ObjectCode> {
+        let mut lru = self.lock();
+        let tick = lru.next_tick();
+        let Lru {
+            entries,
+            order,
+            codes,
+            ..
+        } = &mut *lru;
+        let (value, last_use) = entries.get_mut(key)?;
+        order.remove(last_use);
+        order.insert(tick, *key);
+        *last_use = tick;
+        if let Some(code) = codes.get(key) {
+            return Some(code.clone());
+        }
+        let code = ObjectCode::from_cache_bytes(value)?;
+        codes.insert(*key, code.clone());
+        Some(code)
+    }
+
+    fn put_code(&self, key: &CacheKey, code: &ObjectCode) {
+        self.put(key, &code.to_cache_bytes());
+        let mut lru = self.lock();
+        if lru.entries.contains_key(key) {
+            lru.codes.insert(*key, code.clone());
+        }
+    }
+
     fn remove(&self, key: &CacheKey) {
         self.lock().remove(key);
     }
@@ -142,6 +177,7 @@ impl ProgramCache for InMemoryProgramCache {
     fn clear(&self) -> Result<()> {
         let mut lru = self.lock();
         lru.entries.clear();
+        lru.codes.clear();
         lru.order.clear();
         lru.size = 0;
         Ok(())

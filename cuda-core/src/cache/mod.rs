@@ -49,6 +49,7 @@ pub use key::{CacheKey, CacheKeyBuilder};
 pub use memory::InMemoryProgramCache;
 
 use crate::error::Result;
+use crate::object_code::ObjectCode;
 
 /// A store of compiled programs by [`CacheKey`].
 ///
@@ -68,4 +69,17 @@ pub trait ProgramCache: Send + Sync + fmt::Debug {
 
     /// Drops every entry.
     fn clear(&self) -> Result<()>;
+
+    /// The entry as object code: by default [`ProgramCache::get`] and a parse (a malformed
+    /// entry is a miss); [`InMemoryProgramCache`] keeps the loaded code itself.
+    fn get_code(&self, key: &CacheKey) -> Option<ObjectCode> {
+        self.get(key)
+            .as_deref()
+            .and_then(ObjectCode::from_cache_bytes)
+    }
+
+    /// Stores object code: by default its serialised form through [`ProgramCache::put`].
+    fn put_code(&self, key: &CacheKey, code: &ObjectCode) {
+        self.put(key, &code.to_cache_bytes());
+    }
 }

@@ -251,15 +251,26 @@ macro_rules! driver_impl {
                 call!(self.cuCtxSetCurrent(ctx.0.cast()))
             }
 
-            fn ctx_get_device(&self) -> Result<DeviceHandle> {
+            fn ctx_get_device(&self) -> Result<Option<DeviceHandle>> {
+                let f = $crate::driver::abi::function!(self.cuCtxGetDevice);
                 let mut device = 0;
-                call!(self.cuCtxGetDevice(&mut device))?;
-                Ok(device)
+                // SAFETY: a writable out-pointer.
+                let status = unsafe { f(&mut device) };
+                match status {
+                    CUresult::CUDA_SUCCESS => Ok(Some(device)),
+                    CUresult::CUDA_ERROR_INVALID_CONTEXT => Ok(None),
+                    _ => Err(self.error(status, "cuCtxGetDevice")),
+                }
             }
 
-            fn stream_create(&self, flags: u32, priority: i32) -> Result<StreamHandle> {
+            fn stream_create(&self, flags: u32, priority: Option<i32>) -> Result<StreamHandle> {
                 let mut stream = std::ptr::null_mut();
-                call!(self.cuStreamCreateWithPriority(&mut stream, flags, priority))?;
+                match priority {
+                    Some(priority) => {
+                        call!(self.cuStreamCreateWithPriority(&mut stream, flags, priority))?
+                    }
+                    None => call!(self.cuStreamCreate(&mut stream, flags))?,
+                }
                 Ok(StreamHandle(stream.cast()))
             }
 

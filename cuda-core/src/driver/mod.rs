@@ -245,15 +245,17 @@ pub(crate) trait Driver: Send + Sync {
     fn ctx_push_current(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxPopCurrent`.
     fn ctx_pop_current(&self) -> Result<ContextHandle>;
-    /// `cuCtxGetDevice` of the current context.
-    fn ctx_get_device(&self) -> Result<DeviceHandle>;
+    /// `cuCtxGetDevice` of the current context; `None` when no context is current (the
+    /// driver's `CUDA_ERROR_INVALID_CONTEXT`, answered without building an error).
+    fn ctx_get_device(&self) -> Result<Option<DeviceHandle>>;
     /// `cuCtxSynchronize` of the current context.
     fn ctx_synchronize(&self) -> Result<()>;
     /// `cuCtxGetStreamPriorityRange` of the current context: `(least, greatest)`.
     fn ctx_get_stream_priority_range(&self) -> Result<(i32, i32)>;
 
-    /// `cuStreamCreateWithPriority` in the current context.
-    fn stream_create(&self, flags: u32, priority: i32) -> Result<StreamHandle>;
+    /// `cuStreamCreate` in the current context, or `cuStreamCreateWithPriority` when a
+    /// priority is given (a plain stream is cheaper to make and to use: seen on the H200).
+    fn stream_create(&self, flags: u32, priority: Option<i32>) -> Result<StreamHandle>;
     /// `cuStreamDestroy`.
     fn stream_destroy(&self, stream: StreamHandle) -> Result<()>;
     /// `cuStreamSynchronize`.

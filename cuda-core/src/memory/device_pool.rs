@@ -214,4 +214,15 @@ impl MemoryResource for DeviceMemoryResource {
     fn device(&self) -> Option<Device> {
         Some(self.device)
     }
+
+    #[inline]
+    fn process_lifetime(&self) -> Option<&'static Arc<dyn MemoryResource>> {
+        if self.owned {
+            return None;
+        }
+        // The device's default resource is kept in a static for the rest of the process.
+        self.device
+            .default_memory_resource()
+            .filter(|forever| std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self))
+    }
 }

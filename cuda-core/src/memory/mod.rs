@@ -65,6 +65,13 @@ pub trait MemoryResource: Send + Sync + fmt::Debug {
 
     /// The device the memory belongs to; `None` for host memory.
     fn device(&self) -> Option<Device>;
+
+    /// This resource's handle when it lives as long as the process (a device's default
+    /// resource): its buffers then need not count references to it.
+    #[doc(hidden)]
+    fn process_lifetime(&self) -> Option<&'static Arc<dyn MemoryResource>> {
+        None
+    }
 }
 
 /// `allocate` for any shared memory resource: `Arc<DeviceMemoryResource>`,
@@ -87,8 +94,11 @@ impl Allocate for Arc<dyn MemoryResource> {
     #[inline]
     fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
         let ptr = self.allocate_raw(size, stream)?;
-        // SAFETY: `ptr` is a fresh allocation of `size` bytes from this resource.
-        Ok(unsafe { Buffer::from_raw_parts(ptr, size, self.clone(), stream.clone()) })
+        let resource = match self.process_lifetime() {
+            Some(forever) => buffer::Owner::Static(forever),
+            None => buffer::Owner::Shared(self.clone()),
+        };
+        Ok(Buffer::new(ptr, size, resource, stream.clone()))
     }
 }
 
