@@ -79,6 +79,26 @@ impl PartialEq for Context {
 
 impl Eq for Context {}
 
+/// How an object holds its context: the process-lifetime primary context by plain reference
+/// (no reference counting on creation, clone or drop), any other by a counted clone.
+#[derive(Clone)]
+pub(crate) enum ContextRef {
+    Static(&'static Context),
+    Shared(Context),
+}
+
+impl std::ops::Deref for ContextRef {
+    type Target = Context;
+
+    #[inline]
+    fn deref(&self) -> &Context {
+        match self {
+            ContextRef::Static(context) => context,
+            ContextRef::Shared(context) => context,
+        }
+    }
+}
+
 /// What a green context is made of: see [`Device::create_context`].
 #[derive(Clone, Debug, Default)]
 pub struct ContextOptions {
@@ -135,6 +155,20 @@ impl Context {
         })
     }
 
+    /// A reference to keep in an object made in this context: a plain one for the primary
+    /// context the process holds, a counted clone otherwise.
+    #[inline]
+    pub(crate) fn keep(&self) -> ContextRef {
+        if let Kind::Primary = self.inner.kind {
+            if let Ok(primary) = self.inner.device.primary() {
+                if Arc::ptr_eq(&primary.inner, &self.inner) {
+                    return ContextRef::Static(primary);
+                }
+            }
+        }
+        ContextRef::Shared(self.clone())
+    }
+
     /// The device the context belongs to.
     pub fn device(&self) -> Device {
         self.inner.device
@@ -167,12 +201,12 @@ impl Context {
     /// Creates a stream in this context. In a green context, the stream is always
     /// non-blocking (the driver requires it) and its work runs on the context's SMs.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        Stream::create(self.clone(), options)
+        Stream::create(self.keep(), options)
     }
 
     /// Creates an event in this context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        Event::create(self.clone(), options)
+        Event::create(self.keep(), options)
     }
 
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), replacing what

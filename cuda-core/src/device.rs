@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::context::{Context, ContextOptions};
+use crate::context::{Context, ContextOptions, ContextRef};
 use crate::driver::{driver, DeviceHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
@@ -140,23 +140,29 @@ impl Device {
     /// the process keeps it retained from then on, as the CUDA runtime does, so that making
     /// streams, events and buffers never pays for it again.
     pub fn primary_context(&self) -> Result<Context> {
+        Ok(self.primary()?.clone())
+    }
+
+    /// The primary context as the process keeps it, retained on first use.
+    #[inline]
+    pub(crate) fn primary(&self) -> Result<&'static Context> {
         let state = self.state()?;
         if let Some(context) = state.primary.get() {
-            return Ok(context.clone());
+            return Ok(context);
         }
         let context = Context::retain_primary(driver()?, *self)?;
         // A racing thread may have set it first: keep theirs, and drop ours (a release).
-        Ok(state.primary.get_or_init(|| context).clone())
+        Ok(state.primary.get_or_init(|| context))
     }
 
     /// Makes this device's primary context current on the calling thread.
     pub fn set_current(&self) -> Result<()> {
-        self.primary_context()?.set_current()
+        self.primary()?.set_current()
     }
 
     /// Waits for all work on this device's primary context.
     pub fn sync(&self) -> Result<()> {
-        self.primary_context()?.sync()
+        self.primary()?.sync()
     }
 
     /// The device's name, such as `NVIDIA H200`.
@@ -257,17 +263,17 @@ impl Device {
 
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
     pub fn default_stream(&self) -> Result<Stream> {
-        Ok(Stream::legacy_default(&self.primary_context()?))
+        Ok(Stream::legacy_default(ContextRef::Static(self.primary()?)))
     }
 
     /// Creates a stream in this device's primary context.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        Stream::create(self.primary_context()?, options)
+        Stream::create(ContextRef::Static(self.primary()?), options)
     }
 
     /// Creates an event in this device's primary context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        Event::create(self.primary_context()?, options)
+        Event::create(ContextRef::Static(self.primary()?), options)
     }
 
     /// The device's resources, for green contexts.

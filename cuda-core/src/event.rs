@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::context::Context;
+use crate::context::{Context, ContextRef};
 use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, EventHandle};
 use crate::error::{Error, Result};
@@ -48,7 +48,7 @@ impl EventOptions {
 /// ```
 pub struct Event {
     handle: EventHandle,
-    context: Context,
+    context: ContextRef,
     driver: &'static dyn Driver,
     options: EventOptions,
 }
@@ -75,7 +75,7 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
-    pub(crate) fn create(context: Context, options: EventOptions) -> Result<Event> {
+    pub(crate) fn create(context: ContextRef, options: EventOptions) -> Result<Event> {
         let mut flags = 0;
         if !options.timing {
             flags |= DISABLE_TIMING;

@@ -60,16 +60,39 @@ pub struct ParamInfo {
 #[derive(Clone)]
 pub struct Kernel {
     inner: Arc<KernelInner>,
+    _object: ObjectCode,
 }
 
-struct KernelInner {
+/// A kernel's handle and what is cached of it, shared by every [`Kernel`] value of it (its
+/// [`ObjectCode`] keeps one per name, so asking again costs no driver call).
+pub(crate) struct KernelInner {
     handle: KernelHandle,
     name: String,
     driver: &'static dyn Driver,
     params: OnceLock<Box<[ParamInfo]>>,
     /// Per device ordinal: attributes, and the kernel's function in the primary context.
     per_device: Box<[PerDevice]>,
-    _object: ObjectCode,
+}
+
+impl KernelInner {
+    pub(crate) fn new(
+        handle: KernelHandle,
+        name: String,
+        driver: &'static dyn Driver,
+    ) -> Result<Arc<KernelInner>> {
+        let devices = Device::count()?;
+        Ok(Arc::new(KernelInner {
+            handle,
+            name,
+            driver,
+            params: OnceLock::new(),
+            per_device: (0..devices).map(|_| PerDevice::default()).collect(),
+        }))
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 struct PerDevice {
@@ -101,23 +124,11 @@ impl fmt::Debug for Kernel {
 }
 
 impl Kernel {
-    pub(crate) fn new(
-        handle: KernelHandle,
-        object: ObjectCode,
-        name: String,
-        driver: &'static dyn Driver,
-    ) -> Result<Kernel> {
-        let devices = Device::count()?;
-        Ok(Kernel {
-            inner: Arc::new(KernelInner {
-                handle,
-                name,
-                driver,
-                params: OnceLock::new(),
-                per_device: (0..devices).map(|_| PerDevice::default()).collect(),
-                _object: object,
-            }),
-        })
+    pub(crate) fn from_parts(inner: Arc<KernelInner>, object: ObjectCode) -> Kernel {
+        Kernel {
+            inner,
+            _object: object,
+        }
     }
 
     /// The kernel's symbol name.

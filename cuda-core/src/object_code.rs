@@ -3,11 +3,11 @@
 use std::ffi::CString;
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::driver::{driver, Driver, LibraryHandle};
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelInner};
 
 /// The first bytes of a cached [`ObjectCode`] (its format's version is the last byte).
 const CACHE_MAGIC: &[u8] = b"cuobj\x01";
@@ -66,6 +66,8 @@ struct ObjectInner {
     log: String,
     lowered: Vec<(String, String)>,
     library: OnceLock<(LibraryHandle, &'static dyn Driver)>,
+    /// The kernels taken so far, by symbol: asking again makes no driver call.
+    kernels: Mutex<Vec<Arc<KernelInner>>>,
 }
 
 impl Drop for ObjectInner {
@@ -109,6 +111,7 @@ impl ObjectCode {
                 log,
                 lowered,
                 library: OnceLock::new(),
+                kernels: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -316,6 +319,11 @@ impl ObjectCode {
     /// `"axpy<float>"`), or the kernel's symbol (an `extern "C"` name, or a mangled one).
     pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
         let symbol = self.lowered_name(name).unwrap_or(name);
+        let known =
+            |kernels: &[Arc<KernelInner>]| kernels.iter().find(|k| k.name() == symbol).cloned();
+        if let Some(inner) = known(&self.lock_kernels()) {
+            return Ok(Kernel::from_parts(inner, self.clone()));
+        }
         let symbol_c = CString::new(symbol).map_err(|_| Error::InvalidArgument {
             name: "name",
             reason: format!("{name:?} contains a NUL byte"),
@@ -324,6 +332,7 @@ impl ObjectCode {
         let handle = driver
             .library_get_kernel(library, &symbol_c)
             .map_err(|e| match e {
+                // CUDA_ERROR_NOT_FOUND
                 Error::Driver { code: 500, .. } => Error::InvalidArgument {
                     name: "name",
                     reason: format!(
@@ -334,6 +343,24 @@ impl ObjectCode {
                 },
                 other => other,
             })?;
-        Kernel::new(handle, self.clone(), symbol.to_owned(), driver)
+        let fresh = KernelInner::new(handle, symbol.to_owned(), driver)?;
+        let mut kernels = self.lock_kernels();
+        // Another thread may have taken it meanwhile: share theirs.
+        let inner = match known(&kernels) {
+            Some(inner) => inner,
+            None => {
+                kernels.push(fresh.clone());
+                fresh
+            }
+        };
+        Ok(Kernel::from_parts(inner, self.clone()))
+    }
+
+    fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelInner>>> {
+        // The list is only ever pushed to: a poisoned lock still guards a good list.
+        self.inner
+            .kernels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::context::Context;
+use crate::context::{Context, ContextRef};
 use crate::device::Device;
 use crate::driver::{Driver, StreamHandle};
 use crate::error::{Error, Result};
@@ -61,7 +61,7 @@ pub struct Stream {
 
 struct StreamInner {
     handle: StreamHandle,
-    context: Context,
+    context: ContextRef,
     driver: &'static dyn Driver,
     kind: Kind,
 }
@@ -101,14 +101,14 @@ impl fmt::Debug for Stream {
 
 impl PartialEq for Stream {
     fn eq(&self, other: &Self) -> bool {
-        self.inner.handle == other.inner.handle && self.inner.context == other.inner.context
+        self.inner.handle == other.inner.handle && *self.inner.context == *other.inner.context
     }
 }
 
 impl Eq for Stream {}
 
 impl Stream {
-    pub(crate) fn create(context: Context, options: StreamOptions) -> Result<Stream> {
+    pub(crate) fn create(context: ContextRef, options: StreamOptions) -> Result<Stream> {
         let device = context.device();
         if let Some(priority) = options.priority {
             let (least, greatest) = device.stream_priority_range()?;
@@ -143,15 +143,15 @@ impl Stream {
         Ok(Stream::wrap(handle, context, Kind::Owned))
     }
 
-    pub(crate) fn legacy_default(context: &Context) -> Stream {
-        Stream::wrap(LEGACY, context.clone(), Kind::Default)
+    pub(crate) fn legacy_default(context: ContextRef) -> Stream {
+        Stream::wrap(LEGACY, context, Kind::Default)
     }
 
     /// The per-thread default stream of `device`'s primary context.
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
             PER_THREAD,
-            device.primary_context()?,
+            ContextRef::Static(device.primary()?),
             Kind::Default,
         ))
     }
@@ -164,7 +164,7 @@ impl Stream {
     /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid for
     /// as long as the result or any clone of it is used.
     pub unsafe fn from_raw(handle: *mut std::ffi::c_void, device: Device) -> Result<Stream> {
-        let context = device.primary_context()?;
+        let context = ContextRef::Static(device.primary()?);
         let handle = StreamHandle(handle);
         let owner = context.inner.driver.stream_get_ctx(handle)?;
         if owner != context.inner.handle {
@@ -179,7 +179,7 @@ impl Stream {
         Ok(Stream::wrap(handle, context, Kind::Borrowed))
     }
 
-    fn wrap(handle: StreamHandle, context: Context, kind: Kind) -> Stream {
+    fn wrap(handle: StreamHandle, context: ContextRef, kind: Kind) -> Stream {
         Stream {
             inner: Arc::new(StreamInner {
                 handle,

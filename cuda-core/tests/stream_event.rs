@@ -154,11 +154,18 @@ fn default_streams_work_from_a_thread_without_a_context() {
     std::thread::spawn(move || {
         let legacy = device.default_stream().unwrap();
         let per_thread = Stream::per_thread_default(device).unwrap();
-        for stream in [&legacy, &per_thread] {
+        for (name, stream) in [("legacy", &legacy), ("per-thread", &per_thread)] {
             let event = stream.record_new(EventOptions::default()).unwrap();
             stream.sync().unwrap();
-            assert!(stream.is_done().unwrap());
-            assert!(event.is_done().unwrap());
+            assert!(stream.is_done().unwrap(), "{name}");
+            let done = event.is_done().unwrap();
+            event.sync().unwrap();
+            assert!(
+                done,
+                "{name}: the event was not done after its stream synchronised (it is after \
+                 event.sync: {})",
+                event.is_done().unwrap()
+            );
         }
         // The library made the context current only around each call.
         assert!(!device.primary_context().unwrap().is_current().unwrap());
