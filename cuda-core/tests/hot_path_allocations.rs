@@ -1,13 +1,16 @@
-//! Record, wait, sync, query, stream-ordered allocate and free, and Device::current allocate
-//! nothing on the heap: a counting global allocator watches them. One test in this binary, so
-//! that no other test allocates meanwhile.
+//! Record, wait, sync, query, stream-ordered allocate and free, Device::current and a launch
+//! of 16 arguments allocate nothing on the heap: a counting global allocator watches them. One
+//! test in this binary, so that no other test allocates meanwhile.
 
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_core::{Allocate, Device, EventOptions, StreamOptions};
+use cuda_core::{
+    launch, Allocate, CodeType, Device, EventOptions, KernelArg, LaunchConfig, Program,
+    ProgramOptions, StreamOptions,
+};
 
 struct Counting;
 
@@ -45,8 +48,25 @@ fn hot_paths_do_not_allocate() {
     let other = device.create_stream(StreamOptions::default()).unwrap();
     let event = device.create_event(EventOptions::default()).unwrap();
     let memory = device.memory_resource().unwrap();
-    // Warm up: first uses fill caches.
+    let code = Program::new(
+        "extern \"C\" __global__ void k16(float* a, float* b, float* c, float* d, int e0, int e1, \
+         int e2, int e3, int e4, int e5, int e6, int e7, int e8, int e9, int e10, int e11) {}",
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let kernel = code.get_kernel("k16").unwrap();
+    let buffers: Vec<_> = (0..4)
+        .map(|_| memory.allocate(64, &stream).unwrap())
+        .collect();
+    let ints: Vec<i32> = (0..12).collect();
+    let mut args: Vec<&dyn KernelArg> = buffers.iter().map(|b| b as &dyn KernelArg).collect();
+    args.extend(ints.iter().map(|i| i as &dyn KernelArg));
+    let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+    // Warm up: first uses fill caches (attributes, parameter layout, the pool).
     drop(memory.allocate(1024, &stream).unwrap());
+    // SAFETY: an empty kernel.
+    unsafe { launch(&stream, &config, &kernel, &args) }.unwrap();
     stream.sync().unwrap();
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     for _ in 0..1000 {
@@ -59,6 +79,8 @@ fn hot_paths_do_not_allocate() {
         event.sync().unwrap();
         stream.sync().unwrap();
         assert_eq!(Device::current().unwrap(), device);
+        // SAFETY: an empty kernel of 16 parameters.
+        unsafe { launch(&stream, &config, &kernel, &args) }.unwrap();
     }
     let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
     assert_eq!(during, 0, "heap allocations on hot paths");
