@@ -247,17 +247,13 @@ impl Program {
         name_expressions: &[&str],
     ) -> Result<ObjectCode> {
         let key = self.cache_key(target, name_expressions)?;
-        if let Some(code) = cache
-            .get(&key)
-            .as_deref()
-            .and_then(ObjectCode::from_cache_bytes)
-        {
+        if let Some(code) = cache.get_code(&key) {
             if code.code_type() == target {
                 return Ok(code);
             }
         }
         let code = self.compile(target, name_expressions)?;
-        cache.put(&key, &code.to_cache_bytes());
+        cache.put_code(&key, &code);
         Ok(code)
     }
 }

@@ -57,6 +57,15 @@ fn a_hit_returns_what_the_miss_compiled() {
         let ptx = p.compile_cached(cache, CodeType::Ptx, &["t<int>"]).unwrap();
         assert_eq!(ptx.code_type(), CodeType::Ptx);
     }
+    // The in-memory cache hands back the object it holds (loaded once), not a fresh parse.
+    let p = program(template);
+    let first = p
+        .compile_cached(&memory, CodeType::Cubin, &["t<int>"])
+        .unwrap();
+    let second = p
+        .compile_cached(&memory, CodeType::Cubin, &["t<int>"])
+        .unwrap();
+    assert_eq!(first.code().as_ptr(), second.code().as_ptr());
     // A corrupted entry is a miss that recompiles, not a crash or wrong code.
     let p = program(KERNEL);
     let key = p.cache_key(CodeType::Cubin, &[]).unwrap();
