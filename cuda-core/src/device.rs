@@ -262,6 +262,10 @@ impl Device {
     }
 
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
+    ///
+    /// Seen on the 580 driver (CUDA 13.0): while green contexts are being created on the
+    /// device, synchronising a default stream can return before an event recorded on it reads
+    /// done. Synchronise the event itself where that matters.
     pub fn default_stream(&self) -> Result<Stream> {
         Ok(Stream::legacy_default(ContextRef::Static(self.primary()?)))
     }

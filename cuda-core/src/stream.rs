@@ -147,7 +147,8 @@ impl Stream {
         Stream::wrap(LEGACY, context, Kind::Default)
     }
 
-    /// The per-thread default stream of `device`'s primary context.
+    /// The per-thread default stream of `device`'s primary context. (See
+    /// [`Device::default_stream`] for a driver behaviour with green contexts.)
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
             PER_THREAD,
