@@ -2,36 +2,14 @@
 //! are empty stand-ins, and only where discovery looks is checked here), and what loading
 //! something that is not nvJitLink gives.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
+
+use common::{files, sonames, touch};
 
 use cuda_nvrtc_sys::nvjitlink::{NvJitLink, NvJitLinkSearch, NvJitLinkTable};
 use cuda_nvrtc_sys::Candidate;
-
-fn touch(path: &Path) -> PathBuf {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, b"not a library").unwrap();
-    path.to_path_buf()
-}
-
-fn files(candidates: &[Candidate]) -> Vec<PathBuf> {
-    candidates
-        .iter()
-        .filter_map(|c| match c {
-            Candidate::File(p) => Some(p.clone()),
-            Candidate::Soname(_) => None,
-        })
-        .collect()
-}
-
-fn sonames(candidates: &[Candidate]) -> Vec<&'static str> {
-    candidates
-        .iter()
-        .filter_map(|c| match c {
-            Candidate::Soname(n) => Some(*n),
-            Candidate::File(_) => None,
-        })
-        .collect()
-}
 
 #[test]
 fn sonames_come_first_preferred_major_leading() {
