@@ -1,8 +1,9 @@
 //! Per-call overhead of cuda-core against the raw driver call and cudarc, in one run.
 //!
-//! Each case is a criterion group with up to three benchmarks, `<case>/raw` (the table field
-//! called directly: the limit), `<case>/cuda-core` and `<case>/cudarc`. `cargo xtask
-//! bench-report` turns the results into one table.
+//! Each case is a criterion group with up to three variants, `raw` (the table field called
+//! directly: the limit), `cuda-core` and `cudarc`, each measured in interleaved rounds as
+//! `<case>/<variant>/r<k>` (see `common::Case`: the rounds keep the machine's drift out of the
+//! comparison). `cargo xtask bench-report` turns the results into one table.
 //!
 //! | case | one iteration |
 //! | --- | --- |
@@ -42,7 +43,7 @@ use std::sync::Arc;
 
 use benches::kernels::{EMPTY0, EMPTY16, EMPTY4, LAUNCH_KERNELS};
 use benches::raw::{check, Handle, RawDriver, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING, SUCCESS};
-use common::batched;
+use common::{batched, Case};
 use criterion::Criterion;
 use cuda_core::{
     launch, Allocate, Buffer, CodeType, Device, Event, EventOptions, Kernel, LaunchConfig,
@@ -126,7 +127,8 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     let mut core = core_setup(device, cubin.as_ref());
     let raw = raw_setup(driver, cubin.as_ref().map(|c| c.code()));
     let mut rc = cudarc_setup(cubin.as_ref().map(|c| c.code().to_vec()));
-    let mut host = vec![1u8; BUFFER_BYTES];
+    // One host buffer per variant, so that the variants' closures do not share one.
+    let mut host = [(); 3].map(|_| vec![1u8; BUFFER_BYTES]);
 
     device_cases(c, driver, &core, &raw, &rc);
     stream_event_cases(c, driver, &core, &raw, &rc);
@@ -271,58 +273,58 @@ fn arg<T>(value: &T) -> *mut c_void {
 }
 
 fn device_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState, rc: &Rc) {
-    let mut g = c.benchmark_group("device_current");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            let mut context = null_mut();
-            let mut device = 0;
-            // SAFETY: writable out-pointers.
-            unsafe {
-                check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
-                if !context.is_null() {
-                    check(d.cuCtxGetDevice(&mut device), "cuCtxGetDevice");
+    Case::new("device_current")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let mut context = null_mut();
+                let mut device = 0;
+                // SAFETY: writable out-pointers.
+                unsafe {
+                    check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+                    if !context.is_null() {
+                        check(d.cuCtxGetDevice(&mut device), "cuCtxGetDevice");
+                    }
                 }
-            }
-            black_box(device)
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| black_box(Device::current().unwrap()));
-    });
-    // cudarc: no equivalent (it has no device type or current-device query).
-    g.finish();
+                black_box(device)
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| black_box(Device::current().unwrap()));
+        })
+        // cudarc: no equivalent (it has no device type or current-device query).
+        .run(c);
 
-    let mut g = c.benchmark_group("device_by_ordinal");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            let mut device = 0;
-            // SAFETY: a writable out-pointer.
-            let status = unsafe { d.cuDeviceGet(&mut device, black_box(0)) };
-            check(status, "cuDeviceGet");
-            black_box(device)
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| black_box(Device::new(black_box(0)).unwrap()));
-    });
-    // cudarc: no equivalent; `CudaContext::new` also retains the primary context and reads an
-    // attribute.
-    g.finish();
+    Case::new("device_by_ordinal")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let mut device = 0;
+                // SAFETY: a writable out-pointer.
+                let status = unsafe { d.cuDeviceGet(&mut device, black_box(0)) };
+                check(status, "cuDeviceGet");
+                black_box(device)
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| black_box(Device::new(black_box(0)).unwrap()));
+        })
+        // cudarc: no equivalent; `CudaContext::new` also retains the primary context and reads an
+        // attribute.
+        .run(c);
 
-    let mut g = c.benchmark_group("set_current");
-    g.bench_function("raw", |b| {
-        // SAFETY: the primary context, retained in `raw_setup` and never released.
-        b.iter(|| check(unsafe { d.cuCtxSetCurrent(raw.context) }, "cuCtxSetCurrent"));
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| core.device.set_current().unwrap());
-    });
-    // cudarc's way to make its context current; it reads the current context first and skips
-    // `cuCtxSetCurrent` when it already is current (as it is here).
-    g.bench_function("cudarc", |b| {
-        b.iter(|| rc.context.bind_to_thread().unwrap());
-    });
-    g.finish();
+    Case::new("set_current")
+        .variant("raw", |b| {
+            // SAFETY: the primary context, retained in `raw_setup` and never released.
+            b.iter(|| check(unsafe { d.cuCtxSetCurrent(raw.context) }, "cuCtxSetCurrent"));
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| core.device.set_current().unwrap());
+        })
+        // cudarc's way to make its context current; it reads the current context first and skips
+        // `cuCtxSetCurrent` when it already is current (as it is here).
+        .variant("cudarc", |b| {
+            b.iter(|| rc.context.bind_to_thread().unwrap());
+        })
+        .run(c);
 }
 
 fn stream_event_cases<R: RawDriver>(
@@ -332,97 +334,97 @@ fn stream_event_cases<R: RawDriver>(
     raw: &RawState,
     rc: &Rc,
 ) {
-    let mut g = c.benchmark_group("stream_create_destroy");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            let mut stream = null_mut();
-            // SAFETY: a writable out-pointer, then the stream just made.
-            unsafe {
-                check(
-                    d.cuStreamCreate(&mut stream, STREAM_NON_BLOCKING),
-                    "cuStreamCreate",
-                );
-                check(d.cuStreamDestroy(stream), "cuStreamDestroy");
-            }
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| drop(core.device.create_stream(StreamOptions::default()).unwrap()));
-    });
-    g.bench_function("cudarc", |b| {
-        b.iter(|| drop(rc.context.new_stream().unwrap()));
-    });
-    g.finish();
+    Case::new("stream_create_destroy")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let mut stream = null_mut();
+                // SAFETY: a writable out-pointer, then the stream just made.
+                unsafe {
+                    check(
+                        d.cuStreamCreate(&mut stream, STREAM_NON_BLOCKING),
+                        "cuStreamCreate",
+                    );
+                    check(d.cuStreamDestroy(stream), "cuStreamDestroy");
+                }
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| drop(core.device.create_stream(StreamOptions::default()).unwrap()));
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| drop(rc.context.new_stream().unwrap()));
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("event_create_destroy");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            let mut event = null_mut();
-            // SAFETY: a writable out-pointer, then the event just made.
-            unsafe {
-                check(
-                    d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
-                    "cuEventCreate",
-                );
-                check(d.cuEventDestroy(event), "cuEventDestroy");
-            }
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
-    });
-    // `None` is cudarc's default: timing disabled.
-    g.bench_function("cudarc", |b| {
-        b.iter(|| drop(rc.context.new_event(None).unwrap()));
-    });
-    g.finish();
+    Case::new("event_create_destroy")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let mut event = null_mut();
+                // SAFETY: a writable out-pointer, then the event just made.
+                unsafe {
+                    check(
+                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
+                        "cuEventCreate",
+                    );
+                    check(d.cuEventDestroy(event), "cuEventDestroy");
+                }
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
+        })
+        // `None` is cudarc's default: timing disabled.
+        .variant("cudarc", |b| {
+            b.iter(|| drop(rc.context.new_event(None).unwrap()));
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("event_record");
-    g.bench_function("raw", |b| {
-        batched(
-            b,
-            || {
-                // SAFETY: an event and a stream of the current context, both alive.
-                let status = unsafe { d.cuEventRecord(raw.record, raw.stream) };
-                check(status, "cuEventRecord");
-            },
-            || raw_sync(d, raw.stream),
-        );
-    });
-    g.bench_function("cuda-core", |b| {
-        batched(
-            b,
-            || core.stream.record(&core.record).unwrap(),
-            || core.stream.sync().unwrap(),
-        );
-    });
-    g.bench_function("cudarc", |b| {
-        batched(
-            b,
-            || rc.record.record(&rc.stream).unwrap(),
-            || rc.stream.synchronize().unwrap(),
-        );
-    });
-    g.finish();
+    Case::new("event_record")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    // SAFETY: an event and a stream of the current context, both alive.
+                    let status = unsafe { d.cuEventRecord(raw.record, raw.stream) };
+                    check(status, "cuEventRecord");
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                || core.stream.record(&core.record).unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            batched(
+                b,
+                || rc.record.record(&rc.stream).unwrap(),
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("event_query");
-    g.bench_function("raw", |b| {
-        // SAFETY: an event recorded and completed in `raw_setup`.
-        b.iter(|| black_box(unsafe { d.cuEventQuery(raw.done) } == SUCCESS));
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| black_box(core.done.is_done().unwrap()));
-    });
-    g.bench_function("cudarc", |b| {
-        b.iter(|| black_box(rc.done.try_is_complete().unwrap()));
-    });
-    g.finish();
+    Case::new("event_query")
+        .variant("raw", |b| {
+            // SAFETY: an event recorded and completed in `raw_setup`.
+            b.iter(|| black_box(unsafe { d.cuEventQuery(raw.done) } == SUCCESS));
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| black_box(core.done.is_done().unwrap()));
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| black_box(rc.done.try_is_complete().unwrap()));
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("stream_sync_idle");
-    g.bench_function("raw", |b| b.iter(|| raw_sync(d, raw.stream)));
-    g.bench_function("cuda-core", |b| b.iter(|| core.stream.sync().unwrap()));
-    g.bench_function("cudarc", |b| b.iter(|| rc.stream.synchronize().unwrap()));
-    g.finish();
+    Case::new("stream_sync_idle")
+        .variant("raw", |b| b.iter(|| raw_sync(d, raw.stream)))
+        .variant("cuda-core", |b| b.iter(|| core.stream.sync().unwrap()))
+        .variant("cudarc", |b| b.iter(|| rc.stream.synchronize().unwrap()))
+        .run(c);
 }
 
 /// `cuStreamSynchronize`, checked.
@@ -468,139 +470,139 @@ fn launch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawSt
         check(status, "cuLaunchKernel");
     };
 
-    let mut g = c.benchmark_group("launch_0");
-    g.bench_function("raw", |b| {
-        batched(
-            b,
-            || raw_launch(raw_k[0], &mut []),
-            || raw_sync(d, raw.stream),
-        );
-    });
-    g.bench_function("cuda-core", |b| {
-        batched(
-            b,
-            // SAFETY: an empty kernel of no parameters.
-            || unsafe { launch(&core.stream, &config, &core_k[0], &[]) }.unwrap(),
-            || core.stream.sync().unwrap(),
-        );
-    });
-    g.bench_function("cudarc", |b| {
-        batched(
-            b,
-            || {
+    Case::new("launch_0")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || raw_launch(raw_k[0], &mut []),
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
                 // SAFETY: an empty kernel of no parameters.
-                unsafe { rc.stream.launch_builder(&rc_k[0]).launch(rc_config) }.unwrap();
-            },
-            || rc.stream.synchronize().unwrap(),
-        );
-    });
-    g.finish();
+                || unsafe { launch(&core.stream, &config, &core_k[0], &[]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            batched(
+                b,
+                || {
+                    // SAFETY: an empty kernel of no parameters.
+                    unsafe { rc.stream.launch_builder(&rc_k[0]).launch(rc_config) }.unwrap();
+                },
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("launch_4");
-    g.bench_function("raw", |b| {
-        let [p0, p1, p2, _] = &raw.args;
-        batched(
-            b,
-            || raw_launch(raw_k[1], &mut [arg(p0), arg(p1), arg(p2), arg(&n)]),
-            || raw_sync(d, raw.stream),
-        );
-    });
-    g.bench_function("cuda-core", |b| {
-        let [b0, b1, b2, _] = &core.args;
-        batched(
-            b,
-            // SAFETY: an empty kernel; the buffers outlive the run.
-            || unsafe { launch(&core.stream, &config, &core_k[1], &[b0, b1, b2, &n]) }.unwrap(),
-            || core.stream.sync().unwrap(),
-        );
-    });
-    g.bench_function("cudarc", |b| {
-        let [s0, s1, s2, _] = &rc.args;
-        batched(
-            b,
-            || {
-                let mut l = rc.stream.launch_builder(&rc_k[1]);
-                l.arg(s0).arg(s1).arg(s2).arg(&n);
+    Case::new("launch_4")
+        .variant("raw", |b| {
+            let [p0, p1, p2, _] = &raw.args;
+            batched(
+                b,
+                || raw_launch(raw_k[1], &mut [arg(p0), arg(p1), arg(p2), arg(&n)]),
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            let [b0, b1, b2, _] = &core.args;
+            batched(
+                b,
                 // SAFETY: an empty kernel; the buffers outlive the run.
-                unsafe { l.launch(rc_config) }.unwrap();
-            },
-            || rc.stream.synchronize().unwrap(),
-        );
-    });
-    g.finish();
+                || unsafe { launch(&core.stream, &config, &core_k[1], &[b0, b1, b2, &n]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            let [s0, s1, s2, _] = &rc.args;
+            batched(
+                b,
+                || {
+                    let mut l = rc.stream.launch_builder(&rc_k[1]);
+                    l.arg(s0).arg(s1).arg(s2).arg(&n);
+                    // SAFETY: an empty kernel; the buffers outlive the run.
+                    unsafe { l.launch(rc_config) }.unwrap();
+                },
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("launch_16");
-    g.bench_function("raw", |b| {
-        let [p0, p1, p2, p3] = &raw.args;
-        let i = &INTS;
-        batched(
-            b,
-            || {
-                raw_launch(
-                    raw_k[2],
-                    &mut [
-                        arg(p0),
-                        arg(p1),
-                        arg(p2),
-                        arg(p3),
-                        arg(&i[0]),
-                        arg(&i[1]),
-                        arg(&i[2]),
-                        arg(&i[3]),
-                        arg(&i[4]),
-                        arg(&i[5]),
-                        arg(&i[6]),
-                        arg(&i[7]),
-                        arg(&i[8]),
-                        arg(&i[9]),
-                        arg(&i[10]),
-                        arg(&i[11]),
-                    ],
-                );
-            },
-            || raw_sync(d, raw.stream),
-        );
-    });
-    g.bench_function("cuda-core", |b| {
-        let [b0, b1, b2, b3] = &core.args;
-        let i = &INTS;
-        batched(
-            b,
-            || {
-                // SAFETY: an empty kernel; the buffers outlive the run.
-                unsafe {
-                    launch(
-                        &core.stream,
-                        &config,
-                        &core_k[2],
-                        &[
-                            b0, b1, b2, b3, &i[0], &i[1], &i[2], &i[3], &i[4], &i[5], &i[6], &i[7],
-                            &i[8], &i[9], &i[10], &i[11],
+    Case::new("launch_16")
+        .variant("raw", |b| {
+            let [p0, p1, p2, p3] = &raw.args;
+            let i = &INTS;
+            batched(
+                b,
+                || {
+                    raw_launch(
+                        raw_k[2],
+                        &mut [
+                            arg(p0),
+                            arg(p1),
+                            arg(p2),
+                            arg(p3),
+                            arg(&i[0]),
+                            arg(&i[1]),
+                            arg(&i[2]),
+                            arg(&i[3]),
+                            arg(&i[4]),
+                            arg(&i[5]),
+                            arg(&i[6]),
+                            arg(&i[7]),
+                            arg(&i[8]),
+                            arg(&i[9]),
+                            arg(&i[10]),
+                            arg(&i[11]),
                         ],
-                    )
-                }
-                .unwrap();
-            },
-            || core.stream.sync().unwrap(),
-        );
-    });
-    g.bench_function("cudarc", |b| {
-        let [s0, s1, s2, s3] = &rc.args;
-        batched(
-            b,
-            || {
-                let mut l = rc.stream.launch_builder(&rc_k[2]);
-                l.arg(s0).arg(s1).arg(s2).arg(s3);
-                for i in &INTS {
-                    l.arg(i);
-                }
-                // SAFETY: an empty kernel; the buffers outlive the run.
-                unsafe { l.launch(rc_config) }.unwrap();
-            },
-            || rc.stream.synchronize().unwrap(),
-        );
-    });
-    g.finish();
+                    );
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            let [b0, b1, b2, b3] = &core.args;
+            let i = &INTS;
+            batched(
+                b,
+                || {
+                    // SAFETY: an empty kernel; the buffers outlive the run.
+                    unsafe {
+                        launch(
+                            &core.stream,
+                            &config,
+                            &core_k[2],
+                            &[
+                                b0, b1, b2, b3, &i[0], &i[1], &i[2], &i[3], &i[4], &i[5], &i[6],
+                                &i[7], &i[8], &i[9], &i[10], &i[11],
+                            ],
+                        )
+                    }
+                    .unwrap();
+                },
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            let [s0, s1, s2, s3] = &rc.args;
+            batched(
+                b,
+                || {
+                    let mut l = rc.stream.launch_builder(&rc_k[2]);
+                    l.arg(s0).arg(s1).arg(s2).arg(s3);
+                    for i in &INTS {
+                        l.arg(i);
+                    }
+                    // SAFETY: an empty kernel; the buffers outlive the run.
+                    unsafe { l.launch(rc_config) }.unwrap();
+                },
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
 
     match core.device.compute_capability() {
         Ok((major, _)) if major >= 9 => {}
@@ -618,39 +620,39 @@ fn launch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawSt
     }
     let cluster = [2, 1, 1];
     let cluster_grid = [2, 1, 1];
-    let mut g = c.benchmark_group("launch_cluster");
-    g.bench_function("raw", |b| {
-        batched(
-            b,
-            || {
-                // SAFETY: an empty kernel of no parameters, two blocks in one cluster, on a
-                // live stream.
-                let status = unsafe {
-                    d.cuLaunchKernelEx_cluster(
-                        raw_k[0],
-                        cluster_grid,
-                        BLOCK,
-                        cluster,
-                        raw.stream,
-                        null_mut(),
-                    )
-                };
-                check(status, "cuLaunchKernelEx");
-            },
-            || raw_sync(d, raw.stream),
-        );
-    });
     let clustered = LaunchConfig::new(cluster_grid, BLOCK).with_cluster(cluster);
-    g.bench_function("cuda-core", |b| {
-        batched(
-            b,
-            // SAFETY: an empty kernel of no parameters.
-            || unsafe { launch(&core.stream, &clustered, &core_k[0], &[]) }.unwrap(),
-            || core.stream.sync().unwrap(),
-        );
-    });
-    // cudarc: no equivalent (its launch builder has no cuLaunchKernelEx or clusters).
-    g.finish();
+    Case::new("launch_cluster")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    // SAFETY: an empty kernel of no parameters, two blocks in one cluster, on a
+                    // live stream.
+                    let status = unsafe {
+                        d.cuLaunchKernelEx_cluster(
+                            raw_k[0],
+                            cluster_grid,
+                            BLOCK,
+                            cluster,
+                            raw.stream,
+                            null_mut(),
+                        )
+                    };
+                    check(status, "cuLaunchKernelEx");
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                // SAFETY: an empty kernel of no parameters.
+                || unsafe { launch(&core.stream, &clustered, &core_k[0], &[]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        // cudarc: no equivalent (its launch builder has no cuLaunchKernelEx or clusters).
+        .run(c);
 }
 
 fn memory_cases<R: RawDriver>(
@@ -659,95 +661,101 @@ fn memory_cases<R: RawDriver>(
     core: &mut Core,
     raw: &RawState,
     rc: &mut Rc,
-    host: &mut [u8],
+    host: &mut [Vec<u8>; 3],
 ) {
-    let mut g = c.benchmark_group("alloc_free_1k");
-    g.bench_function("raw", |b| {
-        batched(
-            b,
-            || {
-                let mut ptr = 0;
-                // SAFETY: a writable out-pointer, the default pool and a live stream; the
-                // allocation is freed once, in order on the same stream.
+    let [raw_host, core_host, rc_host] = host;
+    Case::new("alloc_free_1k")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    let mut ptr = 0;
+                    // SAFETY: a writable out-pointer, the default pool and a live stream; the
+                    // allocation is freed once, in order on the same stream.
+                    unsafe {
+                        check(
+                            d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
+                            "cuMemAllocFromPoolAsync",
+                        );
+                        check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+                    }
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                || drop(core.memory.allocate(ALLOC_BYTES, &core.stream).unwrap()),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            batched(
+                b,
+                // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
+                || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
+
+    Case::new("copy_htod_4k")
+        .variant("raw", |b| {
+            b.iter(|| {
+                // SAFETY: 4 KiB of host memory alive across the synchronise, into a 4 KiB buffer.
                 unsafe {
                     check(
-                        d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
-                        "cuMemAllocFromPoolAsync",
+                        d.cuMemcpyHtoDAsync(
+                            raw.copy,
+                            raw_host.as_ptr().cast(),
+                            BUFFER_BYTES,
+                            raw.stream,
+                        ),
+                        "cuMemcpyHtoDAsync",
                     );
-                    check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
                 }
-            },
-            || raw_sync(d, raw.stream),
-        );
-    });
-    g.bench_function("cuda-core", |b| {
-        batched(
-            b,
-            || drop(core.memory.allocate(ALLOC_BYTES, &core.stream).unwrap()),
-            || core.stream.sync().unwrap(),
-        );
-    });
-    g.bench_function("cudarc", |b| {
-        batched(
-            b,
-            // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
-            || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
-            || rc.stream.synchronize().unwrap(),
-        );
-    });
-    g.finish();
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| core.copy.copy_from_host(core_host, &core.stream).unwrap());
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| {
+                rc.stream.memcpy_htod(rc_host, &mut rc.copy).unwrap();
+                rc.stream.synchronize().unwrap();
+            });
+        })
+        .run(c);
 
-    let mut g = c.benchmark_group("copy_htod_4k");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            // SAFETY: 4 KiB of host memory alive across the synchronise, into a 4 KiB buffer.
-            unsafe {
-                check(
-                    d.cuMemcpyHtoDAsync(raw.copy, host.as_ptr().cast(), BUFFER_BYTES, raw.stream),
-                    "cuMemcpyHtoDAsync",
-                );
-            }
-            raw_sync(d, raw.stream);
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| core.copy.copy_from_host(host, &core.stream).unwrap());
-    });
-    g.bench_function("cudarc", |b| {
-        b.iter(|| {
-            rc.stream.memcpy_htod(host, &mut rc.copy).unwrap();
-            rc.stream.synchronize().unwrap();
-        });
-    });
-    g.finish();
-
-    let mut g = c.benchmark_group("copy_dtoh_4k");
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            // SAFETY: 4 KiB of writable host memory, alive across the synchronise, from a
-            // 4 KiB buffer.
-            unsafe {
-                check(
-                    d.cuMemcpyDtoHAsync(
-                        host.as_mut_ptr().cast(),
-                        raw.copy,
-                        BUFFER_BYTES,
-                        raw.stream,
-                    ),
-                    "cuMemcpyDtoHAsync",
-                );
-            }
-            raw_sync(d, raw.stream);
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| core.copy.copy_to_host(host, &core.stream).unwrap());
-    });
-    g.bench_function("cudarc", |b| {
-        b.iter(|| {
-            rc.stream.memcpy_dtoh(&rc.copy, host).unwrap();
-            rc.stream.synchronize().unwrap();
-        });
-    });
-    g.finish();
+    Case::new("copy_dtoh_4k")
+        .variant("raw", |b| {
+            b.iter(|| {
+                // SAFETY: 4 KiB of writable host memory, alive across the synchronise, from a
+                // 4 KiB buffer.
+                unsafe {
+                    check(
+                        d.cuMemcpyDtoHAsync(
+                            raw_host.as_mut_ptr().cast(),
+                            raw.copy,
+                            BUFFER_BYTES,
+                            raw.stream,
+                        ),
+                        "cuMemcpyDtoHAsync",
+                    );
+                }
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| core.copy.copy_to_host(core_host, &core.stream).unwrap());
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| {
+                rc.stream.memcpy_dtoh(&rc.copy, rc_host).unwrap();
+                rc.stream.synchronize().unwrap();
+            });
+        })
+        .run(c);
 }

@@ -90,7 +90,13 @@ const NOT_MEASURED: &str = "Not measured in this run: the bench printed why (no 
 
 /// Notes printed under every table.
 const NOTES: &[&str] = &[
-    "Times are criterion's median point estimates in nanoseconds, per operation. Launches, \
+    "Times are criterion's median point estimates in nanoseconds, per operation. A case measured \
+     in rounds (the overhead suite) runs its variants back to back in each round, in an order \
+     that changes from round to round; a time is then the median of the variant's rounds, a \
+     ratio the median of the ratios within each round, and `by round` gives the smallest and \
+     largest of those ratios and the number of rounds.",
+    "`target met`: cuda-core/raw at most 1.03, or cuda-core at most 20 ns over raw.",
+    "Launches, \
      `event_record` and `alloc_free_1k` queue 256 operations per timed batch and synchronise the \
      stream between batches, outside the timed part. `first_launch` is a whole child process, \
      spawn to exit.",
@@ -101,11 +107,88 @@ const NOTES: &[&str] = &[
      skips `cuCtxSetCurrent` when it already is current (as in the bench).",
 ];
 
-/// The medians of one case, in nanoseconds, by variant (`None`: not measured).
+/// One case's measurements, in nanoseconds, by variant: the medians of its rounds
+/// (`<case>/<variant>/r<k>`, in round order), or the one median of a case measured once
+/// (`<case>/<variant>`); empty when the variant was not measured.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Row {
     pub(crate) case: String,
-    pub(crate) medians: [Option<f64>; 3],
+    pub(crate) runs: [Vec<f64>; 3],
+}
+
+/// A ratio of two variants of a case.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Ratio {
+    /// The median over rounds of the ratio within each round (or the ratio of the medians).
+    pub(crate) median: f64,
+    /// The smallest and largest ratio within a round (both `median` without rounds).
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    /// Rounds compared (1 without rounds).
+    pub(crate) rounds: usize,
+}
+
+impl Row {
+    /// The variant's time: the median of its rounds' medians.
+    pub(crate) fn median(&self, variant: usize) -> Option<f64> {
+        median_of(&self.runs[variant])
+    }
+
+    /// `a / b`, round by round when both variants ran the same rounds (each round's variants
+    /// ran back to back, so the machine's drift cancels), else as the ratio of the medians.
+    pub(crate) fn ratio(&self, a: usize, b: usize) -> Option<Ratio> {
+        let (ra, rb) = (&self.runs[a], &self.runs[b]);
+        if ra.len() > 1 && ra.len() == rb.len() && rb.iter().all(|&x| x > 0.0) {
+            let ratios: Vec<f64> = ra.iter().zip(rb).map(|(x, y)| x / y).collect();
+            let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            return Some(Ratio {
+                median: median_of(&ratios)?,
+                min,
+                max,
+                rounds: ratios.len(),
+            });
+        }
+        match (self.median(a), self.median(b)) {
+            (Some(x), Some(y)) if y > 0.0 => Some(Ratio {
+                median: x / y,
+                min: x / y,
+                max: x / y,
+                rounds: 1,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether cuda-core meets the overhead target against raw: at most 3% slower, or at
+    /// most 20 ns slower where that allows more.
+    pub(crate) fn meets_target(&self) -> Option<bool> {
+        let ratio = self.ratio(CORE, RAW)?;
+        let extra = self.median(CORE)? - self.median(RAW)?;
+        Some(ratio.median <= TARGET_RATIO || extra <= TARGET_NS)
+    }
+}
+
+/// Column indices of [`VARIANTS`].
+const RAW: usize = 0;
+const CORE: usize = 1;
+const CUDARC: usize = 2;
+
+/// The overhead target: cuda-core/raw at most this, or ...
+const TARGET_RATIO: f64 = 1.03;
+/// ... cuda-core at most this many nanoseconds over raw.
+const TARGET_NS: f64 = 20.0;
+
+/// The median of `values` (the mean of the middle two for an even count); `None` if empty.
+fn median_of(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 /// Runs the command with its arguments (after `bench-report`).
@@ -169,19 +252,12 @@ pub(crate) fn collect(dir: &Path) -> Result<Vec<Row>, String> {
             continue;
         }
         let case = entry.file_name().to_string_lossy().into_owned();
-        let mut medians = [None; 3];
-        for (slot, variant) in medians.iter_mut().zip(VARIANTS) {
-            let file = entry
-                .path()
-                .join(variant)
-                .join("new")
-                .join("estimates.json");
-            if file.is_file() {
-                *slot = Some(median_ns(&file)?);
-            }
+        let mut runs: [Vec<f64>; 3] = Default::default();
+        for (slot, variant) in runs.iter_mut().zip(VARIANTS) {
+            *slot = variant_runs(&entry.path().join(variant))?;
         }
-        if medians.iter().any(Option::is_some) {
-            rows.push(Row { case, medians });
+        if runs.iter().any(|r| !r.is_empty()) {
+            rows.push(Row { case, runs });
         }
     }
     if rows.is_empty() {
@@ -195,6 +271,35 @@ pub(crate) fn collect(dir: &Path) -> Result<Vec<Row>, String> {
         (known.unwrap_or(CASES.len()), row.case.clone())
     });
     Ok(rows)
+}
+
+/// The medians of one variant's directory: of its rounds `r0`, `r1`, ... in order where it
+/// has rounds, else its own; empty where it has neither.
+fn variant_runs(dir: &Path) -> Result<Vec<f64>, String> {
+    let estimates = |d: &Path| d.join("new").join("estimates.json");
+    let mut rounds = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let round = name.strip_prefix('r').and_then(|k| k.parse::<usize>().ok());
+            if let Some(round) = round {
+                let file = estimates(&entry.path());
+                if file.is_file() {
+                    rounds.push((round, median_ns(&file)?));
+                }
+            }
+        }
+    }
+    if !rounds.is_empty() {
+        rounds.sort_by_key(|&(round, _)| round);
+        return Ok(rounds.into_iter().map(|(_, ns)| ns).collect());
+    }
+    let file = estimates(dir);
+    Ok(if file.is_file() {
+        vec![median_ns(&file)?]
+    } else {
+        Vec::new()
+    })
 }
 
 /// The median's point estimate in an `estimates.json`.
@@ -213,16 +318,15 @@ pub(crate) fn render(rows: &[Row]) -> String {
     let mut footnotes: Vec<&str> = Vec::new();
     let mut out = String::new();
     out.push_str(
-        "| case | raw (ns) | cuda-core (ns) | cudarc (ns) | cuda-core/raw | cudarc/cuda-core |\n",
+        "| case | raw (ns) | cuda-core (ns) | cudarc (ns) | cuda-core/raw | cudarc/cuda-core \
+         | cuda-core/raw by round | target met |\n",
     );
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |\n");
     for row in rows {
-        let cells: Vec<String> = row
-            .medians
-            .iter()
-            .zip(VARIANTS)
+        let cells: Vec<String> = (0..VARIANTS.len())
+            .map(|v| (row.median(v), VARIANTS[v]))
             .map(|(median, variant)| match median {
-                Some(ns) => format_ns(*ns),
+                Some(ns) => format_ns(ns),
                 None => {
                     let reason = NO_EQUIVALENT
                         .iter()
@@ -239,16 +343,26 @@ pub(crate) fn render(rows: &[Row]) -> String {
                 }
             })
             .collect();
-        let [raw, core, cudarc] = row.medians;
+        let core_raw = row.ratio(CORE, RAW);
+        let by_round = match core_raw {
+            Some(r) if r.rounds > 1 => format!("{:.2}-{:.2} ({})", r.min, r.max, r.rounds),
+            Some(_) => "one run".to_owned(),
+            None => "n/a".to_owned(),
+        };
+        let target = match row.meets_target() {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "n/a",
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {by_round} | {target} |",
             row.case,
             cells[0],
             cells[1],
             cells[2],
-            ratio(core, raw),
-            ratio(cudarc, core)
+            ratio(core_raw),
+            ratio(row.ratio(CUDARC, CORE)),
         );
     }
     out.push('\n');
@@ -264,12 +378,9 @@ pub(crate) fn render(rows: &[Row]) -> String {
     out
 }
 
-/// `a / b` to two decimals, or `n/a`.
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "n/a".to_owned(),
-    }
+/// A ratio's median to two decimals, or `n/a`.
+fn ratio(r: Option<Ratio>) -> String {
+    r.map_or_else(|| "n/a".to_owned(), |r| format!("{:.2}", r.median))
 }
 
 /// Nanoseconds: one decimal below 1000, else whole with thousands separated by commas.
@@ -294,7 +405,19 @@ mod tests {
 
     /// Writes a criterion-shaped `estimates.json` with this median.
     fn estimate(dir: &Path, case: &str, variant: &str, median: f64) {
-        let new = dir.join(case).join(variant).join("new");
+        estimate_at(&dir.join(case).join(variant), median);
+    }
+
+    /// Writes the estimates of round `round` of a variant.
+    fn round(dir: &Path, case: &str, variant: &str, round: usize, median: f64) {
+        estimate_at(
+            &dir.join(case).join(variant).join(format!("r{round}")),
+            median,
+        );
+    }
+
+    fn estimate_at(benchmark: &Path, median: f64) {
+        let new = benchmark.join("new");
         std::fs::create_dir_all(&new).unwrap();
         let json = format!(
             r#"{{"mean":{{"confidence_interval":{{"confidence_level":0.95,"lower_bound":1.0,"upper_bound":2.0}},"point_estimate":{mean},"standard_error":0.1}},"median":{{"confidence_interval":{{"confidence_level":0.95,"lower_bound":1.0,"upper_bound":2.0}},"point_estimate":{median},"standard_error":0.1}},"median_abs_dev":null,"slope":null,"std_dev":null}}"#,
@@ -335,8 +458,8 @@ mod tests {
                 "zz_extra"
             ]
         );
-        assert_eq!(rows[1].medians, [Some(2000.0), Some(2060.0), Some(3090.0)]);
-        assert_eq!(rows[0].medians, [Some(21.5), Some(22.25), None]);
+        assert_eq!(rows[1].runs, [vec![2000.0], vec![2060.0], vec![3090.0]]);
+        assert_eq!(rows[0].runs, [vec![21.5], vec![22.25], vec![]]);
     }
 
     #[test]
@@ -346,29 +469,33 @@ mod tests {
         let lines: Vec<&str> = report.lines().collect();
         assert_eq!(
             lines[0],
-            "| case | raw (ns) | cuda-core (ns) | cudarc (ns) | cuda-core/raw | cudarc/cuda-core |"
+            "| case | raw (ns) | cuda-core (ns) | cudarc (ns) | cuda-core/raw | cudarc/cuda-core \
+             | cuda-core/raw by round | target met |"
         );
-        assert_eq!(lines[1], "| --- | ---: | ---: | ---: | ---: | ---: |");
+        assert_eq!(
+            lines[1],
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |"
+        );
         assert_eq!(
             lines[2],
-            "| device_current | 21.5 | 22.2 | n/a[^1] | 1.03 | n/a |"
+            "| device_current | 21.5 | 22.2 | n/a[^1] | 1.03 | n/a | one run | yes |"
         );
         assert_eq!(
             lines[3],
-            "| launch_4 | 2,000 | 2,060 | 3,090 | 1.03 | 1.50 |"
+            "| launch_4 | 2,000 | 2,060 | 3,090 | 1.03 | 1.50 | one run | yes |"
         );
         // Both missing variants of a cache case share one footnote.
         assert_eq!(
             lines[4],
-            "| cache_hit_file | n/a[^2] | 45,679 | n/a[^2] | n/a | n/a |"
+            "| cache_hit_file | n/a[^2] | 45,679 | n/a[^2] | n/a | n/a | n/a | n/a |"
         );
         assert_eq!(
             lines[5],
-            "| first_launch | 312,456,789 | n/a[^3] | n/a[^3] | n/a | n/a |"
+            "| first_launch | 312,456,789 | n/a[^3] | n/a[^3] | n/a | n/a | n/a | n/a |"
         );
         assert_eq!(
             lines[6],
-            "| zz_extra | n/a[^3] | 5.0 | n/a[^3] | n/a | n/a |"
+            "| zz_extra | n/a[^3] | 5.0 | n/a[^3] | n/a | n/a | n/a | n/a |"
         );
         assert!(
             report.contains("[^1]: cudarc has no device type"),
@@ -377,6 +504,56 @@ mod tests {
         assert!(report.contains("[^2]: No program cache outside cuda-core."));
         assert!(report.contains("[^3]: Not measured in this run"));
         assert!(report.contains("- Times are criterion's median point estimates"));
+    }
+
+    #[test]
+    fn rounds_are_compared_within_each_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // The machine drifts: raw's rounds differ by 4x, and cuda-core's first round ran
+        // during a slow spell. Within a round cuda-core is 5%, 2.5% and 200% over raw.
+        for (k, (raw, core)) in [(100.0, 300.0), (200.0, 210.0), (400.0, 410.0)]
+            .into_iter()
+            .enumerate()
+        {
+            round(d, "launch_0", "raw", k, raw);
+            round(d, "launch_0", "cuda-core", k, core);
+        }
+        // A stale single result beside the rounds is not used.
+        estimate(d, "launch_0", "raw", 1.0);
+        let rows = collect(d).unwrap();
+        assert_eq!(rows[0].runs[0], [100.0, 200.0, 400.0]);
+        assert_eq!(rows[0].median(0), Some(200.0));
+        assert_eq!(rows[0].median(1), Some(300.0));
+        let ratio = rows[0].ratio(1, 0).unwrap();
+        // The median of 3.0, 1.05 and 1.025, not 300 / 200.
+        assert!((ratio.median - 1.05).abs() < 1e-9, "{ratio:?}");
+        assert!((ratio.min - 1.025).abs() < 1e-9 && (ratio.max - 3.0).abs() < 1e-9);
+        assert_eq!(ratio.rounds, 3);
+        // 5% is over the target, and 100 ns more than raw is over 20 ns.
+        assert_eq!(rows[0].meets_target(), Some(false));
+        let report = render(&rows);
+        assert!(
+            report.contains(
+                "| launch_0 | 200.0 | 300.0 | n/a[^1] | 1.05 | n/a | 1.02-3.00 (3) | **no** |"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn the_target_allows_twenty_nanoseconds_or_three_percent() {
+        let row = |raw: f64, core: f64| Row {
+            case: "x".to_owned(),
+            runs: [vec![raw], vec![core], vec![]],
+        };
+        assert_eq!(row(10.0, 29.0).meets_target(), Some(true));
+        assert_eq!(row(10.0, 31.0).meets_target(), Some(false));
+        assert_eq!(row(3000.0, 3090.0).meets_target(), Some(true));
+        assert_eq!(row(3000.0, 3100.0).meets_target(), Some(false));
+        assert_eq!(row(3000.0, 2000.0).meets_target(), Some(true));
+        assert_eq!(median_of(&[]), None);
+        assert_eq!(median_of(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]
@@ -439,8 +616,12 @@ mod tests {
         assert_eq!(format_ns(999.94), "999.9");
         assert_eq!(format_ns(1234.4), "1,234");
         assert_eq!(format_ns(1_234_567.0), "1,234,567");
-        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50");
-        assert_eq!(ratio(Some(3.0), None), "n/a");
-        assert_eq!(ratio(Some(3.0), Some(0.0)), "n/a");
+        let row = |raw: Vec<f64>, core: Vec<f64>| Row {
+            case: "x".to_owned(),
+            runs: [raw, core, vec![]],
+        };
+        assert_eq!(ratio(row(vec![2.0], vec![3.0]).ratio(1, 0)), "1.50");
+        assert_eq!(ratio(row(vec![], vec![3.0]).ratio(1, 0)), "n/a");
+        assert_eq!(ratio(row(vec![0.0], vec![3.0]).ratio(1, 0)), "n/a");
     }
 }

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use benches::raw::{self, Raw};
-use criterion::{Bencher, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 
 /// Operations queued per batch by [`batched`]: the stream is synchronised between batches,
 /// outside the timed part, so that the queue never fills and the stream is idle at the start
@@ -29,6 +30,93 @@ pub fn criterion() -> Criterion {
         .nresamples(20_000)
         .without_plots()
         .configure_from_args()
+}
+
+/// Rounds per case when `CUDA_CORE_BENCH_ROUNDS` is not set: see [`Case`].
+pub const DEFAULT_ROUNDS: usize = 6;
+
+/// The rounds [`Case`] runs: `CUDA_CORE_BENCH_ROUNDS` (at least 1), else [`DEFAULT_ROUNDS`].
+pub fn rounds() -> usize {
+    std::env::var("CUDA_CORE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(DEFAULT_ROUNDS, |n| n.max(1))
+}
+
+/// The order of `n` variants in round `round`: rotated by the round, and reversed in odd
+/// rounds, so that over six rounds three variants take every order once (over two rounds,
+/// two variants take both). Each variant then runs early and late equally often, and a drift
+/// of the machine over a case's rounds weighs on all variants alike.
+pub fn round_order(n: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).map(|i| (i + round) % n.max(1)).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// One case: its variants, measured in interleaved rounds.
+///
+/// A µs-scale driver call on the H200 (a virtual machine) drifts by several per cent over the
+/// seconds a benchmark takes, and by more between processes: raw `launch_0` measured 2.98,
+/// 3.57 and 3.97 µs in three runs. Timing the variants one after the other, once each, turns
+/// that drift into a false difference between them. So each variant is measured in short
+/// rounds, `<case>/<variant>/r<k>` (0.25 s of warm-up, 0.75 s of measurement and 50 samples
+/// each), the variants of a round back to back in [`round_order`]. `cargo xtask bench-report`
+/// compares variants within each round and takes the median over the rounds.
+///
+/// With one round (`CUDA_CORE_BENCH_ROUNDS=1`) each variant is one benchmark,
+/// `<case>/<variant>`, with the suite's settings.
+pub struct Case<'a> {
+    name: &'static str,
+    variants: Vec<(&'static str, Timer<'a>)>,
+}
+
+/// What times one variant, as a `bench_function` closure.
+type Timer<'a> = Box<dyn FnMut(&mut Bencher<'_>) + 'a>;
+
+impl<'a> Case<'a> {
+    /// A case of no variants yet, named as its criterion group.
+    pub fn new(name: &'static str) -> Case<'a> {
+        Case {
+            name,
+            variants: Vec::new(),
+        }
+    }
+
+    /// Adds a variant (`raw`, `cuda-core` or `cudarc`): `f` times it, as in
+    /// `bench_function`.
+    pub fn variant(mut self, name: &'static str, f: impl FnMut(&mut Bencher<'_>) + 'a) -> Self {
+        self.variants.push((name, Box::new(f)));
+        self
+    }
+
+    /// Measures every variant, in [`rounds`] rounds.
+    pub fn run(mut self, c: &mut Criterion) {
+        let rounds = rounds();
+        let mut g = c.benchmark_group(self.name);
+        if rounds == 1 {
+            for (name, f) in &mut self.variants {
+                g.bench_function(*name, |b| f(b));
+            }
+        } else {
+            round_settings(&mut g);
+            for round in 0..rounds {
+                for i in round_order(self.variants.len(), round) {
+                    let (name, f) = &mut self.variants[i];
+                    g.bench_function(BenchmarkId::new(*name, format!("r{round}")), |b| f(b));
+                }
+            }
+        }
+        g.finish();
+    }
+}
+
+/// The settings of one round of a [`Case`].
+fn round_settings(g: &mut BenchmarkGroup<'_, WallTime>) {
+    g.warm_up_time(Duration::from_millis(250))
+        .measurement_time(Duration::from_millis(750))
+        .sample_size(50);
 }
 
 /// The raw driver, started (`cuInit`) with a device; or `None`, after printing one line that
