@@ -211,18 +211,20 @@ impl Context {
 
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), replacing what
     /// was current. The context stays alive at least as long as this value.
+    #[inline]
     pub fn set_current(&self) -> Result<()> {
         let driver = self.inner.driver;
         // Reading is cheaper than setting (seen on the H200): skip a set that changes nothing.
-        if driver.ctx_get_current()? == self.inner.handle {
+        if current(driver)? == self.inner.handle {
             return Ok(());
         }
         driver.ctx_set_current(self.inner.handle)
     }
 
     /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).
+    #[inline]
     pub fn is_current(&self) -> Result<bool> {
-        Ok(self.inner.driver.ctx_get_current()? == self.inner.handle)
+        Ok(current(self.inner.driver)? == self.inner.handle)
     }
 
     /// Waits for all work in this context (`cuCtxSynchronize`).
@@ -250,7 +252,7 @@ impl Context {
         f: impl FnOnce(&'static dyn Driver) -> Result<T>,
     ) -> Result<T> {
         let driver = self.inner.driver;
-        if driver.ctx_get_current()? == self.inner.handle {
+        if current(driver)? == self.inner.handle {
             return f(driver);
         }
         driver.ctx_push_current(self.inner.handle)?;
@@ -260,5 +262,15 @@ impl Context {
             (Ok(value), Ok(_)) => Ok(value),
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
         }
+    }
+}
+
+/// The calling thread's current context (`cuCtxGetCurrent`), by the call that returns in
+/// registers; the error, where there is one, from the call that builds it.
+#[inline]
+fn current(driver: &'static dyn Driver) -> Result<ContextHandle> {
+    match driver.ctx_current_or_none() {
+        Some(handle) => Ok(handle),
+        None => driver.ctx_get_current(),
     }
 }

@@ -156,6 +156,7 @@ impl Device {
     }
 
     /// Makes this device's primary context current on the calling thread.
+    #[inline]
     pub fn set_current(&self) -> Result<()> {
         self.primary()?.set_current()
     }

@@ -247,6 +247,15 @@ macro_rules! driver_impl {
                 Ok(ContextHandle(ctx.cast()))
             }
 
+            #[inline]
+            fn ctx_current_or_none(&self) -> Option<ContextHandle> {
+                let f = self.table.cuCtxGetCurrent?;
+                let mut ctx = std::ptr::null_mut();
+                // SAFETY: a writable out-pointer.
+                let status = unsafe { f(&mut ctx) };
+                (status == CUresult::CUDA_SUCCESS).then_some(ContextHandle(ctx.cast()))
+            }
+
             fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()> {
                 call!(self.cuCtxSetCurrent(ctx.0.cast()))
             }

@@ -2,11 +2,16 @@
  * cuDriverGetVersion with FAKE_VERSION, and exports a handful of other functions so that the
  * tests can see which table fields load, which stay empty, and how errors are named.
  * Build flags: -DFAKE_VERSION=12040 (required), -DFAKE_INIT_STATUS=100 (cuInit's answer),
- * -DFAKE_NO_VERSION (leave cuDriverGetVersion out). */
+ * -DFAKE_NO_VERSION (leave cuDriverGetVersion out), -DFAKE_CTX_STATUS=101 (cuCtxGetCurrent's
+ * answer). */
 #include <stddef.h>
 
 #ifndef FAKE_INIT_STATUS
 #define FAKE_INIT_STATUS 0
+#endif
+
+#ifndef FAKE_CTX_STATUS
+#define FAKE_CTX_STATUS 0
 #endif
 
 #ifndef FAKE_NO_VERSION
@@ -44,6 +49,13 @@ int cuGetErrorString(int error, const char **text) {
 static int fake_context;
 int cuCtxCreate_v2(void **ctx, unsigned flags, int device) {
     (void)flags; (void)device;
+    *ctx = &fake_context;
+    return 0;
+}
+
+/* The current context: always the stand-in's one context, or FAKE_CTX_STATUS's error. */
+int cuCtxGetCurrent(void **ctx) {
+    if (FAKE_CTX_STATUS != 0) return FAKE_CTX_STATUS;
     *ctx = &fake_context;
     return 0;
 }

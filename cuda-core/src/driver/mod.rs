@@ -239,6 +239,11 @@ pub(crate) trait Driver: Send + Sync {
     fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxGetCurrent`.
     fn ctx_get_current(&self) -> Result<ContextHandle>;
+    /// `cuCtxGetCurrent` for hot paths: `None` where the call failed (then
+    /// [`Driver::ctx_get_current`] gives the error). Returned in registers, where a `Result`
+    /// (with its large error) goes through memory: this is what `set_current` and
+    /// `with_current` call on every use.
+    fn ctx_current_or_none(&self) -> Option<ContextHandle>;
     /// `cuCtxSetCurrent`.
     fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxPushCurrent`.

@@ -81,8 +81,8 @@ fn a_12x_driver_gets_the_12_table() {
     assert_eq!(loaded.driver.version(), DriverVersion(12040));
     assert_eq!(loaded.driver.version().to_string(), "12.4");
     assert_eq!(loaded.init, Ok(()));
-    // The stand-in exports 7 of the 12.9 header's functions.
-    assert_eq!(loaded.driver.functions_loaded(), (7, 452));
+    // The stand-in exports 8 of the 12.9 header's functions.
+    assert_eq!(loaded.driver.functions_loaded(), (8, 452));
 }
 
 #[test]
@@ -93,9 +93,9 @@ fn a_13x_driver_gets_the_13_table() {
     let loaded = loaded.expect("a 13.0 driver loads");
     assert_eq!(loaded.driver.abi(), Abi::Cuda13);
     assert_eq!(loaded.choice, AbiChoice::Probe);
-    // cuCtxCreate_v2 is not the 13 header's export: 6 of its functions load.
+    // cuCtxCreate_v2 is not the 13 header's export: 7 of its functions load.
     let (found, declared) = loaded.driver.functions_loaded();
-    assert_eq!(found, 6);
+    assert_eq!(found, 7);
     assert!(
         declared > 452,
         "the 13 header declares more than 12.9's: {declared}"
@@ -156,7 +156,7 @@ fn the_override_forces_12_on_a_13_driver() {
     assert_eq!(loaded.driver.abi(), Abi::Cuda12);
     assert_eq!(loaded.choice, AbiChoice::Override);
     // The 12 table finds the 12.9 header's cuCtxCreate_v2 in the stand-in.
-    assert_eq!(loaded.driver.functions_loaded().0, 7);
+    assert_eq!(loaded.driver.functions_loaded().0, 8);
 }
 
 #[test]
@@ -233,6 +233,35 @@ fn a_function_the_driver_lacks_is_not_supported_by_name() {
         .ctx_create(0, 0)
         .expect("cuCtxCreate_v2");
     assert!(!ctx.0.is_null());
+}
+
+#[test]
+fn the_register_returning_current_context_query_agrees_with_the_checked_one() {
+    for (status, expect_ok) in [("0", true), ("101", false)] {
+        let Some(path) = fake_driver(&[("FAKE_VERSION", "13000"), ("FAKE_CTX_STATUS", status)])
+        else {
+            return;
+        };
+        let driver = probe::load(&[path.to_str().unwrap()], None).unwrap().driver;
+        let fast = driver.ctx_current_or_none();
+        let checked = driver.ctx_get_current();
+        if expect_ok {
+            let handle = checked.unwrap();
+            assert!(!handle.0.is_null());
+            assert_eq!(fast, Some(handle));
+        } else {
+            // The fast call only says that it failed; the checked one names the error.
+            assert_eq!(fast, None);
+            assert!(matches!(
+                checked,
+                Err(Error::Driver {
+                    call: "cuCtxGetCurrent",
+                    name: "CUDA_ERROR_INVALID_DEVICE",
+                    ..
+                })
+            ));
+        }
+    }
 }
 
 #[test]
