@@ -57,10 +57,10 @@ pub fn round_order(n: usize, round: usize) -> Vec<usize> {
 
 /// One case: its variants, measured in interleaved rounds.
 ///
-/// A µs-scale driver call on the H200 (a virtual machine) drifts by several per cent over the
-/// seconds a benchmark takes, and by more between processes: raw `launch_0` measured 2.98,
-/// 3.57 and 3.97 µs in three runs. Timing the variants one after the other, once each, turns
-/// that drift into a false difference between them. So each variant is measured in short
+/// The cost of a µs-scale driver call on the H200 (a virtual machine) varies by far more than
+/// 3% between processes (raw `launch_0` measured 2.98, 3.57 and 3.97 µs in three runs) and
+/// can drift within one. Timing the variants one after the other, once each, would turn such
+/// a drift into a false difference between them. So each variant is measured in short
 /// rounds, `<case>/<variant>/r<k>` (0.25 s of warm-up, 0.75 s of measurement and 50 samples
 /// each), the variants of a round back to back in [`round_order`]. `cargo xtask bench-report`
 /// compares variants within each round and takes the median over the rounds.
