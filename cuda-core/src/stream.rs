@@ -205,6 +205,20 @@ impl Stream {
         f(inner.driver, inner.handle)
     }
 
+    /// Runs one driver call on this stream's handle with its context current (restoring the
+    /// caller's after): for calls the driver checks against the current context, such as
+    /// copies of pool memory (`cuMemcpy*Async` of a pool's buffer fails with
+    /// `CUDA_ERROR_INVALID_VALUE` while another device's context is current). One
+    /// `cuCtxGetCurrent` when the context already is current.
+    #[inline]
+    pub(crate) fn call_in_context<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let inner = &*self.inner;
+        inner.context.with_current(|driver| f(driver, inner.handle))
+    }
+
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
     #[inline]
     pub fn sync(&self) -> Result<()> {

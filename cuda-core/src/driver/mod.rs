@@ -303,6 +303,15 @@ pub(crate) trait Driver: Send + Sync {
     fn mem_pool_create(&self, device: DeviceHandle, max_size: usize) -> Result<PoolHandle>;
     /// `cuMemPoolDestroy`.
     fn mem_pool_destroy(&self, pool: PoolHandle) -> Result<()>;
+    /// `cuMemPoolSetAccess` for one device: read-write access, or none.
+    fn mem_pool_set_access(
+        &self,
+        pool: PoolHandle,
+        device: DeviceHandle,
+        read_write: bool,
+    ) -> Result<()>;
+    /// `cuMemPoolGetAccess` from one device: whether it has read-write access.
+    fn mem_pool_get_access(&self, pool: PoolHandle, device: DeviceHandle) -> Result<bool>;
     /// `cuMemPoolSetAttribute` of a 64-bit attribute.
     fn mem_pool_set_u64(&self, pool: PoolHandle, attribute: i32, value: u64) -> Result<()>;
     /// `cuMemPoolGetAttribute` of a 64-bit attribute.

@@ -33,6 +33,38 @@ super::abi::driver_impl!(Driver13, cuda_sys13, Abi::Cuda13, {
         Ok(PoolHandle(pool.cast()))
     }
 
+    fn mem_pool_set_access(
+        &self,
+        pool: PoolHandle,
+        device: DeviceHandle,
+        read_write: bool,
+    ) -> Result<()> {
+        use cuda_sys13::*;
+        let desc = CUmemAccessDesc {
+            location: CUmemLocation {
+                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                __bindgen_anon_1: CUmemLocation_st__bindgen_ty_1 { id: device },
+            },
+            flags: if read_write {
+                CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            } else {
+                CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE
+            },
+        };
+        call!(self.cuMemPoolSetAccess(pool.0.cast(), &desc, 1))
+    }
+
+    fn mem_pool_get_access(&self, pool: PoolHandle, device: DeviceHandle) -> Result<bool> {
+        use cuda_sys13::*;
+        let mut location = CUmemLocation {
+            type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            __bindgen_anon_1: CUmemLocation_st__bindgen_ty_1 { id: device },
+        };
+        let mut flags = CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        call!(self.cuMemPoolGetAccess(&mut flags, pool.0.cast(), &mut location))?;
+        Ok(flags == CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+    }
+
     fn sm_resource_info(&self, r: &DevResource) -> SmInfo {
         // SAFETY: an SM resource's union holds its `sm` member.
         let sm = unsafe { resource(r).__bindgen_anon_1.sm };

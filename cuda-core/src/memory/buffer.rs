@@ -62,8 +62,11 @@ macro_rules! fill_pattern {
                         reason: format!("a {width}-byte pattern needs a {width}-byte aligned buffer"),
                     });
                 }
+                buffer.check_reachable(stream, "self", false)?;
                 let count = buffer.size / width;
-                stream.call(|driver, handle| driver.$method(buffer.ptr, self, count, handle))
+                stream.call_in_context(|driver, handle| {
+                    driver.$method(buffer.ptr, self, count, handle)
+                })
             }
         }
     )*};
@@ -92,6 +95,8 @@ fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_
 pub struct Buffer {
     ptr: u64,
     size: usize,
+    /// The resource's device, read once.
+    device: Option<Device>,
     resource: Owner,
     stream: Stream,
 }
@@ -157,9 +162,11 @@ impl Buffer {
 
     #[inline]
     pub(crate) fn new(ptr: u64, size: usize, resource: Owner, stream: Stream) -> Buffer {
+        let device = resource.get().device();
         Buffer {
             ptr,
             size,
+            device,
             resource,
             stream,
         }
@@ -182,7 +189,7 @@ impl Buffer {
 
     /// The device of the memory; `None` for host memory.
     pub fn device(&self) -> Option<Device> {
-        self.resource.get().device()
+        self.device
     }
 
     /// The resource that made it and frees it.
@@ -233,16 +240,66 @@ impl Buffer {
         }
     }
 
-    /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
-    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
-        self.same_size(dst.size, "dst")?;
-        stream.call(|driver, handle| driver.memcpy_async(dst.ptr, self.ptr, self.size, handle))
+    /// Refuses, before any driver call, work on `stream` that this buffer's memory cannot be
+    /// used by: memory of another device that is not accessible from the stream's device (and
+    /// for a copy, that the driver does not copy across devices anyway).
+    #[inline]
+    fn check_reachable(&self, stream: &Stream, name: &'static str, copy: bool) -> Result<()> {
+        match self.device {
+            Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy),
+            _ => Ok(()),
+        }
     }
 
-    /// Copies `src` into this buffer, in order on `stream`. Sizes must match.
+    #[cold]
+    fn reachable_from(
+        &self,
+        own: Device,
+        stream: &Stream,
+        name: &'static str,
+        copy: bool,
+    ) -> Result<()> {
+        let resource = self.resource.get();
+        if (copy && resource.copies_across_devices())
+            || resource.is_accessible_from(stream.device())?
+        {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            name,
+            reason: format!(
+                "its memory is on device {} and not accessible from the stream's device {}; \
+                 grant access with DeviceMemoryResource::set_peer_access, or use a stream of \
+                 device {}",
+                own.ordinal(),
+                stream.device().ordinal(),
+                own.ordinal()
+            ),
+        })
+    }
+
+    /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
+    /// The buffers may be on different devices where the memory allows it: see
+    /// [`MemoryResource::is_accessible_from`] and
+    /// [`DeviceMemoryResource::set_peer_access`](crate::DeviceMemoryResource::set_peer_access).
+    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
+        self.same_size(dst.size, "dst")?;
+        self.check_reachable(stream, "self", true)?;
+        dst.check_reachable(stream, "dst", true)?;
+        stream.call_in_context(|driver, handle| {
+            driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
+        })
+    }
+
+    /// Copies `src` into this buffer, in order on `stream`. Sizes must match; devices as for
+    /// [`copy_to`](Buffer::copy_to).
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.same_size(src.size, "src")?;
-        stream.call(|driver, handle| driver.memcpy_async(self.ptr, src.ptr, self.size, handle))
+        self.check_reachable(stream, "self", true)?;
+        src.check_reachable(stream, "src", true)?;
+        stream.call_in_context(|driver, handle| {
+            driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
+        })
     }
 
     /// Copies a host slice of the buffer's size into it and waits for the copy.
@@ -265,8 +322,11 @@ impl Buffer {
         stream: &Stream,
     ) -> Result<()> {
         self.same_size(size_of_val(src), "src")?;
+        self.check_reachable(stream, "self", true)?;
         let ptr = src.as_ptr().cast();
-        stream.call(|driver, handle| driver.memcpy_htod_async(self.ptr, ptr, self.size, handle))
+        stream.call_in_context(|driver, handle| {
+            driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
+        })
     }
 
     /// Copies the buffer into a host slice of its size and waits for the copy.
@@ -283,8 +343,11 @@ impl Buffer {
     /// `dst` must stay alive, and must not be read or written, until the copy is done.
     pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.same_size(size_of_val(dst), "dst")?;
+        self.check_reachable(stream, "self", true)?;
         let ptr = dst.as_mut_ptr().cast();
-        stream.call(|driver, handle| driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle))
+        stream.call_in_context(|driver, handle| {
+            driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
+        })
     }
 
     /// Copies the whole buffer to a new vector and waits for the copy. The size must be a

@@ -175,6 +175,65 @@ impl DeviceMemoryResource {
             .mem_pool_set_u64(self.pool, RELEASE_THRESHOLD, bytes)
     }
 
+    /// Grants `peers` read-write access to all of the pool's memory, present and future, and
+    /// revokes it from every other device but the pool's own (`cuMemPoolSetAccess`). Work on
+    /// a stream of a peer (kernels, fills, copies) may then use the pool's buffers. Each peer
+    /// must be able to access this device ([`Device::can_access_peer`]); one that cannot is
+    /// [`Error::InvalidArgument`], before anything changes. The pool's own device always has
+    /// access and may be listed.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, DeviceMemoryResource, StreamOptions};
+    ///
+    /// let (d0, d1) = (Device::new(0)?, Device::new(1)?);
+    /// let pool = DeviceMemoryResource::default_pool(d0)?;
+    /// pool.set_peer_access(&[d1])?;
+    /// let s1 = d1.create_stream(StreamOptions::default())?;
+    /// let s0 = d0.create_stream(StreamOptions::default())?;
+    /// let on_d0 = pool.allocate(4096, &s0)?;
+    /// let mut on_d1 = d1.memory_resource()?.allocate(4096, &s1)?;
+    /// s0.sync()?;
+    /// on_d1.copy_from(&on_d0, &s1)?; // device 1 reads device 0's pool memory
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn set_peer_access(&self, peers: &[Device]) -> Result<()> {
+        for peer in peers {
+            if *peer != self.device && !peer.can_access_peer(&self.device)? {
+                return Err(Error::InvalidArgument {
+                    name: "peers",
+                    reason: format!(
+                        "device {} cannot access device {}'s memory (cuDeviceCanAccessPeer)",
+                        peer.ordinal(),
+                        self.device.ordinal()
+                    ),
+                });
+            }
+        }
+        for other in Device::all()? {
+            if other == self.device {
+                continue;
+            }
+            let wanted = peers.contains(&other);
+            if wanted || self.is_accessible_from(other)? {
+                self.driver
+                    .mem_pool_set_access(self.pool, other.handle(), wanted)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The devices other than the pool's own that have read-write access to its memory
+    /// (`cuMemPoolGetAccess`).
+    pub fn peer_access(&self) -> Result<Vec<Device>> {
+        let mut peers = Vec::new();
+        for other in Device::all()? {
+            if other != self.device && self.is_accessible_from(other)? {
+                peers.push(other);
+            }
+        }
+        Ok(peers)
+    }
+
     /// The raw `CUmemoryPool`.
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
         self.pool.0
@@ -213,6 +272,13 @@ impl MemoryResource for DeviceMemoryResource {
 
     fn device(&self) -> Option<Device> {
         Some(self.device)
+    }
+
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        if device == self.device {
+            return Ok(true);
+        }
+        self.driver.mem_pool_get_access(self.pool, device.handle())
     }
 
     #[inline]

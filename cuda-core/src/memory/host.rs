@@ -114,4 +114,9 @@ impl MemoryResource for ManagedMemoryResource {
     fn device(&self) -> Option<Device> {
         Some(self.context.device())
     }
+
+    /// Managed memory attached globally is accessible from every device.
+    fn is_accessible_from(&self, _device: Device) -> Result<bool> {
+        Ok(true)
+    }
 }

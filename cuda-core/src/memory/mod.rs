@@ -5,10 +5,10 @@
 //!
 //! | resource | memory | accessible from | allocation |
 //! | --- | --- | --- | --- |
-//! | [`DeviceMemoryResource`] | device, from a memory pool | device | stream-ordered |
+//! | [`DeviceMemoryResource`] | device, from a memory pool | device, and peers it grants access | stream-ordered |
 //! | [`PinnedMemoryResource`] | page-locked host | host and device | synchronous |
 //! | [`ManagedMemoryResource`] | managed (unified) | host and device | synchronous |
-//! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device | synchronous |
+//! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device (copies: any device) | synchronous |
 //!
 //! ```no_run
 //! use cuda_core::{Allocate, Device, StreamOptions};
@@ -65,6 +65,24 @@ pub trait MemoryResource: Send + Sync + fmt::Debug {
 
     /// The device the memory belongs to; `None` for host memory.
     fn device(&self) -> Option<Device>;
+
+    /// Whether work queued on a stream of `device` (kernels, fills, copies) may use the
+    /// memory. The default: host memory (no [`device`](MemoryResource::device)), or memory of
+    /// `device` itself. A pool answers for other devices with `cuMemPoolGetAccess` (grant
+    /// access with [`DeviceMemoryResource::set_peer_access`]); managed memory is accessible
+    /// from every device.
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        Ok(self.device().is_none_or(|own| own == device))
+    }
+
+    /// Whether the driver copies this memory on a stream of another device even where
+    /// [`is_accessible_from`](MemoryResource::is_accessible_from) says no. `cuMemAlloc`
+    /// memory: yes, the driver copies between devices (through the host if it must). Pool
+    /// memory: no (the driver refuses, and has crashed, without access granted). The default
+    /// is no.
+    fn copies_across_devices(&self) -> bool {
+        false
+    }
 
     /// This resource's handle when it lives as long as the process (a device's default
     /// resource): its buffers then need not count references to it.

@@ -57,4 +57,8 @@ impl MemoryResource for SyncMemoryResource {
     fn device(&self) -> Option<Device> {
         Some(self.context.device())
     }
+
+    fn copies_across_devices(&self) -> bool {
+        true
+    }
 }
