@@ -213,12 +213,28 @@ impl Context {
     /// was current. The context stays alive at least as long as this value.
     #[inline]
     pub fn set_current(&self) -> Result<()> {
-        let driver = self.inner.driver;
         // Reading is cheaper than setting (seen on the H200): skip a set that changes nothing.
+        if self.is_current_fast() {
+            return Ok(());
+        }
+        self.set_current_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_current_slow(&self) -> Result<()> {
+        let driver = self.inner.driver;
         if current(driver)? == self.inner.handle {
             return Ok(());
         }
         driver.ctx_set_current(self.inner.handle)
+    }
+
+    /// Whether this context is current, by the call that returns in registers; `false` also
+    /// where the call failed (the slow path then reports the error).
+    #[inline]
+    pub(crate) fn is_current_fast(&self) -> bool {
+        self.inner.driver.ctx_current_or_none() == Some(self.inner.handle)
     }
 
     /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).

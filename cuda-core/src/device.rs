@@ -158,7 +158,30 @@ impl Device {
     /// Makes this device's primary context current on the calling thread.
     #[inline]
     pub fn set_current(&self) -> Result<()> {
+        // The common case inline, in a few instructions: the context exists and already is
+        // current. Everything else (first use, a switch, an error) is out of line.
+        if let Some(context) = self.primary_if_ready() {
+            if context.is_current_fast() {
+                return Ok(());
+            }
+        }
+        self.set_current_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_current_slow(&self) -> Result<()> {
         self.primary()?.set_current()
+    }
+
+    /// The primary context if the process holds it already; `None` otherwise (and on any
+    /// error, which [`Device::primary`] reports).
+    #[inline]
+    fn primary_if_ready(&self) -> Option<&'static Context> {
+        match DEVICES.get() {
+            Some(Ok(states)) => states.get(self.ordinal())?.primary.get(),
+            _ => None,
+        }
     }
 
     /// Waits for all work on this device's primary context.

@@ -118,6 +118,17 @@ impl Event {
                 });
             }
         }
+        if start.device() != self.device() {
+            return Err(Error::InvalidArgument {
+                name: "start",
+                reason: format!(
+                    "it is an event of device {}, and this one of device {}; time events of \
+                     one device",
+                    start.device().ordinal(),
+                    self.device().ordinal()
+                ),
+            });
+        }
         let ms = self.driver.event_elapsed_time(start.handle, self.handle)?;
         if ms < 0.0 {
             return Err(Error::InvalidArgument {
