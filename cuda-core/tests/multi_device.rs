@@ -193,6 +193,14 @@ fn event_of_another_device_is_refused() {
     // And the other way round.
     let err = s0.record(&e1).unwrap_err();
     assert_names_both_devices(&err, "event");
+    // Timing across devices is refused by name; within a device it works.
+    let t0 = s0.record_new(EventOptions::timing()).unwrap();
+    let t1 = s1.record_new(EventOptions::timing()).unwrap();
+    let t0_end = s0.record_new(EventOptions::timing()).unwrap();
+    t1.sync().unwrap();
+    t0_end.sync().unwrap();
+    assert_names_both_devices(&t1.elapsed_since(&t0).unwrap_err(), "start");
+    assert!(t0_end.elapsed_since(&t0).is_ok());
 }
 
 #[test]
