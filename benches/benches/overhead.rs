@@ -130,6 +130,12 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     // One host buffer per variant, so that the variants' closures do not share one.
     let mut host = [(); 3].map(|_| vec![1u8; BUFFER_BYTES]);
 
+    if std::env::var_os("CUDA_CORE_BENCH_DIAGNOSE").is_some() {
+        // SAFETY: `raw.stream` is a stream of device 0's primary context, alive for the run.
+        let raw_stream = unsafe { Stream::from_raw(raw.stream, core.device) }.expect("raw stream");
+        diagnose(c, driver, &core, &raw, &raw_stream);
+        return;
+    }
     device_cases(c, driver, &core, &raw, &rc);
     stream_event_cases(c, driver, &core, &raw, &rc);
     launch_cases(c, driver, &core, &raw, &rc);
@@ -424,6 +430,180 @@ fn stream_event_cases<R: RawDriver>(
         .variant("raw", |b| b.iter(|| raw_sync(d, raw.stream)))
         .variant("cuda-core", |b| b.iter(|| core.stream.sync().unwrap()))
         .variant("cudarc", |b| b.iter(|| rc.stream.synchronize().unwrap()))
+        .run(c);
+}
+
+/// With `CUDA_CORE_BENCH_DIAGNOSE` set, instead of the cases: where does cuda-core's extra
+/// time in `launch_*` and `event_create_destroy` go? Each launch case crosses the variants
+/// with the streams (`raw@core-stream`: the raw call on cuda-core's stream;
+/// `cuda-core@raw-stream`: cuda-core on the raw stream, wrapped), and event creation adds a
+/// raw variant that also reads the current context first, as cuda-core does.
+fn diagnose<R: RawDriver>(
+    c: &mut Criterion,
+    d: &R,
+    core: &Core,
+    raw: &RawState,
+    raw_stream: &Stream,
+) {
+    Case::new("diag_event_create_destroy")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let mut event = null_mut();
+                // SAFETY: a writable out-pointer, then the event just made.
+                unsafe {
+                    check(
+                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
+                        "cuEventCreate",
+                    );
+                    check(d.cuEventDestroy(event), "cuEventDestroy");
+                }
+            });
+        })
+        .variant("raw+get-current", |b| {
+            b.iter(|| {
+                let (mut event, mut context) = (null_mut(), null_mut());
+                // SAFETY: writable out-pointers, then the event just made.
+                unsafe {
+                    check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+                    black_box(context);
+                    check(
+                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
+                        "cuEventCreate",
+                    );
+                    check(d.cuEventDestroy(event), "cuEventDestroy");
+                }
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
+        })
+        .run(c);
+
+    let (Some(core_k), Some(raw_k)) = (&core.kernels, &raw.kernels) else {
+        return;
+    };
+    let core_stream = core.stream.as_raw();
+    let config = LaunchConfig::new(GRID, BLOCK);
+    let n = 1024i32;
+    let raw_launch = |kernel: Handle, stream: Handle, params: &mut [*mut c_void]| {
+        // SAFETY: as in `launch_cases`.
+        let status = unsafe {
+            d.cuLaunchKernel(
+                kernel,
+                GRID[0],
+                GRID[1],
+                GRID[2],
+                BLOCK[0],
+                BLOCK[1],
+                BLOCK[2],
+                0,
+                stream,
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        };
+        check(status, "cuLaunchKernel");
+    };
+    let [p0, p1, p2, _] = &raw.args;
+    let [b0, b1, b2, _] = &core.args;
+    Case::new("diag_launch_4")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    raw_launch(
+                        raw_k[1],
+                        raw.stream,
+                        &mut [arg(p0), arg(p1), arg(p2), arg(&n)],
+                    )
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("raw@core-stream", |b| {
+            batched(
+                b,
+                || {
+                    raw_launch(
+                        raw_k[1],
+                        core_stream,
+                        &mut [arg(p0), arg(p1), arg(p2), arg(&n)],
+                    )
+                },
+                || raw_sync(d, core_stream),
+            );
+        })
+        .variant("raw-kernel@core-kernel", |b| {
+            batched(
+                b,
+                || {
+                    raw_launch(
+                        core_k[1].as_raw(),
+                        raw.stream,
+                        &mut [arg(p0), arg(p1), arg(p2), arg(&n)],
+                    );
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                // SAFETY: an empty kernel; the buffers outlive the run.
+                || unsafe { launch(&core.stream, &config, &core_k[1], &[b0, b1, b2, &n]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cuda-core@raw-stream", |b| {
+            batched(
+                b,
+                // SAFETY: as above.
+                || unsafe { launch(raw_stream, &config, &core_k[1], &[b0, b1, b2, &n]) }.unwrap(),
+                || raw_stream.sync().unwrap(),
+            );
+        })
+        .run(c);
+
+    let cluster = [2, 1, 1];
+    let clustered = LaunchConfig::new(cluster, BLOCK).with_cluster(cluster);
+    let raw_cluster = |kernel: Handle, stream: Handle| {
+        // SAFETY: an empty kernel of no parameters, two blocks in one cluster.
+        let status = unsafe {
+            d.cuLaunchKernelEx_cluster(kernel, cluster, BLOCK, cluster, stream, null_mut())
+        };
+        check(status, "cuLaunchKernelEx");
+    };
+    Case::new("diag_launch_cluster")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || raw_cluster(raw_k[0], raw.stream),
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("raw@core-stream", |b| {
+            batched(
+                b,
+                || raw_cluster(raw_k[0], core_stream),
+                || raw_sync(d, core_stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                // SAFETY: an empty kernel of no parameters.
+                || unsafe { launch(&core.stream, &clustered, &core_k[0], &[]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cuda-core@raw-stream", |b| {
+            batched(
+                b,
+                // SAFETY: as above.
+                || unsafe { launch(raw_stream, &clustered, &core_k[0], &[]) }.unwrap(),
+                || raw_stream.sync().unwrap(),
+            );
+        })
         .run(c);
 }
 

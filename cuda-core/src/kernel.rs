@@ -145,6 +145,12 @@ impl Kernel {
         Ok(self.attributes(device)?.max_threads_per_block)
     }
 
+    /// The raw `CUkernel`, for calling other CUDA libraries or the driver directly; valid
+    /// while this value (or its object code) lives.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.inner.handle.0
+    }
+
     pub(crate) fn handle(&self) -> KernelHandle {
         self.inner.handle
     }
