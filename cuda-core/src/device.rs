@@ -300,6 +300,7 @@ impl Device {
     }
 
     /// Creates an event in this device's primary context.
+    #[inline]
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
         Event::create(ContextRef::Static(self.primary()?), options)
     }

@@ -75,6 +75,7 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
+    #[inline]
     pub(crate) fn create(context: ContextRef, options: EventOptions) -> Result<Event> {
         let mut flags = 0;
         if !options.timing {
