@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use crate::driver::LaunchParams;
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, ParamInfo};
 use crate::memory::Buffer;
 use crate::stream::Stream;
 
@@ -108,42 +108,58 @@ pub struct DevicePtr(pub u64);
 unsafe impl DeviceRepr for DevicePtr {}
 
 /// Anything that can be a kernel argument: [`DeviceRepr`] values and [`Buffer`]s (passed as
-/// their device address).
+/// their device address). It is sealed: make a type of your own an argument by implementing
+/// [`DeviceRepr`] for it.
 ///
 /// # Safety
 ///
-/// [`KernelArg::arg_ptr`] points to [`KernelArg::arg_size`] readable bytes, valid while
-/// `self` is borrowed.
-pub unsafe trait KernelArg {
-    /// Where the argument's bytes are.
-    fn arg_ptr(&self) -> *const c_void;
-    /// How many bytes.
-    fn arg_size(&self) -> usize;
+/// [`KernelArg::as_arg`] gives a pointer to that many readable bytes, valid while `self` is
+/// borrowed.
+pub unsafe trait KernelArg: sealed::Sealed {
+    /// Where the argument's bytes are, and how many.
+    fn as_arg(&self) -> (*const c_void, usize);
+}
+
+mod sealed {
+    /// Only the implementations in this module: [`launch`](super::launch) relies on a value
+    /// argument's bytes being the value itself.
+    pub trait Sealed {}
+    impl<T: super::DeviceRepr> Sealed for T {}
+    impl Sealed for super::Buffer {}
 }
 
 // SAFETY: a value's own bytes, borrowed with it.
 unsafe impl<T: DeviceRepr> KernelArg for T {
     #[inline]
-    fn arg_ptr(&self) -> *const c_void {
-        (self as *const T).cast()
-    }
-
-    #[inline]
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<T>()
+    fn as_arg(&self) -> (*const c_void, usize) {
+        ((self as *const T).cast(), std::mem::size_of::<T>())
     }
 }
 
 // SAFETY: the buffer's address field, borrowed with the buffer.
 unsafe impl KernelArg for Buffer {
     #[inline]
-    fn arg_ptr(&self) -> *const c_void {
-        self.ptr_ref() as *const u64 as *const c_void
+    fn as_arg(&self) -> (*const c_void, usize) {
+        (
+            self.ptr_ref() as *const u64 as *const c_void,
+            std::mem::size_of::<u64>(),
+        )
     }
+}
 
-    #[inline]
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<u64>()
+/// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
+/// trait object's size (read from its vtable, no call) is the parameter's, its address is the
+/// answer; a [`Buffer`] (whose own size is not its argument's) and anything else ask through
+/// the trait object.
+#[inline(always)]
+fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> (*const c_void, usize) {
+    let own = std::mem::size_of_val(arg);
+    if wanted == Some(own) && own != std::mem::size_of::<Buffer>() {
+        // Only DeviceRepr values have any other size (KernelArg is sealed), and their bytes
+        // are themselves.
+        ((arg as *const dyn KernelArg).cast(), own)
+    } else {
+        arg.as_arg()
     }
 }
 
@@ -193,7 +209,7 @@ pub unsafe fn launch(
     kernel: &Kernel,
     args: &[&dyn KernelArg],
 ) -> Result<()> {
-    validate(stream, config, kernel, args)?;
+    let params = validate(stream, config, kernel, args)?;
     let mut inline = [std::ptr::null_mut::<c_void>(); 16];
     let mut spilled = Vec::new();
     let pointers: &mut [*mut c_void] = if args.len() <= inline.len() {
@@ -202,8 +218,16 @@ pub unsafe fn launch(
         spilled.resize(args.len(), std::ptr::null_mut());
         &mut spilled
     };
-    for (slot, arg) in pointers.iter_mut().zip(args) {
-        *slot = arg.arg_ptr().cast_mut();
+    // One pass: each argument's address, and its size against the parameter's.
+    for (index, (slot, arg)) in pointers.iter_mut().zip(args).enumerate() {
+        let wanted = params.map(|params| params[index].size);
+        let (ptr, size) = arg_bytes(*arg, wanted);
+        if let Some(wanted) = wanted {
+            if wanted != size {
+                return Err(wrong_size(kernel, index, size, wanted));
+            }
+        }
+        *slot = ptr.cast_mut();
     }
     let extended = config.cluster.is_some() || config.cooperative;
     stream.call(|driver, handle| {
@@ -233,14 +257,16 @@ fn invalid(name: &'static str, reason: String) -> Error {
     Error::InvalidArgument { name, reason }
 }
 
-/// The checks of [`launch`], before any driver call.
+/// The checks of [`launch`], before any driver call, but for the argument sizes, which
+/// [`launch`] checks as it reads the arguments against the parameters returned here (`None`
+/// where the driver cannot describe them).
 #[inline]
-fn validate(
+fn validate<'k>(
     stream: &Stream,
     config: &LaunchConfig,
-    kernel: &Kernel,
+    kernel: &'k Kernel,
     args: &[&dyn KernelArg],
-) -> Result<()> {
+) -> Result<Option<&'k [ParamInfo]>> {
     if config.grid.contains(&0) {
         return Err(invalid(
             "config.grid",
@@ -304,7 +330,7 @@ fn validate(
             ));
         }
     }
-    check_args(kernel, args)
+    check_arg_count(kernel, args)
 }
 
 #[cold]
@@ -337,12 +363,17 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
     Ok(())
 }
 
+/// The kernel's parameters, where the driver describes them, checked against the number of
+/// arguments.
 #[inline]
-fn check_args(kernel: &Kernel, args: &[&dyn KernelArg]) -> Result<()> {
+fn check_arg_count<'k>(
+    kernel: &'k Kernel,
+    args: &[&dyn KernelArg],
+) -> Result<Option<&'k [ParamInfo]>> {
     let params = match kernel.params() {
         Ok(params) => params,
         // Drivers before 12.4 cannot describe parameters: nothing to check against.
-        Err(Error::NotSupported { .. }) => return Ok(()),
+        Err(Error::NotSupported { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
     if params.len() != args.len() {
@@ -356,18 +387,42 @@ fn check_args(kernel: &Kernel, args: &[&dyn KernelArg]) -> Result<()> {
             ),
         ));
     }
-    for (index, (param, arg)) in params.iter().zip(args).enumerate() {
-        if param.size != arg.arg_size() {
-            return Err(invalid(
-                "args",
-                format!(
-                    "argument {index} of {} is {} bytes; the kernel's parameter is {}",
-                    kernel.name(),
-                    arg.arg_size(),
-                    param.size
-                ),
-            ));
-        }
+    Ok(Some(params))
+}
+
+#[cold]
+fn wrong_size(kernel: &Kernel, index: usize, size: usize, wanted: usize) -> Error {
+    invalid(
+        "args",
+        format!(
+            "argument {index} of {} is {size} bytes; the kernel's parameter is {wanted}",
+            kernel.name()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr<T>(value: &T) -> *const c_void {
+        (value as *const T).cast()
     }
-    Ok(())
+
+    #[test]
+    fn a_value_argument_is_its_own_bytes_whichever_way_it_is_read() {
+        let n = 7i32;
+        // The parameter's size matches: the address from the trait object itself.
+        assert_eq!(arg_bytes(&n, Some(4)), (addr(&n), 4));
+        // It does not, or no parameters are known: asked through the trait, same answer; the
+        // caller then sees 4 against 8.
+        assert_eq!(arg_bytes(&n, Some(8)), (addr(&n), 4));
+        assert_eq!(arg_bytes(&n, None), (addr(&n), 4));
+        let d = DevicePtr(0x1000);
+        assert_eq!(arg_bytes(&d, Some(8)), (addr(&d), 8));
+        // A value as large as a Buffer goes through the trait, and still is itself.
+        let big = [3u8; std::mem::size_of::<Buffer>()];
+        let size = std::mem::size_of::<Buffer>();
+        assert_eq!(arg_bytes(&big, Some(size)), (addr(&big), size));
+    }
 }

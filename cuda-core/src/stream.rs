@@ -61,6 +61,8 @@ pub struct Stream {
 
 struct StreamInner {
     handle: StreamHandle,
+    /// The context's device, kept here: launches and copies ask for it on every call.
+    device: Device,
     context: ContextRef,
     driver: &'static dyn Driver,
     kind: Kind,
@@ -184,6 +186,7 @@ impl Stream {
         Stream {
             inner: Arc::new(StreamInner {
                 handle,
+                device: context.device(),
                 driver: context.inner.driver,
                 context,
                 kind,
@@ -318,8 +321,9 @@ impl Stream {
     }
 
     /// The device the stream belongs to.
+    #[inline]
     pub fn device(&self) -> Device {
-        self.inner.context.device()
+        self.inner.device
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.

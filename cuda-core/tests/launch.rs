@@ -236,6 +236,15 @@ fn bad_launches_are_refused_with_reasons() {
         matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("argument 0")),
         "{err}"
     );
+    // A buffer (8 bytes as an argument) for the `unsigned` n (4 bytes).
+    // SAFETY: refused before the driver.
+    let err =
+        unsafe { launch(&stream, &ok, &saxpy, &[&1.0f32, &buffer, &buffer, &buffer]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. }
+            if reason.contains("argument 3") && reason.contains("is 8 bytes")),
+        "{err}"
+    );
     // A kernel name that does not exist.
     let err = code().get_kernel("no_such_kernel").unwrap_err();
     assert!(

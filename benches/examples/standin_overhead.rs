@@ -1,0 +1,382 @@
+//! cuda-core's own cost per call, without the GPU's noise: each hot operation timed against a
+//! stand-in `libcuda.so.1` whose functions return at once (`benches/standin/`), raw and through
+//! cuda-core, in one process.
+//!
+//! On the H200 a µs-scale driver call varies by more than the few nanoseconds cuda-core adds
+//! (see the benches' README), so the GPU suites bound cuda-core's cost only as closely as that
+//! noise allows. With the driver's work taken out, what remains of a call through cuda-core is
+//! its own work: its checks, its dispatch, and the driver calls it makes beyond the one asked
+//! for (such as reading the current context before creating an event). This is a diagnostic,
+//! not the benchmark: the suites on the GPU are.
+//!
+//! ```text
+//! cargo run --release -p benches --example standin_overhead
+//! ```
+//!
+//! It compiles the stand-in with the C compiler (`cc`), then runs itself again with the
+//! stand-in first on the loader's path, and prints one line per operation: the best time per
+//! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
+//! GPU; without a C compiler it says so and exits with status 0.
+
+use std::error::Error;
+use std::ffi::c_void;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::ptr::null_mut;
+use std::time::Instant;
+
+use benches::kernels::{EMPTY0, EMPTY16, EMPTY4};
+use cuda_core::{launch, Allocate, Device, EventOptions, LaunchConfig, ObjectCode, StreamOptions};
+
+/// Set in the child process, which runs against the stand-in.
+const CHILD: &str = "CUDA_CORE_STANDIN_CHILD";
+/// The stand-in's source.
+const SOURCE: &str = include_str!("../standin/libcuda_standin.c");
+/// What the stand-in calls its device, to make sure it is what got loaded.
+const NAME: &str = "cuda-core stand-in driver";
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+fn main() -> ExitCode {
+    let outcome = if std::env::var_os(CHILD).is_some() {
+        measure()
+    } else {
+        parent()
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("standin_overhead: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Builds the stand-in and runs this program again against it.
+fn parent() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let Some(library) = build_standin(dir.path())? else {
+        return Ok(());
+    };
+    let path = match std::env::var_os("LD_LIBRARY_PATH") {
+        Some(old) => {
+            let mut dirs = vec![library.parent().unwrap_or(dir.path()).to_path_buf()];
+            dirs.extend(std::env::split_paths(&old));
+            std::env::join_paths(dirs)?
+        }
+        None => dir.path().as_os_str().to_owned(),
+    };
+    let status = Command::new(std::env::current_exe()?)
+        .env(CHILD, "1")
+        .env("LD_LIBRARY_PATH", path)
+        .env_remove("CUDA_CORE_DRIVER_ABI")
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the measuring run failed: {status}").into())
+    }
+}
+
+/// Compiles the stand-in into `dir/libcuda.so.1`; `None`, after saying so, without a C
+/// compiler.
+fn build_standin(dir: &Path) -> Result<Option<PathBuf>> {
+    let source = dir.join("libcuda_standin.c");
+    std::fs::write(&source, SOURCE)?;
+    let out = dir.join("libcuda.so.1");
+    let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let compiler = match cc::Build::new()
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .opt_level(2)
+        .host(&target)
+        .target(&target)
+        .try_get_compiler()
+    {
+        Ok(compiler) => compiler,
+        Err(e) => {
+            println!("standin_overhead: no C compiler for the stand-in ({e}); nothing measured");
+            return Ok(None);
+        }
+    };
+    let status = compiler
+        .to_command()
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .map_err(|e| format!("running the C compiler: {e}"))?;
+    if !status.success() {
+        return Err(format!("compiling the stand-in failed: {status}").into());
+    }
+    Ok(Some(out))
+}
+
+/// The best time per call of `op`, in nanoseconds: the fastest of 200 batches of 10 000.
+fn best(mut op: impl FnMut()) -> f64 {
+    const BATCH: u32 = 10_000;
+    (0..200)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..BATCH {
+                op();
+            }
+            start.elapsed().as_nanos() as f64 / f64::from(BATCH)
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn row(name: &str, raw: f64, core: f64) {
+    println!("| {name} | {raw:.2} | {core:.2} | {:+.2} |", core - raw);
+}
+
+/// A raw kernel argument: the address of the value.
+fn arg<T>(value: &T) -> *mut c_void {
+    std::ptr::from_ref(value).cast_mut().cast()
+}
+
+/// Runs in the child, with the stand-in loaded.
+fn measure() -> Result<()> {
+    let device = Device::new(0)?;
+    let name = device.name()?;
+    if name != NAME {
+        return Err(format!("the driver loaded is {name:?}, not the stand-in").into());
+    }
+    // SAFETY: the stand-in runs no initialisers; it stays loaded for the process.
+    let library = unsafe { libloading::Library::new("libcuda.so.1") }?;
+    // SAFETY: the library is the stand-in, whose functions have the 13 header's signatures.
+    let t = unsafe { cuda_sys13::DriverTable::load(&library) };
+    let missing = |what: &str| format!("the stand-in lacks {what}");
+    let get_current = t
+        .cuCtxGetCurrent
+        .ok_or_else(|| missing("cuCtxGetCurrent"))?;
+    let set_current = t
+        .cuCtxSetCurrent
+        .ok_or_else(|| missing("cuCtxSetCurrent"))?;
+    let get_device = t.cuCtxGetDevice.ok_or_else(|| missing("cuCtxGetDevice"))?;
+    let event_create = t.cuEventCreate.ok_or_else(|| missing("cuEventCreate"))?;
+    let event_destroy = t.cuEventDestroy.ok_or_else(|| missing("cuEventDestroy"))?;
+    let event_record = t.cuEventRecord.ok_or_else(|| missing("cuEventRecord"))?;
+    let event_query = t.cuEventQuery.ok_or_else(|| missing("cuEventQuery"))?;
+    let stream_sync = t
+        .cuStreamSynchronize
+        .ok_or_else(|| missing("cuStreamSynchronize"))?;
+    let alloc = t
+        .cuMemAllocFromPoolAsync
+        .ok_or_else(|| missing("cuMemAllocFromPoolAsync"))?;
+    let free = t.cuMemFreeAsync.ok_or_else(|| missing("cuMemFreeAsync"))?;
+    let htod = t
+        .cuMemcpyHtoDAsync
+        .ok_or_else(|| missing("cuMemcpyHtoDAsync"))?;
+    let launch_kernel = t.cuLaunchKernel.ok_or_else(|| missing("cuLaunchKernel"))?;
+
+    device.set_current()?;
+    let context = device.primary_context()?.as_raw().cast();
+    let stream = device.create_stream(StreamOptions::default())?;
+    let s = stream.as_raw().cast();
+    let event = device.create_event(EventOptions::default())?;
+    let e = event.as_raw().cast();
+    let memory = device.memory_resource()?;
+    let mut pool = null_mut();
+    let default_pool = t
+        .cuDeviceGetDefaultMemPool
+        .ok_or_else(|| missing("cuDeviceGetDefaultMemPool"))?;
+    // SAFETY: a writable out-pointer, device 0.
+    unsafe { default_pool(&mut pool, 0) };
+    let code = ObjectCode::from_cubin(vec![0u8; 16]);
+    let kernels = [EMPTY0, EMPTY4, EMPTY16].map(|name| code.get_kernel(name));
+    let [k0, k4, k16] = kernels;
+    let (k0, k4, k16) = (k0?, k4?, k16?);
+    let buffers: Vec<_> = (0..4)
+        .map(|_| memory.allocate(4096, &stream))
+        .collect::<cuda_core::Result<_>>()?;
+    let mut copy = memory.allocate(4096, &stream)?;
+    let host = vec![1u8; 4096];
+    let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+    let ints = [1i32; 12];
+    let ptrs: [u64; 4] = std::array::from_fn(|i| buffers[i].ptr());
+
+    println!("Per call, best of 200 batches of 10 000, on a stand-in driver whose calls return at once:\n");
+    println!("| operation | raw (ns) | cuda-core (ns) | difference (ns) |");
+    println!("| --- | ---: | ---: | ---: |");
+    // SAFETY (every raw call below): the stand-in's functions with valid out-pointers and the
+    // handles made above.
+    row(
+        "device_current",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            let (mut c, mut d) = (null_mut(), 0);
+            get_current(&mut c);
+            get_device(&mut d);
+            black_box(d);
+        }),
+        best(|| {
+            black_box(Device::current().unwrap());
+        }),
+    );
+    row(
+        "set_current (raw: cuCtxSetCurrent)",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            set_current(black_box(context));
+        }),
+        best(|| device.set_current().unwrap()),
+    );
+    row(
+        "event_create_destroy",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            let mut ev = null_mut();
+            event_create(&mut ev, 2);
+            event_destroy(black_box(ev));
+        }),
+        best(|| {
+            drop(black_box(
+                device.create_event(EventOptions::default()).unwrap(),
+            ))
+        }),
+    );
+    row(
+        "event_create_destroy (raw also reads the current context)",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            let (mut c, mut ev) = (null_mut(), null_mut());
+            get_current(&mut c);
+            black_box(c);
+            event_create(&mut ev, 2);
+            event_destroy(black_box(ev));
+        }),
+        best(|| {
+            drop(black_box(
+                device.create_event(EventOptions::default()).unwrap(),
+            ))
+        }),
+    );
+    row(
+        "event_record",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            event_record(black_box(e), s);
+        }),
+        best(|| stream.record(&event).unwrap()),
+    );
+    row(
+        "event_query",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            black_box(event_query(black_box(e)));
+        }),
+        best(|| {
+            black_box(event.is_done().unwrap());
+        }),
+    );
+    row(
+        "stream_sync_idle",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            stream_sync(black_box(s));
+        }),
+        best(|| stream.sync().unwrap()),
+    );
+    // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+    let raw_launch = |kernel: *mut c_void, params: &mut [*mut c_void]| unsafe {
+        launch_kernel(
+            kernel.cast(),
+            1,
+            1,
+            1,
+            32,
+            1,
+            1,
+            0,
+            s,
+            params.as_mut_ptr(),
+            null_mut(),
+        );
+    };
+    row(
+        "launch_0",
+        best(|| raw_launch(k0.as_raw(), &mut [])),
+        // SAFETY: the stand-in runs nothing.
+        best(|| unsafe { launch(&stream, &config, &k0, &[]) }.unwrap()),
+    );
+    let n = 1024i32;
+    row(
+        "launch_4",
+        best(|| {
+            let [p0, p1, p2, _] = &ptrs;
+            raw_launch(k4.as_raw(), &mut [arg(p0), arg(p1), arg(p2), arg(&n)]);
+        }),
+        // SAFETY: as above.
+        best(|| {
+            let [b0, b1, b2, _] = [&buffers[0], &buffers[1], &buffers[2], &buffers[3]];
+            // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+            unsafe { launch(&stream, &config, &k4, &[b0, b1, b2, &n]) }.unwrap();
+        }),
+    );
+    row(
+        "launch_16",
+        best(|| {
+            let i = &ints;
+            raw_launch(
+                k16.as_raw(),
+                &mut [
+                    arg(&ptrs[0]),
+                    arg(&ptrs[1]),
+                    arg(&ptrs[2]),
+                    arg(&ptrs[3]),
+                    arg(&i[0]),
+                    arg(&i[1]),
+                    arg(&i[2]),
+                    arg(&i[3]),
+                    arg(&i[4]),
+                    arg(&i[5]),
+                    arg(&i[6]),
+                    arg(&i[7]),
+                    arg(&i[8]),
+                    arg(&i[9]),
+                    arg(&i[10]),
+                    arg(&i[11]),
+                ],
+            );
+        }),
+        best(|| {
+            let [b0, b1, b2, b3] = [&buffers[0], &buffers[1], &buffers[2], &buffers[3]];
+            let i = &ints;
+            // SAFETY: as above.
+            unsafe {
+                launch(
+                    &stream,
+                    &config,
+                    &k16,
+                    &[
+                        b0, b1, b2, b3, &i[0], &i[1], &i[2], &i[3], &i[4], &i[5], &i[6], &i[7],
+                        &i[8], &i[9], &i[10], &i[11],
+                    ],
+                )
+            }
+            .unwrap();
+        }),
+    );
+    row(
+        "alloc_free_1k",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            let mut ptr = 0;
+            alloc(&mut ptr, 1024, pool, s);
+            free(black_box(ptr), s);
+        }),
+        best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
+    );
+    row(
+        "copy_htod_4k (copy, then synchronise)",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            htod(copy.ptr(), host.as_ptr().cast(), host.len(), s);
+            stream_sync(s);
+        }),
+        best(|| copy.copy_from_host(&host, &stream).unwrap()),
+    );
+    Ok(())
+}
