@@ -17,6 +17,11 @@
 //! stand-in first on the loader's path, and prints one line per operation: the best time per
 //! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
 //! GPU; without a C compiler it says so and exits with status 0.
+//!
+//! `CUDA_CORE_STANDIN_EVICT=32768` makes each stand-in call that stands for driver work first
+//! write over 32 KiB, as a real driver call's own work pushes the caller's data out of the
+//! nearest cache: cuda-core's memory accesses (its per-device state, the context, the trait
+//! object's table) then cost what they cost after a real driver call.
 
 use std::error::Error;
 use std::ffi::c_void;
@@ -197,7 +202,15 @@ fn measure() -> Result<()> {
     let ints = [1i32; 12];
     let ptrs: [u64; 4] = std::array::from_fn(|i| buffers[i].ptr());
 
-    println!("Per call, best of 200 batches of 10 000, on a stand-in driver whose calls return at once:\n");
+    let evict = std::env::var("CUDA_CORE_STANDIN_EVICT").unwrap_or_default();
+    if evict.is_empty() || evict == "0" {
+        println!("Per call, best of 200 batches of 10 000, on a stand-in driver whose calls return at once:\n");
+    } else {
+        println!(
+            "Per call, best of 200 batches of 10 000, on a stand-in driver whose work calls each \
+             write over {evict} bytes first:\n"
+        );
+    }
     println!("| operation | raw (ns) | cuda-core (ns) | difference (ns) |");
     println!("| --- | ---: | ---: | ---: |");
     // SAFETY (every raw call below): the stand-in's functions with valid out-pointers and the

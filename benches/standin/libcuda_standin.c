@@ -1,9 +1,27 @@
 /* A stand-in for libcuda.so.1 whose calls cost next to nothing, for the `standin_overhead`
  * example: with the driver's own work taken out, what is left of a call through cuda-core is
  * cuda-core's. It is not CUDA: every call succeeds at once and does nothing, with one device,
- * one context, and three kernels named as the benches' empty kernels. */
+ * one context, and three kernels named as the benches' empty kernels.
+ *
+ * CUDA_CORE_STANDIN_EVICT=BYTES makes each call that stands for real driver work (event,
+ * stream, memory, copy and launch calls; not the context reads) first write one byte in every
+ * 64 of a BYTES-long array, as a real driver's call pushes the caller's data out of the
+ * nearest caches: what a wrapper then pays for its own memory accesses shows. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+
+static volatile char scratch[16 << 20];
+static long evict_bytes = -1;
+
+static void evict(void) {
+    if (evict_bytes < 0) {
+        const char *v = getenv("CUDA_CORE_STANDIN_EVICT");
+        evict_bytes = v ? atol(v) : 0;
+        if (evict_bytes > (long)sizeof scratch) evict_bytes = sizeof scratch;
+    }
+    for (long i = 0; i < evict_bytes; i += 64) scratch[i]++;
+}
 
 static int context, stream, event, pool, library, kernels[3];
 static void *current = NULL;
@@ -36,17 +54,17 @@ int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) {
     (void)flags; (void)priority; *s = &stream; return 0;
 }
 int cuStreamDestroy_v2(void *s) { (void)s; return 0; }
-int cuStreamSynchronize(void *s) { (void)s; return 0; }
-int cuEventCreate(void **e, unsigned flags) { (void)flags; *e = &event; return 0; }
-int cuEventDestroy_v2(void *e) { (void)e; return 0; }
-int cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
-int cuEventQuery(void *e) { (void)e; return 0; }
+int cuStreamSynchronize(void *s) { evict(); (void)s; return 0; }
+int cuEventCreate(void **e, unsigned flags) { evict(); (void)flags; *e = &event; return 0; }
+int cuEventDestroy_v2(void *e) { evict(); (void)e; return 0; }
+int cuEventRecord(void *e, void *s) { evict(); (void)e; (void)s; return 0; }
+int cuEventQuery(void *e) { evict(); (void)e; return 0; }
 int cuDeviceGetDefaultMemPool(void **p, int device) { (void)device; *p = &pool; return 0; }
-int cuMemAllocFromPoolAsync(unsigned long long *ptr, size_t size, void *p, void *s) {
+int cuMemAllocFromPoolAsync(unsigned long long *ptr, size_t size, void *p, void *s) { evict();
     (void)size; (void)p; (void)s; *ptr = 0x100000; return 0;
 }
-int cuMemFreeAsync(unsigned long long ptr, void *s) { (void)ptr; (void)s; return 0; }
-int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) {
+int cuMemFreeAsync(unsigned long long ptr, void *s) { evict(); (void)ptr; (void)s; return 0; }
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) { evict();
     (void)dst; (void)src; (void)n; (void)s; return 0;
 }
 int cuLibraryLoadData(void **lib, const void *code, void *o1, void *o2, unsigned n1, void *o3,
@@ -77,7 +95,7 @@ int cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset, size_t *siz
     return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned shared, void *s, void **params, void **extra) {
+                   unsigned bz, unsigned shared, void *s, void **params, void **extra) { evict();
     (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s;
     (void)params; (void)extra;
     return 0;
