@@ -363,19 +363,7 @@ fn stream_event_cases<R: RawDriver>(
         .run(c);
 
     Case::new("event_create_destroy")
-        .variant("raw", |b| {
-            b.iter(|| {
-                let mut event = null_mut();
-                // SAFETY: a writable out-pointer, then the event just made.
-                unsafe {
-                    check(
-                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
-                        "cuEventCreate",
-                    );
-                    check(d.cuEventDestroy(event), "cuEventDestroy");
-                }
-            });
-        })
+        .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))
         .variant("cuda-core", |b| {
             b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
         })
@@ -446,33 +434,9 @@ fn diagnose<R: RawDriver>(
     raw_stream: &Stream,
 ) {
     Case::new("diag_event_create_destroy")
-        .variant("raw", |b| {
-            b.iter(|| {
-                let mut event = null_mut();
-                // SAFETY: a writable out-pointer, then the event just made.
-                unsafe {
-                    check(
-                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
-                        "cuEventCreate",
-                    );
-                    check(d.cuEventDestroy(event), "cuEventDestroy");
-                }
-            });
-        })
+        .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))
         .variant("raw+get-current", |b| {
-            b.iter(|| {
-                let (mut event, mut context) = (null_mut(), null_mut());
-                // SAFETY: writable out-pointers, then the event just made.
-                unsafe {
-                    check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
-                    black_box(context);
-                    check(
-                        d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
-                        "cuEventCreate",
-                    );
-                    check(d.cuEventDestroy(event), "cuEventDestroy");
-                }
-            });
+            b.iter(|| raw_event_create_destroy(d, true))
         })
         .variant("cuda-core", |b| {
             b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
@@ -605,6 +569,25 @@ fn diagnose<R: RawDriver>(
             );
         })
         .run(c);
+}
+
+/// A raw event without timing, made and destroyed; `read_current` first reads the current
+/// context, as cuda-core does to make sure of the event's context.
+#[inline(always)]
+fn raw_event_create_destroy<R: RawDriver>(d: &R, read_current: bool) {
+    let (mut event, mut context) = (null_mut(), null_mut());
+    // SAFETY: writable out-pointers, then the event just made.
+    unsafe {
+        if read_current {
+            check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+            black_box(context);
+        }
+        check(
+            d.cuEventCreate(&mut event, EVENT_DISABLE_TIMING),
+            "cuEventCreate",
+        );
+        check(d.cuEventDestroy(event), "cuEventDestroy");
+    }
 }
 
 /// `cuStreamSynchronize`, checked.
