@@ -55,6 +55,10 @@ use cudarc::driver::{
 
 /// Bytes of each buffer: the launch arguments and the copies.
 const BUFFER_BYTES: usize = 4096;
+/// A page-aligned host buffer for the copy cases.
+#[repr(C, align(4096))]
+struct HostPage([u8; BUFFER_BYTES]);
+
 /// Bytes of the `alloc_free_1k` allocation.
 const ALLOC_BYTES: usize = 1024;
 /// The `int` arguments of the 4- and 16-parameter kernels.
@@ -127,8 +131,11 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     let mut core = core_setup(device, cubin.as_ref());
     let raw = raw_setup(driver, cubin.as_ref().map(|c| c.code()));
     let mut rc = cudarc_setup(cubin.as_ref().map(|c| c.code().to_vec()));
-    // One host buffer per variant, so that the variants' closures do not share one.
-    let mut host = [(); 3].map(|_| vec![1u8; BUFFER_BYTES]);
+    // One host buffer per variant, so that the variants' closures do not share one; each on a
+    // page of its own, so that where a buffer lies cannot make one variant's pageable copy
+    // differ from another's (the run of 2026-11-30 had copy_htod_4k at 1.09 with three
+    // unaligned vectors, 1.01 before with one shared vector).
+    let mut host: [Box<HostPage>; 3] = [(); 3].map(|_| Box::new(HostPage([1u8; BUFFER_BYTES])));
 
     if std::env::var_os("CUDA_CORE_BENCH_DIAGNOSE").is_some() {
         // SAFETY: `raw.stream` is a stream of device 0's primary context, alive for the run.
@@ -824,9 +831,9 @@ fn memory_cases<R: RawDriver>(
     core: &mut Core,
     raw: &RawState,
     rc: &mut Rc,
-    host: &mut [Vec<u8>; 3],
+    host: &mut [Box<HostPage>; 3],
 ) {
-    let [raw_host, core_host, rc_host] = host;
+    let [raw_host, core_host, rc_host] = host.each_mut().map(|page| &mut page.0);
     Case::new("alloc_free_1k")
         .variant("raw", |b| {
             batched(
