@@ -200,6 +200,81 @@ pub(crate) struct SmInfo {
 ///
 /// Every method makes exactly the driver call it names and nothing else.
 pub(crate) trait Driver: Send + Sync {
+    // The calls of the hot paths first, so that their entries share the first lines of the
+    // trait object's table: fewer cache lines to reload after a driver call has evicted them.
+    /// `cuCtxGetCurrent` for hot paths: `None` where the call failed (then
+    /// [`Driver::ctx_get_current`] gives the error). Returned in registers, where a `Result`
+    /// (with its large error) goes through memory: this is what `set_current` and
+    /// `with_current` call on every use.
+    fn ctx_current_or_none(&self) -> Option<ContextHandle>;
+
+    /// `cuEventCreate` in the current context.
+    fn event_create(&self, flags: u32) -> Result<EventHandle>;
+    /// `cuEventDestroy`.
+    fn event_destroy(&self, event: EventHandle) -> Result<()>;
+    /// `cuEventRecord`.
+    fn event_record(&self, event: EventHandle, stream: StreamHandle) -> Result<()>;
+    /// `cuEventQuery`: `false` for `CUDA_ERROR_NOT_READY`.
+    fn event_query(&self, event: EventHandle) -> Result<bool>;
+    /// `cuStreamSynchronize`.
+    fn stream_synchronize(&self, stream: StreamHandle) -> Result<()>;
+    /// `cuLaunchKernel` of a `CUkernel` (the driver accepts it as a `CUfunction`).
+    ///
+    /// # Safety
+    ///
+    /// `args` points to one pointer per kernel parameter, each to a value of that parameter's
+    /// size, valid for the call.
+    unsafe fn launch_kernel(
+        &self,
+        kernel: KernelHandle,
+        params: &LaunchParams,
+        args: *mut *mut c_void,
+    ) -> Result<()>;
+    /// `cuLaunchKernelEx` with the cluster and cooperative attributes of `params`.
+    ///
+    /// # Safety
+    ///
+    /// As for `launch_kernel`.
+    unsafe fn launch_kernel_ex(
+        &self,
+        kernel: KernelHandle,
+        params: &LaunchParams,
+        args: *mut *mut c_void,
+    ) -> Result<()>;
+    /// `cuMemAllocFromPoolAsync`.
+    fn mem_alloc_from_pool_async(
+        &self,
+        size: usize,
+        pool: PoolHandle,
+        stream: StreamHandle,
+    ) -> Result<DevicePtr>;
+    /// `cuMemFreeAsync`.
+    fn mem_free_async(&self, ptr: DevicePtr, stream: StreamHandle) -> Result<()>;
+    /// `cuMemcpyHtoDAsync`.
+    fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemcpyDtoHAsync`.
+    fn memcpy_dtoh_async(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+    /// `cuMemcpyAsync` (unified addressing).
+    fn memcpy_async(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        size: usize,
+        stream: StreamHandle,
+    ) -> Result<()>;
+
     /// The ABI this table speaks.
     fn abi(&self) -> Abi;
     /// The running driver's version.
@@ -239,11 +314,6 @@ pub(crate) trait Driver: Send + Sync {
     fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxGetCurrent`.
     fn ctx_get_current(&self) -> Result<ContextHandle>;
-    /// `cuCtxGetCurrent` for hot paths: `None` where the call failed (then
-    /// [`Driver::ctx_get_current`] gives the error). Returned in registers, where a `Result`
-    /// (with its large error) goes through memory: this is what `set_current` and
-    /// `with_current` call on every use.
-    fn ctx_current_or_none(&self) -> Option<ContextHandle>;
     /// `cuCtxSetCurrent`.
     fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxPushCurrent`.
@@ -263,8 +333,6 @@ pub(crate) trait Driver: Send + Sync {
     fn stream_create(&self, flags: u32, priority: Option<i32>) -> Result<StreamHandle>;
     /// `cuStreamDestroy`.
     fn stream_destroy(&self, stream: StreamHandle) -> Result<()>;
-    /// `cuStreamSynchronize`.
-    fn stream_synchronize(&self, stream: StreamHandle) -> Result<()>;
     /// `cuStreamQuery`: `false` for `CUDA_ERROR_NOT_READY`.
     fn stream_query(&self, stream: StreamHandle) -> Result<bool>;
     /// `cuStreamWaitEvent`.
@@ -282,17 +350,8 @@ pub(crate) trait Driver: Send + Sync {
         f: unsafe extern "C" fn(*mut c_void),
         data: *mut c_void,
     ) -> Result<()>;
-
-    /// `cuEventCreate` in the current context.
-    fn event_create(&self, flags: u32) -> Result<EventHandle>;
-    /// `cuEventDestroy`.
-    fn event_destroy(&self, event: EventHandle) -> Result<()>;
-    /// `cuEventRecord`.
-    fn event_record(&self, event: EventHandle, stream: StreamHandle) -> Result<()>;
     /// `cuEventSynchronize`.
     fn event_synchronize(&self, event: EventHandle) -> Result<()>;
-    /// `cuEventQuery`: `false` for `CUDA_ERROR_NOT_READY`.
-    fn event_query(&self, event: EventHandle) -> Result<bool>;
     /// `cuEventElapsedTime` in milliseconds (12: the 12.9 header's `cuEventElapsedTime`;
     /// 13: `cuEventElapsedTime_v2`).
     fn event_elapsed_time(&self, start: EventHandle, end: EventHandle) -> Result<f32>;
@@ -316,15 +375,6 @@ pub(crate) trait Driver: Send + Sync {
     fn mem_pool_set_u64(&self, pool: PoolHandle, attribute: i32, value: u64) -> Result<()>;
     /// `cuMemPoolGetAttribute` of a 64-bit attribute.
     fn mem_pool_get_u64(&self, pool: PoolHandle, attribute: i32) -> Result<u64>;
-    /// `cuMemAllocFromPoolAsync`.
-    fn mem_alloc_from_pool_async(
-        &self,
-        size: usize,
-        pool: PoolHandle,
-        stream: StreamHandle,
-    ) -> Result<DevicePtr>;
-    /// `cuMemFreeAsync`.
-    fn mem_free_async(&self, ptr: DevicePtr, stream: StreamHandle) -> Result<()>;
     /// `cuMemAlloc` in the current context.
     fn mem_alloc(&self, size: usize) -> Result<DevicePtr>;
     /// `cuMemFree`.
@@ -337,30 +387,6 @@ pub(crate) trait Driver: Send + Sync {
     fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr>;
     /// `cuMemGetInfo` of the current context's device: `(free, total)`.
     fn mem_get_info(&self) -> Result<(usize, usize)>;
-    /// `cuMemcpyAsync` (unified addressing).
-    fn memcpy_async(
-        &self,
-        dst: DevicePtr,
-        src: DevicePtr,
-        size: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
-    /// `cuMemcpyHtoDAsync`.
-    fn memcpy_htod_async(
-        &self,
-        dst: DevicePtr,
-        src: *const c_void,
-        size: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
-    /// `cuMemcpyDtoHAsync`.
-    fn memcpy_dtoh_async(
-        &self,
-        dst: *mut c_void,
-        src: DevicePtr,
-        size: usize,
-        stream: StreamHandle,
-    ) -> Result<()>;
     /// `cuMemsetD8Async`.
     fn memset_d8_async(
         &self,
@@ -440,29 +466,6 @@ pub(crate) trait Driver: Send + Sync {
         function: FunctionHandle,
         params: &LaunchParams,
     ) -> Result<i32>;
-    /// `cuLaunchKernel` of a `CUkernel` (the driver accepts it as a `CUfunction`).
-    ///
-    /// # Safety
-    ///
-    /// `args` points to one pointer per kernel parameter, each to a value of that parameter's
-    /// size, valid for the call.
-    unsafe fn launch_kernel(
-        &self,
-        kernel: KernelHandle,
-        params: &LaunchParams,
-        args: *mut *mut c_void,
-    ) -> Result<()>;
-    /// `cuLaunchKernelEx` with the cluster and cooperative attributes of `params`.
-    ///
-    /// # Safety
-    ///
-    /// As for `launch_kernel`.
-    unsafe fn launch_kernel_ex(
-        &self,
-        kernel: KernelHandle,
-        params: &LaunchParams,
-        args: *mut *mut c_void,
-    ) -> Result<()>;
     /// The driver's linker: `cuLinkCreate`, `cuLinkAddData` per input, `cuLinkComplete`, a
     /// copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info log; a failure is
     /// `Error::Link` with the error log.
