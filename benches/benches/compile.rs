@@ -8,6 +8,9 @@
 //! | `cache_hit_memory` | none | `Program::compile_cached` from a primed `InMemoryProgramCache`, `get_kernel`, dropped |
 //! | `cache_hit_file` | none | the same from a primed `FileStreamProgramCache` in a temporary directory |
 //!
+//! `compile_saxpy` runs in interleaved rounds, as the overhead cases do (flat sampling, 10
+//! samples a round); the cache cases, cuda-core only, run once.
+//!
 //! cudarc is left out of all three: its NVRTC API returns PTX only (no cubin), so its path
 //! would add a driver JIT compile at load and measure other work, and it has no program cache.
 //! Raw has no cache either.
@@ -77,39 +80,41 @@ fn run<R: RawDriver>(c: &mut Criterion, d: &R, nvrtc: &Nvrtc) {
     let kernel_name = CString::new(SAXPY_KERNEL).expect("kernel name");
     let program = || Program::new(SAXPY, ProgramOptions::default()).with_name("saxpy.cu");
 
-    let mut g = c.benchmark_group("compile_saxpy");
-    g.sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    g.bench_function("raw", |b| {
-        b.iter(|| {
-            let cubin = fns.compile_cubin(&source, name, &[&arch]).unwrap();
-            let (mut library, mut kernel) = (null_mut(), null_mut());
-            // SAFETY: a cubin alive across the load, a NUL-terminated name, writable
-            // out-pointers; the library is unloaded once, after its last use.
-            unsafe {
-                check(
-                    d.cuLibraryLoadData(&mut library, cubin.as_ptr().cast()),
-                    "cuLibraryLoadData",
-                );
-                check(
-                    d.cuLibraryGetKernel(&mut kernel, library, kernel_name.as_ptr()),
-                    "cuLibraryGetKernel",
-                );
-                black_box(kernel);
-                check(d.cuLibraryUnload(library), "cuLibraryUnload");
-            }
-        });
-    });
-    g.bench_function("cuda-core", |b| {
-        b.iter(|| {
-            let code = program().compile(CodeType::Cubin, &[]).unwrap();
-            black_box(code.get_kernel(SAXPY_KERNEL).unwrap());
-        });
-    });
-    // cudarc: left out (PTX only; see the crate docs).
-    g.finish();
+    common::Case::new("compile_saxpy")
+        .settings(|g| {
+            g.sample_size(10)
+                .sampling_mode(SamplingMode::Flat)
+                .warm_up_time(Duration::from_millis(300))
+                .measurement_time(Duration::from_secs(1));
+        })
+        .variant("raw", |b| {
+            b.iter(|| {
+                let cubin = fns.compile_cubin(&source, name, &[&arch]).unwrap();
+                let (mut library, mut kernel) = (null_mut(), null_mut());
+                // SAFETY: a cubin alive across the load, a NUL-terminated name, writable
+                // out-pointers; the library is unloaded once, after its last use.
+                unsafe {
+                    check(
+                        d.cuLibraryLoadData(&mut library, cubin.as_ptr().cast()),
+                        "cuLibraryLoadData",
+                    );
+                    check(
+                        d.cuLibraryGetKernel(&mut kernel, library, kernel_name.as_ptr()),
+                        "cuLibraryGetKernel",
+                    );
+                    black_box(kernel);
+                    check(d.cuLibraryUnload(library), "cuLibraryUnload");
+                }
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| {
+                let code = program().compile(CodeType::Cubin, &[]).unwrap();
+                black_box(code.get_kernel(SAXPY_KERNEL).unwrap());
+            });
+        })
+        // cudarc: left out (PTX only; see the crate docs).
+        .run(c);
 
     let memory = InMemoryProgramCache::new(CACHE_BYTES as usize);
     cache_case(c, "cache_hit_memory", &memory, &program);

@@ -10,6 +10,9 @@
 //! - `cudarc`: `CudaContext::new`, a stream, `load_module` of the same cubin file (cudarc has no
 //!   program cache), one launch, a synchronise.
 //!
+//! The variants run in interleaved rounds, as the overhead cases do (flat sampling, 10 samples
+//! a round).
+//!
 //! A priming run compiles the program into the cache and writes the cubin file first. The
 //! example must be built: `cargo build --release -p benches --example first_launch` (cargo
 //! bench does not build examples); the GPU bundle has it in `.gpu/examples/`. Without it this
@@ -47,22 +50,24 @@ fn main() {
         return;
     }
     let mut c = common::criterion();
-    let mut g = c.benchmark_group("first_launch");
-    g.sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+    let mut case = common::Case::new("first_launch").settings(|g| {
+        g.sample_size(10)
+            .sampling_mode(SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+    });
     for variant in VARIANTS {
         // One run first, so that a variant that cannot run is reported, not timed.
         if let Err(why) = run_child(&child, variant, dir.path()) {
             println!("startup: first_launch/{variant} failed ({why}); skipped");
             continue;
         }
-        g.bench_function(variant, |b| {
-            b.iter(|| run_child(&child, variant, dir.path()).unwrap());
+        let (child, dir) = (child.clone(), dir.path().to_path_buf());
+        case = case.variant(variant, move |b| {
+            b.iter(|| run_child(&child, variant, &dir).unwrap());
         });
     }
-    g.finish();
+    case.run(&mut c);
     c.final_summary();
 }
 

@@ -70,7 +70,11 @@ pub fn round_order(n: usize, round: usize) -> Vec<usize> {
 pub struct Case<'a> {
     name: &'static str,
     variants: Vec<(&'static str, Timer<'a>)>,
+    settings: Option<Settings>,
 }
+
+/// A case's own criterion settings, applied over the round settings.
+type Settings = Box<dyn Fn(&mut BenchmarkGroup<'_, WallTime>)>;
 
 /// What times one variant, as a `bench_function` closure.
 type Timer<'a> = Box<dyn FnMut(&mut Bencher<'_>) + 'a>;
@@ -81,7 +85,15 @@ impl<'a> Case<'a> {
         Case {
             name,
             variants: Vec::new(),
+            settings: None,
         }
+    }
+
+    /// Settings of this case's group, over the round settings: for operations too slow for
+    /// 50 samples in 0.75 s (a compile, a whole process), say flat sampling of 10.
+    pub fn settings(mut self, f: impl Fn(&mut BenchmarkGroup<'_, WallTime>) + 'static) -> Self {
+        self.settings = Some(Box::new(f));
+        self
     }
 
     /// Adds a variant (`raw`, `cuda-core` or `cudarc`): `f` times it, as in
@@ -96,11 +108,17 @@ impl<'a> Case<'a> {
         let rounds = rounds();
         let mut g = c.benchmark_group(self.name);
         if rounds == 1 {
+            if let Some(settings) = &self.settings {
+                settings(&mut g);
+            }
             for (name, f) in &mut self.variants {
                 g.bench_function(*name, |b| f(b));
             }
         } else {
             round_settings(&mut g);
+            if let Some(settings) = &self.settings {
+                settings(&mut g);
+            }
             for round in 0..rounds {
                 for i in round_order(self.variants.len(), round) {
                     let (name, f) = &mut self.variants[i];
