@@ -224,6 +224,8 @@ impl Context {
     #[inline(never)]
     fn set_current_slow(&self) -> Result<()> {
         let driver = self.inner.driver;
+        // A second read, on the switch path only: handing the first read in instead cost the
+        // already-current path about 0.5 ns on the stand-in driver.
         if current(driver)? == self.inner.handle {
             return Ok(());
         }

@@ -137,27 +137,26 @@ impl Row {
     /// `a / b`, round by round when both variants ran the same rounds (each round's variants
     /// ran back to back, so the machine's drift cancels), else as the ratio of the medians.
     pub(crate) fn ratio(&self, a: usize, b: usize) -> Option<Ratio> {
+        let ratios = self.paired(a, b, |x, y| (y > 0.0).then(|| x / y))?;
+        Some(Ratio {
+            median: median_of(&ratios)?,
+            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            rounds: ratios.len(),
+        })
+    }
+
+    /// `f(a, b)` for each round where both variants ran the same rounds, else once, on the
+    /// medians; `None` where the variants were not measured or `f` has no answer.
+    fn paired(&self, a: usize, b: usize, f: impl Fn(f64, f64) -> Option<f64>) -> Option<Vec<f64>> {
         let (ra, rb) = (&self.runs[a], &self.runs[b]);
-        if ra.len() > 1 && ra.len() == rb.len() && rb.iter().all(|&x| x > 0.0) {
-            let ratios: Vec<f64> = ra.iter().zip(rb).map(|(x, y)| x / y).collect();
-            let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            return Some(Ratio {
-                median: median_of(&ratios)?,
-                min,
-                max,
-                rounds: ratios.len(),
-            });
+        if ra.len() > 1 && ra.len() == rb.len() {
+            let rounds: Option<Vec<f64>> = ra.iter().zip(rb).map(|(&x, &y)| f(x, y)).collect();
+            if rounds.is_some() {
+                return rounds;
+            }
         }
-        match (self.median(a), self.median(b)) {
-            (Some(x), Some(y)) if y > 0.0 => Some(Ratio {
-                median: x / y,
-                min: x / y,
-                max: x / y,
-                rounds: 1,
-            }),
-            _ => None,
-        }
+        Some(vec![f(self.median(a)?, self.median(b)?)?])
     }
 
     /// Whether cuda-core meets the overhead target against raw: at most 3% slower, or at
@@ -171,12 +170,7 @@ impl Row {
 
     /// `a - b` in nanoseconds, round by round as [`Row::ratio`] pairs them.
     pub(crate) fn extra_ns(&self, a: usize, b: usize) -> Option<f64> {
-        let (ra, rb) = (&self.runs[a], &self.runs[b]);
-        if ra.len() > 1 && ra.len() == rb.len() {
-            let differences: Vec<f64> = ra.iter().zip(rb).map(|(x, y)| x - y).collect();
-            return median_of(&differences);
-        }
-        Some(self.median(a)? - self.median(b)?)
+        median_of(&self.paired(a, b, |x, y| Some(x - y))?)
     }
 }
 
