@@ -95,8 +95,6 @@ fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_
 pub struct Buffer {
     ptr: u64,
     size: usize,
-    /// The resource's device, read once.
-    device: Option<Device>,
     resource: Owner,
     stream: Stream,
 }
@@ -162,11 +160,9 @@ impl Buffer {
 
     #[inline]
     pub(crate) fn new(ptr: u64, size: usize, resource: Owner, stream: Stream) -> Buffer {
-        let device = resource.get().device();
         Buffer {
             ptr,
             size,
-            device,
             resource,
             stream,
         }
@@ -189,7 +185,7 @@ impl Buffer {
 
     /// The device of the memory; `None` for host memory.
     pub fn device(&self) -> Option<Device> {
-        self.device
+        self.resource.get().device()
     }
 
     /// The resource that made it and frees it.
@@ -245,7 +241,7 @@ impl Buffer {
     /// for a copy, that the driver does not copy across devices anyway).
     #[inline]
     fn check_reachable(&self, stream: &Stream, name: &'static str, copy: bool) -> Result<()> {
-        match self.device {
+        match self.device() {
             Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy),
             _ => Ok(()),
         }
