@@ -269,17 +269,27 @@ impl Context {
         &self,
         f: impl FnOnce(&'static dyn Driver) -> Result<T>,
     ) -> Result<T> {
-        let driver = self.inner.driver;
-        if current(driver)? == self.inner.handle {
-            return f(driver);
-        }
-        driver.ctx_push_current(self.inner.handle)?;
-        let result = f(driver);
-        let popped = driver.ctx_pop_current();
-        match (result, popped) {
-            (Ok(value), Ok(_)) => Ok(value),
-            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
-        }
+        with_current(self.inner.driver, self.inner.handle, f)
+    }
+}
+
+/// Runs `f` with `handle` current on the calling thread: directly where it already is (one
+/// `cuCtxGetCurrent`), between a push and a pop otherwise.
+#[inline]
+pub(crate) fn with_current<T>(
+    driver: &'static dyn Driver,
+    handle: ContextHandle,
+    f: impl FnOnce(&'static dyn Driver) -> Result<T>,
+) -> Result<T> {
+    if current(driver)? == handle {
+        return f(driver);
+    }
+    driver.ctx_push_current(handle)?;
+    let result = f(driver);
+    let popped = driver.ctx_pop_current();
+    match (result, popped) {
+        (Ok(value), Ok(_)) => Ok(value),
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::context::{Context, ContextOptions, ContextRef};
-use crate::driver::{driver, DeviceHandle};
+use crate::driver::{driver, ContextHandle, DeviceHandle, Driver};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::memory::{DeviceMemoryResource, MemoryResource, SyncMemoryResource};
@@ -42,11 +42,22 @@ impl fmt::Debug for Device {
 
 /// What the process keeps per device: its primary context, once retained, and its attributes.
 pub(crate) struct DeviceState {
-    primary: OnceLock<Context>,
+    primary: OnceLock<Primary>,
     attributes: [AtomicI64; ATTRIBUTE_SLOTS],
     total_memory: OnceLock<usize>,
     priority_range: OnceLock<(i32, i32)>,
     memory_resource: OnceLock<Arc<dyn MemoryResource>>,
+}
+
+/// The primary context, with copies of its handle and driver beside it: the hot paths (event
+/// and stream creation, `set_current`) read them here, one dependent load sooner than through
+/// the context's shared allocation. After a driver call has pushed the caller's data out of the
+/// CPU's first-level cache, each load in that chain is a miss; one fewer measured 7 ns less per
+/// event created on the stand-in driver.
+pub(crate) struct Primary {
+    pub(crate) handle: ContextHandle,
+    pub(crate) driver: &'static dyn Driver,
+    pub(crate) context: Context,
 }
 
 /// Attribute codes run to 161 in the 13.x header; slots past them stay unused.
@@ -146,13 +157,30 @@ impl Device {
     /// The primary context as the process keeps it, retained on first use.
     #[inline]
     pub(crate) fn primary(&self) -> Result<&'static Context> {
+        Ok(&self.primary_entry()?.context)
+    }
+
+    /// The primary context with its handle and driver at hand, retained on first use.
+    #[inline]
+    pub(crate) fn primary_entry(&self) -> Result<&'static Primary> {
         let state = self.state()?;
-        if let Some(context) = state.primary.get() {
-            return Ok(context);
+        if let Some(primary) = state.primary.get() {
+            return Ok(primary);
         }
-        let context = Context::retain_primary(driver()?, *self)?;
+        self.retain_primary(state)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retain_primary(&self, state: &'static DeviceState) -> Result<&'static Primary> {
+        let driver = driver()?;
+        let context = Context::retain_primary(driver, *self)?;
         // A racing thread may have set it first: keep theirs, and drop ours (a release).
-        Ok(state.primary.get_or_init(|| context))
+        Ok(state.primary.get_or_init(|| Primary {
+            handle: context.inner.handle,
+            driver,
+            context,
+        }))
     }
 
     /// Makes this device's primary context current on the calling thread.
@@ -160,8 +188,8 @@ impl Device {
     pub fn set_current(&self) -> Result<()> {
         // The common case inline, in a few instructions: the context exists and already is
         // current. Everything else (first use, a switch, an error) is out of line.
-        if let Some(context) = self.primary_if_ready() {
-            if context.is_current_fast() {
+        if let Some(primary) = self.primary_if_ready() {
+            if primary.driver.ctx_current_or_none() == Some(primary.handle) {
                 return Ok(());
             }
         }
@@ -177,7 +205,7 @@ impl Device {
     /// The primary context if the process holds it already; `None` otherwise (and on any
     /// error, which [`Device::primary`] reports).
     #[inline]
-    fn primary_if_ready(&self) -> Option<&'static Context> {
+    fn primary_if_ready(&self) -> Option<&'static Primary> {
         match DEVICES.get() {
             Some(Ok(states)) => states.get(self.ordinal())?.primary.get(),
             _ => None,
@@ -296,13 +324,25 @@ impl Device {
 
     /// Creates a stream in this device's primary context.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        Stream::create(ContextRef::Static(self.primary()?), options)
+        let primary = self.primary_entry()?;
+        Stream::create_in(
+            primary.driver,
+            primary.handle,
+            ContextRef::Static(&primary.context),
+            options,
+        )
     }
 
     /// Creates an event in this device's primary context.
     #[inline]
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        Event::create(ContextRef::Static(self.primary()?), options)
+        let primary = self.primary_entry()?;
+        Event::create_in(
+            primary.driver,
+            primary.handle,
+            ContextRef::Static(&primary.context),
+            options,
+        )
     }
 
     /// The device's resources, for green contexts.

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::context::{Context, ContextRef};
+use crate::context::{with_current, Context, ContextRef};
 use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, EventHandle};
 use crate::error::{Error, Result};
@@ -77,6 +77,18 @@ impl fmt::Debug for Event {
 impl Event {
     #[inline]
     pub(crate) fn create(context: ContextRef, options: EventOptions) -> Result<Event> {
+        Event::create_in(context.inner.driver, context.inner.handle, context, options)
+    }
+
+    /// [`Event::create`] with the context's driver and handle read by the caller, which may
+    /// hold them closer at hand than `context` does.
+    #[inline]
+    pub(crate) fn create_in(
+        driver: &'static dyn Driver,
+        handle: ContextHandle,
+        context: ContextRef,
+        options: EventOptions,
+    ) -> Result<Event> {
         let mut flags = 0;
         if !options.timing {
             flags |= DISABLE_TIMING;
@@ -84,10 +96,10 @@ impl Event {
         if options.blocking_sync {
             flags |= BLOCKING_SYNC;
         }
-        let handle = context.with_current(|driver| driver.event_create(flags))?;
+        let handle = with_current(driver, handle, |driver| driver.event_create(flags))?;
         Ok(Event {
             handle,
-            driver: context.inner.driver,
+            driver,
             context,
             options,
         })

@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::context::{Context, ContextRef};
+use crate::context::{with_current, Context, ContextRef};
 use crate::device::Device;
-use crate::driver::{Driver, StreamHandle};
+use crate::driver::{ContextHandle, Driver, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
 
@@ -111,37 +111,43 @@ impl Eq for Stream {}
 
 impl Stream {
     pub(crate) fn create(context: ContextRef, options: StreamOptions) -> Result<Stream> {
-        let device = context.device();
-        if let Some(priority) = options.priority {
-            let (least, greatest) = device.stream_priority_range()?;
-            if priority > least || priority < greatest {
-                return Err(Error::InvalidArgument {
-                    name: "options.priority",
-                    reason: format!(
-                        "{priority} is outside device {}'s range {greatest} (highest) to {least} \
-                         (lowest)",
-                        device.ordinal()
-                    ),
-                });
-            }
-        }
-        let driver = context.inner.driver;
-        let handle = match context.green_handle() {
+        match context.green_handle() {
             // Green contexts make their streams directly, and only non-blocking ones.
-            Some(green) => driver.green_ctx_stream_create(
-                green,
-                NON_BLOCKING,
-                options.priority.unwrap_or(0),
-            )?,
-            None => {
-                let flags = if options.non_blocking {
-                    NON_BLOCKING
-                } else {
-                    0
-                };
-                context.with_current(|driver| driver.stream_create(flags, options.priority))?
+            Some(green) => {
+                if let Some(priority) = options.priority {
+                    check_priority(context.device(), priority)?;
+                }
+                let handle = context.inner.driver.green_ctx_stream_create(
+                    green,
+                    NON_BLOCKING,
+                    options.priority.unwrap_or(0),
+                )?;
+                Ok(Stream::wrap(handle, context, Kind::Owned))
             }
+            None => Stream::create_in(context.inner.driver, context.inner.handle, context, options),
+        }
+    }
+
+    /// [`Stream::create`] in a context that is not green, with its driver and handle read by
+    /// the caller, which may hold them closer at hand than `context` does.
+    #[inline]
+    pub(crate) fn create_in(
+        driver: &'static dyn Driver,
+        handle: ContextHandle,
+        context: ContextRef,
+        options: StreamOptions,
+    ) -> Result<Stream> {
+        if let Some(priority) = options.priority {
+            check_priority(context.device(), priority)?;
+        }
+        let flags = if options.non_blocking {
+            NON_BLOCKING
+        } else {
+            0
         };
+        let handle = with_current(driver, handle, |driver| {
+            driver.stream_create(flags, options.priority)
+        })?;
         Ok(Stream::wrap(handle, context, Kind::Owned))
     }
 
@@ -330,4 +336,20 @@ impl Stream {
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
         self.inner.handle.0
     }
+}
+
+/// Refuses a priority outside the device's range, naming the range.
+fn check_priority(device: Device, priority: i32) -> Result<()> {
+    let (least, greatest) = device.stream_priority_range()?;
+    if priority > least || priority < greatest {
+        return Err(Error::InvalidArgument {
+            name: "options.priority",
+            reason: format!(
+                "{priority} is outside device {}'s range {greatest} (highest) to {least} \
+                 (lowest)",
+                device.ordinal()
+            ),
+        });
+    }
+    Ok(())
 }
