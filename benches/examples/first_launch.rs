@@ -8,6 +8,8 @@
 //! first_launch prime DIR        compile through a file cache in DIR/programs (cuda-core), and
 //!                               write the cubin to DIR/first_launch.cubin for raw and cudarc
 //! first_launch cuda-core DIR    cuda-core: Device, stream, Program::compile_cached (a hit), launch
+//! first_launch cuda-core+preload DIR
+//!                               the same, after `cuda_core::preload_nvrtc()`
 //! first_launch raw DIR          libloading + the sys table + cuInit + primary context +
 //!                               cuLibraryLoadData of DIR/first_launch.cubin + launch + sync
 //! first_launch cudarc DIR       cudarc: CudaContext, stream, load_module of the cubin, launch
@@ -15,6 +17,10 @@
 //!
 //! Without a CUDA GPU the first form prints one line saying so and exits with status 0; the
 //! others fail with the reason.
+//!
+//! With `FIRST_LAUNCH_PHASES=1` (which the first form sets for its children) each variant also
+//! prints, to standard error, the milliseconds each of its steps took since `main` began; the
+//! first form prints those lines under each variant's wall time.
 
 use std::error::Error;
 use std::ffi::CString;
@@ -40,9 +46,9 @@ const CACHE_BYTES: u64 = 64 << 20;
 const CACHE_SUBDIR: &str = "programs";
 
 /// The variants, in the order they run.
-const VARIANTS: [&str; 3] = ["raw", "cuda-core", "cudarc"];
+const VARIANTS: [&str; 4] = ["raw", "cuda-core", "cudarc", "cuda-core+preload"];
 
-const USAGE: &str = "usage: first_launch [prime|cuda-core|raw|cudarc DIR]";
+const USAGE: &str = "usage: first_launch [prime|cuda-core|cuda-core+preload|raw|cudarc DIR]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,7 +58,8 @@ fn main() -> ExitCode {
             let dir = Path::new(dir);
             match mode.as_str() {
                 "prime" => prime(dir),
-                "cuda-core" => cuda_core(dir),
+                "cuda-core" => cuda_core(dir, false),
+                "cuda-core+preload" => cuda_core(dir, true),
                 "raw" => raw(dir),
                 "cudarc" => cudarc(dir),
                 _ => Err(USAGE.into()),
@@ -65,6 +72,41 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("first_launch: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Set to print each step's time (see the module docs).
+const PHASES_VAR: &str = "FIRST_LAUNCH_PHASES";
+
+/// The steps of one variant, timed from `main`'s start when [`PHASES_VAR`] is set.
+struct Phases {
+    start: Instant,
+    last: Instant,
+    on: bool,
+}
+
+impl Phases {
+    fn new() -> Phases {
+        let now = Instant::now();
+        Phases {
+            start: now,
+            last: now,
+            on: std::env::var_os(PHASES_VAR).is_some_and(|v| v == "1"),
+        }
+    }
+
+    /// Ends the step `what`.
+    fn mark(&mut self, what: &str) {
+        if self.on {
+            let now = Instant::now();
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "  {what:<32} {:8.3} ms (at {:8.3})",
+                ms(now - self.last),
+                ms(now - self.start)
+            );
+            self.last = now;
         }
     }
 }
@@ -82,11 +124,12 @@ fn all() -> Result<()> {
     }
     let dir = tempfile::tempdir()?;
     let me = std::env::current_exe()?;
-    let run = |mode: &str| -> Result<f64> {
+    let run = |mode: &str| -> Result<(f64, String)> {
         let start = Instant::now();
         let out = Command::new(&me)
             .arg(mode)
             .arg(dir.path())
+            .env(PHASES_VAR, "1")
             .stdin(Stdio::null())
             .output()?;
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
@@ -98,13 +141,16 @@ fn all() -> Result<()> {
             )
             .into());
         }
-        Ok(elapsed)
+        Ok((elapsed, String::from_utf8_lossy(&out.stderr).into_owned()))
     };
-    let primed = run("prime")?;
+    let (primed, _) = run("prime")?;
     println!("first_launch: prime (compile and store): {primed:.1} ms");
     for mode in VARIANTS {
         match run(mode) {
-            Ok(ms) => println!("first_launch: {mode}: {ms:.1} ms, whole process"),
+            Ok((ms, steps)) => {
+                println!("first_launch: {mode}: {ms:.1} ms, whole process; its steps:");
+                print!("{steps}");
+            }
             Err(e) => println!("first_launch: {e}"),
         }
     }
@@ -128,13 +174,29 @@ fn prime(dir: &Path) -> Result<()> {
 }
 
 /// cuda-core, as its documentation writes it: the kernel comes from the primed file cache.
-fn cuda_core(dir: &Path) -> Result<()> {
+fn cuda_core(dir: &Path, preload: bool) -> Result<()> {
+    let mut phases = Phases::new();
+    if preload {
+        // Dropped: the load goes on alone, and whatever needs NVRTC waits for it.
+        drop(cuda_core::preload_nvrtc());
+        phases.mark("start loading NVRTC");
+    }
     let device = Device::new(0)?;
+    phases.mark("load the driver, count devices");
     device.set_current()?;
+    phases.mark("primary context, current");
     let stream = device.create_stream(StreamOptions::default())?;
+    phases.mark("stream");
     let cache = FileStreamProgramCache::new(dir.join(CACHE_SUBDIR), CACHE_BYTES)?;
+    phases.mark("open the file cache");
+    // The cache key holds NVRTC's version, so a hit loads NVRTC: timed apart here (the call
+    // below would make it otherwise, at the same cost).
+    cuda_core::nvrtc_version()?;
+    phases.mark("load NVRTC (or wait for it)");
     let code = program().compile_cached(&cache, CodeType::Cubin, &[])?;
+    phases.mark("key, cache hit");
     let kernel = code.get_kernel(FIRST_LAUNCH_KERNEL)?;
+    phases.mark("load the cubin, get the kernel");
     // SAFETY: an empty kernel of no parameters.
     unsafe {
         launch(
@@ -145,13 +207,18 @@ fn cuda_core(dir: &Path) -> Result<()> {
         )?
     };
     stream.sync()?;
+    phases.mark("launch, sync");
+    drop((kernel, code, stream));
+    phases.mark("unload, destroy the stream");
     Ok(())
 }
 
 /// The raw table, as a C program does it.
 fn raw(dir: &Path) -> Result<()> {
+    let mut phases = Phases::new();
     let driver = raw::load()?;
-    benches::with_raw!(&driver, |d| raw_launch(d, dir))
+    phases.mark("load the driver, cuInit");
+    benches::with_raw!(&driver, |d| raw_launch(d, dir, &mut phases))
 }
 
 /// `Err` naming the call unless `status` is `CUDA_SUCCESS`.
@@ -163,9 +230,10 @@ fn ok(status: u32, call: &str) -> Result<()> {
     }
 }
 
-fn raw_launch<R: RawDriver>(d: &R, dir: &Path) -> Result<()> {
+fn raw_launch<R: RawDriver>(d: &R, dir: &Path, phases: &mut Phases) -> Result<()> {
     let cubin = std::fs::read(dir.join(FIRST_LAUNCH_CUBIN))?;
     let name = CString::new(FIRST_LAUNCH_KERNEL)?;
+    phases.mark("read the cubin file");
     let (mut device, mut context, mut stream) = (0, null_mut(), null_mut());
     let (mut library, mut kernel) = (null_mut(), null_mut());
     // SAFETY: writable out-pointers; each handle passed comes from the call that made it; the
@@ -177,10 +245,12 @@ fn raw_launch<R: RawDriver>(d: &R, dir: &Path) -> Result<()> {
             "cuDevicePrimaryCtxRetain",
         )?;
         ok(d.cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
+        phases.mark("primary context, current");
         ok(
             d.cuStreamCreate(&mut stream, STREAM_NON_BLOCKING),
             "cuStreamCreate",
         )?;
+        phases.mark("stream");
         ok(
             d.cuLibraryLoadData(&mut library, cubin.as_ptr().cast()),
             "cuLibraryLoadData",
@@ -189,14 +259,17 @@ fn raw_launch<R: RawDriver>(d: &R, dir: &Path) -> Result<()> {
             d.cuLibraryGetKernel(&mut kernel, library, name.as_ptr()),
             "cuLibraryGetKernel",
         )?;
+        phases.mark("load the cubin, get the kernel");
         ok(
             d.cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, stream, null_mut(), null_mut()),
             "cuLaunchKernel",
         )?;
         ok(d.cuStreamSynchronize(stream), "cuStreamSynchronize")?;
+        phases.mark("launch, sync");
         // What cuda-core's drops do at the end of its variant.
         ok(d.cuLibraryUnload(library), "cuLibraryUnload")?;
         ok(d.cuStreamDestroy(stream), "cuStreamDestroy")?;
+        phases.mark("unload, destroy the stream");
     }
     Ok(())
 }
