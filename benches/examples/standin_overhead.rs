@@ -383,6 +383,18 @@ fn measure() -> Result<()> {
         best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
     );
     row(
+        "alloc_free_1k (raw also counts a stream reference up and down)",
+        // SAFETY: as above. The clone stands for the stream reference a buffer keeps.
+        best(|| unsafe {
+            let mut ptr = 0;
+            alloc(&mut ptr, 1024, pool, s);
+            let kept = black_box(stream.clone());
+            free(black_box(ptr), s);
+            drop(kept);
+        }),
+        best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
+    );
+    row(
         "copy_htod_4k (copy, then synchronise)",
         // SAFETY: stand-in functions, valid out-pointers, the handles made above.
         best(|| unsafe {
