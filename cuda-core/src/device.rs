@@ -299,18 +299,18 @@ impl Device {
         if let Some(resource) = state.memory_resource.get() {
             return Ok(resource.clone());
         }
-        let resource: Arc<dyn MemoryResource> = if self.properties().memory_pools_supported()? {
-            DeviceMemoryResource::default_pool(*self)?
+        if self.properties().memory_pools_supported()? {
+            let pool = DeviceMemoryResource::default_pool(*self)?;
+            let kept = state.memory_resource.get_or_init(|| pool.clone());
+            // A racing thread may have kept its own: that one is marked by that thread.
+            if std::ptr::addr_eq(Arc::as_ptr(kept), Arc::as_ptr(&pool)) {
+                pool.keep_forever(kept);
+            }
+            Ok(kept.clone())
         } else {
-            SyncMemoryResource::new(*self)?
-        };
-        Ok(state.memory_resource.get_or_init(|| resource).clone())
-    }
-
-    /// The default resource once made, as the process keeps it.
-    #[inline]
-    pub(crate) fn default_memory_resource(&self) -> Option<&'static Arc<dyn MemoryResource>> {
-        self.state().ok()?.memory_resource.get()
+            let resource: Arc<dyn MemoryResource> = SyncMemoryResource::new(*self)?;
+            Ok(state.memory_resource.get_or_init(|| resource).clone())
+        }
     }
 
     /// The legacy default stream (the `NULL` stream) of this device's primary context.

@@ -1,7 +1,7 @@
 //! Device memory from a memory pool, allocated and freed in stream order.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{check_request, MemoryResource};
 use crate::context::Context;
@@ -65,6 +65,10 @@ pub struct DeviceMemoryResource {
     total_memory: usize,
     owned: bool,
     driver: &'static dyn Driver,
+    /// Where the process keeps this resource for good, once it does (the device's default
+    /// resource): read by every allocation, so held here rather than looked up through the
+    /// device's state, a chain of loads that each miss after the driver's call.
+    forever: OnceLock<&'static Arc<dyn MemoryResource>>,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
 }
@@ -135,8 +139,16 @@ impl DeviceMemoryResource {
             total_memory: device.total_memory()?,
             owned,
             driver: context.inner.driver,
+            forever: OnceLock::new(),
             _context: context,
         }))
+    }
+
+    /// Records that the process keeps this resource in `forever` for good, so that its
+    /// buffers need not count references to it.
+    pub(crate) fn keep_forever(&self, forever: &'static Arc<dyn MemoryResource>) {
+        debug_assert!(std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self));
+        let _ = self.forever.set(forever);
     }
 
     /// Whether this is a pool of its own rather than the device's default pool.
@@ -283,12 +295,6 @@ impl MemoryResource for DeviceMemoryResource {
 
     #[inline]
     fn process_lifetime(&self) -> Option<&'static Arc<dyn MemoryResource>> {
-        if self.owned {
-            return None;
-        }
-        // The device's default resource is kept in a static for the rest of the process.
-        self.device
-            .default_memory_resource()
-            .filter(|forever| std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self))
+        self.forever.get().copied()
     }
 }
