@@ -140,7 +140,7 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     if std::env::var_os("CUDA_CORE_BENCH_DIAGNOSE").is_some() {
         // SAFETY: `raw.stream` is a stream of device 0's primary context, alive for the run.
         let raw_stream = unsafe { Stream::from_raw(raw.stream, core.device) }.expect("raw stream");
-        diagnose(c, driver, &core, &raw, &raw_stream);
+        diagnose(c, driver, &core, &raw, &raw_stream, &mut host);
         return;
     }
     device_cases(c, driver, &core, &raw, &rc);
@@ -439,7 +439,35 @@ fn diagnose<R: RawDriver>(
     core: &Core,
     raw: &RawState,
     raw_stream: &Stream,
+    host: &mut [Box<HostPage>; 3],
 ) {
+    // Is `copy_dtoh_4k`'s gap the memory each variant copies (its own host page and device
+    // buffer) rather than the call? `raw@core-memory` is the raw call on cuda-core's memory.
+    // Raw pointers: two variants write cuda-core's page; they run one at a time.
+    let [raw_page, core_page, _] = host.each_mut().map(|page| page.0.as_mut_ptr());
+    let raw_dtoh = |host: *mut u8, device_ptr: u64| {
+        // SAFETY: 4 KiB of writable host memory (a `HostPage` alive for the run, written by one
+        // variant at a time), from a 4 KiB device buffer that outlives the run.
+        unsafe {
+            check(
+                d.cuMemcpyDtoHAsync(host.cast(), device_ptr, BUFFER_BYTES, raw.stream),
+                "cuMemcpyDtoHAsync",
+            );
+        }
+        raw_sync(d, raw.stream);
+    };
+    Case::new("diag_copy_dtoh_4k")
+        .variant("raw", |b| b.iter(|| raw_dtoh(raw_page, raw.copy)))
+        .variant("raw@core-memory", |b| {
+            b.iter(|| raw_dtoh(core_page, core.copy.ptr()))
+        })
+        .variant("cuda-core", |b| {
+            // SAFETY: as above; no other reference to the page is in use meanwhile.
+            let page = unsafe { std::slice::from_raw_parts_mut(core_page, BUFFER_BYTES) };
+            b.iter(|| core.copy.copy_to_host(page, &core.stream).unwrap());
+        })
+        .run(c);
+
     Case::new("diag_event_create_destroy")
         .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))
         .variant("raw+get-current", |b| {
