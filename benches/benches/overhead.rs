@@ -441,25 +441,32 @@ fn diagnose<R: RawDriver>(
     raw_stream: &Stream,
     host: &mut [Box<HostPage>; 3],
 ) {
-    // Is `copy_dtoh_4k`'s gap the memory each variant copies (its own host page and device
-    // buffer) rather than the call? `raw@core-memory` is the raw call on cuda-core's memory.
+    // Is `copy_dtoh_4k`'s gap the memory or the stream each variant uses rather than the
+    // call? `raw@core-memory` is the raw call on cuda-core's host page and device buffer,
+    // `raw@core-memory+stream` that on cuda-core's stream too.
     // Raw pointers: two variants write cuda-core's page; they run one at a time.
     let [raw_page, core_page, _] = host.each_mut().map(|page| page.0.as_mut_ptr());
-    let raw_dtoh = |host: *mut u8, device_ptr: u64| {
+    let core_stream = core.stream.as_raw();
+    let raw_dtoh = |host: *mut u8, device_ptr: u64, stream: Handle| {
         // SAFETY: 4 KiB of writable host memory (a `HostPage` alive for the run, written by one
         // variant at a time), from a 4 KiB device buffer that outlives the run.
         unsafe {
             check(
-                d.cuMemcpyDtoHAsync(host.cast(), device_ptr, BUFFER_BYTES, raw.stream),
+                d.cuMemcpyDtoHAsync(host.cast(), device_ptr, BUFFER_BYTES, stream),
                 "cuMemcpyDtoHAsync",
             );
         }
-        raw_sync(d, raw.stream);
+        raw_sync(d, stream);
     };
     Case::new("diag_copy_dtoh_4k")
-        .variant("raw", |b| b.iter(|| raw_dtoh(raw_page, raw.copy)))
+        .variant("raw", |b| {
+            b.iter(|| raw_dtoh(raw_page, raw.copy, raw.stream))
+        })
         .variant("raw@core-memory", |b| {
-            b.iter(|| raw_dtoh(core_page, core.copy.ptr()))
+            b.iter(|| raw_dtoh(core_page, core.copy.ptr(), raw.stream))
+        })
+        .variant("raw@core-memory+stream", |b| {
+            b.iter(|| raw_dtoh(core_page, core.copy.ptr(), core_stream))
         })
         .variant("cuda-core", |b| {
             // SAFETY: as above; no other reference to the page is in use meanwhile.
@@ -481,7 +488,6 @@ fn diagnose<R: RawDriver>(
     let (Some(core_k), Some(raw_k)) = (&core.kernels, &raw.kernels) else {
         return;
     };
-    let core_stream = core.stream.as_raw();
     let config = LaunchConfig::new(GRID, BLOCK);
     let n = 1024i32;
     let raw_launch = |kernel: Handle, stream: Handle, params: &mut [*mut c_void]| {
