@@ -429,10 +429,11 @@ fn stream_event_cases<R: RawDriver>(
 }
 
 /// With `CUDA_CORE_BENCH_DIAGNOSE` set, instead of the cases: where does cuda-core's extra
-/// time in `launch_*` and `event_create_destroy` go? Each launch case crosses the variants
-/// with the streams (`raw@core-stream`: the raw call on cuda-core's stream;
-/// `cuda-core@raw-stream`: cuda-core on the raw stream, wrapped), and event creation adds a
-/// raw variant that also reads the current context first, as cuda-core does.
+/// time in `launch_*`, `event_create_destroy` and `copy_dtoh_4k` go? Each launch case crosses
+/// the variants with the streams (`raw@core-stream`: the raw call on cuda-core's stream;
+/// `cuda-core@raw-stream`: cuda-core on the raw stream, wrapped), event creation adds a raw
+/// variant that also reads the current context first, as cuda-core does, and the copy runs
+/// the raw call on cuda-core's memory, then on its memory and stream.
 fn diagnose<R: RawDriver>(
     c: &mut Criterion,
     d: &R,
