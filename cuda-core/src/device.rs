@@ -303,9 +303,7 @@ impl Device {
             let pool = DeviceMemoryResource::default_pool(*self)?;
             let kept = state.memory_resource.get_or_init(|| pool.clone());
             // A racing thread may have kept its own: that one is marked by that thread.
-            if std::ptr::addr_eq(Arc::as_ptr(kept), Arc::as_ptr(&pool)) {
-                pool.keep_forever(kept);
-            }
+            pool.keep_forever(kept);
             Ok(kept.clone())
         } else {
             let resource: Arc<dyn MemoryResource> = SyncMemoryResource::new(*self)?;

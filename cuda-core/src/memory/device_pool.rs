@@ -145,10 +145,11 @@ impl DeviceMemoryResource {
     }
 
     /// Records that the process keeps this resource in `forever` for good, so that its
-    /// buffers need not count references to it.
+    /// buffers need not count references to it; nothing if `forever` is another resource.
     pub(crate) fn keep_forever(&self, forever: &'static Arc<dyn MemoryResource>) {
-        debug_assert!(std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self));
-        let _ = self.forever.set(forever);
+        if std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self) {
+            let _ = self.forever.set(forever);
+        }
     }
 
     /// Whether this is a pool of its own rather than the device's default pool.
