@@ -448,16 +448,10 @@ fn diagnose<R: RawDriver>(
     // Raw pointers: two variants write cuda-core's page; they run one at a time.
     let [raw_page, core_page, _] = host.each_mut().map(|page| page.0.as_mut_ptr());
     let core_stream = core.stream.as_raw();
-    let raw_dtoh = |host: *mut u8, device_ptr: u64, stream: Handle| {
-        // SAFETY: 4 KiB of writable host memory (a `HostPage` alive for the run, written by one
-        // variant at a time), from a 4 KiB device buffer that outlives the run.
-        unsafe {
-            check(
-                d.cuMemcpyDtoHAsync(host.cast(), device_ptr, BUFFER_BYTES, stream),
-                "cuMemcpyDtoHAsync",
-            );
-        }
-        raw_sync(d, stream);
+    let raw_dtoh = |host, device_ptr, stream| {
+        // SAFETY: for each call below, `HostPage`s and device buffers alive for the run, each
+        // page written by one variant at a time, on streams of the primary context.
+        unsafe { raw_dtoh(d, host, device_ptr, stream) }
     };
     Case::new("diag_copy_dtoh_4k")
         .variant("raw", |b| {
@@ -634,6 +628,19 @@ fn raw_event_create_destroy<R: RawDriver>(d: &R, read_current: bool) {
 
 /// `cuStreamSynchronize`, checked.
 #[inline(always)]
+/// The raw `copy_dtoh_4k`: 4 KiB from `device_ptr` into `host` on `stream`, then a synchronise.
+///
+/// # Safety
+///
+/// `host` is 4 KiB of writable memory that nothing else uses meanwhile, `device_ptr` a live
+/// device buffer of 4 KiB, and `stream` a live stream of the current context.
+unsafe fn raw_dtoh<R: RawDriver>(d: &R, host: *mut u8, device_ptr: u64, stream: Handle) {
+    // SAFETY: as the caller promises; the synchronise ends the copy before returning.
+    let status = unsafe { d.cuMemcpyDtoHAsync(host.cast(), device_ptr, BUFFER_BYTES, stream) };
+    check(status, "cuMemcpyDtoHAsync");
+    raw_sync(d, stream);
+}
+
 fn raw_sync<R: RawDriver>(d: &R, stream: Handle) {
     // SAFETY: a stream made in `raw_setup`, alive for the whole run.
     let status = unsafe { d.cuStreamSynchronize(stream) };
@@ -936,22 +943,9 @@ fn memory_cases<R: RawDriver>(
 
     Case::new("copy_dtoh_4k")
         .variant("raw", |b| {
-            b.iter(|| {
-                // SAFETY: 4 KiB of writable host memory, alive across the synchronise, from a
-                // 4 KiB buffer.
-                unsafe {
-                    check(
-                        d.cuMemcpyDtoHAsync(
-                            raw_host.as_mut_ptr().cast(),
-                            raw.copy,
-                            BUFFER_BYTES,
-                            raw.stream,
-                        ),
-                        "cuMemcpyDtoHAsync",
-                    );
-                }
-                raw_sync(d, raw.stream);
-            });
+            // SAFETY: the variant's own page and the raw buffer, alive for the run, on the raw
+            // stream.
+            b.iter(|| unsafe { raw_dtoh(d, raw_host.as_mut_ptr(), raw.copy, raw.stream) });
         })
         .variant("cuda-core", |b| {
             b.iter(|| core.copy.copy_to_host(core_host, &core.stream).unwrap());

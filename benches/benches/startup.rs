@@ -26,12 +26,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use benches::kernels::FIRST_LAUNCH_VARIANTS;
 use criterion::SamplingMode;
-
-/// The variants, in the order they run.
-/// `cuda-core+preload` is `cuda-core` that calls `preload_nvrtc` first (`bench-report` leaves
-/// it out of the table; the README gives it).
-const VARIANTS: [&str; 4] = ["raw", "cuda-core", "cudarc", "cuda-core+preload"];
 
 fn main() {
     // Only to know there is a GPU: this process makes no context.
@@ -60,7 +56,7 @@ fn main() {
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
     });
-    for variant in VARIANTS {
+    for variant in FIRST_LAUNCH_VARIANTS {
         // One run first, so that a variant that cannot run is reported, not timed.
         if let Err(why) = run_child(&child, variant, dir.path()) {
             println!("startup: first_launch/{variant} failed ({why}); skipped");

@@ -29,7 +29,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::ptr::null_mut;
 use std::time::Instant;
 
-use benches::kernels::{FIRST_LAUNCH, FIRST_LAUNCH_CUBIN, FIRST_LAUNCH_KERNEL};
+use benches::kernels::{
+    FIRST_LAUNCH, FIRST_LAUNCH_CUBIN, FIRST_LAUNCH_KERNEL, FIRST_LAUNCH_VARIANTS,
+};
 use benches::raw::{self, RawDriver, STREAM_NON_BLOCKING, SUCCESS};
 use cuda_core::{
     launch, CodeType, Device, FileStreamProgramCache, LaunchConfig, Program, ProgramCache,
@@ -44,9 +46,6 @@ const CACHE_BYTES: u64 = 64 << 20;
 
 /// The file cache's directory, inside the directory given (which also holds the cubin file).
 const CACHE_SUBDIR: &str = "programs";
-
-/// The variants, in the order they run.
-const VARIANTS: [&str; 4] = ["raw", "cuda-core", "cudarc", "cuda-core+preload"];
 
 const USAGE: &str = "usage: first_launch [prime|cuda-core|cuda-core+preload|raw|cudarc DIR]";
 
@@ -145,7 +144,7 @@ fn all() -> Result<()> {
     };
     let (primed, _) = run("prime")?;
     println!("first_launch: prime (compile and store): {primed:.1} ms");
-    for mode in VARIANTS {
+    for mode in FIRST_LAUNCH_VARIANTS {
         match run(mode) {
             Ok((ms, steps)) => {
                 println!("first_launch: {mode}: {ms:.1} ms, whole process; its steps:");

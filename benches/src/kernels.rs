@@ -36,6 +36,11 @@ pub const FIRST_LAUNCH: &str = r#"extern "C" __global__ void first_launch() {}"#
 /// The kernel name of [`FIRST_LAUNCH`].
 pub const FIRST_LAUNCH_KERNEL: &str = "first_launch";
 
+/// The `first_launch` example's variants (its modes besides `prime`), in the order they run.
+/// `cuda-core+preload` is `cuda-core` after `cuda_core::preload_nvrtc()`; `bench-report`
+/// leaves it out of the table, and the README gives it.
+pub const FIRST_LAUNCH_VARIANTS: [&str; 4] = ["raw", "cuda-core", "cudarc", "cuda-core+preload"];
+
 /// The file, in the `first_launch` cache directory, that holds the cubin for the raw and
 /// cudarc variants (written by the priming run).
 pub const FIRST_LAUNCH_CUBIN: &str = "first_launch.cubin";
