@@ -1,33 +1,96 @@
-//! The crate's one error type.
+//! The crate's one error type, the driver's codes, and the causes errors carry.
 
 use std::fmt;
+use std::sync::Arc;
 
-/// A CUDA driver version as `cuDriverGetVersion` reports it: `1000 * major + 10 * minor`.
+use crate::info::DriverVersion;
+
+/// A driver result code (`CUresult`), with a named constant for every code of the CUDA 13
+/// header (generated from it: `DriverCode::OUT_OF_MEMORY` is `CUDA_ERROR_OUT_OF_MEMORY`).
+/// Branch on it without comparing strings:
+///
+/// ```
+/// use cuda_core::{DriverCode, Error};
+///
+/// fn retry_smaller(e: &Error) -> bool {
+///     e.driver_code() == Some(DriverCode::OUT_OF_MEMORY)
+/// }
+/// # assert!(!retry_smaller(&Error::InvalidArgument { name: "n", reason: String::new() }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DriverVersion(pub i32);
+#[repr(transparent)]
+pub struct DriverCode(pub i32);
 
-impl DriverVersion {
-    /// The major version (`12` for 12.4).
-    pub fn major(self) -> i32 {
-        self.0 / 1000
-    }
-
-    /// The minor version (`4` for 12.4).
-    pub fn minor(self) -> i32 {
-        self.0 % 1000 / 10
-    }
-}
-
-impl fmt::Display for DriverVersion {
+impl fmt::Display for DriverCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major(), self.minor())
+        match self.name() {
+            Some(name) => write!(f, "{name} ({})", self.0),
+            None => write!(f, "CUresult {}", self.0),
+        }
     }
 }
+
+/// The constants, generated from the header's `CUresult` by `cargo xtask regenerate-bindings`.
+mod driver_codes {
+    include!("generated/driver_codes.rs");
+}
+
+/// The failure an [`Error`] wraps (an I/O error, a loader's error), shared so that the error
+/// stays `Clone`. It stands for the wrapped error itself: it displays as it does and gives its
+/// source; [`Cause::downcast_ref`] reaches the concrete type.
+///
+/// Two causes compare equal when they display the same text.
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// Wraps an error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(error))
+    }
+
+    /// The wrapped error.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+
+    /// The wrapped error as `T`, if it is one (`std::io::Error`, say).
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
 
 /// Everything that can go wrong in this crate.
 ///
-/// Driver errors carry the driver's own name and description of the code, and the call that
-/// returned it:
+/// Driver errors carry the code ([`DriverCode`]), the driver's own name and description of it,
+/// and the call that returned it; errors that wrap an I/O or loader failure give it as their
+/// [`source`](std::error::Error::source):
 ///
 /// ```
 /// # fn main() {
@@ -42,12 +105,12 @@ impl fmt::Display for DriverVersion {
 #[non_exhaustive]
 pub enum Error {
     /// A driver call returned an error code.
-    #[error("{call} failed with {name} ({code}): {description}")]
+    #[error("{call} failed with {name} ({}): {description}", code.0)]
     Driver {
         /// The driver function that failed (its plain name, such as `cuCtxCreate`).
         call: &'static str,
         /// The `CUresult` code.
-        code: i32,
+        code: DriverCode,
         /// The code's name from `cuGetErrorName` (`CUDA_ERROR_INVALID_VALUE`).
         name: &'static str,
         /// The code's description from `cuGetErrorString`.
@@ -64,6 +127,9 @@ pub enum Error {
     DriverNotFound {
         /// Each library name tried, with the loader's reason it failed.
         tried: Vec<String>,
+        /// The loader's error for the first name, or why the library loaded is not a driver.
+        #[source]
+        source: Option<Cause>,
     },
 
     /// The installed driver is older than the oldest ABI this crate speaks.
@@ -112,9 +178,15 @@ pub enum Error {
         reason: String,
     },
 
-    /// NVRTC, the runtime compiler, could not be loaded.
-    #[error("{0}")]
-    NvrtcNotFound(String),
+    /// NVRTC, the runtime compiler, could not be loaded (or lacks a function).
+    #[error("{reason}")]
+    NvrtcNotFound {
+        /// Every place tried and why each failed, or what the loaded library lacks.
+        reason: String,
+        /// The search's own error, where the search failed.
+        #[source]
+        source: Option<Cause>,
+    },
 
     /// A compilation failed; the log is the compiler's, whole.
     #[error("compiling {program} failed:\n{log}")]
@@ -139,12 +211,25 @@ pub enum Error {
         path: std::path::PathBuf,
         /// What went wrong.
         reason: String,
+        /// The I/O error behind it, if any.
+        #[source]
+        source: Option<Cause>,
+    },
+
+    /// A file could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: Cause,
     },
 }
 
 impl Error {
     /// The driver's `CUresult` code, for [`Error::Driver`].
-    pub fn driver_code(&self) -> Option<i32> {
+    pub fn driver_code(&self) -> Option<DriverCode> {
         match self {
             Error::Driver { code, .. } => Some(*code),
             _ => None,

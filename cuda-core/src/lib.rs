@@ -38,9 +38,10 @@ mod stream;
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
-pub use driver::{Abi, AbiChoice, DriverInfo, NvrtcInfo};
-pub use error::{DriverVersion, Error, Result};
+pub use driver::info;
+pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
+pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
 pub use kernel::{Kernel, KernelAttributes, ParamInfo};
 pub use launch::{launch, DevicePtr, DeviceRepr, KernelArg, LaunchConfig};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
@@ -52,15 +53,6 @@ pub use object_code::{CodeType, ObjectCode};
 pub use program::{nvrtc_version, preload_nvrtc, Program, ProgramOptions};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
-
-/// Reports the driver this process uses: its version, the ABI chosen and why, how many of that
-/// header's functions it exports, whether `cuInit` succeeded, and the NVRTC found.
-///
-/// Fails only when no usable driver library loads ([`Error::DriverNotFound`],
-/// [`Error::DriverTooOld`], or a bad `CUDA_CORE_DRIVER_ABI` as [`Error::Config`]).
-pub fn driver_info() -> Result<DriverInfo> {
-    driver::info()
-}
 
 /// README's code blocks, compiled as doctests so that its usage sample stays true.
 #[doc = include_str!("../../README.md")]

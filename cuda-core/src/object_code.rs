@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::driver::{driver, Driver, LibraryHandle};
-use crate::error::{Error, Result};
+use crate::error::{Cause, DriverCode, Error, Result};
 use crate::kernel::{Kernel, KernelInner};
 
 /// The first bytes of a cached [`ObjectCode`] (its format's version is the last byte).
@@ -153,7 +153,8 @@ impl ObjectCode {
     }
 
     /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`)
-    /// unless given.
+    /// unless given. A file that cannot be read is [`Error::Io`], with the I/O error as its
+    /// source.
     pub fn from_file(path: impl AsRef<Path>, code_type: Option<CodeType>) -> Result<ObjectCode> {
         let path = path.as_ref();
         let code_type = match code_type {
@@ -171,9 +172,9 @@ impl ObjectCode {
                     ),
                 })?,
         };
-        let code = std::fs::read(path).map_err(|e| Error::InvalidArgument {
-            name: "path",
-            reason: format!("reading {}: {e}", path.display()),
+        let code = std::fs::read(path).map_err(|e| Error::Io {
+            path: path.to_path_buf(),
+            source: Cause::new(e),
         })?;
         let name = path.display().to_string();
         Ok(ObjectCode::new(
@@ -332,8 +333,10 @@ impl ObjectCode {
         let handle = driver
             .library_get_kernel(library, &symbol_c)
             .map_err(|e| match e {
-                // CUDA_ERROR_NOT_FOUND
-                Error::Driver { code: 500, .. } => Error::InvalidArgument {
+                Error::Driver {
+                    code: DriverCode::NOT_FOUND,
+                    ..
+                } => Error::InvalidArgument {
                     name: "name",
                     reason: format!(
                         "{} has no kernel {symbol:?} (C++ kernels need extern \"C\" or a name \

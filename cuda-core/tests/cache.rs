@@ -449,9 +449,18 @@ fn a_directory_that_cannot_be_made_is_an_error() {
     let file = dir.path().join("a-file");
     fs::write(&file, b"not a directory").unwrap();
     match FileStreamProgramCache::new(file.join("programs"), 1 << 20) {
-        Err(Error::Cache { path, reason }) => {
+        Err(Error::Cache {
+            path,
+            reason,
+            source,
+        }) => {
             assert_eq!(path, file.join("programs"));
             assert!(reason.contains("cannot create"), "{reason}");
+            // The I/O error itself is kept, for callers that branch on its kind.
+            let io = source
+                .as_ref()
+                .and_then(|s| s.downcast_ref::<std::io::Error>());
+            assert!(io.is_some(), "no I/O error kept: {source:?}");
         }
         other => panic!("expected a cache error, got {other:?}"),
     }

@@ -2,7 +2,8 @@
 //!
 //! - `regenerate-bindings [--cuda-include DIR]`: fetches the pinned header wheels with pip (or
 //!   takes a local toolkit's `include` directory), runs bindgen and writes the committed files of
-//!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`.
+//!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`, and the parts of `cuda-core` derived from
+//!   the driver header (device attribute accessors, named result codes: see [`core_gen`]).
 //! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
 //!   when the committed files drift from what the pinned headers give.
 //! - `bench-report [--criterion DIR] [--out FILE]`: one markdown table of the overhead suites'
@@ -10,6 +11,7 @@
 
 mod bench_report;
 mod bindings;
+mod core_gen;
 mod headers;
 mod per_major;
 

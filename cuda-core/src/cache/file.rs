@@ -92,10 +92,9 @@ impl FileStreamProgramCache {
         let dir = dir.into();
         // An absolute path keeps its meaning if the process changes directory.
         let dir = std::path::absolute(&dir).unwrap_or(dir);
-        fs::create_dir_all(&dir)
-            .map_err(|e| cache_error(&dir, format!("cannot create the directory: {e}")))?;
-        let metadata = fs::metadata(&dir)
-            .map_err(|e| cache_error(&dir, format!("cannot read the directory: {e}")))?;
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, "cannot create the directory", e))?;
+        let metadata =
+            fs::metadata(&dir).map_err(|e| io_error(&dir, "cannot read the directory", e))?;
         if !metadata.is_dir() {
             return Err(cache_error(&dir, "not a directory".to_string()));
         }
@@ -403,12 +402,7 @@ impl ProgramCache for FileStreamProgramCache {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => {
-                return Err(cache_error(
-                    &self.dir,
-                    format!("cannot list the directory: {e}"),
-                ))
-            }
+            Err(e) => return Err(io_error(&self.dir, "cannot list the directory", e)),
         };
         let mut first_error = None;
         for dir_entry in entries {
@@ -422,9 +416,10 @@ impl ProgramCache for FileStreamProgramCache {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
                     first_error.get_or_insert_with(|| {
-                        cache_error(
+                        io_error(
                             &self.dir,
-                            format!("cannot delete {}: {e}", name.to_string_lossy()),
+                            &format!("cannot delete {}", name.to_string_lossy()),
+                            e,
                         )
                     });
                 }
@@ -560,6 +555,16 @@ fn cache_error(path: &Path, reason: String) -> Error {
     Error::Cache {
         path: path.to_path_buf(),
         reason,
+        source: None,
+    }
+}
+
+/// A cache error caused by an I/O error, which it keeps as its source.
+fn io_error(path: &Path, what: &str, error: io::Error) -> Error {
+    Error::Cache {
+        path: path.to_path_buf(),
+        reason: format!("{what}: {error}"),
+        source: Some(crate::error::Cause::new(error)),
     }
 }
 

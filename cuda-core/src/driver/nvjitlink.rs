@@ -19,7 +19,7 @@ fn nvjitlink() -> std::result::Result<&'static NvJitLink, &'static str> {
         .get_or_init(|| {
             let major = super::nvrtc()
                 .map(|n| n.version().0 as u32)
-                .or_else(|_| super::loaded().map(|l| l.driver.abi().major()))
+                .or_else(|_| super::load::loaded().map(|l| l.driver.abi().major()))
                 .unwrap_or(13);
             NvJitLinkSearch::from_env(major)
                 .load()
@@ -104,8 +104,9 @@ fn link_with(
             return String::new();
         };
         // SAFETY: the table's log functions, with a live handle.
-        let bytes =
-            unsafe { super::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) };
+        let bytes = unsafe {
+            super::nvrtc::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS)
+        };
         bytes.map(|b| text(&b)).unwrap_or_default()
     };
     let error_log = || log(t.nvJitLinkGetErrorLogSize, t.nvJitLinkGetErrorLog);
@@ -147,7 +148,8 @@ fn link_with(
         return Err(fail("nvJitLinkComplete", status));
     }
     // SAFETY: the table's cubin getters, on a completed link.
-    let cubin = unsafe { super::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) }
-        .map_err(|status| fail("nvJitLinkGetLinkedCubin", status))?;
+    let cubin =
+        unsafe { super::nvrtc::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) }
+            .map_err(|status| fail("nvJitLinkGetLinkedCubin", status))?;
     Ok((cubin, log(t.nvJitLinkGetInfoLogSize, t.nvJitLinkGetInfoLog)))
 }

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Nvrtc, NvrtcTable, Search};
 
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 static NVRTC: OnceLock<Result<Nvrtc>> = OnceLock::new();
 
@@ -14,10 +14,13 @@ static NVRTC: OnceLock<Result<Nvrtc>> = OnceLock::new();
 pub(crate) fn nvrtc() -> Result<&'static Nvrtc> {
     NVRTC
         .get_or_init(|| {
-            let major = super::loaded().map_or(13, |l| l.driver.abi().major());
+            let major = super::load::loaded().map_or(13, |l| l.driver.abi().major());
             Search::from_env(major)
                 .load()
-                .map_err(|e| Error::NvrtcNotFound(e.to_string()))
+                .map_err(|e| Error::NvrtcNotFound {
+                    reason: e.to_string(),
+                    source: Some(Cause::new(e)),
+                })
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -77,7 +80,10 @@ pub(crate) fn compile(
         .iter()
         .map(|e| c("name_expressions", e))
         .collect::<Result<Vec<_>>>()?;
-    let lacks = |symbol: &str| Error::NvrtcNotFound(format!("the loaded NVRTC lacks {symbol}"));
+    let lacks = |symbol: &str| Error::NvrtcNotFound {
+        reason: format!("the loaded NVRTC lacks {symbol}"),
+        source: None,
+    };
     let create = t
         .nvrtcCreateProgram
         .ok_or_else(|| lacks("nvrtcCreateProgram"))?;
@@ -116,10 +122,9 @@ fn compile_program(
     output: NvrtcOutput,
     name: &str,
 ) -> Result<Compiled> {
-    let missing = |symbol: &str| {
-        Error::NvrtcNotFound(format!(
-            "the loaded NVRTC lacks {symbol}; it is too old for this"
-        ))
+    let missing = |symbol: &str| Error::NvrtcNotFound {
+        reason: format!("the loaded NVRTC lacks {symbol}; it is too old for this"),
+        source: None,
     };
     let fail = |what: &str, status: nvrtcResult| Error::Compile {
         program: name.to_owned(),
@@ -212,7 +217,7 @@ fn read_bytes(
         return Err(nvrtcResult::NVRTC_ERROR_INVALID_INPUT);
     };
     // SAFETY: both functions come from NVRTC's table with these signatures; `program` is live.
-    unsafe { super::read_sized(program, size, get, nvrtcResult::NVRTC_SUCCESS) }
+    unsafe { read_sized(program, size, get, nvrtcResult::NVRTC_SUCCESS) }
 }
 
 /// A log buffer as text, without its terminating NUL.
@@ -229,4 +234,33 @@ fn error_string(t: &NvrtcTable, status: nvrtcResult) -> String {
             .into_owned(),
         None => format!("NVRTC error {}", status.0),
     }
+}
+
+/// Reads one of the size-then-bytes outputs that NVRTC and nvJitLink share the shape of.
+///
+/// # Safety
+///
+/// `size` writes the byte count of the output of `handle`, and `get` writes exactly that many
+/// bytes to the pointer it is given.
+pub(super) unsafe fn read_sized<H: Copy, R: Copy + PartialEq, P>(
+    handle: H,
+    size: unsafe extern "C" fn(H, *mut usize) -> R,
+    get: unsafe extern "C" fn(H, *mut P) -> R,
+    success: R,
+) -> std::result::Result<Vec<u8>, R> {
+    let mut len = 0usize;
+    // SAFETY: the caller vouches for the function; `len` is writable.
+    let status = unsafe { size(handle, &mut len) };
+    if status != success {
+        return Err(status);
+    }
+    let mut bytes = vec![0u8; len];
+    if len > 0 {
+        // SAFETY: the buffer holds the `len` bytes the library said it writes.
+        let status = unsafe { get(handle, bytes.as_mut_ptr().cast()) };
+        if status != success {
+            return Err(status);
+        }
+    }
+    Ok(bytes)
 }

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::probe::{self, choose_abi};
-use super::{Abi, AbiChoice, Driver};
-use crate::error::{DriverVersion, Error};
+use super::api::Driver;
+use super::info::{Abi, AbiChoice, DriverVersion};
+use super::load::{self as probe, choose_abi};
+use crate::error::{DriverCode, Error};
 
 /// Compiles `fake_driver.c` with the given defines into a shared library, once per set of
 /// defines. `None`, with the reason printed, where no C compiler runs (the GPU machine may
@@ -65,7 +66,10 @@ fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
     }
 }
 
-fn load_fake(version: &str, forced: Option<&str>) -> Option<super::Result<super::Loaded>> {
+fn load_fake(
+    version: &str,
+    forced: Option<&str>,
+) -> Option<crate::error::Result<super::load::Loaded>> {
     let path = fake_driver(&[("FAKE_VERSION", version)])?;
     Some(probe::load(&[path.to_str().unwrap()], forced))
 }
@@ -124,10 +128,25 @@ fn a_missing_library_lists_the_names_tried() {
     let err = probe::load(&["libcuda-missing-a.so.1", "/nowhere/libcuda.so"], None)
         .err()
         .expect("nothing loads");
-    let Error::DriverNotFound { tried } = &err else {
+    let Error::DriverNotFound { tried, source } = &err else {
         panic!("wrong error: {err}")
     };
     assert_eq!(tried.len(), 2);
+    // The loader's own error for the first name is the source, for callers that walk causes.
+    let source = source.as_ref().expect("the loader's error is kept");
+    assert!(
+        source.downcast_ref::<libloading::Error>().is_some(),
+        "{source:?}"
+    );
+    assert!(
+        tried[0].ends_with(&source.to_string()),
+        "{source} is not the first name's reason: {tried:?}"
+    );
+    let as_error: &dyn std::error::Error = &err;
+    assert_eq!(
+        as_error.source().map(|s| s.to_string()),
+        Some(source.to_string())
+    );
     let text = err.to_string();
     assert!(text.contains("libcuda-missing-a.so.1") && text.contains("/nowhere/libcuda.so"));
     assert!(!text.contains('\n'), "one paragraph: {text}");
@@ -142,7 +161,7 @@ fn a_library_without_cudrivergetversion_is_not_a_driver() {
         .err()
         .expect("refused");
     assert!(
-        matches!(&err, Error::DriverNotFound { tried } if tried[0].contains("cuDriverGetVersion")),
+        matches!(&err, Error::DriverNotFound { tried, .. } if tried[0].contains("cuDriverGetVersion")),
         "{err}"
     );
 }
@@ -276,7 +295,7 @@ fn driver_errors_carry_the_drivers_name_and_description() {
         err,
         Error::Driver {
             call: "cuDeviceGet",
-            code: 101,
+            code: DriverCode::INVALID_DEVICE,
             name: "CUDA_ERROR_INVALID_DEVICE",
             description: "invalid device ordinal (stand-in)"
         }
@@ -295,7 +314,8 @@ fn a_failed_cuinit_is_kept_not_fatal() {
     let loaded = probe::load(&[path.to_str().unwrap()], None).expect("loads");
     assert_eq!(loaded.driver.version(), DriverVersion(12040));
     let err = loaded.init.unwrap_err();
-    assert_eq!(err.driver_code(), Some(100));
+    assert_eq!(err.driver_code(), Some(DriverCode::NO_DEVICE));
+    assert_eq!(DriverCode::NO_DEVICE.name(), Some("CUDA_ERROR_NO_DEVICE"));
     assert!(err.to_string().contains("CUDA_ERROR_NO_DEVICE"), "{err}");
 }
 

@@ -1,77 +1,41 @@
-//! The driver through the CUDA 12.9 header's table (`cuda-sys12`).
+//! The driver through the CUDA 12.9 header's table (`cuda-sys12`): only what differs from 13.
 //!
-//! Where its signatures differ from 13's: `cuCtxCreate` is `cuCtxCreate_v2(pctx, flags, dev)`.
-//! `cuEventElapsedTime` is the original export (13 maps the name to `cuEventElapsedTime_v2`).
+//! `cuCtxCreate` is `cuCtxCreate_v2(pctx, flags, dev)`; the UUID comes from
+//! `cuDeviceGetUuid_v2`; `CUmemLocation` holds its `id` directly; an SM resource has only its
+//! count. `cuEventElapsedTime` is the original export (13 maps the name to
+//! `cuEventElapsedTime_v2`), which the shared code calls by the same field name.
 
-super::abi::driver_impl!(Driver12, cuda_sys12, Abi::Cuda12, {
-    fn ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle> {
+use cuda_sys12::{CUdevSmResource, CUmemLocation, CUmemLocationType};
+
+super::shared::driver_impl!(Driver12, cuda_sys12, Abi::Cuda12);
+
+impl Driver12 {
+    fn abi_ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle> {
         let mut ctx = std::ptr::null_mut();
         call!(self.cuCtxCreate(&mut ctx, flags, device))?;
         Ok(ContextHandle(ctx.cast()))
     }
 
-    fn device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {
+    fn abi_device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {
         let mut uuid = cuda_sys12::CUuuid::default();
         call!(self.cuDeviceGetUuid_v2(&mut uuid, device))?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
+}
 
-    fn mem_pool_create(&self, device: DeviceHandle, max_size: usize) -> Result<PoolHandle> {
-        use cuda_sys12::*;
-        let mut props = CUmemPoolProps {
-            allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-            location: CUmemLocation {
-                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device,
-            },
-            maxSize: max_size,
-            ..Default::default()
-        };
-        let mut pool = std::ptr::null_mut();
-        call!(self.cuMemPoolCreate(&mut pool, &mut props))?;
-        Ok(PoolHandle(pool.cast()))
+/// A device as a memory location.
+fn device_location(device: DeviceHandle) -> CUmemLocation {
+    CUmemLocation {
+        type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: device,
     }
+}
 
-    fn mem_pool_set_access(
-        &self,
-        pool: PoolHandle,
-        device: DeviceHandle,
-        read_write: bool,
-    ) -> Result<()> {
-        use cuda_sys12::*;
-        let desc = CUmemAccessDesc {
-            location: CUmemLocation {
-                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device,
-            },
-            flags: if read_write {
-                CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-            } else {
-                CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE
-            },
-        };
-        call!(self.cuMemPoolSetAccess(pool.0.cast(), &desc, 1))
+/// An SM resource's fields.
+fn sm_info(sm: &CUdevSmResource) -> SmInfo {
+    SmInfo {
+        sm_count: sm.smCount,
+        min_partition_size: None,
+        coscheduled_alignment: None,
     }
-
-    fn mem_pool_get_access(&self, pool: PoolHandle, device: DeviceHandle) -> Result<bool> {
-        use cuda_sys12::*;
-        let mut location = CUmemLocation {
-            type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: device,
-        };
-        let mut flags = CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
-        call!(self.cuMemPoolGetAccess(&mut flags, pool.0.cast(), &mut location))?;
-        Ok(flags == CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-    }
-
-    fn sm_resource_info(&self, r: &DevResource) -> SmInfo {
-        // SAFETY: an SM resource's union holds its `sm` member.
-        let sm = unsafe { resource(r).__bindgen_anon_1.sm };
-        SmInfo {
-            sm_count: sm.smCount,
-            min_partition_size: None,
-            coscheduled_alignment: None,
-        }
-    }
-});
+}

@@ -1,11 +1,54 @@
-//! Loading the driver library and choosing its ABI.
+//! Loading the driver library, choosing its ABI, and the process's one driver.
 
 use std::ffi::c_int;
+use std::sync::OnceLock;
 
 use libloading::Library;
 
-use super::{Abi, AbiChoice, Loaded, ABI_VARIABLE};
-use crate::error::{DriverVersion, Error, Result};
+use super::api::Driver;
+use super::info::{Abi, AbiChoice, DriverVersion};
+use crate::error::{Cause, Error, Result};
+
+/// A loaded driver: its table behind the trait, and whether `cuInit` succeeded.
+pub(crate) struct Loaded {
+    pub(crate) driver: Box<dyn Driver>,
+    pub(crate) choice: AbiChoice,
+    pub(crate) library: String,
+    pub(crate) init: Result<()>,
+}
+
+static LOADED: OnceLock<Result<Loaded>> = OnceLock::new();
+
+/// The environment variable that forces a driver ABI.
+pub(crate) const ABI_VARIABLE: &str = "CUDA_CORE_DRIVER_ABI";
+
+/// The process's driver, loaded on first use, whatever `cuInit` said.
+pub(crate) fn loaded() -> Result<&'static Loaded> {
+    LOADED
+        .get_or_init(|| {
+            let forced = std::env::var(ABI_VARIABLE).ok();
+            let loaded = load(LIBRARY_NAMES, forced.as_deref())?;
+            if loaded.init.is_err() {
+                log::warn!(
+                    "CUDA driver {} loaded, but cuInit failed",
+                    loaded.driver.version()
+                );
+            }
+            Ok(loaded)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The process's initialised driver: the entry point of every operation.
+#[inline]
+pub(crate) fn driver() -> Result<&'static dyn Driver> {
+    let loaded = loaded()?;
+    match &loaded.init {
+        Ok(()) => Ok(&*loaded.driver),
+        Err(e) => Err(e.clone()),
+    }
+}
 
 /// The names the driver library is loaded by, in order.
 pub(crate) const LIBRARY_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
@@ -18,6 +61,7 @@ pub(crate) const OLDEST: DriverVersion = DriverVersion(12000);
 /// calls `cuInit(0)` and keeps its result.
 pub(crate) fn load(names: &[&str], forced: Option<&str>) -> Result<Loaded> {
     let mut tried = Vec::new();
+    let mut first_failure = None;
     let mut opened = None;
     for name in names {
         // SAFETY: loading the driver runs only its own initialisers.
@@ -26,14 +70,21 @@ pub(crate) fn load(names: &[&str], forced: Option<&str>) -> Result<Loaded> {
                 opened = Some((library, *name));
                 break;
             }
-            Err(e) => tried.push(format!("{name}: {e}")),
+            Err(e) => {
+                tried.push(format!("{name}: {e}"));
+                first_failure.get_or_insert(Cause::new(e));
+            }
         }
     }
     let Some((library, name)) = opened else {
-        return Err(Error::DriverNotFound { tried });
+        return Err(Error::DriverNotFound {
+            tried,
+            source: first_failure,
+        });
     };
     let version = driver_version(&library).map_err(|reason| Error::DriverNotFound {
         tried: vec![format!("{name}: {reason}")],
+        source: None,
     })?;
     if version < OLDEST {
         return Err(Error::DriverTooOld {
@@ -42,7 +93,7 @@ pub(crate) fn load(names: &[&str], forced: Option<&str>) -> Result<Loaded> {
         });
     }
     let (abi, choice) = choose_abi(version, forced)?;
-    let driver: Box<dyn super::Driver> = match abi {
+    let driver: Box<dyn Driver> = match abi {
         Abi::Cuda12 => Box::new(super::v12::Driver12::new(library, version)),
         Abi::Cuda13 => Box::new(super::v13::Driver13::new(library, version)),
     };

@@ -1,0 +1,29 @@
+//! Contexts and the calling thread's current context.
+
+use crate::driver::handles::{ContextHandle, DeviceHandle};
+use crate::error::Result;
+
+/// Context creation and the current-context stack.
+pub(crate) trait ContextApi {
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
+    /// `cuCtxCreate` (12: `cuCtxCreate_v2`; 13: `cuCtxCreate_v4` without parameters).
+    fn ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle>;
+    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
+    /// `cuCtxDestroy`.
+    fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxGetCurrent`.
+    fn ctx_get_current(&self) -> Result<ContextHandle>;
+    /// `cuCtxSetCurrent`.
+    fn ctx_set_current(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxPushCurrent`.
+    fn ctx_push_current(&self, ctx: ContextHandle) -> Result<()>;
+    /// `cuCtxPopCurrent`.
+    fn ctx_pop_current(&self) -> Result<ContextHandle>;
+    /// `cuCtxGetDevice` of the current context; `None` when no context is current (the
+    /// driver's `CUDA_ERROR_INVALID_CONTEXT`, answered without building an error).
+    fn ctx_get_device(&self) -> Result<Option<DeviceHandle>>;
+    /// `cuCtxSynchronize` of the current context.
+    fn ctx_synchronize(&self) -> Result<()>;
+    /// `cuCtxGetStreamPriorityRange` of the current context: `(least, greatest)`.
+    fn ctx_get_stream_priority_range(&self) -> Result<(i32, i32)>;
+}

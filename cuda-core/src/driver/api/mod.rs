@@ -1,0 +1,53 @@
+//! The [`Driver`] trait: every driver function the safe layer calls, in version-neutral types,
+//! one trait per area of the driver API, gathered under [`Driver`]. One implementation per ABI
+//! (`v12.rs`, `v13.rs`, from the shared code in `shared/`); where the two headers differ, the
+//! difference is settled there.
+//!
+//! Every method makes exactly the driver call it names and nothing else. Callers hold a
+//! `&'static dyn Driver`; the supertraits' methods are callable on it without importing them.
+//!
+//! [`HotPath`] comes first among the supertraits on purpose: a trait object's table lists the
+//! first supertrait's entries first, so the calls of the hot paths share its first cache lines,
+//! fewer to reload after a driver call has evicted them (measured on the evicting stand-in:
+//! event create+destroy 45 to 37 ns over raw when the hot methods were moved first).
+
+mod context;
+mod device;
+mod event;
+mod green;
+mod hot;
+mod memory;
+mod module;
+mod stream;
+
+pub(crate) use self::context::ContextApi;
+pub(crate) use self::device::DeviceApi;
+pub(crate) use self::event::EventApi;
+pub(crate) use self::green::GreenContextApi;
+pub(crate) use self::hot::HotPath;
+pub(crate) use self::memory::MemoryApi;
+pub(crate) use self::module::ModuleApi;
+pub(crate) use self::stream::StreamApi;
+
+use crate::info::{Abi, DriverVersion};
+
+/// The whole driver, through one ABI's function table.
+pub(crate) trait Driver:
+    HotPath
+    + DeviceApi
+    + ContextApi
+    + StreamApi
+    + EventApi
+    + MemoryApi
+    + ModuleApi
+    + GreenContextApi
+    + Send
+    + Sync
+{
+    /// The ABI this table speaks.
+    fn abi(&self) -> Abi;
+    /// The running driver's version.
+    fn version(&self) -> DriverVersion;
+    /// `(loaded, declared)`: how many of the header's functions the driver exports.
+    fn functions_loaded(&self) -> (usize, usize);
+}

@@ -1,0 +1,66 @@
+//! Loaded code: libraries, kernels, occupancy, and the driver's linker.
+
+use std::ffi::CStr;
+
+use crate::driver::handles::{
+    DeviceHandle, FunctionHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput,
+};
+use crate::error::Result;
+
+/// Libraries, kernels and the driver's linker.
+pub(crate) trait ModuleApi {
+    /// `cuLibraryLoadData` of a cubin, fatbin or NUL-terminated PTX image, with no options.
+    fn library_load_data(&self, image: &[u8]) -> Result<LibraryHandle>;
+    /// `cuLibraryUnload`.
+    fn library_unload(&self, library: LibraryHandle) -> Result<()>;
+    /// `cuLibraryGetKernel`.
+    fn library_get_kernel(&self, library: LibraryHandle, name: &CStr) -> Result<KernelHandle>;
+    /// `cuKernelGetAttribute` by `CUfunction_attribute` code.
+    fn kernel_get_attribute(
+        &self,
+        attribute: i32,
+        kernel: KernelHandle,
+        device: DeviceHandle,
+    ) -> Result<i32>;
+    /// `cuKernelSetAttribute` by `CUfunction_attribute` code.
+    fn kernel_set_attribute(
+        &self,
+        attribute: i32,
+        value: i32,
+        kernel: KernelHandle,
+        device: DeviceHandle,
+    ) -> Result<()>;
+    /// `cuKernelGetParamInfo`: `(offset, size)`, or `None` past the last parameter.
+    fn kernel_get_param_info(
+        &self,
+        kernel: KernelHandle,
+        index: usize,
+    ) -> Result<Option<(usize, usize)>>;
+    /// `cuKernelGetFunction` for the current context.
+    fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle>;
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    fn occupancy_max_active_blocks(
+        &self,
+        function: FunctionHandle,
+        block_size: i32,
+        dynamic_smem: usize,
+    ) -> Result<i32>;
+    /// `cuOccupancyMaxPotentialBlockSize` with a fixed dynamic shared memory size:
+    /// `(min_grid_size, block_size)`.
+    fn occupancy_max_potential_block_size(
+        &self,
+        function: FunctionHandle,
+        dynamic_smem: usize,
+        block_size_limit: i32,
+    ) -> Result<(i32, i32)>;
+    /// `cuOccupancyMaxActiveClusters` for a launch configuration.
+    fn occupancy_max_active_clusters(
+        &self,
+        function: FunctionHandle,
+        params: &LaunchParams,
+    ) -> Result<i32>;
+    /// The driver's linker: `cuLinkCreate`, `cuLinkAddData` per input, `cuLinkComplete`, a
+    /// copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info log; a failure is
+    /// `Error::Link` with the error log.
+    fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)>;
+}

@@ -1,0 +1,99 @@
+//! The version-neutral values that cross the seam: raw handles (the driver's pointers, owned by
+//! the safe types above), and the few structures whose layout differs between the headers, held
+//! here in a form both ABIs read.
+
+use std::ffi::c_void;
+use std::fmt;
+
+macro_rules! handles {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(transparent)]
+        pub(crate) struct $name(pub(crate) *mut c_void);
+
+        // SAFETY: driver handles are plain identifiers that the driver allows any thread to use.
+        unsafe impl Send for $name {}
+        // SAFETY: as above; the driver synchronises its own state.
+        unsafe impl Sync for $name {}
+
+        #[allow(dead_code)]
+        impl $name {
+            /// The null handle (the legacy default stream, for a stream).
+            pub(crate) const NULL: Self = Self(std::ptr::null_mut());
+        }
+    )*};
+}
+
+handles! {
+    /// A `CUcontext`.
+    ContextHandle;
+    /// A `CUstream`.
+    StreamHandle;
+    /// A `CUevent`.
+    EventHandle;
+    /// A `CUmemoryPool`.
+    PoolHandle;
+    /// A `CUgreenCtx`.
+    GreenContextHandle;
+    /// A `CUlibrary`.
+    LibraryHandle;
+    /// A `CUkernel`.
+    KernelHandle;
+    /// A `CUfunction`.
+    FunctionHandle;
+}
+
+/// A `CUdevice`: an ordinal in both ABIs.
+pub(crate) type DeviceHandle = i32;
+
+/// A `CUdeviceptr`.
+pub(crate) type DevicePtr = u64;
+
+/// A launch, in version-neutral terms (`CUlaunchConfig` and its attributes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchParams {
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+    pub(crate) stream: StreamHandle,
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+    pub(crate) cluster: Option<[u32; 3]>,
+    /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
+    pub(crate) cooperative: bool,
+}
+
+/// One input of the driver's linker (`cuLinkAddData`), by `CUjitInputType` code.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkInput<'a> {
+    /// `CU_JIT_INPUT_CUBIN` 0, `_PTX` 1, `_FATBINARY` 2, `_OBJECT` 3, `_LIBRARY` 4.
+    pub(crate) kind: u32,
+    pub(crate) data: &'a [u8],
+    pub(crate) name: &'a std::ffi::CStr,
+}
+
+/// A `CUdevResource`, held as bytes large enough for either header's layout (the 13 header
+/// appends fields); each ABI reads it as its own struct.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub(crate) struct DevResource(pub(crate) [u8; 256]);
+
+impl DevResource {
+    pub(crate) const ZERO: DevResource = DevResource([0; 256]);
+}
+
+impl fmt::Debug for DevResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DevResource")
+    }
+}
+
+/// What an SM resource reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SmInfo {
+    pub(crate) sm_count: u32,
+    /// The 13 header's `minSmPartitionSize`, `None` through the 12 ABI.
+    pub(crate) min_partition_size: Option<u32>,
+    /// The 13 header's `smCoscheduledAlignment`, `None` through the 12 ABI.
+    pub(crate) coscheduled_alignment: Option<u32>,
+}

@@ -1,0 +1,195 @@
+//! The code both ABI implementations share, written once as macros that each ABI file expands
+//! against its own sys crate: `driver_impl!` makes the driver struct, its error helpers and
+//! the [`Driver`](super::api::Driver) impl, and expands one macro per area of the trait (one
+//! file each here). Everything whose C signature or layout is the same in both headers is here;
+//! `v12.rs` and `v13.rs` add only what differs, as a few items with fixed names that these
+//! macros call:
+//!
+//! - `fn device_location(device) -> CUmemLocation` (the 13 header puts `id` in a union);
+//! - `fn sm_info(&CUdevSmResource) -> SmInfo` (the 13 header has more fields);
+//! - `fn abi_ctx_create(&self, flags, device)` (`cuCtxCreate_v2` against `_v4`);
+//! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`).
+
+mod context;
+mod device;
+mod event;
+mod green;
+mod hot;
+mod memory;
+mod module;
+mod stream;
+
+pub(super) use self::context::impl_context_api;
+pub(super) use self::device::impl_device_api;
+pub(super) use self::event::impl_event_api;
+pub(super) use self::green::impl_green_context_api;
+pub(super) use self::hot::impl_hot_path;
+pub(super) use self::memory::impl_memory_api;
+pub(super) use self::module::impl_module_api;
+pub(super) use self::stream::impl_stream_api;
+
+/// Takes a function out of the table, or returns `NotSupported` naming it.
+macro_rules! function {
+    ($self:ident . $name:ident) => {
+        match $self.table.$name {
+            Some(f) => f,
+            None => return Err($self.missing(stringify!($name))),
+        }
+    };
+}
+pub(super) use function;
+
+/// Calls a table function and turns its `CUresult` into a `Result`.
+macro_rules! call {
+    ($self:ident . $name:ident ( $($arg:expr),* $(,)? )) => {{
+        let f = $crate::driver::shared::function!($self.$name);
+        // SAFETY: the pointer was loaded by the exact export its header declares, with that
+        // signature; each call site passes arguments valid for the call.
+        let status = unsafe { f($($arg),*) };
+        $self.check(status, stringify!($name))
+    }};
+}
+pub(super) use call;
+
+/// Expands to an ABI's driver struct, its error helpers, and every area's trait impl.
+macro_rules! driver_impl {
+    ($name:ident, $sys:ident, $abi:expr) => {
+        use std::ffi::{c_char, CStr};
+
+        #[allow(unused_imports)]
+        use $crate::driver::handles::{
+            ContextHandle, DevResource, DeviceHandle, DevicePtr, EventHandle, FunctionHandle,
+            GreenContextHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput, PoolHandle,
+            SmInfo, StreamHandle,
+        };
+        use $crate::driver::shared::call;
+        use $crate::error::{DriverCode, Error, Result};
+        use $crate::info::{Abi, DriverVersion};
+        use $sys::{CUresult, DriverTable};
+
+        /// The driver through this ABI's function table.
+        pub(crate) struct $name {
+            table: DriverTable,
+            version: DriverVersion,
+            loaded: usize,
+        }
+
+        impl $name {
+            /// Fills the table from the driver library, which stays loaded for the rest of the
+            /// process: the table's pointers and the driver's error strings point into it.
+            pub(crate) fn new(library: libloading::Library, version: DriverVersion) -> Self {
+                let library: &'static libloading::Library = Box::leak(Box::new(library));
+                // SAFETY: the library is the CUDA driver (it answered cuDriverGetVersion) and
+                // is never unloaded.
+                let table = unsafe { DriverTable::load(library) };
+                let loaded = table
+                    .symbols()
+                    .iter()
+                    .filter(|s| s.address.is_some())
+                    .count();
+                Self {
+                    table,
+                    version,
+                    loaded,
+                }
+            }
+
+            #[inline]
+            fn check(&self, status: CUresult, call: &'static str) -> Result<()> {
+                if status == CUresult::CUDA_SUCCESS {
+                    Ok(())
+                } else {
+                    Err(self.error(status, call))
+                }
+            }
+
+            #[cold]
+            #[inline(never)]
+            fn error(&self, status: CUresult, call: &'static str) -> Error {
+                let mut name: *const c_char = std::ptr::null();
+                let mut description: *const c_char = std::ptr::null();
+                if let Some(get_name) = self.table.cuGetErrorName {
+                    // SAFETY: the out-pointer is writable; an unknown code leaves it null.
+                    unsafe { get_name(status, &mut name) };
+                }
+                if let Some(get_string) = self.table.cuGetErrorString {
+                    // SAFETY: as above.
+                    unsafe { get_string(status, &mut description) };
+                }
+                Error::Driver {
+                    call,
+                    code: DriverCode(status.0 as i32),
+                    // SAFETY: the driver's error strings are static data of the library, which
+                    // this process never unloads.
+                    name: unsafe { static_str(name) }.unwrap_or("CUDA_ERROR_UNRECOGNIZED"),
+                    // SAFETY: as above.
+                    description: unsafe { static_str(description) }
+                        .unwrap_or("the driver has no description for this code"),
+                }
+            }
+
+            #[cold]
+            #[inline(never)]
+            fn missing(&self, function: &'static str) -> Error {
+                Error::NotSupported {
+                    function,
+                    driver: self.version,
+                    abi: $abi.major(),
+                }
+            }
+
+            /// The raw table, for tests that compare it with the library's exports.
+            #[cfg(test)]
+            pub(crate) fn table(&self) -> &DriverTable {
+                &self.table
+            }
+        }
+
+        /// A NUL-terminated string that lives as long as the process.
+        ///
+        /// # Safety
+        ///
+        /// `p` is null or points to a NUL-terminated string that is never freed.
+        unsafe fn static_str(p: *const c_char) -> Option<&'static str> {
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: the caller vouches for the pointer and its lifetime.
+            unsafe { CStr::from_ptr(p) }.to_str().ok()
+        }
+
+        /// Answers `Ok(false)` for `CUDA_ERROR_NOT_READY`, the usual meaning otherwise.
+        #[inline]
+        fn ready(status: CUresult) -> Option<bool> {
+            match status {
+                CUresult::CUDA_SUCCESS => Some(true),
+                CUresult::CUDA_ERROR_NOT_READY => Some(false),
+                _ => None,
+            }
+        }
+
+        impl $crate::driver::api::Driver for $name {
+            fn abi(&self) -> Abi {
+                $abi
+            }
+
+            fn version(&self) -> DriverVersion {
+                self.version
+            }
+
+            fn functions_loaded(&self) -> (usize, usize) {
+                (self.loaded, DriverTable::LEN)
+            }
+        }
+
+        $crate::driver::shared::impl_hot_path!($name, $sys);
+        $crate::driver::shared::impl_device_api!($name, $sys);
+        $crate::driver::shared::impl_context_api!($name, $sys);
+        $crate::driver::shared::impl_stream_api!($name, $sys);
+        $crate::driver::shared::impl_event_api!($name, $sys);
+        $crate::driver::shared::impl_memory_api!($name, $sys);
+        $crate::driver::shared::impl_module_api!($name, $sys);
+        $crate::driver::shared::impl_green_context_api!($name, $sys);
+    };
+}
+pub(super) use driver_impl;

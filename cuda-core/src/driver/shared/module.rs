@@ -1,0 +1,199 @@
+//! [`ModuleApi`](crate::driver::api::ModuleApi) for both ABIs.
+
+macro_rules! impl_module_api {
+    ($name:ident, $sys:ident) => {
+        impl $crate::driver::api::ModuleApi for $name {
+            fn library_load_data(&self, image: &[u8]) -> Result<LibraryHandle> {
+                let mut library = std::ptr::null_mut();
+                call!(self.cuLibraryLoadData(
+                    &mut library,
+                    image.as_ptr().cast(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0
+                ))?;
+                Ok(LibraryHandle(library.cast()))
+            }
+
+            fn library_unload(&self, library: LibraryHandle) -> Result<()> {
+                call!(self.cuLibraryUnload(library.0.cast()))
+            }
+
+            fn library_get_kernel(
+                &self,
+                library: LibraryHandle,
+                name: &std::ffi::CStr,
+            ) -> Result<KernelHandle> {
+                let mut kernel = std::ptr::null_mut();
+                call!(self.cuLibraryGetKernel(&mut kernel, library.0.cast(), name.as_ptr()))?;
+                Ok(KernelHandle(kernel.cast()))
+            }
+
+            fn kernel_get_attribute(
+                &self,
+                attribute: i32,
+                kernel: KernelHandle,
+                device: DeviceHandle,
+            ) -> Result<i32> {
+                let mut value = 0;
+                let attribute = $sys::CUfunction_attribute(attribute as _);
+                call!(self.cuKernelGetAttribute(&mut value, attribute, kernel.0.cast(), device))?;
+                Ok(value)
+            }
+
+            fn kernel_set_attribute(
+                &self,
+                attribute: i32,
+                value: i32,
+                kernel: KernelHandle,
+                device: DeviceHandle,
+            ) -> Result<()> {
+                let attribute = $sys::CUfunction_attribute(attribute as _);
+                call!(self.cuKernelSetAttribute(attribute, value, kernel.0.cast(), device))
+            }
+
+            fn kernel_get_param_info(
+                &self,
+                kernel: KernelHandle,
+                index: usize,
+            ) -> Result<Option<(usize, usize)>> {
+                let f = $crate::driver::shared::function!(self.cuKernelGetParamInfo);
+                let (mut offset, mut size) = (0, 0);
+                // SAFETY: both out-pointers are writable; the handle is passed by value.
+                let status = unsafe { f(kernel.0.cast(), index, &mut offset, &mut size) };
+                match status {
+                    CUresult::CUDA_SUCCESS => Ok(Some((offset, size))),
+                    // Past the last parameter.
+                    CUresult::CUDA_ERROR_INVALID_VALUE => Ok(None),
+                    _ => Err(self.error(status, "cuKernelGetParamInfo")),
+                }
+            }
+
+            fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle> {
+                let mut function = std::ptr::null_mut();
+                call!(self.cuKernelGetFunction(&mut function, kernel.0.cast()))?;
+                Ok(FunctionHandle(function.cast()))
+            }
+
+            fn occupancy_max_active_blocks(
+                &self,
+                function: FunctionHandle,
+                block_size: i32,
+                dynamic_smem: usize,
+            ) -> Result<i32> {
+                let mut blocks = 0;
+                call!(self.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut blocks,
+                    function.0.cast(),
+                    block_size,
+                    dynamic_smem
+                ))?;
+                Ok(blocks)
+            }
+
+            fn occupancy_max_potential_block_size(
+                &self,
+                function: FunctionHandle,
+                dynamic_smem: usize,
+                block_size_limit: i32,
+            ) -> Result<(i32, i32)> {
+                let (mut grid, mut block) = (0, 0);
+                call!(self.cuOccupancyMaxPotentialBlockSize(
+                    &mut grid,
+                    &mut block,
+                    function.0.cast(),
+                    None,
+                    dynamic_smem,
+                    block_size_limit
+                ))?;
+                Ok((grid, block))
+            }
+
+            fn occupancy_max_active_clusters(
+                &self,
+                function: FunctionHandle,
+                params: &LaunchParams,
+            ) -> Result<i32> {
+                let mut attributes = launch_attributes(params);
+                let config = launch_config(params, &mut attributes);
+                let mut clusters = 0;
+                call!(self.cuOccupancyMaxActiveClusters(
+                    &mut clusters,
+                    function.0.cast(),
+                    &config
+                ))?;
+                Ok(clusters)
+            }
+
+            fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+                use $sys::CUjit_option as O;
+                const LOG: usize = 1 << 16;
+                let mut info = vec![0u8; LOG];
+                let mut error = vec![0u8; LOG];
+                let mut options = [
+                    O::CU_JIT_INFO_LOG_BUFFER,
+                    O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                    O::CU_JIT_ERROR_LOG_BUFFER,
+                    O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                ];
+                // Sizes travel in the pointer-sized value slots, as the driver API specifies.
+                let mut values: [*mut std::ffi::c_void; 4] = [
+                    info.as_mut_ptr().cast(),
+                    std::ptr::without_provenance_mut(LOG),
+                    error.as_mut_ptr().cast(),
+                    std::ptr::without_provenance_mut(LOG),
+                ];
+                let mut state = std::ptr::null_mut();
+                call!(self.cuLinkCreate(4, options.as_mut_ptr(), values.as_mut_ptr(), &mut state))?;
+                let text = |buf: &[u8]| {
+                    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                    String::from_utf8_lossy(&buf[..end]).into_owned()
+                };
+                let mut result = Ok(());
+                for input in inputs {
+                    result = call!(self.cuLinkAddData(
+                        state,
+                        $sys::CUjitInputType(input.kind as _),
+                        input.data.as_ptr() as *mut std::ffi::c_void,
+                        input.data.len(),
+                        input.name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut()
+                    ));
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                let mut cubin = Vec::new();
+                if result.is_ok() {
+                    let (mut out, mut size) = (std::ptr::null_mut(), 0usize);
+                    result = call!(self.cuLinkComplete(state, &mut out, &mut size));
+                    if result.is_ok() && !out.is_null() {
+                        // SAFETY: the driver owns `size` bytes at `out` until cuLinkDestroy.
+                        let linked = unsafe { std::slice::from_raw_parts(out.cast::<u8>(), size) };
+                        cubin = linked.to_vec();
+                    }
+                }
+                let destroyed = call!(self.cuLinkDestroy(state));
+                match result.and(destroyed) {
+                    Ok(()) => Ok((cubin, text(&info))),
+                    Err(e) => {
+                        let log = text(&error);
+                        Err(Error::Link {
+                            log: if log.is_empty() {
+                                e.to_string()
+                            } else {
+                                format!("{e}\n{log}")
+                            },
+                        })
+                    }
+                }
+            }
+        }
+    };
+}
+pub(in crate::driver) use impl_module_api;
