@@ -7,12 +7,14 @@ use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, GreenContextHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
+use crate::lifetime::{current, ContextCore, ContextKind, Held, Primary};
 use crate::resources::SmResource;
 use crate::stream::{Stream, StreamOptions};
 
 /// A CUDA context: the primary context of a device, or a green context made from a share of
-/// its SMs. Cheap to clone (a reference count); streams, events and memory hold one, so a
-/// context lives as long as anything made in it.
+/// its SMs. Cheap to clone: a primary context, which the process keeps for good, is copied
+/// without counting; a green one by reference count. Streams, events and memory hold one, so
+/// a context lives as long as anything made in it.
 ///
 /// ```no_run
 /// use cuda_core::{Device, StreamOptions};
@@ -26,46 +28,15 @@ use crate::stream::{Stream, StreamOptions};
 /// ```
 #[derive(Clone)]
 pub struct Context {
-    pub(crate) inner: Arc<ContextInner>,
-}
-
-pub(crate) struct ContextInner {
-    pub(crate) handle: ContextHandle,
-    pub(crate) device: Device,
-    pub(crate) driver: &'static dyn Driver,
-    kind: Kind,
-}
-
-enum Kind {
-    /// The device's primary context, retained by this value.
-    Primary,
-    /// A green context, destroyed with this value.
-    Green {
-        green: GreenContextHandle,
-        sm_count: u32,
-    },
-}
-
-impl Drop for ContextInner {
-    fn drop(&mut self) {
-        let result = match self.kind {
-            Kind::Primary => self.driver.device_primary_ctx_release(self.device.handle()),
-            Kind::Green { green, .. } => self.driver.green_ctx_destroy(green),
-        };
-        if let Err(e) = result {
-            log::error!(
-                "releasing the context of device {}: {e}",
-                self.device.ordinal()
-            );
-        }
-    }
+    /// Uncounted for a primary context, which the process keeps for good.
+    core: Held<ContextCore>,
 }
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Context")
-            .field("device", &self.inner.device.ordinal())
-            .field("handle", &self.inner.handle.0)
+            .field("device", &self.core.device)
+            .field("handle", &self.core.handle.0)
             .field("green", &self.is_green())
             .finish()
     }
@@ -73,31 +44,11 @@ impl fmt::Debug for Context {
 
 impl PartialEq for Context {
     fn eq(&self, other: &Self) -> bool {
-        self.inner.handle == other.inner.handle
+        self.core.handle == other.core.handle
     }
 }
 
 impl Eq for Context {}
-
-/// How an object holds its context: the process-lifetime primary context by plain reference
-/// (no reference counting on creation, clone or drop), any other by a counted clone.
-#[derive(Clone)]
-pub(crate) enum ContextRef {
-    Static(&'static Context),
-    Shared(Context),
-}
-
-impl std::ops::Deref for ContextRef {
-    type Target = Context;
-
-    #[inline]
-    fn deref(&self) -> &Context {
-        match self {
-            ContextRef::Static(context) => context,
-            ContextRef::Shared(context) => context,
-        }
-    }
-}
 
 /// What a green context is made of: see [`Device::create_context`].
 #[derive(Clone, Debug, Default)]
@@ -107,17 +58,12 @@ pub struct ContextOptions {
 }
 
 impl Context {
-    /// Retains `device`'s primary context.
-    pub(crate) fn retain_primary(driver: &'static dyn Driver, device: Device) -> Result<Context> {
-        let handle = driver.device_primary_ctx_retain(device.handle())?;
-        Ok(Context {
-            inner: Arc::new(ContextInner {
-                handle,
-                device,
-                driver,
-                kind: Kind::Primary,
-            }),
-        })
+    /// The primary context the process keeps, held without counting.
+    #[inline]
+    pub(crate) fn primary(primary: &'static Primary) -> Context {
+        Context {
+            core: Held::forever(&primary.core),
+        }
     }
 
     /// Creates a green context on the given SM groups.
@@ -146,103 +92,75 @@ impl Context {
         let sm_count = options.resources.iter().map(SmResource::sm_count).sum();
         let (green, handle) = driver.green_ctx_create(&raw, device.handle())?;
         Ok(Context {
-            inner: Arc::new(ContextInner {
+            core: Held::counted(Arc::new(ContextCore {
                 handle,
-                device,
+                device: device.handle(),
                 driver,
-                kind: Kind::Green { green, sm_count },
-            }),
+                kind: ContextKind::Green { green, sm_count },
+            })),
         })
     }
 
-    /// A reference to keep in an object made in this context: a plain one for the primary
-    /// context the process holds, a counted clone otherwise.
+    /// The context's handle.
     #[inline]
-    pub(crate) fn keep(&self) -> ContextRef {
-        if let Kind::Primary = self.inner.kind {
-            if let Ok(primary) = self.inner.device.primary() {
-                if Arc::ptr_eq(&primary.inner, &self.inner) {
-                    return ContextRef::Static(primary);
-                }
-            }
-        }
-        ContextRef::Shared(self.clone())
+    pub(crate) fn handle(&self) -> ContextHandle {
+        self.core.handle
+    }
+
+    /// The driver the context was made through.
+    #[inline]
+    pub(crate) fn driver(&self) -> &'static dyn Driver {
+        self.core.driver
     }
 
     /// The device the context belongs to.
+    #[inline]
     pub fn device(&self) -> Device {
-        self.inner.device
+        Device::from_handle(self.core.device)
     }
 
     /// Whether this is a green context.
     pub fn is_green(&self) -> bool {
-        matches!(self.inner.kind, Kind::Green { .. })
+        matches!(self.core.kind, ContextKind::Green { .. })
     }
 
     /// How many SMs the context's kernels may run on: its groups' total for a green context,
     /// the device's count for a primary one.
     pub fn sm_count(&self) -> Result<u32> {
-        match self.inner.kind {
-            Kind::Green { sm_count, .. } => Ok(sm_count),
-            Kind::Primary => self.inner.device.properties().multiprocessor_count(),
+        match self.core.kind {
+            ContextKind::Green { sm_count, .. } => Ok(sm_count),
+            ContextKind::Primary => self.device().properties().multiprocessor_count(),
         }
     }
 
     /// The SMs this context owns, as the driver reports them (`cuCtxGetDevResource`).
     pub fn sm_resource(&self) -> Result<SmResource> {
-        let raw = self.inner.driver.ctx_get_sm_resource(self.inner.handle)?;
-        Ok(SmResource::from_raw(
-            self.inner.driver,
-            self.inner.device,
-            raw,
-        ))
+        let raw = self.core.driver.ctx_get_sm_resource(self.core.handle)?;
+        Ok(SmResource::from_raw(self.core.driver, self.device(), raw))
     }
 
     /// Creates a stream in this context. In a green context, the stream is always
     /// non-blocking (the driver requires it) and its work runs on the context's SMs.
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
-        Stream::create(self.keep(), options)
+        Stream::create(self.clone(), options)
     }
 
     /// Creates an event in this context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
-        Event::create(self.keep(), options)
+        Event::create(self.clone(), options)
     }
 
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), replacing what
     /// was current. The context stays alive at least as long as this value.
     #[inline]
     pub fn set_current(&self) -> Result<()> {
-        // Reading is cheaper than setting (seen on the H200): skip a set that changes nothing.
-        if self.is_current_fast() {
-            return Ok(());
-        }
-        self.set_current_slow()
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn set_current_slow(&self) -> Result<()> {
-        let driver = self.inner.driver;
-        // A second read, on the switch path only: handing the first read in instead cost the
-        // already-current path about 0.5 ns on the stand-in driver.
-        if current(driver)? == self.inner.handle {
-            return Ok(());
-        }
-        driver.ctx_set_current(self.inner.handle)
-    }
-
-    /// Whether this context is current, by the call that returns in registers; `false` also
-    /// where the call failed (the slow path then reports the error).
-    #[inline]
-    pub(crate) fn is_current_fast(&self) -> bool {
-        self.inner.driver.ctx_current_or_none() == Some(self.inner.handle)
+        current::set_current(self.core.driver, self.core.handle)
     }
 
     /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).
     #[inline]
     pub fn is_current(&self) -> Result<bool> {
-        Ok(current(self.inner.driver)? == self.inner.handle)
+        Ok(current::current(self.core.driver)? == self.core.handle)
     }
 
     /// Waits for all work in this context (`cuCtxSynchronize`).
@@ -253,13 +171,13 @@ impl Context {
     /// The raw `CUcontext`, for calling other CUDA libraries. It stays valid while this
     /// value (or a clone) lives.
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
-        self.inner.handle.0
+        self.core.handle.0
     }
 
     pub(crate) fn green_handle(&self) -> Option<GreenContextHandle> {
-        match self.inner.kind {
-            Kind::Green { green, .. } => Some(green),
-            Kind::Primary => None,
+        match self.core.kind {
+            ContextKind::Green { green, .. } => Some(green),
+            ContextKind::Primary => None,
         }
     }
 
@@ -269,36 +187,6 @@ impl Context {
         &self,
         f: impl FnOnce(&'static dyn Driver) -> Result<T>,
     ) -> Result<T> {
-        with_current(self.inner.driver, self.inner.handle, f)
-    }
-}
-
-/// Runs `f` with `handle` current on the calling thread: directly where it already is (one
-/// `cuCtxGetCurrent`), between a push and a pop otherwise.
-#[inline]
-pub(crate) fn with_current<T>(
-    driver: &'static dyn Driver,
-    handle: ContextHandle,
-    f: impl FnOnce(&'static dyn Driver) -> Result<T>,
-) -> Result<T> {
-    if current(driver)? == handle {
-        return f(driver);
-    }
-    driver.ctx_push_current(handle)?;
-    let result = f(driver);
-    let popped = driver.ctx_pop_current();
-    match (result, popped) {
-        (Ok(value), Ok(_)) => Ok(value),
-        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
-    }
-}
-
-/// The calling thread's current context (`cuCtxGetCurrent`), by the call that returns in
-/// registers; the error, where there is one, from the call that builds it.
-#[inline]
-fn current(driver: &'static dyn Driver) -> Result<ContextHandle> {
-    match driver.ctx_current_or_none() {
-        Some(handle) => Ok(handle),
-        None => driver.ctx_get_current(),
+        current::with_current(self.core.driver, self.core.handle, f)
     }
 }

@@ -1,16 +1,22 @@
 //! CUDA devices.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::context::{Context, ContextOptions, ContextRef};
-use crate::driver::{driver, ContextHandle, DeviceHandle, Driver};
+use crate::context::{Context, ContextOptions};
+use crate::driver::{driver, DeviceHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
-use crate::memory::{DeviceMemoryResource, MemoryResource, SyncMemoryResource};
+use crate::lifetime::registry::{self, DeviceState, ATTRIBUTE_SLOTS};
+use crate::lifetime::Primary;
+use crate::memory::{self, MemoryResource};
 use crate::resources::DeviceResources;
 use crate::stream::{Stream, StreamOptions};
+
+const _: () = assert!(
+    attributes::ATTRIBUTE_CODES <= ATTRIBUTE_SLOTS,
+    "the registry caches fewer attributes than the header has"
+);
 
 /// A CUDA device, by ordinal. `Copy`, and free to make: the device count is read once and every
 /// attribute is cached on first use.
@@ -40,58 +46,12 @@ impl fmt::Debug for Device {
     }
 }
 
-/// What the process keeps per device: its primary context, once retained, and its attributes.
-pub(crate) struct DeviceState {
-    primary: OnceLock<Primary>,
-    attributes: [AtomicI64; ATTRIBUTE_SLOTS],
-    total_memory: OnceLock<usize>,
-    priority_range: OnceLock<(i32, i32)>,
-    memory_resource: OnceLock<Arc<dyn MemoryResource>>,
-}
-
-/// The primary context, with copies of its handle and driver beside it: the hot paths (event
-/// and stream creation, `set_current`) read them here, one dependent load sooner than through
-/// the context's shared allocation. After a driver call has pushed the caller's data out of the
-/// CPU's first-level cache, each load in that chain is a miss; one fewer measured 7 ns less per
-/// event created on the stand-in driver.
-pub(crate) struct Primary {
-    pub(crate) handle: ContextHandle,
-    pub(crate) driver: &'static dyn Driver,
-    pub(crate) context: Context,
-}
-
-/// One slot per attribute code of the 13.x header; a newer code is read without caching.
-const ATTRIBUTE_SLOTS: usize = attributes::ATTRIBUTE_CODES;
-/// An attribute slot not read yet.
-const UNREAD: i64 = i64::MIN;
-
-static DEVICES: OnceLock<Result<Box<[DeviceState]>>> = OnceLock::new();
-
-/// The per-device state, sized by the device count on first use.
-fn states() -> Result<&'static [DeviceState]> {
-    DEVICES
-        .get_or_init(|| {
-            let count = driver()?.device_get_count()?.max(0) as usize;
-            Ok((0..count)
-                .map(|_| DeviceState {
-                    primary: OnceLock::new(),
-                    attributes: std::array::from_fn(|_| AtomicI64::new(UNREAD)),
-                    total_memory: OnceLock::new(),
-                    priority_range: OnceLock::new(),
-                    memory_resource: OnceLock::new(),
-                })
-                .collect())
-        })
-        .as_deref()
-        .map_err(Clone::clone)
-}
-
 impl Device {
     /// The device with this ordinal. An ordinal the machine does not have is
     /// [`Error::InvalidArgument`] naming it and the device count. Makes no driver call after
     /// the first.
     pub fn new(ordinal: usize) -> Result<Device> {
-        let count = states()?.len();
+        let count = registry::states()?.len();
         if ordinal < count {
             Ok(Device {
                 ordinal: ordinal as i32,
@@ -106,12 +66,12 @@ impl Device {
 
     /// How many devices the driver sees.
     pub fn count() -> Result<usize> {
-        Ok(states()?.len())
+        Ok(registry::states()?.len())
     }
 
     /// Every device, in ordinal order.
     pub fn all() -> Result<Vec<Device>> {
-        Ok((0..states()?.len())
+        Ok((0..registry::states()?.len())
             .map(|ordinal| Device {
                 ordinal: ordinal as i32,
             })
@@ -138,52 +98,34 @@ impl Device {
         self.ordinal
     }
 
-    pub(crate) fn state(&self) -> Result<&'static DeviceState> {
-        states()?
-            .get(self.ordinal())
-            .ok_or_else(|| Error::InvalidArgument {
-                name: "device",
-                reason: format!("device {} does not exist", self.ordinal),
-            })
+    /// The device of a `CUdevice` the driver returned (an ordinal it has).
+    #[inline]
+    pub(crate) fn from_handle(handle: DeviceHandle) -> Device {
+        Device { ordinal: handle }
+    }
+
+    fn state(&self) -> Result<&'static DeviceState> {
+        registry::state(self.ordinal())
     }
 
     /// The device's primary context. The first call retains it (`cuDevicePrimaryCtxRetain`);
     /// the process keeps it retained from then on, as the CUDA runtime does, so that making
-    /// streams, events and buffers never pays for it again.
-    pub fn primary_context(&self) -> Result<Context> {
-        Ok(self.primary()?.clone())
-    }
-
-    /// The primary context as the process keeps it, retained on first use.
+    /// streams, events and buffers never pays for it again, and this call (and cloning its
+    /// result) counts no reference.
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
     #[inline]
-    pub(crate) fn primary(&self) -> Result<&'static Context> {
-        Ok(&self.primary_entry()?.context)
+    pub fn primary_context(&self) -> Result<Context> {
+        Ok(Context::primary(self.primary_entry()?))
     }
 
     /// The primary context with its handle and driver at hand, retained on first use.
     #[inline]
     pub(crate) fn primary_entry(&self) -> Result<&'static Primary> {
-        let state = self.state()?;
-        if let Some(primary) = state.primary.get() {
-            return Ok(primary);
-        }
-        self.retain_primary(state)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn retain_primary(&self, state: &'static DeviceState) -> Result<&'static Primary> {
-        let driver = driver()?;
-        let context = Context::retain_primary(driver, *self)?;
-        // A racing thread may have set it first: keep theirs, and drop ours (a release).
-        Ok(state.primary.get_or_init(|| Primary {
-            handle: context.inner.handle,
-            driver,
-            context,
-        }))
+        self.state()?.primary(self.handle())
     }
 
     /// Makes this device's primary context current on the calling thread.
+    #[doc(alias = "cuCtxSetCurrent")]
     #[inline]
     pub fn set_current(&self) -> Result<()> {
         // The common case inline, in a few instructions: the context exists and already is
@@ -199,22 +141,21 @@ impl Device {
     #[cold]
     #[inline(never)]
     fn set_current_slow(&self) -> Result<()> {
-        self.primary()?.set_current()
+        self.primary_context()?.set_current()
     }
 
     /// The primary context if the process holds it already; `None` otherwise (and on any
-    /// error, which [`Device::primary`] reports).
+    /// error, which [`Device::primary_context`] reports).
     #[inline]
     fn primary_if_ready(&self) -> Option<&'static Primary> {
-        match DEVICES.get() {
-            Some(Ok(states)) => states.get(self.ordinal())?.primary.get(),
-            _ => None,
-        }
+        registry::states_if_ready()?
+            .get(self.ordinal())?
+            .primary_if_ready()
     }
 
     /// Waits for all work on this device's primary context.
     pub fn sync(&self) -> Result<()> {
-        self.primary()?.sync()
+        self.primary_context()?.sync()
     }
 
     /// The device's name, such as `NVIDIA H200`.
@@ -292,23 +233,11 @@ impl Device {
     }
 
     /// The device's default memory resource: its default memory pool
-    /// ([`DeviceMemoryResource`]) where the device supports pools, else synchronous
-    /// allocation ([`SyncMemoryResource`]).
+    /// ([`DeviceMemoryResource`](crate::DeviceMemoryResource)) where the device supports
+    /// pools, else synchronous allocation ([`SyncMemoryResource`](crate::SyncMemoryResource)).
+    /// The process keeps it for good, so its buffers count no reference to it.
     pub fn memory_resource(&self) -> Result<Arc<dyn MemoryResource>> {
-        let state = self.state()?;
-        if let Some(resource) = state.memory_resource.get() {
-            return Ok(resource.clone());
-        }
-        if self.properties().memory_pools_supported()? {
-            let pool = DeviceMemoryResource::default_pool(*self)?;
-            let kept = state.memory_resource.get_or_init(|| pool.clone());
-            // A racing thread may have kept its own: that one is marked by that thread.
-            pool.keep_forever(kept);
-            Ok(kept.clone())
-        } else {
-            let resource: Arc<dyn MemoryResource> = SyncMemoryResource::new(*self)?;
-            Ok(state.memory_resource.get_or_init(|| resource).clone())
-        }
+        Ok(memory::default_resource(*self)?.clone())
     }
 
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
@@ -317,28 +246,30 @@ impl Device {
     /// device, synchronising a default stream can return before an event recorded on it reads
     /// done. Synchronise the event itself where that matters.
     pub fn default_stream(&self) -> Result<Stream> {
-        Ok(Stream::legacy_default(ContextRef::Static(self.primary()?)))
+        Ok(Stream::legacy_default(self.primary_context()?))
     }
 
     /// Creates a stream in this device's primary context.
+    #[doc(alias = "cuStreamCreate")]
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
         let primary = self.primary_entry()?;
         Stream::create_in(
             primary.driver,
             primary.handle,
-            ContextRef::Static(&primary.context),
+            Context::primary(primary),
             options,
         )
     }
 
     /// Creates an event in this device's primary context.
+    #[doc(alias = "cuEventCreate")]
     #[inline]
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
         let primary = self.primary_entry()?;
         Event::create_in(
             primary.driver,
             primary.handle,
-            ContextRef::Static(&primary.context),
+            Context::primary(primary),
             options,
         )
     }
@@ -366,20 +297,7 @@ impl Device {
 
     /// One attribute, read once and cached.
     pub(crate) fn attribute(&self, code: i32) -> Result<i32> {
-        let slot = usize::try_from(code)
-            .ok()
-            .and_then(|c| self.state().ok()?.attributes.get(c));
-        if let Some(slot) = slot {
-            let cached = slot.load(Ordering::Relaxed);
-            if cached != UNREAD {
-                return Ok(cached as i32);
-            }
-        }
-        let value = driver()?.device_get_attribute(code, self.handle())?;
-        if let Some(slot) = slot {
-            slot.store(i64::from(value), Ordering::Relaxed);
-        }
-        Ok(value)
+        self.state()?.attribute(code, self.handle())
     }
 }
 

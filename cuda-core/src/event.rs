@@ -3,10 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::context::{with_current, Context, ContextRef};
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, EventHandle};
 use crate::error::{Error, Result};
+use crate::lifetime::current::with_current;
 
 /// `CU_EVENT_BLOCKING_SYNC`.
 const BLOCKING_SYNC: u32 = 1;
@@ -48,7 +49,7 @@ impl EventOptions {
 /// ```
 pub struct Event {
     handle: EventHandle,
-    context: ContextRef,
+    context: Context,
     driver: &'static dyn Driver,
     options: EventOptions,
 }
@@ -76,8 +77,8 @@ impl fmt::Debug for Event {
 
 impl Event {
     #[inline]
-    pub(crate) fn create(context: ContextRef, options: EventOptions) -> Result<Event> {
-        Event::create_in(context.inner.driver, context.inner.handle, context, options)
+    pub(crate) fn create(context: Context, options: EventOptions) -> Result<Event> {
+        Event::create_in(context.driver(), context.handle(), context, options)
     }
 
     /// [`Event::create`] with the context's driver and handle read by the caller, which may
@@ -86,7 +87,7 @@ impl Event {
     pub(crate) fn create_in(
         driver: &'static dyn Driver,
         handle: ContextHandle,
-        context: ContextRef,
+        context: Context,
         options: EventOptions,
     ) -> Result<Event> {
         let mut flags = 0;
@@ -177,6 +178,6 @@ impl Event {
     }
 
     pub(crate) fn context_handle(&self) -> ContextHandle {
-        self.context.inner.handle
+        self.context.handle()
     }
 }

@@ -28,6 +28,7 @@ mod error;
 mod event;
 mod kernel;
 mod launch;
+mod lifetime;
 mod linker;
 pub mod memory;
 mod object_code;

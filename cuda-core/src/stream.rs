@@ -3,11 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::context::{with_current, Context, ContextRef};
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
+use crate::lifetime::current::with_current;
 
 /// `CU_STREAM_NON_BLOCKING`.
 const NON_BLOCKING: u32 = 1;
@@ -63,7 +64,7 @@ struct StreamInner {
     handle: StreamHandle,
     /// The context's device, kept here: launches and copies ask for it on every call.
     device: Device,
-    context: ContextRef,
+    context: Context,
     driver: &'static dyn Driver,
     kind: Kind,
 }
@@ -103,28 +104,28 @@ impl fmt::Debug for Stream {
 
 impl PartialEq for Stream {
     fn eq(&self, other: &Self) -> bool {
-        self.inner.handle == other.inner.handle && *self.inner.context == *other.inner.context
+        self.inner.handle == other.inner.handle && self.inner.context == other.inner.context
     }
 }
 
 impl Eq for Stream {}
 
 impl Stream {
-    pub(crate) fn create(context: ContextRef, options: StreamOptions) -> Result<Stream> {
+    pub(crate) fn create(context: Context, options: StreamOptions) -> Result<Stream> {
         match context.green_handle() {
             // Green contexts make their streams directly, and only non-blocking ones.
             Some(green) => {
                 if let Some(priority) = options.priority {
                     check_priority(context.device(), priority)?;
                 }
-                let handle = context.inner.driver.green_ctx_stream_create(
+                let handle = context.driver().green_ctx_stream_create(
                     green,
                     NON_BLOCKING,
                     options.priority.unwrap_or(0),
                 )?;
                 Ok(Stream::wrap(handle, context, Kind::Owned))
             }
-            None => Stream::create_in(context.inner.driver, context.inner.handle, context, options),
+            None => Stream::create_in(context.driver(), context.handle(), context, options),
         }
     }
 
@@ -134,7 +135,7 @@ impl Stream {
     pub(crate) fn create_in(
         driver: &'static dyn Driver,
         handle: ContextHandle,
-        context: ContextRef,
+        context: Context,
         options: StreamOptions,
     ) -> Result<Stream> {
         if let Some(priority) = options.priority {
@@ -151,7 +152,7 @@ impl Stream {
         Ok(Stream::wrap(handle, context, Kind::Owned))
     }
 
-    pub(crate) fn legacy_default(context: ContextRef) -> Stream {
+    pub(crate) fn legacy_default(context: Context) -> Stream {
         Stream::wrap(LEGACY, context, Kind::Default)
     }
 
@@ -160,7 +161,7 @@ impl Stream {
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
             PER_THREAD,
-            ContextRef::Static(device.primary()?),
+            device.primary_context()?,
             Kind::Default,
         ))
     }
@@ -173,10 +174,10 @@ impl Stream {
     /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid for
     /// as long as the result or any clone of it is used.
     pub unsafe fn from_raw(handle: *mut std::ffi::c_void, device: Device) -> Result<Stream> {
-        let context = ContextRef::Static(device.primary()?);
+        let context = device.primary_context()?;
         let handle = StreamHandle(handle);
-        let owner = context.inner.driver.stream_get_ctx(handle)?;
-        if owner != context.inner.handle {
+        let owner = context.driver().stream_get_ctx(handle)?;
+        if owner != context.handle() {
             return Err(Error::InvalidArgument {
                 name: "handle",
                 reason: format!(
@@ -188,12 +189,12 @@ impl Stream {
         Ok(Stream::wrap(handle, context, Kind::Borrowed))
     }
 
-    fn wrap(handle: StreamHandle, context: ContextRef, kind: Kind) -> Stream {
+    fn wrap(handle: StreamHandle, context: Context, kind: Kind) -> Stream {
         Stream {
             inner: Arc::new(StreamInner {
                 handle,
                 device: context.device(),
-                driver: context.inner.driver,
+                driver: context.driver(),
                 context,
                 kind,
             }),
@@ -244,7 +245,7 @@ impl Stream {
     /// the stream's context.
     #[inline]
     pub fn record(&self, event: &Event) -> Result<()> {
-        if event.context_handle() != self.inner.context.inner.handle {
+        if event.context_handle() != self.inner.context.handle() {
             return Err(self.foreign_event(event));
         }
         self.call(|driver, handle| driver.event_record(event.handle(), handle))

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::MemoryResource;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::lifetime::Held;
 use crate::stream::Stream;
 
 /// Plain data: any bit pattern is a valid value and the type has no padding, so it can be
@@ -95,25 +96,9 @@ fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_
 pub struct Buffer {
     ptr: u64,
     size: usize,
-    resource: Owner,
+    /// Uncounted for a resource the process keeps for good (a device's default resource).
+    resource: Held<dyn MemoryResource>,
     stream: Stream,
-}
-
-/// How a buffer holds its resource: by reference count, or by a reference that lives as long
-/// as the process (a device's default resource), which costs no atomic operation.
-pub(crate) enum Owner {
-    Shared(Arc<dyn MemoryResource>),
-    Static(&'static Arc<dyn MemoryResource>),
-}
-
-impl Owner {
-    #[inline]
-    fn get(&self) -> &Arc<dyn MemoryResource> {
-        match self {
-            Owner::Shared(resource) => resource,
-            Owner::Static(resource) => resource,
-        }
-    }
 }
 
 impl fmt::Debug for Buffer {
@@ -121,7 +106,7 @@ impl fmt::Debug for Buffer {
         f.debug_struct("Buffer")
             .field("ptr", &format_args!("{:#x}", self.ptr))
             .field("size", &self.size)
-            .field("resource", self.resource.get())
+            .field("resource", self.resource.arc())
             .finish()
     }
 }
@@ -133,11 +118,7 @@ impl Drop for Buffer {
         }
         // SAFETY: the allocation came from this resource and is freed only here or in `close`,
         // which zeroes `ptr`.
-        if let Err(e) = unsafe {
-            self.resource
-                .get()
-                .deallocate(self.ptr, self.size, &self.stream)
-        } {
+        if let Err(e) = unsafe { self.resource.deallocate(self.ptr, self.size, &self.stream) } {
             log::error!("freeing a buffer of {} bytes: {e}", self.size);
         }
     }
@@ -155,11 +136,16 @@ impl Buffer {
         resource: Arc<dyn MemoryResource>,
         stream: Stream,
     ) -> Buffer {
-        Buffer::new(ptr, size, Owner::Shared(resource), stream)
+        Buffer::new(ptr, size, Held::counted(resource), stream)
     }
 
     #[inline]
-    pub(crate) fn new(ptr: u64, size: usize, resource: Owner, stream: Stream) -> Buffer {
+    pub(crate) fn new(
+        ptr: u64,
+        size: usize,
+        resource: Held<dyn MemoryResource>,
+        stream: Stream,
+    ) -> Buffer {
         Buffer {
             ptr,
             size,
@@ -185,22 +171,22 @@ impl Buffer {
 
     /// The device of the memory; `None` for host memory.
     pub fn device(&self) -> Option<Device> {
-        self.resource.get().device()
+        self.resource.arc().device()
     }
 
     /// The resource that made it and frees it.
     pub fn memory_resource(&self) -> &Arc<dyn MemoryResource> {
-        self.resource.get()
+        self.resource.arc()
     }
 
     /// Whether kernels can access the memory.
     pub fn is_device_accessible(&self) -> bool {
-        self.resource.get().is_device_accessible()
+        self.resource.arc().is_device_accessible()
     }
 
     /// Whether the host can access the memory directly.
     pub fn is_host_accessible(&self) -> bool {
-        self.resource.get().is_host_accessible()
+        self.resource.arc().is_host_accessible()
     }
 
     /// The stream the buffer will be freed on.
@@ -219,7 +205,7 @@ impl Buffer {
         let ptr = std::mem::replace(&mut self.ptr, 0);
         let stream = stream.unwrap_or(&self.stream);
         // SAFETY: as in `drop`; `ptr` is zeroed so drop does nothing.
-        unsafe { self.resource.get().deallocate(ptr, self.size, stream) }
+        unsafe { self.resource.arc().deallocate(ptr, self.size, stream) }
     }
 
     fn same_size(&self, other_bytes: usize, name: &'static str) -> Result<()> {
@@ -255,7 +241,7 @@ impl Buffer {
         name: &'static str,
         copy: bool,
     ) -> Result<()> {
-        let resource = self.resource.get();
+        let resource = self.resource.arc();
         if (copy && resource.copies_across_devices())
             || resource.is_accessible_from(stream.device())?
         {
@@ -374,7 +360,7 @@ impl Buffer {
         if !self.is_host_accessible() {
             return Err(Error::InvalidArgument {
                 name: "self",
-                reason: format!("{:?} memory is not host-accessible", self.resource.get()),
+                reason: format!("{:?} memory is not host-accessible", self.resource.arc()),
             });
         }
         let width = std::mem::size_of::<T>().max(1);

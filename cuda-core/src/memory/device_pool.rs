@@ -1,7 +1,7 @@
 //! Device memory from a memory pool, allocated and freed in stream order.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::{check_request, MemoryResource};
 use crate::context::Context;
@@ -65,10 +65,6 @@ pub struct DeviceMemoryResource {
     total_memory: usize,
     owned: bool,
     driver: &'static dyn Driver,
-    /// Where the process keeps this resource for good, once it does (the device's default
-    /// resource): read by every allocation, so held here rather than looked up through the
-    /// device's state, a chain of loads that each miss after the driver's call.
-    forever: OnceLock<&'static Arc<dyn MemoryResource>>,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
 }
@@ -100,7 +96,7 @@ impl DeviceMemoryResource {
     /// The device's default memory pool (`cuDeviceGetDefaultMemPool`).
     pub fn default_pool(device: Device) -> Result<Arc<DeviceMemoryResource>> {
         let context = device.primary_context()?;
-        let driver = context.inner.driver;
+        let driver = context.driver();
         let pool = driver.device_get_default_mem_pool(device.handle())?;
         Self::wrap(pool, device, false, context)
     }
@@ -118,7 +114,7 @@ impl DeviceMemoryResource {
             });
         }
         let context = device.primary_context()?;
-        let driver = context.inner.driver;
+        let driver = context.driver();
         let pool = driver.mem_pool_create(device.handle(), options.max_size.unwrap_or(0))?;
         let resource = Self::wrap(pool, device, true, context)?;
         if let Some(threshold) = options.release_threshold {
@@ -138,18 +134,9 @@ impl DeviceMemoryResource {
             device,
             total_memory: device.total_memory()?,
             owned,
-            driver: context.inner.driver,
-            forever: OnceLock::new(),
+            driver: context.driver(),
             _context: context,
         }))
-    }
-
-    /// Records that the process keeps this resource in `forever` for good, so that its
-    /// buffers need not count references to it; nothing if `forever` is another resource.
-    pub(crate) fn keep_forever(&self, forever: &'static Arc<dyn MemoryResource>) {
-        if std::ptr::addr_eq(Arc::as_ptr(forever), self as *const Self) {
-            let _ = self.forever.set(forever);
-        }
     }
 
     /// Whether this is a pool of its own rather than the device's default pool.
@@ -292,10 +279,5 @@ impl MemoryResource for DeviceMemoryResource {
             return Ok(true);
         }
         self.driver.mem_pool_get_access(self.pool, device.handle())
-    }
-
-    #[inline]
-    fn process_lifetime(&self) -> Option<&'static Arc<dyn MemoryResource>> {
-        self.forever.get().copied()
     }
 }

@@ -38,6 +38,7 @@ pub use sync::SyncMemoryResource;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::lifetime::{is_kept, keep_for_good, Held, PerDevice};
 use crate::stream::Stream;
 
 /// Allocates and frees memory, in stream order where the memory kind allows.
@@ -83,13 +84,6 @@ pub trait MemoryResource: Send + Sync + fmt::Debug {
     fn copies_across_devices(&self) -> bool {
         false
     }
-
-    /// This resource's handle when it lives as long as the process (a device's default
-    /// resource): its buffers then need not count references to it.
-    #[doc(hidden)]
-    fn process_lifetime(&self) -> Option<&'static Arc<dyn MemoryResource>> {
-        None
-    }
 }
 
 /// `allocate` for any shared memory resource: `Arc<DeviceMemoryResource>`,
@@ -103,21 +97,44 @@ pub trait Allocate {
 impl<R: MemoryResource + 'static> Allocate for Arc<R> {
     #[inline]
     fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
-        let resource: Arc<dyn MemoryResource> = self.clone();
-        resource.allocate(size, stream)
+        let resource = Held::of(self).coerce(|r| r as Arc<dyn MemoryResource>);
+        allocate_in(resource, size, stream)
     }
 }
 
 impl Allocate for Arc<dyn MemoryResource> {
     #[inline]
     fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
-        let ptr = self.allocate_raw(size, stream)?;
-        let resource = match self.process_lifetime() {
-            Some(forever) => buffer::Owner::Static(forever),
-            None => buffer::Owner::Shared(self.clone()),
-        };
-        Ok(Buffer::new(ptr, size, resource, stream.clone()))
+        allocate_in(Held::of(self), size, stream)
     }
+}
+
+/// Allocates from a held resource: uncounted when the process keeps it for good (a device's
+/// default resource). The holder is made first, so that its one read overlaps the driver's
+/// call rather than waiting behind it.
+#[inline]
+fn allocate_in(resource: Held<dyn MemoryResource>, size: usize, stream: &Stream) -> Result<Buffer> {
+    let ptr = resource.allocate_raw(size, stream)?;
+    Ok(Buffer::new(ptr, size, resource, stream.clone()))
+}
+
+/// The devices' default resources, made on first use and kept for good.
+static DEFAULTS: PerDevice<Arc<dyn MemoryResource>> = PerDevice::new();
+
+/// `device`'s default resource: its default pool where it supports pools, else synchronous
+/// allocation; kept for good, so that [`Held::of`] holds it without counting.
+pub(crate) fn default_resource(device: Device) -> Result<&'static Arc<dyn MemoryResource>> {
+    let kept = DEFAULTS.get_or_try_init(device.ordinal(), || {
+        Ok(if device.properties().memory_pools_supported()? {
+            DeviceMemoryResource::default_pool(device)? as Arc<dyn MemoryResource>
+        } else {
+            SyncMemoryResource::new(device)?
+        })
+    })?;
+    if !is_kept(kept) {
+        keep_for_good(kept);
+    }
+    Ok(kept)
 }
 
 /// Rejects, before any driver call, what no resource can allocate.
