@@ -458,10 +458,10 @@ fn diagnose<R: RawDriver>(
             b.iter(|| raw_dtoh(raw_page, raw.copy, raw.stream))
         })
         .variant("raw@core-memory", |b| {
-            b.iter(|| raw_dtoh(core_page, core.copy.ptr(), raw.stream))
+            b.iter(|| raw_dtoh(core_page, core.copy.ptr().0, raw.stream))
         })
         .variant("raw@core-memory+stream", |b| {
-            b.iter(|| raw_dtoh(core_page, core.copy.ptr(), core_stream))
+            b.iter(|| raw_dtoh(core_page, core.copy.ptr().0, core_stream))
         })
         .variant("cuda-core", |b| {
             // SAFETY: as above; no other reference to the page is in use meanwhile.

@@ -200,7 +200,7 @@ fn measure() -> Result<()> {
     let host = vec![1u8; 4096];
     let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
     let ints = [1i32; 12];
-    let ptrs: [u64; 4] = std::array::from_fn(|i| buffers[i].ptr());
+    let ptrs: [u64; 4] = std::array::from_fn(|i| buffers[i].ptr().0);
 
     let evict = std::env::var("CUDA_CORE_STANDIN_EVICT").unwrap_or_default();
     if evict.is_empty() || evict == "0" {
@@ -398,7 +398,7 @@ fn measure() -> Result<()> {
         "copy_htod_4k (copy, then synchronise)",
         // SAFETY: stand-in functions, valid out-pointers, the handles made above.
         best(|| unsafe {
-            htod(copy.ptr(), host.as_ptr().cast(), host.len(), s);
+            htod(copy.ptr().0, host.as_ptr().cast(), host.len(), s);
             stream_sync(s);
         }),
         best(|| copy.copy_from_host(&host, &stream).unwrap()),

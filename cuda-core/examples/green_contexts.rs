@@ -28,7 +28,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // Halves, rounded down to the SM granularity the driver splits by (8 on Hopper).
     let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
     let half = sms.sm_count() / 2 / align * align;
-    let split = sms.split(SmSplitOptions::groups_of(half).count(2))?;
+    let split = sms.split(SmSplitOptions::groups_of(half).with_groups(2))?;
     println!(
         "{}: {} SMs split into {:?} (+{} left over)",
         device.name()?,

@@ -26,6 +26,7 @@ use crate::stream::{Stream, StreamOptions};
 /// stream.sync()?;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias("CUcontext", "cuCtxFromGreenCtx"))]
 #[derive(Clone)]
 pub struct Context {
     /// Uncounted for a primary context, which the process keeps for good.
@@ -56,6 +57,10 @@ pub struct ContextOptions {
     /// The SM groups the context runs on (from [`SmResource::split`]); at least one.
     pub resources: Vec<SmResource>,
 }
+
+crate::options::chainers!(ContextOptions {
+    with_resources(resources: Vec<SmResource>);
+});
 
 impl Context {
     /// The primary context the process keeps, held without counting.
@@ -101,6 +106,45 @@ impl Context {
         })
     }
 
+    /// Wraps a context made elsewhere (by another library) without taking ownership: dropping
+    /// the result (and every stream, event and clone made from it) does not release it. Its
+    /// device is asked of the driver (`cuCtxGetDevice`, with the context pushed current). A
+    /// device's primary context comes back as the one the process keeps.
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be a valid `CUcontext`, and must stay valid for as long as the result, or
+    /// anything made from it, is used.
+    #[doc(alias = "cuCtxGetDevice")]
+    pub unsafe fn from_raw(handle: *mut std::ffi::c_void) -> Result<Context> {
+        let driver = crate::driver::driver()?;
+        let handle = ContextHandle(handle);
+        if handle == ContextHandle::NULL {
+            return Err(Error::InvalidArgument {
+                name: "handle",
+                reason: "a null CUcontext".to_owned(),
+            });
+        }
+        let device = current::with_current(driver, handle, |driver| driver.ctx_get_device())?
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "handle",
+                reason: "the driver knows no device of this context".to_owned(),
+            })?;
+        let device = Device::new(usize::try_from(device).unwrap_or(usize::MAX))?;
+        let primary = device.primary_entry()?;
+        if primary.handle == handle {
+            return Ok(Context::primary(primary));
+        }
+        Ok(Context {
+            core: Held::counted(Arc::new(ContextCore {
+                handle,
+                device: device.handle(),
+                driver,
+                kind: ContextKind::Borrowed,
+            })),
+        })
+    }
+
     /// The context's handle.
     #[inline]
     pub(crate) fn handle(&self) -> ContextHandle {
@@ -119,21 +163,25 @@ impl Context {
         Device::from_handle(self.core.device)
     }
 
-    /// Whether this is a green context.
+    /// Whether this is a green context made here (a context wrapped by
+    /// [`from_raw`](Context::from_raw) reads `false`).
     pub fn is_green(&self) -> bool {
         matches!(self.core.kind, ContextKind::Green { .. })
     }
 
     /// How many SMs the context's kernels may run on: its groups' total for a green context,
-    /// the device's count for a primary one.
+    /// the device's count for a primary one, what the driver reports for one wrapped by
+    /// [`from_raw`](Context::from_raw).
     pub fn sm_count(&self) -> Result<u32> {
         match self.core.kind {
             ContextKind::Green { sm_count, .. } => Ok(sm_count),
             ContextKind::Primary => self.device().properties().multiprocessor_count(),
+            ContextKind::Borrowed => Ok(self.sm_resource()?.sm_count()),
         }
     }
 
     /// The SMs this context owns, as the driver reports them (`cuCtxGetDevResource`).
+    #[doc(alias = "cuCtxGetDevResource")]
     pub fn sm_resource(&self) -> Result<SmResource> {
         let raw = self.core.driver.ctx_get_sm_resource(self.core.handle)?;
         Ok(SmResource::from_raw(self.core.driver, self.device(), raw))
@@ -141,11 +189,13 @@ impl Context {
 
     /// Creates a stream in this context. In a green context, the stream is always
     /// non-blocking (the driver requires it) and its work runs on the context's SMs.
+    #[doc(alias("cuStreamCreate", "cuGreenCtxStreamCreate"))]
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
         Stream::create(self.clone(), options)
     }
 
     /// Creates an event in this context.
+    #[doc(alias = "cuEventCreate")]
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
         Event::create(self.clone(), options)
     }
@@ -153,17 +203,20 @@ impl Context {
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), replacing what
     /// was current. The context stays alive at least as long as this value.
     #[inline]
+    #[doc(alias = "cuCtxSetCurrent")]
     pub fn set_current(&self) -> Result<()> {
         current::set_current(self.core.driver, self.core.handle)
     }
 
     /// Whether this context is the calling thread's current context (`cuCtxGetCurrent`).
     #[inline]
+    #[doc(alias = "cuCtxGetCurrent")]
     pub fn is_current(&self) -> Result<bool> {
         Ok(current::current(self.core.driver)? == self.core.handle)
     }
 
     /// Waits for all work in this context (`cuCtxSynchronize`).
+    #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         self.with_current(|driver| driver.ctx_synchronize())
     }
@@ -177,7 +230,7 @@ impl Context {
     pub(crate) fn green_handle(&self) -> Option<GreenContextHandle> {
         match self.core.kind {
             ContextKind::Green { green, .. } => Some(green),
-            ContextKind::Primary => None,
+            ContextKind::Primary | ContextKind::Borrowed => None,
         }
     }
 

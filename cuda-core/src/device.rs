@@ -35,6 +35,7 @@ const _: () = assert!(
 /// }
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias = "CUdevice")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Device {
     ordinal: i32,
@@ -50,6 +51,7 @@ impl Device {
     /// The device with this ordinal. An ordinal the machine does not have is
     /// [`Error::InvalidArgument`] naming it and the device count. Makes no driver call after
     /// the first.
+    #[doc(alias = "cuDeviceGet")]
     pub fn new(ordinal: usize) -> Result<Device> {
         let count = registry::states()?.len();
         if ordinal < count {
@@ -65,6 +67,7 @@ impl Device {
     }
 
     /// How many devices the driver sees.
+    #[doc(alias = "cuDeviceGetCount")]
     pub fn count() -> Result<usize> {
         Ok(registry::states()?.len())
     }
@@ -81,6 +84,7 @@ impl Device {
     /// The device of the calling thread's current context, or device 0 when no context is
     /// current: one `cuCtxGetDevice` (whose invalid-context answer means "none current").
     #[inline]
+    #[doc(alias = "cuCtxGetDevice")]
     pub fn current() -> Result<Device> {
         match driver()?.ctx_get_device()? {
             Some(ordinal) => Ok(Device { ordinal }),
@@ -154,11 +158,13 @@ impl Device {
     }
 
     /// Waits for all work on this device's primary context.
+    #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         self.primary_context()?.sync()
     }
 
     /// The device's name, such as `NVIDIA H200`.
+    #[doc(alias = "cuDeviceGetName")]
     pub fn name(&self) -> Result<String> {
         let mut buf = [0u8; 256];
         let len = driver()?.device_get_name(self.handle(), &mut buf)?;
@@ -166,11 +172,13 @@ impl Device {
     }
 
     /// The device's UUID (`cuDeviceGetUuid_v2`).
+    #[doc(alias("cuDeviceGetUuid", "cuDeviceGetUuid_v2"))]
     pub fn uuid(&self) -> Result<Uuid> {
         Ok(Uuid(driver()?.device_get_uuid(self.handle())?))
     }
 
     /// The PCI bus id, such as `0000:1B:00.0`.
+    #[doc(alias = "cuDeviceGetPCIBusId")]
     pub fn pci_bus_id(&self) -> Result<String> {
         let mut buf = [0u8; 64];
         let len = driver()?.device_get_pci_bus_id(self.handle(), &mut buf)?;
@@ -178,6 +186,7 @@ impl Device {
     }
 
     /// The compute capability, `(major, minor)`: `(9, 0)` on an H100 or H200.
+    #[doc(alias = "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR")]
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         let major = self.attribute(COMPUTE_CAPABILITY_MAJOR)?;
         let minor = self.attribute(COMPUTE_CAPABILITY_MINOR)?;
@@ -191,6 +200,7 @@ impl Device {
     }
 
     /// Total device memory in bytes (`cuDeviceTotalMem`).
+    #[doc(alias = "cuDeviceTotalMem")]
     pub fn total_memory(&self) -> Result<usize> {
         let state = self.state()?;
         if let Some(&bytes) = state.total_memory.get() {
@@ -201,17 +211,21 @@ impl Device {
     }
 
     /// Free and total memory of the device now, in bytes (`cuMemGetInfo`).
+    #[doc(alias = "cuMemGetInfo")]
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.primary_context()?
             .with_current(|driver| driver.mem_get_info())
     }
 
     /// Every device attribute, typed and cached.
+    #[doc(alias = "cuDeviceGetAttribute")]
+    #[must_use]
     pub fn properties(&self) -> DeviceProperties {
         DeviceProperties { device: *self }
     }
 
     /// Whether this device can access `peer`'s memory directly.
+    #[doc(alias = "cuDeviceCanAccessPeer")]
     pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
         if peer == self {
             return Ok(true);
@@ -221,6 +235,7 @@ impl Device {
 
     /// The stream priorities this device supports, `(least, greatest)`; numerically, greatest
     /// is the lower number (on an H200, `(0, -5)`).
+    #[doc(alias = "cuCtxGetStreamPriorityRange")]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         let state = self.state()?;
         if let Some(&range) = state.priority_range.get() {
@@ -236,6 +251,7 @@ impl Device {
     /// ([`DeviceMemoryResource`](crate::DeviceMemoryResource)) where the device supports
     /// pools, else synchronous allocation ([`SyncMemoryResource`](crate::SyncMemoryResource)).
     /// The process keeps it for good, so its buffers count no reference to it.
+    #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn memory_resource(&self) -> Result<Arc<dyn MemoryResource>> {
         Ok(memory::default_resource(*self)?.clone())
     }
@@ -245,6 +261,7 @@ impl Device {
     /// Seen on the 580 driver (CUDA 13.0): while green contexts are being created on the
     /// device, synchronising a default stream can return before an event recorded on it reads
     /// done. Synchronise the event itself where that matters.
+    #[doc(alias = "CU_STREAM_LEGACY")]
     pub fn default_stream(&self) -> Result<Stream> {
         Ok(Stream::legacy_default(self.primary_context()?))
     }
@@ -275,6 +292,7 @@ impl Device {
     }
 
     /// The device's resources, for green contexts.
+    #[must_use]
     pub fn resources(&self) -> DeviceResources {
         DeviceResources::new(*self)
     }
@@ -286,11 +304,12 @@ impl Device {
     ///
     /// let device = Device::new(0)?;
     /// let sms = device.resources().sm()?;
-    /// let split = sms.split(SmSplitOptions::groups_of(sms.sm_count() / 2).count(2))?;
+    /// let split = sms.split(SmSplitOptions::groups_of(sms.sm_count() / 2).with_groups(2))?;
     /// let half = device.create_context(ContextOptions { resources: vec![split.groups[0].clone()] })?;
     /// assert!(half.is_green());
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
+    #[doc(alias = "cuGreenCtxCreate")]
     pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
         Context::create_green(driver()?, *self, &options)
     }

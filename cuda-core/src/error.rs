@@ -17,6 +17,7 @@ use crate::info::DriverVersion;
 /// }
 /// # assert!(!retry_smaller(&Error::InvalidArgument { name: "n", reason: String::new() }));
 /// ```
+#[doc(alias = "CUresult")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
 pub struct DriverCode(pub i32);

@@ -23,8 +23,14 @@ pub struct EventOptions {
     pub blocking_sync: bool,
 }
 
+crate::options::chainers!(EventOptions {
+    with_timing(timing: bool);
+    with_blocking_sync(blocking_sync: bool);
+});
+
 impl EventOptions {
-    /// An event that records timestamps.
+    /// An event that records timestamps: `EventOptions::default().with_timing(true)`.
+    #[must_use]
     pub fn timing() -> Self {
         EventOptions {
             timing: true,
@@ -47,15 +53,21 @@ impl EventOptions {
 /// println!("took {:?}", end.elapsed_since(&start)?);
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias = "CUevent")]
 pub struct Event {
     handle: EventHandle,
     context: Context,
     driver: &'static dyn Driver,
     options: EventOptions,
+    /// Made here (destroyed on drop), or wrapped by [`Event::from_raw`].
+    owned: bool,
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         if let Err(e) = self.driver.event_destroy(self.handle) {
             log::error!(
                 "destroying an event of device {}: {e}",
@@ -103,12 +115,36 @@ impl Event {
             driver,
             context,
             options,
+            owned: true,
         })
+    }
+
+    /// Wraps an event made elsewhere (by another library) without taking ownership: dropping
+    /// the result does not destroy it.
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be a valid `CUevent` of `context`, created with the flags `options`
+    /// describes (timing, blocking sync), and must stay valid for as long as the result is
+    /// used.
+    pub unsafe fn from_raw(
+        handle: *mut std::ffi::c_void,
+        context: &Context,
+        options: EventOptions,
+    ) -> Event {
+        Event {
+            handle: EventHandle(handle),
+            driver: context.driver(),
+            context: context.clone(),
+            options,
+            owned: false,
+        }
     }
 
     /// Waits until the work before the event's last record has finished
     /// (`cuEventSynchronize`).
     #[inline]
+    #[doc(alias = "cuEventSynchronize")]
     pub fn sync(&self) -> Result<()> {
         self.driver.event_synchronize(self.handle)
     }
@@ -116,12 +152,14 @@ impl Event {
     /// Whether the work before the event's last record has finished (`cuEventQuery`). An
     /// event never recorded is done.
     #[inline]
+    #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {
         self.driver.event_query(self.handle)
     }
 
     /// The time from `start` to this event, both recorded and complete, both with timing on
     /// (`cuEventElapsedTime`; its resolution is about half a microsecond).
+    #[doc(alias = "cuEventElapsedTime")]
     pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
         for (name, event) in [("start", start), ("self", self)] {
             if !event.options.timing {

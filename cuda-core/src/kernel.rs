@@ -48,6 +48,7 @@ pub struct KernelAttributes {
 
 /// One kernel parameter: where it sits in the argument buffer and its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParamInfo {
     /// The offset in bytes.
     pub offset: usize,
@@ -57,10 +58,12 @@ pub struct ParamInfo {
 
 /// A kernel of an [`ObjectCode`], ready to [`launch`](crate::launch). Cheap to clone; it keeps
 /// its object code loaded.
+#[doc(alias = "CUkernel")]
 #[derive(Clone)]
 pub struct Kernel {
     inner: Arc<KernelInner>,
-    _object: ObjectCode,
+    /// The code that keeps the kernel loaded; `None` for one wrapped by [`Kernel::from_raw`].
+    _object: Option<ObjectCode>,
 }
 
 /// A kernel's handle and what is cached of it, shared by every [`Kernel`] value of it (its
@@ -127,8 +130,26 @@ impl Kernel {
     pub(crate) fn from_parts(inner: Arc<KernelInner>, object: ObjectCode) -> Kernel {
         Kernel {
             inner,
-            _object: object,
+            _object: Some(object),
         }
+    }
+
+    /// Wraps a kernel loaded elsewhere (by another library, or through the driver directly)
+    /// without keeping its library loaded. Its name is the driver's (`cuKernelGetName`).
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be a valid `CUkernel`, and its library must stay loaded for as long as
+    /// the result, or any launch of it, is used.
+    #[doc(alias = "cuKernelGetName")]
+    pub unsafe fn from_raw(handle: *mut std::ffi::c_void) -> Result<Kernel> {
+        let driver = crate::driver::driver()?;
+        let handle = KernelHandle(handle);
+        let name = driver.kernel_get_name(handle)?;
+        Ok(Kernel {
+            inner: KernelInner::new(handle, name, driver)?,
+            _object: None,
+        })
     }
 
     /// The kernel's symbol name.
@@ -167,6 +188,7 @@ impl Kernel {
 
     /// The kernel's attributes on `device` (read once per device, then cached).
     #[inline]
+    #[doc(alias = "cuKernelGetAttribute")]
     pub fn attributes(&self, device: Device) -> Result<KernelAttributes> {
         let slot = self.per_device(device)?;
         if let Some(attributes) = slot.attributes.get() {
@@ -201,6 +223,7 @@ impl Kernel {
 
     /// Raises (or lowers) the dynamic shared memory a launch on `device` may ask for
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    #[doc(alias = "cuKernelSetAttribute")]
     pub fn set_max_dynamic_shared_memory(&self, device: Device, bytes: u32) -> Result<()> {
         let value = i32::try_from(bytes).map_err(|_| Error::InvalidArgument {
             name: "bytes",
@@ -245,6 +268,7 @@ impl Kernel {
     /// The kernel's parameters, in order: offset and size of each (`cuKernelGetParamInfo`,
     /// CUDA 12.4 and newer drivers). Read once, then cached.
     #[inline]
+    #[doc(alias = "cuKernelGetParamInfo")]
     pub fn params(&self) -> Result<&[ParamInfo]> {
         if let Some(params) = self.inner.params.get() {
             return Ok(params);
@@ -281,6 +305,7 @@ impl Kernel {
 
     /// How many blocks of `block_size` threads, each with `dynamic_shared_memory` bytes, can
     /// be resident on one SM of `device` at once.
+    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
     pub fn max_active_blocks_per_sm(
         &self,
         device: Device,
@@ -298,6 +323,7 @@ impl Kernel {
 
     /// The block size that maximises occupancy on `device`, and the least grid that reaches
     /// it: `(min_grid_size, block_size)`. `block_size_limit` 0 means no limit.
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
     pub fn max_potential_block_size(
         &self,
         device: Device,
@@ -314,6 +340,7 @@ impl Kernel {
 
     /// How many clusters of `config`'s shape can be resident at once on `stream`'s device
     /// (`cuOccupancyMaxActiveClusters`); `config` must name a cluster.
+    #[doc(alias = "cuOccupancyMaxActiveClusters")]
     pub fn max_active_clusters(&self, config: &LaunchConfig, stream: &Stream) -> Result<u32> {
         let Some(cluster) = config.cluster else {
             return Err(Error::InvalidArgument {

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use crate::driver::LaunchParams;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, ParamInfo};
-use crate::memory::Buffer;
+use crate::memory::{Buffer, DevicePtr};
 use crate::stream::Stream;
 
 /// The shape of a launch: grid and block dimensions, an optional thread-block cluster, dynamic
@@ -35,6 +35,7 @@ pub struct LaunchConfig {
 
 impl LaunchConfig {
     /// A grid of `grid` blocks of `block` threads.
+    #[must_use]
     pub fn new(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
         LaunchConfig {
             grid,
@@ -46,6 +47,7 @@ impl LaunchConfig {
     }
 
     /// One-dimensional: enough blocks of `block` threads to cover `elements`.
+    #[must_use]
     pub fn for_elements(elements: u64, block: u32) -> LaunchConfig {
         let block = block.max(1);
         let grid = elements.div_ceil(u64::from(block)).min(u64::from(u32::MAX)) as u32;
@@ -53,18 +55,21 @@ impl LaunchConfig {
     }
 
     /// With thread-block clusters of this shape.
+    #[must_use]
     pub fn with_cluster(mut self, cluster: [u32; 3]) -> LaunchConfig {
         self.cluster = Some(cluster);
         self
     }
 
     /// With this much dynamic shared memory per block.
+    #[must_use]
     pub fn with_shared_memory(mut self, bytes: u32) -> LaunchConfig {
         self.shared_memory_bytes = bytes;
         self
     }
 
     /// As a cooperative launch.
+    #[must_use]
     pub fn with_cooperative(mut self, cooperative: bool) -> LaunchConfig {
         self.cooperative = cooperative;
         self
@@ -98,11 +103,6 @@ device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 
 // SAFETY: a C array of plain data is plain data, laid out alike.
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
-
-/// A device address passed to a kernel as a pointer parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(transparent)]
-pub struct DevicePtr(pub u64);
 
 // SAFETY: a device address passes as a pointer-sized parameter.
 unsafe impl DeviceRepr for DevicePtr {}
@@ -203,6 +203,7 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> (*const c_void, usiz
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[inline]
+#[doc(alias("cuLaunchKernel", "cuLaunchKernelEx"))]
 pub unsafe fn launch(
     stream: &Stream,
     config: &LaunchConfig,

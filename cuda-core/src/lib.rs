@@ -32,6 +32,7 @@ mod lifetime;
 mod linker;
 pub mod memory;
 mod object_code;
+mod options;
 mod program;
 mod resources;
 mod stream;
@@ -44,11 +45,11 @@ pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
 pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
 pub use kernel::{Kernel, KernelAttributes, ParamInfo};
-pub use launch::{launch, DevicePtr, DeviceRepr, KernelArg, LaunchConfig};
+pub use launch::{launch, DeviceRepr, KernelArg, LaunchConfig};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
-    Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryResource,
-    MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
+    Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
+    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{nvrtc_version, preload_nvrtc, Program, ProgramOptions};

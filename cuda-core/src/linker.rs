@@ -34,6 +34,13 @@ pub struct LinkerOptions {
     pub extra: Vec<String>,
 }
 
+crate::options::chainers!(LinkerOptions {
+    with_device(device: Device) => some;
+    with_arch(arch: impl Into<String>) => some;
+    with_backend(backend: LinkerBackend);
+    with_extra(extra: Vec<String>);
+});
+
 /// Links PTX, cubin, fatbin and LTO-IR inputs (compiled with relocatable device code) into one
 /// cubin: through nvJitLink when it is found (discovered like NVRTC: `CUDA_CORE_NVJITLINK_PATH`,
 /// the loader, the toolkit, the `nvidia-nvjitlink` wheels), else through the driver's linker
@@ -56,6 +63,7 @@ pub struct LinkerOptions {
 /// let kernel = linked.get_kernel("k")?;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias("nvJitLinkHandle", "CUlinkState"))]
 #[derive(Clone, Debug)]
 pub struct Linker {
     inputs: Vec<ObjectCode>,
@@ -64,6 +72,7 @@ pub struct Linker {
 
 impl Linker {
     /// A linker of these inputs.
+    #[must_use]
     pub fn new(inputs: &[ObjectCode], options: LinkerOptions) -> Linker {
         Linker {
             inputs: inputs.to_vec(),
@@ -73,6 +82,7 @@ impl Linker {
 
     /// Links the inputs into a cubin; the linker's info log is the result's
     /// [`ObjectCode::compile_log`]. A failure is [`Error::Link`] with the linker's error log.
+    #[doc(alias("nvJitLinkCreate", "cuLinkCreate"))]
     pub fn link(&self) -> Result<ObjectCode> {
         if self.inputs.is_empty() {
             return Err(Error::InvalidArgument {

@@ -54,6 +54,7 @@ impl CodeType {
 /// Loading uses the driver's context-independent library API (`cuLibraryLoadData`), once, on
 /// the first [`ObjectCode::get_kernel`]; the library is unloaded when the last clone and kernel
 /// drop.
+#[doc(alias = "CUlibrary")]
 #[derive(Clone)]
 pub struct ObjectCode {
     inner: Arc<ObjectInner>,
@@ -127,27 +128,32 @@ impl ObjectCode {
     }
 
     /// Code of the given type from bytes (PTX gets a terminating NUL if it lacks one).
+    #[must_use]
     pub fn from_bytes(code_type: CodeType, code: impl Into<Vec<u8>>) -> ObjectCode {
         let name = format!("<{} bytes>", code_type.extension());
         ObjectCode::new(code_type, code.into(), name, String::new(), Vec::new())
     }
 
     /// A cubin.
+    #[must_use]
     pub fn from_cubin(code: impl Into<Vec<u8>>) -> ObjectCode {
         ObjectCode::from_bytes(CodeType::Cubin, code)
     }
 
     /// PTX text.
+    #[must_use]
     pub fn from_ptx(ptx: impl Into<Vec<u8>>) -> ObjectCode {
         ObjectCode::from_bytes(CodeType::Ptx, ptx)
     }
 
     /// A fat binary.
+    #[must_use]
     pub fn from_fatbin(code: impl Into<Vec<u8>>) -> ObjectCode {
         ObjectCode::from_bytes(CodeType::Fatbin, code)
     }
 
     /// LTO-IR (it must be linked before it can run: see [`Linker`](crate::Linker)).
+    #[must_use]
     pub fn from_ltoir(code: impl Into<Vec<u8>>) -> ObjectCode {
         ObjectCode::from_bytes(CodeType::LtoIr, code)
     }
@@ -318,6 +324,7 @@ impl ObjectCode {
 
     /// The kernel of this name: a name expression given at compile time (such as
     /// `"axpy<float>"`), or the kernel's symbol (an `extern "C"` name, or a mangled one).
+    #[doc(alias("cuLibraryLoadData", "cuLibraryGetKernel"))]
     pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
         let symbol = self.lowered_name(name).unwrap_or(name);
         let known =

@@ -60,6 +60,23 @@ pub struct ProgramOptions {
     pub extra: Vec<String>,
 }
 
+crate::options::chainers!(ProgramOptions {
+    with_arch(arch: impl Into<String>) => some;
+    with_std(std: impl Into<String>) => some;
+    with_defines(defines: Vec<(String, Option<String>)>);
+    with_include_paths(include_paths: Vec<PathBuf>);
+    with_debug(debug: bool);
+    with_line_info(line_info: bool);
+    with_fast_math(fast_math: bool);
+    with_ftz(ftz: bool) => some;
+    with_prec_div(prec_div: bool) => some;
+    with_prec_sqrt(prec_sqrt: bool) => some;
+    with_fmad(fmad: bool) => some;
+    with_relocatable_device_code(relocatable_device_code: bool);
+    with_max_register_count(max_register_count: u32) => some;
+    with_extra(extra: Vec<String>);
+});
+
 impl ProgramOptions {
     /// The NVRTC arguments for a target, with `arch` as given (the current device's is filled
     /// in by [`Program::compile`] when `arch` is `None`; here it is then left out).
@@ -138,6 +155,7 @@ impl ProgramOptions {
 /// let kernel = code.get_kernel("scale")?;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias = "nvrtcProgram")]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Program {
     source: String,
@@ -147,6 +165,7 @@ pub struct Program {
 
 impl Program {
     /// A program from its source; its name (used in diagnostics) is `program.cu`.
+    #[must_use]
     pub fn new(source: impl Into<String>, options: ProgramOptions) -> Program {
         Program {
             source: source.into(),
@@ -156,6 +175,7 @@ impl Program {
     }
 
     /// Sets the name used in diagnostics and `__FILE__`.
+    #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Program {
         self.name = name.into();
         self
@@ -181,6 +201,7 @@ impl Program {
     /// [`ObjectCode::get_kernel`] finds the kernel by the expression. A failed compilation is
     /// [`Error::Compile`] with NVRTC's whole log; a successful one keeps its warnings in
     /// [`ObjectCode::compile_log`].
+    #[doc(alias = "nvrtcCompileProgram")]
     pub fn compile(&self, target: CodeType, name_expressions: &[&str]) -> Result<ObjectCode> {
         let options = self.options.resolved()?;
         let output = match target {
@@ -284,6 +305,7 @@ fn key(
 }
 
 /// The version of the NVRTC this process uses, `(major, minor)`.
+#[doc(alias = "nvrtcVersion")]
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     driver::nvrtc_version()
 }

@@ -18,6 +18,7 @@ impl DeviceResources {
     }
 
     /// All of the device's SMs (`cuDeviceGetDevResource`).
+    #[doc(alias = "cuDeviceGetDevResource")]
     pub fn sm(&self) -> Result<SmResource> {
         let driver = driver()?;
         let raw = driver.device_get_sm_resource(self.device.handle())?;
@@ -26,6 +27,7 @@ impl DeviceResources {
 }
 
 /// A set of SMs of one device: all of them, or a group split from them.
+#[doc(alias = "CUdevResource")]
 #[derive(Clone)]
 pub struct SmResource {
     device: Device,
@@ -43,11 +45,12 @@ impl fmt::Debug for SmResource {
     }
 }
 
-/// How to split an [`SmResource`]: groups of at least `sm_count` SMs each.
+/// How to split an [`SmResource`]: groups of at least `sm_count` SMs each (the default, 0, is
+/// refused by [`SmResource::split`]).
 ///
 /// The driver rounds each group up to the device's granularity (on compute capability 9.0,
 /// multiples of 8 SMs), so ask for what fits: half of an H200's 132 SMs is 64 per group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SmSplitOptions {
     /// The least number of SMs in each group.
     pub sm_count: u32,
@@ -62,25 +65,24 @@ pub struct SmSplitOptions {
 }
 
 impl SmSplitOptions {
-    /// Groups of at least `sm_count` SMs, as many as fit.
+    /// Groups of at least `sm_count` SMs, as many as fit:
+    /// `SmSplitOptions::default().with_sm_count(sm_count)`.
+    #[must_use]
     pub fn groups_of(sm_count: u32) -> Self {
-        SmSplitOptions {
-            sm_count,
-            groups: None,
-            ignore_coscheduling: false,
-            max_potential_cluster_size: false,
-        }
-    }
-
-    /// Exactly `groups` groups.
-    pub fn count(mut self, groups: u32) -> Self {
-        self.groups = Some(groups);
-        self
+        SmSplitOptions::default().with_sm_count(sm_count)
     }
 }
 
+crate::options::chainers!(SmSplitOptions {
+    with_sm_count(sm_count: u32);
+    with_groups(groups: u32) => some;
+    with_ignore_coscheduling(ignore_coscheduling: bool);
+    with_max_potential_cluster_size(max_potential_cluster_size: bool);
+});
+
 /// The result of [`SmResource::split`]: the groups, and the SMs left over.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SmSplit {
     /// The groups, each with at least the requested SM count.
     pub groups: Vec<SmResource>,
@@ -123,6 +125,7 @@ impl SmResource {
 
     /// Splits these SMs into groups (`cuDevSmResourceSplitByCount`). Asking for more SMs than
     /// there are, or for groups the driver cannot make, is [`Error::InvalidArgument`].
+    #[doc(alias = "cuDevSmResourceSplitByCount")]
     pub fn split(&self, options: SmSplitOptions) -> Result<SmSplit> {
         let available = self.sm_count();
         if options.sm_count == 0 {

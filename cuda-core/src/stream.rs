@@ -37,6 +37,11 @@ impl Default for StreamOptions {
     }
 }
 
+crate::options::chainers!(StreamOptions {
+    with_non_blocking(non_blocking: bool);
+    with_priority(priority: i32) => some;
+});
+
 /// A CUDA stream. Cheap to clone (a reference count); the stream is destroyed when the last
 /// clone drops, after the work already queued on it (the driver finishes it).
 ///
@@ -55,6 +60,7 @@ impl Default for StreamOptions {
 /// assert!(a.is_done()?);
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias = "CUstream")]
 #[derive(Clone)]
 pub struct Stream {
     inner: Arc<StreamInner>,
@@ -158,6 +164,7 @@ impl Stream {
 
     /// The per-thread default stream of `device`'s primary context. (See
     /// [`Device::default_stream`] for a driver behaviour with green contexts.)
+    #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
             PER_THREAD,
@@ -173,6 +180,7 @@ impl Stream {
     ///
     /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid for
     /// as long as the result or any clone of it is used.
+    #[doc(alias = "cuStreamGetCtx")]
     pub unsafe fn from_raw(handle: *mut std::ffi::c_void, device: Device) -> Result<Stream> {
         let context = device.primary_context()?;
         let handle = StreamHandle(handle);
@@ -231,12 +239,14 @@ impl Stream {
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
     #[inline]
+    #[doc(alias = "cuStreamSynchronize")]
     pub fn sync(&self) -> Result<()> {
         self.call(|driver, handle| driver.stream_synchronize(handle))
     }
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`).
     #[inline]
+    #[doc(alias = "cuStreamQuery")]
     pub fn is_done(&self) -> Result<bool> {
         self.call(|driver, handle| driver.stream_query(handle))
     }
@@ -244,6 +254,7 @@ impl Stream {
     /// Records `event` at this point of the stream (`cuEventRecord`). The event must belong to
     /// the stream's context.
     #[inline]
+    #[doc(alias = "cuEventRecord")]
     pub fn record(&self, event: &Event) -> Result<()> {
         if event.context_handle() != self.inner.context.handle() {
             return Err(self.foreign_event(event));
@@ -265,6 +276,8 @@ impl Stream {
     }
 
     /// Creates an event in the stream's context and records it here.
+    #[doc(alias("cuEventCreate", "cuEventRecord"))]
+    #[must_use = "the event is what waits on this point of the stream; dropped, it is destroyed unused"]
     pub fn record_new(&self, options: EventOptions) -> Result<Event> {
         let event = Event::create(self.inner.context.clone(), options)?;
         self.record(&event)?;
@@ -274,12 +287,14 @@ impl Stream {
     /// Makes later work on this stream wait for `event` (`cuStreamWaitEvent`). The event may
     /// belong to any context or device.
     #[inline]
+    #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait(&self, event: &Event) -> Result<()> {
         self.call(|driver, handle| driver.stream_wait_event(handle, event.handle()))
     }
 
     /// Makes later work on this stream wait for the work queued on `other` so far: records a
     /// new event there and waits on it.
+    #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         if other == self {
             return Ok(());
@@ -293,6 +308,7 @@ impl Stream {
     ///
     /// `f` must not call CUDA (the driver forbids it in host functions and may deadlock); a
     /// panic in `f` aborts the process, as unwinding into the driver would be undefined.
+    #[doc(alias = "cuLaunchHostFunc")]
     pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut std::ffi::c_void) {
             // SAFETY: `data` is the box leaked below, handed to the driver once and run once.
@@ -312,11 +328,13 @@ impl Stream {
     }
 
     /// The stream's priority (`cuStreamGetPriority`).
+    #[doc(alias = "cuStreamGetPriority")]
     pub fn priority(&self) -> Result<i32> {
         self.call(|driver, handle| driver.stream_get_priority(handle))
     }
 
     /// Whether the stream is non-blocking (`cuStreamGetFlags`).
+    #[doc(alias = "cuStreamGetFlags")]
     pub fn is_non_blocking(&self) -> Result<bool> {
         self.call(|driver, handle| driver.stream_get_flags(handle))
             .map(|flags| flags & NON_BLOCKING != 0)

@@ -14,7 +14,9 @@ fn split_in_two_and_work_on_each_half_from_two_threads() {
     // Halves rounded down to the co-scheduling alignment (8 on compute capability 9.0).
     let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
     let half = total / 2 / align * align;
-    let split = sms.split(SmSplitOptions::groups_of(half).count(2)).unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(half).with_groups(2))
+        .unwrap();
     assert_eq!(split.groups.len(), 2);
     println!(
         "{total} SMs (min partition {:?}, alignment {:?}) -> groups {:?}, remainder {}",
@@ -70,14 +72,14 @@ fn impossible_splits_are_refused_with_the_numbers() {
     let sms = device.resources().sm().unwrap();
     let total = sms.sm_count();
     let err = sms
-        .split(SmSplitOptions::groups_of(total + 1).count(1))
+        .split(SmSplitOptions::groups_of(total + 1).with_groups(1))
         .unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains(&total.to_string())),
         "{err}"
     );
     let err = sms
-        .split(SmSplitOptions::groups_of(total / 2 + 1).count(2))
+        .split(SmSplitOptions::groups_of(total / 2 + 1).with_groups(2))
         .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     let err = sms.split(SmSplitOptions::groups_of(0)).unwrap_err();

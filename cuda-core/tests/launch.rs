@@ -411,7 +411,9 @@ fn saxpy_on_each_half_of_the_gpu_from_two_threads() {
     let sms = device.resources().sm().unwrap();
     let align = sms.coscheduled_alignment().unwrap_or(8);
     let half = sms.sm_count() / 2 / align * align;
-    let split = sms.split(SmSplitOptions::groups_of(half).count(2)).unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(half).with_groups(2))
+        .unwrap();
     let threads: Vec<_> = split
         .groups
         .into_iter()
@@ -469,7 +471,7 @@ fn raw_device_pointers_are_arguments_too() {
         .allocate(16, &stream)
         .unwrap();
     x.copy_from_host(&[1.0f32, 2.0, 3.0, 4.0], &stream).unwrap();
-    let raw = DevicePtr(x.ptr());
+    let raw: DevicePtr = x.ptr();
     // SAFETY: 4 floats at `raw`, alive until the copy back.
     unsafe {
         launch(

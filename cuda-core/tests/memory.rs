@@ -249,7 +249,7 @@ fn objects_work_from_threads_with_any_context() {
     let primary = device.primary_context().unwrap();
     let sms = device.resources().sm().unwrap();
     let split = sms
-        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).count(1))
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
         .unwrap();
     let green = device
         .create_context(ContextOptions {
@@ -297,7 +297,7 @@ fn buffer_and_pool_accessors() {
     assert_ne!(default_pool.as_raw(), pool.as_raw());
     let buffer = pool.allocate(3000, &stream).unwrap();
     assert_eq!(buffer.size(), 3000);
-    assert_ne!(buffer.ptr(), 0);
+    assert!(!buffer.ptr().is_null());
     assert_eq!(buffer.device(), Some(device));
     assert!(buffer.is_device_accessible() && !buffer.is_host_accessible());
     assert!(format!("{:?}", buffer.memory_resource()).contains("owned: true"));

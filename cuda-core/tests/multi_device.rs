@@ -478,7 +478,9 @@ fn green_contexts_on_device_1() {
     assert_eq!(sms.device(), d1);
     let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
     let half = sms.sm_count() / 2 / align * align;
-    let split = sms.split(SmSplitOptions::groups_of(half).count(2)).unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(half).with_groups(2))
+        .unwrap();
     assert_eq!(split.groups.len(), 2);
     assert!(split.groups.iter().all(|g| g.device() == d1));
     // Device 0 cannot make a context of device 1's SMs: refused before the driver.

@@ -135,7 +135,7 @@ fn an_event_of_another_context_is_refused() {
     let device = common::device();
     let sms = device.resources().sm().unwrap();
     let split = sms
-        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).count(1))
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
         .unwrap();
     let green = device
         .create_context(ContextOptions {

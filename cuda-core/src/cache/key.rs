@@ -32,6 +32,7 @@ pub struct CacheKey(pub [u8; 32]);
 
 impl CacheKey {
     /// Starts a key with no fields.
+    #[must_use]
     pub fn builder() -> CacheKeyBuilder {
         let mut hasher = Sha256::new();
         hasher.update(DOMAIN);
@@ -97,6 +98,7 @@ impl fmt::Debug for CacheKeyBuilder {
 impl CacheKeyBuilder {
     /// Adds one named field; fields are domain-separated and length-prefixed, so
     /// `("ab", "c")` and `("a", "bc")` differ, and field order matters.
+    #[must_use]
     pub fn field(mut self, name: &str, value: &[u8]) -> Self {
         // Each field is a tag byte, then the name and the value, each after its length as a
         // little-endian u64: an encoding no other list of fields shares.
@@ -110,6 +112,7 @@ impl CacheKeyBuilder {
     }
 
     /// The key of the fields added so far.
+    #[must_use]
     pub fn finish(self) -> CacheKey {
         CacheKey(self.hasher.finalize().into())
     }

@@ -21,6 +21,8 @@ pub(crate) enum ContextKind {
         green: GreenContextHandle,
         sm_count: u32,
     },
+    /// A context made elsewhere (`Context::from_raw`), released by whoever made it.
+    Borrowed,
 }
 
 impl Drop for ContextCore {
@@ -28,6 +30,7 @@ impl Drop for ContextCore {
         let result = match self.kind {
             ContextKind::Primary => self.driver.device_primary_ctx_release(self.device),
             ContextKind::Green { green, .. } => self.driver.green_ctx_destroy(green),
+            ContextKind::Borrowed => Ok(()),
         };
         if let Err(e) = result {
             log::error!("releasing the context of device {}: {e}", self.device);

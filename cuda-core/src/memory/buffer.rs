@@ -4,7 +4,7 @@ use std::fmt;
 use std::mem::size_of_val;
 use std::sync::Arc;
 
-use super::MemoryResource;
+use super::{DevicePtr, MemoryResource};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::lifetime::Held;
@@ -30,22 +30,26 @@ pod!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
 // SAFETY: an array of plain data is plain data.
 unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
-/// A value [`Buffer::fill`] can repeat: 1, 2 or 4 bytes.
-pub trait FillPattern: Copy + private::Sealed {
-    #[doc(hidden)]
-    fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()>;
-}
+/// A value [`Buffer::fill`] can repeat: `u8`, `u16` or `u32` (`cuMemsetD8Async`, `D16`, `D32`).
+/// Sealed: the fill itself is the crate's.
+pub trait FillPattern: Copy + private::Fill {}
 
 mod private {
-    pub trait Sealed {}
-    impl Sealed for u8 {}
-    impl Sealed for u16 {}
-    impl Sealed for u32 {}
+    use crate::error::Result;
+    use crate::memory::Buffer;
+    use crate::stream::Stream;
+
+    /// The fill of one width, out of users' sight.
+    pub trait Fill {
+        fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()>;
+    }
 }
 
 macro_rules! fill_pattern {
     ($($t:ty => $method:ident),*) => {$(
-        impl FillPattern for $t {
+        impl FillPattern for $t {}
+
+        impl private::Fill for $t {
             fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()> {
                 let width = std::mem::size_of::<$t>();
                 if buffer.size % width != 0 {
@@ -118,7 +122,10 @@ impl Drop for Buffer {
         }
         // SAFETY: the allocation came from this resource and is freed only here or in `close`,
         // which zeroes `ptr`.
-        if let Err(e) = unsafe { self.resource.deallocate(self.ptr, self.size, &self.stream) } {
+        if let Err(e) = unsafe {
+            self.resource
+                .deallocate(DevicePtr(self.ptr), self.size, &self.stream)
+        } {
             log::error!("freeing a buffer of {} bytes: {e}", self.size);
         }
     }
@@ -131,12 +138,12 @@ impl Buffer {
     ///
     /// `ptr` is an allocation of `size` bytes made by `resource` and owned by no one else.
     pub unsafe fn from_raw_parts(
-        ptr: u64,
+        ptr: DevicePtr,
         size: usize,
         resource: Arc<dyn MemoryResource>,
         stream: Stream,
     ) -> Buffer {
-        Buffer::new(ptr, size, Held::counted(resource), stream)
+        Buffer::new(ptr.0, size, Held::counted(resource), stream)
     }
 
     #[inline]
@@ -155,8 +162,9 @@ impl Buffer {
     }
 
     /// The address (a `CUdeviceptr`; for host memory, also the host address).
-    pub fn ptr(&self) -> u64 {
-        self.ptr
+    #[inline]
+    pub fn ptr(&self) -> DevicePtr {
+        DevicePtr(self.ptr)
     }
 
     /// The address field itself, for passing the buffer as a kernel argument.
@@ -201,11 +209,12 @@ impl Buffer {
 
     /// Frees the buffer now, in order on `stream` (or its deallocation stream), reporting an
     /// error that dropping would only log.
+    #[doc(alias = "cuMemFreeAsync")]
     pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
         let ptr = std::mem::replace(&mut self.ptr, 0);
         let stream = stream.unwrap_or(&self.stream);
         // SAFETY: as in `drop`; `ptr` is zeroed so drop does nothing.
-        unsafe { self.resource.arc().deallocate(ptr, self.size, stream) }
+        unsafe { self.resource.deallocate(DevicePtr(ptr), self.size, stream) }
     }
 
     fn same_size(&self, other_bytes: usize, name: &'static str) -> Result<()> {
@@ -264,6 +273,7 @@ impl Buffer {
     /// The buffers may be on different devices where the memory allows it: see
     /// [`MemoryResource::is_accessible_from`] and
     /// [`DeviceMemoryResource::set_peer_access`](crate::DeviceMemoryResource::set_peer_access).
+    #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
         self.same_size(dst.size, "dst")?;
         self.check_reachable(stream, "self", true)?;
@@ -275,6 +285,7 @@ impl Buffer {
 
     /// Copies `src` into this buffer, in order on `stream`. Sizes must match; devices as for
     /// [`copy_to`](Buffer::copy_to).
+    #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.same_size(src.size, "src")?;
         self.check_reachable(stream, "self", true)?;
@@ -285,6 +296,7 @@ impl Buffer {
     }
 
     /// Copies a host slice of the buffer's size into it and waits for the copy.
+    #[doc(alias = "cuMemcpyHtoDAsync")]
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         // SAFETY: `src` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_from_host_async(src, stream)? };
@@ -298,6 +310,7 @@ impl Buffer {
     /// `src` must stay alive and unmodified until the copy is done (synchronise `stream` or an
     /// event recorded after it). With pageable host memory the driver may finish the copy
     /// before returning; with pinned memory it does not.
+    #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_async<T: Pod>(
         &mut self,
         src: &[T],
@@ -312,6 +325,7 @@ impl Buffer {
     }
 
     /// Copies the buffer into a host slice of its size and waits for the copy.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         // SAFETY: `dst` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_to_host_async(dst, stream)? };
@@ -323,6 +337,7 @@ impl Buffer {
     /// # Safety
     ///
     /// `dst` must stay alive, and must not be read or written, until the copy is done.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.same_size(size_of_val(dst), "dst")?;
         self.check_reachable(stream, "self", true)?;
@@ -334,6 +349,7 @@ impl Buffer {
 
     /// Copies the whole buffer to a new vector and waits for the copy. The size must be a
     /// multiple of `T`'s.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
     pub fn to_vec<T: Pod + Default>(&self, stream: &Stream) -> Result<Vec<T>> {
         let width = std::mem::size_of::<T>().max(1);
         if self.size % width != 0 {
@@ -352,8 +368,9 @@ impl Buffer {
 
     /// Fills the buffer with a 1, 2 or 4-byte value, in order on `stream` (`cuMemsetD8Async`,
     /// `D16`, `D32`); the size must be a multiple of the value's.
+    #[doc(alias("cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async"))]
     pub fn fill<P: FillPattern>(&mut self, value: P, stream: &Stream) -> Result<()> {
-        value.fill(self, stream)
+        private::Fill::fill(value, self, stream)
     }
 
     fn host_view<T: Pod>(&self) -> Result<usize> {

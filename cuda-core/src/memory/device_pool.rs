@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_request, MemoryResource};
+use super::{check_request, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, PoolHandle};
@@ -28,8 +28,14 @@ pub struct DeviceMemoryResourceOptions {
     pub release_threshold: Option<u64>,
 }
 
+crate::options::chainers!(DeviceMemoryResourceOptions {
+    with_max_size(max_size: usize) => some;
+    with_release_threshold(release_threshold: u64) => some;
+});
+
 /// A pool's memory use, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolUsage {
     /// Memory the pool holds from the system now.
     pub reserved_current: u64,
@@ -59,6 +65,7 @@ pub struct PoolUsage {
 /// drop(buffer);
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
+#[doc(alias("CUmemoryPool", "cuMemAllocFromPoolAsync"))]
 pub struct DeviceMemoryResource {
     pool: PoolHandle,
     device: Device,
@@ -94,6 +101,7 @@ impl Drop for DeviceMemoryResource {
 
 impl DeviceMemoryResource {
     /// The device's default memory pool (`cuDeviceGetDefaultMemPool`).
+    #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn default_pool(device: Device) -> Result<Arc<DeviceMemoryResource>> {
         let context = device.primary_context()?;
         let driver = context.driver();
@@ -103,6 +111,7 @@ impl DeviceMemoryResource {
 
     /// A new memory pool of device memory on `device` (`cuMemPoolCreate`), destroyed when the
     /// last reference drops (after its buffers, which hold one).
+    #[doc(alias = "cuMemPoolCreate")]
     pub fn new(
         device: Device,
         options: DeviceMemoryResourceOptions,
@@ -139,12 +148,28 @@ impl DeviceMemoryResource {
         }))
     }
 
-    /// Whether this is a pool of its own rather than the device's default pool.
+    /// Wraps a memory pool made elsewhere (by another library) without taking ownership:
+    /// dropping the result does not destroy the pool.
+    ///
+    /// # Safety
+    ///
+    /// `pool` must be a valid `CUmemoryPool` of device memory on `device`, and must stay valid
+    /// for as long as the result, or any buffer allocated from it, is used.
+    pub unsafe fn from_raw(
+        pool: *mut std::ffi::c_void,
+        device: Device,
+    ) -> Result<Arc<DeviceMemoryResource>> {
+        Self::wrap(PoolHandle(pool), device, false, device.primary_context()?)
+    }
+
+    /// Whether this is a pool made, and destroyed, by this value: a pool of its own rather than
+    /// the device's default pool or one wrapped by [`from_raw`](Self::from_raw).
     pub fn is_owned(&self) -> bool {
         self.owned
     }
 
     /// The pool's memory use now and its high-water marks.
+    #[doc(alias = "cuMemPoolGetAttribute")]
     pub fn usage(&self) -> Result<PoolUsage> {
         let get = |attribute| self.driver.mem_pool_get_u64(self.pool, attribute);
         Ok(PoolUsage {
@@ -156,6 +181,7 @@ impl DeviceMemoryResource {
     }
 
     /// Resets the high-water marks to the current values.
+    #[doc(alias = "cuMemPoolSetAttribute")]
     pub fn reset_high_water_marks(&self) -> Result<()> {
         // The driver accepts only zero for these attributes.
         self.driver
@@ -164,12 +190,14 @@ impl DeviceMemoryResource {
     }
 
     /// The release threshold, in bytes.
+    #[doc(alias = "cuMemPoolGetAttribute")]
     pub fn release_threshold(&self) -> Result<u64> {
         self.driver.mem_pool_get_u64(self.pool, RELEASE_THRESHOLD)
     }
 
     /// Sets the release threshold, in bytes: how much reserved memory the pool keeps at a
     /// synchronisation instead of returning it.
+    #[doc(alias = "cuMemPoolSetAttribute")]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         self.driver
             .mem_pool_set_u64(self.pool, RELEASE_THRESHOLD, bytes)
@@ -196,6 +224,7 @@ impl DeviceMemoryResource {
     /// on_d1.copy_from(&on_d0, &s1)?; // device 1 reads device 0's pool memory
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
+    #[doc(alias = "cuMemPoolSetAccess")]
     pub fn set_peer_access(&self, peers: &[Device]) -> Result<()> {
         for peer in peers {
             if *peer != self.device && !peer.can_access_peer(&self.device)? {
@@ -224,6 +253,7 @@ impl DeviceMemoryResource {
 
     /// The devices other than the pool's own that have read-write access to its memory
     /// (`cuMemPoolGetAccess`).
+    #[doc(alias = "cuMemPoolGetAccess")]
     pub fn peer_access(&self) -> Result<Vec<Device>> {
         let mut peers = Vec::new();
         for other in Device::all()? {
@@ -242,7 +272,7 @@ impl DeviceMemoryResource {
 
 impl MemoryResource for DeviceMemoryResource {
     #[inline]
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.device))?;
         if size > self.total_memory {
             return Err(Error::InvalidArgument {
@@ -254,12 +284,14 @@ impl MemoryResource for DeviceMemoryResource {
                 ),
             });
         }
-        stream.call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+        stream
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .map(DevicePtr)
     }
 
     #[inline]
-    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
-        stream.call(|driver, handle| driver.mem_free_async(ptr, handle))
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_request, MemoryResource};
+use super::{check_request, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::Result;
@@ -18,6 +18,7 @@ const ATTACH_GLOBAL: u32 = 1;
 /// Page-locked (pinned) host memory (`cuMemHostAlloc`), readable and writable by the host
 /// and by kernels, and the fastest source or target of copies. Allocation is synchronous;
 /// freeing waits for the deallocation stream first.
+#[doc(alias = "cuMemHostAlloc")]
 pub struct PinnedMemoryResource {
     context: Context,
 }
@@ -39,18 +40,18 @@ impl PinnedMemoryResource {
 }
 
 impl MemoryResource for PinnedMemoryResource {
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         let ptr = self
             .context
             .with_current(|driver| driver.mem_host_alloc(size, HOST_ALLOC_FLAGS))?;
-        Ok(ptr as u64)
+        Ok(DevicePtr(ptr as u64))
     }
 
-    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         stream.sync()?;
         self.context
-            .with_current(|driver| driver.mem_free_host(ptr as *mut std::ffi::c_void))
+            .with_current(|driver| driver.mem_free_host(ptr.0 as *mut std::ffi::c_void))
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -68,6 +69,7 @@ impl MemoryResource for PinnedMemoryResource {
 
 /// Managed (unified) memory (`cuMemAllocManaged`), migrated between host and device on
 /// demand. Allocation is synchronous; freeing waits for the deallocation stream first.
+#[doc(alias = "cuMemAllocManaged")]
 pub struct ManagedMemoryResource {
     context: Context,
 }
@@ -92,15 +94,16 @@ impl ManagedMemoryResource {
 }
 
 impl MemoryResource for ManagedMemoryResource {
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         self.context
             .with_current(|driver| driver.mem_alloc_managed(size, ATTACH_GLOBAL))
+            .map(DevicePtr)
     }
 
-    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         stream.sync()?;
-        self.context.with_current(|driver| driver.mem_free(ptr))
+        self.context.with_current(|driver| driver.mem_free(ptr.0))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -25,6 +25,7 @@
 
 mod buffer;
 mod device_pool;
+mod device_ptr;
 mod host;
 mod sync;
 
@@ -33,6 +34,7 @@ use std::sync::Arc;
 
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
+pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use sync::SyncMemoryResource;
 
@@ -48,7 +50,7 @@ use crate::stream::Stream;
 pub trait MemoryResource: Send + Sync + fmt::Debug {
     /// Allocates `size` bytes, usable by work queued on `stream` after this call; returns the
     /// address.
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64>;
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr>;
 
     /// Frees an allocation once the work queued on `stream` before this call is done.
     ///
@@ -56,7 +58,7 @@ pub trait MemoryResource: Send + Sync + fmt::Debug {
     ///
     /// `ptr` and `size` come from one `allocate_raw` of this resource, freed only once, and no
     /// work queued after this call uses it.
-    unsafe fn deallocate(&self, ptr: u64, size: usize, stream: &Stream) -> Result<()>;
+    unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()>;
 
     /// Whether kernels can read and write the memory.
     fn is_device_accessible(&self) -> bool;
@@ -115,7 +117,7 @@ impl Allocate for Arc<dyn MemoryResource> {
 #[inline]
 fn allocate_in(resource: Held<dyn MemoryResource>, size: usize, stream: &Stream) -> Result<Buffer> {
     let ptr = resource.allocate_raw(size, stream)?;
-    Ok(Buffer::new(ptr, size, resource, stream.clone()))
+    Ok(Buffer::new(ptr.0, size, resource, stream.clone()))
 }
 
 /// The devices' default resources, made on first use and kept for good.

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_request, MemoryResource};
+use super::{check_request, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::Result;
@@ -12,6 +12,7 @@ use crate::stream::Stream;
 /// Device memory from `cuMemAlloc`, for devices without memory-pool support (and for anyone
 /// who wants memory that is usable on every stream at once). Allocation is synchronous;
 /// freeing waits for the deallocation stream, then `cuMemFree`.
+#[doc(alias = "cuMemAlloc")]
 pub struct SyncMemoryResource {
     context: Context,
 }
@@ -36,14 +37,16 @@ impl SyncMemoryResource {
 }
 
 impl MemoryResource for SyncMemoryResource {
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<u64> {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.context.device()))?;
-        self.context.with_current(|driver| driver.mem_alloc(size))
+        self.context
+            .with_current(|driver| driver.mem_alloc(size))
+            .map(DevicePtr)
     }
 
-    unsafe fn deallocate(&self, ptr: u64, _size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         stream.sync()?;
-        self.context.with_current(|driver| driver.mem_free(ptr))
+        self.context.with_current(|driver| driver.mem_free(ptr.0))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -36,6 +36,8 @@ pub(crate) trait ModuleApi {
         kernel: KernelHandle,
         index: usize,
     ) -> Result<Option<(usize, usize)>>;
+    /// `cuKernelGetName`.
+    fn kernel_get_name(&self, kernel: KernelHandle) -> Result<String>;
     /// `cuKernelGetFunction` for the current context.
     fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle>;
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.

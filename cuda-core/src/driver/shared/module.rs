@@ -72,6 +72,18 @@ macro_rules! impl_module_api {
                 }
             }
 
+            fn kernel_get_name(&self, kernel: KernelHandle) -> Result<String> {
+                let mut name: *const c_char = std::ptr::null();
+                call!(self.cuKernelGetName(&mut name, kernel.0.cast()))?;
+                if name.is_null() {
+                    return Ok(String::new());
+                }
+                // SAFETY: the driver hands out a NUL-terminated name that lives with the kernel.
+                Ok(unsafe { CStr::from_ptr(name) }
+                    .to_string_lossy()
+                    .into_owned())
+            }
+
             fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle> {
                 let mut function = std::ptr::null_mut();
                 call!(self.cuKernelGetFunction(&mut function, kernel.0.cast()))?;
