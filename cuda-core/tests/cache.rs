@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, Once};
 
+use crate::common;
 use cuda_core::{CacheKey, Error, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -626,56 +626,33 @@ fn threads_share_one_directory() {
     check_directory_after_workers(dir.path());
 }
 
-const CHILD_DIR: &str = "CUDA_CORE_CACHE_TEST_CHILD_DIR";
-const CHILD_SEED: &str = "CUDA_CORE_CACHE_TEST_CHILD_SEED";
-const CHILD_TEST: &str = "child_process_worker";
-
-/// The work of one child process of [`processes_share_one_directory`]; returns at once in a
-/// normal test run, where its variables are not set.
-#[test]
-fn child_process_worker() {
-    let (Some(dir), Some(seed)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_SEED))
-    else {
-        return;
-    };
-    let seed: u64 = seed.to_str().unwrap().parse().unwrap();
-    record_logs();
-    let cache = FileStreamProgramCache::new(PathBuf::from(dir), shared_bound()).unwrap();
-    let hits = hammer(&cache, seed, 200);
-    println!("cache child {seed} done, {hits} hits");
-}
+/// Where the children of [`processes_share_one_directory`] find the shared directory.
+const CHILD_DIR: &str = "CUDA_CORE_CACHE_TEST_DIR";
 
 #[test]
 fn processes_share_one_directory() {
+    let test = common::test_name(module_path!(), "processes_share_one_directory");
+    // In a child: the role is its seed; hammer the shared directory.
+    if let Some(seed) = common::child_role(&test) {
+        let seed: u64 = seed.parse().unwrap();
+        let dir = std::env::var_os(CHILD_DIR).expect("the shared directory");
+        record_logs();
+        let cache = FileStreamProgramCache::new(PathBuf::from(dir), shared_bound()).unwrap();
+        let hits = hammer(&cache, seed, 200);
+        println!("cache child {seed} done, {hits} hits");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
+    // The children inherit the directory through the environment.
     let children: Vec<_> = (1..=4u64)
         .map(|seed| {
-            let child = Command::new(&exe)
-                .args(["--exact", CHILD_TEST, "--nocapture", "--include-ignored"])
-                .env(CHILD_DIR, dir.path())
-                .env(CHILD_SEED, seed.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            (seed, child)
+            let mut child = common::child_command(&test, &seed.to_string());
+            child.env(CHILD_DIR, dir.path());
+            (seed, child.spawn().expect("a child starts"))
         })
         .collect();
     for (seed, child) in children {
-        let output = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "child {seed} failed ({}):\n{stdout}\n{stderr}",
-            output.status
-        );
-        // Proves the child ran the work, not an empty filter.
-        assert!(
-            stdout.contains(&format!("cache child {seed} done")),
-            "child {seed} did no work:\n{stdout}\n{stderr}"
-        );
+        common::wait_child(child, &test, &format!("cache child {seed} done"));
     }
     check_directory_after_workers(dir.path());
 }

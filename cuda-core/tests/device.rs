@@ -1,6 +1,6 @@
 //! Devices: identity, attributes, the current device and bad ordinals.
 
-mod common;
+use crate::common;
 
 use cuda_core::{Device, Error};
 

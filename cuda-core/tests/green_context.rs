@@ -1,12 +1,15 @@
 //! Green contexts: the device's SMs, splitting them, contexts and streams on each part.
 
-mod common;
+use crate::common;
 
-use cuda_core::{Allocate, ContextOptions, Error, SmSplitOptions, StreamOptions};
+use cuda_core::{
+    Allocate, Context, ContextOptions, Error, EventOptions, SmSplitOptions, StreamOptions,
+};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn split_in_two_and_work_on_each_half_from_two_threads() {
+    let _green = common::green_contexts();
     let device = common::device();
     let sms = device.resources().sm().unwrap();
     let total = sms.sm_count();
@@ -68,6 +71,7 @@ fn split_in_two_and_work_on_each_half_from_two_threads() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn impossible_splits_are_refused_with_the_numbers() {
+    let _green = common::green_contexts();
     let device = common::device();
     let sms = device.resources().sm().unwrap();
     let total = sms.sm_count();
@@ -110,4 +114,52 @@ fn impossible_splits_are_refused_with_the_numbers() {
     let min = sms.min_partition_size().unwrap_or(8);
     let split = sms.split(SmSplitOptions::groups_of(min)).unwrap();
     assert!(split.groups.len() >= 2, "{}", split.groups.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn raw_contexts_are_wrapped_without_being_released() {
+    let _green = common::green_contexts();
+    let device = common::device();
+    let primary = device.primary_context().unwrap();
+    // SAFETY: the primary context's own handle, which the process keeps retained.
+    let again = unsafe { Context::from_raw(primary.as_raw()) }.unwrap();
+    assert_eq!(again, primary);
+    assert_eq!(again.device(), device);
+    assert!(!again.is_green());
+    drop(again);
+    // Dropping it released nothing: the primary context still works (a wrapper that released
+    // it would leave the process's one retain undone, and this stream without a context).
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    stream
+        .record_new(EventOptions::default())
+        .unwrap()
+        .sync()
+        .unwrap();
+
+    let sms = device.resources().sm().unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions::default().with_resources(split.groups))
+        .unwrap();
+    // SAFETY: the green context's handle; `green` outlives the wrapper.
+    let wrapped = unsafe { Context::from_raw(green.as_raw()) }.unwrap();
+    assert_eq!(wrapped, green);
+    // The device, asked of the driver; the SM count, read from the context's own resource.
+    assert_eq!(wrapped.device(), device);
+    assert_eq!(wrapped.sm_count().unwrap(), green.sm_count().unwrap());
+    let event = wrapped.create_event(EventOptions::default()).unwrap();
+    drop(wrapped);
+    // Still alive after the wrapper: its streams run and its event records.
+    let green_stream = green.create_stream(StreamOptions::default()).unwrap();
+    green_stream.record(&event).unwrap();
+    event.sync().unwrap();
+    // SAFETY: a null handle, refused before any use.
+    let err = unsafe { Context::from_raw(std::ptr::null_mut()) }.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "handle", .. }),
+        "{err}"
+    );
 }

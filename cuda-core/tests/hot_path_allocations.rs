@@ -1,11 +1,12 @@
 //! Record, wait, sync, query, stream-ordered allocate and free, Device::current and a launch
-//! of 16 arguments allocate nothing on the heap: a counting global allocator watches them. One
-//! test in this binary, so that no other test allocates meanwhile.
+//! of 16 arguments allocate nothing on the heap: a counting global allocator watches them. It
+//! counts the calling thread's allocations only, so other tests of this binary running
+//! meanwhile do not count.
 
-mod common;
+use crate::common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use cuda_core::{
     launch, Allocate, CodeType, Device, EventOptions, KernelArg, LaunchConfig, Program,
@@ -14,12 +15,25 @@ use cuda_core::{
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// This thread's allocations (`alloc` and `realloc` calls). A const-initialised cell
+    /// without a destructor: reading it from the allocator allocates nothing itself.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: during a thread's teardown the cell may be gone; then nothing counts.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
 
 // SAFETY: forwards to the system allocator, counting calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: the caller's contract is the system allocator's.
         unsafe { System.alloc(layout) }
     }
@@ -30,7 +44,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -68,7 +82,7 @@ fn hot_paths_do_not_allocate() {
     // SAFETY: an empty kernel.
     unsafe { launch(&stream, &config, &kernel, &args) }.unwrap();
     stream.sync().unwrap();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for _ in 0..1000 {
         stream.record(&event).unwrap();
         other.wait(&event).unwrap();
@@ -82,9 +96,9 @@ fn hot_paths_do_not_allocate() {
         // SAFETY: an empty kernel of 16 parameters.
         unsafe { launch(&stream, &config, &kernel, &args) }.unwrap();
     }
-    let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let during = allocations() - before;
     assert_eq!(during, 0, "heap allocations on hot paths");
     // The counter works: a Vec is one allocation.
     let v = vec![1u8; 10];
-    assert!(ALLOCATIONS.load(Ordering::Relaxed) > before, "{v:?}");
+    assert!(allocations() > before, "{v:?}");
 }

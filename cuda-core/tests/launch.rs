@@ -1,7 +1,7 @@
 //! Programs on the GPU: SAXPY at 10M elements, templates, linking, kernel attributes,
 //! clusters, cooperative launches, bad launches, and launches from any thread.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 
@@ -406,6 +406,7 @@ fn two_translation_units_link_through_the_driver() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn saxpy_on_each_half_of_the_gpu_from_two_threads() {
+    let _green = common::green_contexts();
     let device = common::device();
     let saxpy = kernel("saxpy");
     let sms = device.resources().sm().unwrap();
@@ -576,4 +577,36 @@ fn a_cached_program_runs_like_a_fresh_one() {
     }
     .unwrap();
     assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [0.5, 1.0, 1.5, 2.0]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_raw_kernel_is_wrapped_and_launched_with_checked_arguments() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let saxpy = kernel("saxpy");
+    // SAFETY: the kernel's own handle; its library stays loaded by `saxpy`.
+    let raw = unsafe { Kernel::from_raw(saxpy.as_raw()) }.unwrap();
+    // The driver's name for it, and the same parameter layout.
+    assert_eq!(raw.name(), "saxpy");
+    assert_eq!(raw.params().unwrap(), saxpy.params().unwrap());
+    let n = 1024u32;
+    let memory = device.memory_resource().unwrap();
+    let mut x = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut y = memory.allocate(4 * n as usize, &stream).unwrap();
+    x.copy_from_host(&vec![2.0f32; n as usize], &stream)
+        .unwrap();
+    y.copy_from_host(&vec![1.0f32; n as usize], &stream)
+        .unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    // Arguments are checked against the wrapped kernel's parameters as for any other.
+    // SAFETY: refused before the launch.
+    let err = unsafe { launch(&stream, &config, &raw, &[&3.0f32, &x, &y]) }.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "args", .. }),
+        "{err}"
+    );
+    // SAFETY: n floats in x and y.
+    unsafe { launch(&stream, &config, &raw, &[&3.0f32, &x, &y, &n]) }.unwrap();
+    assert!(y.to_vec::<f32>(&stream).unwrap().iter().all(|&v| v == 7.0));
 }

@@ -1,14 +1,14 @@
 //! Memory resources and buffers: copies, fills, pools, host views, bad input, and use from
 //! threads with no context or another context current.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
 use cuda_core::{
-    Allocate, ContextOptions, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error,
-    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, SmSplitOptions, StreamOptions,
-    SyncMemoryResource,
+    Allocate, ContextOptions, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
+    DriverCode, Error, ManagedMemoryResource, MemoryResource, PinnedMemoryResource, SmSplitOptions,
+    StreamOptions, SyncMemoryResource,
 };
 
 const MIB: usize = 1 << 20;
@@ -182,6 +182,8 @@ fn a_pool_of_its_own_reports_and_limits_its_use() {
         ),
         "{err}"
     );
+    // The same, by typed code.
+    assert_eq!(err.driver_code(), Some(DriverCode::OUT_OF_MEMORY), "{err}");
     a.close(Some(&stream)).unwrap();
     stream.sync().unwrap();
     assert_eq!(pool.usage().unwrap().used_current, 0);
@@ -243,6 +245,7 @@ fn buffers_outlive_their_stream_and_resource_handles() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn objects_work_from_threads_with_any_context() {
+    let _green = common::green_contexts();
     let device = common::device();
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let memory = device.memory_resource().unwrap();
@@ -302,4 +305,34 @@ fn buffer_and_pool_accessors() {
     assert!(buffer.is_device_accessible() && !buffer.is_host_accessible());
     assert!(format!("{:?}", buffer.memory_resource()).contains("owned: true"));
     assert!(format!("{buffer:?}").contains("3000"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_raw_pool_is_wrapped_without_being_destroyed() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+    // SAFETY: the pool's own handle, of device memory on `device`; `pool` outlives the wrapper.
+    let wrapped = unsafe { DeviceMemoryResource::from_raw(pool.as_raw(), device) }.unwrap();
+    // The same pool (a wrapper that made or picked another would differ here), not owned.
+    assert_eq!(wrapped.as_raw(), pool.as_raw());
+    assert!(!wrapped.is_owned());
+    let mut buffer = wrapped.allocate(4096, &stream).unwrap();
+    buffer.fill(0x5a5a_5a5au32, &stream).unwrap();
+    // Its memory counts in the original pool's use: it came from that pool.
+    stream.sync().unwrap();
+    assert!(pool.usage().unwrap().used_current >= 4096);
+    assert_eq!(
+        buffer.to_vec::<u32>(&stream).unwrap(),
+        vec![0x5a5a_5a5a; 1024]
+    );
+    drop(buffer);
+    drop(wrapped);
+    stream.sync().unwrap();
+    // Dropping the wrapper left the pool alone (a destroyed pool fails these).
+    assert_eq!(pool.usage().unwrap().used_current, 0);
+    let again = pool.allocate(4096, &stream).unwrap();
+    again.close(Some(&stream)).unwrap();
+    stream.sync().unwrap();
 }

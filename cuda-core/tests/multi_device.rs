@@ -10,11 +10,11 @@
 //! Every test needs two devices. On a machine with fewer, each prints
 //! `not run: needs two CUDA devices (found N)` and passes without checking anything.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, OnceLock};
 
-use common::Gate;
+use crate::common::Gate;
 use cuda_core::{
     launch, Allocate, CodeType, ContextOptions, Device, DeviceMemoryResource,
     DeviceMemoryResourceOptions, Error, EventOptions, Kernel, LaunchConfig, MemoryResource,
@@ -470,6 +470,7 @@ fn objects_of_device_1_work_with_device_0_current() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn green_contexts_on_device_1() {
+    let _green = common::green_contexts();
     let Some((d0, d1)) = two_devices() else {
         return;
     };

@@ -1,19 +1,13 @@
 //! Streams and events: options, ordering, queries, timing, and the errors of bad input.
 
-mod common;
-
-use std::sync::Mutex;
-
-/// Keeps green contexts out of the default-stream test. Seen on the H200's 580 driver with raw
-/// driver calls: while another thread creates and destroys green contexts, an event recorded on
-/// the primary context's legacy or per-thread default stream reads not-done after that stream
-/// synchronised in about 99% of 6000 tries (0 of 6000 without green contexts).
-static GREEN_CONTEXTS: Mutex<()> = Mutex::new(());
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::Gate;
-use cuda_core::{ContextOptions, Error, EventOptions, SmSplitOptions, Stream, StreamOptions};
+use crate::common::Gate;
+use cuda_core::{
+    ContextOptions, Error, Event, EventOptions, SmSplitOptions, Stream, StreamOptions,
+};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -131,7 +125,7 @@ fn elapsed_time_measures_and_refuses_untimed_events() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_event_of_another_context_is_refused() {
-    let _green = GREEN_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _green = common::green_contexts();
     let device = common::device();
     let sms = device.resources().sm().unwrap();
     let split = sms
@@ -159,7 +153,7 @@ fn an_event_of_another_context_is_refused() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn default_streams_work_from_a_thread_without_a_context() {
-    let _no_green = GREEN_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let _no_green = common::no_green_contexts();
     let device = common::device();
     std::thread::spawn(move || {
         let legacy = device.default_stream().unwrap();
@@ -221,4 +215,27 @@ fn accessors_report_what_was_made() {
     assert_eq!(stream.context(), &context);
     assert!(!stream.as_raw().is_null());
     assert!(format!("{stream:?} {event:?} {context:?}").contains("device"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_raw_event_is_wrapped_without_being_destroyed() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let start = stream.record_new(EventOptions::timing()).unwrap();
+    let event = device.create_event(EventOptions::timing()).unwrap();
+    // SAFETY: the event's own handle, of its context, made with these options; `event`
+    // outlives the wrapper.
+    let wrapped = unsafe { Event::from_raw(event.as_raw(), event.context(), event.options()) };
+    assert_eq!(wrapped.as_raw(), event.as_raw());
+    assert_eq!(wrapped.device(), device);
+    // Usable as the event itself: recorded through the wrapper, timed through the original.
+    stream.record(&wrapped).unwrap();
+    wrapped.sync().unwrap();
+    assert!(event.is_done().unwrap());
+    assert!(event.elapsed_since(&start).is_ok());
+    drop(wrapped);
+    // Dropping the wrapper left the event alone (a destroyed event fails to record).
+    stream.record(&event).unwrap();
+    event.sync().unwrap();
 }

@@ -1,11 +1,9 @@
 //! NVRTC discovery order over temporary directory layouts (no NVRTC needed: the files are
 //! empty stand-ins, and only where discovery looks is checked here).
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{files, sonames, touch};
+use crate::common::{files, sonames, touch};
 
 use cuda_nvrtc_sys::{Candidate, Search};
 

@@ -2,11 +2,9 @@
 //! are empty stand-ins, and only where discovery looks is checked here), and what loading
 //! something that is not nvJitLink gives.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{files, sonames, touch};
+use crate::common::{files, sonames, touch};
 
 use cuda_nvrtc_sys::nvjitlink::{NvJitLink, NvJitLinkSearch, NvJitLinkTable};
 use cuda_nvrtc_sys::Candidate;

@@ -1,22 +1,48 @@
-//! `NvJitLinkSearch::from_env` reads nvJitLink's own override variable. Alone in its test
-//! binary: it is the only test that changes the environment, which other threads may read.
+//! `NvJitLinkSearch::from_env` reads nvJitLink's own override variable. The test runs its body
+//! in a child process of this binary with the variable set there: setting it here would race
+//! with the other tests' threads, which read the environment.
+
+use std::process::Command;
 
 use cuda_nvrtc_sys::nvjitlink::NvJitLinkSearch;
 use cuda_nvrtc_sys::{Candidate, Search};
 
+/// Set in the child, to the file the variable names.
+const CHILD: &str = "CUDA_CORE_NVJITLINK_ENV_TEST_FILE";
+const TEST: &str = "nvjitlink_env::the_override_variable_is_nvjitlinks_own";
+
 #[test]
 fn the_override_variable_is_nvjitlinks_own() {
+    if let Some(file) = std::env::var_os(CHILD) {
+        let file = std::path::PathBuf::from(file);
+        let linker = NvJitLinkSearch::from_env(13);
+        let nvrtc = Search::from_env(13);
+        assert_eq!(linker.explicit.as_deref(), Some(file.as_path()));
+        assert_eq!(linker.candidates(), [Candidate::File(file.clone())]);
+        assert_ne!(nvrtc.explicit.as_deref(), Some(file.as_path()));
+        // Not found there: the error names the file and the variable.
+        let text = linker.load().unwrap_err().to_string();
+        assert!(text.contains(&file.display().to_string()), "{text}");
+        assert!(text.contains("CUDA_CORE_NVJITLINK_PATH"), "{text}");
+        println!("nvjitlink_env child done");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("libnvJitLink.so.13");
-    std::env::set_var("CUDA_CORE_NVJITLINK_PATH", &file);
-    let linker = NvJitLinkSearch::from_env(13);
-    let nvrtc = Search::from_env(13);
-    std::env::remove_var("CUDA_CORE_NVJITLINK_PATH");
-    assert_eq!(linker.explicit.as_deref(), Some(file.as_path()));
-    assert_eq!(linker.candidates(), [Candidate::File(file.clone())]);
-    assert_ne!(nvrtc.explicit.as_deref(), Some(file.as_path()));
-    // Not found there: the error names the file and the variable.
-    let text = linker.load().unwrap_err().to_string();
-    assert!(text.contains(&file.display().to_string()), "{text}");
-    assert!(text.contains("CUDA_CORE_NVJITLINK_PATH"), "{text}");
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", TEST, "--nocapture"])
+        .env(CHILD, &file)
+        .env("CUDA_CORE_NVJITLINK_PATH", &file)
+        .output()
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the child failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("nvjitlink_env child done"),
+        "the child ran nothing:\n{stdout}"
+    );
 }

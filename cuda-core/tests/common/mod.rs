@@ -1,9 +1,103 @@
-//! Helpers shared by the GPU tests.
+//! Helpers shared by the tests.
 #![allow(dead_code)]
 
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_core::{Device, Stream};
+
+/// Names the test (and its role) a child process of [`spawn_child`] runs.
+const CHILD: &str = "CUDA_CORE_TEST_CHILD";
+
+/// The harness's name of a test: its module path without this binary's crate name, then the
+/// function (`module_path!()` and `"name"` give `sticky_error::name`).
+pub fn test_name(module_path: &str, function: &str) -> String {
+    let module = module_path.split_once("::").map_or("", |(_, rest)| rest);
+    if module.is_empty() {
+        function.to_owned()
+    } else {
+        format!("{module}::{function}")
+    }
+}
+
+/// The role this process was started in for `test` by [`spawn_child`], if it is such a child.
+pub fn child_role(test: &str) -> Option<String> {
+    let value = std::env::var(CHILD).ok()?;
+    let (name, role) = value.split_once('=')?;
+    (name == test).then(|| role.to_owned())
+}
+
+/// The command that runs this test binary again on `test` alone, in `role` (see
+/// [`child_role`]), with its output piped.
+pub fn child_command(test: &str, role: &str) -> Command {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let mut command = Command::new(exe);
+    command
+        .args(["--exact", test, "--include-ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(CHILD, format!("{test}={role}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Starts [`child_command`].
+pub fn spawn_child(test: &str, role: &str) -> Child {
+    child_command(test, role)
+        .spawn()
+        .expect("the test binary starts again")
+}
+
+/// Waits for a child of [`spawn_child`], shows its output, and asserts that it passed and
+/// printed `marker` (which proves the body ran, not an empty filter). Returns its stdout.
+pub fn wait_child(child: Child, test: &str, marker: &str) -> String {
+    let output = child.wait_with_output().expect("waiting for the child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(
+        output.status.success(),
+        "{test} failed in its own process ({})",
+        output.status
+    );
+    assert!(
+        stdout.contains(marker),
+        "{test} did not run its body in its own process (no {marker:?} in its output)"
+    );
+    stdout
+}
+
+/// Runs `body` in a process of its own, for a test that needs one (it breaks the process's
+/// context for good, counts references that other tests would change, or must make a first
+/// load): the test starts this binary again on itself alone, and the child runs `body`. The
+/// test passes when the child does.
+pub fn alone(module_path: &str, function: &str, body: impl FnOnce()) {
+    let test = test_name(module_path, function);
+    let marker = format!("alone: {test} done");
+    if child_role(&test).is_some() {
+        body();
+        println!("{marker}");
+        return;
+    }
+    wait_child(spawn_child(&test, "alone"), &test, &marker);
+}
+
+/// Green contexts and the default streams kept apart: on the 580 driver, while another thread
+/// creates or destroys green contexts, an event recorded on a primary context's default
+/// stream can read not-done right after that stream synchronised. Tests that make green
+/// contexts hold this shared; the default-stream test holds it alone.
+static GREEN_CONTEXTS: RwLock<()> = RwLock::new(());
+
+/// Held while a test makes and uses green contexts.
+pub fn green_contexts() -> RwLockReadGuard<'static, ()> {
+    GREEN_CONTEXTS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held while a test relies on the default streams, with no green context made meanwhile.
+pub fn no_green_contexts() -> RwLockWriteGuard<'static, ()> {
+    GREEN_CONTEXTS.write().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Device 0, whose tests are all `#[ignore = "needs a CUDA GPU"]`.
 pub fn device() -> Device {

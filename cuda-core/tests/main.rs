@@ -1,0 +1,22 @@
+//! cuda-core's integration tests: one binary, one module per area. GPU tests are
+//! `#[ignore = "needs a CUDA GPU"]` (two-GPU ones `"needs two CUDA GPUs"`), so a machine
+//! without one reports them as ignored; run them with `--include-ignored`. A test that needs a
+//! process of its own (a sticky error, a process-wide count, a first load) runs its body in a
+//! child of this binary: see `common::alone`.
+
+mod common;
+
+mod cache;
+mod default_resource;
+mod device;
+mod driver_info_example;
+mod green_context;
+mod hot_path_allocations;
+mod launch;
+mod memory;
+mod multi_device;
+mod nvrtc_preload;
+mod program;
+mod program_cache;
+mod sticky_error;
+mod stream_event;
