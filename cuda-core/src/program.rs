@@ -314,9 +314,9 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 ///
 /// A program cache's key holds NVRTC's version (see [`Program::cache_key`]), so even a cache
 /// hit loads NVRTC, once per process: mapping and relocating a library of about 100 MB, which
-/// took 5-7 ms on the H200 machine. A program that will compile or read a program cache
-/// can call this first thing, so that the load runs while it makes its context (about 100 ms
-/// on the same machine) instead of after. Whatever needs NVRTC later waits for this load to
+/// takes milliseconds (the benches' README has the figures). A program that will compile or
+/// read a program cache can call this first thing, so that the load runs while it makes its
+/// context (which takes longer) instead of after. Whatever needs NVRTC later waits for this load to
 /// finish rather than making its own.
 ///
 /// The returned handle gives the version, or why NVRTC could not be loaded (the same error
