@@ -273,6 +273,13 @@ impl Kernel {
         if let Some(params) = self.inner.params.get() {
             return Ok(params);
         }
+        self.read_params()
+    }
+
+    /// The first read of [`Kernel::params`], out of line: launches check the cached answer.
+    #[cold]
+    #[inline(never)]
+    fn read_params(&self) -> Result<&[ParamInfo]> {
         // The driver wants a current context for this query (seen on the 580 driver: an
         // invalid-context error otherwise); the layout is the same in every context.
         let handle = self.inner.handle;
