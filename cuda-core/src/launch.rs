@@ -110,56 +110,73 @@ unsafe impl DeviceRepr for DevicePtr {}
 /// Anything that can be a kernel argument: [`DeviceRepr`] values and [`Buffer`]s (passed as
 /// their device address). It is sealed: make a type of your own an argument by implementing
 /// [`DeviceRepr`] for it.
-///
-/// # Safety
-///
-/// [`KernelArg::as_arg`] gives a pointer to that many readable bytes, valid while `self` is
-/// borrowed.
-pub unsafe trait KernelArg: sealed::Sealed {
-    /// Where the argument's bytes are, and how many.
-    fn as_arg(&self) -> (*const c_void, usize);
-}
+pub trait KernelArg: sealed::Arg {}
+
+impl<T: DeviceRepr> KernelArg for T {}
+impl KernelArg for Buffer {}
 
 mod sealed {
-    /// Only the implementations in this module: [`launch`](super::launch) relies on a value
-    /// argument's bytes being the value itself.
-    pub trait Sealed {}
-    impl<T: super::DeviceRepr> Sealed for T {}
-    impl Sealed for super::Buffer {}
-}
+    use std::ffi::c_void;
 
-// SAFETY: a value's own bytes, borrowed with it.
-unsafe impl<T: DeviceRepr> KernelArg for T {
-    #[inline]
-    fn as_arg(&self) -> (*const c_void, usize) {
-        ((self as *const T).cast(), std::mem::size_of::<T>())
+    use crate::memory::Buffer;
+    use crate::stream::Stream;
+
+    /// Where an argument's bytes are and how many, and for a buffer the stream its memory is
+    /// ordered on (its deallocation stream).
+    pub struct ArgBytes<'a> {
+        pub ptr: *const c_void,
+        pub size: usize,
+        pub home: Option<&'a Stream>,
+    }
+
+    /// Only the implementations here: [`launch`](super::launch) relies on a value argument's
+    /// bytes being the value itself, and on a buffer naming its stream.
+    pub trait Arg {
+        fn arg(&self) -> ArgBytes<'_>;
+    }
+
+    impl<T: super::DeviceRepr> Arg for T {
+        #[inline]
+        fn arg(&self) -> ArgBytes<'_> {
+            ArgBytes {
+                ptr: (self as *const T).cast(),
+                size: std::mem::size_of::<T>(),
+                home: None,
+            }
+        }
+    }
+
+    impl Arg for Buffer {
+        #[inline]
+        fn arg(&self) -> ArgBytes<'_> {
+            ArgBytes {
+                ptr: (self.ptr_ref() as *const u64).cast(),
+                size: std::mem::size_of::<u64>(),
+                home: Some(self.deallocation_stream()),
+            }
+        }
     }
 }
 
-// SAFETY: the buffer's address field, borrowed with the buffer.
-unsafe impl KernelArg for Buffer {
-    #[inline]
-    fn as_arg(&self) -> (*const c_void, usize) {
-        (
-            self.ptr_ref() as *const u64 as *const c_void,
-            std::mem::size_of::<u64>(),
-        )
-    }
-}
+use sealed::ArgBytes;
 
 /// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
 /// trait object's size (read from its vtable, no call) is the parameter's, its address is the
 /// answer; a [`Buffer`] (whose own size is not its argument's) and anything else ask through
 /// the trait object.
 #[inline(always)]
-fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> (*const c_void, usize) {
+fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
     if wanted == Some(own) && own != std::mem::size_of::<Buffer>() {
         // Only DeviceRepr values have any other size (KernelArg is sealed), and their bytes
         // are themselves.
-        ((arg as *const dyn KernelArg).cast(), own)
+        ArgBytes {
+            ptr: (arg as *const dyn KernelArg).cast(),
+            size: own,
+            home: None,
+        }
     } else {
-        arg.as_arg()
+        arg.arg()
     }
 }
 
@@ -175,11 +192,23 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> (*const c_void, usiz
 /// A plain launch is one `cuLaunchKernel`; clusters and cooperative launches use
 /// `cuLaunchKernelEx`. Up to 16 arguments make no heap allocation.
 ///
+/// Buffers passed as arguments are kept in stream order by the launch itself: where a buffer's
+/// deallocation stream is another stream than the launch's, the launch waits for the work
+/// queued there so far (its allocation among it) and that stream then waits for the launch, so
+/// the buffer's free cannot overtake the kernel. On the same stream this costs nothing.
+///
 /// # Safety
 ///
 /// The kernel runs with the arguments given: it must only access memory that they make valid
-/// for it (buffers alive until the work is done, indices in bounds), and nothing on the host
-/// may use memory the kernel writes until the stream has passed it.
+/// for it (indices in bounds of the buffers passed, raw [`DevicePtr`] arguments to memory that
+/// stays allocated until the kernel is done), and nothing on the host may use memory the
+/// kernel writes until the stream has passed it.
+///
+/// On drivers older than 12.4 the driver cannot describe a kernel's parameters
+/// (`cuKernelGetParamInfo`), so the number and sizes of the arguments go unchecked there: the
+/// caller must then pass exactly one argument per parameter, each of the parameter's size and
+/// type (a [`Buffer`] or [`DevicePtr`] for a pointer, the Rust type of the same layout for a
+/// value).
 ///
 /// ```no_run
 /// use cuda_core::{launch, Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions, StreamOptions};
@@ -219,39 +248,71 @@ pub unsafe fn launch(
         spilled.resize(args.len(), std::ptr::null_mut());
         &mut spilled
     };
-    // One pass: each argument's address, and its size against the parameter's.
+    // One pass: each argument's address, and its size against the parameter's; and whether a
+    // buffer is ordered on another stream than the launch's.
+    let mut across = false;
     for (index, (slot, arg)) in pointers.iter_mut().zip(args).enumerate() {
         let wanted = params.map(|params| params[index].size);
-        let (ptr, size) = arg_bytes(*arg, wanted);
+        let bytes = arg_bytes(*arg, wanted);
         if let Some(wanted) = wanted {
-            if wanted != size {
-                return Err(wrong_size(kernel, index, size, wanted));
+            if wanted != bytes.size {
+                return Err(wrong_size(kernel, index, bytes.size, wanted));
             }
         }
-        *slot = ptr.cast_mut();
+        if let Some(home) = bytes.home {
+            across |= !home.same_as(stream);
+        }
+        *slot = bytes.ptr.cast_mut();
     }
     let extended = config.cluster.is_some() || config.cooperative;
-    stream.call(|driver, handle| {
-        let params = LaunchParams {
-            grid: config.grid,
-            block: config.block,
-            shared_mem_bytes: config.shared_memory_bytes,
-            stream: handle,
-            cluster: config.cluster,
-            cooperative: config.cooperative,
-        };
-        let argv = pointers.as_mut_ptr();
-        // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
-        // `validate`), each to bytes borrowed for this call; the caller vouches for what the
-        // kernel does with them.
-        unsafe {
-            if extended {
-                driver.launch_kernel_ex(kernel.handle(), &params, argv)
-            } else {
-                driver.launch_kernel(kernel.handle(), &params, argv)
+    let mut queue = move || {
+        stream.call(|driver, handle| {
+            let params = LaunchParams {
+                grid: config.grid,
+                block: config.block,
+                shared_mem_bytes: config.shared_memory_bytes,
+                stream: handle,
+                cluster: config.cluster,
+                cooperative: config.cooperative,
+            };
+            let argv = pointers.as_mut_ptr();
+            // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
+            // `validate`, or vouched for by the caller where the driver cannot describe them),
+            // each to bytes borrowed for this call; the caller vouches for what the kernel does
+            // with them.
+            unsafe {
+                if extended {
+                    driver.launch_kernel_ex(kernel.handle(), &params, argv)
+                } else {
+                    driver.launch_kernel(kernel.handle(), &params, argv)
+                }
+            }
+        })
+    };
+    if across {
+        return launch_across(stream, args, queue);
+    }
+    queue()
+}
+
+/// A launch that uses buffers ordered on other streams than its own: see
+/// [`in_stream_order`](crate::memory::in_stream_order).
+#[cold]
+#[inline(never)]
+fn launch_across(
+    stream: &Stream,
+    args: &[&dyn KernelArg],
+    queue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let mut homes: Vec<&Stream> = Vec::new();
+    for arg in args {
+        if let Some(home) = arg.arg().home {
+            if !home.same_as(stream) && !homes.iter().any(|h| h.same_as(home)) {
+                homes.push(home);
             }
         }
-    })
+    }
+    crate::memory::in_stream_order(&homes, stream, queue)
 }
 
 fn invalid(name: &'static str, reason: String) -> Error {
@@ -410,20 +471,26 @@ mod tests {
         (value as *const T).cast()
     }
 
+    /// An argument's address and size, checking that a value names no stream.
+    fn bytes(arg: ArgBytes<'_>) -> (*const c_void, usize) {
+        assert!(arg.home.is_none(), "a value argument has no stream");
+        (arg.ptr, arg.size)
+    }
+
     #[test]
     fn a_value_argument_is_its_own_bytes_whichever_way_it_is_read() {
         let n = 7i32;
         // The parameter's size matches: the address from the trait object itself.
-        assert_eq!(arg_bytes(&n, Some(4)), (addr(&n), 4));
+        assert_eq!(bytes(arg_bytes(&n, Some(4))), (addr(&n), 4));
         // It does not, or no parameters are known: asked through the trait, same answer; the
         // caller then sees 4 against 8.
-        assert_eq!(arg_bytes(&n, Some(8)), (addr(&n), 4));
-        assert_eq!(arg_bytes(&n, None), (addr(&n), 4));
+        assert_eq!(bytes(arg_bytes(&n, Some(8))), (addr(&n), 4));
+        assert_eq!(bytes(arg_bytes(&n, None)), (addr(&n), 4));
         let d = DevicePtr(0x1000);
-        assert_eq!(arg_bytes(&d, Some(8)), (addr(&d), 8));
+        assert_eq!(bytes(arg_bytes(&d, Some(8))), (addr(&d), 8));
         // A value as large as a Buffer goes through the trait, and still is itself.
         let big = [3u8; std::mem::size_of::<Buffer>()];
         let size = std::mem::size_of::<Buffer>();
-        assert_eq!(arg_bytes(&big, Some(size)), (addr(&big), size));
+        assert_eq!(bytes(arg_bytes(&big, Some(size))), (addr(&big), size));
     }
 }

@@ -1,7 +1,7 @@
 //! Streams: ordered queues of work on a device.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::context::Context;
 use crate::device::Device;
@@ -73,6 +73,11 @@ struct StreamInner {
     context: Context,
     driver: &'static dyn Driver,
     kind: Kind,
+    /// The event this stream records for others to wait on ([`Stream::wait_for`]), made on
+    /// first use. One is enough: a wait captures the event's last record when it is queued,
+    /// and every record of this event is on this stream, so a later record only ever marks a
+    /// later point of it.
+    order: OnceLock<Event>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -205,8 +210,43 @@ impl Stream {
                 driver: context.driver(),
                 context,
                 kind,
+                order: OnceLock::new(),
             }),
         }
+    }
+
+    /// Whether `other` is this stream: the same value (one pointer compare, the hot case), or
+    /// another wrapping the same handle of the same context.
+    #[inline]
+    pub(crate) fn same_as(&self, other: &Stream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) || self.same_handle(other)
+    }
+
+    #[cold]
+    fn same_handle(&self, other: &Stream) -> bool {
+        self == other
+    }
+
+    /// Orders later work on this stream after the work queued on `other` so far: `other`
+    /// records its order event, this stream waits on it (`cuEventRecord`, `cuStreamWaitEvent`).
+    /// Nothing when they are the same stream.
+    pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
+        if self.same_as(other) {
+            return Ok(());
+        }
+        let event = other.order_event()?;
+        other.record(event)?;
+        self.wait(event)
+    }
+
+    /// This stream's order event, made on first use in the stream's context.
+    pub(crate) fn order_event(&self) -> Result<&Event> {
+        if let Some(event) = self.inner.order.get() {
+            return Ok(event);
+        }
+        let event = Event::create(self.inner.context.clone(), EventOptions::default())?;
+        // A racing thread may have set one first: keep theirs (ours is destroyed).
+        Ok(self.inner.order.get_or_init(|| event))
     }
 
     /// Runs one driver call on this stream's handle, with its context made current first for
@@ -292,15 +332,11 @@ impl Stream {
         self.call(|driver, handle| driver.stream_wait_event(handle, event.handle()))
     }
 
-    /// Makes later work on this stream wait for the work queued on `other` so far: records a
-    /// new event there and waits on it.
+    /// Makes later work on this stream wait for the work queued on `other` so far: `other`
+    /// records an event it keeps for this (made on first use), and this stream waits on it.
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        if other == self {
-            return Ok(());
-        }
-        let event = other.record_new(EventOptions::default())?;
-        self.wait(&event)
+        self.wait_for(other)
     }
 
     /// Runs `f` on a driver thread once the work queued before it is done, holding back the

@@ -610,3 +610,69 @@ fn a_raw_kernel_is_wrapped_and_launched_with_checked_arguments() {
     unsafe { launch(&stream, &config, &raw, &[&3.0f32, &x, &y, &n]) }.unwrap();
     assert!(y.to_vec::<f32>(&stream).unwrap().iter().all(|&v| v == 7.0));
 }
+
+#[test]
+fn a_launch_orders_buffers_of_other_streams_around_itself() {
+    common::standin::run(
+        module_path!(),
+        "a_launch_orders_buffers_of_other_streams_around_itself",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(0).unwrap();
+            let s1 = device.create_stream(StreamOptions::default()).unwrap();
+            let s2 = device.create_stream(StreamOptions::default()).unwrap();
+            let other = standin::calls("cuStreamCreate").pop().unwrap();
+            let other = other.split_whitespace().nth(1).unwrap().to_owned();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let k1 = code.get_kernel("k1").unwrap();
+            let buffer = device.memory_resource().unwrap().allocate(64, &s1).unwrap();
+            let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+            // SAFETY: the stand-in runs nothing.
+            unsafe { launch(&s1, &config, &k1, &[&buffer]) }.unwrap();
+            // On the buffer's own stream: the launch alone.
+            standin::clear_log();
+            // SAFETY: as above.
+            unsafe { launch(&s1, &config, &k1, &[&buffer]) }.unwrap();
+            let text = standin::log();
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(text.contains("cuLaunchKernel k1"), "{text}");
+            // On another: s2 waits for s1's work so far, s1 for the launch.
+            standin::clear_log();
+            // SAFETY: as above.
+            unsafe { launch(&s2, &config, &k1, &[&buffer]) }.unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let at = log
+                .iter()
+                .position(|l| l.starts_with("cuLaunchKernel"))
+                .unwrap();
+            assert!(log[at].ends_with(&other), "{text}");
+            let before = &log[..at];
+            let after = &log[at..];
+            assert!(
+                before.iter().any(|l| l.starts_with("cuEventRecord")),
+                "{text}"
+            );
+            assert!(
+                before
+                    .iter()
+                    .any(|l| l.starts_with(&format!("cuStreamWaitEvent {other} waits"))),
+                "{text}"
+            );
+            assert!(
+                after
+                    .iter()
+                    .any(|l| l.starts_with("cuEventRecord") && l.ends_with(&other)),
+                "{text}"
+            );
+            assert!(
+                after.iter().any(|l| l.starts_with("cuStreamWaitEvent")
+                    && !l.contains(&format!("{other} waits"))),
+                "{text}"
+            );
+            drop(buffer);
+        },
+    );
+}

@@ -2,13 +2,15 @@
 //! threads with no context or another context current.
 
 use crate::common;
+use crate::common::standin;
 
 use std::sync::Arc;
 
 use cuda_core::{
-    Allocate, ContextOptions, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
-    DriverCode, Error, ManagedMemoryResource, MemoryResource, PinnedMemoryResource, SmSplitOptions,
-    StreamOptions, SyncMemoryResource,
+    launch, Allocate, CodeType, ContextOptions, Device, DeviceMemoryResource,
+    DeviceMemoryResourceOptions, DriverCode, Error, LaunchConfig, ManagedMemoryResource,
+    MemoryResource, PinnedMemoryResource, Program, ProgramOptions, SmSplitOptions, StreamOptions,
+    SyncMemoryResource,
 };
 
 const MIB: usize = 1 << 20;
@@ -233,7 +235,7 @@ fn buffers_outlive_their_stream_and_resource_handles() {
         .all(|&x| x == 9));
     let mut moved = buffer;
     let other = device.create_stream(StreamOptions::default()).unwrap();
-    moved.set_deallocation_stream(&other);
+    moved.set_deallocation_stream(&other).unwrap();
     assert_eq!(moved.deallocation_stream(), &other);
     drop(moved);
     other.sync().unwrap();
@@ -335,4 +337,191 @@ fn a_raw_pool_is_wrapped_without_being_destroyed() {
     let again = pool.allocate(4096, &stream).unwrap();
     again.close(Some(&stream)).unwrap();
     stream.sync().unwrap();
+}
+
+/// The stand-in's name of the stream (or event) the last logged call of `verb` made.
+fn made(verb: &str) -> String {
+    let line = standin::calls(verb).pop().expect("a call was logged");
+    line.split_whitespace().nth(1).expect("a handle").to_owned()
+}
+
+/// The index of the first logged line at or after `from` containing every needle.
+fn find(log: &[&str], from: usize, needles: &[&str]) -> usize {
+    (from..log.len())
+        .find(|&i| needles.iter().all(|n| log[i].contains(n)))
+        .unwrap_or_else(|| {
+            panic!(
+                "no line with {needles:?} after line {from} in:\n{}",
+                log.join("\n")
+            )
+        })
+}
+
+/// Asserts that work on `other` (the logged `work` line) is ordered after the allocation on
+/// `home` and before anything logged on `home` afterwards: `home` records an event that
+/// `other` waits for before the work, `other` records one after it that `home` waits for.
+fn assert_ordered_across(log: &[&str], work: &[&str], home: &str, other: &str) -> usize {
+    let before = find(log, 0, &["cuEventRecord", &format!("on {home}")]);
+    let event = log[before].split_whitespace().nth(1).unwrap();
+    let waited = find(
+        log,
+        before,
+        &["cuStreamWaitEvent", &format!("{other} waits for {event}")],
+    );
+    let at = find(log, waited, work);
+    let after = find(log, at, &["cuEventRecord", &format!("on {other}")]);
+    let event = log[after].split_whitespace().nth(1).unwrap();
+    find(
+        log,
+        after,
+        &["cuStreamWaitEvent", &format!("{home} waits for {event}")],
+    )
+}
+
+#[test]
+fn work_on_another_stream_is_ordered_after_the_allocation_and_before_the_free() {
+    standin::run(
+        module_path!(),
+        "work_on_another_stream_is_ordered_after_the_allocation_and_before_the_free",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let s1 = device.create_stream(StreamOptions::default()).unwrap();
+            let home = made("cuStreamCreate");
+            let s2 = device.create_stream(StreamOptions::default()).unwrap();
+            let other = made("cuStreamCreate");
+            let memory = device.memory_resource().unwrap();
+            let mut a = memory.allocate(4096, &s1).unwrap();
+            let mut b = memory.allocate(4096, &s1).unwrap();
+
+            // A fill on s2, then the drop: s2 waits for s1 first, s1 for s2 before the free.
+            standin::clear_log();
+            a.fill(1u8, &s2).unwrap();
+            drop(a);
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let ordered = assert_ordered_across(
+                &log,
+                &["cuMemsetD8Async", &format!("on {other}")],
+                &home,
+                &other,
+            );
+            find(&log, ordered, &["cuMemFreeAsync", &format!("on {home}")]);
+
+            // Copies and host copies the same way, each buffer of both ordered.
+            let mut c = memory.allocate(4096, &s2).unwrap();
+            standin::clear_log();
+            c.copy_from(&b, &s2).unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            assert_ordered_across(
+                &log,
+                &["cuMemcpyAsync", &format!("on {other}")],
+                &home,
+                &other,
+            );
+            standin::clear_log();
+            b.copy_from_host(&[7u8; 4096], &s2).unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            assert_ordered_across(
+                &log,
+                &["cuMemcpyHtoDAsync", &format!("on {other}")],
+                &home,
+                &other,
+            );
+
+            // On its own stream, a buffer's work is its one call alone (beside making the
+            // context current, which this thread has not).
+            standin::clear_log();
+            b.fill(2u8, &s1).unwrap();
+            let text = standin::log();
+            let work: Vec<&str> = text.lines().filter(|l| !l.starts_with("cuCtx")).collect();
+            assert_eq!(work.len(), 1, "{text}");
+
+            // A new deallocation stream waits for the old one; so does a close on another.
+            standin::clear_log();
+            b.set_deallocation_stream(&s2).unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let recorded = find(&log, 0, &["cuEventRecord", &format!("on {home}")]);
+            find(
+                &log,
+                recorded,
+                &["cuStreamWaitEvent", &format!("{other} waits for")],
+            );
+            drop(b);
+            assert_eq!(
+                standin::calls("cuMemFreeAsync")
+                    .pop()
+                    .map(|l| l.ends_with(&other)),
+                Some(true)
+            );
+            standin::clear_log();
+            c.close(Some(&s1)).unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let recorded = find(&log, 0, &["cuEventRecord", &format!("on {other}")]);
+            let waited = find(
+                &log,
+                recorded,
+                &["cuStreamWaitEvent", &format!("{home} waits for")],
+            );
+            find(&log, waited, &["cuMemFreeAsync", &format!("on {home}")]);
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_buffer_freed_after_work_on_another_stream_is_not_handed_out_under_it() {
+    // The issue's case: a fill queued on s2 behind a 20 ms kernel, the buffer dropped (its free
+    // queued on s1), a new buffer of the same size allocated and filled on s1. Were the free
+    // not ordered after s2's fill, the pool would hand the new buffer the same memory at once,
+    // and s2's late fill of 1s would land on it after s1's 2s.
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(
+        r#"extern "C" __global__ void spin(long long cycles) {
+            long long start = clock64();
+            while (clock64() - start < cycles) { }
+        }"#,
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let spin = code.get_kernel("spin").unwrap();
+    let clock_khz = u64::from(device.properties().clock_rate().unwrap());
+    let cycles = (clock_khz * 20) as i64; // 20 ms
+    let s1 = device.create_stream(StreamOptions::default()).unwrap();
+    let s2 = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let n = 64 * MIB;
+    for round in 0..10 {
+        let mut a = memory.allocate(n, &s1).unwrap();
+        // SAFETY: the kernel touches no memory.
+        unsafe {
+            launch(
+                &s2,
+                &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+                &spin,
+                &[&cycles],
+            )
+        }
+        .unwrap();
+        a.fill(1u8, &s2).unwrap();
+        drop(a);
+        let mut b = memory.allocate(n, &s1).unwrap();
+        b.fill(2u8, &s1).unwrap();
+        s2.sync().unwrap();
+        s1.sync().unwrap();
+        let values = b.to_vec::<u8>(&s1).unwrap();
+        let ones = values.iter().filter(|&&v| v == 1).count();
+        assert_eq!(
+            ones, 0,
+            "round {round}: {ones} bytes of the old buffer's fill"
+        );
+        assert!(values.iter().all(|&v| v == 2), "round {round}");
+    }
 }

@@ -69,8 +69,10 @@ macro_rules! fill_pattern {
                 }
                 buffer.check_reachable(stream, "self", false)?;
                 let count = buffer.size / width;
-                stream.call_in_context(|driver, handle| {
-                    driver.$method(buffer.ptr, self, count, handle)
+                in_stream_order(&[&buffer.stream], stream, || {
+                    stream.call_in_context(|driver, handle| {
+                        driver.$method(buffer.ptr, self, count, handle)
+                    })
                 })
             }
         }
@@ -202,15 +204,25 @@ impl Buffer {
         &self.stream
     }
 
-    /// Frees the buffer on `stream` instead, after the work queued there.
-    pub fn set_deallocation_stream(&mut self, stream: &Stream) {
+    /// Frees the buffer on `stream` instead, after the work queued there. `stream` is ordered
+    /// after the work queued on the old deallocation stream so far (an event recorded there,
+    /// waited on here), so the free cannot overtake it.
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn set_deallocation_stream(&mut self, stream: &Stream) -> Result<()> {
+        stream.wait_for(&self.stream)?;
         self.stream = stream.clone();
+        Ok(())
     }
 
     /// Frees the buffer now, in order on `stream` (or its deallocation stream), reporting an
-    /// error that dropping would only log.
+    /// error that dropping would only log. A `stream` other than the deallocation stream is
+    /// ordered after the work queued there first; if that fails, the buffer is freed on its
+    /// deallocation stream as on drop, and the error returned.
     #[doc(alias = "cuMemFreeAsync")]
     pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
+        if let Some(other) = stream {
+            other.wait_for(&self.stream)?;
+        }
         let ptr = std::mem::replace(&mut self.ptr, 0);
         let stream = stream.unwrap_or(&self.stream);
         // SAFETY: as in `drop`; `ptr` is zeroed so drop does nothing.
@@ -278,8 +290,10 @@ impl Buffer {
         self.same_size(dst.size, "dst")?;
         self.check_reachable(stream, "self", true)?;
         dst.check_reachable(stream, "dst", true)?;
-        stream.call_in_context(|driver, handle| {
-            driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
+        in_stream_order(&[&self.stream, &dst.stream], stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
+            })
         })
     }
 
@@ -290,8 +304,10 @@ impl Buffer {
         self.same_size(src.size, "src")?;
         self.check_reachable(stream, "self", true)?;
         src.check_reachable(stream, "src", true)?;
-        stream.call_in_context(|driver, handle| {
-            driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
+        in_stream_order(&[&self.stream, &src.stream], stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
+            })
         })
     }
 
@@ -319,8 +335,10 @@ impl Buffer {
         self.same_size(size_of_val(src), "src")?;
         self.check_reachable(stream, "self", true)?;
         let ptr = src.as_ptr().cast();
-        stream.call_in_context(|driver, handle| {
-            driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
+        in_stream_order(&[&self.stream], stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
+            })
         })
     }
 
@@ -342,8 +360,10 @@ impl Buffer {
         self.same_size(size_of_val(dst), "dst")?;
         self.check_reachable(stream, "self", true)?;
         let ptr = dst.as_mut_ptr().cast();
-        stream.call_in_context(|driver, handle| {
-            driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
+        in_stream_order(&[&self.stream], stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
+            })
         })
     }
 
@@ -416,5 +436,62 @@ impl Buffer {
         let len = self.host_view::<T>()?;
         // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique on the host.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, len) })
+    }
+}
+
+/// Queues `op`, work on `stream` that uses memory whose deallocation streams are `homes`, so
+/// that the stream-order contract holds: where a home is another stream, `stream` first waits
+/// for the work queued there so far (the allocation among it), and the home then waits for
+/// `op` (so its free cannot overtake it). On the same stream this is `op` alone.
+#[inline]
+pub(crate) fn in_stream_order<T>(
+    homes: &[&Stream],
+    stream: &Stream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if homes.iter().all(|home| home.same_as(stream)) {
+        return op();
+    }
+    across_streams(homes, stream, op)
+}
+
+#[cold]
+#[inline(never)]
+fn across_streams<T>(
+    homes: &[&Stream],
+    stream: &Stream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    for home in homes {
+        stream.wait_for(home)?;
+    }
+    let value = op()?;
+    order_homes_after(homes, stream).map(|()| value)
+}
+
+/// After work was queued on `stream`: each home that is another stream waits for it (one
+/// record of `stream`'s order event, a wait on each). Should that fail, the work is queued but
+/// its homes do not wait for it: then `stream` is synchronised, so that nothing queued later on
+/// a home can overtake the work, and the work is reported done.
+pub(crate) fn order_homes_after(homes: &[&Stream], stream: &Stream) -> Result<()> {
+    let ordered = (|| -> Result<()> {
+        let event = stream.order_event()?;
+        stream.record(event)?;
+        for home in homes {
+            if !home.same_as(stream) {
+                home.wait(event)?;
+            }
+        }
+        Ok(())
+    })();
+    match ordered {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            log::warn!(
+                "ordering a buffer's stream after work on another failed ({e}); synchronising \
+                 that work instead"
+            );
+            stream.sync()
+        }
     }
 }

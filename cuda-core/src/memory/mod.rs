@@ -32,6 +32,7 @@ mod sync;
 use std::fmt;
 use std::sync::Arc;
 
+pub(crate) use buffer::in_stream_order;
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;

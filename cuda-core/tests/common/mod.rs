@@ -6,6 +6,24 @@ use std::sync::{mpsc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_core::{Device, Stream};
 
+pub mod standin;
+
+/// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `cc`, `nvrtc-13`, ...) names `what`:
+/// then a test that cannot run for want of it fails instead of passing empty.
+pub fn required(what: &str) -> bool {
+    std::env::var("CUDA_CORE_TEST_REQUIRE")
+        .is_ok_and(|list| list.split(',').any(|item| item.trim() == what))
+}
+
+/// Says that a test did not run what it names, and why; fails when `what` is required.
+pub fn not_run(what: &str, why: &str) {
+    println!("not run: {why}");
+    assert!(
+        !required(what),
+        "CUDA_CORE_TEST_REQUIRE names {what}, and this test could not run: {why}"
+    );
+}
+
 /// Names the test (and its role) a child process of [`spawn_child`] runs.
 const CHILD: &str = "CUDA_CORE_TEST_CHILD";
 

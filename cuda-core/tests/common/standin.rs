@@ -1,0 +1,157 @@
+//! The stand-in driver (`tests/standin/libcuda_standin.c`) for tests that run cuda-core without
+//! a GPU: compiled with the C compiler at run time, and loaded in a child process of this test
+//! binary, which finds it first as `libcuda.so.1` on `LD_LIBRARY_PATH`. It logs every call;
+//! [`log`] reads the log back.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use super::{child_command, child_role, not_run, test_name, wait_child};
+
+/// Runs `body` in a child process against the stand-in built with `defines` (C macros) and the
+/// run-time `settings` (environment variables, see the C file). Without a C compiler the test
+/// says it did not run, and fails where `CUDA_CORE_TEST_REQUIRE` names `cc`.
+pub fn run(
+    module_path: &str,
+    function: &str,
+    defines: &[&str],
+    settings: &[(&str, &str)],
+    body: impl FnOnce(),
+) {
+    let test = test_name(module_path, function);
+    let marker = format!("stand-in: {test} done");
+    if child_role(&test).is_some() {
+        body();
+        println!("{marker}");
+        return;
+    }
+    let Some(dir) = build(defines) else { return };
+    let mut child = child_command(&test, "stand-in");
+    let mut path = vec![dir];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.extend(std::env::split_paths(&old));
+    }
+    child
+        .env(
+            "LD_LIBRARY_PATH",
+            std::env::join_paths(path).expect("a library path"),
+        )
+        .env_remove("CUDA_CORE_DRIVER_ABI");
+    for (name, value) in settings {
+        child.env(name, value);
+    }
+    wait_child(child.spawn().expect("a child starts"), &test, &marker);
+}
+
+/// The directory holding the stand-in built with `defines`, built once per set of defines.
+fn build(defines: &[&str]) -> Option<PathBuf> {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let tag = defines.join(",");
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(dir) = built.get_or_insert_with(HashMap::new).get(&tag) {
+        return Some(dir.clone());
+    }
+    let root = ROOT.get_or_init(|| tempfile::tempdir().expect("a temporary directory"));
+    let dir = root.path().join(format!(
+        "standin-{}",
+        built.as_ref().map_or(0, HashMap::len)
+    ));
+    std::fs::create_dir_all(&dir).expect("the stand-in's directory");
+    let source = dir.join("libcuda_standin.c");
+    std::fs::write(&source, include_str!("../standin/libcuda_standin.c"))
+        .expect("the stand-in's source");
+    let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let compiler = match cc::Build::new()
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .opt_level(0)
+        .debug(false)
+        .host(&target)
+        .target(&target)
+        .try_get_compiler()
+    {
+        Ok(compiler) => compiler,
+        Err(e) => {
+            not_run(
+                "cc",
+                &format!("no C compiler for the stand-in driver ({e})"),
+            );
+            return None;
+        }
+    };
+    let mut command = compiler.to_command();
+    command
+        .args(["-shared", "-fPIC", "-pthread", "-o"])
+        .arg(dir.join("libcuda.so.1"))
+        .arg(&source)
+        .arg("-lm");
+    for define in defines {
+        command.arg(format!("-D{define}"));
+    }
+    match command.status() {
+        Ok(status) => assert!(status.success(), "compiling the stand-in: {command:?}"),
+        Err(e) => {
+            not_run("cc", &format!("the C compiler does not run ({e})"));
+            return None;
+        }
+    }
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(tag, dir.clone());
+    Some(dir)
+}
+
+fn symbol<T: Copy>(name: &[u8]) -> T {
+    // SAFETY: the stand-in is this process's libcuda.so.1, loaded already by cuda-core; opening
+    // it again takes a reference to the same library, kept for the process.
+    let library: &'static libloading::Library = Box::leak(Box::new(
+        unsafe { libloading::Library::new("libcuda.so.1") }.expect("the stand-in is loaded"),
+    ));
+    // SAFETY: the caller names a function of the stand-in with type `T`.
+    *unsafe { library.get::<T>(name) }.expect("a stand-in function")
+}
+
+/// The driver calls logged so far, one per line.
+pub fn log() -> String {
+    let get: unsafe extern "C" fn() -> *const c_char = symbol(b"standin_log\0");
+    // SAFETY: the stand-in's log is a NUL-terminated static buffer.
+    unsafe { CStr::from_ptr(get()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Empties the log.
+pub fn clear_log() {
+    let clear: unsafe extern "C" fn() = symbol(b"standin_log_clear\0");
+    // SAFETY: the stand-in's own function, without arguments.
+    unsafe { clear() }
+}
+
+/// The logged calls that contain `needle`.
+pub fn calls(needle: &str) -> Vec<String> {
+    log()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The smallest image the stand-in loads and cuda-core's checks pass: an ELF64 header with no
+/// sections or segments (the stand-in's kernels are `k0`, `k1`, `k4` and `k16`).
+pub fn cubin() -> Vec<u8> {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2; // ELFCLASS64
+    elf[5] = 1; // little-endian
+    elf[6] = 1; // EV_CURRENT
+    elf[16] = 2; // ET_EXEC
+    elf[18] = 190; // EM_CUDA
+    elf[20] = 1; // EV_CURRENT
+    elf[52] = 64; // e_ehsize
+    elf[54] = 56; // e_phentsize
+    elf[58] = 64; // e_shentsize
+    elf
+}

@@ -1,0 +1,377 @@
+/* A stand-in for libcuda.so.1 for cuda-core's tests, compiled by them at run time and loaded
+ * in a child process (tests/common/standin.rs). It is not CUDA: it keeps a little state (devices,
+ * contexts, streams, events, pool addresses, queued host functions) so that cuda-core runs
+ * against it as against a driver, and it logs every call, in order, one line each, which the
+ * tests read back through standin_log().
+ *
+ * Run-time settings (environment):
+ *   STANDIN_DEVICES=N        devices (default 2)
+ *   STANDIN_POP_STATUS=CODE  what cuCtxPopCurrent answers (after popping)
+ *   STANDIN_ELAPSED=X        what cuEventElapsedTime answers, in ms: a number, nan or inf
+ * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
+ * driver does). */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long devptr;
+
+/* ---- the log ------------------------------------------------------------------------------ */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 20];
+static size_t log_len;
+
+static void note(const char *format, ...) {
+    char line[256];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(line, sizeof line - 1, format, args);
+    va_end(args);
+    if (n < 0) return;
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    pthread_mutex_lock(&lock);
+    if (log_len + (size_t)n < sizeof log_text) {
+        memcpy(log_text + log_len, line, (size_t)n);
+        log_len += (size_t)n;
+        log_text[log_len] = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* The calls so far, one per line; standin_log_clear() starts afresh. */
+const char *standin_log(void) { return log_text; }
+void standin_log_clear(void) {
+    pthread_mutex_lock(&lock);
+    log_len = 0;
+    log_text[0] = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+static long setting(const char *name, long fallback) {
+    const char *v = getenv(name);
+    return v ? atol(v) : fallback;
+}
+
+/* ---- objects: each handle points at one of these, named in the log by kind and number ----- */
+
+enum kind { CONTEXT = 1, STREAM, EVENT, POOL, LIBRARY, KERNEL };
+
+struct object {
+    int kind;
+    int id;
+    int device;            /* contexts, streams, events, pools */
+    struct object *context; /* streams, events */
+    int params;            /* kernels: the parameter count */
+};
+
+#define MAX_DEVICES 8
+static struct object primaries[MAX_DEVICES];
+static struct object pools[MAX_DEVICES];
+static struct object library = {LIBRARY, 1, 0, NULL, 0};
+/* k0, k1, k4 and k16: 0, 1, 4 and 16 parameters. */
+static struct object kernels[4] = {
+    {KERNEL, 0, 0, NULL, 0}, {KERNEL, 1, 0, NULL, 1}, {KERNEL, 4, 0, NULL, 4}, {KERNEL, 16, 0, NULL, 16}};
+static int next_id = 1;
+static __thread struct object *current;
+
+static int devices(void) {
+    long n = setting("STANDIN_DEVICES", 2);
+    return n < 1 ? 1 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+}
+
+static struct object *make(int kind, struct object *context) {
+    struct object *o = calloc(1, sizeof *o);
+    pthread_mutex_lock(&lock);
+    o->id = next_id++;
+    pthread_mutex_unlock(&lock);
+    o->kind = kind;
+    o->context = context;
+    o->device = context ? context->device : 0;
+    return o;
+}
+
+/* A handle's name in the log: s3 (stream 3), e4, c0 (device 0's primary context), legacy. */
+static const char *name(const void *handle, char *buf) {
+    const struct object *o = handle;
+    if (handle == NULL) return "null";
+    if ((uintptr_t)handle == 1) return "legacy";
+    if ((uintptr_t)handle == 2) return "per-thread";
+    const char *prefix = o->kind == CONTEXT ? "c" : o->kind == STREAM ? "s" : o->kind == EVENT ? "e"
+        : o->kind == POOL ? "p" : o->kind == KERNEL ? "k" : "x";
+    sprintf(buf, "%s%d", prefix, o->kind == CONTEXT || o->kind == POOL ? o->device : o->id);
+    return buf;
+}
+
+/* ---- the driver's functions --------------------------------------------------------------- */
+
+int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuInit(unsigned flags) {
+    (void)flags;
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        primaries[d] = (struct object){CONTEXT, 0, d, NULL, 0};
+        pools[d] = (struct object){POOL, 0, d, NULL, 0};
+    }
+    return 0;
+}
+
+int cuGetErrorName(int error, const char **text) {
+    switch (error) {
+    case 1: *text = "CUDA_ERROR_INVALID_VALUE"; return 0;
+    case 201: *text = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+    case 400: *text = "CUDA_ERROR_INVALID_HANDLE"; return 0;
+    default: *text = NULL; return 1;
+    }
+}
+int cuGetErrorString(int error, const char **text) {
+    (void)error;
+    *text = "stand-in error";
+    return 0;
+}
+
+int cuDeviceGetCount(int *count) { *count = devices(); return 0; }
+int cuDeviceGet(int *device, int ordinal) {
+    if (ordinal < 0 || ordinal >= devices()) return 101;
+    *device = ordinal;
+    return 0;
+}
+int cuDeviceGetName(char *out, int len, int device) {
+    snprintf(out, (size_t)len, "cuda-core test stand-in %d", device);
+    return 0;
+}
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    (void)device;
+    switch (attribute) {
+    case 1: *value = 1024; break;   /* max threads per block */
+    case 16: *value = 132; break;   /* multiprocessors */
+    case 75: *value = 9; break;     /* compute capability 9.0 */
+    case 76: *value = 0; break;
+    case 115: *value = 1; break;    /* memory pools */
+    default: *value = 1; break;
+    }
+    return 0;
+}
+int cuDeviceTotalMem_v2(size_t *bytes, int device) { (void)device; *bytes = (size_t)1 << 34; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int device) {
+    note("cuDevicePrimaryCtxRetain device=%d", device);
+    *ctx = &primaries[device];
+    return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int device) { note("cuDevicePrimaryCtxRelease device=%d", device); return 0; }
+
+int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
+int cuCtxSetCurrent(void *ctx) { char b[16]; note("cuCtxSetCurrent %s", name(ctx, b)); current = ctx; return 0; }
+static __thread struct object *stack[16];
+static __thread int depth;
+int cuCtxPushCurrent_v2(void *ctx) {
+    char b[16];
+    note("cuCtxPushCurrent %s", name(ctx, b));
+    if (depth < 16) stack[depth++] = current;
+    current = ctx;
+    return 0;
+}
+int cuCtxPopCurrent_v2(void **ctx) {
+    note("cuCtxPopCurrent");
+    *ctx = current;
+    current = depth > 0 ? stack[--depth] : NULL;
+    return (int)setting("STANDIN_POP_STATUS", 0);
+}
+int cuCtxGetDevice(int *device) {
+    if (!current) return 201;
+    *device = current->device;
+    return 0;
+}
+int cuCtxSynchronize(void) { note("cuCtxSynchronize"); return 0; }
+int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
+
+/* Host functions wait in a queue until a synchronisation runs them. */
+typedef void (*host_fn)(void *);
+static struct { host_fn fn; void *data; } queued[64];
+static int queued_count;
+static void run_host_functions(void) {
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        if (queued_count == 0) { pthread_mutex_unlock(&lock); return; }
+        host_fn fn = queued[0].fn;
+        void *data = queued[0].data;
+        memmove(queued, queued + 1, sizeof queued[0] * (size_t)--queued_count);
+        pthread_mutex_unlock(&lock);
+        note("host function runs");
+        fn(data);
+    }
+}
+
+int cuStreamCreate(void **s, unsigned flags) {
+    if (!current) return 201;
+    struct object *o = make(STREAM, current);
+    char b[16], c[16];
+    note("cuStreamCreate %s in %s flags=%u", name(o, b), name(current, c), flags);
+    *s = o;
+    return 0;
+}
+int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
+int cuStreamDestroy_v2(void *s) { char b[16]; note("cuStreamDestroy %s", name(s, b)); return 0; }
+int cuStreamSynchronize(void *s) { char b[16]; note("cuStreamSynchronize %s", name(s, b)); run_host_functions(); return 0; }
+int cuStreamQuery(void *s) { (void)s; return 0; }
+int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+    char b[16], c[16];
+    (void)flags;
+    note("cuStreamWaitEvent %s waits for %s", name(s, b), name(e, c));
+    return 0;
+}
+int cuStreamGetCtx(void *s, void **ctx) {
+    struct object *o = s;
+    if ((uintptr_t)s <= 2) { *ctx = current; return current ? 0 : 201; }
+    *ctx = o->context;
+    return 0;
+}
+int cuStreamGetPriority(void *s, int *priority) { (void)s; *priority = 0; return 0; }
+int cuStreamGetFlags(void *s, unsigned *flags) { (void)s; *flags = 1; return 0; }
+int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
+    char b[16];
+    note("cuLaunchHostFunc %s", name(s, b));
+    pthread_mutex_lock(&lock);
+    int full = queued_count == 64;
+    if (!full) { queued[queued_count].fn = fn; queued[queued_count].data = data; queued_count++; }
+    pthread_mutex_unlock(&lock);
+    return full ? 1 : 0;
+}
+
+int cuEventCreate(void **e, unsigned flags) {
+    if (!current) return 201;
+    struct object *o = make(EVENT, current);
+    char b[16];
+    note("cuEventCreate %s flags=%u", name(o, b), flags);
+    *e = o;
+    return 0;
+}
+int cuEventDestroy_v2(void *e) { char b[16]; note("cuEventDestroy %s", name(e, b)); return 0; }
+int cuEventRecord(void *e, void *s) {
+    char b[16], c[16];
+    note("cuEventRecord %s on %s", name(e, b), name(s, c));
+    return 0;
+}
+int cuEventQuery(void *e) { (void)e; return 0; }
+int cuEventSynchronize(void *e) { char b[16]; note("cuEventSynchronize %s", name(e, b)); run_host_functions(); return 0; }
+int cuEventElapsedTime_v2(float *ms, void *start, void *end) {
+    (void)start; (void)end;
+    const char *v = getenv("STANDIN_ELAPSED");
+    if (!v) *ms = 1.0f;
+    else if (strcmp(v, "nan") == 0) *ms = NAN;
+    else if (strcmp(v, "inf") == 0) *ms = INFINITY;
+    else *ms = (float)atof(v);
+    return 0;
+}
+
+static devptr next_address = 0x10000000;
+int cuDeviceGetDefaultMemPool(void **p, int device) { *p = &pools[device]; return 0; }
+int cuMemPoolGetAttribute(void *p, int attribute, void *value) { (void)p; (void)attribute; *(unsigned long long *)value = 0; return 0; }
+int cuMemAllocFromPoolAsync(devptr *ptr, size_t size, void *p, void *s) {
+    char b[16], c[16];
+    pthread_mutex_lock(&lock);
+    *ptr = next_address;
+    next_address += (size + 0xfff) & ~(size_t)0xfff;
+    pthread_mutex_unlock(&lock);
+    note("cuMemAllocFromPoolAsync %#llx size=%zu from %s on %s", *ptr, size, name(p, c), name(s, b));
+    return 0;
+}
+int cuMemFreeAsync(devptr ptr, void *s) { char b[16]; note("cuMemFreeAsync %#llx on %s", ptr, name(s, b)); return 0; }
+int cuMemAlloc_v2(devptr *ptr, size_t size) { return cuMemAllocFromPoolAsync(ptr, size, &pools[0], NULL); }
+int cuMemFree_v2(devptr ptr) { note("cuMemFree %#llx", ptr); return 0; }
+int cuMemcpyAsync(devptr dst, devptr src, size_t n, void *s) {
+    char b[16];
+    note("cuMemcpyAsync %#llx <- %#llx size=%zu on %s", dst, src, n, name(s, b));
+    return 0;
+}
+int cuMemcpyHtoDAsync_v2(devptr dst, const void *src, size_t n, void *s) {
+    char b[16];
+    (void)src;
+    note("cuMemcpyHtoDAsync %#llx size=%zu on %s", dst, n, name(s, b));
+    return 0;
+}
+int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t n, void *s) {
+    char b[16];
+    memset(dst, 0, n);
+    note("cuMemcpyDtoHAsync %#llx size=%zu on %s", src, n, name(s, b));
+    return 0;
+}
+int cuMemsetD8Async(devptr dst, unsigned char v, size_t n, void *s) {
+    char b[16];
+    note("cuMemsetD8Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
+    return 0;
+}
+int cuMemsetD16Async(devptr dst, unsigned short v, size_t n, void *s) {
+    char b[16];
+    note("cuMemsetD16Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
+    return 0;
+}
+int cuMemsetD32Async(devptr dst, unsigned v, size_t n, void *s) {
+    char b[16];
+    note("cuMemsetD32Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
+    return 0;
+}
+
+int cuLibraryLoadData(void **lib, const void *code, void *o1, void *o2, unsigned n1, void *o3,
+                      void *o4, unsigned n2) {
+    (void)code; (void)o1; (void)o2; (void)n1; (void)o3; (void)o4; (void)n2;
+    note("cuLibraryLoadData");
+    *lib = &library;
+    return 0;
+}
+int cuLibraryUnload(void *lib) { (void)lib; note("cuLibraryUnload"); return 0; }
+int cuLibraryGetKernel(void **kernel, void *lib, const char *kernel_name) {
+    (void)lib;
+    for (int i = 0; i < 4; i++) {
+        char want[8];
+        sprintf(want, "k%d", kernels[i].params);
+        if (strcmp(kernel_name, want) == 0) { *kernel = &kernels[i]; return 0; }
+    }
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+}
+int cuKernelGetName(const char **out, void *kernel) {
+    static const char *names[] = {"k0", "k1", "k4", "k16"};
+    for (int i = 0; i < 4; i++) if (kernel == &kernels[i]) { *out = names[i]; return 0; }
+    return 400;
+}
+int cuKernelGetAttribute(int *value, int attribute, void *kernel, int device) {
+    (void)kernel; (void)device;
+    *value = attribute == 0 ? 1024 : attribute == 8 ? 48 * 1024 : 0;
+    return 0;
+}
+/* Every parameter is 8 bytes. */
+int cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset, size_t *size) {
+    const struct object *k = kernel;
+    char b[16];
+    note("cuKernelGetParamInfo %s index=%zu", name(kernel, b), index);
+    if (index >= (size_t)k->params) return 1; /* CUDA_ERROR_INVALID_VALUE: past the last */
+    *offset = index * 8;
+    *size = 8;
+    return 0;
+}
+#ifndef STANDIN_NO_PARAM_COUNT
+int cuKernelGetParamCount(void *kernel, size_t *count) {
+    const struct object *k = kernel;
+    char b[16];
+    note("cuKernelGetParamCount %s", name(kernel, b));
+    *count = (size_t)k->params;
+    return 0;
+}
+#endif
+int cuKernelGetFunction(void **function, void *kernel) { *function = kernel; return 0; }
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t smem) {
+    (void)f; (void)block; (void)smem;
+    *blocks = 2;
+    return 0;
+}
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *s, void **params, void **extra) {
+    char b[16], c[16];
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)params; (void)extra;
+    note("cuLaunchKernel %s on %s", name(f, c), name(s, b));
+    return 0;
+}
