@@ -188,7 +188,11 @@ impl Event {
                 reason: format!("it completed {} ms after this event", -ms),
             });
         }
-        Ok(Duration::from_secs_f64(f64::from(ms) / 1000.0))
+        // A driver's answer is not trusted to be finite: `Duration` panics on NaN and infinity.
+        Duration::try_from_secs_f64(f64::from(ms) / 1000.0).map_err(|_| Error::InvalidArgument {
+            name: "self",
+            reason: format!("the driver reported {ms} ms between the events, not a time"),
+        })
     }
 
     /// The options the event was created with.

@@ -266,34 +266,43 @@ impl Kernel {
     }
 
     /// The kernel's parameters, in order: offset and size of each (`cuKernelGetParamInfo`,
-    /// CUDA 12.4 and newer drivers). Read once, then cached.
-    #[inline]
+    /// CUDA 12.4 and newer drivers). Read once, then cached; the first read is made in the
+    /// calling thread's current device's primary context (device 0 where none is current),
+    /// which the driver wants for it: the layout is the same on every device.
     #[doc(alias = "cuKernelGetParamInfo")]
+    #[inline]
     pub fn params(&self) -> Result<&[ParamInfo]> {
         if let Some(params) = self.inner.params.get() {
             return Ok(params);
         }
-        self.read_params()
+        self.read_params(Device::current()?)
     }
 
-    /// The first read of [`Kernel::params`], out of line: launches check the cached answer.
+    /// [`Kernel::params`], read (the first time) in `device`'s primary context: what launches
+    /// and occupancy queries on `device` use, so that they never touch another device's
+    /// context.
+    #[inline]
+    pub(crate) fn params_on(&self, device: Device) -> Result<&[ParamInfo]> {
+        if let Some(params) = self.inner.params.get() {
+            return Ok(params);
+        }
+        self.read_params(device)
+    }
+
+    /// The first read of the parameters, out of line: launches check the cached answer.
     #[cold]
     #[inline(never)]
-    fn read_params(&self) -> Result<&[ParamInfo]> {
+    fn read_params(&self, device: Device) -> Result<&[ParamInfo]> {
         // The driver wants a current context for this query (seen on the 580 driver: an
         // invalid-context error otherwise); the layout is the same in every context.
         let handle = self.inner.handle;
-        let params = Device::current()?
-            .primary_context()?
-            .with_current(|driver| {
-                let mut params = Vec::new();
-                while let Some((offset, size)) =
-                    driver.kernel_get_param_info(handle, params.len())?
-                {
-                    params.push(ParamInfo { offset, size });
-                }
-                Ok(params)
-            })?;
+        let params = device.primary_context()?.with_current(|driver| {
+            let mut params = Vec::new();
+            while let Some((offset, size)) = driver.kernel_get_param_info(handle, params.len())? {
+                params.push(ParamInfo { offset, size });
+            }
+            Ok(params)
+        })?;
         Ok(self.inner.params.get_or_init(|| params.into_boxed_slice()))
     }
 

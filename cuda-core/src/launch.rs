@@ -75,12 +75,15 @@ impl LaunchConfig {
         self
     }
 
-    fn threads_per_block(&self) -> u64 {
-        self.block.iter().map(|&d| u64::from(d)).product()
+    /// Threads per block; `None` where the product does not fit a `u64` (three `u32`s can
+    /// reach 2^96), which no device allows.
+    fn threads_per_block(&self) -> Option<u64> {
+        product(self.block)
     }
 
-    fn blocks(&self) -> u64 {
-        self.grid.iter().map(|&d| u64::from(d)).product()
+    /// Blocks in the grid; `None` where the product does not fit a `u64`.
+    fn blocks(&self) -> Option<u64> {
+        product(self.grid)
     }
 }
 
@@ -343,13 +346,16 @@ fn validate<'k>(
     }
     let device = stream.device();
     let limit = kernel.max_threads_per_block(device)?;
-    if config.threads_per_block() > u64::from(limit) {
+    let threads = config.threads_per_block().unwrap_or(u64::MAX);
+    if threads > u64::from(limit) {
         return Err(invalid(
             "config.block",
             format!(
                 "{:?} is {} threads; {} allows at most {limit} per block on device {}",
                 config.block,
-                config.threads_per_block(),
+                config
+                    .threads_per_block()
+                    .map_or("more than 2^64".to_owned(), |t| t.to_string()),
                 kernel.name(),
                 device.ordinal()
             ),
@@ -373,26 +379,53 @@ fn validate<'k>(
         check_cluster(config, cluster, device)?;
     }
     if config.cooperative {
-        let per_sm = kernel.max_active_blocks_per_sm(
-            device,
-            config.threads_per_block() as u32,
-            config.shared_memory_bytes as usize,
-        )?;
-        let sms = device.properties().multiprocessor_count()?;
-        let resident = u64::from(per_sm) * u64::from(sms);
-        if config.blocks() > resident {
-            return Err(invalid(
-                "config.grid",
-                format!(
-                    "a cooperative launch of {} blocks cannot be resident at once: device {} holds \
-                     {resident} such blocks ({per_sm} per SM x {sms} SMs)",
-                    config.blocks(),
-                    device.ordinal()
-                ),
-            ));
-        }
+        check_residency(stream, config, kernel, threads)?;
     }
-    check_arg_count(kernel, args)
+    check_arg_count(kernel, args, device)
+}
+
+/// A cooperative launch's blocks must all be resident at once: at most the blocks per SM
+/// times the SMs the stream's context may use (a green context's own, not the device's).
+#[cold]
+fn check_residency(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    threads: u64,
+) -> Result<()> {
+    let device = stream.device();
+    // At most the kernel's limit, checked above: it fits a u32.
+    let threads = u32::try_from(threads).unwrap_or(u32::MAX);
+    let per_sm =
+        kernel.max_active_blocks_per_sm(device, threads, config.shared_memory_bytes as usize)?;
+    let sms = stream.context().sm_count()?;
+    let resident = u64::from(per_sm) * u64::from(sms);
+    let blocks = config.blocks();
+    if blocks.is_none_or(|blocks| blocks > resident) {
+        let where_ = if stream.context().is_green() {
+            format!(
+                "the green context's {sms} SMs of device {}",
+                device.ordinal()
+            )
+        } else {
+            format!("device {}'s {sms} SMs", device.ordinal())
+        };
+        return Err(invalid(
+            "config.grid",
+            format!(
+                "a cooperative launch of {} blocks cannot be resident at once: {where_} hold \
+                 {resident} such blocks ({per_sm} per SM)",
+                blocks.map_or("more than 2^64".to_owned(), |b| b.to_string()),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The product of three dimensions, `None` past `u64`.
+fn product(dims: [u32; 3]) -> Option<u64> {
+    dims.iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(u64::from(d)))
 }
 
 #[cold]
@@ -431,8 +464,9 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
 fn check_arg_count<'k>(
     kernel: &'k Kernel,
     args: &[&dyn KernelArg],
+    device: crate::Device,
 ) -> Result<Option<&'k [ParamInfo]>> {
-    let params = match kernel.params() {
+    let params = match kernel.params_on(device) {
         Ok(params) => params,
         // Drivers before 12.4 cannot describe parameters: nothing to check against.
         Err(Error::NotSupported { .. }) => return Ok(None),
@@ -475,6 +509,19 @@ mod tests {
     fn bytes(arg: ArgBytes<'_>) -> (*const c_void, usize) {
         assert!(arg.home.is_none(), "a value argument has no stream");
         (arg.ptr, arg.size)
+    }
+
+    #[test]
+    fn launch_shapes_past_u64_are_none_not_wrapped() {
+        let huge = LaunchConfig::new([1, 1, 1], [4_194_304; 3]);
+        // 2^66 threads: wrapped, the product would be 0 and pass any limit.
+        assert_eq!(huge.threads_per_block(), None);
+        assert_eq!(LaunchConfig::new([u32::MAX; 3], [1, 1, 1]).blocks(), None);
+        assert_eq!(
+            LaunchConfig::new([2, 3, 4], [32, 8, 4]).threads_per_block(),
+            Some(1024)
+        );
+        assert_eq!(LaunchConfig::new([2, 3, 4], [1, 1, 1]).blocks(), Some(24));
     }
 
     #[test]

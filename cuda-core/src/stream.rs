@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+use std::thread::ThreadId;
 
 use crate::context::Context;
 use crate::device::Device;
@@ -84,9 +85,13 @@ struct StreamInner {
 enum Kind {
     /// Created here; destroyed on drop.
     Owned,
-    /// The legacy or per-thread default stream: the driver resolves it through the current
-    /// context, so operations make the stream's context current around their call.
-    Default,
+    /// The legacy default stream: the driver resolves it through the current context, so
+    /// operations make the stream's context current around their call.
+    Legacy,
+    /// The per-thread default stream of the thread that made this value: the driver resolves
+    /// it through the calling thread as well, so it is used from that thread only (from
+    /// another, the same handle would be that thread's own stream).
+    PerThread(ThreadId),
     /// Someone else's stream, wrapped without owning it.
     Borrowed,
 }
@@ -114,8 +119,16 @@ impl fmt::Debug for Stream {
 }
 
 impl PartialEq for Stream {
+    /// The same stream: the same handle in the same context (and, for per-thread default
+    /// streams, of the same thread).
     fn eq(&self, other: &Self) -> bool {
-        self.inner.handle == other.inner.handle && self.inner.context == other.inner.context
+        let thread = |kind: Kind| match kind {
+            Kind::PerThread(thread) => Some(thread),
+            _ => None,
+        };
+        self.inner.handle == other.inner.handle
+            && self.inner.context == other.inner.context
+            && thread(self.inner.kind) == thread(other.inner.kind)
     }
 }
 
@@ -164,17 +177,21 @@ impl Stream {
     }
 
     pub(crate) fn legacy_default(context: Context) -> Stream {
-        Stream::wrap(LEGACY, context, Kind::Default)
+        Stream::wrap(LEGACY, context, Kind::Legacy)
     }
 
-    /// The per-thread default stream of `device`'s primary context. (See
+    /// The calling thread's per-thread default stream of `device`'s primary context. The
+    /// driver resolves this stream through the calling thread, so the value belongs to the
+    /// thread that made it: used from another thread (it may be sent or shared, as any
+    /// stream), every operation on it is [`Error::InvalidArgument`], rather than acting on
+    /// that other thread's stream. Compared with `==`, the streams of two threads differ. (See
     /// [`Device::default_stream`] for a driver behaviour with green contexts.)
     #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
             PER_THREAD,
             device.primary_context()?,
-            Kind::Default,
+            Kind::PerThread(std::thread::current().id()),
         ))
     }
 
@@ -257,10 +274,10 @@ impl Stream {
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
         let inner = &*self.inner;
-        if inner.kind == Kind::Default {
-            return inner.context.with_current(|driver| f(driver, inner.handle));
+        if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
+            return f(inner.driver, inner.handle);
         }
-        f(inner.driver, inner.handle)
+        self.call_in_context(f)
     }
 
     /// Runs one driver call on this stream's handle with its context current (restoring the
@@ -274,6 +291,9 @@ impl Stream {
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
         let inner = &*self.inner;
+        if let Kind::PerThread(thread) = inner.kind {
+            check_thread(thread)?;
+        }
         inner.context.with_current(|driver| f(driver, inner.handle))
     }
 
@@ -391,6 +411,21 @@ impl Stream {
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
         self.inner.handle.0
     }
+}
+
+/// Refuses the use of a per-thread default stream from another thread than its own.
+#[inline]
+fn check_thread(owner: ThreadId) -> Result<()> {
+    if std::thread::current().id() == owner {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        name: "stream",
+        reason: "it is the per-thread default stream of another thread; on this thread the \
+                 same handle is this thread's own stream. Use Stream::per_thread_default here, \
+                 or a stream of its own"
+            .to_owned(),
+    })
 }
 
 /// Refuses a priority outside the device's range, naming the range.

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, Mutex, Once};
 
 use crate::common;
@@ -329,6 +330,46 @@ fn odd_files_in_place_of_entries_are_misses() {
     cache.put(&key, b"value");
     assert_eq!(cache.get(&key), None);
     assert_eq!(cache.failed_puts(), 1);
+}
+
+#[test]
+fn a_fifo_in_place_of_an_entry_is_a_miss_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap());
+    let key = small_key(2);
+    let path = dir.path().join(key.to_hex());
+    match Command::new("mkfifo").arg(&path).status() {
+        Ok(status) if status.success() => {}
+        other => return common::not_run("mkfifo", &format!("mkfifo did not run: {other:?}")),
+    }
+    // An ordinary open of a FIFO waits for a writer that never comes: look from a thread,
+    // and give it seconds.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let looking = Arc::clone(&cache);
+    std::thread::spawn(move || {
+        let _ = tx.send(looking.get(&key));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("get on a FIFO returned within 10 s");
+    assert_eq!(got, None);
+    // Left alone: it is not ours to delete.
+    assert!(path.exists());
+}
+
+#[test]
+fn an_entry_larger_than_the_bound_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = small_key(3);
+    // A valid entry of 2 MiB, written through a cache bounded at 4 MiB...
+    let value = vec![7u8; 2 << 20];
+    let roomy = FileStreamProgramCache::new(dir.path(), 4 << 20).unwrap();
+    roomy.put(&key, &value);
+    assert_eq!(roomy.get(&key).as_deref(), Some(&value[..]));
+    // ...is no entry for a cache bounded at 1 MiB, which could never have stored it: a miss,
+    // found from the file's size before its payload is read.
+    let small = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    assert_eq!(small.get(&key), None);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -676,3 +676,96 @@ fn a_launch_orders_buffers_of_other_streams_around_itself() {
         },
     );
 }
+
+#[test]
+fn launch_checks_are_made_on_the_launchs_own_device_and_shape() {
+    common::standin::run(
+        module_path!(),
+        "launch_checks_are_made_on_the_launchs_own_device_and_shape",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            // No context is current on this thread; the stream is device 1's.
+            let device = cuda_core::Device::new(1).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let k1 = code.get_kernel("k1").unwrap();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            // SAFETY: the stand-in runs nothing.
+            unsafe {
+                launch(
+                    &stream,
+                    &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+                    &k1,
+                    &[&buffer],
+                )
+            }
+            .unwrap();
+            // The parameters were read in device 1's context: device 0's was never retained.
+            let retains = standin::calls("cuDevicePrimaryCtxRetain");
+            assert!(
+                retains.iter().all(|l| l.ends_with("device=1")),
+                "{retains:?}"
+            );
+            // 4194304^3 threads: 2^66, which a u64 product wraps to 0.
+            let huge = LaunchConfig::new([1, 1, 1], [4_194_304; 3]);
+            standin::clear_log();
+            // SAFETY: refused before the driver.
+            let err = unsafe { launch(&stream, &huge, &k1, &[&buffer]) }.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "config.block", reason } if reason.contains("2^64")),
+                "{err}"
+            );
+            assert!(standin::calls("cuLaunchKernel").is_empty());
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cooperative_launch_in_a_green_context_counts_the_contexts_sms() {
+    let _green = common::green_contexts();
+    let device = common::device();
+    let barrier = kernel("grid_barrier");
+    let sms = device.resources().sm().unwrap();
+    let align = sms.coscheduled_alignment().unwrap_or(8);
+    let half = sms.sm_count() / 2 / align * align;
+    let split = sms
+        .split(SmSplitOptions::groups_of(half).with_groups(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions::default().with_resources(split.groups))
+        .unwrap();
+    let green_sms = green.sm_count().unwrap();
+    assert!(green_sms < device.properties().multiprocessor_count().unwrap());
+    let stream = green.create_stream(StreamOptions::default()).unwrap();
+    let per_sm = barrier.max_active_blocks_per_sm(device, 128, 0).unwrap();
+    let blocks = per_sm * green_sms;
+    let memory = device.memory_resource().unwrap();
+    let mut counter = memory.allocate(4, &stream).unwrap();
+    counter.fill(0u32, &stream).unwrap();
+    let out = memory.allocate(4 * (blocks as usize + 1), &stream).unwrap();
+    // As many blocks as the context's SMs hold: all resident, all pass the barrier.
+    let config = LaunchConfig::new([blocks, 1, 1], [128, 1, 1]).with_cooperative(true);
+    // SAFETY: one counter and one unsigned per block.
+    unsafe { launch(&stream, &config, &barrier, &[&counter, &out]) }.unwrap();
+    let passed = out.to_vec::<u32>(&stream).unwrap();
+    assert!(
+        passed[..blocks as usize].iter().all(|&v| v == blocks),
+        "{blocks} blocks"
+    );
+    // One more fits the device but not the context: refused (counting the device's SMs, it
+    // would be launched, and hang at the barrier).
+    let over = LaunchConfig::new([blocks + 1, 1, 1], [128, 1, 1]).with_cooperative(true);
+    // SAFETY: refused before the driver.
+    let err = unsafe { launch(&stream, &over, &barrier, &[&counter, &out]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "config.grid", reason } if reason.contains("green context")),
+        "{err}"
+    );
+}

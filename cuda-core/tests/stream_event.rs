@@ -239,3 +239,97 @@ fn a_raw_event_is_wrapped_without_being_destroyed() {
     stream.record(&event).unwrap();
     event.sync().unwrap();
 }
+
+#[test]
+fn work_queued_before_a_failed_pop_is_reported_queued() {
+    crate::common::standin::run(
+        module_path!(),
+        "work_queued_before_a_failed_pop_is_reported_queued",
+        &[],
+        &[("STANDIN_POP_STATUS", "201")],
+        || {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            use std::sync::Arc;
+            let device = cuda_core::Device::new(0).unwrap();
+            // The legacy default stream: every call on it pushes and pops the context, and here
+            // every pop fails after the call succeeded.
+            let stream = device.default_stream().unwrap();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let counter = Arc::clone(&ran);
+            // The driver took the host function: that is success (reported as an error, the
+            // closure would be freed while the driver still holds it).
+            stream
+                .launch_host_func(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            assert_eq!(
+                ran.load(Ordering::SeqCst),
+                0,
+                "ran before its stream reached it"
+            );
+            // The stand-in runs host functions at a synchronisation: once, on the live closure.
+            stream.sync().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+            assert_eq!(crate::common::standin::calls("host function runs").len(), 1);
+        },
+    );
+}
+
+#[test]
+fn a_per_thread_default_stream_is_its_threads_only() {
+    crate::common::standin::run(
+        module_path!(),
+        "a_per_thread_default_stream_is_its_threads_only",
+        &[],
+        &[],
+        || {
+            let device = cuda_core::Device::new(0).unwrap();
+            let mine = Stream::per_thread_default(device).unwrap();
+            mine.sync().unwrap();
+            let theirs = std::thread::spawn(move || {
+                // On another thread, the same value would act on that thread's own stream.
+                let err = mine.sync().unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidArgument { name: "stream", reason } if reason.contains("another thread")),
+                    "{err}"
+                );
+                let event = device.create_event(EventOptions::default()).unwrap();
+                assert!(mine.record(&event).is_err());
+                Stream::per_thread_default(device).unwrap()
+            })
+            .join()
+            .unwrap();
+            // Two threads' per-thread streams are two streams.
+            assert_ne!(theirs, Stream::per_thread_default(device).unwrap());
+            assert_eq!(
+                Stream::per_thread_default(device).unwrap(),
+                Stream::per_thread_default(device).unwrap()
+            );
+            assert!(theirs.sync().is_err());
+        },
+    );
+}
+
+#[test]
+fn a_non_finite_elapsed_time_is_an_error_not_a_panic() {
+    for answer in ["nan", "inf"] {
+        crate::common::standin::run(
+            module_path!(),
+            "a_non_finite_elapsed_time_is_an_error_not_a_panic",
+            &[],
+            &[("STANDIN_ELAPSED", answer)],
+            || {
+                let device = cuda_core::Device::new(0).unwrap();
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                let start = stream.record_new(EventOptions::timing()).unwrap();
+                let end = stream.record_new(EventOptions::timing()).unwrap();
+                let err = end.elapsed_since(&start).unwrap_err();
+                assert!(
+                    matches!(err, Error::InvalidArgument { name: "self", .. }),
+                    "{err}"
+                );
+            },
+        );
+    }
+}

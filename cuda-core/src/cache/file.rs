@@ -327,7 +327,7 @@ impl FileStreamProgramCache {
 impl ProgramCache for FileStreamProgramCache {
     fn get(&self, key: &CacheKey) -> Option<Vec<u8>> {
         let path = self.entry_path(key);
-        let mut file = match File::open(&path) {
+        let mut file = match open_entry(&path) {
             Ok(file) => file,
             Err(e) => {
                 if e.kind() != io::ErrorKind::NotFound {
@@ -339,7 +339,7 @@ impl ProgramCache for FileStreamProgramCache {
                 return None;
             }
         };
-        match read_entry(&mut file) {
+        match read_entry(&mut file, self.max_bytes) {
             Ok(value) => {
                 // Mark the use, for eviction. Fails on entries of another user: harmless.
                 if let Err(e) = file.set_modified(SystemTime::now()) {
@@ -361,6 +361,13 @@ impl ProgramCache for FileStreamProgramCache {
             Err(EntryError::Io(e)) => {
                 log::debug!(
                     "program cache at {}: cannot read {key}: {e}",
+                    self.dir.display()
+                );
+                None
+            }
+            Err(EntryError::NotAFile) => {
+                log::warn!(
+                    "program cache at {}: {key} is not a regular file; a miss",
                     self.dir.display()
                 );
                 None
@@ -450,6 +457,8 @@ enum EntryError {
     Corrupt(&'static str),
     /// Reading failed for another reason: the entry is left alone.
     Io(io::Error),
+    /// Not a regular file (a FIFO, a device, a directory): a miss, left alone.
+    NotAFile,
 }
 
 impl From<io::Error> for EntryError {
@@ -471,9 +480,34 @@ fn header(payload: &[u8]) -> [u8; HEADER_LEN] {
     header
 }
 
-/// Reads and checks a whole entry.
-fn read_entry(file: &mut File) -> Result<Vec<u8>, EntryError> {
-    let file_len = file.metadata()?.len();
+/// Opens an entry for reading without waiting on it: a FIFO or device in its place would block
+/// an ordinary open until someone writes to it (`O_NONBLOCK`, which changes nothing for a
+/// regular file).
+fn open_entry(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        /// `O_NONBLOCK` on Linux.
+        const O_NONBLOCK: i32 = 0o4000;
+        options.custom_flags(O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// Reads and checks a whole entry: a regular file, no larger than the cache's bound (no entry
+/// put here is), whose header gives its own length and checksum. The size is checked before a
+/// byte of the payload is read.
+fn read_entry(file: &mut File, max_bytes: u64) -> Result<Vec<u8>, EntryError> {
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(EntryError::NotAFile);
+    }
+    let file_len = metadata.len();
+    if file_len > max_bytes {
+        return Err(EntryError::Corrupt("larger than the cache's bound"));
+    }
     let Some(payload_len) = file_len.checked_sub(HEADER_LEN as u64) else {
         return Err(EntryError::Corrupt("shorter than a header"));
     };

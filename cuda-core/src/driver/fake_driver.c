@@ -3,7 +3,7 @@
  * tests can see which table fields load, which stay empty, and how errors are named.
  * Build flags: -DFAKE_VERSION=12040 (required), -DFAKE_INIT_STATUS=100 (cuInit's answer),
  * -DFAKE_NO_VERSION (leave cuDriverGetVersion out), -DFAKE_CTX_STATUS=101 (cuCtxGetCurrent's
- * answer). */
+ * answer), -DFAKE_POP_STATUS=201 (cuCtxPopCurrent's answer). */
 #include <stddef.h>
 
 #ifndef FAKE_INIT_STATUS
@@ -58,4 +58,19 @@ int cuCtxGetCurrent(void **ctx) {
     if (FAKE_CTX_STATUS != 0) return FAKE_CTX_STATUS;
     *ctx = &fake_context;
     return 0;
+}
+
+/* A context stack of one: push makes `pushed` current, pop answers FAKE_POP_STATUS (after
+ * popping); fake_pops counts the pops, for the tests to read. */
+#ifndef FAKE_POP_STATUS
+#define FAKE_POP_STATUS 0
+#endif
+int fake_pops;
+static int pushed;
+int cuCtxPushCurrent_v2(void *ctx) { (void)ctx; pushed = 1; return 0; }
+int cuCtxPopCurrent_v2(void **ctx) {
+    *ctx = pushed ? &fake_context : NULL;
+    pushed = 0;
+    fake_pops++;
+    return FAKE_POP_STATUS;
 }

@@ -85,8 +85,8 @@ fn a_12x_driver_gets_the_12_table() {
     assert_eq!(loaded.driver.version(), DriverVersion(12040));
     assert_eq!(loaded.driver.version().to_string(), "12.4");
     assert_eq!(loaded.init, Ok(()));
-    // The stand-in exports 8 of the 12.9 header's functions.
-    assert_eq!(loaded.driver.functions_loaded(), (8, 452));
+    // The stand-in exports 10 of the 12.9 header's functions.
+    assert_eq!(loaded.driver.functions_loaded(), (10, 452));
 }
 
 #[test]
@@ -97,9 +97,9 @@ fn a_13x_driver_gets_the_13_table() {
     let loaded = loaded.expect("a 13.0 driver loads");
     assert_eq!(loaded.driver.abi(), Abi::Cuda13);
     assert_eq!(loaded.choice, AbiChoice::Probe);
-    // cuCtxCreate_v2 is not the 13 header's export: 7 of its functions load.
+    // cuCtxCreate_v2 is not the 13 header's export: 9 of its functions load.
     let (found, declared) = loaded.driver.functions_loaded();
-    assert_eq!(found, 7);
+    assert_eq!(found, 9);
     assert!(
         declared > 452,
         "the 13 header declares more than 12.9's: {declared}"
@@ -175,7 +175,7 @@ fn the_override_forces_12_on_a_13_driver() {
     assert_eq!(loaded.driver.abi(), Abi::Cuda12);
     assert_eq!(loaded.choice, AbiChoice::Override);
     // The 12 table finds the 12.9 header's cuCtxCreate_v2 in the stand-in.
-    assert_eq!(loaded.driver.functions_loaded().0, 8);
+    assert_eq!(loaded.driver.functions_loaded().0, 10);
 }
 
 #[test]
@@ -471,4 +471,34 @@ fn abi_changed_functions_answer_right_through_each_table() {
         driver.ctx_destroy(ctx).unwrap();
         assert_ne!(driver.ctx_get_current().unwrap(), ctx, "{abi}");
     }
+}
+
+#[test]
+fn a_failed_pop_is_logged_not_reported_and_a_panic_still_pops() {
+    use super::ContextHandle;
+    use crate::lifetime::current::with_current;
+    let Some(path) = fake_driver(&[("FAKE_VERSION", "12040"), ("FAKE_POP_STATUS", "201")]) else {
+        return;
+    };
+    let loaded = probe::load(&[path.to_str().unwrap()], None).expect("loads");
+    let driver: &'static dyn Driver = Box::leak(loaded.driver);
+    // SAFETY: the stand-in's own counter, an int.
+    let pops: &'static std::sync::atomic::AtomicI32 = unsafe {
+        let library = Box::leak(Box::new(libloading::Library::new(&path).unwrap()));
+        &*(*library.get::<*mut i32>(b"fake_pops\0").unwrap()).cast::<std::sync::atomic::AtomicI32>()
+    };
+    // Another context than the stand-in's current one: a push and a pop around the call.
+    let other = ContextHandle(std::ptr::without_provenance_mut(0x1234));
+    let before = pops.load(std::sync::atomic::Ordering::Relaxed);
+    // The call succeeded; its pop failed (201): the result is the call's.
+    assert_eq!(with_current(driver, other, |_| Ok(42)), Ok(42));
+    assert_eq!(pops.load(std::sync::atomic::Ordering::Relaxed), before + 1);
+    // A panic inside still pops the context it pushed.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = with_current(driver, other, |_| -> crate::error::Result<()> {
+            panic!("inside")
+        });
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(pops.load(std::sync::atomic::Ordering::Relaxed), before + 2);
 }

@@ -8,6 +8,10 @@ use crate::error::Result;
 
 /// Runs `f` with `handle` current on the calling thread: directly where it already is (one
 /// `cuCtxGetCurrent`), between a push and a pop otherwise.
+///
+/// `f`'s result is the result: a pop that fails after `f` queued its work is logged, not
+/// reported, so that work the driver accepted (a copy, a host function holding a closure) is
+/// never reported as failed and freed under it. The pop runs even if `f` panics.
 #[inline]
 pub(crate) fn with_current<T>(
     driver: &'static dyn Driver,
@@ -18,11 +22,18 @@ pub(crate) fn with_current<T>(
         return f(driver);
     }
     driver.ctx_push_current(handle)?;
-    let result = f(driver);
-    let popped = driver.ctx_pop_current();
-    match (result, popped) {
-        (Ok(value), Ok(_)) => Ok(value),
-        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+    let _pop = Pop(driver);
+    f(driver)
+}
+
+/// Pops the context pushed by [`with_current`] when dropped, on return or unwind.
+struct Pop(&'static dyn Driver);
+
+impl Drop for Pop {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.ctx_pop_current() {
+            log::error!("restoring the caller's context after a driver call: {e}");
+        }
     }
 }
 

@@ -270,7 +270,9 @@ impl DeviceMemoryResource {
     }
 }
 
-impl MemoryResource for DeviceMemoryResource {
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
+// through `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for DeviceMemoryResource {
     #[inline]
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.device))?;

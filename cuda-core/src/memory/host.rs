@@ -39,7 +39,9 @@ impl PinnedMemoryResource {
     }
 }
 
-impl MemoryResource for PinnedMemoryResource {
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
+// through `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for PinnedMemoryResource {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         let ptr = self
@@ -93,7 +95,9 @@ impl ManagedMemoryResource {
     }
 }
 
-impl MemoryResource for ManagedMemoryResource {
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
+// through `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for ManagedMemoryResource {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         self.context

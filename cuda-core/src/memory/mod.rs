@@ -48,7 +48,83 @@ use crate::stream::Stream;
 ///
 /// Implement it to plug another allocator in; a [`Buffer`] made by [`Allocate::allocate`]
 /// calls [`MemoryResource::deallocate`] when it is dropped or closed.
-pub trait MemoryResource: Send + Sync + fmt::Debug {
+///
+/// # Safety
+///
+/// [`Buffer`] trusts what an implementation says, and safe code then reads and writes the
+/// memory through it (host views of host-accessible memory, copies, fills, kernel launches).
+/// An implementation promises:
+///
+/// - [`allocate_raw`](MemoryResource::allocate_raw) returns a fresh allocation of at least
+///   `size` bytes that nothing else uses, owned by the caller until it passes it to
+///   [`deallocate`](MemoryResource::deallocate), and usable by work queued on `stream` after
+///   the call (device memory of the stream's device or accessible from it);
+/// - [`is_host_accessible`](MemoryResource::is_host_accessible) is `true` only for memory the
+///   host may read and write at the returned address for the allocation's whole life;
+///   [`is_device_accessible`](MemoryResource::is_device_accessible),
+///   [`device`](MemoryResource::device),
+///   [`is_accessible_from`](MemoryResource::is_accessible_from) and
+///   [`copies_across_devices`](MemoryResource::copies_across_devices) answer truthfully;
+/// - [`deallocate`](MemoryResource::deallocate) frees no sooner than the work queued on its
+///   stream before the call is done.
+///
+/// A resource that counts the allocations of another, keeping its promises by passing them on:
+///
+/// ```no_run
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use cuda_core::{Allocate, Device, DevicePtr, MemoryResource, Result, Stream, StreamOptions};
+///
+/// #[derive(Debug)]
+/// struct Counting {
+///     inner: Arc<dyn MemoryResource>,
+///     allocations: AtomicUsize,
+/// }
+///
+/// // SAFETY: every answer and allocation is the inner resource's, which keeps the contract.
+/// unsafe impl MemoryResource for Counting {
+///     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
+///         self.allocations.fetch_add(1, Ordering::Relaxed);
+///         self.inner.allocate_raw(size, stream)
+///     }
+///     unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()> {
+///         // SAFETY: passed on as received: the caller vouches for it.
+///         unsafe { self.inner.deallocate(ptr, size, stream) }
+///     }
+///     fn is_device_accessible(&self) -> bool { self.inner.is_device_accessible() }
+///     fn is_host_accessible(&self) -> bool { self.inner.is_host_accessible() }
+///     fn device(&self) -> Option<Device> { self.inner.device() }
+///     fn is_accessible_from(&self, device: Device) -> Result<bool> {
+///         self.inner.is_accessible_from(device)
+///     }
+///     fn copies_across_devices(&self) -> bool { self.inner.copies_across_devices() }
+/// }
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let counting = Arc::new(Counting { inner: device.memory_resource()?, allocations: AtomicUsize::new(0) });
+/// let buffer = counting.allocate(4096, &stream)?;
+/// assert_eq!(counting.allocations.load(Ordering::Relaxed), 1);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+///
+/// The same without `unsafe impl` does not compile:
+///
+/// ```compile_fail
+/// use cuda_core::{DevicePtr, Device, MemoryResource, Result, Stream};
+///
+/// #[derive(Debug)]
+/// struct Lies;
+///
+/// impl MemoryResource for Lies {
+///     fn allocate_raw(&self, _: usize, _: &Stream) -> Result<DevicePtr> { Ok(DevicePtr(0x10)) }
+///     unsafe fn deallocate(&self, _: DevicePtr, _: usize, _: &Stream) -> Result<()> { Ok(()) }
+///     fn is_device_accessible(&self) -> bool { true }
+///     fn is_host_accessible(&self) -> bool { true }
+///     fn device(&self) -> Option<Device> { None }
+/// }
+/// ```
+pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// Allocates `size` bytes, usable by work queued on `stream` after this call; returns the
     /// address.
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr>;

@@ -36,7 +36,9 @@ impl SyncMemoryResource {
     }
 }
 
-impl MemoryResource for SyncMemoryResource {
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
+// through `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for SyncMemoryResource {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.context.device()))?;
         self.context
