@@ -37,6 +37,16 @@ impl CodeType {
         }
     }
 
+    /// The type as a phrase: "a cubin", "PTX".
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            CodeType::Ptx => "PTX",
+            CodeType::Cubin => "a cubin",
+            CodeType::Fatbin => "a fatbin",
+            CodeType::LtoIr => "LTO-IR",
+        }
+    }
+
     pub(crate) fn from_extension(extension: &str) -> Option<CodeType> {
         match extension {
             "ptx" => Some(CodeType::Ptx),
@@ -53,7 +63,10 @@ impl CodeType {
 ///
 /// Loading uses the driver's context-independent library API (`cuLibraryLoadData`), once, on
 /// the first [`ObjectCode::get_kernel`]; the library is unloaded when the last clone and kernel
-/// drop.
+/// drop. That call takes no length: the driver follows the image's own headers, so they are
+/// checked against the bytes first. A cubin's ELF tables and sections, a fatbin's header and
+/// entries must lie within them, PTX must be text (it always gets its NUL), and the bytes must
+/// be of the type declared; anything else is [`Error::InvalidArgument`] naming what was found.
 #[doc(alias = "CUlibrary")]
 #[derive(Clone)]
 pub struct ObjectCode {
@@ -304,6 +317,8 @@ impl ObjectCode {
                 ),
             });
         }
+        // The driver follows the image's own headers: check them against our bytes first.
+        crate::image::check(self.inner.code_type, &self.inner.code)?;
         let driver = driver()?;
         let library = driver.library_load_data(&self.inner.code)?;
         if self.inner.library.set((library, driver)).is_err() {

@@ -769,3 +769,91 @@ fn a_cooperative_launch_in_a_green_context_counts_the_contexts_sms() {
         "{err}"
     );
 }
+
+/// A fatbin of one uncompressed cubin entry for `arch` (`90` for sm_90), as laid out by the
+/// toolkit: a 16-byte header, a 64-byte entry header, the cubin padded to 8 bytes.
+fn fatbin_of(cubin: &[u8], arch: u32) -> Vec<u8> {
+    let padded = cubin.len().div_ceil(8) * 8;
+    let mut fat = Vec::new();
+    fat.extend_from_slice(&0xBA55_ED50u32.to_le_bytes());
+    fat.extend_from_slice(&1u16.to_le_bytes()); // version
+    fat.extend_from_slice(&16u16.to_le_bytes()); // header size
+    fat.extend_from_slice(&(64 + padded as u64).to_le_bytes()); // entries' size
+    let mut entry = [0u8; 64];
+    entry[0..2].copy_from_slice(&2u16.to_le_bytes()); // an ELF (cubin) entry
+    entry[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+    entry[4..8].copy_from_slice(&64u32.to_le_bytes()); // this header's size
+    entry[8..16].copy_from_slice(&(padded as u64).to_le_bytes()); // the payload's
+    entry[24..26].copy_from_slice(&7u16.to_le_bytes()); // ELF code version 1.7
+    entry[26..28].copy_from_slice(&1u16.to_le_bytes());
+    entry[28..32].copy_from_slice(&arch.to_le_bytes());
+    entry[40..48].copy_from_slice(&0x11u64.to_le_bytes()); // 64-bit, Linux
+    fat.extend_from_slice(&entry);
+    fat.extend_from_slice(cubin);
+    fat.resize(16 + 64 + padded, 0);
+    fat
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn images_are_checked_before_the_driver_reads_them() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let program = Program::new(SOURCE, ProgramOptions::default());
+    // The case: SAXPY's PTX without its NUL, passed as a cubin. The driver would read
+    // it as a C string, past the end of the bytes.
+    let ptx = program.compile(CodeType::Ptx, &[]).unwrap();
+    let text = ptx.code()[..ptx.code().len() - 1].to_vec();
+    let err = ObjectCode::from_cubin(text.clone())
+        .get_kernel("saxpy")
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "code", reason } if reason.contains("declared a cubin")),
+        "{err}"
+    );
+    // As PTX it loads (it gets its NUL) and runs.
+    assert!(ObjectCode::from_ptx(text).get_kernel("saxpy").is_ok());
+    // A cubin cut in half: its section table ends past the bytes.
+    let cubin = code().code().to_vec();
+    let err = ObjectCode::from_cubin(cubin[..cubin.len() / 2].to_vec())
+        .get_kernel("saxpy")
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "code", reason } if reason.contains("cut short")),
+        "{err}"
+    );
+    // A 16-byte fatbin header that claims 1 GiB.
+    let mut claim = fatbin_of(&[], 90)[..16].to_vec();
+    claim[8..16].copy_from_slice(&(1u64 << 30).to_le_bytes());
+    let err = ObjectCode::from_fatbin(claim)
+        .get_kernel("saxpy")
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { name: "code", .. }),
+        "{err}"
+    );
+    // The whole cubin wrapped in a fatbin passes the checks, and the driver loads it.
+    let (major, minor) = device.compute_capability().unwrap();
+    let fat = ObjectCode::from_fatbin(fatbin_of(&cubin, major * 10 + minor));
+    let saxpy = fat.get_kernel("saxpy").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let n = 256u32;
+    let memory = device.memory_resource().unwrap();
+    let mut x = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut y = memory.allocate(4 * n as usize, &stream).unwrap();
+    x.copy_from_host(&vec![1.0f32; n as usize], &stream)
+        .unwrap();
+    y.copy_from_host(&vec![1.0f32; n as usize], &stream)
+        .unwrap();
+    // SAFETY: n floats in x and y.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n.into(), 128),
+            &saxpy,
+            &[&2.0f32, &x, &y, &n],
+        )
+    }
+    .unwrap();
+    assert!(y.to_vec::<f32>(&stream).unwrap().iter().all(|&v| v == 3.0));
+}

@@ -1,0 +1,399 @@
+//! Code images as the driver reads them, checked before it does.
+//!
+//! `cuLibraryLoadData` takes no length: the driver follows the image's own headers (an ELF's
+//! section and program-header tables, a fatbin's header and entry sizes) or reads PTX up to its
+//! NUL. So every offset and size those headers give must lie within the bytes we hold, and the
+//! image must be of the kind declared: PTX passed as a cubin would be read as a C string past
+//! the end of its buffer.
+
+use crate::error::{Error, Result};
+use crate::object_code::CodeType;
+
+/// `\x7fELF`.
+const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
+/// A fatbin's magic number (little-endian).
+const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+/// `SHT_NOBITS`: a section that takes no bytes of the file.
+const SHT_NOBITS: u32 = 8;
+/// `PN_XNUM`: the program-header count is elsewhere (in section 0).
+const PN_XNUM: u16 = 0xffff;
+
+/// What an image's first bytes say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Elf,
+    Fatbin,
+    Text,
+}
+
+impl Kind {
+    /// What the bytes say they are.
+    pub(crate) fn of(bytes: &[u8]) -> Kind {
+        if bytes.starts_with(&ELF_MAGIC) {
+            Kind::Elf
+        } else if bytes.len() >= 4 && u32_at(bytes, 0) == Some(FATBIN_MAGIC) {
+            Kind::Fatbin
+        } else {
+            Kind::Text
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Elf => "an ELF image (a cubin)",
+            Kind::Fatbin => "a fatbin",
+            Kind::Text => "neither an ELF image nor a fatbin (PTX text, or something else)",
+        }
+    }
+}
+
+/// Checks that `bytes` are an image of `declared` type whose headers stay within them.
+pub(crate) fn check(declared: CodeType, bytes: &[u8]) -> Result<()> {
+    let found = Kind::of(bytes);
+    let expected = match declared {
+        CodeType::Cubin => Kind::Elf,
+        CodeType::Fatbin => Kind::Fatbin,
+        CodeType::Ptx => Kind::Text,
+        // Never loaded: linked first.
+        CodeType::LtoIr => return Ok(()),
+    };
+    if found != expected {
+        return Err(bad(format!(
+            "the code is declared {}, but its bytes are {}",
+            declared.describe(),
+            found.describe()
+        )));
+    }
+    match found {
+        Kind::Elf => check_elf(bytes),
+        Kind::Fatbin => check_fatbin(bytes),
+        Kind::Text if bytes.last() == Some(&0) => Ok(()),
+        Kind::Text => Err(bad("PTX must end in a NUL byte".to_owned())),
+    }
+}
+
+fn bad(reason: String) -> Error {
+    Error::InvalidArgument {
+        name: "code",
+        reason,
+    }
+}
+
+fn u16_at(bytes: &[u8], at: u64) -> Option<u16> {
+    let at = usize::try_from(at).ok()?;
+    Some(u16::from_le_bytes(
+        bytes.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn u32_at(bytes: &[u8], at: u64) -> Option<u32> {
+    let at = usize::try_from(at).ok()?;
+    Some(u32::from_le_bytes(
+        bytes.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn u64_at(bytes: &[u8], at: u64) -> Option<u64> {
+    let at = usize::try_from(at).ok()?;
+    Some(u64::from_le_bytes(
+        bytes.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// Whether `[offset, offset + size)` lies within `len` bytes.
+fn within(offset: u64, size: u64, len: usize) -> bool {
+    offset
+        .checked_add(size)
+        .is_some_and(|end| end <= len as u64)
+}
+
+/// A 64-bit little-endian ELF image (every cubin of a 64-bit toolchain): its header, its
+/// program-header and section-header tables, and every segment and every section but
+/// `SHT_NOBITS` ones lie within the bytes.
+fn check_elf(bytes: &[u8]) -> Result<()> {
+    let len = bytes.len();
+    let truncated = |what: &str| bad(format!("the ELF image ({len} bytes) is cut short: {what}"));
+    if len < 64 {
+        return Err(truncated("its 64-byte header"));
+    }
+    if bytes[4] != 2 || bytes[5] != 1 {
+        return Err(bad(format!(
+            "the ELF image is not 64-bit little-endian (class {}, data {}), as CUDA images are",
+            bytes[4], bytes[5]
+        )));
+    }
+    let field = |at| u64_at(bytes, at).ok_or_else(|| truncated("its header"));
+    let half = |at| u16_at(bytes, at).ok_or_else(|| truncated("its header"));
+    let (phoff, shoff) = (field(32)?, field(40)?);
+    let (phentsize, phnum) = (half(54)?, half(56)?);
+    let (shentsize, mut shnum, shstrndx) = (half(58)?, u64::from(half(60)?), half(62)?);
+    if shnum == 0 && shoff != 0 {
+        // Extended numbering: section 0's size holds the count.
+        if !within(shoff, 64, len) {
+            return Err(truncated("its first section header"));
+        }
+        shnum = field(shoff + 32)?;
+    }
+    if phnum == PN_XNUM {
+        return Err(bad(
+            "the ELF image counts its program headers elsewhere (PN_XNUM), which a \
+                        cubin does not"
+                .to_owned(),
+        ));
+    }
+    if phnum > 0 {
+        if phentsize < 56 {
+            return Err(bad(format!(
+                "the ELF image's program headers are {phentsize} bytes"
+            )));
+        }
+        let table = u64::from(phnum) * u64::from(phentsize);
+        if !within(phoff, table, len) {
+            return Err(truncated(&format!(
+                "its {phnum} program headers at {phoff} end past it"
+            )));
+        }
+        for i in 0..u64::from(phnum) {
+            let at = phoff + i * u64::from(phentsize);
+            let (offset, size) = (field(at + 8)?, field(at + 32)?);
+            if !within(offset, size, len) {
+                return Err(truncated(&format!(
+                    "segment {i} ({size} bytes at {offset}) ends past it"
+                )));
+            }
+        }
+    }
+    if shnum > 0 {
+        if shentsize < 64 {
+            return Err(bad(format!(
+                "the ELF image's section headers are {shentsize} bytes"
+            )));
+        }
+        let table = shnum
+            .checked_mul(u64::from(shentsize))
+            .ok_or_else(|| truncated("its section count overflows"))?;
+        if !within(shoff, table, len) {
+            return Err(truncated(&format!(
+                "its {shnum} section headers at {shoff} end past it"
+            )));
+        }
+        if u64::from(shstrndx) >= shnum && shstrndx != 0 && shstrndx != 0xffff {
+            return Err(bad(format!(
+                "the ELF image names section {shstrndx} of {shnum} as its string table"
+            )));
+        }
+        for i in 0..shnum {
+            let at = shoff + i * u64::from(shentsize);
+            let kind = u32_at(bytes, at + 4).ok_or_else(|| truncated("a section header"))?;
+            let (offset, size) = (field(at + 24)?, field(at + 32)?);
+            if kind != SHT_NOBITS && !within(offset, size, len) {
+                return Err(truncated(&format!(
+                    "section {i} ({size} bytes at {offset}) ends past it"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A fatbin: a 16-byte header (magic, version, header size, size of the entries after it) and
+/// entries, each a header of its own size followed by its payload; the header and every entry
+/// lie within the bytes, and the entries fill the size the header gives exactly.
+fn check_fatbin(bytes: &[u8]) -> Result<()> {
+    let len = bytes.len();
+    let truncated = |what: String| bad(format!("the fatbin ({len} bytes) is cut short: {what}"));
+    let header_size = u16_at(bytes, 6).ok_or_else(|| truncated("its header".to_owned()))?;
+    let fat_size = u64_at(bytes, 8).ok_or_else(|| truncated("its header".to_owned()))?;
+    let header_size = u64::from(header_size);
+    if header_size < 16 {
+        return Err(bad(format!(
+            "the fatbin's header claims {header_size} bytes"
+        )));
+    }
+    if !within(header_size, fat_size, len) {
+        return Err(truncated(format!(
+            "its header claims {fat_size} bytes of entries after {header_size}"
+        )));
+    }
+    let end = header_size + fat_size;
+    let mut at = header_size;
+    let mut index = 0;
+    while at < end {
+        if end - at < 16 {
+            return Err(truncated(format!("entry {index}'s header at {at}")));
+        }
+        let entry_header = u64::from(
+            u32_at(bytes, at + 4).ok_or_else(|| truncated(format!("entry {index}'s header")))?,
+        );
+        let payload =
+            u64_at(bytes, at + 8).ok_or_else(|| truncated(format!("entry {index}'s header")))?;
+        if entry_header < 16 {
+            return Err(bad(format!(
+                "the fatbin's entry {index} claims a {entry_header}-byte header"
+            )));
+        }
+        let next = at
+            .checked_add(entry_header)
+            .and_then(|a| a.checked_add(payload))
+            .filter(|&next| next <= end)
+            .ok_or_else(|| {
+                truncated(format!(
+                    "entry {index} ({payload} bytes after a {entry_header}-byte header at {at}) \
+                     ends past the {fat_size} bytes of entries"
+                ))
+            })?;
+        at = next;
+        index += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal ELF64 header with the given tables.
+    fn elf(phnum: u16, shnum: u16, len: usize) -> Vec<u8> {
+        let mut e = vec![0u8; len.max(64)];
+        e[..4].copy_from_slice(&ELF_MAGIC);
+        e[4] = 2;
+        e[5] = 1;
+        e[52] = 64;
+        e[54] = 56;
+        e[56..58].copy_from_slice(&phnum.to_le_bytes());
+        e[58] = 64;
+        e[60..62].copy_from_slice(&shnum.to_le_bytes());
+        e
+    }
+
+    fn set_u64(bytes: &mut [u8], at: usize, value: u64) {
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    }
+
+    /// An ELF with one section of `size` bytes at `offset`, its table at 64.
+    fn elf_with_section(kind: u32, offset: u64, size: u64) -> Vec<u8> {
+        let mut e = elf(0, 1, 64 + 64 + 16);
+        set_u64(&mut e, 40, 64);
+        e[64 + 4..64 + 8].copy_from_slice(&kind.to_le_bytes());
+        set_u64(&mut e, 64 + 24, offset);
+        set_u64(&mut e, 64 + 32, size);
+        e
+    }
+
+    fn fatbin(entries: &[(u32, u64)], claimed: Option<u64>, len: usize) -> Vec<u8> {
+        let size: u64 = entries.iter().map(|(h, p)| u64::from(*h) + p).sum();
+        let mut f = vec![0u8; len.max(16)];
+        f[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
+        f[4..6].copy_from_slice(&1u16.to_le_bytes());
+        f[6..8].copy_from_slice(&16u16.to_le_bytes());
+        set_u64(&mut f, 8, claimed.unwrap_or(size));
+        let mut at = 16usize;
+        for (header, payload) in entries {
+            if at + 16 <= len {
+                f[at..at + 2].copy_from_slice(&2u16.to_le_bytes());
+                f[at + 4..at + 8].copy_from_slice(&header.to_le_bytes());
+                set_u64(&mut f, at + 8, *payload);
+            }
+            at += *header as usize + *payload as usize;
+        }
+        f.truncate(len);
+        f
+    }
+
+    fn refused(declared: CodeType, bytes: &[u8], needle: &str) {
+        match check(declared, bytes) {
+            Err(Error::InvalidArgument {
+                name: "code",
+                reason,
+            }) => {
+                assert!(reason.contains(needle), "{reason:?} lacks {needle:?}")
+            }
+            other => panic!("{declared:?} of {} bytes: {other:?}", bytes.len()),
+        }
+    }
+
+    #[test]
+    fn an_elf_image_is_checked_against_its_own_tables() {
+        assert_eq!(check(CodeType::Cubin, &elf(0, 0, 64)), Ok(()));
+        // Cut short: the header, a section past the end, a table past the end.
+        refused(CodeType::Cubin, &elf(0, 0, 64)[..40], "64-byte header");
+        refused(
+            CodeType::Cubin,
+            &elf_with_section(1, 100, 1 << 30),
+            "section 0 (1073741824 bytes at 100)",
+        );
+        refused(
+            CodeType::Cubin,
+            &elf_with_section(1, u64::MAX, 2),
+            "section 0",
+        );
+        let mut short_table = elf(0, 3, 64 + 64);
+        set_u64(&mut short_table, 40, 64);
+        refused(CodeType::Cubin, &short_table, "3 section headers");
+        // A NOBITS section takes no bytes of the file: any size.
+        assert_eq!(
+            check(CodeType::Cubin, &elf_with_section(SHT_NOBITS, 0, 1 << 40)),
+            Ok(())
+        );
+        assert_eq!(
+            check(CodeType::Cubin, &elf_with_section(1, 128, 16)),
+            Ok(())
+        );
+        // A program header whose segment ends past the bytes.
+        let mut segment = elf(1, 0, 64 + 56);
+        set_u64(&mut segment, 32, 64);
+        set_u64(&mut segment, 64 + 8, 64);
+        set_u64(&mut segment, 64 + 32, 4096);
+        refused(CodeType::Cubin, &segment, "segment 0");
+        set_u64(&mut segment, 64 + 32, 56);
+        assert_eq!(check(CodeType::Cubin, &segment), Ok(()));
+        // 32-bit images are not CUDA's.
+        let mut elf32 = elf(0, 0, 64);
+        elf32[4] = 1;
+        refused(CodeType::Cubin, &elf32, "64-bit");
+    }
+
+    #[test]
+    fn a_fatbin_is_checked_against_its_header_and_entries() {
+        let good = fatbin(&[(64, 128), (64, 32)], None, 16 + 64 + 128 + 64 + 32);
+        assert_eq!(check(CodeType::Fatbin, &good), Ok(()));
+        // A 16-byte header claiming 1 GiB of entries.
+        refused(
+            CodeType::Fatbin,
+            &fatbin(&[], Some(1 << 30), 16),
+            "claims 1073741824 bytes",
+        );
+        // An entry whose payload ends past the entries.
+        let mut long_entry = good.clone();
+        set_u64(&mut long_entry, 16 + 8, 1 << 20);
+        refused(CodeType::Fatbin, &long_entry, "entry 0");
+        // Entries that do not fill the size exactly: a cut header at the end.
+        refused(
+            CodeType::Fatbin,
+            &fatbin(&[(64, 128)], Some(64 + 128 + 8), 16 + 64 + 128 + 8),
+            "entry 1's header",
+        );
+        refused(CodeType::Fatbin, &fatbin(&[], None, 8), "its header");
+    }
+
+    #[test]
+    fn the_declared_type_must_be_the_found_one() {
+        let ptx = b".version 8.0\n.target sm_90\n.address_size 64\n\0";
+        assert_eq!(check(CodeType::Ptx, ptx), Ok(()));
+        // PTX passed as a cubin or a fatbin: the driver would read it as a string.
+        refused(
+            CodeType::Cubin,
+            ptx,
+            "declared a cubin, but its bytes are neither",
+        );
+        refused(CodeType::Fatbin, ptx, "declared a fatbin");
+        refused(CodeType::Ptx, &elf(0, 0, 64), "its bytes are an ELF image");
+        refused(
+            CodeType::Cubin,
+            &fatbin(&[], None, 16),
+            "its bytes are a fatbin",
+        );
+        refused(CodeType::Ptx, b".version 8.0", "NUL");
+        assert_eq!(check(CodeType::LtoIr, b"anything"), Ok(()));
+    }
+}
