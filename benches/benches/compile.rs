@@ -7,6 +7,7 @@
 //! | `compile_saxpy` | NVRTC's table (`cuda-nvrtc-sys`): create, compile for the device's `sm_XX`, get the cubin, destroy; then `cuLibraryLoadData`, `cuLibraryGetKernel`, `cuLibraryUnload` | `Program::compile` to a cubin, `ObjectCode::get_kernel`, dropped |
 //! | `cache_hit_memory` | none | `Program::compile_cached` from a primed `InMemoryProgramCache`, `get_kernel`, dropped |
 //! | `cache_hit_file` | none | the same from a primed `FileStreamProgramCache` in a temporary directory |
+//! | `cache_hit_file_10_headers` | none | the same for a source that includes ten headers (a chain) from `include_paths` |
 //!
 //! `compile_saxpy` runs in interleaved rounds, as the overhead cases do (flat sampling, 10
 //! samples a round); the cache cases, cuda-core only, run once.
@@ -120,7 +121,38 @@ fn run<R: RawDriver>(c: &mut Criterion, d: &R, nvrtc: &Nvrtc) {
     cache_case(c, "cache_hit_memory", &memory, &program);
     let dir = tempfile::tempdir().expect("a temporary directory");
     match FileStreamProgramCache::new(dir.path(), CACHE_BYTES) {
-        Ok(file) => cache_case(c, "cache_hit_file", &file, &program),
+        Ok(file) => {
+            cache_case(c, "cache_hit_file", &file, &program);
+            // SAXPY again, its source including ten headers (each including the next) from
+            // include_paths: every hit checks every header. Their times are an hour old, as a
+            // project's headers are, so the process hashes each once and then checks its size
+            // and time.
+            let headers = tempfile::tempdir().expect("a temporary directory");
+            let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+            for i in 0..10 {
+                let next = if i < 9 {
+                    format!("#include \"h{}.h\"\n", i + 1)
+                } else {
+                    String::new()
+                };
+                let path = headers.path().join(format!("h{i}.h"));
+                std::fs::write(&path, format!("{next}#define H{i} {i}\n")).expect("a header");
+                std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| f.set_modified(an_hour_ago))
+                    .expect("the header's time");
+            }
+            let with_headers = || {
+                Program::new(
+                    format!("#include \"h0.h\"\n{SAXPY}"),
+                    ProgramOptions::default()
+                        .with_include_paths(vec![headers.path().to_path_buf()]),
+                )
+                .with_name("saxpy.cu")
+            };
+            cache_case(c, "cache_hit_file_10_headers", &file, &with_headers);
+        }
         Err(e) => println!("compile: cache_hit_file: cannot open a file cache ({e}); skipped"),
     }
 }

@@ -26,6 +26,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod headers;
 mod image;
 mod kernel;
 mod launch;

@@ -129,6 +129,29 @@ impl ProgramOptions {
         args
     }
 
+    /// Where NVRTC looks for headers: `include_paths` and the `-I` / `--include-path` options,
+    /// in order; and the headers `-include` / `--pre-include` names.
+    pub(crate) fn header_search(&self) -> (Vec<PathBuf>, Vec<String>) {
+        let mut dirs = self.include_paths.clone();
+        let mut pre = Vec::new();
+        let mut extra = self.extra.iter();
+        while let Some(arg) = extra.next() {
+            if let Some(dir) = arg
+                .strip_prefix("--include-path=")
+                .or_else(|| arg.strip_prefix("-I").filter(|d| !d.is_empty()))
+            {
+                dirs.push(PathBuf::from(dir));
+            } else if arg == "-I" || arg == "--include-path" {
+                dirs.extend(extra.next().map(PathBuf::from));
+            } else if let Some(header) = arg.strip_prefix("--pre-include=") {
+                pre.push(header.to_owned());
+            } else if arg == "-include" || arg == "--pre-include" {
+                pre.extend(extra.next().cloned());
+            }
+        }
+        (dirs, pre)
+    }
+
     /// These options with `arch` filled in: as given, else the current device's.
     pub(crate) fn resolved(&self) -> Result<ProgramOptions> {
         let mut options = self.clone();
@@ -235,21 +258,54 @@ impl Program {
 
 impl Program {
     /// The cache key of compiling this program for `target` with these name expressions:
-    /// a SHA-256 over the source, the name, every option (with the architecture resolved),
-    /// the target, the NVRTC version and the name expressions.
+    /// a SHA-256 over the source, the name, every option (with the architecture resolved), the
+    /// target, the name expressions, the contents of every header the source can reach (see
+    /// below), and the exact NVRTC in use (its library file and builtins by path, size and
+    /// modification time, found without loading NVRTC where discovery can: so a hit needs no
+    /// NVRTC).
+    ///
+    /// Headers: every `#include` line of the source and, recursively, of each header found,
+    /// resolved in every place NVRTC could take it from (the including file's directory for
+    /// quoted names, the working directory for the program's own, then `include_paths` and
+    /// `-I` options), and the `-include` / `--pre-include` headers; a name found nowhere is one
+    /// of NVRTC's built-in headers (or missing), keyed by name. A program whose includes the
+    /// scan cannot follow (`#include MACRO`) has no key: [`Error::Cache`] says why, and
+    /// [`Program::compile_cached`] compiles it uncached.
     pub fn cache_key(&self, target: CodeType, name_expressions: &[&str]) -> Result<CacheKey> {
+        self.key_or_why(target, name_expressions)?
+            .map_err(|reason| Error::Cache {
+                path: PathBuf::from(&self.name),
+                reason: format!("this program cannot be cached: {reason}"),
+                source: None,
+            })
+    }
+
+    /// The key, or why the program has none.
+    fn key_or_why(
+        &self,
+        target: CodeType,
+        name_expressions: &[&str],
+    ) -> Result<std::result::Result<CacheKey, String>> {
         let options = self.options.resolved()?;
-        Ok(key(
+        let (include_dirs, pre_includes) = options.header_search();
+        let headers = match crate::headers::reached(&self.source, &include_dirs, &pre_includes) {
+            Ok(headers) => headers,
+            Err(why) => return Ok(Err(why)),
+        };
+        Ok(Ok(key(
             self,
             &options,
             target,
             name_expressions,
-            nvrtc_version()?,
-        ))
+            &driver::nvrtc_identity()?,
+            &headers,
+        )))
     }
 
-    /// Compiles through `cache`: a hit skips NVRTC; a miss compiles and stores the result. A
-    /// cache that cannot be read or written only costs the compile.
+    /// Compiles through `cache`: a hit skips NVRTC (it need not even be loaded); a miss
+    /// compiles and stores the result. A cache that cannot be read or written only costs the
+    /// compile; a program without a key (see [`Program::cache_key`]) is compiled uncached,
+    /// and the reason logged once.
     ///
     /// ```no_run
     /// use cuda_core::{CodeType, FileStreamProgramCache, Program, ProgramOptions};
@@ -267,15 +323,41 @@ impl Program {
         target: CodeType,
         name_expressions: &[&str],
     ) -> Result<ObjectCode> {
-        let key = self.cache_key(target, name_expressions)?;
+        let key = match self.key_or_why(target, name_expressions)? {
+            Ok(key) => key,
+            Err(why) => {
+                log_uncacheable(&self.name, &why);
+                return self.compile(target, name_expressions);
+            }
+        };
         if let Some(code) = cache.get_code(&key) {
             if code.code_type() == target {
                 return Ok(code);
             }
         }
         let code = self.compile(target, name_expressions)?;
-        cache.put_code(&key, &code);
+        // Stored only under a key that still holds after the compile: a header changed
+        // meanwhile, or NVRTC loaded from elsewhere than its search said, and the output is
+        // not the key's.
+        match self.key_or_why(target, name_expressions)? {
+            Ok(after) if after == key => cache.put_code(&key, &code),
+            _ => log::debug!(
+                "{}: not stored in the cache: its inputs changed while it compiled",
+                self.name
+            ),
+        }
         Ok(code)
+    }
+}
+
+/// Logs, once per program name and reason, that a program is compiled without its cache.
+fn log_uncacheable(name: &str, why: &str) {
+    static LOGGED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = (name.to_owned(), why.to_owned());
+    if !logged.contains(&entry) {
+        log::warn!("{name} is compiled without its cache: {why}");
+        logged.push(entry);
     }
 }
 
@@ -285,21 +367,30 @@ fn key(
     options: &ProgramOptions,
     target: CodeType,
     name_expressions: &[&str],
-    nvrtc: (i32, i32),
+    nvrtc: &str,
+    headers: &crate::headers::Reached,
 ) -> CacheKey {
     let mut key = CacheKey::builder()
         .field("source", program.source.as_bytes())
         .field("name", program.name.as_bytes())
         .field("target", target.extension().as_bytes())
         .field("arch", options.arch.as_deref().unwrap_or("").as_bytes())
-        .field("nvrtc", format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
-    // One field per option and per expression: fields are length-prefixed, so no two lists
-    // give the same key.
+        .field("nvrtc", nvrtc.as_bytes());
+    // One field per option, expression and header: fields are length-prefixed, so no two
+    // lists give the same key.
     for arg in options.to_args(target) {
         key = key.field("option", arg.as_bytes());
     }
     for expression in name_expressions {
         key = key.field("name_expression", expression.as_bytes());
+    }
+    for (path, hash) in &headers.files {
+        let mut field = path.as_os_str().as_encoded_bytes().to_vec();
+        field.extend_from_slice(hash);
+        key = key.field("header", &field);
+    }
+    for name in &headers.unresolved {
+        key = key.field("builtin_header", name.as_bytes());
     }
     key.finish()
 }
@@ -312,11 +403,11 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 
 /// Starts loading NVRTC on a thread of its own, and returns at once.
 ///
-/// A program cache's key holds NVRTC's version (see [`Program::cache_key`]), so even a cache
-/// hit loads NVRTC, once per process: mapping and relocating a library of about 100 MB, which
-/// takes milliseconds (the benches' README has the figures). A program that will compile or
-/// read a program cache can call this first thing, so that the load runs while it makes its
-/// context (which takes longer) instead of after. Whatever needs NVRTC later waits for this load to
+/// A program cache's hit needs no NVRTC (its key names NVRTC's library file without loading
+/// it, where discovery can find it so: see [`Program::cache_key`]), but a compile does: mapping
+/// and relocating a library of about 100 MB, which takes milliseconds (the benches' README has
+/// the figures). A program that will compile can call this first thing, so that the load runs
+/// while it makes its context (which takes longer) instead of after. Whatever needs NVRTC later waits for this load to
 /// finish rather than making its own.
 ///
 /// The returned handle gives the version, or why NVRTC could not be loaded (the same error

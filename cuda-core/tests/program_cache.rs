@@ -144,3 +144,161 @@ proptest! {
         prop_assert_ne!(key, other);
     }
 }
+
+#[test]
+fn a_changed_header_is_a_miss_not_the_old_kernel() {
+    if !nvrtc() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+    std::fs::write(
+        dir.path().join("val.h"),
+        "#include \"sub/inner.h\"\n#define VAL (INNER + 1)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("sub/inner.h"), "#define INNER 1000\n").unwrap();
+    let source = "#include \"val.h\"\nextern \"C\" __global__ void k(int* x) { *x = VAL; }";
+    let program = Program::new(
+        source,
+        ProgramOptions::default()
+            .with_arch("90")
+            .with_include_paths(vec![dir.path().to_path_buf()]),
+    );
+    let cache = InMemoryProgramCache::new(64 << 20);
+    let ptx = |cache: &InMemoryProgramCache| {
+        let code = program.compile_cached(cache, CodeType::Ptx, &[]).unwrap();
+        String::from_utf8_lossy(code.code()).into_owned()
+    };
+    assert!(ptx(&cache).contains("1001"));
+    // The header a header includes changes: the key changes, the kernel is compiled again.
+    std::fs::write(dir.path().join("sub/inner.h"), "#define INNER 2000\n").unwrap();
+    let again = ptx(&cache);
+    assert!(again.contains("2001"), "the old kernel came back:\n{again}");
+    assert_eq!(cache.len(), 2);
+    // A header that would shadow it from an earlier place changes the key too.
+    let before = program.cache_key(CodeType::Ptx, &[]).unwrap();
+    let earlier = tempfile::tempdir().unwrap();
+    let shadowing = Program::new(
+        source,
+        ProgramOptions::default()
+            .with_arch("90")
+            .with_include_paths(vec![earlier.path().to_path_buf(), dir.path().to_path_buf()]),
+    );
+    let without = shadowing.cache_key(CodeType::Ptx, &[]).unwrap();
+    std::fs::write(earlier.path().join("val.h"), "#define VAL 7\n").unwrap();
+    let with = shadowing.cache_key(CodeType::Ptx, &[]).unwrap();
+    assert_ne!(without, with);
+    assert_ne!(before, with);
+    // An include the scan cannot follow: no key, and compile_cached compiles uncached.
+    let computed = Program::new(
+        "#define H \"val.h\"\n#include H\nextern \"C\" __global__ void k(int* x) { *x = VAL; }",
+        ProgramOptions::default()
+            .with_arch("90")
+            .with_include_paths(vec![dir.path().to_path_buf()]),
+    );
+    assert!(matches!(
+        computed.cache_key(CodeType::Ptx, &[]),
+        Err(cuda_core::Error::Cache { .. })
+    ));
+    let fresh = InMemoryProgramCache::new(64 << 20);
+    computed.compile_cached(&fresh, CodeType::Ptx, &[]).unwrap();
+    assert!(fresh.is_empty(), "an uncacheable program was stored");
+}
+
+/// The NVRTC library file this process would use, for copying: the one discovery finds.
+fn nvrtc_file() -> Option<std::path::PathBuf> {
+    let major = nvrtc_version().ok()?.0 as u32;
+    cuda_nvrtc_sys::Search::from_env(major)
+        .with_python_paths()
+        .candidates()
+        .iter()
+        .filter_map(cuda_nvrtc_sys::Candidate::file)
+        .find(|f| f.to_string_lossy().contains(&format!(".so.{major}")))
+}
+
+/// Runs this test in a child on the NVRTC at `library`, priming or reading the file cache in
+/// `dir`; returns the key the child printed and whether NVRTC was loaded when it was done.
+fn child_key(
+    test: &str,
+    role: &str,
+    library: &std::path::Path,
+    dir: &std::path::Path,
+) -> (String, bool) {
+    let mut child = crate::common::child_command(test, role);
+    child
+        .env("CUDA_CORE_NVRTC_PATH", library)
+        .env("CUDA_CORE_TEST_CACHE_DIR", dir);
+    let stdout = crate::common::wait_child(child.spawn().unwrap(), test, "key ");
+    // The harness may print the test's name on the same line first.
+    let line = stdout.lines().find_map(|l| l.split_once("key ")).unwrap().1;
+    let mut parts = line.split_whitespace();
+    (
+        parts.next().unwrap().to_owned(),
+        parts.next() == Some("loaded"),
+    )
+}
+
+#[test]
+fn the_key_names_the_exact_nvrtc_and_a_hit_loads_none() {
+    let test = crate::common::test_name(
+        module_path!(),
+        "the_key_names_the_exact_nvrtc_and_a_hit_loads_none",
+    );
+    if let Some(role) = crate::common::child_role(&test) {
+        let dir = std::env::var_os("CUDA_CORE_TEST_CACHE_DIR").unwrap();
+        let cache = FileStreamProgramCache::new(dir, 64 << 20).unwrap();
+        let p = program(KERNEL);
+        let key = p.cache_key(CodeType::Cubin, &[]).unwrap();
+        if role == "prime" {
+            p.compile_cached(&cache, CodeType::Cubin, &[]).unwrap();
+        } else {
+            let code = p.compile_cached(&cache, CodeType::Cubin, &[]).unwrap();
+            assert!(!code.code().is_empty());
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        let loaded = maps.contains("libnvrtc.so");
+        println!(
+            "key {} {}",
+            key.to_hex(),
+            if loaded { "loaded" } else { "not-loaded" }
+        );
+        return;
+    }
+    if !nvrtc() {
+        return;
+    }
+    let Some(file) = nvrtc_file() else {
+        return crate::common::not_run("nvrtc-file", "no NVRTC file found to copy");
+    };
+    // A copy of this NVRTC (and its builtins) in a directory of its own: the same version.
+    let copy_dir = tempfile::tempdir().unwrap();
+    let copy = copy_dir.path().join(file.file_name().unwrap());
+    std::fs::copy(&file, &copy).unwrap();
+    for entry in std::fs::read_dir(file.parent().unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("libnvrtc-builtins.so")
+        {
+            std::fs::copy(&path, copy_dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let cache_dir = tempfile::tempdir().unwrap();
+    let (primed, _) = child_key(&test, "prime", &copy, cache_dir.path());
+    // A new process hits what the first stored, and never loads NVRTC to do it.
+    let (hit, loaded) = child_key(&test, "hit", &copy, cache_dir.path());
+    assert_eq!(hit, primed);
+    assert!(!loaded, "the cache hit loaded NVRTC");
+    // The same version in another file (a rebuild, a patch release of the same major.minor):
+    // another key, where a key of the version alone would hit the first one's code.
+    let later = std::fs::File::options().write(true).open(&copy).unwrap();
+    later
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(later);
+    let (rebuilt, _) = child_key(&test, "hit", &copy, cache_dir.path());
+    assert_ne!(rebuilt, primed);
+}

@@ -7,6 +7,8 @@
 //! - [`Search`]: finds and loads `libnvrtc` of CUDA 12 or 13 (see [`Discovery`] for the order),
 //!   and loads NVRTC's builtins library from the same directory first, so that a library
 //!   outside the loader's path can compile.
+//! - [`loader_path`] and [`Candidate::file`]: the file a candidate would load, found without
+//!   loading it (for keys that name the exact library, such as a program cache's).
 //! - [`nvjitlink`]: the same for nvJitLink, the JIT linker that also links LTO-IR: its types,
 //!   a table filled from the versioned names of the loaded library's major, and its search.
 //!
@@ -24,10 +26,12 @@
 //! }
 //! ```
 
+mod loader;
 pub mod nvjitlink;
 mod nvrtc;
 mod search;
 
+pub use loader::loader_path;
 pub use nvrtc::{NotFound, Nvrtc, Search};
 pub use search::{Candidate, Discoverable, Discovery, DiscoveryError, LibrarySpec};
 

@@ -35,6 +35,7 @@ const CASES: &[&str] = &[
     "compile_saxpy",
     "cache_hit_memory",
     "cache_hit_file",
+    "cache_hit_file_10_headers",
     "first_launch",
 ];
 
@@ -79,6 +80,16 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     (
         "cache_hit_file",
+        "cudarc",
+        "No program cache outside cuda-core.",
+    ),
+    (
+        "cache_hit_file_10_headers",
+        "raw",
+        "No program cache outside cuda-core.",
+    ),
+    (
+        "cache_hit_file_10_headers",
         "cudarc",
         "No program cache outside cuda-core.",
     ),

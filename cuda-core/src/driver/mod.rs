@@ -41,4 +41,4 @@ pub(crate) use self::handles::{
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};
-pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_version, NvrtcOutput};
+pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_identity, nvrtc_version, NvrtcOutput};

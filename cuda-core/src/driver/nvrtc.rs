@@ -9,13 +9,17 @@ use crate::error::{Cause, Error, Result};
 
 static NVRTC: OnceLock<Result<Nvrtc>> = OnceLock::new();
 
-/// NVRTC, loaded on first use, preferring the major of the driver ABI in use (13 when no
-/// driver loads: NVRTC needs none).
+/// The NVRTC major to look for first: the driver ABI's (13 when no driver loads: NVRTC needs
+/// none).
+fn preferred_major() -> u32 {
+    super::load::loaded().map_or(13, |l| l.driver.abi().major())
+}
+
+/// NVRTC, loaded on first use, preferring the major of the driver ABI in use.
 pub(crate) fn nvrtc() -> Result<&'static Nvrtc> {
     NVRTC
         .get_or_init(|| {
-            let major = super::load::loaded().map_or(13, |l| l.driver.abi().major());
-            Search::from_env(major)
+            Search::from_env(preferred_major())
                 .load()
                 .map_err(|e| Error::NvrtcNotFound {
                     reason: e.to_string(),
@@ -263,4 +267,120 @@ pub(super) unsafe fn read_sized<H: Copy, R: Copy + PartialEq, P>(
         }
     }
     Ok(bytes)
+}
+
+/// Which NVRTC this process compiles with, exactly: the library file and its builtins, each by
+/// path, size and modification time. A program cache's key holds it, so that another build of
+/// NVRTC (a patch release of the same major.minor too) never hits what this one compiled.
+///
+/// Where NVRTC is loaded, the file it was really loaded from. Where it is not, the file
+/// discovery would load, found without loading it (`Candidate::file`: the loader's search for
+/// a name, emulated), so that a cache hit needs no NVRTC at all; once NVRTC loads, the real
+/// file is used and a disagreement is logged. Only where no candidate can be found that way is
+/// NVRTC loaded to learn it.
+pub(crate) fn nvrtc_identity() -> Result<String> {
+    static EMULATED: OnceLock<Option<String>> = OnceLock::new();
+    static REAL: OnceLock<String> = OnceLock::new();
+    let real = |nvrtc: &Nvrtc| {
+        REAL.get_or_init(|| {
+            let real = loaded_file(nvrtc)
+                .map(|file| fingerprint(&file))
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} (version {:?})",
+                        nvrtc.location().display(),
+                        nvrtc.version()
+                    )
+                });
+            if let Some(Some(emulated)) = EMULATED.get() {
+                if *emulated != real {
+                    log::warn!(
+                        "NVRTC was loaded from elsewhere than its search found without loading \
+                         it ({real}, not {emulated}); cache keys from now on name the loaded one"
+                    );
+                }
+            }
+            real
+        })
+        .clone()
+    };
+    if let Some(loaded) = NVRTC.get() {
+        return loaded.as_ref().map(real).map_err(Clone::clone);
+    }
+    let emulated = EMULATED.get_or_init(|| {
+        Search::from_env(preferred_major())
+            .candidates()
+            .iter()
+            .find_map(cuda_nvrtc_sys::Candidate::file)
+            .map(|file| fingerprint(&file))
+    });
+    match emulated {
+        Some(identity) => Ok(identity.clone()),
+        None => nvrtc().map(real),
+    }
+}
+
+/// A library file and its NVRTC builtins beside it, by canonical path, size and modification
+/// time.
+fn fingerprint(file: &std::path::Path) -> String {
+    let one = |path: &std::path::Path| {
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        match std::fs::metadata(&path) {
+            Ok(m) => {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                format!("{} {} {modified}", path.display(), m.len())
+            }
+            Err(e) => format!("{} ({e})", path.display()),
+        }
+    };
+    let mut identity = one(file);
+    let major = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("libnvrtc.so."))
+        .and_then(|v| v.split('.').next())
+        .map(|m| format!("libnvrtc-builtins.so.{m}"));
+    if let (Some(dir), Some(prefix)) = (file.parent(), major) {
+        let mut builtins: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect();
+        builtins.sort();
+        if let Some(newest) = builtins.last() {
+            identity.push_str("; builtins ");
+            identity.push_str(&one(newest));
+        }
+    }
+    identity
+}
+
+/// The file a loaded NVRTC came from: its path where it was loaded by one, else the mapping
+/// of the process that holds its code (`/proc/self/maps`).
+fn loaded_file(nvrtc: &Nvrtc) -> Option<std::path::PathBuf> {
+    if nvrtc.location().is_absolute() {
+        return Some(nvrtc.location().to_path_buf());
+    }
+    let address = nvrtc.table().nvrtcVersion? as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        let path = fields.nth(4)?;
+        (start <= address && address < end && path.starts_with('/'))
+            .then(|| std::path::PathBuf::from(path))
+    })
 }

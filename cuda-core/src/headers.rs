@@ -1,0 +1,251 @@
+//! The headers a program can reach, for its cache key: what NVRTC could read while compiling
+//! it, so that changing any of them changes the key.
+//!
+//! NVRTC resolves `#include "x"` in the including file's directory first (the working directory
+//! for the program itself), then in the `-I` directories in order; `#include <x>` in the `-I`
+//! directories; and both, failing those, among its own built-in headers. The scan follows every
+//! `#include` line of the program and, recursively, of each header found, whatever `#if` around
+//! it says (an over-approximation), and keys every file that any of those places holds under
+//! the name, not only the first: a header that would shadow another changes the key by
+//! appearing. A name found nowhere is keyed by name: it is one of NVRTC's built-in headers
+//! (covered by NVRTC's own identity in the key) or missing (then the compile fails and stores
+//! nothing). An include the scan cannot read (`#include MACRO`) makes the program uncacheable.
+//!
+//! Each header is read and hashed once per process while its size and modification time stay
+//! the same, and only once its modification time is two seconds old (a file rewritten within
+//! the clock's resolution would otherwise keep a stale hash).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+/// What the key holds of the headers.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reached {
+    /// Every file found, with the SHA-256 of its contents.
+    pub(crate) files: BTreeMap<PathBuf, [u8; 32]>,
+    /// Every name found in none of the places searched.
+    pub(crate) unresolved: Vec<String>,
+}
+
+/// The headers `source` reaches through `include_dirs` and the `pre_includes` (`-include`)
+/// NVRTC reads before it, or why they cannot be known.
+pub(crate) fn reached(
+    source: &str,
+    include_dirs: &[PathBuf],
+    pre_includes: &[String],
+) -> Result<Reached, String> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut reached = Reached::default();
+    let mut pending: Vec<(String, Quoting, PathBuf)> = Vec::new();
+    for name in pre_includes {
+        pending.push((name.clone(), Quoting::Quotes, cwd.clone()));
+    }
+    for include in includes(source)? {
+        let (name, quoting) = include;
+        pending.push((name, quoting, cwd.clone()));
+    }
+    let mut seen_names = std::collections::HashSet::new();
+    while let Some((name, quoting, dir)) = pending.pop() {
+        if !seen_names.insert((name.clone(), quoting, dir.clone())) {
+            continue;
+        }
+        let mut places = Vec::new();
+        if quoting == Quoting::Quotes {
+            places.push(dir.join(&name));
+        }
+        places.extend(include_dirs.iter().map(|d| d.join(&name)));
+        if Path::new(&name).is_absolute() {
+            places = vec![PathBuf::from(&name)];
+        }
+        let mut found = false;
+        for place in places {
+            if !place.is_file() {
+                continue;
+            }
+            found = true;
+            if reached.files.contains_key(&place) {
+                continue;
+            }
+            let (hash, nested) = fingerprint(&place)?;
+            reached.files.insert(place.clone(), hash);
+            let here = place
+                .parent()
+                .map_or_else(|| cwd.clone(), Path::to_path_buf);
+            for (name, quoting) in nested {
+                pending.push((name, quoting, here.clone()));
+            }
+        }
+        if !found && !reached.unresolved.contains(&name) {
+            reached.unresolved.push(name);
+        }
+    }
+    reached.unresolved.sort();
+    Ok(reached)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Quoting {
+    Quotes,
+    Angles,
+}
+
+/// Every `#include` (and `#include_next`) line of `text`: its name and how it was quoted; an
+/// error for one the scan cannot read.
+fn includes(text: &str) -> Result<Vec<(String, Quoting)>, String> {
+    let mut out = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let Some(rest) = rest
+            .strip_prefix("include_next")
+            .or_else(|| rest.strip_prefix("include"))
+        else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let (close, quoting) = match rest.chars().next() {
+            Some('"') => ('"', Quoting::Quotes),
+            Some('<') => ('>', Quoting::Angles),
+            _ => {
+                return Err(format!(
+                    "line {}: `#include {}` names its header through a macro, which this scan \
+                     cannot follow",
+                    number + 1,
+                    rest.trim()
+                ))
+            }
+        };
+        let name = &rest[1..];
+        let Some(end) = name.find(close) else {
+            return Err(format!("line {}: an unterminated #include", number + 1));
+        };
+        out.push((name[..end].to_owned(), quoting));
+    }
+    Ok(out)
+}
+
+/// What the process knows of a header it hashed: its size, modification time, inode, hash and
+/// includes.
+struct Known {
+    len: u64,
+    modified: SystemTime,
+    inode: u64,
+    hash: [u8; 32],
+    includes: Vec<(String, Quoting)>,
+}
+
+static MEMO: Mutex<Option<HashMap<PathBuf, Known>>> = Mutex::new(None);
+
+/// How old a modification time must be before a hash is remembered by it.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// A header's hash and includes: from the memo where its size, time and inode are unchanged,
+/// else read, hashed and scanned.
+fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<(String, Quoting)>), String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let metadata = std::fs::metadata(path).map_err(cannot)?;
+    let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    let inode = inode(&metadata);
+    {
+        let memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = memo.as_ref().and_then(|m| m.get(path)) {
+            if known.len == metadata.len() && known.modified == modified && known.inode == inode {
+                return Ok((known.hash, known.includes.clone()));
+            }
+        }
+    }
+    let bytes = std::fs::read(path).map_err(cannot)?;
+    let hash: [u8; 32] = Sha256::digest(&bytes).into();
+    let nested = includes(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let settled = SystemTime::now()
+        .duration_since(modified)
+        .is_ok_and(|age| age >= SETTLED);
+    if settled && bytes.len() as u64 == metadata.len() {
+        let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+        memo.get_or_insert_with(HashMap::new).insert(
+            path.to_path_buf(),
+            Known {
+                len: metadata.len(),
+                modified,
+                inode,
+                hash,
+                includes: nested.clone(),
+            },
+        );
+    }
+    Ok((hash, nested))
+}
+
+#[cfg(unix)]
+fn inode(metadata: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    metadata.ino()
+}
+
+#[cfg(not(unix))]
+fn inode(_: &std::fs::Metadata) -> u64 {
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_lines_are_read_however_spaced_and_macros_refused() {
+        let text = "#include \"a.h\"\n  #  include <b/c.h>\n#include_next \"d.h\"\n// #include \"e.h\"\nint x;\n";
+        assert_eq!(
+            includes(text).unwrap(),
+            [
+                ("a.h".to_owned(), Quoting::Quotes),
+                ("b/c.h".to_owned(), Quoting::Angles),
+                ("d.h".to_owned(), Quoting::Quotes),
+            ]
+        );
+        assert!(includes("#include HEADER\n").unwrap_err().contains("macro"));
+        assert!(includes("#include \"open\n").is_err());
+    }
+
+    #[test]
+    fn every_place_that_holds_a_name_is_keyed_and_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(a.join("sub")).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("val.h"), "#define VAL 1\n#include \"sub/more.h\"\n").unwrap();
+        std::fs::write(a.join("sub/more.h"), "#include <deep.h>\n").unwrap();
+        std::fs::write(b.join("val.h"), "#define VAL 2\n").unwrap();
+        std::fs::write(b.join("deep.h"), "\n").unwrap();
+        let dirs = [a.clone(), b.clone()];
+        let found = reached("#include \"val.h\"\n#include <cuda_fp16.h>\n", &dirs, &[]).unwrap();
+        // Both val.h files (b's would be used were a's gone), the nested ones, and the name
+        // found nowhere.
+        let files: Vec<_> = found.files.keys().cloned().collect();
+        assert_eq!(
+            files,
+            [
+                a.join("sub/more.h"),
+                a.join("val.h"),
+                b.join("deep.h"),
+                b.join("val.h")
+            ]
+        );
+        assert_eq!(found.unresolved, ["cuda_fp16.h"]);
+        // A change to any of them changes its hash.
+        let before = found.files[&b.join("deep.h")];
+        std::fs::write(b.join("deep.h"), "int changed;\n").unwrap();
+        let after = reached("#include \"val.h\"\n", &dirs, &[]).unwrap();
+        assert_ne!(after.files[&b.join("deep.h")], before);
+        // A pre-included header is followed too; a macro include cannot be.
+        let pre = reached("", &dirs, &["val.h".to_owned()]).unwrap();
+        assert!(pre.files.contains_key(&a.join("val.h")));
+        assert!(reached("#include NAME\n", &dirs, &[]).is_err());
+    }
+}
