@@ -19,6 +19,7 @@
 //! | `launch_cluster` | `cuLaunchKernelEx` of an empty kernel, grid 2 in one 2-block cluster (batched) |
 //! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched) |
 //! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
+//! | `copy_htod_4k_other_stream` | the same copy into a buffer of another stream, in stream order: raw records an event on the buffer's stream, the copy's stream waits on it, copies, records, the buffer's stream waits on that, and the copy's stream synchronises (what cuda-core and cudarc do by themselves) |
 //!
 //! "Batched" cases queue [`common::BATCH`] operations per timed batch and synchronise the
 //! stream after it, outside the timed part; the time reported is per operation.
@@ -81,6 +82,8 @@ fn main() {
 struct Core {
     device: Device,
     stream: Stream,
+    /// A second stream, for work on buffers of the first.
+    other: Stream,
     record: Event,
     done: Event,
     memory: Arc<dyn MemoryResource>,
@@ -93,6 +96,9 @@ struct Core {
 struct RawState {
     context: Handle,
     stream: Handle,
+    other: Handle,
+    /// Events that order `other` after `stream` and back.
+    order: [Handle; 2],
     record: Handle,
     done: Handle,
     pool: Handle,
@@ -106,6 +112,7 @@ struct RawState {
 struct Rc {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    other: Arc<CudaStream>,
     record: CudaEvent,
     done: CudaEvent,
     args: [CudaSlice<f32>; 4],
@@ -153,6 +160,9 @@ fn core_setup(device: Device, code: Option<&cuda_core::ObjectCode>) -> Core {
     let stream = device
         .create_stream(StreamOptions::default())
         .expect("a stream");
+    let other = device
+        .create_stream(StreamOptions::default())
+        .expect("a stream");
     let memory = device.memory_resource().expect("the default memory pool");
     let buffer = || {
         memory
@@ -171,6 +181,7 @@ fn core_setup(device: Device, code: Option<&cuda_core::ObjectCode>) -> Core {
     Core {
         device,
         stream,
+        other,
         record,
         done,
         memory,
@@ -184,6 +195,8 @@ fn raw_setup<R: RawDriver>(d: &R, cubin: Option<&[u8]>) -> RawState {
     let mut s = RawState {
         context: null_mut(),
         stream: null_mut(),
+        other: null_mut(),
+        order: [null_mut(); 2],
         record: null_mut(),
         done: null_mut(),
         pool: null_mut(),
@@ -205,6 +218,16 @@ fn raw_setup<R: RawDriver>(d: &R, cubin: Option<&[u8]>) -> RawState {
             d.cuStreamCreate(&mut s.stream, STREAM_NON_BLOCKING),
             "cuStreamCreate",
         );
+        check(
+            d.cuStreamCreate(&mut s.other, STREAM_NON_BLOCKING),
+            "cuStreamCreate",
+        );
+        for event in &mut s.order {
+            check(
+                d.cuEventCreate(event, EVENT_DISABLE_TIMING),
+                "cuEventCreate",
+            );
+        }
         check(
             d.cuEventCreate(&mut s.record, EVENT_DISABLE_TIMING),
             "cuEventCreate",
@@ -248,6 +271,7 @@ fn raw_setup<R: RawDriver>(d: &R, cubin: Option<&[u8]>) -> RawState {
 fn cudarc_setup(cubin: Option<Vec<u8>>) -> Rc {
     let context = CudaContext::new(0).expect("cudarc: device 0");
     let stream = context.new_stream().expect("cudarc: a stream");
+    let other = context.new_stream().expect("cudarc: a stream");
     let slice = || {
         stream
             .alloc_zeros::<f32>(BUFFER_BYTES / 4)
@@ -272,6 +296,7 @@ fn cudarc_setup(cubin: Option<Vec<u8>>) -> Rc {
     Rc {
         context,
         stream,
+        other,
         record,
         done,
         args,
@@ -941,6 +966,41 @@ fn memory_cases<R: RawDriver>(
         })
         .run(c);
 
+    Case::new("copy_htod_4k_other_stream")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let [before, after] = raw.order;
+                // SAFETY: handles made in setup; 4 KiB of host memory alive across the
+                // synchronise, into a 4 KiB buffer of `raw.stream`, ordered after its work
+                // and before its later work.
+                unsafe {
+                    check(d.cuEventRecord(before, raw.stream), "cuEventRecord");
+                    check(d.cuStreamWaitEvent(raw.other, before), "cuStreamWaitEvent");
+                    check(
+                        d.cuMemcpyHtoDAsync(
+                            raw.copy,
+                            raw_host.as_ptr().cast(),
+                            BUFFER_BYTES,
+                            raw.other,
+                        ),
+                        "cuMemcpyHtoDAsync",
+                    );
+                    check(d.cuEventRecord(after, raw.other), "cuEventRecord");
+                    check(d.cuStreamWaitEvent(raw.stream, after), "cuStreamWaitEvent");
+                }
+                raw_sync(d, raw.other);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| core.copy.copy_from_host(core_host, &core.other).unwrap());
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| {
+                rc.other.memcpy_htod(rc_host, &mut rc.copy).unwrap();
+                rc.other.synchronize().unwrap();
+            });
+        })
+        .run(c);
     Case::new("copy_dtoh_4k")
         .variant("raw", |b| {
             // SAFETY: the variant's own page and the raw buffer, alive for the run, on the raw

@@ -135,6 +135,13 @@ pub trait RawDriver {
     /// See the trait.
     unsafe fn cuEventQuery(&self, event: Handle) -> u32;
 
+    /// `cuStreamWaitEvent` without flags.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuStreamWaitEvent(&self, stream: Handle, event: Handle) -> u32;
+
     /// `cuLibraryLoadData` without JIT or library options.
     ///
     /// # Safety
@@ -452,6 +459,11 @@ macro_rules! raw_driver {
             #[inline(always)]
             unsafe fn cuEventQuery(&self, event: Handle) -> u32 {
                 call!(self.cuEventQuery(event.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuStreamWaitEvent(&self, stream: Handle, event: Handle) -> u32 {
+                call!(self.cuStreamWaitEvent(stream.cast(), event.cast(), 0))
             }
 
             #[inline(always)]

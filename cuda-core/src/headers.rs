@@ -93,9 +93,12 @@ enum Quoting {
     Angles,
 }
 
+/// An `#include`'s name and quoting.
+type Include = (String, Quoting);
+
 /// Every `#include` (and `#include_next`) line of `text`: its name and how it was quoted; an
 /// error for one the scan cannot read.
-fn includes(text: &str) -> Result<Vec<(String, Quoting)>, String> {
+fn includes(text: &str) -> Result<Vec<Include>, String> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let Some(rest) = line.trim_start().strip_prefix('#') else {
@@ -137,7 +140,7 @@ struct Known {
     modified: SystemTime,
     inode: u64,
     hash: [u8; 32],
-    includes: Vec<(String, Quoting)>,
+    includes: Vec<Include>,
 }
 
 static MEMO: Mutex<Option<HashMap<PathBuf, Known>>> = Mutex::new(None);
@@ -147,7 +150,7 @@ const SETTLED: Duration = Duration::from_secs(2);
 
 /// A header's hash and includes: from the memo where its size, time and inode are unchanged,
 /// else read, hashed and scanned.
-fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<(String, Quoting)>), String> {
+fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<Include>), String> {
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let metadata = std::fs::metadata(path).map_err(cannot)?;
     let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);

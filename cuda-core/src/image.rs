@@ -248,6 +248,101 @@ fn check_fatbin(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// How many parameters `kernel` (its symbol) takes, as the image itself says, or `None` where
+/// it does not say: a cubin's `.nv.info.<kernel>` section holds one `EIATTR_KPARAM_INFO`
+/// record per parameter; PTX declares them in the kernel's `.entry`. A fatbin (its cubins may
+/// be compressed), or a section this reading does not follow to its end, says nothing.
+pub(crate) fn param_count(code_type: CodeType, bytes: &[u8], kernel: &str) -> Option<usize> {
+    match code_type {
+        CodeType::Cubin => elf_param_count(bytes, kernel),
+        CodeType::Ptx => ptx_param_count(bytes, kernel),
+        _ => None,
+    }
+}
+
+/// `EIATTR_KPARAM_INFO`: one record per kernel parameter.
+const EIATTR_KPARAM_INFO: u8 = 0x17;
+
+fn elf_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
+    check_elf(bytes).ok()?;
+    let shoff = u64_at(bytes, 40)?;
+    let shentsize = u64::from(u16_at(bytes, 58)?);
+    let shnum = u64::from(u16_at(bytes, 60)?);
+    let shstrndx = u64::from(u16_at(bytes, 62)?);
+    let section = |i: u64| -> Option<(u32, u64, u64)> {
+        let at = shoff + i * shentsize;
+        Some((
+            u32_at(bytes, at)?,
+            u64_at(bytes, at + 24)?,
+            u64_at(bytes, at + 32)?,
+        ))
+    };
+    let (_, names_at, names_len) = section(shstrndx)?;
+    let names =
+        bytes.get(usize::try_from(names_at).ok()?..usize::try_from(names_at + names_len).ok()?)?;
+    let wanted = format!(".nv.info.{kernel}");
+    for i in 0..shnum {
+        let (name, offset, size) = section(i)?;
+        let name = names.get(name as usize..)?;
+        let name = &name[..name.iter().position(|&b| b == 0)?];
+        if name != wanted.as_bytes() {
+            continue;
+        }
+        let records =
+            bytes.get(usize::try_from(offset).ok()?..usize::try_from(offset + size).ok()?)?;
+        return count_records(records, EIATTR_KPARAM_INFO);
+    }
+    // No section of its own: the kernel takes no parameters only if it has none to record; the
+    // image does not say which.
+    None
+}
+
+/// Counts the `attribute` records of an `.nv.info` section: each a format byte, an attribute
+/// byte, then by format two bytes (`EIFMT_NVAL` 1, `EIFMT_BVAL` 2, `EIFMT_HVAL` 3: no value,
+/// a byte, a half-word, in a 4-byte record, as NVRTC's cubins lay them out) or a 2-byte size
+/// and that many bytes (`EIFMT_SVAL`, 4). Any other format, or records that do not end where
+/// the section does, say nothing.
+fn count_records(records: &[u8], attribute: u8) -> Option<usize> {
+    let mut at = 0usize;
+    let mut count = 0;
+    while at < records.len() {
+        let format = *records.get(at)?;
+        let attr = *records.get(at + 1)?;
+        at += 2;
+        match format {
+            1..=3 => at += 2,
+            4 => {
+                let size = u16::from_le_bytes(records.get(at..at + 2)?.try_into().ok()?);
+                at += 2 + usize::from(size);
+            }
+            _ => return None,
+        }
+        if attr == attribute {
+            count += 1;
+        }
+    }
+    (at == records.len()).then_some(count)
+}
+
+fn ptx_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
+    let text = std::str::from_utf8(bytes.strip_suffix(&[0]).unwrap_or(bytes)).ok()?;
+    let mut rest = text;
+    while let Some(at) = rest.find(".entry") {
+        rest = &rest[at + ".entry".len()..];
+        let declared = rest.trim_start();
+        let Some(after) = declared.strip_prefix(kernel) else {
+            continue;
+        };
+        let after = after.trim_start();
+        let Some(params) = after.strip_prefix('(') else {
+            continue;
+        };
+        let params = &params[..params.find(')')?];
+        return Some(params.matches(".param").count());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,6 +469,75 @@ mod tests {
             "entry 1's header",
         );
         refused(CodeType::Fatbin, &fatbin(&[], None, 8), "its header");
+    }
+
+    #[test]
+    fn nv_info_records_are_counted_and_odd_ones_say_nothing() {
+        // EIATTR_PARAM_CBANK (SVAL, 8 bytes), two KPARAM_INFO (SVAL, 12), MAXREG_COUNT (HVAL).
+        let mut records = vec![4, 0x0a, 8, 0];
+        records.extend([0; 8]);
+        for _ in 0..2 {
+            records.extend([4, EIATTR_KPARAM_INFO, 12, 0]);
+            records.extend([0; 12]);
+        }
+        records.extend([3, 0x1b, 0xff, 0]);
+        assert_eq!(count_records(&records, EIATTR_KPARAM_INFO), Some(2));
+        // A byte value in its 4-byte record, as NVRTC writes them.
+        assert_eq!(count_records(&[2, 0x6d, 0, 0], EIATTR_KPARAM_INFO), Some(0));
+        // A format this does not know, or records cut short, give no count.
+        assert_eq!(count_records(&[7, 0x17, 1, 0], EIATTR_KPARAM_INFO), None);
+        assert_eq!(
+            count_records(&records[..records.len() - 1], EIATTR_KPARAM_INFO),
+            None
+        );
+    }
+
+    #[test]
+    fn nvrtcs_images_say_how_many_parameters_each_kernel_takes() {
+        use crate::program::{Program, ProgramOptions};
+        let source = r#"
+            extern "C" __global__ void none() {}
+            extern "C" __global__ void one(float* x) { *x = 1; }
+            struct Pair { double a; char b; };
+            extern "C" __global__ void four(float* x, int n, Pair p, char c) { x[n] = p.a + c; }
+            extern "C" __global__ void sixteen(int a0, int a1, int a2, int a3, int a4, int a5,
+                int a6, int a7, int a8, int a9, int a10, int a11, int a12, int a13, int a14,
+                long long* out) { *out = a0 + a15_unused(); }
+        "#
+        .replace(
+            "a15_unused()",
+            "a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14",
+        );
+        let program = Program::new(source, ProgramOptions::default().with_arch("90"));
+        for target in [CodeType::Cubin, CodeType::Ptx] {
+            let code = match program.compile(target, &[]) {
+                Ok(code) => code,
+                Err(e @ Error::NvrtcNotFound { .. }) => {
+                    println!("not run: {e}");
+                    assert!(std::env::var_os("CUDA_CORE_REQUIRE_NVRTC").is_none(), "{e}");
+                    return;
+                }
+                Err(e) => panic!("{e}"),
+            };
+            for (kernel, count) in [("none", 0), ("one", 1), ("four", 4), ("sixteen", 16)] {
+                let found = param_count(target, code.code(), kernel);
+                // A cubin gives no count for a kernel without parameters' records only where
+                // it has no section of its own; otherwise the count is exact.
+                if !(target == CodeType::Cubin && count == 0 && found.is_none()) {
+                    assert_eq!(found, Some(count), "{kernel} in {target:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ptx_entries_declare_their_parameters() {
+        let ptx = b".visible .entry other(\n.param .u64 a\n)\n.visible .entry saxpy(\n\t.param .f32 saxpy_param_0,\n\t.param .u64 saxpy_param_1,\n\t.param .u32 saxpy_param_2\n)\n{\n}\n.entry none()\n{}\0";
+        assert_eq!(param_count(CodeType::Ptx, ptx, "saxpy"), Some(3));
+        assert_eq!(param_count(CodeType::Ptx, ptx, "other"), Some(1));
+        assert_eq!(param_count(CodeType::Ptx, ptx, "none"), Some(0));
+        assert_eq!(param_count(CodeType::Ptx, ptx, "sax"), None);
+        assert_eq!(param_count(CodeType::Fatbin, ptx, "saxpy"), None);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub struct ParamInfo {
 pub struct Kernel {
     inner: Arc<KernelInner>,
     /// The code that keeps the kernel loaded; `None` for one wrapped by [`Kernel::from_raw`].
-    _object: Option<ObjectCode>,
+    object: Option<ObjectCode>,
 }
 
 /// A kernel's handle and what is cached of it, shared by every [`Kernel`] value of it (its
@@ -130,7 +130,7 @@ impl Kernel {
     pub(crate) fn from_parts(inner: Arc<KernelInner>, object: ObjectCode) -> Kernel {
         Kernel {
             inner,
-            _object: Some(object),
+            object: Some(object),
         }
     }
 
@@ -148,7 +148,7 @@ impl Kernel {
         let name = driver.kernel_get_name(handle)?;
         Ok(Kernel {
             inner: KernelInner::new(handle, name, driver)?,
-            _object: None,
+            object: None,
         })
     }
 
@@ -266,7 +266,12 @@ impl Kernel {
     }
 
     /// The kernel's parameters, in order: offset and size of each (`cuKernelGetParamInfo`,
-    /// CUDA 12.4 and newer drivers). Read once, then cached; the first read is made in the
+    /// CUDA 12.4 and newer drivers). Their count comes from `cuKernelGetParamCount` where the
+    /// driver has it (13.1 and newer), else from the image (a cubin's `.nv.info` records, a
+    /// PTX `.entry`), so no call asks past the last parameter; only for a kernel of neither
+    /// (wrapped by [`Kernel::from_raw`], or from a fatbin) on an older driver is the count
+    /// found by asking until the driver answers "past the last", a failing call that
+    /// compute-sanitizer reports. Read once, then cached; the first read is made in the
     /// calling thread's current device's primary context (device 0 where none is current),
     /// which the driver wants for it: the layout is the same on every device.
     #[doc(alias = "cuKernelGetParamInfo")]
@@ -297,9 +302,24 @@ impl Kernel {
         // invalid-context error otherwise); the layout is the same in every context.
         let handle = self.inner.handle;
         let params = device.primary_context()?.with_current(|driver| {
-            let mut params = Vec::new();
-            while let Some((offset, size)) = driver.kernel_get_param_info(handle, params.len())? {
-                params.push(ParamInfo { offset, size });
+            // The count first, so that no call asks past the last parameter (a failing call
+            // that compute-sanitizer would report as the caller's): from the driver where it
+            // has cuKernelGetParamCount (13.1+), else from the image the kernel came from.
+            let count = match driver.kernel_get_param_count(handle) {
+                Ok(count) => Some(count),
+                Err(Error::NotSupported { .. }) => self.object.as_ref().and_then(|code| {
+                    crate::image::param_count(code.code_type(), code.code(), &self.inner.name)
+                }),
+                Err(e) => return Err(e),
+            };
+            let mut params = Vec::with_capacity(count.unwrap_or(0));
+            // Without a count (a kernel wrapped by from_raw, a fatbin's, on a driver before
+            // 13.1), asking until the driver answers "past the last" is the only way.
+            while count.is_none_or(|count| params.len() < count) {
+                match driver.kernel_get_param_info(handle, params.len())? {
+                    Some((offset, size)) => params.push(ParamInfo { offset, size }),
+                    None => break,
+                }
             }
             Ok(params)
         })?;

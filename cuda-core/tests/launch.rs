@@ -857,3 +857,42 @@ fn images_are_checked_before_the_driver_reads_them() {
     .unwrap();
     assert!(y.to_vec::<f32>(&stream).unwrap().iter().all(|&v| v == 3.0));
 }
+
+#[test]
+fn parameters_are_read_without_asking_past_the_last() {
+    common::standin::run(
+        module_path!(),
+        "parameters_are_read_without_asking_past_the_last",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            cuda_core::Device::new(0).unwrap().set_current().unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let k4 = code.get_kernel("k4").unwrap();
+            assert_eq!(k4.params().unwrap().len(), 4);
+            // The driver's count, then exactly four questions: none past the last (a failing
+            // call compute-sanitizer would report).
+            assert_eq!(standin::calls("cuKernelGetParamCount k4").len(), 1);
+            let asked = standin::calls("cuKernelGetParamInfo k4");
+            assert_eq!(asked.len(), 4, "{asked:?}");
+            assert!(asked.iter().all(|l| !l.ends_with("index=4")), "{asked:?}");
+        },
+    );
+    // A driver without cuKernelGetParamCount (the 13.0 driver), and an image that does not
+    // say (this stand-in cubin has no .nv.info): the one way left is to ask until the driver
+    // says "past the last".
+    common::standin::run(
+        module_path!(),
+        "parameters_are_read_without_asking_past_the_last",
+        &["STANDIN_NO_PARAM_COUNT"],
+        &[],
+        || {
+            use crate::common::standin;
+            cuda_core::Device::new(0).unwrap().set_current().unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            assert_eq!(code.get_kernel("k4").unwrap().params().unwrap().len(), 4);
+            assert_eq!(standin::calls("cuKernelGetParamInfo k4").len(), 5);
+        },
+    );
+}

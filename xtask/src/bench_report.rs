@@ -32,6 +32,7 @@ const CASES: &[&str] = &[
     "alloc_free_1k",
     "copy_htod_4k",
     "copy_dtoh_4k",
+    "copy_htod_4k_other_stream",
     "compile_saxpy",
     "cache_hit_memory",
     "cache_hit_file",

@@ -1,8 +1,8 @@
 //! The driver through the CUDA 12.9 header's table (`cuda-sys12`): only what differs from 13.
 //!
-//! `cuCtxCreate` is `cuCtxCreate_v2(pctx, flags, dev)`; the UUID comes from
-//! `cuDeviceGetUuid_v2`; `CUmemLocation` holds its `id` directly; an SM resource has only its
-//! count. `cuEventElapsedTime` is the original export (13 maps the name to
+//! `cuCtxCreate` is `cuCtxCreate_v2(pctx, flags, dev)`; there is no `cuKernelGetParamCount`;
+//! the UUID comes from `cuDeviceGetUuid_v2`; `CUmemLocation` holds its `id` directly; an SM
+//! resource has only its count. `cuEventElapsedTime` is the original export (13 maps the name to
 //! `cuEventElapsedTime_v2`), which the shared code calls by the same field name.
 
 use cuda_sys12::{CUdevSmResource, CUmemLocation, CUmemLocationType};
@@ -14,6 +14,11 @@ impl Driver12 {
         let mut ctx = std::ptr::null_mut();
         call!(self.cuCtxCreate(&mut ctx, flags, device))?;
         Ok(ContextHandle(ctx.cast()))
+    }
+
+    /// The 12.9 header has no `cuKernelGetParamCount`.
+    fn abi_kernel_get_param_count(&self, _kernel: KernelHandle) -> Result<usize> {
+        Err(self.missing("cuKernelGetParamCount"))
     }
 
     fn abi_device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {

@@ -2,7 +2,8 @@
 //!
 //! `cuCtxCreate` is `cuCtxCreate_v4(pctx, params, flags, dev)`, called here without
 //! execution-affinity or CIG parameters; the UUID comes from `cuDeviceGetUuid` (the 13 header
-//! maps nothing over it); `CUmemLocation` puts its `id` in a union; an SM resource also reports
+//! maps nothing over it); `cuKernelGetParamCount` exists (13.1+ drivers export it);
+//! `CUmemLocation` puts its `id` in a union; an SM resource also reports
 //! its smallest partition and its co-scheduling alignment.
 
 use cuda_sys13::{
@@ -16,6 +17,12 @@ impl Driver13 {
         let mut ctx = std::ptr::null_mut();
         call!(self.cuCtxCreate(&mut ctx, std::ptr::null_mut(), flags, device))?;
         Ok(ContextHandle(ctx.cast()))
+    }
+
+    fn abi_kernel_get_param_count(&self, kernel: KernelHandle) -> Result<usize> {
+        let mut count = 0;
+        call!(self.cuKernelGetParamCount(kernel.0.cast(), &mut count))?;
+        Ok(count)
     }
 
     fn abi_device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {

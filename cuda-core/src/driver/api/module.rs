@@ -38,6 +38,8 @@ pub(crate) trait ModuleApi {
     ) -> Result<Option<(usize, usize)>>;
     /// `cuKernelGetName`.
     fn kernel_get_name(&self, kernel: KernelHandle) -> Result<String>;
+    /// `cuKernelGetParamCount` (13.1 and newer drivers; `NotSupported` before).
+    fn kernel_get_param_count(&self, kernel: KernelHandle) -> Result<usize>;
     /// `cuKernelGetFunction` for the current context.
     fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle>;
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.

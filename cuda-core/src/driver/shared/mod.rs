@@ -8,7 +8,8 @@
 //! - `fn device_location(device) -> CUmemLocation` (the 13 header puts `id` in a union);
 //! - `fn sm_info(&CUdevSmResource) -> SmInfo` (the 13 header has more fields);
 //! - `fn abi_ctx_create(&self, flags, device)` (`cuCtxCreate_v2` against `_v4`);
-//! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`).
+//! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`);
+//! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it).
 
 mod context;
 mod device;

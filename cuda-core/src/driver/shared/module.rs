@@ -84,6 +84,10 @@ macro_rules! impl_module_api {
                     .into_owned())
             }
 
+            fn kernel_get_param_count(&self, kernel: KernelHandle) -> Result<usize> {
+                self.abi_kernel_get_param_count(kernel)
+            }
+
             fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle> {
                 let mut function = std::ptr::null_mut();
                 call!(self.cuKernelGetFunction(&mut function, kernel.0.cast()))?;
