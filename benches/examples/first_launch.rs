@@ -7,7 +7,8 @@
 //!                               child process and print its wall time
 //! first_launch prime DIR        compile through a file cache in DIR/programs (cuda-core), and
 //!                               write the cubin to DIR/first_launch.cubin for raw and cudarc
-//! first_launch cuda-core DIR    cuda-core: Device, stream, Program::compile_cached (a hit), launch
+//! first_launch cuda-core DIR    cuda-core: Device, stream, Program::compile_cached (a hit,
+//!                               which loads no NVRTC), launch
 //! first_launch cuda-core+preload DIR
 //!                               the same, after `cuda_core::preload_nvrtc()`
 //! first_launch raw DIR          libloading + the sys table + cuInit + primary context +
@@ -188,10 +189,7 @@ fn cuda_core(dir: &Path, preload: bool) -> Result<()> {
     phases.mark("stream");
     let cache = FileStreamProgramCache::new(dir.join(CACHE_SUBDIR), CACHE_BYTES)?;
     phases.mark("open the file cache");
-    // The cache key holds NVRTC's version, so a hit loads NVRTC: timed apart here (the call
-    // below would make it otherwise, at the same cost).
-    cuda_core::nvrtc_version()?;
-    phases.mark("load NVRTC (or wait for it)");
+    // A hit needs no NVRTC: its key names NVRTC's library file, found without loading it.
     let code = program().compile_cached(&cache, CodeType::Cubin, &[])?;
     phases.mark("key, cache hit");
     let kernel = code.get_kernel(FIRST_LAUNCH_KERNEL)?;

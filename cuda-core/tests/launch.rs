@@ -896,3 +896,26 @@ fn parameters_are_read_without_asking_past_the_last() {
         },
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_images_parameter_counts_are_the_drivers() {
+    // Each kernel's parameters read with the count from its image, against the same kernel
+    // wrapped by from_raw (no image: on a driver without cuKernelGetParamCount, the driver is
+    // asked until it answers "past the last").
+    for name in [
+        "saxpy",
+        "scale<float>",
+        "cluster_rank",
+        "grid_barrier",
+        "sixteen",
+    ] {
+        let kernel = kernel(name);
+        // SAFETY: the kernel's own handle; its library stays loaded by `kernel`.
+        let raw = unsafe { Kernel::from_raw(kernel.as_raw()) }.unwrap();
+        assert_eq!(kernel.params().unwrap(), raw.params().unwrap(), "{name}");
+    }
+    let sixteen = kernel("sixteen");
+    assert_eq!(sixteen.params().unwrap().len(), 16);
+    assert_eq!(sixteen.params().unwrap()[15].size, 8);
+}

@@ -18,5 +18,6 @@ mod multi_device;
 mod nvrtc_preload;
 mod program;
 mod program_cache;
+mod sanitizer_clean;
 mod sticky_error;
 mod stream_event;
