@@ -38,14 +38,18 @@ pub(crate) fn reached(
     include_dirs: &[PathBuf],
     pre_includes: &[String],
 ) -> Result<Reached, String> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut reached = Reached::default();
+    let top = includes(source)?;
+    if top.is_empty() && pre_includes.is_empty() {
+        // The usual kernel: nothing to look up (not even the working directory).
+        return Ok(reached);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut pending: Vec<(String, Quoting, PathBuf)> = Vec::new();
     for name in pre_includes {
         pending.push((name.clone(), Quoting::Quotes, cwd.clone()));
     }
-    for include in includes(source)? {
-        let (name, quoting) = include;
+    for (name, quoting) in top {
         pending.push((name, quoting, cwd.clone()));
     }
     let mut seen_names = std::collections::HashSet::new();
