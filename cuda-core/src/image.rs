@@ -513,9 +513,7 @@ mod tests {
             let code = match program.compile(target, &[]) {
                 Ok(code) => code,
                 Err(e @ Error::NvrtcNotFound { .. }) => {
-                    println!("not run: {e}");
-                    assert!(std::env::var_os("CUDA_CORE_REQUIRE_NVRTC").is_none(), "{e}");
-                    return;
+                    return crate::test_support::not_run("nvrtc", &format!("no NVRTC: {e}"));
                 }
                 Err(e) => panic!("{e}"),
             };

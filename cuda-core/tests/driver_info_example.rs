@@ -12,7 +12,7 @@ fn example() -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!("skipped: {} was not built", path.display());
+        crate::common::not_run("examples", &format!("{} was not built", path.display()));
         None
     }
 }

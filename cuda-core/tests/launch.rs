@@ -293,8 +293,7 @@ fn sixteen_arguments() {
 fn cluster_launch_ranks_blocks_in_pairs() {
     let device = common::device();
     if device.compute_capability().unwrap().0 < 9 {
-        println!("not run: clusters need compute capability 9.0");
-        return;
+        return common::not_run("cc-9.0", "clusters need compute capability 9.0");
     }
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let blocks = 8u32;

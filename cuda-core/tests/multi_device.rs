@@ -8,7 +8,8 @@
 //! `cuMemAlloc` memory is copied across devices as the driver allows.
 //!
 //! Every test needs two devices. On a machine with fewer, each prints
-//! `not run: needs two CUDA devices (found N)` and passes without checking anything.
+//! `not run: needs two CUDA devices (found N)`, and fails where `CUDA_CORE_TEST_REQUIRE` names
+//! `two-gpus`.
 
 use crate::common;
 
@@ -33,11 +34,17 @@ fn two_devices() -> Option<(Device, Device)> {
     match Device::count() {
         Ok(count) if count >= 2 => Some((Device::new(0).unwrap(), Device::new(1).unwrap())),
         Ok(count) => {
-            println!("not run: needs two CUDA devices (found {count})");
+            common::not_run(
+                "two-gpus",
+                &format!("needs two CUDA devices (found {count})"),
+            );
             None
         }
         Err(e) => {
-            println!("not run: needs two CUDA devices (found 0: {e})");
+            common::not_run(
+                "two-gpus",
+                &format!("needs two CUDA devices (found 0: {e})"),
+            );
             None
         }
     }

@@ -11,8 +11,7 @@ fn nvrtc() -> bool {
     match nvrtc_version() {
         Ok(_) => true,
         Err(e) => {
-            assert!(std::env::var_os("CUDA_CORE_REQUIRE_NVRTC").is_none(), "{e}");
-            eprintln!("skipped: {e}");
+            crate::common::not_run("nvrtc", &format!("no NVRTC: {e}"));
             false
         }
     }

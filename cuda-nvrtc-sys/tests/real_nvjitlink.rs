@@ -1,8 +1,8 @@
 //! Loads the real nvJitLink of each CUDA major from its file and links LTO-IR that the NVRTC
 //! of the same major made (nvJitLink 12 refuses NVRTC 13's LTO-IR). Neither needs a
 //! GPU, so this runs in CI, where `.ci/run` installs both majors' wheels and sets
-//! `CUDA_CORE_REQUIRE_NVJITLINK=12,13`; elsewhere a major that is not installed is skipped
-//! with a printed reason.
+//! `CUDA_CORE_TEST_REQUIRE=nvjitlink-12,nvjitlink-13`; elsewhere a major that is not installed
+//! says it did not run.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
@@ -14,8 +14,12 @@ use cuda_nvrtc_sys::nvjitlink::{
 use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Candidate, Discoverable, Discovery, Nvrtc};
 
 fn required(major: u32) -> bool {
-    std::env::var("CUDA_CORE_REQUIRE_NVJITLINK")
-        .is_ok_and(|v| v.split(',').any(|m| m.trim() == major.to_string()))
+    crate::common::required(&format!("nvjitlink-{major}"))
+}
+
+/// Says the test did not run for want of nvJitLink `major` (or its NVRTC); fails when required.
+fn not_run(major: u32, why: &str) {
+    crate::common::not_run(&format!("nvjitlink-{major}"), why);
 }
 
 /// Loads `L` of `major` from the first file candidate of that major (a soname could resolve
@@ -57,8 +61,7 @@ fn load_pair(major: u32) -> Option<(Nvrtc, NvJitLink)> {
                     linker.version(),
                     nvrtc.version()
                 );
-                assert!(!required(major), "{why}");
-                eprintln!("skipped: {why}");
+                not_run(major, &why);
                 return None;
             }
             eprintln!(
@@ -80,8 +83,7 @@ fn load_pair(major: u32) -> Option<(Nvrtc, NvJitLink)> {
                 state(nvrtc.map(drop)),
                 state(linker.map(drop))
             );
-            assert!(!required(major), "not found: {why}");
-            eprintln!("skipped: not installed ({why})");
+            not_run(major, &format!("not installed ({why})"));
             None
         }
     }
@@ -92,11 +94,10 @@ fn load_linker(major: u32) -> Option<NvJitLink> {
     match load_file::<NvJitLink>(major, |l| l.version().0) {
         Ok(linker) => Some(linker),
         Err(tried) => {
-            assert!(
-                !required(major),
-                "nvJitLink {major} not found; tried {tried:?}"
+            not_run(
+                major,
+                &format!("nvJitLink {major} is not installed (tried {tried:?})"),
             );
-            eprintln!("skipped: nvJitLink {major} is not installed (tried {tried:?})");
             None
         }
     }
@@ -342,8 +343,7 @@ fn discovery_finds_a_linker() {
         .into_iter()
         .any(|m| required(m) || load_file::<NvJitLink>(m, |l| l.version().0).is_ok());
     if !any {
-        eprintln!("skipped: no nvJitLink installed");
-        return;
+        return crate::common::not_run("nvjitlink", "no nvJitLink installed");
     }
     let linker = NvJitLinkSearch::from_env(13)
         .load()

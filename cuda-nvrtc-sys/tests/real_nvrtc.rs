@@ -1,17 +1,12 @@
 //! Loads the real NVRTC of each CUDA major through discovery and compiles a kernel with it.
 //! NVRTC needs no GPU, so this runs in CI, where `.ci/run` installs both majors' wheels and
-//! sets `CUDA_CORE_REQUIRE_NVRTC=12,13`; elsewhere a major that is not installed is skipped
-//! with a printed reason.
+//! sets `CUDA_CORE_TEST_REQUIRE=nvrtc-12,nvrtc-13`; elsewhere a major that is not installed says it
+//! did not run.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
 
 use cuda_nvrtc_sys::{nvrtcProgram, nvrtcResult, Candidate, Nvrtc, Search};
-
-fn required(major: u32) -> bool {
-    std::env::var("CUDA_CORE_REQUIRE_NVRTC")
-        .is_ok_and(|v| v.split(',').any(|m| m.trim() == major.to_string()))
-}
 
 /// Loads the NVRTC of `major` from the first file candidate of that major (a soname could
 /// resolve to whichever NVRTC this process loaded first), or explains why not; fails when CI
@@ -35,8 +30,10 @@ fn load(major: u32) -> Option<Nvrtc> {
             Err(why) => tried.push(format!("{}: {why}", path.display())),
         }
     }
-    assert!(!required(major), "NVRTC {major} not found; tried {tried:?}");
-    eprintln!("skipped: NVRTC {major} is not installed (tried {tried:?})");
+    crate::common::not_run(
+        &format!("nvrtc-{major}"),
+        &format!("NVRTC {major} is not installed (tried {tried:?})"),
+    );
     None
 }
 

@@ -39,7 +39,10 @@ fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
     {
         Ok(compiler) => compiler,
         Err(e) => {
-            eprintln!("skipped: no C compiler for the stand-in driver ({e})");
+            crate::test_support::not_run(
+                "cc",
+                &format!("no C compiler for the stand-in driver ({e})"),
+            );
             return None;
         }
     };
@@ -60,7 +63,7 @@ fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
             Some(out)
         }
         Err(e) => {
-            eprintln!("skipped: the C compiler does not run ({e})");
+            crate::test_support::not_run("cc", &format!("the C compiler does not run ({e})"));
             None
         }
     }
@@ -337,7 +340,10 @@ fn real_drivers() -> Vec<Box<dyn Driver>> {
     if version.major() >= 13 {
         drivers.push(Box::new(super::v13::Driver13::new(open(), version)));
     } else {
-        eprintln!("not run: the CUDA 13 table needs a 13.x driver; this one is {version}");
+        crate::test_support::not_run(
+            "driver-13",
+            &format!("the CUDA 13 table needs a 13.x driver; this one is {version}"),
+        );
     }
     drivers
 }

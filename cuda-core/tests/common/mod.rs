@@ -8,14 +8,34 @@ use cuda_core::{Device, Stream};
 
 pub mod standin;
 
-/// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `cc`, `nvrtc-13`, ...) names `what`:
-/// then a test that cannot run for want of it fails instead of passing empty.
+/// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `two-gpus`, `nvrtc-12`, `nvrtc-13`,
+/// `nvjitlink-12`, `nvjitlink-13`, `cc`, `cc-9.0`, `mkfifo`, `examples`, `driver-13`) names
+/// `what`: then a test that cannot run for want of it fails instead of passing empty. `nvrtc`
+/// (any NVRTC) is required where a major of it is. `CUDA_CORE_REQUIRE_NVRTC=12,13` and
+/// `CUDA_CORE_REQUIRE_NVJITLINK=12,13` count as `nvrtc-12,nvrtc-13` and so on.
 pub fn required(what: &str) -> bool {
-    std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .is_ok_and(|list| list.split(',').any(|item| item.trim() == what))
+    let mut names: Vec<String> = std::env::var("CUDA_CORE_TEST_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .map(|n| n.trim().to_owned())
+        .collect();
+    for (variable, prefix) in [
+        ("CUDA_CORE_REQUIRE_NVRTC", "nvrtc"),
+        ("CUDA_CORE_REQUIRE_NVJITLINK", "nvjitlink"),
+    ] {
+        for major in std::env::var(variable).unwrap_or_default().split(',') {
+            if !major.trim().is_empty() {
+                names.push(format!("{prefix}-{}", major.trim()));
+            }
+        }
+    }
+    names.iter().any(|n| n == what)
+        || (what == "nvrtc" || what == "nvjitlink")
+            && names.iter().any(|n| n.starts_with(&format!("{what}-")))
 }
 
-/// Says that a test did not run what it names, and why; fails when `what` is required.
+/// Says that a test did not run what it names, and why (the line the GPU runner counts); fails
+/// when `what` is required.
 pub fn not_run(what: &str, why: &str) {
     println!("not run: {why}");
     assert!(
