@@ -329,6 +329,9 @@ fn cooperative_launch_keeps_every_block_resident() {
     let device = common::device();
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let barrier = kernel("grid_barrier");
+    // The barrier spins until every block arrives: were residency wrong, it would never end.
+    let _watchdog =
+        common::Watchdog::new(std::time::Duration::from_secs(60), "a cooperative barrier");
     let per_sm = barrier.max_active_blocks_per_sm(device, 128, 0).unwrap();
     let blocks = per_sm * device.properties().multiprocessor_count().unwrap();
     let memory = device.memory_resource().unwrap();
@@ -731,6 +734,9 @@ fn a_cooperative_launch_in_a_green_context_counts_the_contexts_sms() {
     let _green = common::green_contexts();
     let device = common::device();
     let barrier = kernel("grid_barrier");
+    // The barrier spins until every block arrives: were residency wrong, it would never end.
+    let _watchdog =
+        common::Watchdog::new(std::time::Duration::from_secs(60), "a cooperative barrier");
     let sms = device.resources().sm().unwrap();
     let align = sms.coscheduled_alignment().unwrap_or(8);
     let half = sms.sm_count() / 2 / align * align;

@@ -336,6 +336,10 @@ fn copy_round_trip(d0: Device, d1: Device, memory: &[Arc<dyn MemoryResource>; 2]
     target.fill(0x0BAD_F00Du32, &s1).unwrap();
     s1.sync().unwrap();
     // Held back on s0: the data reaches `staged` only when the gate opens.
+    let _watchdog = crate::common::Watchdog::new(
+        std::time::Duration::from_secs(60),
+        "a stream held at a gate",
+    );
     let gate = Gate::close(&s0);
     source.copy_to(&mut staged, &s0).unwrap();
     let ready = s0.record_new(EventOptions::default()).unwrap();

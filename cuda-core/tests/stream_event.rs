@@ -52,6 +52,10 @@ fn record_wait_query_and_sync_follow_the_work() {
     let device = common::device();
     let a = device.create_stream(StreamOptions::default()).unwrap();
     let b = device.create_stream(StreamOptions::default()).unwrap();
+    let _watchdog = crate::common::Watchdog::new(
+        std::time::Duration::from_secs(60),
+        "a stream held at a gate",
+    );
     let gate = Gate::close(&a);
     let event = device.create_event(EventOptions::default()).unwrap();
     a.record(&event).unwrap();
@@ -71,6 +75,10 @@ fn record_wait_query_and_sync_follow_the_work() {
     a.sync().unwrap();
     assert!(a.is_done().unwrap() && b.is_done().unwrap() && c.is_done().unwrap());
     // record_new makes and records an event of the stream's context.
+    let _watchdog = crate::common::Watchdog::new(
+        std::time::Duration::from_secs(60),
+        "a stream held at a gate",
+    );
     let gate = Gate::close(&a);
     let marker = a
         .record_new(EventOptions {
@@ -185,6 +193,10 @@ fn a_foreign_stream_is_used_but_not_destroyed() {
     let owner = device.create_stream(StreamOptions::default()).unwrap();
     // SAFETY: `owner` outlives `wrapped`.
     let wrapped = unsafe { Stream::from_raw(owner.as_raw(), device) }.unwrap();
+    let _watchdog = crate::common::Watchdog::new(
+        std::time::Duration::from_secs(60),
+        "a stream held at a gate",
+    );
     let gate = Gate::close(&owner);
     assert!(!wrapped.is_done().unwrap());
     gate.open();
@@ -332,4 +344,30 @@ fn a_non_finite_elapsed_time_is_an_error_not_a_panic() {
             },
         );
     }
+}
+
+#[test]
+fn a_hung_test_ends_the_run_with_a_message() {
+    // In a child: a watchdog of a tenth of a second over a wait of a minute.
+    let test = crate::common::test_name(module_path!(), "a_hung_test_ends_the_run_with_a_message");
+    if crate::common::child_role(&test).is_some() {
+        let _watchdog =
+            crate::common::Watchdog::new(Duration::from_millis(100), "the planted hang");
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    let started = Instant::now();
+    let output = crate::common::child_command(&test, "hang")
+        .output()
+        .expect("the child runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the hang passed");
+    assert!(
+        stderr.contains("watchdog: the planted hang did not finish"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the watchdog waited the hang out"
+    );
 }

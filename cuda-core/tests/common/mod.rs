@@ -155,7 +155,9 @@ pub fn random_u32(seed: u64, n: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Holds a stream at a host function until released: work queued after it cannot start.
+/// Holds a stream at a host function until released: work queued after it cannot start. A
+/// gate never opened opens by itself after a minute (and a test that waits on it meanwhile
+/// would fail through its watchdog rather than hang).
 pub struct Gate(mpsc::Sender<()>);
 
 impl Gate {
@@ -163,7 +165,7 @@ impl Gate {
         let (tx, rx) = mpsc::channel::<()>();
         stream
             .launch_host_func(move || {
-                let _ = rx.recv();
+                let _ = rx.recv_timeout(std::time::Duration::from_secs(60));
             })
             .expect("cuLaunchHostFunc");
         Gate(tx)
@@ -171,5 +173,33 @@ impl Gate {
 
     pub fn open(self) {
         let _ = self.0.send(());
+    }
+}
+
+/// Ends the whole test run, with a message, if the test that holds it has not finished within
+/// its limit: for tests that can hang rather than fail (a kernel that spins at a barrier until
+/// every block arrives, a stream held at a host function), so that a hang is a failure with a
+/// reason, not a run cut off by its time limit. Dropping it disarms it.
+pub struct Watchdog(Option<mpsc::Sender<()>>);
+
+impl Watchdog {
+    pub fn new(limit: std::time::Duration, what: &str) -> Watchdog {
+        let (tx, rx) = mpsc::channel::<()>();
+        let what = what.to_owned();
+        std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!("watchdog: {what} did not finish within {limit:?}; ending the run");
+                std::process::exit(101);
+            }
+        });
+        Watchdog(Some(tx))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
     }
 }
