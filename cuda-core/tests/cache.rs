@@ -484,6 +484,26 @@ fn corrupt_entries_seen(dir: &Path) -> usize {
     logged(log::Level::Info, &[&dir.display().to_string(), "corrupt"])
 }
 
+/// The positive control of [`corrupt_entries_seen`] (which the workers' tests assert is 0): a
+/// known corrupt entry is counted once, so a count that could never leave 0 (a message
+/// reworded, a logger not installed) fails here instead of passing those tests empty.
+#[test]
+fn a_corrupt_entry_is_seen_in_the_log() {
+    record_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    let key = small_key(7);
+    cache.put(&key, &value_of(7));
+    assert_eq!(corrupt_entries_seen(cache.dir()), 0);
+    let path = dir.path().join(key.to_hex());
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(cache.get(&key), None);
+    assert_eq!(corrupt_entries_seen(cache.dir()), 1);
+}
+
 #[test]
 fn a_directory_that_cannot_be_made_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -69,3 +69,34 @@ fn current_follows_the_threads_context() {
     .join()
     .unwrap();
 }
+
+/// Every generated accessor asks the driver for its own attribute's code, as the bindings
+/// (bindgen's reading of the header) number it: on eight stand-in devices, device `d` answers
+/// bit `d` of the code asked for, so the eight answers spell the code out. A code edited by
+/// hand in the generated file, or a generator that read a wrong value, fails here.
+#[test]
+fn every_attribute_accessor_asks_for_its_headers_code() {
+    crate::common::standin::run(
+        module_path!(),
+        "every_attribute_accessor_asks_for_its_headers_code",
+        &[],
+        &[("STANDIN_DEVICES", "8"), ("STANDIN_ATTRIBUTE_BITS", "1")],
+        || {
+            let devices: Vec<Device> = (0..8).map(|d| Device::new(d).unwrap()).collect();
+            let mut wrong = Vec::new();
+            for (name, code, accessor) in crate::attribute_codes::ACCESSORS {
+                let mut asked = 0u32;
+                for (bit, device) in devices.iter().enumerate() {
+                    let answer = accessor(&device.properties()).unwrap();
+                    assert!(answer == 0 || answer == 1, "{name}: {answer}");
+                    asked |= (answer as u32) << bit;
+                }
+                if asked != *code {
+                    wrong.push(format!("{name}: asks for {asked}, the header says {code}"));
+                }
+            }
+            assert!(wrong.is_empty(), "{wrong:#?}");
+            assert_eq!(crate::attribute_codes::ACCESSORS.len(), 161);
+        },
+    );
+}

@@ -4,6 +4,11 @@
 //! process of its own (a sticky error, a process-wide count, a first load) runs its body in a
 //! child of this binary: see `common::alone`.
 
+/// The generated accessor table (`cargo xtask regenerate-bindings`), kept out of rustfmt's
+/// reach so that `check-bindings` compares it as generated.
+mod attribute_codes {
+    include!("generated/attribute_codes.rs");
+}
 mod common;
 
 mod cache;
@@ -12,6 +17,7 @@ mod device;
 mod driver_info_example;
 mod green_context;
 mod hot_path_allocations;
+mod kernel_effects;
 mod launch;
 mod memory;
 mod multi_device;

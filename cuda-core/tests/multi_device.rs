@@ -157,9 +157,12 @@ fn devices_are_distinct() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn set_current_switches_device() {
-    let Some((d0, d1)) = two_devices() else {
-        return;
-    };
+    if let Some((d0, d1)) = two_devices() {
+        set_current_switches_device_on(d0, d1);
+    }
+}
+
+fn set_current_switches_device_on(d0: Device, d1: Device) {
     // A new thread, so that the contexts set here stay here.
     std::thread::spawn(move || {
         // Device 1 first: with no context current, `current` would already say device 0.
@@ -177,9 +180,12 @@ fn set_current_switches_device() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn event_of_another_device_is_refused() {
-    let Some((d0, d1)) = two_devices() else {
-        return;
-    };
+    if let Some((d0, d1)) = two_devices() {
+        event_of_another_device_is_refused_on(d0, d1);
+    }
+}
+
+fn event_of_another_device_is_refused_on(d0: Device, d1: Device) {
     let s0 = d0.create_stream(StreamOptions::default()).unwrap();
     let s1 = d1.create_stream(StreamOptions::default()).unwrap();
     let e0 = d0.create_event(EventOptions::default()).unwrap();
@@ -213,9 +219,12 @@ fn event_of_another_device_is_refused() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn allocation_on_a_stream_of_another_device_is_refused() {
-    let Some((d0, d1)) = two_devices() else {
-        return;
-    };
+    if let Some((d0, d1)) = two_devices() {
+        allocation_on_a_stream_of_another_device_is_refused_on(d0, d1);
+    }
+}
+
+fn allocation_on_a_stream_of_another_device_is_refused_on(d0: Device, d1: Device) {
     let s0 = d0.create_stream(StreamOptions::default()).unwrap();
     let s1 = d1.create_stream(StreamOptions::default()).unwrap();
     // The default resource (a memory pool on these devices), and cuMemAlloc's resource.
@@ -236,9 +245,12 @@ fn allocation_on_a_stream_of_another_device_is_refused() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn stream_from_raw_of_another_device_is_refused() {
-    let Some((d0, d1)) = two_devices() else {
-        return;
-    };
+    if let Some((d0, d1)) = two_devices() {
+        stream_from_raw_of_another_device_is_refused_on(d0, d1);
+    }
+}
+
+fn stream_from_raw_of_another_device_is_refused_on(d0: Device, d1: Device) {
     // `s1` owns the stream and lives to the end of the test.
     let s1 = d1.create_stream(StreamOptions::default()).unwrap();
     // SAFETY: a valid stream, alive while used; it is of device 1, which is what is refused.
@@ -531,4 +543,25 @@ fn green_contexts_on_device_1() {
     s0.wait(&marker).unwrap();
     s0.sync().unwrap();
     green.sync().unwrap();
+}
+
+/// The rules above that need no real work, on the stand-in driver's two devices, so that a
+/// machine with one GPU (or none) still runs them: `Device::current` follows the thread's
+/// context (not "always device 0"), and objects of one device are refused on the other.
+#[test]
+fn cross_device_rules_hold_on_two_stand_in_devices() {
+    common::standin::run(
+        module_path!(),
+        "cross_device_rules_hold_on_two_stand_in_devices",
+        &[],
+        &[("STANDIN_DEVICES", "2")],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            assert_eq!(Device::count().unwrap(), 2);
+            set_current_switches_device_on(d0, d1);
+            event_of_another_device_is_refused_on(d0, d1);
+            allocation_on_a_stream_of_another_device_is_refused_on(d0, d1);
+            stream_from_raw_of_another_device_is_refused_on(d0, d1);
+        },
+    );
 }

@@ -277,3 +277,167 @@ fn ltoir_links_with_nvjitlink_when_found() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// The PTX of `source` compiled with `options` (for `compute_90`).
+fn ptx_with(source: &str, options: ProgramOptions) -> String {
+    let code = Program::new(source, ProgramOptions { ..options })
+        .with_name("effects.cu")
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    String::from_utf8_lossy(code.code()).into_owned()
+}
+
+/// One division, one multiply-add, one square root and one addition, each of a kind the
+/// floating-point options change.
+const ARITHMETIC: &str = r#"
+extern "C" __global__ void k(float* x, float a, float b) {
+    x[0] = x[1] / a;
+    x[2] = x[3] * a + b;
+    x[4] = sqrtf(x[5]);
+    x[6] = x[7] + b;
+}
+"#;
+
+/// Each typed option is seen in what NVRTC made, against a compile without it: an option that
+/// `compile` dropped (or spelled so that NVRTC ignored it) fails here.
+#[test]
+fn every_typed_option_changes_the_output() {
+    if !nvrtc() {
+        return;
+    }
+    let plain = ptx_with(ARITHMETIC, options());
+    // The plain compile, the control: IEEE division and square root, contracted fma, no ftz,
+    // no line or debug information.
+    for expected in ["div.rn.f32", "sqrt.rn.f32", "fma.rn.f32"] {
+        assert!(plain.contains(expected), "{expected} in\n{plain}");
+    }
+    for absent in ["approx", ".ftz", ".loc", "debug", "div.full"] {
+        assert!(!plain.contains(absent), "{absent} in\n{plain}");
+    }
+    let with = |o: ProgramOptions| ptx_with(ARITHMETIC, o);
+    // fast_math: approximate division and square root, flushed to zero.
+    let fast = with(options().with_fast_math(true));
+    assert!(fast.contains("div.approx.ftz.f32"), "{fast}");
+    assert!(fast.contains("sqrt.approx.ftz.f32"), "{fast}");
+    // A typed option set apart from fast_math wins over it (it comes after in the arguments).
+    let fast_but_exact = with(options().with_fast_math(true).with_prec_div(true));
+    assert!(
+        fast_but_exact.contains("div.rn.ftz.f32"),
+        "{fast_but_exact}"
+    );
+    // fmad = false: no fused multiply-add is left.
+    let unfused = with(options().with_fmad(false));
+    assert!(!unfused.contains("fma"), "{unfused}");
+    assert!(unfused.contains("mul.rn.f32"), "{unfused}");
+    // ftz: every single-precision operation flushes.
+    let ftz = with(options().with_ftz(true));
+    assert!(
+        ftz.contains("add.ftz.f32") && ftz.contains("div.rn.ftz.f32"),
+        "{ftz}"
+    );
+    // prec_div = false and prec_sqrt = false, each alone.
+    let div = with(options().with_prec_div(false));
+    assert!(
+        div.contains("div.full.f32") && div.contains("sqrt.rn.f32"),
+        "{div}"
+    );
+    let sqrt = with(options().with_prec_sqrt(false));
+    assert!(
+        sqrt.contains("sqrt.approx.f32") && sqrt.contains("div.rn.f32"),
+        "{sqrt}"
+    );
+    // line_info: source lines, naming the program.
+    let lines = with(options().with_line_info(true));
+    assert!(
+        lines.contains(".loc") && lines.contains("effects.cu"),
+        "{lines}"
+    );
+    assert!(!lines.contains("debug"), "{lines}");
+    // debug: a debug target, without contraction.
+    let debug = with(options().with_debug(true));
+    assert!(debug.contains(".target sm_90, debug"), "{debug}");
+}
+
+/// `std` picks the dialect: `__cplusplus` is 202002 under C++20 and 201703 under C++17, and a
+/// C++20 feature compiles only under C++20.
+#[test]
+fn the_std_option_picks_the_dialect() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "#if __cplusplus != DIALECT\n#error dialect\n#endif\n\
+                  template <typename T> concept Small = sizeof(T) <= 4;\n\
+                  template <Small T> __global__ void k(T* x) { *x = T(1); }\n\
+                  template __global__ void k<int>(int*);";
+    let cxx20 = ProgramOptions {
+        std: Some("c++20".to_owned()),
+        defines: vec![("DIALECT".to_owned(), Some("202002L".to_owned()))],
+        ..options()
+    };
+    Program::new(source, cxx20)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let cxx17 = ProgramOptions {
+        std: Some("c++17".to_owned()),
+        defines: vec![("DIALECT".to_owned(), Some("201703L".to_owned()))],
+        ..options()
+    };
+    let err = Program::new(source, cxx17)
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    // Past the dialect check (201703 under C++17), the concept is what fails.
+    let Error::Compile { log, .. } = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        !log.contains("#error") && !log.contains("error directive"),
+        "{log}"
+    );
+    assert!(log.contains("concept") || log.contains("Small"), "{log}");
+}
+
+/// Relocatable device code: a call to a function defined elsewhere compiles to a cubin (with
+/// the call left for the linker), which whole-program compilation refuses.
+#[test]
+fn relocatable_device_code_allows_external_calls() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "__device__ float elsewhere(float);\n\
+                  extern \"C\" __global__ void k(float* x) { x[0] = elsewhere(x[0]); }";
+    let cubin = Program::new(source, options().with_relocatable_device_code(true))
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    assert!(cubin.code().starts_with(b"\x7fELF"));
+    let err = Program::new(source, options())
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Compile { log, .. } if log.contains("elsewhere")),
+        "{err}"
+    );
+}
+
+/// The linker refuses what it cannot link before asking any driver: nothing at all, and LTO-IR
+/// for the driver's own linker.
+#[test]
+fn the_linker_refuses_nothing_and_ltoir_for_the_driver() {
+    use cuda_core::{Linker, LinkerBackend, LinkerOptions, ObjectCode};
+    let driver = LinkerOptions {
+        arch: Some("90".to_owned()),
+        backend: LinkerBackend::Driver,
+        ..Default::default()
+    };
+    let err = Linker::new(&[], driver.clone()).link().unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "inputs", .. }),
+        "{err}"
+    );
+    let ltoir = ObjectCode::from_ltoir(b"not really LTO-IR".to_vec());
+    let ptx = ObjectCode::from_ptx(b".version 8.0\n.target sm_90\n.address_size 64\n".to_vec());
+    let err = Linker::new(&[ptx, ltoir], driver).link().unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log } if log.contains("LTO-IR") && log.contains("nvJitLink")),
+        "{err}"
+    );
+}

@@ -371,3 +371,112 @@ fn a_hung_test_ends_the_run_with_a_message() {
         "the watchdog waited the hang out"
     );
 }
+
+/// This thread's CPU time so far.
+#[cfg(target_os = "linux")]
+fn thread_cpu_time() -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        seconds: i64,
+        nanoseconds: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut time = Timespec {
+        seconds: 0,
+        nanoseconds: 0,
+    };
+    // SAFETY: a valid clock and a valid out-pointer.
+    let status = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    assert_eq!(status, 0);
+    Duration::new(time.seconds as u64, time.nanoseconds as u32)
+}
+
+/// The event flags reach the driver. Timing: events made without it, wrapped again as if they
+/// had it, are refused by `cuEventElapsedTime` itself (and events made with it are timed).
+/// Blocking sync: waiting for a kernel that runs 300 ms on such an event costs this thread
+/// little CPU time, where a default event's wait spins for most of it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+#[cfg(target_os = "linux")]
+fn event_flags_reach_the_driver() {
+    use cuda_core::{launch, CodeType, DriverCode, LaunchConfig, Program, ProgramOptions};
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let context = device.primary_context().unwrap();
+    let times = |options: EventOptions| {
+        let start = stream.record_new(options).unwrap();
+        let end = stream.record_new(options).unwrap();
+        end.sync().unwrap();
+        // SAFETY: the handles are valid events of `context`, alive while the wrappers are
+        // used. The options claim timing whatever the events were made with: the lie is
+        // the test, and its only effect is the driver's answer below.
+        let (start, end) = unsafe {
+            (
+                Event::from_raw(start.as_raw(), &context, EventOptions::timing()),
+                Event::from_raw(end.as_raw(), &context, EventOptions::timing()),
+            )
+        };
+        end.elapsed_since(&start)
+    };
+    assert!(times(EventOptions::timing()).is_ok(), "the control");
+    let err = times(EventOptions::default()).unwrap_err();
+    assert_eq!(
+        err.driver_code(),
+        Some(DriverCode::INVALID_HANDLE),
+        "the driver timed an event made without timing: {err}"
+    );
+    // Blocking sync, against a spinning wait.
+    device.set_current().unwrap();
+    let code = Program::new(
+        r#"extern "C" __global__ void spin(unsigned long long ns) {
+            unsigned long long t0, t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+        }"#,
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let spin = code.get_kernel("spin").unwrap();
+    let wait = |options: EventOptions| {
+        let ns = 300_000_000u64;
+        // SAFETY: the kernel reads only its argument.
+        unsafe {
+            launch(
+                &stream,
+                &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+                &spin,
+                &[&ns],
+            )
+        }
+        .unwrap();
+        let event = stream.record_new(options).unwrap();
+        let (cpu, wall) = (thread_cpu_time(), Instant::now());
+        event.sync().unwrap();
+        let (cpu, wall) = (thread_cpu_time() - cpu, wall.elapsed());
+        assert!(
+            wall >= Duration::from_millis(200),
+            "the kernel ran {wall:?}"
+        );
+        (cpu, wall)
+    };
+    let (spun, spun_wall) = wait(EventOptions::default());
+    let (blocked, blocked_wall) = wait(EventOptions::default().with_blocking_sync(true));
+    println!(
+        "event sync: default {spun:?} CPU in {spun_wall:?}, blocking {blocked:?} CPU in \
+         {blocked_wall:?}"
+    );
+    // The control: the default wait spins (the primary context schedules automatically, and
+    // this machine has more cores than active contexts).
+    assert!(
+        spun * 2 > spun_wall,
+        "the default wait did not spin: {spun:?} of {spun_wall:?}"
+    );
+    assert!(
+        blocked * 10 < blocked_wall,
+        "the blocking-sync wait used {blocked:?} of CPU in {blocked_wall:?}"
+    );
+}

@@ -172,7 +172,7 @@ fn generate_core(headers: &BTreeMap<u32, Source>) -> Result<Vec<Output>, String>
         )
     };
     let dir = PathBuf::from("cuda-core").join("src").join("generated");
-    let attributes = core_gen::device_attributes(&header13, &header12)?;
+    let (attributes, table) = core_gen::device_attributes(&header13, &header12)?;
     let codes = core_gen::driver_codes(&header13)?;
     Ok(vec![
         Output {
@@ -181,6 +181,17 @@ fn generate_core(headers: &BTreeMap<u32, Source>) -> Result<Vec<Output>, String>
                 "{}{}",
                 banner(&format!("{} and {}", source13.origin, source12.origin)),
                 core_gen::format(&attributes, "device attributes")?
+            ),
+        },
+        Output {
+            path: PathBuf::from("cuda-core")
+                .join("tests")
+                .join("generated")
+                .join("attribute_codes.rs"),
+            text: format!(
+                "{}{}",
+                banner(&format!("{} and {}", source13.origin, source12.origin)),
+                core_gen::format(&table, "the attribute code table")?
             ),
         },
         Output {

@@ -185,8 +185,11 @@ pub fn format(source: &str, what: &str) -> Result<String, String> {
 }
 
 /// `generated/device_attributes.rs`: a typed accessor per attribute of the 13 header (old
-/// aliases left out), each noting when the 12.9 header lacks it.
-pub fn device_attributes(header13: &str, header12: &str) -> Result<String, String> {
+/// aliases left out), each noting when the 12.9 header lacks it; and the test table of
+/// `tests/generated/attribute_codes.rs`: each accessor beside its attribute's constant in the
+/// bindings (bindgen's reading of the same header), which a stand-in driver test compares
+/// with the code each accessor asks the driver for.
+pub fn device_attributes(header13: &str, header12: &str) -> Result<(String, String), String> {
     const PREFIX: &str = "CU_DEVICE_ATTRIBUTE_";
     let attributes = enumerators(header13, "CUdevice_attribute")?;
     let known12: HashSet<String> = enumerators(header12, "CUdevice_attribute")?
@@ -202,6 +205,14 @@ pub fn device_attributes(header13: &str, header12: &str) -> Result<String, Strin
          pub(crate) const ATTRIBUTE_CODES: usize = ",
     );
     let mut methods = String::new();
+    let mut table = String::from(
+        "use cuda_core::{DeviceProperties, Result};\n\
+         use cuda_sys13::CUdevice_attribute_enum as A;\n\n\
+         /// An accessor's reading as a number (a `bool` as 0 or 1).\n\
+         pub type Accessor = fn(&DeviceProperties) -> Result<i64>;\n\n\
+         /// Every accessor: the attribute's name, its code in the bindings, the accessor.\n\
+         pub const ACCESSORS: &[(&str, u32, Accessor)] = &[\n",
+    );
     for attribute in &attributes {
         let short = attribute
             .name
@@ -237,11 +248,22 @@ pub fn device_attributes(header13: &str, header12: &str) -> Result<String, Strin
         let _ = writeln!(methods, "    pub fn {method}(&self) -> Result<{ty}> {{");
         let _ = writeln!(methods, "        self.read({}){convert}", attribute.value);
         let _ = writeln!(methods, "    }}\n");
+        let widen = if ty == "bool" {
+            "i64::from"
+        } else {
+            "|v| v as i64"
+        };
+        let _ = writeln!(
+            table,
+            "    (\"{name}\", A::{name}.0, |p| p.{method}().map({widen})),",
+            name = attribute.name
+        );
     }
     let _ = writeln!(out, "{end};\n\nimpl DeviceProperties {{");
     out.push_str(methods.trim_end());
     out.push_str("\n}\n");
-    Ok(out)
+    table.push_str("];\n");
+    Ok((out, table))
 }
 
 /// `generated/driver_codes.rs`: a constant per `CUresult` of the 13 header, named without its
@@ -366,7 +388,10 @@ typedef enum cudaError_enum {
             "CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH",
             "CU_DEVICE_ATTRIBUTE_GONE",
         );
-        let text = device_attributes(HEADER, &header12).unwrap();
+        let (text, table) = device_attributes(HEADER, &header12).unwrap();
+        assert!(table.contains(
+            "(\"CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK\", A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK.0, |p| p.max_threads_per_block().map(|v| v as i64)),"
+        ), "{table}");
         assert!(text.contains("pub fn max_threads_per_block(&self) -> Result<u32>"));
         assert!(!text.contains("shared_memory_per_block"));
         assert!(text.contains("pub fn numa_id(&self) -> Result<i32>"));

@@ -8,6 +8,8 @@
  *   STANDIN_DEVICES=N        devices (default 2)
  *   STANDIN_POP_STATUS=CODE  what cuCtxPopCurrent answers (after popping)
  *   STANDIN_ELAPSED=X        what cuEventElapsedTime answers, in ms: a number, nan or inf
+ *   STANDIN_ATTRIBUTE_BITS=1 cuDeviceGetAttribute answers bit D of the attribute's code on
+ *                            device D (so 8 devices spell out the code an accessor asked for)
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
  * driver does). */
 #include <math.h>
@@ -145,7 +147,10 @@ int cuDeviceGetName(char *out, int len, int device) {
     return 0;
 }
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
-    (void)device;
+    if (setting("STANDIN_ATTRIBUTE_BITS", 0)) {
+        *value = (attribute >> device) & 1;
+        return 0;
+    }
     switch (attribute) {
     case 1: *value = 1024; break;   /* max threads per block */
     case 16: *value = 132; break;   /* multiprocessors */

@@ -1,0 +1,396 @@
+//! What options, attributes and arguments do on the GPU, observed in the kernel's results or
+//! read back from the driver: a register cap, dynamic shared memory above 48 KiB, the
+//! cooperative attribute, a kernel's own attributes, and launches past the inline argument
+//! count, with arrays, structs and 2-D and 3-D grids. Each test has a control that fails when
+//! the thing it names did not happen.
+
+use crate::common;
+
+use std::sync::OnceLock;
+
+use cuda_core::{
+    launch, Allocate, CodeType, DeviceRepr, Error, Kernel, KernelArg, LaunchConfig, ObjectCode,
+    Program, ProgramOptions, StreamOptions,
+};
+
+const SOURCE: &str = r#"
+extern "C" __global__ void shared_reverse(unsigned* out, unsigned words) {
+    extern __shared__ unsigned s[];
+    for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s[i] = i * 3u + 1u;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < words; i += blockDim.x) out[i] = s[words - 1u - i];
+}
+
+__constant__ float table[256];
+
+extern "C" __global__ void attributes(float* out, int index) {
+    __shared__ float tile[1024];
+    float local[64];
+    for (int i = 0; i < 64; ++i) local[i] = out[i] * 2.0f;
+    tile[threadIdx.x] = table[index & 255] + local[index & 63];
+    __syncthreads();
+    out[threadIdx.x] = tile[(threadIdx.x + 1) & 1023];
+}
+
+extern "C" __global__ void twenty(unsigned long long* out, unsigned a1, unsigned a2,
+    unsigned a3, unsigned a4, unsigned a5, unsigned a6, unsigned a7, unsigned a8, unsigned a9,
+    unsigned a10, unsigned a11, unsigned a12, unsigned a13, unsigned a14, unsigned a15,
+    unsigned a16, unsigned a17, unsigned a18, unsigned long long a19) {
+    unsigned long long v[19] = {a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14,
+                                a15, a16, a17, a18, a19};
+    for (int i = 0; i < 19; ++i) out[i] = v[i];
+}
+
+struct Five { unsigned v[5]; };
+extern "C" __global__ void array_arg(unsigned* out, Five five) {
+    for (int i = 0; i < 5; ++i) out[i] = five.v[i];
+}
+
+struct Mixed { unsigned char a; double b; unsigned c; };
+extern "C" __global__ void struct_arg(double* out, Mixed m) {
+    out[0] = m.a;
+    out[1] = m.b;
+    out[2] = m.c;
+}
+
+extern "C" __global__ void coordinates(unsigned* out) {
+    unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned z = blockIdx.z * blockDim.z + threadIdx.z;
+    unsigned w = gridDim.x * blockDim.x, h = gridDim.y * blockDim.y;
+    out[(z * h + y) * w + x] = x | (y << 10) | (z << 20);
+}
+"#;
+
+/// Many values live at once: with no cap the compiler keeps them in registers.
+const REGISTERS: &str = r#"
+extern "C" __global__ void registers(float* x, int n) {
+    float a[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) a[i] = x[i * n + threadIdx.x];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += a[i] * a[63 - i] * a[(i * 7) & 63];
+    x[threadIdx.x] = s;
+}
+"#;
+
+fn code() -> &'static ObjectCode {
+    static CODE: OnceLock<ObjectCode> = OnceLock::new();
+    CODE.get_or_init(|| {
+        common::device().set_current().unwrap();
+        Program::new(SOURCE, ProgramOptions::default())
+            .with_name("effects.cu")
+            .compile(CodeType::Cubin, &[])
+            .unwrap()
+    })
+}
+
+fn kernel(name: &str) -> Kernel {
+    code().get_kernel(name).unwrap()
+}
+
+/// `max_register_count` reaches the compiler: the kernel that uses more than 32 registers
+/// without it uses at most 32 with it (read from the driver).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn max_register_count_caps_the_registers() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let registers = |options: ProgramOptions| {
+        let code = Program::new(REGISTERS, options)
+            .compile(CodeType::Cubin, &[])
+            .unwrap();
+        let kernel = code.get_kernel("registers").unwrap();
+        kernel.attributes(device).unwrap().num_regs
+    };
+    let free = registers(ProgramOptions::default());
+    let capped = registers(ProgramOptions::default().with_max_register_count(32));
+    // The control: without the cap, more than 32, so that the cap has something to do.
+    assert!(free > 32, "the kernel needs only {free} registers");
+    assert!(capped <= 32, "capped at 32, it uses {capped}");
+    println!("registers: {free} free, {capped} capped at 32");
+}
+
+/// Dynamic shared memory past the 48 KiB default: refused before the attribute is raised,
+/// then launched, with every word of it written and read back by the kernel; the raised
+/// attribute is the driver's (read through a fresh wrapper of the same kernel, which caches
+/// nothing yet).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dynamic_shared_memory_above_48_kib_is_used_whole() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let most = device
+        .properties()
+        .max_shared_memory_per_block_optin()
+        .unwrap();
+    assert!(most > 48 * 1024, "{most} bytes of opt-in shared memory");
+    let bytes = most / 4 * 4;
+    let words = bytes / 4;
+    let reverse = kernel("shared_reverse");
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(bytes as usize, &stream)
+        .unwrap();
+    let config = LaunchConfig::new([1, 1, 1], [256, 1, 1]).with_shared_memory(bytes);
+    // SAFETY: refused before the driver.
+    let err = unsafe { launch(&stream, &config, &reverse, &[&out, &words]) }.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidArgument {
+                name: "config.shared_memory_bytes",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    reverse
+        .set_max_dynamic_shared_memory(device, bytes)
+        .unwrap();
+    // SAFETY: a fresh wrapper of a kernel whose library `code()` keeps loaded.
+    let fresh = unsafe { Kernel::from_raw(reverse.as_raw()) }.unwrap();
+    assert_eq!(
+        fresh
+            .attributes(device)
+            .unwrap()
+            .max_dynamic_shared_size_bytes,
+        bytes,
+        "the driver's attribute"
+    );
+    // SAFETY: `words` unsigneds in `out`, and as many in shared memory.
+    unsafe { launch(&stream, &config, &reverse, &[&out, &words]) }.unwrap();
+    let got = out.to_vec::<u32>(&stream).unwrap();
+    let wrong = (0..words)
+        .filter(|&i| got[i as usize] != (words - 1 - i) * 3 + 1)
+        .count();
+    assert_eq!(wrong, 0, "of {words} words of shared memory");
+    println!("dynamic shared memory: {bytes} bytes used whole");
+}
+
+/// The cooperative attribute reaches the driver: the grid can tell (`grid.is_valid()` holds
+/// only in a cooperative launch), and a grid-wide `grid.sync()` holds. The cooperative-groups
+/// header comes with the CUDA toolkit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cooperative_launch_is_one_the_grid_can_tell() {
+    let device = common::device();
+    let Some(include) = toolkit_include("cooperative_groups.h") else {
+        return common::not_run(
+            "cuda-headers",
+            "no CUDA toolkit headers (cooperative_groups.h) under $CUDA_HOME, $CUDA_PATH or \
+             /usr/local/cuda",
+        );
+    };
+    device.set_current().unwrap();
+    let source = r#"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void grid_kind(unsigned* out) {
+    cg::grid_group grid = cg::this_grid();
+    if (grid.thread_rank() == 0) out[0] = grid.is_valid() ? 1u : 2u;
+}
+extern "C" __global__ void grid_sync_count(unsigned* counter, unsigned* out) {
+    cg::grid_group grid = cg::this_grid();
+    if (threadIdx.x == 0) atomicAdd(counter, 1u);
+    grid.sync();
+    if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(counter, 0u);
+}
+"#;
+    let code = Program::new(
+        source,
+        ProgramOptions::default().with_include_paths(vec![include]),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let kind = code.get_kernel("grid_kind").unwrap();
+    let mut out = memory.allocate(4, &stream).unwrap();
+    let mut grid_kind = |cooperative: bool| {
+        out.fill(0u32, &stream).unwrap();
+        let config = LaunchConfig::new([4, 1, 1], [64, 1, 1]).with_cooperative(cooperative);
+        // SAFETY: one unsigned written.
+        unsafe { launch(&stream, &config, &kind, &[&out]) }.unwrap();
+        out.to_vec::<u32>(&stream).unwrap()[0]
+    };
+    assert_eq!(grid_kind(false), 2, "a plain launch is not cooperative");
+    assert_eq!(
+        grid_kind(true),
+        1,
+        "the cooperative attribute did not arrive"
+    );
+    // A grid-wide barrier across every resident block.
+    let _watchdog = common::Watchdog::new(
+        std::time::Duration::from_secs(60),
+        "a cooperative grid.sync()",
+    );
+    let sync = code.get_kernel("grid_sync_count").unwrap();
+    let per_sm = sync.max_active_blocks_per_sm(device, 128, 0).unwrap();
+    let blocks = per_sm * device.properties().multiprocessor_count().unwrap();
+    let mut counter = memory.allocate(4, &stream).unwrap();
+    counter.fill(0u32, &stream).unwrap();
+    let arrivals = memory.allocate(4 * blocks as usize, &stream).unwrap();
+    let config = LaunchConfig::new([blocks, 1, 1], [128, 1, 1]).with_cooperative(true);
+    // SAFETY: one counter and one unsigned per block.
+    unsafe { launch(&stream, &config, &sync, &[&counter, &arrivals]) }.unwrap();
+    let seen = arrivals.to_vec::<u32>(&stream).unwrap();
+    assert!(
+        seen.iter().all(|&v| v == blocks),
+        "{blocks} blocks: {seen:?}"
+    );
+}
+
+/// A header of the CUDA toolkit's include directory, if there is one here.
+fn toolkit_include(header: &str) -> Option<std::path::PathBuf> {
+    ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(std::path::PathBuf::from)
+        .chain([std::path::PathBuf::from("/usr/local/cuda")])
+        .map(|root| root.join("include"))
+        .find(|dir| dir.join(header).is_file())
+}
+
+/// A kernel's attributes are the ones it was built with: 4 KiB of static shared memory, 1 KiB
+/// of constant memory, a dynamically indexed local array, the PTX version of its source, and
+/// the device's architecture as its binary version.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_attributes_are_the_ones_it_was_built_with() {
+    let device = common::device();
+    device.set_current().unwrap();
+    // From PTX, so that the PTX version is the one in the text.
+    let ptx = Program::new(SOURCE, ProgramOptions::default())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let text = String::from_utf8_lossy(ptx.code()).into_owned();
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix(".version "))
+        .unwrap();
+    let (major, minor) = version.trim().split_once('.').unwrap();
+    let expected_ptx: u32 = major.parse::<u32>().unwrap() * 10 + minor.parse::<u32>().unwrap();
+    let (cc_major, cc_minor) = device.compute_capability().unwrap();
+    for (what, code) in [("cubin", code()), ("ptx", &ptx)] {
+        let attributes = code
+            .get_kernel("attributes")
+            .unwrap()
+            .attributes(device)
+            .unwrap();
+        assert_eq!(attributes.shared_size_bytes, 4096, "{what}: {attributes:?}");
+        assert_eq!(attributes.const_size_bytes, 1024, "{what}: {attributes:?}");
+        assert!(
+            attributes.local_size_bytes >= 256,
+            "{what}: the local array is not in local memory: {attributes:?}"
+        );
+        assert_eq!(
+            attributes.binary_version,
+            cc_major * 10 + cc_minor,
+            "{what}: {attributes:?}"
+        );
+        if what == "ptx" {
+            assert_eq!(attributes.ptx_version, expected_ptx, "{attributes:?}");
+        }
+        // The other kernels of the same program have none of it.
+        let plain = code
+            .get_kernel("array_arg")
+            .unwrap()
+            .attributes(device)
+            .unwrap();
+        assert_eq!(
+            (plain.shared_size_bytes, plain.local_size_bytes),
+            (0, 0),
+            "{what}: {plain:?}"
+        );
+        println!("{what}: {attributes:?}");
+    }
+}
+
+/// A struct as the kernel's C++ `Mixed` lays it out: padding after `a`, 24 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Mixed {
+    a: u8,
+    b: f64,
+    c: u32,
+}
+
+// SAFETY: `#[repr(C)]` plain data, laid out as `struct Mixed` in the kernel.
+unsafe impl DeviceRepr for Mixed {}
+
+/// Launches past the 16 arguments kept inline (the spilled path), an array argument, a user
+/// struct with padding, and 2-D and 3-D grids: each result read back and checked.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arguments_and_grids_of_every_shape_arrive_whole() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let one = LaunchConfig::new([1, 1, 1], [1, 1, 1]);
+    // Twenty arguments, each with its own value, each read back in its place.
+    let out = memory.allocate(8 * 19, &stream).unwrap();
+    let small: Vec<u32> = (1..=18).map(|i| i * 1000 + 7).collect();
+    let last = 0x1234_5678_9abc_def0u64;
+    let mut args: Vec<&dyn KernelArg> = vec![&out];
+    args.extend(small.iter().map(|v| v as &dyn KernelArg));
+    args.push(&last);
+    assert_eq!(args.len(), 20);
+    // SAFETY: 19 u64 written to a buffer of 19.
+    unsafe { launch(&stream, &one, &kernel("twenty"), &args) }.unwrap();
+    let mut expected: Vec<u64> = small.iter().map(|&v| u64::from(v)).collect();
+    expected.push(last);
+    assert_eq!(out.to_vec::<u64>(&stream).unwrap(), expected);
+    // An array, as the kernel's struct of one array.
+    let five = [11u32, 22, 33, 44, 55];
+    let out = memory.allocate(4 * 5, &stream).unwrap();
+    // SAFETY: five unsigned written.
+    unsafe { launch(&stream, &one, &kernel("array_arg"), &[&out, &five]) }.unwrap();
+    assert_eq!(out.to_vec::<u32>(&stream).unwrap(), five);
+    // A struct with padding.
+    let mixed = Mixed {
+        a: 200,
+        b: -2.5,
+        c: 4_000_000_000,
+    };
+    let out = memory.allocate(8 * 3, &stream).unwrap();
+    // SAFETY: three doubles written.
+    unsafe { launch(&stream, &one, &kernel("struct_arg"), &[&out, &mixed]) }.unwrap();
+    assert_eq!(
+        out.to_vec::<f64>(&stream).unwrap(),
+        [200.0, -2.5, 4_000_000_000.0],
+        "{mixed:?}"
+    );
+    // A struct of the wrong size is refused before the driver.
+    // SAFETY: refused before the launch.
+    let err = unsafe { launch(&stream, &one, &kernel("struct_arg"), &[&out, &five]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "args", reason } if reason.contains("argument 1")),
+        "{err}"
+    );
+    // 2-D and 3-D grids of 2-D and 3-D blocks, every extent different: each thread writes its
+    // coordinates where its linear index says.
+    let coordinates = kernel("coordinates");
+    for (grid, block) in [([5, 3, 1], [8, 4, 1]), ([3, 2, 2], [4, 3, 5])] {
+        let [w, h, d] = [0, 1, 2].map(|i| grid[i] * block[i]);
+        let n = (w * h * d) as usize;
+        let mut out = memory.allocate(4 * n, &stream).unwrap();
+        out.fill(u32::MAX, &stream).unwrap();
+        let config = LaunchConfig::new(grid, block);
+        // SAFETY: one unsigned per thread of the grid.
+        unsafe { launch(&stream, &config, &coordinates, &[&out]) }.unwrap();
+        let got = out.to_vec::<u32>(&stream).unwrap();
+        let mut wrong = 0;
+        for z in 0..d {
+            for y in 0..h {
+                for x in 0..w {
+                    let at = ((z * h + y) * w + x) as usize;
+                    wrong += usize::from(got[at] != x | (y << 10) | (z << 20));
+                }
+            }
+        }
+        assert_eq!(wrong, 0, "grid {grid:?}, block {block:?}");
+    }
+}
