@@ -301,3 +301,35 @@ fn the_key_names_the_exact_nvrtc_and_a_hit_loads_none() {
     let (rebuilt, _) = child_key(&test, "hit", &copy, cache_dir.path());
     assert_ne!(rebuilt, primed);
 }
+
+/// Two include directories with a header of the same name: the first one searched wins, so
+/// their order is part of the key (the headers reached are the same files either way).
+#[test]
+fn the_order_of_include_paths_is_in_the_key() {
+    if !nvrtc() {
+        return;
+    }
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(a.path().join("value.h"), "#define VALUE 1111\n").unwrap();
+    std::fs::write(b.path().join("value.h"), "#define VALUE 2222\n").unwrap();
+    let source = "#include \"value.h\"\nextern \"C\" __global__ void k(int* x) { *x = VALUE; }";
+    let cache = InMemoryProgramCache::new(64 << 20);
+    let ptx = |dirs: Vec<std::path::PathBuf>| {
+        let program = Program::new(
+            source,
+            ProgramOptions::default()
+                .with_arch("90")
+                .with_include_paths(dirs),
+        );
+        let code = program.compile_cached(&cache, CodeType::Ptx, &[]).unwrap();
+        String::from_utf8_lossy(code.code()).into_owned()
+    };
+    let (a, b) = (a.path().to_path_buf(), b.path().to_path_buf());
+    assert!(ptx(vec![a.clone(), b.clone()]).contains("1111"));
+    let swapped = ptx(vec![b, a]);
+    assert!(
+        swapped.contains("2222"),
+        "the other order hit the first one's code:\n{swapped}"
+    );
+    assert_eq!(cache.len(), 2);
+}
