@@ -199,9 +199,11 @@ extern "C" __global__ void grid_sync_count(unsigned* counter, unsigned* out) {
     if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(counter, 0u);
 }
 "#;
+    // CUDA 13 keeps the C++ library the header includes in include/cccl.
+    let cccl = include.join("cccl");
     let code = Program::new(
         source,
-        ProgramOptions::default().with_include_paths(vec![include]),
+        ProgramOptions::default().with_include_paths(vec![include, cccl]),
     )
     .compile(CodeType::Cubin, &[])
     .unwrap();
