@@ -180,15 +180,22 @@ impl FileStreamProgramCache {
     /// and a random number.
     fn create_temp(&self) -> io::Result<(PathBuf, File)> {
         let random = RandomState::new();
-        let mut last_error = None;
-        for _ in 0..8 {
+        self.create_temp_named(|| {
             let count = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let name = format!(
+            format!(
                 "{TEMP_PREFIX}{}-{count}-{:016x}",
                 std::process::id(),
                 random.hash_one(count)
-            );
-            let path = self.dir.join(name);
+            )
+        })
+    }
+
+    /// Creates a new file named by `name` in the directory, trying up to eight names where
+    /// one is taken.
+    fn create_temp_named(&self, mut name: impl FnMut() -> String) -> io::Result<(PathBuf, File)> {
+        let mut last_error = None;
+        for _ in 0..8 {
+            let path = self.dir.join(name());
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(file) => return Ok((path, file)),
                 // Left by a dead process that had the same id: try another name.
@@ -201,13 +208,14 @@ impl FileStreamProgramCache {
 
     /// Deletes the least recently used entries, but not `keep`, until the entries fit.
     fn evict(&self, keep: &CacheKey) {
-        let scan = match self.scan(true) {
-            Ok(scan) => scan,
-            Err(e) => {
-                log::debug!("program cache at {}: cannot scan: {e}", self.dir.display());
-                return;
-            }
-        };
+        match self.scan(true) {
+            Ok(scan) => self.evict_scanned(scan, keep),
+            Err(e) => log::debug!("program cache at {}: cannot scan: {e}", self.dir.display()),
+        }
+    }
+
+    /// [`evict`](Self::evict) over the entries a scan saw (some may be gone since).
+    fn evict_scanned(&self, scan: Scan, keep: &CacheKey) {
         let mut total = scan.total;
         if total <= self.max_bytes {
             return;
@@ -665,13 +673,22 @@ mod tests {
         for path in [&stale, &fresh, &other] {
             fs::write(path, b"x").unwrap();
         }
-        let old = SystemTime::now() - 2 * STALE_TEMP_AGE;
-        File::options()
-            .write(true)
-            .open(&stale)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        // Ten minutes is stale (as documented), five is not; a file of the user's is never
+        // touched, however old.
+        let age = |path: &Path, minutes: u64| {
+            File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(minutes * 60))
+                .unwrap();
+        };
+        age(&stale, 11);
+        age(&fresh, 5);
+        age(&other, 60);
+        // Only a write cleans up: reading the size leaves them.
+        assert_eq!(cache.size_bytes(), 0);
+        assert!(stale.exists());
         cache.put(&CacheKey([1; 32]), b"one");
         assert!(!stale.exists());
         assert!(fresh.exists());
@@ -691,5 +708,108 @@ mod tests {
         cache.put(&CacheKey([1; 32]), b"one");
         assert_eq!(cache.get(&CacheKey([1; 32])), Some(b"one".to_vec()));
         assert_eq!(cache.failed_puts(), 0);
+    }
+
+    #[test]
+    fn the_documented_bounds_and_directory() {
+        assert_eq!(
+            FileStreamProgramCache::DEFAULT_MAX_BYTES,
+            1024 * 1024 * 1024
+        );
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            FileStreamProgramCache::new(dir.path(), 12345)
+                .unwrap()
+                .max_bytes(),
+            12345
+        );
+        // Wherever the environment puts it, it ends as documented.
+        if std::env::var_os("HOME").is_some_and(|h| !h.is_empty()) {
+            let default = FileStreamProgramCache::default_dir().unwrap();
+            assert!(default.is_absolute(), "{}", default.display());
+            assert!(
+                default.ends_with("cuda-core/programs"),
+                "{}",
+                default.display()
+            );
+        }
+    }
+
+    #[test]
+    fn a_taken_temporary_name_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        for taken in [".tmp-a", ".tmp-b"] {
+            fs::write(dir.path().join(taken), b"left by a dead writer").unwrap();
+        }
+        let mut names = [".tmp-a", ".tmp-b", ".tmp-c"].into_iter().map(String::from);
+        let (path, _file) = cache.create_temp_named(|| names.next().unwrap()).unwrap();
+        assert_eq!(path, dir.path().join(".tmp-c"));
+        // Eight taken names in a row: the error says so.
+        let err = cache.create_temp_named(|| ".tmp-a".to_owned()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+    }
+
+    #[test]
+    fn eviction_counts_entries_another_process_deleted_and_not_ones_it_could_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 100).unwrap();
+        let (a, b) = (CacheKey([0xa; 32]), CacheKey([0xb; 32]));
+        for key in [&a, &b] {
+            fs::write(cache.entry_path(key), [0u8; 50]).unwrap();
+        }
+        let entry = |key: &CacheKey, len: u64, seconds: u64| ScannedEntry {
+            key: *key,
+            len,
+            modified: SystemTime::UNIX_EPOCH + Duration::from_secs(seconds),
+        };
+        // The oldest entry was deleted by another process after the scan: its 60 bytes are
+        // gone all the same, and what is left fits.
+        let gone = CacheKey([0x1; 32]);
+        cache.evict_scanned(
+            Scan {
+                entries: vec![entry(&gone, 60, 1), entry(&a, 50, 2), entry(&b, 50, 3)],
+                total: 160,
+            },
+            &b,
+        );
+        assert!(cache.entry_path(&a).exists() && cache.entry_path(&b).exists());
+        // An entry that cannot be deleted (a directory in its place) still counts, so the
+        // next oldest goes.
+        let stuck = CacheKey([0x2; 32]);
+        fs::create_dir(cache.entry_path(&stuck)).unwrap();
+        cache.evict_scanned(
+            Scan {
+                entries: vec![entry(&stuck, 60, 1), entry(&a, 50, 2), entry(&b, 50, 3)],
+                total: 160,
+            },
+            &b,
+        );
+        assert!(cache.entry_path(&stuck).is_dir());
+        assert!(
+            !cache.entry_path(&a).exists(),
+            "the stuck entry was counted as deleted"
+        );
+        assert!(cache.entry_path(&b).exists(), "the kept entry was deleted");
+    }
+
+    #[test]
+    fn a_corrupt_entry_replaced_since_it_was_read_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        let key = CacheKey([3; 32]);
+        let path = cache.entry_path(&key);
+        fs::write(&path, b"corrupt").unwrap();
+        let read = File::open(&path).unwrap();
+        // Another writer renames a good entry over it: same directory, another file.
+        let good = dir.path().join(".tmp-good");
+        fs::write(&good, b"good").unwrap();
+        fs::rename(&good, &path).unwrap();
+        cache.remove_corrupt(&path, &read);
+        assert_eq!(fs::read(&path).unwrap(), b"good");
+        // Not replaced: deleted.
+        let read = File::open(&path).unwrap();
+        cache.remove_corrupt(&path, &read);
+        assert!(!path.exists());
     }
 }

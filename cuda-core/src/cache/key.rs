@@ -123,6 +123,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_builder_shows_how_many_fields_it_holds() {
+        let builder = CacheKey::builder();
+        assert_eq!(format!("{builder:?}"), "CacheKeyBuilder { fields: 0, .. }");
+        let builder = builder.field("a", b"1").field("b", b"2").field("c", b"3");
+        assert_eq!(format!("{builder:?}"), "CacheKeyBuilder { fields: 3, .. }");
+    }
+
+    #[test]
     fn hex_round_trips_and_rejects_bad_input() {
         let key = CacheKey(std::array::from_fn(|i| (i * 37 + 5) as u8));
         let hex = key.to_hex();

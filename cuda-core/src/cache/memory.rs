@@ -193,6 +193,18 @@ mod tests {
     }
 
     #[test]
+    fn reports_its_bound_and_whether_it_is_empty() {
+        let cache = InMemoryProgramCache::new(1234);
+        assert_eq!(cache.max_bytes(), 1234);
+        assert!(cache.is_empty());
+        cache.put(&key(1), &[1; 10]);
+        assert!(!cache.is_empty());
+        assert_eq!((cache.len(), cache.size_bytes()), (1, 10));
+        cache.remove(&key(1));
+        assert!(cache.is_empty());
+    }
+
+    #[test]
     fn evicts_least_recently_used() {
         let cache = InMemoryProgramCache::new(30);
         cache.put(&key(1), &[1; 10]);
