@@ -531,6 +531,28 @@ fn a_directory_that_cannot_be_made_is_an_error() {
     }
 }
 
+/// A miss is quiet: getting or removing an entry that is not there logs nothing, while a
+/// failure of another kind (the directory replaced by a file) is logged at debug level, the
+/// positive control of the quiet case.
+#[test]
+fn a_plain_miss_logs_nothing() {
+    record_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path().join("c"), 1 << 20).unwrap();
+    let key = small_key(9);
+    let needle = cache.dir().display().to_string();
+    let debug = |what: &str| logged(log::Level::Debug, &[&needle, what]);
+    assert_eq!(cache.get(&key), None);
+    cache.remove(&key);
+    assert_eq!((debug("cannot open"), debug("cannot remove")), (0, 0));
+    // The same calls where the directory is a file: neither is a plain miss.
+    fs::remove_dir_all(cache.dir()).unwrap();
+    fs::write(cache.dir(), b"a file").unwrap();
+    assert_eq!(cache.get(&key), None);
+    cache.remove(&key);
+    assert_eq!((debug("cannot open"), debug("cannot remove")), (1, 1));
+}
+
 #[test]
 fn puts_that_cannot_write_warn_once_and_never_fail() {
     // Runs as root in CI, where permissions stop nothing: the cache's directory is replaced by
