@@ -434,6 +434,18 @@ fn file_cache_remove_and_clear() {
     other.clear().unwrap();
     assert_eq!(cache.get(&small_key(2)), None);
     assert_eq!(cache.size_bytes(), 0);
+    // An entry that cannot be deleted (a directory under an entry's name): clear deletes the
+    // rest and says which one it could not.
+    cache.put(&small_key(3), b"three");
+    let stuck = dir.path().join("programs").join(small_key(4).to_hex());
+    fs::create_dir_all(stuck.join("inside")).unwrap();
+    match cache.clear() {
+        Err(Error::Cache { reason, .. }) => {
+            assert!(reason.contains(&small_key(4).to_hex()), "{reason}")
+        }
+        other => panic!("expected the stuck entry named, got {other:?}"),
+    }
+    assert_eq!(cache.get(&small_key(3)), None);
 }
 
 // ---------------------------------------------------------------------------------------------
