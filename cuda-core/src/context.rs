@@ -163,6 +163,12 @@ impl Context {
         Device::from_handle(self.core.device)
     }
 
+    /// Whether this is a device's primary context, which the process keeps for good.
+    #[inline]
+    pub(crate) fn is_primary(&self) -> bool {
+        matches!(self.core.kind, ContextKind::Primary)
+    }
+
     /// Whether this is a green context made here (a context wrapped by
     /// [`from_raw`](Context::from_raw) reads `false`).
     pub fn is_green(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Streams: ordered queues of work on a device.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 
@@ -46,6 +47,19 @@ crate::options::chainers!(StreamOptions {
 /// A CUDA stream. Cheap to clone (a reference count); the stream is destroyed when the last
 /// clone drops, after the work already queued on it (the driver finishes it).
 ///
+/// # Recycling
+///
+/// Non-blocking streams of a device's primary context are recycled: the last clone's drop
+/// gives the handle to the dropping thread, which reuses it for its next stream of that
+/// context and priority once the stream is idle (`cuStreamQuery` says all its work is done),
+/// so that work queued before the drop never orders work queued after the reuse. Creating
+/// and dropping such streams in a loop then costs one `cuStreamQuery` instead of
+/// `cuStreamCreate` and `cuStreamDestroy` (several microseconds). A busy stream waits apart
+/// until it is idle. Each thread keeps at most 16 per context and priority; beyond that,
+/// dropped streams are destroyed, and a thread's streams are destroyed when it ends. Blocking
+/// streams, green contexts' streams, streams wrapped by [`Stream::from_raw`] and streams whose
+/// raw handle was taken with [`Stream::as_raw`] are never recycled.
+///
 /// Recording, waiting, synchronising and querying make exactly the driver call they name: no
 /// context switch, no lock, no allocation.
 ///
@@ -74,6 +88,12 @@ struct StreamInner {
     context: Context,
     driver: &'static dyn Driver,
     kind: Kind,
+    /// For a non-blocking stream made here in a primary context: its priority, under which a
+    /// dropped stream's handle is kept for reuse (see [`Stream`]'s "Recycling").
+    recyclable: Option<i32>,
+    /// Set once the raw handle was handed out: work queued through it is not ours to see, so
+    /// the stream is destroyed rather than reused.
+    raw_used: AtomicBool,
     /// The event this stream records for others to wait on ([`Stream::wait_for`]), made on
     /// first use. One is enough: a wait captures the event's last record when it is queued,
     /// and every record of this event is on this stream, so a later record only ever marks a
@@ -98,6 +118,11 @@ enum Kind {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        if let (Some(priority), false) = (self.recyclable, *self.raw_used.get_mut()) {
+            if recycle::give(self.context.handle(), priority, self.driver, self.handle) {
+                return;
+            }
+        }
         if self.kind == Kind::Owned {
             if let Err(e) = self.driver.stream_destroy(self.handle) {
                 log::error!(
@@ -170,10 +195,24 @@ impl Stream {
         } else {
             0
         };
+        let recyclable =
+            (options.non_blocking && context.is_primary()).then(|| options.priority.unwrap_or(0));
+        if let Some(priority) = recyclable {
+            if let Some(reused) = recycle::take(handle, priority) {
+                return Ok(Stream::wrap_recyclable(reused, context, priority));
+            }
+        }
         let handle = with_current(driver, handle, |driver| {
             driver.stream_create(flags, options.priority)
         })?;
-        Ok(Stream::wrap(handle, context, Kind::Owned))
+        Ok(match recyclable {
+            Some(priority) => Stream::wrap_recyclable(handle, context, priority),
+            None => Stream::wrap(handle, context, Kind::Owned),
+        })
+    }
+
+    fn wrap_recyclable(handle: StreamHandle, context: Context, priority: i32) -> Stream {
+        Stream::wrap_with(handle, context, Kind::Owned, Some(priority))
     }
 
     pub(crate) fn legacy_default(context: Context) -> Stream {
@@ -220,6 +259,15 @@ impl Stream {
     }
 
     fn wrap(handle: StreamHandle, context: Context, kind: Kind) -> Stream {
+        Stream::wrap_with(handle, context, kind, None)
+    }
+
+    fn wrap_with(
+        handle: StreamHandle,
+        context: Context,
+        kind: Kind,
+        recyclable: Option<i32>,
+    ) -> Stream {
         Stream {
             inner: Arc::new(StreamInner {
                 handle,
@@ -227,6 +275,8 @@ impl Stream {
                 driver: context.driver(),
                 context,
                 kind,
+                recyclable,
+                raw_used: AtomicBool::new(false),
                 order: OnceLock::new(),
             }),
         }
@@ -319,6 +369,7 @@ impl Stream {
         if event.context_handle() != self.inner.context.handle() {
             return Err(self.foreign_event(event));
         }
+        event.note_record();
         self.call(|driver, handle| driver.event_record(event.handle(), handle))
     }
 
@@ -408,7 +459,11 @@ impl Stream {
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.
+    /// (A stream whose raw handle was taken is destroyed at its drop, not recycled.)
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        if !self.inner.raw_used.load(Ordering::Relaxed) {
+            self.inner.raw_used.store(true, Ordering::Relaxed);
+        }
         self.inner.handle.0
     }
 }
@@ -442,4 +497,114 @@ fn check_priority(device: Device, priority: i32) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The recycled handles of non-blocking primary-context streams, per thread: see [`Stream`]'s
+/// "Recycling".
+mod recycle {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    use crate::driver::{ContextHandle, Driver, StreamHandle};
+
+    /// The most streams a thread keeps per context and priority.
+    pub(super) const KEPT: usize = 16;
+
+    /// One context's dropped streams of one priority, oldest first.
+    struct List {
+        context: ContextHandle,
+        priority: i32,
+        driver: &'static dyn Driver,
+        streams: VecDeque<StreamHandle>,
+    }
+
+    /// A thread's lists; its streams are destroyed when the thread ends.
+    struct Lists(Vec<List>);
+
+    impl Drop for Lists {
+        fn drop(&mut self) {
+            for list in &mut self.0 {
+                for handle in list.streams.drain(..) {
+                    destroy(list.driver, handle);
+                }
+            }
+        }
+    }
+
+    thread_local! {
+        static LISTS: RefCell<Lists> = const { RefCell::new(Lists(Vec::new())) };
+    }
+
+    fn destroy(driver: &'static dyn Driver, handle: StreamHandle) {
+        if let Err(e) = driver.stream_destroy(handle) {
+            log::error!("destroying a recycled stream: {e}");
+        }
+    }
+
+    /// An idle stream of `context` and `priority` that this thread kept, if it has one: the
+    /// oldest, if `cuStreamQuery` says all its work is done.
+    pub(super) fn take(context: ContextHandle, priority: i32) -> Option<StreamHandle> {
+        LISTS
+            .try_with(|lists| {
+                let mut lists = lists.try_borrow_mut().ok()?;
+                let list = lists
+                    .0
+                    .iter_mut()
+                    .find(|l| l.context == context && l.priority == priority)?;
+                while let Some(&handle) = list.streams.front() {
+                    match list.driver.stream_query(handle) {
+                        Ok(true) => return list.streams.pop_front(),
+                        // Busy: it waits apart, and the younger ones are likelier busy too.
+                        Ok(false) => return None,
+                        Err(e) => {
+                            log::debug!("a recycled stream is not reused: {e}");
+                            list.streams.pop_front();
+                            destroy(list.driver, handle);
+                        }
+                    }
+                }
+                None
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Keeps `handle` for this thread's next stream of `context` and `priority`; `false` when
+    /// this thread keeps enough already (or is ending): the caller destroys it.
+    pub(super) fn give(
+        context: ContextHandle,
+        priority: i32,
+        driver: &'static dyn Driver,
+        handle: StreamHandle,
+    ) -> bool {
+        LISTS
+            .try_with(|lists| {
+                let Ok(mut lists) = lists.try_borrow_mut() else {
+                    return false;
+                };
+                let at = match lists
+                    .0
+                    .iter()
+                    .position(|l| l.context == context && l.priority == priority)
+                {
+                    Some(at) => at,
+                    None => {
+                        lists.0.push(List {
+                            context,
+                            priority,
+                            driver,
+                            streams: VecDeque::new(),
+                        });
+                        lists.0.len() - 1
+                    }
+                };
+                let list = &mut lists.0[at];
+                if list.streams.len() >= KEPT {
+                    return false;
+                }
+                list.streams.push_back(handle);
+                true
+            })
+            .unwrap_or(false)
+    }
 }

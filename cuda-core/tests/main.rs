@@ -24,6 +24,7 @@ mod multi_device;
 mod nvrtc_preload;
 mod program;
 mod program_cache;
+mod recycling;
 mod sanitizer_clean;
 mod sticky_error;
 mod stream_event;

@@ -8,6 +8,7 @@
  *   STANDIN_DEVICES=N        devices (default 2)
  *   STANDIN_POP_STATUS=CODE  what cuCtxPopCurrent answers (after popping)
  *   STANDIN_ELAPSED=X        what cuEventElapsedTime answers, in ms: a number, nan or inf
+ *   STANDIN_QUERY_STATUS=CODE what cuStreamQuery and cuEventQuery answer (600: not ready)
  *   STANDIN_ATTRIBUTE_BITS=1 cuDeviceGetAttribute answers bit D of the attribute's code on
  *                            device D (so 8 devices spell out the code an accessor asked for)
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
@@ -222,7 +223,11 @@ int cuStreamCreate(void **s, unsigned flags) {
 int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
 int cuStreamDestroy_v2(void *s) { char b[16]; note("cuStreamDestroy %s", name(s, b)); return 0; }
 int cuStreamSynchronize(void *s) { char b[16]; note("cuStreamSynchronize %s", name(s, b)); run_host_functions(); return 0; }
-int cuStreamQuery(void *s) { (void)s; return 0; }
+int cuStreamQuery(void *s) {
+    char b[16];
+    note("cuStreamQuery %s", name(s, b));
+    return (int)setting("STANDIN_QUERY_STATUS", 0);
+}
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
     char b[16], c[16];
     (void)flags;
@@ -261,7 +266,11 @@ int cuEventRecord(void *e, void *s) {
     note("cuEventRecord %s on %s", name(e, b), name(s, c));
     return 0;
 }
-int cuEventQuery(void *e) { (void)e; return 0; }
+int cuEventQuery(void *e) {
+    char b[16];
+    note("cuEventQuery %s", name(e, b));
+    return (int)setting("STANDIN_QUERY_STATUS", 0);
+}
 int cuEventSynchronize(void *e) { char b[16]; note("cuEventSynchronize %s", name(e, b)); run_host_functions(); return 0; }
 int cuEventElapsedTime_v2(float *ms, void *start, void *end) {
     (void)start; (void)end;
