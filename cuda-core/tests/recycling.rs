@@ -333,8 +333,8 @@ fn recycling_asks_the_driver_only_what_it_must() {
                 // Busy: not reused, a new one is made.
                 let kept = device.create_stream(StreamOptions::default()).unwrap();
                 drop(kept);
-                // SAFETY: this child runs one test on this thread alone.
-                unsafe { std::env::set_var("STANDIN_QUERY_STATUS", "600") };
+                // This child runs this one test, on this thread alone.
+                std::env::set_var("STANDIN_QUERY_STATUS", "600");
                 standin::clear_log();
                 let fresh = device.create_stream(StreamOptions::default()).unwrap();
                 let event = device.create_event(EventOptions::default()).unwrap();
@@ -354,7 +354,7 @@ fn recycling_asks_the_driver_only_what_it_must() {
                     "{}",
                     standin::log()
                 );
-                unsafe { std::env::set_var("STANDIN_QUERY_STATUS", "0") };
+                std::env::set_var("STANDIN_QUERY_STATUS", "0");
                 drop((fresh, fresh_event, stream));
                 standin::clear_log();
             })
