@@ -10,8 +10,9 @@
 //! | `device_current` | the device of the current context |
 //! | `device_by_ordinal` | device 0 by ordinal |
 //! | `set_current` | make device 0's primary context current |
-//! | `stream_create_destroy` | create and destroy a non-blocking stream |
-//! | `event_create_destroy` | create and destroy an event without timing |
+//! | `stream_churn` | create and drop a non-blocking stream (raw: `cuStreamCreate`, `cuStreamDestroy`; cuda-core recycles it) |
+//! | `event_churn` | create and drop an event without timing (raw: `cuEventCreate`, `cuEventDestroy`; cuda-core recycles it) |
+//! | `seed_call` | the nvmath-python pattern of one call: check the current device, make two timing events, record one, launch an empty kernel, record the other, synchronise it, read the elapsed time, drop the events |
 //! | `event_record` | record an event on an idle stream (batched) |
 //! | `event_query` | query a completed event |
 //! | `stream_sync_idle` | synchronise an idle stream |
@@ -372,7 +373,7 @@ fn stream_event_cases<R: RawDriver>(
     raw: &RawState,
     rc: &Rc,
 ) {
-    Case::new("stream_create_destroy")
+    Case::new("stream_churn")
         .variant("raw", |b| {
             b.iter(|| {
                 let mut stream = null_mut();
@@ -394,7 +395,7 @@ fn stream_event_cases<R: RawDriver>(
         })
         .run(c);
 
-    Case::new("event_create_destroy")
+    Case::new("event_churn")
         .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))
         .variant("cuda-core", |b| {
             b.iter(|| drop(core.device.create_event(EventOptions::default()).unwrap()));
@@ -735,6 +736,8 @@ fn launch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawSt
         })
         .run(c);
 
+    seed_call(c, d, core, raw, rc, &config, rc_config);
+
     Case::new("launch_4")
         .variant("raw", |b| {
             let [p0, p1, p2, _] = &raw.args;
@@ -1014,6 +1017,94 @@ fn memory_cases<R: RawDriver>(
             b.iter(|| {
                 rc.stream.memcpy_dtoh(&rc.copy, rc_host).unwrap();
                 rc.stream.synchronize().unwrap();
+            });
+        })
+        .run(c);
+}
+
+/// `seed_call`: one call of a library built the nvmath-python way: check the current device,
+/// make a start and an end event with timing, record the start, launch the kernel, record the
+/// end, wait for it and read the elapsed time, then drop the events. Raw makes fresh events
+/// each call, as the C programmer's code does; cuda-core's come from its recycling.
+fn seed_call<R: RawDriver>(
+    c: &mut Criterion,
+    d: &R,
+    core: &Core,
+    raw: &RawState,
+    rc: &Rc,
+    config: &LaunchConfig,
+    rc_config: cudarc::driver::LaunchConfig,
+) {
+    let (Some(core_k), Some(raw_k), Some((_, rc_k))) = (&core.kernels, &raw.kernels, &rc.kernels)
+    else {
+        return;
+    };
+    Case::new("seed_call")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let (mut context, mut device) = (null_mut(), 0);
+                let (mut start, mut end) = (null_mut(), null_mut());
+                let mut ms = 0.0f32;
+                // SAFETY: writable out-pointers; the events are used only between their
+                // creation and destruction here; an empty kernel of no parameters.
+                unsafe {
+                    check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+                    check(d.cuCtxGetDevice(&mut device), "cuCtxGetDevice");
+                    black_box(device);
+                    check(d.cuEventCreate(&mut start, 0), "cuEventCreate");
+                    check(d.cuEventCreate(&mut end, 0), "cuEventCreate");
+                    check(d.cuEventRecord(start, raw.stream), "cuEventRecord");
+                    let status = d.cuLaunchKernel(
+                        raw_k[0],
+                        GRID[0],
+                        GRID[1],
+                        GRID[2],
+                        BLOCK[0],
+                        BLOCK[1],
+                        BLOCK[2],
+                        0,
+                        raw.stream,
+                        null_mut(),
+                        null_mut(),
+                    );
+                    check(status, "cuLaunchKernel");
+                    check(d.cuEventRecord(end, raw.stream), "cuEventRecord");
+                    check(d.cuEventSynchronize(end), "cuEventSynchronize");
+                    check(
+                        d.cuEventElapsedTime(&mut ms, start, end),
+                        "cuEventElapsedTime",
+                    );
+                    check(d.cuEventDestroy(start), "cuEventDestroy");
+                    check(d.cuEventDestroy(end), "cuEventDestroy");
+                }
+                black_box(ms)
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| {
+                black_box(Device::current().unwrap());
+                let start = core.device.create_event(EventOptions::timing()).unwrap();
+                let end = core.device.create_event(EventOptions::timing()).unwrap();
+                core.stream.record(&start).unwrap();
+                // SAFETY: an empty kernel of no parameters.
+                unsafe { launch(&core.stream, config, &core_k[0], &[]) }.unwrap();
+                core.stream.record(&end).unwrap();
+                end.sync().unwrap();
+                black_box(end.elapsed_since(&start).unwrap())
+            });
+        })
+        .variant("cudarc", |b| {
+            let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            b.iter(|| {
+                rc.context.bind_to_thread().unwrap();
+                let start = rc.context.new_event(timing).unwrap();
+                let end = rc.context.new_event(timing).unwrap();
+                start.record(&rc.stream).unwrap();
+                // SAFETY: an empty kernel of no parameters.
+                unsafe { rc.stream.launch_builder(&rc_k[0]).launch(rc_config) }.unwrap();
+                end.record(&rc.stream).unwrap();
+                end.synchronize().unwrap();
+                black_box(start.elapsed_ms(&end).unwrap())
             });
         })
         .run(c);

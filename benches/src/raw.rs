@@ -135,6 +135,20 @@ pub trait RawDriver {
     /// See the trait.
     unsafe fn cuEventQuery(&self, event: Handle) -> u32;
 
+    /// `cuEventSynchronize`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuEventSynchronize(&self, event: Handle) -> u32;
+
+    /// `cuEventElapsedTime` (`_v2` in the 13 header), in milliseconds.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuEventElapsedTime(&self, ms: *mut f32, start: Handle, end: Handle) -> u32;
+
     /// `cuStreamWaitEvent` without flags.
     ///
     /// # Safety
@@ -297,6 +311,8 @@ macro_rules! used_fields {
             cuEventDestroy,
             cuEventRecord,
             cuEventQuery,
+            cuEventSynchronize,
+            cuEventElapsedTime,
             cuLibraryLoadData,
             cuLibraryGetKernel,
             cuLibraryUnload,
@@ -459,6 +475,16 @@ macro_rules! raw_driver {
             #[inline(always)]
             unsafe fn cuEventQuery(&self, event: Handle) -> u32 {
                 call!(self.cuEventQuery(event.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuEventSynchronize(&self, event: Handle) -> u32 {
+                call!(self.cuEventSynchronize(event.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuEventElapsedTime(&self, ms: *mut f32, start: Handle, end: Handle) -> u32 {
+                call!(self.cuEventElapsedTime(ms, start.cast(), end.cast()))
             }
 
             #[inline(always)]

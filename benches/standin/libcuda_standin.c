@@ -59,6 +59,9 @@ int cuEventCreate(void **e, unsigned flags) { evict(); (void)flags; *e = &event;
 int cuEventDestroy_v2(void *e) { evict(); (void)e; return 0; }
 int cuEventRecord(void *e, void *s) { evict(); (void)e; (void)s; return 0; }
 int cuEventQuery(void *e) { evict(); (void)e; return 0; }
+int cuEventSynchronize(void *e) { evict(); (void)e; return 0; }
+int cuEventElapsedTime_v2(float *ms, void *a, void *b) { evict(); (void)a; (void)b; *ms = 1.0f; return 0; }
+int cuEventElapsedTime(float *ms, void *a, void *b) { return cuEventElapsedTime_v2(ms, a, b); }
 int cuDeviceGetDefaultMemPool(void **p, int device) { (void)device; *p = &pool; return 0; }
 int cuMemAllocFromPoolAsync(unsigned long long *ptr, size_t size, void *p, void *s) { evict();
     (void)size; (void)p; (void)s; *ptr = 0x100000; return 0;
