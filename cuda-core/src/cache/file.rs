@@ -229,12 +229,9 @@ impl FileStreamProgramCache {
             if entry.key == *keep {
                 continue;
             }
-            match fs::remove_file(self.entry_path(&entry.key)) {
-                // Gone either way: another process may have deleted it first.
+            // Gone either way: another process may have deleted it first.
+            match delete(&self.entry_path(&entry.key)) {
                 Ok(()) => total = total.saturating_sub(entry.len),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    total = total.saturating_sub(entry.len)
-                }
                 Err(e) => log::debug!(
                     "program cache at {}: cannot evict {}: {e}",
                     self.dir.display(),
@@ -320,14 +317,12 @@ impl FileStreamProgramCache {
         }
         #[cfg(not(unix))]
         let _ = file;
-        if let Err(e) = fs::remove_file(path) {
-            if e.kind() != io::ErrorKind::NotFound {
-                log::debug!(
-                    "program cache at {}: cannot delete the corrupt entry {}: {e}",
-                    self.dir.display(),
-                    path.display()
-                );
-            }
+        if let Err(e) = delete(path) {
+            log::debug!(
+                "program cache at {}: cannot delete the corrupt entry {}: {e}",
+                self.dir.display(),
+                path.display()
+            );
         }
     }
 }
@@ -401,13 +396,11 @@ impl ProgramCache for FileStreamProgramCache {
     }
 
     fn remove(&self, key: &CacheKey) {
-        if let Err(e) = fs::remove_file(self.entry_path(key)) {
-            if e.kind() != io::ErrorKind::NotFound {
-                log::debug!(
-                    "program cache at {}: cannot remove {key}: {e}",
-                    self.dir.display()
-                );
-            }
+        if let Err(e) = delete(&self.entry_path(key)) {
+            log::debug!(
+                "program cache at {}: cannot remove {key}: {e}",
+                self.dir.display()
+            );
         }
     }
 
@@ -426,9 +419,8 @@ impl ProgramCache for FileStreamProgramCache {
             if name.to_str().and_then(entry_key).is_none() {
                 continue;
             }
-            match fs::remove_file(dir_entry.path()) {
+            match delete(&dir_entry.path()) {
                 Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
                     first_error.get_or_insert_with(|| {
                         io_error(
@@ -562,6 +554,20 @@ fn write_and_rename(mut file: File, temp_path: &Path, path: &Path, value: &[u8])
     file.sync_all()?;
     drop(file);
     fs::rename(temp_path, path)
+}
+
+/// Deletes a file; one already gone is what was wanted (another process may have deleted it
+/// first), not an error.
+fn delete(path: &Path) -> io::Result<()> {
+    gone_is_done(fs::remove_file(path))
+}
+
+/// A deletion's result, with "not found" counted as done.
+fn gone_is_done(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
 }
 
 /// Flushes a directory's entries (the rename) to disk, where the platform allows it.
@@ -708,6 +714,33 @@ mod tests {
         cache.put(&CacheKey([1; 32]), b"one");
         assert_eq!(cache.get(&CacheKey([1; 32])), Some(b"one".to_vec()));
         assert_eq!(cache.failed_puts(), 0);
+    }
+
+    #[test]
+    fn a_file_already_gone_is_deleted_and_other_failures_are_errors() {
+        let kind = |result: io::Result<()>| gone_is_done(result).map_err(|e| e.kind());
+        assert_eq!(kind(Ok(())), Ok(()));
+        assert_eq!(kind(Err(io::ErrorKind::NotFound.into())), Ok(()));
+        assert_eq!(
+            kind(Err(io::ErrorKind::PermissionDenied.into())),
+            Err(io::ErrorKind::PermissionDenied)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        assert!(delete(&dir.path().join("never-there")).is_ok());
+        fs::create_dir(dir.path().join("a-directory")).unwrap();
+        assert!(delete(&dir.path().join("a-directory")).is_err());
+    }
+
+    #[test]
+    fn an_early_end_of_file_is_a_corrupt_entry_and_other_errors_are_not() {
+        assert!(matches!(
+            EntryError::from(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            EntryError::Corrupt(_)
+        ));
+        assert!(matches!(
+            EntryError::from(io::Error::from(io::ErrorKind::PermissionDenied)),
+            EntryError::Io(_)
+        ));
     }
 
     #[test]
