@@ -18,7 +18,8 @@
 //! | `stream_sync_idle` | synchronise an idle stream |
 //! | `launch_0`, `launch_4`, `launch_16` | launch an empty kernel of 0, 4 or 16 parameters (batched) |
 //! | `launch_cluster` | `cuLaunchKernelEx` of an empty kernel, grid 2 in one 2-block cluster (batched) |
-//! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched) |
+//! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched; cuda-core's pool wrapped with `from_raw`, which keeps no small buffers) |
+//! | `alloc_churn` | the same through cuda-core's default resource, whose stream keeps the freed buffer for the next allocation |
 //! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
 //! | `copy_htod_4k_other_stream` | the same copy into a buffer of another stream, in stream order: raw records an event on the buffer's stream, the copy's stream waits on it, copies, records, the buffer's stream waits on that, and the copy's stream synchronises (what cuda-core and cudarc do by themselves) |
 //!
@@ -904,7 +905,50 @@ fn memory_cases<R: RawDriver>(
     host: &mut [Box<HostPage>; 3],
 ) {
     let [raw_host, core_host, rc_host] = host.each_mut().map(|page| &mut page.0);
+    // The default pool wrapped by `from_raw`, which keeps no small buffers: the same driver
+    // work as raw's.
+    let default = cuda_core::DeviceMemoryResource::default_pool(core.device).expect("the pool");
+    // SAFETY: the device's default pool, alive for the whole process.
+    let wrapped =
+        unsafe { cuda_core::DeviceMemoryResource::from_raw(default.as_raw(), core.device) }
+            .expect("the wrapped pool");
     Case::new("alloc_free_1k")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    let mut ptr = 0;
+                    // SAFETY: a writable out-pointer, the default pool and a live stream; the
+                    // allocation is freed once, in order on the same stream.
+                    unsafe {
+                        check(
+                            d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
+                            "cuMemAllocFromPoolAsync",
+                        );
+                        check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+                    }
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                || drop(wrapped.allocate(ALLOC_BYTES, &core.stream).unwrap()),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cudarc", |b| {
+            batched(
+                b,
+                // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
+                || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
+                || rc.stream.synchronize().unwrap(),
+            );
+        })
+        .run(c);
+
+    Case::new("alloc_churn")
         .variant("raw", |b| {
             batched(
                 b,

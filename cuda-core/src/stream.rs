@@ -11,6 +11,7 @@ use crate::driver::{ContextHandle, Driver, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::lifetime::current::with_current;
+use crate::memory::small::SmallCache;
 
 /// `CU_STREAM_NON_BLOCKING`.
 const NON_BLOCKING: u32 = 1;
@@ -94,6 +95,9 @@ struct StreamInner {
     /// Set once the raw handle was handed out: work queued through it is not ours to see, so
     /// the stream is destroyed rather than reused.
     raw_used: AtomicBool,
+    /// Small buffers of the device's default pool freed on this stream (streams made here
+    /// only: see `memory::small`).
+    small: SmallCache,
     /// The event this stream records for others to wait on ([`Stream::wait_for`]), made on
     /// first use. One is enough: a wait captures the event's last record when it is queued,
     /// and every record of this event is on this stream, so a later record only ever marks a
@@ -118,6 +122,11 @@ enum Kind {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        for ptr in self.small.drain() {
+            if let Err(e) = self.driver.mem_free_async(ptr, self.handle) {
+                log::error!("freeing a kept small buffer: {e}");
+            }
+        }
         if let (Some(priority), false) = (self.recyclable, *self.raw_used.get_mut()) {
             if recycle::give(self.context.handle(), priority, self.driver, self.handle) {
                 return;
@@ -277,6 +286,7 @@ impl Stream {
                 kind,
                 recyclable,
                 raw_used: AtomicBool::new(false),
+                small: SmallCache::default(),
                 order: OnceLock::new(),
             }),
         }
@@ -304,6 +314,12 @@ impl Stream {
         let event = other.order_event()?;
         other.record(event)?;
         self.wait(event)
+    }
+
+    /// The stream's cache of small default-pool buffers, for a stream made here.
+    #[inline]
+    pub(crate) fn small_cache(&self) -> Option<&SmallCache> {
+        (self.inner.kind == Kind::Owned).then_some(&self.inner.small)
     }
 
     /// This stream's order event, made on first use in the stream's context.

@@ -392,8 +392,10 @@ fn work_on_another_stream_is_ordered_after_the_allocation_and_before_the_free() 
             let s2 = device.create_stream(StreamOptions::default()).unwrap();
             let other = made("cuStreamCreate");
             let memory = device.memory_resource().unwrap();
-            let mut a = memory.allocate(4096, &s1).unwrap();
-            let mut b = memory.allocate(4096, &s1).unwrap();
+            // Larger than the small buffers a stream keeps, so that every free is a free.
+            const BYTES: usize = 128 << 10;
+            let mut a = memory.allocate(BYTES, &s1).unwrap();
+            let mut b = memory.allocate(BYTES, &s1).unwrap();
 
             // A fill on s2, then the drop: s2 waits for s1 first, s1 for s2 before the free.
             standin::clear_log();
@@ -410,7 +412,7 @@ fn work_on_another_stream_is_ordered_after_the_allocation_and_before_the_free() 
             find(&log, ordered, &["cuMemFreeAsync", &format!("on {home}")]);
 
             // Copies and host copies the same way, each buffer of both ordered.
-            let mut c = memory.allocate(4096, &s2).unwrap();
+            let mut c = memory.allocate(BYTES, &s2).unwrap();
             standin::clear_log();
             c.copy_from(&b, &s2).unwrap();
             let text = standin::log();
@@ -422,7 +424,7 @@ fn work_on_another_stream_is_ordered_after_the_allocation_and_before_the_free() 
                 &other,
             );
             standin::clear_log();
-            b.copy_from_host(&[7u8; 4096], &s2).unwrap();
+            b.copy_from_host(&vec![7u8; BYTES], &s2).unwrap();
             let text = standin::log();
             let log: Vec<&str> = text.lines().collect();
             assert_ordered_across(
@@ -524,4 +526,102 @@ fn a_buffer_freed_after_work_on_another_stream_is_not_handed_out_under_it() {
         );
         assert!(values.iter().all(|&v| v == 2), "round {round}");
     }
+}
+
+/// Small default-pool buffers: allocated in their class's size, kept by the stream they were
+/// freed on, reused there without a driver call, never by another stream, not by pools of
+/// their own, and freed when the stream drops.
+#[test]
+fn a_stream_keeps_its_small_buffers_for_its_next_allocations() {
+    standin::run(
+        module_path!(),
+        "a_stream_keeps_its_small_buffers_for_its_next_allocations",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let s1 = device.create_stream(StreamOptions::default()).unwrap();
+            let s2 = device.create_stream(StreamOptions::default()).unwrap();
+            let memory = device.memory_resource().unwrap();
+            standin::clear_log();
+            let first = memory.allocate(1000, &s1).unwrap();
+            let allocs = standin::calls("cuMemAllocFromPoolAsync");
+            assert_eq!(allocs.len(), 1);
+            assert!(allocs[0].contains("size=1024"), "{allocs:?}");
+            assert_eq!(first.size(), 1000, "the buffer is the size asked for");
+            let ptr = first.ptr();
+            drop(first);
+            assert!(
+                standin::calls("cuMemFreeAsync").is_empty(),
+                "{}",
+                standin::log()
+            );
+            // The same class on the same stream: the same memory, no driver call.
+            standin::clear_log();
+            let again = memory.allocate(1024, &s1).unwrap();
+            assert_eq!(again.ptr(), ptr);
+            assert_eq!(standin::log(), "");
+            drop(again);
+            // Another stream does not get it; another class does not either.
+            let other = memory.allocate(1024, &s2).unwrap();
+            assert_ne!(other.ptr(), ptr);
+            let bigger = memory.allocate(2048, &s1).unwrap();
+            assert_ne!(bigger.ptr(), ptr);
+            // One per class: a second freed buffer of a class is freed.
+            let a = memory.allocate(1024, &s1).unwrap();
+            let b = memory.allocate(1024, &s1).unwrap();
+            drop(a);
+            standin::clear_log();
+            drop(b);
+            assert_eq!(standin::calls("cuMemFreeAsync").len(), 1);
+            // Above 64 KiB: exact sizes, always freed.
+            standin::clear_log();
+            drop(memory.allocate((64 << 10) + 1, &s1).unwrap());
+            assert!(standin::calls("cuMemAllocFromPoolAsync")[0].contains("size=65537"));
+            assert_eq!(standin::calls("cuMemFreeAsync").len(), 1);
+            // A wrapped pool (even the default one, wrapped) keeps nothing.
+            let default = cuda_core::DeviceMemoryResource::default_pool(device).unwrap();
+            // SAFETY: the device's default pool, which lives as long as the process.
+            let own =
+                unsafe { cuda_core::DeviceMemoryResource::from_raw(default.as_raw(), device) }
+                    .unwrap();
+            standin::clear_log();
+            drop(own.allocate(1000, &s1).unwrap());
+            assert!(standin::calls("cuMemAllocFromPoolAsync")[0].contains("size=1000"));
+            assert_eq!(standin::calls("cuMemFreeAsync").len(), 1);
+            // Dropping the stream frees what it kept.
+            drop((other, bigger));
+            standin::clear_log();
+            drop(s1);
+            let frees = standin::calls("cuMemFreeAsync");
+            assert_eq!(frees.len(), 2, "{}", standin::log());
+        },
+    );
+}
+
+/// A kept small buffer comes back in stream order: the old buffer's work, held back at a
+/// gate, runs before the new buffer's, which sees only its own.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kept_small_buffer_is_reused_in_stream_order() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let memory = device.memory_resource().unwrap();
+    let _watchdog = common::Watchdog::new(std::time::Duration::from_secs(60), "a gated stream");
+    let gate = common::Gate::close(&stream);
+    let mut old = memory.allocate(4096, &stream).unwrap();
+    old.fill(0xAAAA_AAAAu32, &stream).unwrap();
+    let ptr = old.ptr();
+    drop(old);
+    let mut new = memory.allocate(4000, &stream).unwrap();
+    assert_eq!(new.ptr(), ptr, "the kept buffer was not reused");
+    new.fill(0x5555_5555u32, &stream).unwrap();
+    gate.open();
+    let words = new.to_vec::<u32>(&stream).unwrap();
+    assert_eq!(words.len(), 1000);
+    assert!(
+        words.iter().all(|&w| w == 0x5555_5555),
+        "{:x?}",
+        &words[..4]
+    );
 }

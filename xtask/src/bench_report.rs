@@ -31,6 +31,7 @@ const CASES: &[&str] = &[
     "launch_16",
     "launch_cluster",
     "alloc_free_1k",
+    "alloc_churn",
     "copy_htod_4k",
     "copy_dtoh_4k",
     "copy_htod_4k_other_stream",
@@ -112,6 +113,12 @@ const BEAT_RAW: &[(&str, f64, &str)] = &[
         0.2,
         "cuda-core reuses the dropped stream once `cuStreamQuery` says it is idle; raw creates \
          and destroys one.",
+    ),
+    (
+        "alloc_churn",
+        1.0,
+        "cuda-core's stream keeps the freed 1 KiB buffer and hands it to the next allocation \
+         (no driver call); raw allocates and frees from the pool.",
     ),
     (
         "seed_call",

@@ -138,7 +138,10 @@ impl Buffer {
     ///
     /// # Safety
     ///
-    /// `ptr` is an allocation of `size` bytes made by `resource` and owned by no one else.
+    /// `ptr` is an allocation of `size` bytes made by `resource` (through its
+    /// [`allocate_raw`](MemoryResource::allocate_raw), which for the default pool rounds small
+    /// sizes up: see [`DeviceMemoryResource`](crate::DeviceMemoryResource)'s "Small buffers")
+    /// and owned by no one else.
     pub unsafe fn from_raw_parts(
         ptr: DevicePtr,
         size: usize,

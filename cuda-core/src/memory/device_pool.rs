@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::small;
 use super::{check_request, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
@@ -51,6 +52,19 @@ pub struct PoolUsage {
 /// Allocation and free are stream-ordered (`cuMemAllocFromPoolAsync`, `cuMemFreeAsync`) and
 /// cost nothing beyond those calls.
 ///
+/// # Small buffers
+///
+/// Buffers of the device's default pool ([`DeviceMemoryResource::default_pool`], what
+/// [`Device::memory_resource`](crate::Device::memory_resource) hands out) of at most 64 KiB
+/// are allocated in power-of-two sizes of at least 256 bytes, and a stream made with
+/// `create_stream` keeps one freed buffer of each such size for its next allocation of that
+/// size: a free and an allocation on the same stream then make no driver call. That keeps the
+/// stream-order rules: the kept memory is reused only on the stream it was freed on, after
+/// everything queued there before the free. What a stream keeps (at most nine buffers, about
+/// 128 KiB) counts as used in the pool's [`usage`](Self::usage) until the stream is dropped,
+/// which frees it. Pools of their own, and pools wrapped by [`from_raw`](Self::from_raw),
+/// allocate exactly what is asked and keep nothing.
+///
 /// ```no_run
 /// use cuda_core::{Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, StreamOptions};
 ///
@@ -71,6 +85,8 @@ pub struct DeviceMemoryResource {
     device: Device,
     total_memory: usize,
     owned: bool,
+    /// The device's default pool, whose small buffers streams keep (see "Small buffers").
+    caches_small: bool,
     driver: &'static dyn Driver,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
@@ -106,7 +122,11 @@ impl DeviceMemoryResource {
         let context = device.primary_context()?;
         let driver = context.driver();
         let pool = driver.device_get_default_mem_pool(device.handle())?;
-        Self::wrap(pool, device, false, context)
+        let mut resource = Self::wrap(pool, device, false, context)?;
+        if let Some(resource) = Arc::get_mut(&mut resource) {
+            resource.caches_small = true;
+        }
+        Ok(resource)
     }
 
     /// A new memory pool of device memory on `device` (`cuMemPoolCreate`), destroyed when the
@@ -143,6 +163,7 @@ impl DeviceMemoryResource {
             device,
             total_memory: device.total_memory()?,
             owned,
+            caches_small: false,
             driver: context.driver(),
             _context: context,
         }))
@@ -286,13 +307,31 @@ unsafe impl MemoryResource for DeviceMemoryResource {
                 ),
             });
         }
+        let mut bytes = size;
+        if self.caches_small {
+            if let Some((index, class_bytes)) = small::class_of(size) {
+                if let Some(ptr) = stream.small_cache().and_then(|cache| cache.take(index)) {
+                    return Ok(DevicePtr(ptr));
+                }
+                // The class's size, so that the allocation can serve any size of its class
+                // once it is kept.
+                bytes = class_bytes;
+            }
+        }
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(bytes, self.pool, handle))
             .map(DevicePtr)
     }
 
     #[inline]
-    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()> {
+        if self.caches_small && stream.device() == self.device {
+            if let (Some((index, _)), Some(cache)) = (small::class_of(size), stream.small_cache()) {
+                if cache.give(index, ptr.0) {
+                    return Ok(());
+                }
+            }
+        }
         stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 

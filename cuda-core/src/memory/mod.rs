@@ -27,6 +27,7 @@ mod buffer;
 mod device_pool;
 mod device_ptr;
 mod host;
+pub(crate) mod small;
 mod sync;
 
 use std::fmt;
