@@ -227,7 +227,14 @@ mod tests {
         std::fs::create_dir_all(a.join("sub")).unwrap();
         std::fs::create_dir_all(&b).unwrap();
         std::fs::write(a.join("val.h"), "#define VAL 1\n#include \"sub/more.h\"\n").unwrap();
-        std::fs::write(a.join("sub/more.h"), "#include <deep.h>\n").unwrap();
+        std::fs::write(
+            a.join("sub/more.h"),
+            "#include <deep.h>\n#include \"near.h\"\n#include <only_near.h>\n",
+        )
+        .unwrap();
+        // A quoted name is looked up beside the file that includes it; an angled one is not.
+        std::fs::write(a.join("sub/near.h"), "\n").unwrap();
+        std::fs::write(a.join("sub/only_near.h"), "\n").unwrap();
         std::fs::write(b.join("val.h"), "#define VAL 2\n").unwrap();
         std::fs::write(b.join("deep.h"), "\n").unwrap();
         let dirs = [a.clone(), b.clone()];
@@ -239,12 +246,13 @@ mod tests {
             files,
             [
                 a.join("sub/more.h"),
+                a.join("sub/near.h"),
                 a.join("val.h"),
                 b.join("deep.h"),
                 b.join("val.h")
             ]
         );
-        assert_eq!(found.unresolved, ["cuda_fp16.h"]);
+        assert_eq!(found.unresolved, ["cuda_fp16.h", "only_near.h"]);
         // A change to any of them changes its hash.
         let before = found.files[&b.join("deep.h")];
         std::fs::write(b.join("deep.h"), "int changed;\n").unwrap();
@@ -254,5 +262,46 @@ mod tests {
         let pre = reached("", &dirs, &["val.h".to_owned()]).unwrap();
         assert!(pre.files.contains_key(&a.join("val.h")));
         assert!(reached("#include NAME\n", &dirs, &[]).is_err());
+    }
+
+    #[test]
+    fn a_remembered_hash_is_dropped_when_the_time_or_the_inode_changes() {
+        use std::time::{Duration, SystemTime};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("same_size.h");
+        let set_time = |path: &Path, ago: u64| {
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(SystemTime::now() - Duration::from_secs(ago))
+                .unwrap();
+        };
+        let hash = |path: &Path| fingerprint(path).unwrap().0;
+        std::fs::write(&path, "int a;\n").unwrap();
+        set_time(&path, 100);
+        let first = hash(&path);
+        assert_eq!(hash(&path), first, "an unchanged header hashes the same");
+        // Rewritten in place (same inode, same size), with a new time: hashed again.
+        std::fs::write(&path, "int b;\n").unwrap();
+        set_time(&path, 50);
+        let second = hash(&path);
+        assert_ne!(
+            second, first,
+            "a header rewritten in place kept its old hash"
+        );
+        // Replaced by another file of the same size and time (a new inode): hashed again.
+        let other = dir.path().join("other.h");
+        std::fs::write(&other, "int c;\n").unwrap();
+        let time = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_ne!(
+            hash(&path),
+            second,
+            "a header replaced by rename kept its old hash"
+        );
     }
 }

@@ -427,3 +427,36 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 pub fn preload_nvrtc() -> std::thread::JoinHandle<Result<(i32, i32)>> {
     std::thread::spawn(driver::nvrtc_version)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_search_reads_every_spelling_of_the_include_options() {
+        let options = ProgramOptions {
+            include_paths: vec!["/a".into()],
+            extra: [
+                "-I/b",
+                "--include-path=/c",
+                "-I",
+                "/d",
+                "--include-path",
+                "/e",
+                "-DX",
+                "--pre-include=p.h",
+                "-include",
+                "q.h",
+                "--pre-include",
+                "r.h",
+                "-I",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..Default::default()
+        };
+        let (dirs, pre) = options.header_search();
+        assert_eq!(dirs, ["/a", "/b", "/c", "/d", "/e"].map(PathBuf::from));
+        assert_eq!(pre, ["p.h", "q.h", "r.h"]);
+    }
+}

@@ -468,7 +468,7 @@ impl log::Log for Recorder {
 static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
 
 /// The records at `level` logged so far (since [`record_logs`]) that mention every needle.
-fn logged(level: log::Level, needles: &[&str]) -> usize {
+pub(crate) fn logged(level: log::Level, needles: &[&str]) -> usize {
     record_logs();
     let records = RECORDER.0.lock().unwrap_or_else(|e| e.into_inner());
     records
@@ -478,7 +478,7 @@ fn logged(level: log::Level, needles: &[&str]) -> usize {
 }
 
 /// Installs [`RECORDER`] as this process's logger.
-fn record_logs() {
+pub(crate) fn record_logs() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         log::set_logger(&RECORDER).expect("no other logger in this test binary");

@@ -12,6 +12,11 @@ fn nvrtc() -> bool {
             if let Ok(expected) = std::env::var("CUDA_CORE_EXPECT_NVRTC_MAJOR") {
                 assert_eq!(major.to_string(), expected, "NVRTC {major}.{minor}");
             }
+            // The NVRTCs this crate loads: 12.x and 13.x.
+            assert!(
+                (12..=13).contains(&major) && (0..=9).contains(&minor),
+                "NVRTC {major}.{minor}"
+            );
             true
         }
         Err(e) => {
@@ -182,6 +187,15 @@ fn options_reach_the_compiler() {
         .compile(CodeType::Ptx, &[])
         .unwrap_err();
     assert!(matches!(err, Error::Compile { .. }), "{err}");
+}
+
+#[test]
+fn a_program_keeps_what_it_was_made_with() {
+    let options = options().with_fast_math(true);
+    let program = Program::new("// source", options.clone()).with_name("named.cu");
+    assert_eq!(program.source(), "// source");
+    assert_eq!(program.name(), "named.cu");
+    assert_eq!(program.options(), &options);
 }
 
 #[test]

@@ -201,8 +201,21 @@ fn a_changed_header_is_a_miss_not_the_old_kernel() {
         Err(cuda_core::Error::Cache { .. })
     ));
     let fresh = InMemoryProgramCache::new(64 << 20);
+    crate::cache::record_logs();
+    let name = format!("uncacheable-{}.cu", std::process::id());
+    let computed = computed.with_name(name.clone());
+    let warned = || {
+        crate::cache::logged(
+            log::Level::Warn,
+            &[&name, "compiled without its cache", "#include"],
+        )
+    };
     computed.compile_cached(&fresh, CodeType::Ptx, &[]).unwrap();
     assert!(fresh.is_empty(), "an uncacheable program was stored");
+    // Said once per program and reason, however often it is compiled.
+    assert_eq!(warned(), 1);
+    computed.compile_cached(&fresh, CodeType::Ptx, &[]).unwrap();
+    assert_eq!(warned(), 1);
 }
 
 /// The NVRTC library file this process would use, for copying: the one discovery finds.
