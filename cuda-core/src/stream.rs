@@ -52,11 +52,12 @@ crate::options::chainers!(StreamOptions {
 ///
 /// Non-blocking streams of a device's primary context are recycled: the last clone's drop
 /// gives the handle to the dropping thread, which reuses it for its next stream of that
-/// context and priority once the stream is idle (`cuStreamQuery` says all its work is done),
-/// so that work queued before the drop never orders work queued after the reuse. Creating
-/// and dropping such streams in a loop then costs one `cuStreamQuery` instead of
-/// `cuStreamCreate` and `cuStreamDestroy` (several microseconds). A busy stream waits apart
-/// until it is idle. Each thread keeps at most 16 per context and priority; beyond that,
+/// context and priority once the stream is idle, so that work queued before the drop never
+/// orders work queued after the reuse. A stream that was never given work since it was last
+/// known idle is reused at once; one that was is reused once `cuStreamQuery` says all its work
+/// is done, and waits apart until it is. Creating and dropping such streams in a loop then
+/// costs no driver call, or one `cuStreamQuery` when each had work, instead of
+/// `cuStreamCreate` and `cuStreamDestroy` (several microseconds). Each thread keeps at most 16 per context and priority; beyond that,
 /// dropped streams are destroyed, and a thread's streams are destroyed when it ends. Blocking
 /// streams, green contexts' streams, streams wrapped by [`Stream::from_raw`] and streams whose
 /// raw handle was taken with [`Stream::as_raw`] are never recycled.
@@ -95,6 +96,9 @@ struct StreamInner {
     /// Set once the raw handle was handed out: work queued through it is not ours to see, so
     /// the stream is destroyed rather than reused.
     raw_used: AtomicBool,
+    /// Set by the first call that may queue work on the handle: until then the stream is as
+    /// idle as it was made or taken back (so its reuse needs no `cuStreamQuery`).
+    worked: AtomicBool,
     /// Small buffers of the device's default pool freed on this stream (streams made here
     /// only: see `memory::small`).
     small: SmallCache,
@@ -123,12 +127,20 @@ enum Kind {
 impl Drop for StreamInner {
     fn drop(&mut self) {
         for ptr in self.small.drain() {
+            *self.worked.get_mut() = true;
             if let Err(e) = self.driver.mem_free_async(ptr, self.handle) {
                 log::error!("freeing a kept small buffer: {e}");
             }
         }
         if let (Some(priority), false) = (self.recyclable, *self.raw_used.get_mut()) {
-            if recycle::give(self.context.handle(), priority, self.driver, self.handle) {
+            let idle = !*self.worked.get_mut();
+            if recycle::give(
+                self.context.handle(),
+                priority,
+                self.driver,
+                self.handle,
+                idle,
+            ) {
                 return;
             }
         }
@@ -286,6 +298,7 @@ impl Stream {
                 kind,
                 recyclable,
                 raw_used: AtomicBool::new(false),
+                worked: AtomicBool::new(false),
                 small: SmallCache::default(),
                 order: OnceLock::new(),
             }),
@@ -333,12 +346,29 @@ impl Stream {
     }
 
     /// Runs one driver call on this stream's handle, with its context made current first for
-    /// the default streams (whose handles mean "the current context's").
+    /// the default streams (whose handles mean "the current context's"). The call may queue
+    /// work (see [`Stream::ask`] for one that cannot).
     #[inline]
     pub(crate) fn call<T>(
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
+        self.note_work();
+        self.ask(f)
+    }
+
+    /// Notes that work may be queued on the handle (a load, and a store the first time only,
+    /// so that threads queueing on one stream do not share a written cache line).
+    #[inline]
+    fn note_work(&self) {
+        if !self.inner.worked.load(Ordering::Relaxed) {
+            self.inner.worked.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Stream::call`] for a call that queues no work (a query, a synchronisation).
+    #[inline]
+    fn ask<T>(&self, f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>) -> Result<T> {
         let inner = &*self.inner;
         if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
             return f(inner.driver, inner.handle);
@@ -356,6 +386,7 @@ impl Stream {
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
+        self.note_work();
         let inner = &*self.inner;
         if let Kind::PerThread(thread) = inner.kind {
             check_thread(thread)?;
@@ -367,14 +398,14 @@ impl Stream {
     #[inline]
     #[doc(alias = "cuStreamSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        self.call(|driver, handle| driver.stream_synchronize(handle))
+        self.ask(|driver, handle| driver.stream_synchronize(handle))
     }
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`).
     #[inline]
     #[doc(alias = "cuStreamQuery")]
     pub fn is_done(&self) -> Result<bool> {
-        self.call(|driver, handle| driver.stream_query(handle))
+        self.ask(|driver, handle| driver.stream_query(handle))
     }
 
     /// Records `event` at this point of the stream (`cuEventRecord`). The event must belong to
@@ -453,13 +484,13 @@ impl Stream {
     /// The stream's priority (`cuStreamGetPriority`).
     #[doc(alias = "cuStreamGetPriority")]
     pub fn priority(&self) -> Result<i32> {
-        self.call(|driver, handle| driver.stream_get_priority(handle))
+        self.ask(|driver, handle| driver.stream_get_priority(handle))
     }
 
     /// Whether the stream is non-blocking (`cuStreamGetFlags`).
     #[doc(alias = "cuStreamGetFlags")]
     pub fn is_non_blocking(&self) -> Result<bool> {
-        self.call(|driver, handle| driver.stream_get_flags(handle))
+        self.ask(|driver, handle| driver.stream_get_flags(handle))
             .map(|flags| flags & NON_BLOCKING != 0)
     }
 
@@ -526,12 +557,15 @@ mod recycle {
     /// The most streams a thread keeps per context and priority.
     pub(super) const KEPT: usize = 16;
 
-    /// One context's dropped streams of one priority, oldest first.
+    /// One context's dropped streams of one priority.
     struct List {
         context: ContextHandle,
         priority: i32,
         driver: &'static dyn Driver,
-        streams: VecDeque<StreamHandle>,
+        /// Streams known idle: given no work since they were made or last found idle.
+        idle: Vec<StreamHandle>,
+        /// Streams that were given work, oldest first.
+        pending: VecDeque<StreamHandle>,
     }
 
     /// A thread's lists; its streams are destroyed when the thread ends.
@@ -540,7 +574,7 @@ mod recycle {
     impl Drop for Lists {
         fn drop(&mut self) {
             for list in &mut self.0 {
-                for handle in list.streams.drain(..) {
+                for handle in list.idle.drain(..).chain(list.pending.drain(..)) {
                     destroy(list.driver, handle);
                 }
             }
@@ -557,8 +591,8 @@ mod recycle {
         }
     }
 
-    /// An idle stream of `context` and `priority` that this thread kept, if it has one: the
-    /// oldest, if `cuStreamQuery` says all its work is done.
+    /// An idle stream of `context` and `priority` that this thread kept, if it has one: one
+    /// known idle, else the oldest that was given work if `cuStreamQuery` says it is done.
     pub(super) fn take(context: ContextHandle, priority: i32) -> Option<StreamHandle> {
         LISTS
             .try_with(|lists| {
@@ -567,14 +601,17 @@ mod recycle {
                     .0
                     .iter_mut()
                     .find(|l| l.context == context && l.priority == priority)?;
-                while let Some(&handle) = list.streams.front() {
+                if let Some(handle) = list.idle.pop() {
+                    return Some(handle);
+                }
+                while let Some(&handle) = list.pending.front() {
                     match list.driver.stream_query(handle) {
-                        Ok(true) => return list.streams.pop_front(),
+                        Ok(true) => return list.pending.pop_front(),
                         // Busy: it waits apart, and the younger ones are likelier busy too.
                         Ok(false) => return None,
                         Err(e) => {
                             log::debug!("a recycled stream is not reused: {e}");
-                            list.streams.pop_front();
+                            list.pending.pop_front();
                             destroy(list.driver, handle);
                         }
                     }
@@ -585,13 +622,15 @@ mod recycle {
             .flatten()
     }
 
-    /// Keeps `handle` for this thread's next stream of `context` and `priority`; `false` when
-    /// this thread keeps enough already (or is ending): the caller destroys it.
+    /// Keeps `handle` for this thread's next stream of `context` and `priority` (`idle`: it
+    /// was given no work since it was last known idle); `false` when this thread keeps enough
+    /// already (or is ending): the caller destroys it.
     pub(super) fn give(
         context: ContextHandle,
         priority: i32,
         driver: &'static dyn Driver,
         handle: StreamHandle,
+        idle: bool,
     ) -> bool {
         LISTS
             .try_with(|lists| {
@@ -609,16 +648,21 @@ mod recycle {
                             context,
                             priority,
                             driver,
-                            streams: VecDeque::new(),
+                            idle: Vec::new(),
+                            pending: VecDeque::new(),
                         });
                         lists.0.len() - 1
                     }
                 };
                 let list = &mut lists.0[at];
-                if list.streams.len() >= KEPT {
+                if list.idle.len() + list.pending.len() >= KEPT {
                     return false;
                 }
-                list.streams.push_back(handle);
+                if idle {
+                    list.idle.push(handle);
+                } else {
+                    list.pending.push_back(handle);
+                }
                 true
             })
             .unwrap_or(false)
