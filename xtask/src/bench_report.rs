@@ -111,8 +111,8 @@ const BEAT_RAW: &[(&str, f64, &str)] = &[
     (
         "stream_churn",
         0.2,
-        "cuda-core reuses the dropped stream once `cuStreamQuery` says it is idle; raw creates \
-         and destroys one.",
+        "cuda-core reuses the dropped stream, given no work, without a driver call (one given \
+         work, once `cuStreamQuery` says it is idle); raw creates and destroys one.",
     ),
     (
         "alloc_churn",
