@@ -304,4 +304,45 @@ mod tests {
             "a header replaced by rename kept its old hash"
         );
     }
+
+    #[test]
+    fn the_memo_trusts_size_time_and_inode_of_settled_headers_only() {
+        use std::time::{Duration, SystemTime};
+        let dir = tempfile::tempdir().unwrap();
+        let hash = |path: &Path| fingerprint(path).unwrap().0;
+        // Rewrites `path` in place with `text`, keeping its modification time.
+        let rewrite = |path: &Path, text: &str| {
+            let time = std::fs::metadata(path).unwrap().modified().unwrap();
+            std::fs::write(path, text).unwrap();
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(time).unwrap();
+        };
+        let aged = |path: &Path, ago: u64| {
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(SystemTime::now() - Duration::from_secs(ago))
+                .unwrap();
+        };
+        // A settled header is remembered: a rewrite it cannot see (same size, time and inode)
+        // is answered from the memo, without reading the file.
+        let settled = dir.path().join("settled.h");
+        std::fs::write(&settled, "int a;\n").unwrap();
+        aged(&settled, 100);
+        let first = hash(&settled);
+        rewrite(&settled, "int b;\n");
+        assert_eq!(hash(&settled), first, "a settled header was read again");
+        // ... but not across a change of size.
+        rewrite(&settled, "int bb;\n");
+        assert_ne!(
+            hash(&settled),
+            first,
+            "a header that changed size kept its hash"
+        );
+        // A header modified within the last two seconds is not remembered: a rewrite in the
+        // same clock tick is seen.
+        let fresh = dir.path().join("fresh.h");
+        std::fs::write(&fresh, "int c;\n").unwrap();
+        let before = hash(&fresh);
+        rewrite(&fresh, "int d;\n");
+        assert_ne!(hash(&fresh), before, "a fresh header was remembered");
+    }
 }

@@ -674,6 +674,25 @@ fn a_launch_orders_buffers_of_other_streams_around_itself() {
                     && !l.contains(&format!("{other} waits"))),
                 "{text}"
             );
+            // Two buffers of s1 and one of s2 itself: s2 waits on s1 once, and on itself never.
+            let k4 = code.get_kernel("k4").unwrap();
+            let second = device.memory_resource().unwrap().allocate(64, &s1).unwrap();
+            let own = device.memory_resource().unwrap().allocate(64, &s2).unwrap();
+            standin::clear_log();
+            // SAFETY: as above.
+            unsafe { launch(&s2, &config, &k4, &[&buffer, &second, &buffer, &own]) }.unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let at = log
+                .iter()
+                .position(|l| l.starts_with("cuLaunchKernel"))
+                .unwrap();
+            let waits = log[..at]
+                .iter()
+                .filter(|l| l.starts_with("cuStreamWaitEvent"))
+                .count();
+            assert_eq!(waits, 1, "one wait per other stream: {text}");
+            drop((second, own));
             drop(buffer);
         },
     );
@@ -923,4 +942,132 @@ fn the_images_parameter_counts_are_the_drivers() {
     let sixteen = kernel("sixteen");
     assert_eq!(sixteen.params().unwrap().len(), 16);
     assert_eq!(sixteen.params().unwrap()[15].size, 8);
+}
+
+/// The name of a refused launch's invalid argument, or `None` when it was accepted.
+fn refused(result: cuda_core::Result<()>) -> Option<&'static str> {
+    match result {
+        Ok(()) => None,
+        Err(Error::InvalidArgument { name, .. }) => Some(name),
+        Err(e) => panic!("not a refusal: {e}"),
+    }
+}
+
+#[test]
+fn every_launch_rule_holds_at_its_boundary() {
+    // The stand-in's kernels allow 1024 threads and 48 KiB of dynamic shared memory, two blocks
+    // per SM of 132; device 0 is compute capability 9.0, device 1 8.0.
+    common::standin::run(
+        module_path!(),
+        "every_launch_rule_holds_at_its_boundary",
+        &[],
+        &[("STANDIN_DEVICE1_CC", "8")],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let k0 = code.get_kernel("k0").unwrap();
+            let k1 = code.get_kernel("k1").unwrap();
+            let try_launch = |config: LaunchConfig| {
+                // SAFETY: the stand-in runs nothing.
+                refused(unsafe { launch(&stream, &config, &k0, &[]) })
+            };
+            let plain = |grid: u32, block: [u32; 3]| LaunchConfig::new([grid, 1, 1], block);
+            // Threads per block: the limit is allowed, one more is not, in any dimension.
+            assert_eq!(try_launch(plain(1, [1024, 1, 1])), None);
+            assert_eq!(try_launch(plain(1, [32, 32, 1])), None);
+            assert_eq!(try_launch(plain(1, [1025, 1, 1])), Some("config.block"));
+            assert_eq!(try_launch(plain(1, [32, 33, 1])), Some("config.block"));
+            // Dynamic shared memory: the kernel's limit, asked only when some is used.
+            standin::clear_log();
+            assert_eq!(try_launch(plain(1, [32, 1, 1])), None);
+            assert!(
+                !standin::log().contains("attribute=8 "),
+                "a launch without dynamic shared memory asked for its limit: {}",
+                standin::log()
+            );
+            let shared = |bytes| plain(1, [32, 1, 1]).with_shared_memory(bytes);
+            assert_eq!(try_launch(shared(48 * 1024)), None);
+            assert_eq!(
+                try_launch(shared(48 * 1024 + 1)),
+                Some("config.shared_memory_bytes")
+            );
+            // Clusters: dividing the grid, with no zero dimension, on 9.0.
+            let clustered =
+                |grid: u32, cluster: [u32; 3]| plain(grid, [32, 1, 1]).with_cluster(cluster);
+            standin::clear_log();
+            assert_eq!(try_launch(clustered(4, [2, 1, 1])), None);
+            assert!(
+                standin::log().contains("cuLaunchKernelEx k0"),
+                "{}",
+                standin::log()
+            );
+            assert_eq!(try_launch(clustered(6, [3, 1, 1])), None);
+            assert_eq!(try_launch(clustered(3, [2, 1, 1])), Some("config.cluster"));
+            assert_eq!(try_launch(clustered(4, [0, 1, 1])), Some("config.cluster"));
+            // Cooperative: at most what is resident at once (2 per SM times 132 SMs).
+            let cooperative = |grid: u32| plain(grid, [32, 1, 1]).with_cooperative(true);
+            assert_eq!(try_launch(cooperative(264)), None);
+            assert_eq!(try_launch(cooperative(265)), Some("config.grid"));
+            assert_eq!(
+                try_launch(plain(265, [32, 1, 1])),
+                None,
+                "only cooperative launches are bound"
+            );
+            // The argument count.
+            // SAFETY: refused before the driver.
+            let err = unsafe { launch(&stream, &plain(1, [32, 1, 1]), &k1, &[]) };
+            assert_eq!(refused(err), Some("args"));
+            // A device older than 9.0 has no clusters (its other launches are fine).
+            let old = cuda_core::Device::new(1).unwrap();
+            let old_stream = old.create_stream(StreamOptions::default()).unwrap();
+            let old_k0 = code.get_kernel("k0").unwrap();
+            let on_old = |config: LaunchConfig| {
+                // SAFETY: the stand-in runs nothing.
+                refused(unsafe { launch(&old_stream, &config, &old_k0, &[]) })
+            };
+            assert_eq!(on_old(plain(1, [32, 1, 1])), None);
+            assert_eq!(on_old(clustered(4, [2, 1, 1])), Some("config.cluster"));
+        },
+    );
+}
+
+/// Bytes of a `Buffer` value, for a parameter of exactly that size.
+const BUFFER_BYTES: usize = std::mem::size_of::<cuda_core::Buffer>();
+
+#[test]
+fn a_buffer_is_its_device_pointer_whatever_the_parameters_size() {
+    // Every parameter is as large as a Buffer value: a buffer argument is still its 8-byte
+    // device pointer (refused), and a value of that size is its own bytes (taken).
+    let size = BUFFER_BYTES.to_string();
+    common::standin::run(
+        module_path!(),
+        "a_buffer_is_its_device_pointer_whatever_the_parameters_size",
+        &[],
+        &[("STANDIN_PARAM_SIZE", &size)],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let k1 = code.get_kernel("k1").unwrap();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+            // SAFETY: refused before the driver.
+            let err = unsafe { launch(&stream, &config, &k1, &[&buffer]) };
+            assert_eq!(
+                refused(err),
+                Some("args"),
+                "a buffer was passed as its own bytes"
+            );
+            let value = [7u8; BUFFER_BYTES];
+            // SAFETY: the stand-in runs nothing.
+            unsafe { launch(&stream, &config, &k1, &[&value]) }.unwrap();
+        },
+    );
 }

@@ -5,6 +5,7 @@
 mod common;
 
 mod discovery;
+mod environment;
 mod nvjitlink_discovery;
 mod nvjitlink_env;
 mod real_nvjitlink;

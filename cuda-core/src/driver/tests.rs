@@ -110,6 +110,15 @@ fn a_13x_driver_gets_the_13_table() {
 }
 
 #[test]
+fn a_12_0_driver_is_the_oldest_taken() {
+    let Some(loaded) = load_fake("12000", None) else {
+        return;
+    };
+    let loaded = loaded.expect("12.0 is the oldest driver taken, and is taken");
+    assert_eq!(loaded.driver.abi(), Abi::Cuda12);
+}
+
+#[test]
 fn an_11x_driver_is_too_old() {
     let Some(loaded) = load_fake("11080", None) else {
         return;

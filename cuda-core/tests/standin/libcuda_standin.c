@@ -11,6 +11,8 @@
  *   STANDIN_QUERY_STATUS=CODE what cuStreamQuery and cuEventQuery answer (600: not ready)
  *   STANDIN_ATTRIBUTE_BITS=1 cuDeviceGetAttribute answers bit D of the attribute's code on
  *                            device D (so 8 devices spell out the code an accessor asked for)
+ *   STANDIN_DEVICE1_CC=MAJOR device 1's compute capability major (default 9; device 0 is 9.0)
+ *   STANDIN_PARAM_SIZE=BYTES the size of every kernel parameter (default 8)
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
  * driver does). */
 #include <math.h>
@@ -155,7 +157,7 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
     switch (attribute) {
     case 1: *value = 1024; break;   /* max threads per block */
     case 16: *value = 132; break;   /* multiprocessors */
-    case 75: *value = 9; break;     /* compute capability 9.0 */
+    case 75: *value = device == 1 ? (int)setting("STANDIN_DEVICE1_CC", 9) : 9; break; /* 9.0 */
     case 76: *value = 0; break;
     case 115: *value = 1; break;    /* memory pools */
     default: *value = 1; break;
@@ -352,19 +354,22 @@ int cuKernelGetName(const char **out, void *kernel) {
     for (int i = 0; i < 4; i++) if (kernel == &kernels[i]) { *out = names[i]; return 0; }
     return 400;
 }
+/* Kernels allow 1024 threads per block and 48 KiB of dynamic shared memory. */
 int cuKernelGetAttribute(int *value, int attribute, void *kernel, int device) {
-    (void)kernel; (void)device;
+    char b[16];
+    note("cuKernelGetAttribute %s attribute=%d device=%d", name(kernel, b), attribute, device);
     *value = attribute == 0 ? 1024 : attribute == 8 ? 48 * 1024 : 0;
     return 0;
 }
-/* Every parameter is 8 bytes. */
+/* Every parameter is STANDIN_PARAM_SIZE bytes (8 unless set). */
 int cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset, size_t *size) {
     const struct object *k = kernel;
     char b[16];
+    size_t each = (size_t)setting("STANDIN_PARAM_SIZE", 8);
     note("cuKernelGetParamInfo %s index=%zu", name(kernel, b), index);
     if (index >= (size_t)k->params) return 1; /* CUDA_ERROR_INVALID_VALUE: past the last */
-    *offset = index * 8;
-    *size = 8;
+    *offset = index * each;
+    *size = each;
     return 0;
 }
 #ifndef STANDIN_NO_PARAM_COUNT
@@ -377,6 +382,7 @@ int cuKernelGetParamCount(void *kernel, size_t *count) {
 }
 #endif
 int cuKernelGetFunction(void **function, void *kernel) { *function = kernel; return 0; }
+/* Two blocks of any kernel per SM (132 SMs: 264 resident at once). */
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t smem) {
     (void)f; (void)block; (void)smem;
     *blocks = 2;
@@ -387,5 +393,17 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     char b[16], c[16];
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)params; (void)extra;
     note("cuLaunchKernel %s on %s", name(f, c), name(s, b));
+    return 0;
+}
+
+/* CUlaunchConfig's layout, as far as the stream. */
+struct launch_config {
+    unsigned grid[3], block[3], shared;
+    void *stream;
+};
+int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params, void **extra) {
+    char b[16], c[16];
+    (void)params; (void)extra;
+    note("cuLaunchKernelEx %s on %s grid=%u", name(f, c), name(config->stream, b), config->grid[0]);
     return 0;
 }

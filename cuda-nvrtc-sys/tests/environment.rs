@@ -1,0 +1,128 @@
+//! What the search reads from the environment: the Python prefixes (`VIRTUAL_ENV`,
+//! `CONDA_PREFIX`), `python3`'s `sys.path`, and the loader's `LD_LIBRARY_PATH`. The body runs in
+//! a child process of this binary, which runs it alone, so that changing its environment races
+//! with no other test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cuda_nvrtc_sys::{loader_path, Candidate, Search};
+
+use crate::common::touch;
+
+/// Set in the child, to the temporary directory the parent made.
+const CHILD: &str = "CUDA_CORE_ENVIRONMENT_TEST_DIR";
+const TEST: &str = "environment::the_search_reads_python_and_the_loader_from_the_environment";
+
+/// A `python3` in `dir` that prints `line` and exits with `status`.
+fn fake_python(dir: &Path, line: &str, status: i32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("python3");
+    std::fs::write(&path, format!("#!/bin/sh\necho '{line}'\nexit {status}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn child(dir: &Path) {
+    // The prefixes' lib/python3.* folders, sorted, and nothing else of theirs.
+    let search = Search::from_env(13);
+    assert_eq!(
+        search.site_packages,
+        [
+            dir.join("venv/lib/python3.11/site-packages"),
+            dir.join("venv/lib/python3.12/site-packages"),
+            dir.join("conda/lib/python3.10/site-packages"),
+        ]
+    );
+    // python3's sys.path, where it answers; nothing from one that fails.
+    std::env::set_var("PATH", dir.join("good"));
+    let asked = Search::from_env(13).with_python_paths();
+    assert!(
+        asked
+            .site_packages
+            .contains(&PathBuf::from("/from/good/python")),
+        "{:?}",
+        asked.site_packages
+    );
+    std::env::set_var("PATH", dir.join("bad"));
+    let asked = Search::from_env(13).with_python_paths();
+    assert!(
+        !asked
+            .site_packages
+            .contains(&PathBuf::from("/from/bad/python")),
+        "the output of a failed python3 was taken: {:?}",
+        asked.site_packages
+    );
+    // The loader's path: the first directory of LD_LIBRARY_PATH that holds the name.
+    let found = dir.join("second/libcuda_core_env_test.so.1");
+    assert_eq!(
+        loader_path("libcuda_core_env_test.so.1"),
+        Some(found.clone())
+    );
+    assert_eq!(loader_path("libcuda_core_env_test_absent.so.1"), None);
+    assert_eq!(
+        Candidate::Soname("libcuda_core_env_test.so.1").file(),
+        Some(found.clone())
+    );
+    assert_eq!(Candidate::File(found.clone()).file(), Some(found));
+    assert_eq!(Candidate::File(dir.join("first/absent.so")).file(), None);
+    // The search describes itself.
+    let text = format!("{search:?}");
+    assert!(
+        text.starts_with("Discovery") && text.contains("preferred_major: 13"),
+        "{text}"
+    );
+    let err = Search {
+        explicit: Some(dir.join("first/absent.so")),
+        ..Search::default()
+    }
+    .load()
+    .unwrap_err();
+    let text = format!("{err:?}");
+    assert!(
+        text.starts_with("DiscoveryError") && text.contains("absent.so"),
+        "{text}"
+    );
+    println!("environment child done");
+}
+
+#[test]
+fn the_search_reads_python_and_the_loader_from_the_environment() {
+    if let Some(dir) = std::env::var_os(CHILD) {
+        child(Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for folder in [
+        "venv/lib/python3.12",
+        "venv/lib/python3.11",
+        "venv/lib/perl5",
+        "conda/lib/python3.10",
+        "first",
+    ] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    touch(&root.join("second/libcuda_core_env_test.so.1"));
+    fake_python(&root.join("good"), "/from/good/python", 0);
+    fake_python(&root.join("bad"), "/from/bad/python", 1);
+    let library_path = std::env::join_paths([root.join("first"), root.join("second")]).unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", TEST, "--nocapture"])
+        .env(CHILD, root)
+        .env("VIRTUAL_ENV", root.join("venv"))
+        .env("CONDA_PREFIX", root.join("conda"))
+        .env("LD_LIBRARY_PATH", library_path)
+        .output()
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the child failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("environment child done"),
+        "the child ran nothing:\n{stdout}"
+    );
+}
