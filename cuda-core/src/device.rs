@@ -291,6 +291,14 @@ impl Device {
         )
     }
 
+    /// This device as NVML sees it, matched by UUID (NVML's numbering is the machine's, not
+    /// this process's: `CUDA_VISIBLE_DEVICES` reorders CUDA's only).
+    #[cfg(feature = "nvml")]
+    pub fn system_device(&self) -> Result<crate::system::SystemDevice<'static>> {
+        let uuid = self.uuid()?.to_nvml_string();
+        crate::system::System::get()?.device_by_uuid(&uuid)
+    }
+
     /// The device's resources, for green contexts.
     #[must_use]
     pub fn resources(&self) -> DeviceResources {
@@ -334,6 +342,14 @@ impl fmt::Display for Uuid {
             write!(f, "{byte:02x}")?;
         }
         Ok(())
+    }
+}
+
+impl Uuid {
+    /// As NVML and `nvidia-smi -L` write it: `GPU-` and the hex digits in groups.
+    #[must_use]
+    pub fn to_nvml_string(&self) -> String {
+        format!("GPU-{self}")
     }
 }
 

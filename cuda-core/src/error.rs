@@ -217,6 +217,33 @@ pub enum Error {
         source: Option<Cause>,
     },
 
+    /// NVML, the management library behind [`system`](crate::system), could not be loaded.
+    #[error(
+        "NVML (the NVIDIA management library) could not be loaded: {}. It comes with the \
+         NVIDIA driver; set CUDA_CORE_NVML_PATH to its file if it is elsewhere",
+        tried.join("; ")
+    )]
+    NvmlNotFound {
+        /// Each library tried, with why it failed.
+        tried: Vec<String>,
+    },
+
+    /// The GPU or its driver does not support this NVML query.
+    #[error("{query} is not supported by this GPU or driver")]
+    SystemNotSupported {
+        /// The NVML function.
+        query: &'static str,
+    },
+
+    /// An NVML query failed.
+    #[error("{query} failed: {reason}")]
+    Nvml {
+        /// The NVML function.
+        query: &'static str,
+        /// NVML's reason.
+        reason: String,
+    },
+
     /// A file could not be read.
     #[error("reading {}: {source}", path.display())]
     Io {

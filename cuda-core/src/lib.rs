@@ -21,6 +21,7 @@
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
 pub mod cache;
+pub mod checkpoint;
 mod context;
 mod device;
 mod driver;
@@ -38,6 +39,8 @@ mod options;
 mod program;
 mod resources;
 mod stream;
+#[cfg(feature = "nvml")]
+pub mod system;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};

@@ -12,6 +12,7 @@ mod attribute_codes {
 mod common;
 
 mod cache;
+mod checkpoint;
 mod default_resource;
 mod device;
 mod driver_info_example;
@@ -28,3 +29,5 @@ mod recycling;
 mod sanitizer_clean;
 mod sticky_error;
 mod stream_event;
+#[cfg(feature = "nvml")]
+mod system;

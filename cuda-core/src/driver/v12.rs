@@ -21,6 +21,19 @@ impl Driver12 {
         Err(self.missing("cuKernelGetParamCount"))
     }
 
+    fn abi_checkpoint_restore(&self, pid: i32, pairs: &[([u8; 16], [u8; 16])]) -> Result<()> {
+        if !pairs.is_empty() {
+            return Err(Error::InvalidArgument {
+                name: "options.gpu_pairs",
+                reason: "remapping GPUs on restore needs the CUDA 13 ABI (the 12.9 header's \
+                         restore arguments have no GPU pairs)"
+                    .to_owned(),
+            });
+        }
+        let mut args = cuda_sys12::CUcheckpointRestoreArgs::default();
+        call!(self.cuCheckpointProcessRestore(pid, &mut args))
+    }
+
     fn abi_device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {
         let mut uuid = cuda_sys12::CUuuid::default();
         call!(self.cuDeviceGetUuid_v2(&mut uuid, device))?;

@@ -25,6 +25,26 @@ impl Driver13 {
         Ok(count)
     }
 
+    fn abi_checkpoint_restore(&self, pid: i32, pairs: &[([u8; 16], [u8; 16])]) -> Result<()> {
+        let uuid = |bytes: [u8; 16]| cuda_sys13::CUuuid {
+            bytes: bytes.map(|b| b as std::ffi::c_char),
+        };
+        let mut pairs: Vec<cuda_sys13::CUcheckpointGpuPair> = pairs
+            .iter()
+            .map(|&(old, new)| cuda_sys13::CUcheckpointGpuPair {
+                oldUuid: uuid(old),
+                newUuid: uuid(new),
+            })
+            .collect();
+        // SAFETY: plain data and null pointers, all zero by default.
+        let mut args: cuda_sys13::CUcheckpointRestoreArgs = unsafe { std::mem::zeroed() };
+        if !pairs.is_empty() {
+            args.gpuPairs = pairs.as_mut_ptr();
+            args.gpuPairsCount = u32::try_from(pairs.len()).unwrap_or(u32::MAX);
+        }
+        call!(self.cuCheckpointProcessRestore(pid, &mut args))
+    }
+
     fn abi_device_get_uuid(&self, device: DeviceHandle) -> Result<[u8; 16]> {
         let mut uuid = cuda_sys13::CUuuid::default();
         call!(self.cuDeviceGetUuid(&mut uuid, device))?;

@@ -11,6 +11,7 @@
 //! fewer to reload after a driver call has evicted them (measured on the evicting stand-in: see
 //! the benches' README).
 
+mod checkpoint;
 mod context;
 mod device;
 mod event;
@@ -20,6 +21,7 @@ mod memory;
 mod module;
 mod stream;
 
+pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
 pub(crate) use self::device::DeviceApi;
 pub(crate) use self::event::EventApi;
@@ -41,6 +43,7 @@ pub(crate) trait Driver:
     + MemoryApi
     + ModuleApi
     + GreenContextApi
+    + CheckpointApi
     + Send
     + Sync
 {

@@ -9,8 +9,10 @@
 //! - `fn sm_info(&CUdevSmResource) -> SmInfo` (the 13 header has more fields);
 //! - `fn abi_ctx_create(&self, flags, device)` (`cuCtxCreate_v2` against `_v4`);
 //! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`);
-//! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it).
+//! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it);
+//! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs).
 
+mod checkpoint;
 mod context;
 mod device;
 mod event;
@@ -20,6 +22,7 @@ mod memory;
 mod module;
 mod stream;
 
+pub(super) use self::checkpoint::impl_checkpoint_api;
 pub(super) use self::context::impl_context_api;
 pub(super) use self::device::impl_device_api;
 pub(super) use self::event::impl_event_api;
@@ -191,6 +194,7 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_memory_api!($name, $sys);
         $crate::driver::shared::impl_module_api!($name, $sys);
         $crate::driver::shared::impl_green_context_api!($name, $sys);
+        $crate::driver::shared::impl_checkpoint_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;

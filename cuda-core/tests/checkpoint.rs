@@ -1,0 +1,159 @@
+//! Checkpointing another process: a child fills a buffer and waits; this process locks,
+//! checkpoints, restores and unlocks it; the child then checks its buffer and runs a kernel.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common;
+
+use cuda_core::checkpoint::{Process, ProcessState, RestoreOptions};
+use cuda_core::{launch, Allocate, CodeType, LaunchConfig, Program, ProgramOptions, StreamOptions};
+
+const N: usize = 1 << 20;
+
+const KERNEL: &str = r#"
+extern "C" __global__ void add_one(unsigned* x, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1;
+}
+"#;
+
+/// The child: fills, says "ready", waits for a line, checks, runs the kernel, checks again.
+fn child() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(KERNEL, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let kernel = code.get_kernel("add_one").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * N, &stream)
+        .unwrap();
+    let values = common::random_u32(7, N);
+    buffer.copy_from_host(&values, &stream).unwrap();
+    stream.sync().unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    assert_eq!(
+        buffer.to_vec::<u32>(&stream).unwrap(),
+        values,
+        "the buffer changed"
+    );
+    let n = N as u32;
+    // SAFETY: N u32s in the buffer.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(N as u64, 256),
+            &kernel,
+            &[&buffer, &n],
+        )
+    }
+    .unwrap();
+    let after = buffer.to_vec::<u32>(&stream).unwrap();
+    assert!(after
+        .iter()
+        .zip(&values)
+        .all(|(a, v)| *a == v.wrapping_add(1)));
+    println!("child verified");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_process_checkpointed_and_restored_keeps_its_memory_and_runs() {
+    let test = common::test_name(
+        module_path!(),
+        "a_process_checkpointed_and_restored_keeps_its_memory_and_runs",
+    );
+    if common::child_role(&test).is_some() {
+        child();
+        return;
+    }
+    let mut command = common::child_command(&test, "checkpointed");
+    command.stdin(Stdio::piped());
+    let mut spawned = command.spawn().unwrap();
+    let mut stdout = BufReader::new(spawned.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            panic!("the child ended before it was ready:\n{seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("ready") {
+            break;
+        }
+    }
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "a checkpoint");
+    let process = Process::new(spawned.id() as i32);
+    let step = |what: &str, result: cuda_core::Result<()>| {
+        if let Err(e) = result {
+            panic!("{what}: {e}");
+        }
+    };
+    assert_eq!(process.state().unwrap(), ProcessState::Running);
+    let thread = process.restore_thread_id().unwrap();
+    println!("restore thread {thread}");
+    step("lock", process.lock(Some(Duration::from_secs(30))));
+    assert_eq!(process.state().unwrap(), ProcessState::Locked);
+    step("checkpoint", process.checkpoint());
+    assert_eq!(process.state().unwrap(), ProcessState::Checkpointed);
+    // Checkpointed, its device memory is host memory: the GPU holds none of it.
+    step("restore", process.restore(&RestoreOptions::default()));
+    assert_eq!(process.state().unwrap(), ProcessState::Locked);
+    step("unlock", process.unlock());
+    assert_eq!(process.state().unwrap(), ProcessState::Running);
+    let mut stdin = spawned.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = spawned.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut spawned.stderr.take().unwrap(), &mut stderr).unwrap();
+    println!("{seen}{rest}");
+    assert!(status.success(), "{seen}{rest}{stderr}");
+    assert!(rest.contains("child verified"), "{rest}{stderr}");
+}
+
+#[test]
+fn checkpoint_calls_reach_the_driver_or_say_it_lacks_them() {
+    // On the stand-in, which exports none of cuCheckpointProcess*: each is NotSupported by name.
+    common::standin::run(
+        module_path!(),
+        "checkpoint_calls_reach_the_driver_or_say_it_lacks_them",
+        &[],
+        &[],
+        || {
+            let process = Process::current();
+            let names = [
+                ("cuCheckpointProcessGetState", process.state().map(drop)),
+                ("cuCheckpointProcessLock", process.lock(None)),
+                ("cuCheckpointProcessCheckpoint", process.checkpoint()),
+                (
+                    "cuCheckpointProcessRestore",
+                    process.restore(&RestoreOptions::default()),
+                ),
+                ("cuCheckpointProcessUnlock", process.unlock()),
+                (
+                    "cuCheckpointProcessGetRestoreThreadId",
+                    process.restore_thread_id().map(drop),
+                ),
+            ];
+            for (name, result) in names {
+                match result {
+                    Err(cuda_core::Error::NotSupported { function, .. }) => {
+                        assert_eq!(function, name)
+                    }
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+        },
+    );
+}
