@@ -6,13 +6,33 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cuda_nvrtc_sys::{loader_path, Candidate, Search};
+use cuda_nvrtc_sys::{loader_path, Candidate, Discoverable, Discovery, LibrarySpec, Search};
 
 use crate::common::touch;
 
 /// Set in the child, to the temporary directory the parent made.
 const CHILD: &str = "CUDA_CORE_ENVIRONMENT_TEST_DIR";
 const TEST: &str = "environment::the_search_reads_python_and_the_loader_from_the_environment";
+
+/// A library no machine has: every candidate is refused, so the error lists each one tried.
+#[derive(Debug)]
+struct Nothing;
+
+const NOTHING: LibrarySpec = LibrarySpec {
+    description: "nothing",
+    sonames: &[("libcuda_core_nothing.so.1", 1)],
+    env_var: "CUDA_CORE_NOTHING_PATH",
+    pip_layouts: &[("nothing/lib", "libnothing.so.1", 1)],
+    wheel: "nothing",
+};
+
+impl Discoverable for Nothing {
+    const SPEC: &'static LibrarySpec = &NOTHING;
+
+    fn open(candidate: &Candidate) -> Result<Self, String> {
+        Err(format!("{candidate} refused"))
+    }
+}
 
 /// A `python3` in `dir` that prints `line` and exits with `status`.
 fn fake_python(dir: &Path, line: &str, status: i32) {
@@ -38,11 +58,21 @@ fn child(dir: &Path) {
     std::env::set_var("PATH", dir.join("good"));
     let asked = Search::from_env(13).with_python_paths();
     assert!(
-        asked
-            .site_packages
-            .contains(&PathBuf::from("/from/good/python")),
+        asked.site_packages.contains(&dir.join("pysp")),
         "{:?}",
         asked.site_packages
+    );
+    // A load that finds nothing elsewhere asks python3 last, and tries what its path holds.
+    let nothing = Discovery::<Nothing> {
+        preferred_major: 1,
+        ask_python: true,
+        ..Discovery::default()
+    };
+    let err = nothing.load().unwrap_err();
+    let from_python = Candidate::File(dir.join("pysp/nothing/lib/libnothing.so.1"));
+    assert!(
+        err.tried.iter().any(|(c, _)| *c == from_python),
+        "python3's site-packages was not tried: {err}"
     );
     std::env::set_var("PATH", dir.join("bad"));
     let asked = Search::from_env(13).with_python_paths();
@@ -104,7 +134,12 @@ fn the_search_reads_python_and_the_loader_from_the_environment() {
         std::fs::create_dir_all(root.join(folder)).unwrap();
     }
     touch(&root.join("second/libcuda_core_env_test.so.1"));
-    fake_python(&root.join("good"), "/from/good/python", 0);
+    touch(&root.join("pysp/nothing/lib/libnothing.so.1"));
+    fake_python(
+        &root.join("good"),
+        &root.join("pysp").display().to_string(),
+        0,
+    );
     fake_python(&root.join("bad"), "/from/bad/python", 1);
     let library_path = std::env::join_paths([root.join("first"), root.join("second")]).unwrap();
     let output = Command::new(std::env::current_exe().unwrap())
