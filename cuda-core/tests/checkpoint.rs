@@ -91,6 +91,15 @@ fn a_process_checkpointed_and_restored_keeps_its_memory_and_runs() {
         }
     }
     let _watchdog = common::Watchdog::new(Duration::from_secs(120), "a checkpoint");
+    // Before: the child is on the GPU (where NVML's process ids are this namespace's).
+    #[cfg(feature = "nvml")]
+    let listed_before = common::device()
+        .system_device()
+        .unwrap()
+        .compute_processes()
+        .unwrap()
+        .iter()
+        .any(|p| p.pid == spawned.id());
     let process = Process::new(spawned.id() as i32);
     let step = |what: &str, result: cuda_core::Result<()>| {
         if let Err(e) = result {
@@ -104,11 +113,61 @@ fn a_process_checkpointed_and_restored_keeps_its_memory_and_runs() {
     assert_eq!(process.state().unwrap(), ProcessState::Locked);
     step("checkpoint", process.checkpoint());
     assert_eq!(process.state().unwrap(), ProcessState::Checkpointed);
-    // Checkpointed, its device memory is host memory: the GPU holds none of it.
-    step("restore", process.restore(&RestoreOptions::default()));
+    // Checkpointed, its device memory is host memory: the GPU no longer lists it.
+    #[cfg(feature = "nvml")]
+    {
+        let pids = |when: &str| {
+            let listed: Vec<u32> = common::device()
+                .system_device()
+                .unwrap()
+                .compute_processes()
+                .unwrap()
+                .iter()
+                .map(|p| p.pid)
+                .collect();
+            println!(
+                "compute processes {when}: {listed:?} (the child: {})",
+                spawned.id()
+            );
+            listed.contains(&spawned.id())
+        };
+        assert!(
+            !pids("while checkpointed"),
+            "a checkpointed process still holds the GPU"
+        );
+    }
+    // Restored onto the same GPU named by UUID (the remapping path, with one GPU), where the
+    // ABI can say it; the 12.9 header's restore cannot, and is refused before the driver.
+    let uuid = common::device().uuid().unwrap();
+    let onto_itself = RestoreOptions::default().with_gpu_pairs(vec![(uuid, uuid)]);
+    if cuda_core::driver_info().unwrap().abi == cuda_core::Abi::Cuda13 {
+        step(
+            "restore onto the same GPU by UUID",
+            process.restore(&onto_itself),
+        );
+    } else {
+        let err = process.restore(&onto_itself).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                cuda_core::Error::InvalidArgument {
+                    name: "options.gpu_pairs",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(process.state().unwrap(), ProcessState::Checkpointed);
+        step("restore", process.restore(&RestoreOptions::default()));
+    }
     assert_eq!(process.state().unwrap(), ProcessState::Locked);
     step("unlock", process.unlock());
     assert_eq!(process.state().unwrap(), ProcessState::Running);
+    #[cfg(feature = "nvml")]
+    assert!(
+        listed_before,
+        "the child was not among the compute processes before the lock"
+    );
     let mut stdin = spawned.stdin.take().unwrap();
     writeln!(stdin, "go").unwrap();
     drop(stdin);

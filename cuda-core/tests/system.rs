@@ -258,7 +258,16 @@ fn every_query_answers_a_value_or_not_supported() {
     }
     note("performance", s(gpu.performance()));
     note("fan count", s(gpu.fan_count()));
-    note("fan 0 speed", s(gpu.fan_speed(0)));
+    let fans = gpu.fan_count().unwrap_or(0);
+    for fan in 0..fans {
+        note(&format!("fan {fan} speed (%)"), s(gpu.fan_speed(fan)));
+    }
+    // One past the last fan is refused before NVML, naming the count.
+    let err = gpu.fan_speed(fans).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "fan", reason } if reason.contains(&format!("{fans} fan"))),
+        "{err}"
+    );
     note("pcie link", s(gpu.pcie_link()));
     note("pcie throughput (KB/s)", s(gpu.pcie_throughput()));
     note("ecc errors", s(gpu.ecc_errors()));

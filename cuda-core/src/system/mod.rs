@@ -512,8 +512,16 @@ impl<'a> SystemDevice<'a> {
             .map_err(nvml_error("nvmlDeviceGetNumFans"))
     }
 
-    /// A fan's speed, in percent of its most.
+    /// A fan's speed, in percent of its most; a fan past [`fan_count`](Self::fan_count) is
+    /// refused with [`Error::InvalidArgument`] naming the count.
     pub fn fan_speed(&self, fan: u32) -> Result<u32> {
+        let count = self.fan_count()?;
+        if fan >= count {
+            return Err(Error::InvalidArgument {
+                name: "fan",
+                reason: format!("fan {fan} of a GPU with {count} fan(s)"),
+            });
+        }
         self.device
             .fan_speed(fan)
             .map_err(nvml_error("nvmlDeviceGetFanSpeed"))
