@@ -109,7 +109,8 @@ fn the_monitor_agrees_with_nvidia_smi() {
         String::from_utf8_lossy(&output.stderr)
     );
     let Some(smi) = nvidia_smi(
-        "name,uuid,pci.bus_id,memory.total,memory.used,temperature.gpu,power.draw,driver_version",
+        "name,uuid,pci.bus_id,memory.total,memory.used,temperature.gpu,power.draw,driver_version,\
+         power.limit,clocks.mem,clocks.max.sm,utilization.gpu,utilization.memory",
     ) else {
         return;
     };
@@ -146,6 +147,62 @@ fn the_monitor_agrees_with_nvidia_smi() {
             (watts - smi_watts).abs() <= 30.0 + smi_watts * 0.2,
             "power {watts} W against {smi_watts} W"
         );
+    }
+    for (ours, theirs) in devices.iter().zip(&smi) {
+        // The power limit exactly (nvidia-smi in watts), the memory clock within 5%, the SM
+        // clock at most its most, utilization as percentages.
+        let limit = ours["power_limit_mw"].as_f64().unwrap() / 1e3;
+        assert!(
+            (limit - theirs[8].parse::<f64>().unwrap()).abs() < 1.0,
+            "{limit} W"
+        );
+        let mem_clock = ours["memory_clock_mhz"].as_f64().unwrap();
+        let smi_mem_clock: f64 = theirs[9].parse().unwrap();
+        assert!(
+            (mem_clock - smi_mem_clock).abs() <= smi_mem_clock * 0.05,
+            "{mem_clock} MHz"
+        );
+        let sm_clock = ours["sm_clock_mhz"].as_u64().unwrap();
+        assert!(
+            sm_clock > 0 && sm_clock <= theirs[10].parse().unwrap(),
+            "{sm_clock} MHz"
+        );
+        for (key, at) in [("gpu_util", 11), ("memory_util", 12)] {
+            assert!(ours[key].as_u64().unwrap() <= 100, "{key}");
+            assert!(theirs[at].parse::<u64>().unwrap() <= 100);
+        }
+    }
+    // The compute processes: this one, with the memory nvidia-smi gives it.
+    let apps = Command::new("nvidia-smi")
+        .args([
+            "--query-compute-apps=pid,used_memory",
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .unwrap();
+    let apps = String::from_utf8_lossy(&apps.stdout);
+    println!("nvidia-smi compute apps: {apps:?}");
+    let me = std::process::id();
+    let smi_mine = apps.lines().find_map(|l| {
+        let (pid, used) = l.split_once(',')?;
+        (pid.trim().parse::<u32>().ok()? == me).then(|| used.trim().parse::<u64>().ok())?
+    });
+    let ours_mine = devices[0]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"].as_u64() == Some(u64::from(me)))
+        .map(|p| p["used_memory"].as_u64().unwrap() >> 20);
+    match (ours_mine, smi_mine) {
+        (Some(ours), Some(theirs)) => assert!(
+            ours.abs_diff(theirs) <= 64 && ours >= 1024,
+            "this process: {ours} MiB against nvidia-smi's {theirs}"
+        ),
+        (None, None) => common::not_run(
+            "host-pids",
+            "neither NVML nor nvidia-smi lists this process (a PID namespace)",
+        ),
+        other => panic!("this process listed by one only: {other:?}"),
     }
     // The table form prints the same devices.
     let table = Command::new(&monitor).arg("1").output().unwrap();
