@@ -5,9 +5,13 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::device::Device;
 use crate::driver::{driver, Driver, LibraryHandle};
 use crate::error::{Cause, DriverCode, Error, Result};
+use crate::global::Global;
 use crate::kernel::{Kernel, KernelInner};
+use crate::lifetime::current::with_current;
+use crate::memory::DevicePtr;
 
 /// The first bytes of a cached [`ObjectCode`] (its format's version is the last byte).
 const CACHE_MAGIC: &[u8] = b"cuobj\x01";
@@ -379,6 +383,56 @@ impl ObjectCode {
             }
         };
         Ok(Kernel::from_parts(inner, self.clone()))
+    }
+
+    /// The `__device__` or `__constant__` variable `name` in `device`'s primary context
+    /// (`cuLibraryGetGlobal`): a name expression given at compile time, or the symbol. An
+    /// unknown name is [`Error::InvalidArgument`] naming the code.
+    #[doc(alias = "cuLibraryGetGlobal")]
+    pub fn global(&self, name: &str, device: Device) -> Result<Global> {
+        let symbol = self.lowered_name(name).unwrap_or(name);
+        let symbol_c = CString::new(symbol).map_err(|_| Error::InvalidArgument {
+            name: "name",
+            reason: format!("{name:?} contains a NUL byte"),
+        })?;
+        let (library, _) = self.library()?;
+        let primary = device.primary_entry()?;
+        let (ptr, size) = with_current(primary.driver, primary.handle, |driver| {
+            driver.library_get_global(library, &symbol_c)
+        })
+        .map_err(|e| match e {
+            Error::Driver {
+                code: DriverCode::NOT_FOUND,
+                ..
+            } => Error::InvalidArgument {
+                name: "name",
+                reason: format!(
+                    "{} has no __device__ or __constant__ variable {symbol:?} (C++ names need \
+                     extern \"C\" or a name expression at compile time)",
+                    self.inner.name
+                ),
+            },
+            other => other,
+        })?;
+        Ok(Global::new(
+            self.clone(),
+            name.to_owned(),
+            DevicePtr(ptr),
+            size,
+            device,
+        ))
+    }
+
+    /// The symbols of every kernel in the code (`cuLibraryEnumerateKernels`), in the driver's
+    /// order.
+    #[doc(alias("cuLibraryGetKernelCount", "cuLibraryEnumerateKernels"))]
+    pub fn kernel_names(&self) -> Result<Vec<String>> {
+        let (library, driver) = self.library()?;
+        driver
+            .library_kernels(library)?
+            .into_iter()
+            .map(|kernel| driver.kernel_get_name(kernel))
+            .collect()
     }
 
     fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelInner>>> {

@@ -16,6 +16,7 @@ mod checkpoint;
 mod default_resource;
 mod device;
 mod driver_info_example;
+mod globals;
 mod green_context;
 mod hot_path_allocations;
 mod kernel_effects;

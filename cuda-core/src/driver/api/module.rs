@@ -3,7 +3,7 @@
 use std::ffi::CStr;
 
 use crate::driver::handles::{
-    DeviceHandle, FunctionHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput,
+    DeviceHandle, DevicePtr, FunctionHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput,
 };
 use crate::error::Result;
 
@@ -15,6 +15,11 @@ pub(crate) trait ModuleApi {
     fn library_unload(&self, library: LibraryHandle) -> Result<()>;
     /// `cuLibraryGetKernel`.
     fn library_get_kernel(&self, library: LibraryHandle, name: &CStr) -> Result<KernelHandle>;
+    /// `cuLibraryGetGlobal` for the current context: the global's address and size.
+    fn library_get_global(&self, library: LibraryHandle, name: &CStr)
+        -> Result<(DevicePtr, usize)>;
+    /// `cuLibraryGetKernelCount`, then `cuLibraryEnumerateKernels`.
+    fn library_kernels(&self, library: LibraryHandle) -> Result<Vec<KernelHandle>>;
     /// `cuKernelGetAttribute` by `CUfunction_attribute` code.
     fn kernel_get_attribute(
         &self,

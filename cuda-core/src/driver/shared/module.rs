@@ -32,6 +32,37 @@ macro_rules! impl_module_api {
                 Ok(KernelHandle(kernel.cast()))
             }
 
+            fn library_get_global(
+                &self,
+                library: LibraryHandle,
+                name: &std::ffi::CStr,
+            ) -> Result<(DevicePtr, usize)> {
+                let mut ptr = 0;
+                let mut bytes = 0;
+                call!(self.cuLibraryGetGlobal(
+                    &mut ptr,
+                    &mut bytes,
+                    library.0.cast(),
+                    name.as_ptr()
+                ))?;
+                Ok((ptr, bytes))
+            }
+
+            fn library_kernels(&self, library: LibraryHandle) -> Result<Vec<KernelHandle>> {
+                let mut count = 0;
+                call!(self.cuLibraryGetKernelCount(&mut count, library.0.cast()))?;
+                let mut kernels = vec![std::ptr::null_mut(); count as usize];
+                call!(self.cuLibraryEnumerateKernels(
+                    kernels.as_mut_ptr(),
+                    count,
+                    library.0.cast()
+                ))?;
+                Ok(kernels
+                    .into_iter()
+                    .map(|k| KernelHandle(k.cast()))
+                    .collect())
+            }
+
             fn kernel_get_attribute(
                 &self,
                 attribute: i32,

@@ -1,0 +1,93 @@
+//! A module's contents: `__constant__` and `__device__` variables by name, and its kernels.
+
+use crate::common;
+
+use cuda_core::{
+    launch, Allocate, CodeType, Error, LaunchConfig, Program, ProgramOptions, StreamOptions,
+};
+
+const SOURCE: &str = r#"
+__constant__ float coeffs[4];
+__device__ unsigned calls;
+
+extern "C" __global__ void poly(const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        y[i] = coeffs[0] + v * (coeffs[1] + v * (coeffs[2] + v * coeffs[3]));
+        atomicAdd(&calls, 1u);
+    }
+}
+
+extern "C" __global__ void idle() {}
+"#;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_constant_table_written_from_the_host_is_read_by_a_kernel() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(SOURCE, ProgramOptions::default())
+        .with_name("globals.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let coeffs = code.global("coeffs", device).unwrap();
+    let calls = code.global("calls", device).unwrap();
+    assert_eq!((coeffs.size(), calls.size()), (16, 4));
+    assert_ne!(coeffs.ptr(), calls.ptr());
+    let n = 1000u32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 / n as f32).collect();
+    let resource = device.memory_resource().unwrap();
+    let mut xs = resource.allocate(4 * n as usize, &stream).unwrap();
+    xs.copy_from_host(&x, &stream).unwrap();
+    let ys = resource.allocate(4 * n as usize, &stream).unwrap();
+    let kernel = code.get_kernel("poly").unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    // Two tables in turn: the kernel reads what the host wrote last.
+    for table in [[1.0f32, 2.0, 3.0, 4.0], [0.5, -1.0, 0.0, 2.0]] {
+        coeffs.copy_from_host(&table, &stream).unwrap();
+        assert_eq!(coeffs.to_vec::<f32>(&stream).unwrap(), table);
+        calls.copy_from_host(&[0u32], &stream).unwrap();
+        // SAFETY: n floats in xs and ys.
+        unsafe { launch(&stream, &config, &kernel, &[&xs, &ys, &n]) }.unwrap();
+        let y = ys.to_vec::<f32>(&stream).unwrap();
+        for (xi, yi) in x.iter().zip(&y) {
+            let want = table[0] + xi * (table[1] + xi * (table[2] + xi * table[3]));
+            assert!(
+                (yi - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{yi} against {want}"
+            );
+        }
+        assert_eq!(
+            calls.to_vec::<u32>(&stream).unwrap(),
+            [n],
+            "the __device__ counter"
+        );
+    }
+    // The module's kernels, by symbol.
+    let mut names = code.kernel_names().unwrap();
+    names.sort();
+    assert_eq!(names, ["idle", "poly"]);
+    // Bad input: an unknown name, a copy of another size, a type that does not divide it, a
+    // stream of another context's device is checked too (one GPU: not run here).
+    let err = code.global("missing", device).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "name", reason } if reason.contains("globals.cu") && reason.contains("missing")),
+        "{err}"
+    );
+    let err = coeffs.copy_from_host(&[1.0f32; 3], &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "src", .. }),
+        "{err}"
+    );
+    let err = calls.to_vec::<u64>(&stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "T", .. }),
+        "{err}"
+    );
+    // The variable keeps its code loaded after the code's value is gone.
+    drop(code);
+    coeffs.copy_from_host(&[9.0f32; 4], &stream).unwrap();
+    assert_eq!(coeffs.to_vec::<f32>(&stream).unwrap(), [9.0; 4]);
+}
