@@ -46,6 +46,94 @@ pub struct KernelAttributes {
     pub max_dynamic_shared_size_bytes: u32,
 }
 
+/// A kernel attribute (`CUfunction_attribute`): every one both headers have, to read with
+/// [`Kernel::attribute`]. The settable ones have a setter each on [`Kernel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUfunction_attribute")]
+pub enum KernelAttribute {
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+    MaxThreadsPerBlock,
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`: static shared memory per block.
+    SharedSizeBytes,
+    /// `CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES`.
+    ConstSizeBytes,
+    /// `CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`: local memory per thread.
+    LocalSizeBytes,
+    /// `CU_FUNC_ATTRIBUTE_NUM_REGS`.
+    NumRegs,
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (`major * 10 + minor`).
+    PtxVersion,
+    /// `CU_FUNC_ATTRIBUTE_BINARY_VERSION` (`major * 10 + minor`).
+    BinaryVersion,
+    /// `CU_FUNC_ATTRIBUTE_CACHE_MODE_CA`: 1 when compiled with `-Xptxas --dlcm=ca`.
+    CacheModeCa,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (set with
+    /// [`Kernel::set_max_dynamic_shared_memory`]).
+    MaxDynamicSharedSizeBytes,
+    /// `CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`: percent of the unified L1/shared
+    /// memory preferred as shared memory, -1 for no preference (set with
+    /// [`Kernel::set_preferred_shared_memory_carveout`]).
+    PreferredSharedMemoryCarveout,
+    /// `CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET`: 1 when launches must name a cluster.
+    ClusterSizeMustBeSet,
+    /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH` (set with
+    /// [`Kernel::set_required_cluster_shape`]; 0 when none is required).
+    RequiredClusterWidth,
+    /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT`.
+    RequiredClusterHeight,
+    /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH`.
+    RequiredClusterDepth,
+    /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED` (set with
+    /// [`Kernel::set_non_portable_cluster_size_allowed`]).
+    NonPortableClusterSizeAllowed,
+    /// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` (set with
+    /// [`Kernel::set_cluster_scheduling_policy`]).
+    ClusterSchedulingPolicyPreference,
+}
+
+impl KernelAttribute {
+    /// Every attribute, in the header's order.
+    pub const ALL: [KernelAttribute; 16] = [
+        KernelAttribute::MaxThreadsPerBlock,
+        KernelAttribute::SharedSizeBytes,
+        KernelAttribute::ConstSizeBytes,
+        KernelAttribute::LocalSizeBytes,
+        KernelAttribute::NumRegs,
+        KernelAttribute::PtxVersion,
+        KernelAttribute::BinaryVersion,
+        KernelAttribute::CacheModeCa,
+        KernelAttribute::MaxDynamicSharedSizeBytes,
+        KernelAttribute::PreferredSharedMemoryCarveout,
+        KernelAttribute::ClusterSizeMustBeSet,
+        KernelAttribute::RequiredClusterWidth,
+        KernelAttribute::RequiredClusterHeight,
+        KernelAttribute::RequiredClusterDepth,
+        KernelAttribute::NonPortableClusterSizeAllowed,
+        KernelAttribute::ClusterSchedulingPolicyPreference,
+    ];
+
+    /// The header's code (`CU_FUNC_ATTRIBUTE_*`), the same in both.
+    #[must_use]
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// How a cluster's blocks are spread over the GPU
+/// (`CUclusterSchedulingPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUclusterSchedulingPolicy")]
+pub enum ClusterSchedulingPolicy {
+    /// The driver's choice (`CU_CLUSTER_SCHEDULING_POLICY_DEFAULT`).
+    Default,
+    /// Spread over the GPU (`CU_CLUSTER_SCHEDULING_POLICY_SPREAD`).
+    Spread,
+    /// Balanced for load (`CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING`).
+    LoadBalancing,
+}
+
 /// One kernel parameter: where it sits in the argument buffer and its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -339,6 +427,148 @@ impl Kernel {
         Ok(*slot.function.get_or_init(|| function))
     }
 
+    /// One attribute on `device`, read from the driver now (`cuKernelGetAttribute`).
+    #[doc(alias = "cuKernelGetAttribute")]
+    pub fn attribute(&self, device: Device, attribute: KernelAttribute) -> Result<i32> {
+        self.per_device(device)?;
+        self.inner
+            .driver
+            .kernel_get_attribute(attribute.code(), self.inner.handle, device.handle())
+    }
+
+    fn set(&self, device: Device, attribute: KernelAttribute, value: i32) -> Result<()> {
+        self.per_device(device)?;
+        self.inner.driver.kernel_set_attribute(
+            attribute.code(),
+            value,
+            self.inner.handle,
+            device.handle(),
+        )
+    }
+
+    /// Prefers `percent` of the unified L1/shared memory as shared memory on `device` (`None`:
+    /// no preference); more than 100 is refused. A hint: the driver may choose otherwise.
+    #[doc(alias = "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT")]
+    pub fn set_preferred_shared_memory_carveout(
+        &self,
+        device: Device,
+        percent: Option<u8>,
+    ) -> Result<()> {
+        let value = match percent {
+            None => -1,
+            Some(p) if p <= 100 => i32::from(p),
+            Some(p) => {
+                return Err(Error::InvalidArgument {
+                    name: "percent",
+                    reason: format!("{p} is more than 100%"),
+                })
+            }
+        };
+        self.set(
+            device,
+            KernelAttribute::PreferredSharedMemoryCarveout,
+            value,
+        )
+    }
+
+    /// Requires every launch on `device` to use clusters of `shape` (each dimension at least
+    /// 1). A kernel compiled with `__cluster_dims__` already has one, and the driver refuses
+    /// a change (`CUDA_ERROR_NOT_PERMITTED`).
+    #[doc(alias = "CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH")]
+    pub fn set_required_cluster_shape(&self, device: Device, shape: [u32; 3]) -> Result<()> {
+        let dims = shape.map(i32::try_from);
+        let [Ok(width), Ok(height), Ok(depth)] = dims else {
+            return Err(Error::InvalidArgument {
+                name: "shape",
+                reason: format!("{shape:?} has a dimension past i32"),
+            });
+        };
+        if shape.contains(&0) {
+            return Err(Error::InvalidArgument {
+                name: "shape",
+                reason: format!("{shape:?} has a zero dimension"),
+            });
+        }
+        self.set(device, KernelAttribute::RequiredClusterWidth, width)?;
+        self.set(device, KernelAttribute::RequiredClusterHeight, height)?;
+        self.set(device, KernelAttribute::RequiredClusterDepth, depth)
+    }
+
+    /// Allows clusters of more than the portable 8 blocks on `device` (up to the device's
+    /// own limit, 16 on an H100 or H200).
+    #[doc(alias = "CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED")]
+    pub fn set_non_portable_cluster_size_allowed(
+        &self,
+        device: Device,
+        allowed: bool,
+    ) -> Result<()> {
+        self.set(
+            device,
+            KernelAttribute::NonPortableClusterSizeAllowed,
+            i32::from(allowed),
+        )
+    }
+
+    /// How the blocks of this kernel's clusters are spread on `device`.
+    #[doc(alias = "CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE")]
+    pub fn set_cluster_scheduling_policy(
+        &self,
+        device: Device,
+        policy: ClusterSchedulingPolicy,
+    ) -> Result<()> {
+        let value = match policy {
+            ClusterSchedulingPolicy::Default => 0,
+            ClusterSchedulingPolicy::Spread => 1,
+            ClusterSchedulingPolicy::LoadBalancing => 2,
+        };
+        self.set(
+            device,
+            KernelAttribute::ClusterSchedulingPolicyPreference,
+            value,
+        )
+    }
+
+    /// The dynamic shared memory each block can have when `blocks_per_sm` blocks of
+    /// `block_size` threads share an SM of `device` (`cuOccupancyAvailableDynamicSMemPerBlock`).
+    #[doc(alias = "cuOccupancyAvailableDynamicSMemPerBlock")]
+    pub fn available_dynamic_shared_memory(
+        &self,
+        device: Device,
+        blocks_per_sm: u32,
+        block_size: u32,
+    ) -> Result<usize> {
+        let function = self.function(device)?;
+        let blocks = i32::try_from(blocks_per_sm).unwrap_or(i32::MAX);
+        let block_size = i32::try_from(block_size).unwrap_or(i32::MAX);
+        device.primary_context()?.with_current(|driver| {
+            driver.occupancy_available_dynamic_smem(function, blocks, block_size)
+        })
+    }
+
+    /// The largest cluster a launch of `config`'s grid, block and shared memory could use on
+    /// `stream`'s device (`cuOccupancyMaxPotentialClusterSize`; the cluster shape in `config`
+    /// is not read).
+    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
+    pub fn max_potential_cluster_size(
+        &self,
+        config: &LaunchConfig,
+        stream: &Stream,
+    ) -> Result<u32> {
+        let function = self.function(stream.device())?;
+        let params = LaunchParams {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            stream: crate::driver::StreamHandle::NULL,
+            cluster: None,
+            cooperative: false,
+        };
+        let size = stream.device().primary_context()?.with_current(|driver| {
+            driver.occupancy_max_potential_cluster_size(function, &params)
+        })?;
+        Ok(size.max(0) as u32)
+    }
+
     /// How many blocks of `block_size` threads, each with `dynamic_shared_memory` bytes, can
     /// be resident on one SM of `device` at once.
     #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
@@ -398,5 +628,60 @@ impl Kernel {
             .primary_context()?
             .with_current(|driver| driver.occupancy_max_active_clusters(function, &params))?;
         Ok(clusters.max(0) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelAttribute;
+
+    #[test]
+    fn attribute_codes_are_the_headers() {
+        use cuda_sys12::CUfunction_attribute as C12;
+        use cuda_sys13::CUfunction_attribute as C13;
+        let codes12 = [
+            C12::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            C12::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            C12::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
+            C12::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+            C12::CU_FUNC_ATTRIBUTE_NUM_REGS,
+            C12::CU_FUNC_ATTRIBUTE_PTX_VERSION,
+            C12::CU_FUNC_ATTRIBUTE_BINARY_VERSION,
+            C12::CU_FUNC_ATTRIBUTE_CACHE_MODE_CA,
+            C12::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            C12::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            C12::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+            C12::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+            C12::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+            C12::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+            C12::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            C12::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+        ];
+        let codes13 = [
+            C13::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            C13::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            C13::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
+            C13::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+            C13::CU_FUNC_ATTRIBUTE_NUM_REGS,
+            C13::CU_FUNC_ATTRIBUTE_PTX_VERSION,
+            C13::CU_FUNC_ATTRIBUTE_BINARY_VERSION,
+            C13::CU_FUNC_ATTRIBUTE_CACHE_MODE_CA,
+            C13::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            C13::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            C13::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+            C13::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+            C13::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+            C13::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+            C13::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            C13::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+        ];
+        for ((attribute, c12), c13) in KernelAttribute::ALL.iter().zip(codes12).zip(codes13) {
+            assert_eq!(
+                attribute.code() as u32,
+                c12.0,
+                "{attribute:?} (12.9 header)"
+            );
+            assert_eq!(attribute.code() as u32, c13.0, "{attribute:?} (13 header)");
+        }
     }
 }

@@ -51,7 +51,7 @@ pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
-pub use kernel::{Kernel, KernelAttributes, ParamInfo};
+pub use kernel::{ClusterSchedulingPolicy, Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{launch, DeviceRepr, KernelArg, LaunchConfig};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{

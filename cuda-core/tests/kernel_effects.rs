@@ -396,3 +396,124 @@ fn arguments_and_grids_of_every_shape_arrive_whole() {
         assert_eq!(wrong, 0, "grid {grid:?}, block {block:?}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_kernel_attribute_reads_and_the_settable_ones_read_back() {
+    use cuda_core::{ClusterSchedulingPolicy, KernelAttribute as A};
+    let device = common::device();
+    device.set_current().unwrap();
+    // A code of its own: attributes set here stay set on its kernel.
+    let code = Program::new(
+        "extern \"C\" __global__ void plain(unsigned* out) { out[blockIdx.x] = blockIdx.x; }",
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let kernel = code.get_kernel("plain").unwrap();
+    let read = |a| kernel.attribute(device, a).unwrap();
+    let all: Vec<(A, i32)> = A::ALL.iter().map(|&a| (a, read(a))).collect();
+    println!("{all:?}");
+    assert_eq!(read(A::MaxThreadsPerBlock), 1024);
+    assert_eq!(read(A::RequiredClusterWidth), 0, "none required yet");
+    // Each settable attribute reads back what was set.
+    kernel
+        .set_preferred_shared_memory_carveout(device, Some(50))
+        .unwrap();
+    assert_eq!(read(A::PreferredSharedMemoryCarveout), 50);
+    kernel
+        .set_preferred_shared_memory_carveout(device, None)
+        .unwrap();
+    assert_eq!(read(A::PreferredSharedMemoryCarveout), -1);
+    kernel
+        .set_non_portable_cluster_size_allowed(device, true)
+        .unwrap();
+    assert_eq!(read(A::NonPortableClusterSizeAllowed), 1);
+    kernel
+        .set_non_portable_cluster_size_allowed(device, false)
+        .unwrap();
+    assert_eq!(read(A::NonPortableClusterSizeAllowed), 0);
+    for (policy, value) in [
+        (ClusterSchedulingPolicy::Spread, 1),
+        (ClusterSchedulingPolicy::LoadBalancing, 2),
+        (ClusterSchedulingPolicy::Default, 0),
+    ] {
+        kernel
+            .set_cluster_scheduling_policy(device, policy)
+            .unwrap();
+        assert_eq!(
+            read(A::ClusterSchedulingPolicyPreference),
+            value,
+            "{policy:?}"
+        );
+    }
+    kernel
+        .set_max_dynamic_shared_memory(device, 64 << 10)
+        .unwrap();
+    assert_eq!(read(A::MaxDynamicSharedSizeBytes), 64 << 10);
+    // Occupancy: the shared memory a block may have, fewer blocks per SM giving each more.
+    let one = kernel
+        .available_dynamic_shared_memory(device, 1, 128)
+        .unwrap();
+    let four = kernel
+        .available_dynamic_shared_memory(device, 4, 128)
+        .unwrap();
+    println!("dynamic shared memory per block: {one} bytes at 1 block/SM, {four} at 4");
+    assert!(one > 48 << 10 && four < one, "{one} {four}");
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let config = LaunchConfig::new([16, 1, 1], [128, 1, 1]);
+    let portable = kernel.max_potential_cluster_size(&config, &stream).unwrap();
+    kernel
+        .set_non_portable_cluster_size_allowed(device, true)
+        .unwrap();
+    let non_portable = kernel.max_potential_cluster_size(&config, &stream).unwrap();
+    println!("largest cluster: {portable} portable, {non_portable} non-portable");
+    assert_eq!(portable, 8);
+    assert!(non_portable > portable, "{non_portable}");
+    // A required cluster shape, and a launch that uses it.
+    kernel
+        .set_required_cluster_shape(device, [2, 1, 1])
+        .unwrap();
+    assert_eq!(
+        [
+            A::RequiredClusterWidth,
+            A::RequiredClusterHeight,
+            A::RequiredClusterDepth
+        ]
+        .map(read),
+        [2, 1, 1]
+    );
+    let mut out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(16 * 4, &stream)
+        .unwrap();
+    out.fill(0u32, &stream).unwrap();
+    // SAFETY: 16 u32s in out, one per block.
+    unsafe { launch(&stream, &config.with_cluster([2, 1, 1]), &kernel, &[&out]) }.unwrap();
+    assert_eq!(
+        out.to_vec::<u32>(&stream).unwrap(),
+        (0..16).collect::<Vec<u32>>()
+    );
+    // Values out of range are refused before the driver, naming the rule.
+    let err = kernel
+        .set_preferred_shared_memory_carveout(device, Some(101))
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidArgument {
+                name: "percent",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = kernel
+        .set_required_cluster_shape(device, [0, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "shape", .. }),
+        "{err}"
+    );
+}

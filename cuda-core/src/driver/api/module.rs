@@ -68,6 +68,19 @@ pub(crate) trait ModuleApi {
         function: FunctionHandle,
         params: &LaunchParams,
     ) -> Result<i32>;
+    /// `cuOccupancyAvailableDynamicSMemPerBlock`.
+    fn occupancy_available_dynamic_smem(
+        &self,
+        function: FunctionHandle,
+        num_blocks: i32,
+        block_size: i32,
+    ) -> Result<usize>;
+    /// `cuOccupancyMaxPotentialClusterSize` for a launch configuration.
+    fn occupancy_max_potential_cluster_size(
+        &self,
+        function: FunctionHandle,
+        params: &LaunchParams,
+    ) -> Result<i32>;
     /// The driver's linker: `cuLinkCreate`, `cuLinkAddData` per input, `cuLinkComplete`, a
     /// copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info log; a failure is
     /// `Error::Link` with the error log.

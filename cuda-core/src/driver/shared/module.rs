@@ -175,6 +175,38 @@ macro_rules! impl_module_api {
                 Ok(clusters)
             }
 
+            fn occupancy_available_dynamic_smem(
+                &self,
+                function: FunctionHandle,
+                num_blocks: i32,
+                block_size: i32,
+            ) -> Result<usize> {
+                let mut bytes = 0;
+                call!(self.cuOccupancyAvailableDynamicSMemPerBlock(
+                    &mut bytes,
+                    function.0.cast(),
+                    num_blocks,
+                    block_size
+                ))?;
+                Ok(bytes)
+            }
+
+            fn occupancy_max_potential_cluster_size(
+                &self,
+                function: FunctionHandle,
+                params: &LaunchParams,
+            ) -> Result<i32> {
+                let mut attributes = launch_attributes(params);
+                let config = launch_config(params, &mut attributes);
+                let mut size = 0;
+                call!(self.cuOccupancyMaxPotentialClusterSize(
+                    &mut size,
+                    function.0.cast(),
+                    &config
+                ))?;
+                Ok(size)
+            }
+
             fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
                 use $sys::CUjit_option as O;
                 const LOG: usize = 1 << 16;
