@@ -562,6 +562,7 @@ impl Kernel {
             stream: crate::driver::StreamHandle::NULL,
             cluster: None,
             cooperative: false,
+            extras: crate::driver::LaunchExtras::default(),
         };
         let size = stream.device().primary_context()?.with_current(|driver| {
             driver.occupancy_max_potential_cluster_size(function, &params)
@@ -622,6 +623,7 @@ impl Kernel {
             stream: crate::driver::StreamHandle::NULL,
             cluster: Some(cluster),
             cooperative: false,
+            extras: crate::driver::LaunchExtras::default(),
         };
         let clusters = stream
             .device()

@@ -31,6 +31,70 @@ pub struct LaunchConfig {
     pub shared_memory_bytes: u32,
     /// A cooperative launch: all blocks resident at once, so they may synchronise grid-wide.
     pub cooperative: bool,
+    /// Launch attributes: programmatic dependent launch, priority, memory synchronisation
+    /// domain, cluster scheduling policy. A launch with none keeps the plain `cuLaunchKernel`.
+    pub attributes: LaunchAttributes,
+}
+
+/// The memory synchronisation domain of a launch (`CUlaunchMemSyncDomain`): memory fences
+/// of kernels in different domains need not wait for each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUlaunchMemSyncDomain")]
+pub enum MemorySyncDomain {
+    /// The default domain (`CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT`).
+    Default,
+    /// The remote domain (`CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE`), for work such as
+    /// communication kernels whose fences should not hold up the rest.
+    Remote,
+}
+
+/// Attributes of a launch beyond its shape (`CUlaunchAttribute`, through `cuLaunchKernelEx`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUlaunchAttribute")]
+pub struct LaunchAttributes {
+    /// Programmatic dependent launch (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`):
+    /// this kernel may start before the previous kernel on its stream ends, once every block
+    /// of that one has run `griddepcontrol.launch_dependents` (or ended); it must run
+    /// `griddepcontrol.wait` before it reads what the previous kernel writes. Compute
+    /// capability 9.0 and newer.
+    pub programmatic_serialization: bool,
+    /// The launch's priority (`CU_LAUNCH_ATTRIBUTE_PRIORITY`), in the device's stream priority
+    /// range (checked before the driver), over the stream's own.
+    pub priority: Option<i32>,
+    /// The memory synchronisation domain (`CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN`).
+    pub memory_sync_domain: Option<MemorySyncDomain>,
+    /// How the launch's clusters are spread
+    /// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`); needs a cluster shape.
+    pub cluster_scheduling_policy: Option<crate::kernel::ClusterSchedulingPolicy>,
+}
+
+impl LaunchAttributes {
+    #[inline]
+    fn any(&self) -> bool {
+        self.programmatic_serialization
+            || self.priority.is_some()
+            || self.memory_sync_domain.is_some()
+            || self.cluster_scheduling_policy.is_some()
+    }
+
+    fn extras(&self) -> crate::driver::LaunchExtras {
+        use crate::kernel::ClusterSchedulingPolicy as P;
+        crate::driver::LaunchExtras {
+            programmatic_serialization: self.programmatic_serialization,
+            priority: self.priority,
+            mem_sync_domain: self.memory_sync_domain.map(|d| match d {
+                MemorySyncDomain::Default => 0,
+                MemorySyncDomain::Remote => 1,
+            }),
+            cluster_scheduling_policy: self.cluster_scheduling_policy.map(|p| match p {
+                P::Default => 0,
+                P::Spread => 1,
+                P::LoadBalancing => 2,
+            }),
+        }
+    }
 }
 
 impl LaunchConfig {
@@ -43,6 +107,7 @@ impl LaunchConfig {
             cluster: None,
             shared_memory_bytes: 0,
             cooperative: false,
+            attributes: LaunchAttributes::default(),
         }
     }
 
@@ -72,6 +137,38 @@ impl LaunchConfig {
     #[must_use]
     pub fn with_cooperative(mut self, cooperative: bool) -> LaunchConfig {
         self.cooperative = cooperative;
+        self
+    }
+
+    /// As a programmatic dependent launch (see
+    /// [`LaunchAttributes::programmatic_serialization`]).
+    #[must_use]
+    pub fn with_programmatic_serialization(mut self, allowed: bool) -> LaunchConfig {
+        self.attributes.programmatic_serialization = allowed;
+        self
+    }
+
+    /// With this launch priority.
+    #[must_use]
+    pub fn with_priority(mut self, priority: i32) -> LaunchConfig {
+        self.attributes.priority = Some(priority);
+        self
+    }
+
+    /// In this memory synchronisation domain.
+    #[must_use]
+    pub fn with_memory_sync_domain(mut self, domain: MemorySyncDomain) -> LaunchConfig {
+        self.attributes.memory_sync_domain = Some(domain);
+        self
+    }
+
+    /// With this cluster scheduling policy (with a cluster shape).
+    #[must_use]
+    pub fn with_cluster_scheduling_policy(
+        mut self,
+        policy: crate::kernel::ClusterSchedulingPolicy,
+    ) -> LaunchConfig {
+        self.attributes.cluster_scheduling_policy = Some(policy);
         self
     }
 
@@ -267,7 +364,7 @@ pub unsafe fn launch(
         }
         *slot = bytes.ptr.cast_mut();
     }
-    let extended = config.cluster.is_some() || config.cooperative;
+    let extended = config.cluster.is_some() || config.cooperative || config.attributes.any();
     let mut queue = move || {
         stream.call(|driver, handle| {
             let params = LaunchParams {
@@ -277,6 +374,7 @@ pub unsafe fn launch(
                 stream: handle,
                 cluster: config.cluster,
                 cooperative: config.cooperative,
+                extras: config.attributes.extras(),
             };
             let argv = pointers.as_mut_ptr();
             // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
@@ -378,6 +476,9 @@ fn validate<'k>(
     if let Some(cluster) = config.cluster {
         check_cluster(config, cluster, device)?;
     }
+    if config.attributes.any() {
+        check_attributes(config, device)?;
+    }
     if config.cooperative {
         check_residency(stream, config, kernel, threads)?;
     }
@@ -454,6 +555,45 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
                 config.grid
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Launch attributes the driver would refuse, or ignore, refused first with the rule.
+#[cold]
+fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> {
+    let attributes = &config.attributes;
+    if let Some(priority) = attributes.priority {
+        let (least, greatest) = device.stream_priority_range()?;
+        if priority > least || priority < greatest {
+            return Err(invalid(
+                "config.attributes.priority",
+                format!(
+                    "{priority} is outside device {}'s range {greatest} (highest) to {least} \
+                     (lowest)",
+                    device.ordinal()
+                ),
+            ));
+        }
+    }
+    if attributes.cluster_scheduling_policy.is_some() && config.cluster.is_none() {
+        return Err(invalid(
+            "config.attributes.cluster_scheduling_policy",
+            "a cluster scheduling policy needs a cluster shape (config.cluster)".to_owned(),
+        ));
+    }
+    if attributes.programmatic_serialization {
+        let (major, minor) = device.compute_capability()?;
+        if major < 9 {
+            return Err(invalid(
+                "config.attributes.programmatic_serialization",
+                format!(
+                    "programmatic dependent launch needs compute capability 9.0; device {} is \
+                     {major}.{minor}",
+                    device.ordinal()
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -517,3 +517,80 @@ fn every_kernel_attribute_reads_and_the_settable_ones_read_back() {
         "{err}"
     );
 }
+
+const PDL: &str = r#"
+__device__ unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// stamps: [0] the first kernel's end (latest block), [1] the second's start (earliest block).
+extern "C" __global__ void first(unsigned long long* stamps, unsigned* data, unsigned n) {
+    unsigned long long start = now();
+    asm volatile("griddepcontrol.launch_dependents;");
+    while (now() - start < 2000000ull) {}  // 2 ms of work
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] = 2u * i + 1u;
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(&stamps[0], now());
+}
+
+extern "C" __global__ void second(unsigned long long* stamps, const unsigned* data,
+                                  unsigned* out, unsigned n) {
+    if (threadIdx.x == 0) atomicMin(&stamps[1], now());
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = data[i] + 1u;
+}
+"#;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_programmatic_dependent_launch_starts_before_the_first_kernel_ends() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(PDL, ProgramOptions::default().with_arch("90"))
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (first, second) = (
+        code.get_kernel("first").unwrap(),
+        code.get_kernel("second").unwrap(),
+    );
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let resource = device.memory_resource().unwrap();
+    let n = 4096u32;
+    let data = resource.allocate(4 * n as usize, &stream).unwrap();
+    let mut out = resource.allocate(4 * n as usize, &stream).unwrap();
+    let mut stamps = resource.allocate(16, &stream).unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    // (second's start - first's end) in ns: negative when they overlapped.
+    let mut run = |pdl: bool| -> i64 {
+        stamps.copy_from_host(&[0u64, u64::MAX], &stream).unwrap();
+        out.fill(0u32, &stream).unwrap();
+        // SAFETY: n u32s in data and out, two u64s in stamps.
+        unsafe {
+            launch(&stream, &config, &first, &[&stamps, &data, &n]).unwrap();
+            launch(
+                &stream,
+                &config.with_programmatic_serialization(pdl),
+                &second,
+                &[&stamps, &data, &out, &n],
+            )
+            .unwrap();
+        }
+        let got = out.to_vec::<u32>(&stream).unwrap();
+        assert!(
+            got.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 2),
+            "the second kernel read the first's output too early (pdl {pdl})"
+        );
+        let [end, start] = <[u64; 2]>::try_from(stamps.to_vec::<u64>(&stream).unwrap()).unwrap();
+        start as i64 - end as i64
+    };
+    // The control: without the attribute the second starts after the first ends.
+    let plain: Vec<i64> = (0..3).map(|_| run(false)).collect();
+    let pdl: Vec<i64> = (0..3).map(|_| run(true)).collect();
+    println!("second start - first end, ns: plain {plain:?}, programmatic {pdl:?}");
+    assert!(plain.iter().all(|&d| d >= 0), "{plain:?}");
+    assert!(pdl.iter().all(|&d| d < -1_000_000), "{pdl:?}");
+}

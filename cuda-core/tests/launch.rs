@@ -1012,6 +1012,46 @@ fn every_launch_rule_holds_at_its_boundary() {
             // SAFETY: refused before the driver.
             let err = unsafe { launch(&stream, &plain(1, [32, 1, 1]), &k1, &[]) };
             assert_eq!(refused(err), Some("args"));
+            // Launch attributes: a priority in the device's range (0 to -5 here) is taken and
+            // goes through cuLaunchKernelEx; one outside is refused, as is a scheduling policy
+            // without a cluster.
+            standin::clear_log();
+            assert_eq!(try_launch(plain(1, [32, 1, 1]).with_priority(-5)), None);
+            assert!(
+                standin::log().contains("cuLaunchKernelEx k0"),
+                "{}",
+                standin::log()
+            );
+            assert_eq!(
+                try_launch(plain(1, [32, 1, 1]).with_priority(-6)),
+                Some("config.attributes.priority")
+            );
+            assert_eq!(
+                try_launch(plain(1, [32, 1, 1]).with_priority(1)),
+                Some("config.attributes.priority")
+            );
+            let spread = cuda_core::ClusterSchedulingPolicy::Spread;
+            assert_eq!(
+                try_launch(plain(1, [32, 1, 1]).with_cluster_scheduling_policy(spread)),
+                Some("config.attributes.cluster_scheduling_policy")
+            );
+            assert_eq!(
+                try_launch(clustered(4, [2, 1, 1]).with_cluster_scheduling_policy(spread)),
+                None
+            );
+            assert_eq!(
+                try_launch(plain(1, [32, 1, 1]).with_programmatic_serialization(true)),
+                None
+            );
+            // Without attributes, the plain cuLaunchKernel.
+            standin::clear_log();
+            assert_eq!(try_launch(plain(1, [32, 1, 1])), None);
+            assert!(
+                standin::log().contains("cuLaunchKernel k0")
+                    && !standin::log().contains("cuLaunchKernelEx"),
+                "{}",
+                standin::log()
+            );
             // A device older than 9.0 has no clusters (its other launches are fine).
             let old = cuda_core::Device::new(1).unwrap();
             let old_stream = old.create_stream(StreamOptions::default()).unwrap();
@@ -1022,6 +1062,10 @@ fn every_launch_rule_holds_at_its_boundary() {
             };
             assert_eq!(on_old(plain(1, [32, 1, 1])), None);
             assert_eq!(on_old(clustered(4, [2, 1, 1])), Some("config.cluster"));
+            assert_eq!(
+                on_old(plain(1, [32, 1, 1]).with_programmatic_serialization(true)),
+                Some("config.attributes.programmatic_serialization")
+            );
         },
     );
 }

@@ -61,6 +61,21 @@ pub(crate) struct LaunchParams {
     pub(crate) cluster: Option<[u32; 3]>,
     /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
     pub(crate) cooperative: bool,
+    /// The other launch attributes.
+    pub(crate) extras: LaunchExtras,
+}
+
+/// Launch attributes beyond clusters and cooperative launches, by their values' codes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LaunchExtras {
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`.
+    pub(crate) programmatic_serialization: bool,
+    /// `CU_LAUNCH_ATTRIBUTE_PRIORITY`.
+    pub(crate) priority: Option<i32>,
+    /// `CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` (`CUlaunchMemSyncDomain`).
+    pub(crate) mem_sync_domain: Option<u32>,
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` (`CUclusterSchedulingPolicy`).
+    pub(crate) cluster_scheduling_policy: Option<u32>,
 }
 
 /// One input of the driver's linker (`cuLinkAddData`), by `CUjitInputType` code.

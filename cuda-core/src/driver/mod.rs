@@ -37,7 +37,8 @@ mod tests;
 pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
     ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle, GreenContextHandle,
-    KernelHandle, LaunchParams, LibraryHandle, LinkInput, PoolHandle, SmInfo, StreamHandle,
+    KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput, PoolHandle, SmInfo,
+    StreamHandle,
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};

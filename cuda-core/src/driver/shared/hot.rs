@@ -3,33 +3,89 @@
 
 macro_rules! impl_hot_path {
     ($name:ident, $sys:ident) => {
-        /// The launch attributes a launch asks for: cluster dimensions, cooperative.
-        fn launch_attributes(p: &LaunchParams) -> [$sys::CUlaunchAttribute; 2] {
-            // SAFETY: the attribute struct is integers and a union of plain data; all-zero is a
-            // valid (ignored) value.
-            let mut attributes: [$sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
-            if let Some([x, y, z]) = p.cluster {
-                attributes[0].id = $sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-                attributes[0].value.clusterDim.x = x;
-                attributes[0].value.clusterDim.y = y;
-                attributes[0].value.clusterDim.z = z;
+        /// The most launch attributes one launch carries.
+        const MAX_ATTRIBUTES: usize = 6;
+
+        /// The launch attributes a launch asks for, and how many: cluster dimensions,
+        /// cooperative, programmatic stream serialization, priority, memory synchronisation
+        /// domain, cluster scheduling policy.
+        fn launch_attributes(p: &LaunchParams) -> ([$sys::CUlaunchAttribute; MAX_ATTRIBUTES], u32) {
+            use $sys::CUlaunchAttributeID as Id;
+            let mut attributes: [$sys::CUlaunchAttribute; MAX_ATTRIBUTES] =
+                // SAFETY: the attribute struct is integers and a union of plain data; all-zero
+                // is a valid (ignored) value.
+                unsafe { std::mem::zeroed() };
+            let mut count = 0;
+            // The next attribute, with its id set.
+            fn push<'a>(
+                attributes: &'a mut [$sys::CUlaunchAttribute; MAX_ATTRIBUTES],
+                count: &mut usize,
+                id: $sys::CUlaunchAttributeID,
+            ) -> &'a mut $sys::CUlaunchAttributeValue {
+                let attribute = &mut attributes[*count];
+                *count += 1;
+                attribute.id = id;
+                &mut attribute.value
             }
-            attributes[1].id = $sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-            attributes[1].value.cooperative = i32::from(p.cooperative);
-            attributes
+            if let Some([x, y, z]) = p.cluster {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                );
+                value.clusterDim.x = x;
+                value.clusterDim.y = y;
+                value.clusterDim.z = z;
+            }
+            if p.cooperative {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                );
+                value.cooperative = 1;
+            }
+            let extras = p.extras;
+            if extras.programmatic_serialization {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                );
+                value.programmaticStreamSerializationAllowed = 1;
+            }
+            if let Some(priority) = extras.priority {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+                );
+                value.priority = priority;
+            }
+            if let Some(domain) = extras.mem_sync_domain {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+                );
+                value.memSyncDomain = $sys::CUlaunchMemSyncDomain(domain);
+            }
+            if let Some(policy) = extras.cluster_scheduling_policy {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+                );
+                value.clusterSchedulingPolicyPreference = $sys::CUclusterSchedulingPolicy(policy);
+            }
+            (attributes, count as u32)
         }
 
-        /// The `CUlaunchConfig` of a launch, pointing at `attributes`.
+        /// The `CUlaunchConfig` of a launch, pointing at the first `count` of `attributes`.
         fn launch_config(
             p: &LaunchParams,
-            attributes: &mut [$sys::CUlaunchAttribute; 2],
+            attributes: &mut ([$sys::CUlaunchAttribute; MAX_ATTRIBUTES], u32),
         ) -> $sys::CUlaunchConfig {
-            let (first, count) = match (p.cluster.is_some(), p.cooperative) {
-                (true, true) => (0, 2),
-                (true, false) => (0, 1),
-                (false, true) => (1, 1),
-                (false, false) => (0, 0),
-            };
             $sys::CUlaunchConfig {
                 gridDimX: p.grid[0],
                 gridDimY: p.grid[1],
@@ -39,8 +95,8 @@ macro_rules! impl_hot_path {
                 blockDimZ: p.block[2],
                 sharedMemBytes: p.shared_mem_bytes,
                 hStream: p.stream.0.cast(),
-                attrs: attributes[first..].as_mut_ptr(),
-                numAttrs: count,
+                attrs: attributes.0.as_mut_ptr(),
+                numAttrs: attributes.1,
             }
         }
 
