@@ -56,9 +56,91 @@ pub struct ProgramOptions {
     pub relocatable_device_code: bool,
     /// A register limit per thread (`--maxrregcount`).
     pub max_register_count: Option<u32>,
+    /// Device code optimisation with `debug` (`-dopt=on`).
+    pub device_code_optimize: bool,
+    /// Options for ptxas, each passed as `--ptxas-options=<option>` (such as `-v`, whose
+    /// register report lands in the compile log).
+    pub ptxas_options: Vec<String>,
+    /// Extensible whole-program mode (`-ewp`).
+    pub extensible_whole_program: bool,
+    /// More aggressive vectorisation (`--extra-device-vectorization`).
+    pub extra_device_vectorization: bool,
+    /// With an LTO-IR target, also generate optimised LTO-IR (`-gen-opt-lto`).
+    pub gen_opt_lto: bool,
+    /// Macros undefined (`-U<name>`), after `defines`.
+    pub undefines: Vec<String>,
+    /// Headers included before the source (`--pre-include=<header>`); followed by the cache
+    /// key's header scan like the source's own includes.
+    pub pre_includes: Vec<String>,
+    /// Do not search the source's own directory for quoted includes (`-no-source-include`).
+    pub no_source_include: bool,
+    /// Whether `std::move` and `std::forward` are built in (`-builtin-move-forward`).
+    pub builtin_move_forward: Option<bool>,
+    /// Whether `std::initializer_list` is built in (`-builtin-initializer-list`).
+    pub builtin_initializer_list: Option<bool>,
+    /// No warnings at all (`-w`).
+    pub disable_warnings: bool,
+    /// Kernel pointer parameters are `__restrict__` (`-restrict`).
+    pub restrict: bool,
+    /// Functions without an execution space are `__device__` (`-default-device`).
+    pub device_as_default_execution_space: bool,
+    /// `__int128` in device code (`-device-int128`).
+    pub device_int128: bool,
+    /// Optimisation remarks in the log, such as `"inline"` (`-opt-info=<kind>`). NVRTC 12.9
+    /// and 13 keep this for every later compile of the process, with or without it.
+    pub optimization_info: Option<String>,
+    /// Diagnostics without their numbers (`-no-err-no`).
+    pub no_display_error_number: bool,
+    /// Diagnostic numbers made errors (`-diag-error=<n>`).
+    pub diag_error: Vec<u32>,
+    /// Diagnostic numbers suppressed (`-diag-suppress=<n>`).
+    pub diag_suppress: Vec<u32>,
+    /// Diagnostic numbers made warnings (`-diag-warn=<n>`).
+    pub diag_warn: Vec<u32>,
+    /// Every warning an error (`-Werror=all-warnings`; NVRTC 13 and newer).
+    pub warnings_as_errors: bool,
+    /// Write the compile's phase timings, as CSV, to this file (`-time=<file>`). A cache hit
+    /// writes nothing.
+    pub time: Option<PathBuf>,
+    /// Write a Chrome trace of the compile (`-fdevice-time-trace=<file>`). NVRTC 13 writes it
+    /// to the name with `.json` appended; NVRTC 12.9 writes a PTX compile's to the name as
+    /// given, and its ptxas fails a cubin compile (it looks for the name with `.json`).
+    pub device_time_trace: Option<PathBuf>,
+    /// Compile in up to this many threads (`-split-compile=<n>`; 0: as many as cores).
+    pub split_compile: Option<u32>,
+    /// Faster compiles at less optimisation (`-Ofc=<level>`).
+    pub fast_compile: Option<FastCompile>,
+    /// Leave out the headers NVRTC includes by default, for a faster compile (`-minimal`).
+    pub minimal: bool,
+    /// Do not use NVRTC's own cache of builtins (`--no-cache`).
+    pub no_cache: bool,
+    /// The seed for names NVRTC makes up, for reproducible output (`-frandom-seed=<s>`).
+    pub random_seed: Option<String>,
+    /// Stack canaries in device code (`-device-stack-protector`).
+    pub device_stack_protector: Option<bool>,
+    /// Let the kernel change the stack limit (`--modify-stack-limit`).
+    pub modify_stack_limit: Option<bool>,
     /// More options, passed as they are.
     pub extra: Vec<String>,
 }
+
+/// How much optimisation [`ProgramOptions::fast_compile`] gives up for speed (`-Ofc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FastCompile {
+    /// The most speed (`max`).
+    Max,
+    /// Between (`mid`).
+    Mid,
+    /// The least (`min`).
+    Min,
+    /// None (`0`).
+    Off,
+}
+
+/// Options NVRTC 12.9 refuses (found by compiling with each against NVRTC 12.9 and 13):
+/// `(option, field)`, all from NVRTC 13.0.
+const SINCE_13: &[(&str, &str)] = &[("-Werror=all-warnings", "warnings_as_errors")];
 
 crate::options::chainers!(ProgramOptions {
     with_arch(arch: impl Into<String>) => some;
@@ -74,6 +156,35 @@ crate::options::chainers!(ProgramOptions {
     with_fmad(fmad: bool) => some;
     with_relocatable_device_code(relocatable_device_code: bool);
     with_max_register_count(max_register_count: u32) => some;
+    with_device_code_optimize(device_code_optimize: bool);
+    with_ptxas_options(ptxas_options: Vec<String>);
+    with_extensible_whole_program(extensible_whole_program: bool);
+    with_extra_device_vectorization(extra_device_vectorization: bool);
+    with_gen_opt_lto(gen_opt_lto: bool);
+    with_undefines(undefines: Vec<String>);
+    with_pre_includes(pre_includes: Vec<String>);
+    with_no_source_include(no_source_include: bool);
+    with_builtin_move_forward(builtin_move_forward: bool) => some;
+    with_builtin_initializer_list(builtin_initializer_list: bool) => some;
+    with_disable_warnings(disable_warnings: bool);
+    with_restrict(restrict: bool);
+    with_device_as_default_execution_space(device_as_default_execution_space: bool);
+    with_device_int128(device_int128: bool);
+    with_optimization_info(optimization_info: impl Into<String>) => some;
+    with_no_display_error_number(no_display_error_number: bool);
+    with_diag_error(diag_error: Vec<u32>);
+    with_diag_suppress(diag_suppress: Vec<u32>);
+    with_diag_warn(diag_warn: Vec<u32>);
+    with_warnings_as_errors(warnings_as_errors: bool);
+    with_time(time: impl Into<PathBuf>) => some;
+    with_device_time_trace(device_time_trace: impl Into<PathBuf>) => some;
+    with_split_compile(split_compile: u32) => some;
+    with_fast_compile(fast_compile: FastCompile) => some;
+    with_minimal(minimal: bool);
+    with_no_cache(no_cache: bool);
+    with_random_seed(random_seed: impl Into<String>) => some;
+    with_device_stack_protector(device_stack_protector: bool) => some;
+    with_modify_stack_limit(modify_stack_limit: bool) => some;
     with_extra(extra: Vec<String>);
 });
 
@@ -125,15 +236,117 @@ impl ProgramOptions {
         if let Some(count) = self.max_register_count {
             args.push(format!("--maxrregcount={count}"));
         }
+        self.more_args(&mut args);
         args.extend(self.extra.iter().cloned());
         args
+    }
+
+    /// The arguments of the options past the first dozen, in field order.
+    fn more_args(&self, args: &mut Vec<String>) {
+        let mut on = |set: bool, arg: &str| {
+            if set {
+                args.push(arg.to_owned());
+            }
+        };
+        on(self.device_code_optimize, "-dopt=on");
+        on(self.extensible_whole_program, "-ewp");
+        on(
+            self.extra_device_vectorization,
+            "--extra-device-vectorization",
+        );
+        on(self.gen_opt_lto, "-gen-opt-lto");
+        on(self.no_source_include, "-no-source-include");
+        on(self.disable_warnings, "-w");
+        on(self.restrict, "-restrict");
+        on(self.device_as_default_execution_space, "-default-device");
+        on(self.device_int128, "-device-int128");
+        on(self.no_display_error_number, "-no-err-no");
+        on(self.warnings_as_errors, "-Werror=all-warnings");
+        on(self.minimal, "-minimal");
+        on(self.no_cache, "--no-cache");
+        args.extend(
+            self.ptxas_options
+                .iter()
+                .map(|o| format!("--ptxas-options={o}")),
+        );
+        args.extend(self.undefines.iter().map(|u| format!("-U{u}")));
+        args.extend(
+            self.pre_includes
+                .iter()
+                .map(|h| format!("--pre-include={h}")),
+        );
+        let flag = |name: &str, value: Option<bool>| value.map(|v| format!("-{name}={v}"));
+        args.extend(flag("builtin-move-forward", self.builtin_move_forward));
+        args.extend(flag(
+            "builtin-initializer-list",
+            self.builtin_initializer_list,
+        ));
+        args.extend(flag("device-stack-protector", self.device_stack_protector));
+        args.extend(flag("-modify-stack-limit", self.modify_stack_limit));
+        args.extend(
+            self.optimization_info
+                .iter()
+                .map(|k| format!("-opt-info={k}")),
+        );
+        args.extend(self.diag_error.iter().map(|n| format!("-diag-error={n}")));
+        args.extend(
+            self.diag_suppress
+                .iter()
+                .map(|n| format!("-diag-suppress={n}")),
+        );
+        args.extend(self.diag_warn.iter().map(|n| format!("-diag-warn={n}")));
+        args.extend(self.time.iter().map(|f| format!("-time={}", f.display())));
+        args.extend(
+            self.device_time_trace
+                .iter()
+                .map(|f| format!("-fdevice-time-trace={}", f.display())),
+        );
+        args.extend(
+            self.split_compile
+                .iter()
+                .map(|n| format!("-split-compile={n}")),
+        );
+        args.extend(self.fast_compile.map(|level| {
+            let level = match level {
+                FastCompile::Max => "max",
+                FastCompile::Mid => "mid",
+                FastCompile::Min => "min",
+                FastCompile::Off => "0",
+            };
+            format!("-Ofc={level}")
+        }));
+        args.extend(
+            self.random_seed
+                .iter()
+                .map(|s| format!("-frandom-seed={s}")),
+        );
+    }
+
+    /// Refuses the options the NVRTC of major `major` lacks, naming the versions that have them.
+    pub(crate) fn check_nvrtc(&self, major: i32, minor: i32) -> Result<()> {
+        if major >= 13 {
+            return Ok(());
+        }
+        let args = self.to_args(CodeType::Ptx);
+        for (option, field) in SINCE_13 {
+            if args.iter().any(|a| a == option) {
+                return Err(Error::InvalidArgument {
+                    name: "options",
+                    reason: format!(
+                        "{field} ({option}) needs NVRTC 13.0 or newer; this is NVRTC \
+                         {major}.{minor}"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Where NVRTC looks for headers: `include_paths` and the `-I` / `--include-path` options,
     /// in order; and the headers `-include` / `--pre-include` names.
     pub(crate) fn header_search(&self) -> (Vec<PathBuf>, Vec<String>) {
         let mut dirs = self.include_paths.clone();
-        let mut pre = Vec::new();
+        let mut pre = self.pre_includes.clone();
         let mut extra = self.extra.iter();
         while let Some(arg) = extra.next() {
             if let Some(dir) = arg
@@ -238,6 +451,8 @@ impl Program {
                 })
             }
         };
+        let (major, minor) = nvrtc_version()?;
+        options.check_nvrtc(major, minor)?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
         let compiled = driver::compile(
             &self.source,

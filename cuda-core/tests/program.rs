@@ -218,6 +218,7 @@ fn option_arguments_are_spelled_for_nvrtc() {
         relocatable_device_code: true,
         max_register_count: Some(64),
         extra: vec!["--extra".to_owned()],
+        ..Default::default()
     };
     assert_eq!(
         options.to_args(CodeType::Cubin),
@@ -244,6 +245,74 @@ fn option_arguments_are_spelled_for_nvrtc() {
         "--gpu-architecture=compute_90a"
     );
     assert_eq!(options.to_args(CodeType::LtoIr)[1], "-dlto");
+    // The further options, each spelled as NVRTC takes it (the compile test shows it does).
+    let more = ProgramOptions {
+        device_code_optimize: true,
+        ptxas_options: vec!["-v".into()],
+        extensible_whole_program: true,
+        extra_device_vectorization: true,
+        gen_opt_lto: true,
+        undefines: vec!["U".into()],
+        pre_includes: vec!["p.h".into()],
+        no_source_include: true,
+        builtin_move_forward: Some(false),
+        builtin_initializer_list: Some(true),
+        disable_warnings: true,
+        restrict: true,
+        device_as_default_execution_space: true,
+        device_int128: true,
+        optimization_info: Some("inline".into()),
+        no_display_error_number: true,
+        diag_error: vec![1],
+        diag_suppress: vec![2],
+        diag_warn: vec![3],
+        warnings_as_errors: true,
+        time: Some("/t.csv".into()),
+        device_time_trace: Some("/t.json".into()),
+        split_compile: Some(4),
+        fast_compile: Some(cuda_core::FastCompile::Mid),
+        minimal: true,
+        no_cache: true,
+        random_seed: Some("s".into()),
+        device_stack_protector: Some(true),
+        modify_stack_limit: Some(false),
+        ..Default::default()
+    };
+    let mut args = more.to_args(CodeType::Ptx);
+    let mut want = vec![
+        "-dopt=on",
+        "-ewp",
+        "--extra-device-vectorization",
+        "-gen-opt-lto",
+        "-no-source-include",
+        "-w",
+        "-restrict",
+        "-default-device",
+        "-device-int128",
+        "-no-err-no",
+        "-Werror=all-warnings",
+        "-minimal",
+        "--no-cache",
+        "--ptxas-options=-v",
+        "-UU",
+        "--pre-include=p.h",
+        "-builtin-move-forward=false",
+        "-builtin-initializer-list=true",
+        "-device-stack-protector=true",
+        "--modify-stack-limit=false",
+        "-opt-info=inline",
+        "-diag-error=1",
+        "-diag-suppress=2",
+        "-diag-warn=3",
+        "-time=/t.csv",
+        "-fdevice-time-trace=/t.json",
+        "-split-compile=4",
+        "-Ofc=mid",
+        "-frandom-seed=s",
+    ];
+    args.sort();
+    want.sort();
+    assert_eq!(args, want);
 }
 
 #[test]
@@ -454,4 +523,226 @@ fn the_linker_refuses_nothing_and_ltoir_for_the_driver() {
         matches!(&err, Error::Link { log } if log.contains("LTO-IR") && log.contains("nvJitLink")),
         "{err}"
     );
+}
+
+/// Compiles `source` to PTX, giving NVRTC's log either way.
+fn try_compile(source: &str, options: ProgramOptions) -> Result<(String, String), Error> {
+    Program::new(source, options)
+        .with_name("more.cu")
+        .compile(CodeType::Ptx, &[])
+        .map(|code| {
+            (
+                String::from_utf8_lossy(code.code()).into_owned(),
+                code.compile_log().to_owned(),
+            )
+        })
+}
+
+const WARNS: &str = r#"extern "C" __global__ void k(float* x) { int unused_var; x[0] = 1.0f; }"#;
+
+/// The options past the first dozen: each one's effect seen in NVRTC's output, log or files,
+/// against a compile without it; the rest at least taken by NVRTC (a misspelled option is
+/// refused, as the control shows); and the one NVRTC 12 lacks refused before it on 12.
+#[test]
+fn the_further_options_reach_nvrtc_with_their_effects() {
+    if !nvrtc() {
+        return;
+    }
+    let (major, _) = nvrtc_version().unwrap();
+    let base = options;
+    // Control: NVRTC refuses an option it does not know.
+    let bad = base().with_extra(vec!["-no-such-option".into()]);
+    assert!(matches!(
+        try_compile(WARNS, bad),
+        Err(Error::Compile { .. })
+    ));
+    // Diagnostics.
+    let (_, log) = try_compile(WARNS, base()).unwrap();
+    assert!(log.contains("#177-D"), "{log}");
+    let (_, log) = try_compile(WARNS, base().with_no_display_error_number(true)).unwrap();
+    assert!(
+        log.contains("never referenced") && !log.contains("#177"),
+        "{log}"
+    );
+    let (_, log) = try_compile(WARNS, base().with_disable_warnings(true)).unwrap();
+    assert!(!log.contains("never referenced"), "{log}");
+    let (_, log) = try_compile(WARNS, base().with_diag_suppress(vec![177])).unwrap();
+    assert!(!log.contains("never referenced"), "{log}");
+    let (_, log) = try_compile(WARNS, base().with_diag_warn(vec![177])).unwrap();
+    assert!(log.contains("never referenced"), "{log}");
+    assert!(matches!(
+        try_compile(WARNS, base().with_diag_error(vec![177])),
+        Err(Error::Compile { .. })
+    ));
+    let strict = try_compile(WARNS, base().with_warnings_as_errors(true));
+    if major >= 13 {
+        assert!(matches!(strict, Err(Error::Compile { .. })), "{strict:?}");
+    } else {
+        let err = strict.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("NVRTC 13.0")),
+            "{err}"
+        );
+    }
+    // Macros: undefined after defined; a pre-included header's.
+    let guarded =
+        "#ifdef FOO\n#error FOO is defined\n#endif\n#ifndef PRE\n#error PRE is not\n#endif\n\
+                   extern \"C\" __global__ void k() {}";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pre.h"), "#define PRE 1\n").unwrap();
+    let with_pre = || {
+        base()
+            .with_include_paths(vec![dir.path().to_path_buf()])
+            .with_pre_includes(vec!["pre.h".into()])
+            .with_defines(vec![("FOO".into(), None)])
+    };
+    assert!(
+        try_compile(guarded, with_pre()).is_err(),
+        "FOO stays defined"
+    );
+    assert!(try_compile(guarded, with_pre().with_undefines(vec!["FOO".into()])).is_ok());
+    assert!(
+        try_compile(guarded, base().with_undefines(vec!["FOO".into()])).is_err(),
+        "PRE comes only from the pre-included header"
+    );
+    // Language: functions without an execution space, __int128.
+    let plain_function = r#"int twice(int v) { return 2 * v; }
+        extern "C" __global__ void k(int* x) { x[0] = twice(x[1]); }"#;
+    assert!(try_compile(plain_function, base()).is_err());
+    assert!(try_compile(
+        plain_function,
+        base().with_device_as_default_execution_space(true)
+    )
+    .is_ok());
+    let wide = r#"extern "C" __global__ void k(unsigned long long* x) {
+        __int128 v = (__int128)x[0] * x[1]; x[2] = (unsigned long long)(v >> 64); }"#;
+    assert!(try_compile(wide, base()).is_err());
+    assert!(try_compile(wide, base().with_device_int128(true)).is_ok());
+    // Remarks, ptxas's report, the timing files.
+    let inlined = r#"__device__ float g(float v) { return v + 1.0f; }
+        extern "C" __global__ void k(float* x) { x[0] = g(x[1]); }"#;
+    let report = Program::new(inlined, base().with_ptxas_options(vec!["-v".into()]))
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    assert!(
+        report.compile_log().contains("registers"),
+        "{}",
+        report.compile_log()
+    );
+    let (csv, trace) = (dir.path().join("time.csv"), dir.path().join("trace.json"));
+    try_compile(
+        inlined,
+        base().with_time(&csv).with_device_time_trace(&trace),
+    )
+    .unwrap();
+    assert!(
+        std::fs::metadata(&csv).unwrap().len() > 0,
+        "no timings written"
+    );
+    // NVRTC 13 appends ".json" to the name given; 12.9 writes the name as given.
+    let written = if major >= 13 {
+        dir.path().join("trace.json.json")
+    } else {
+        trace.clone()
+    };
+    assert!(
+        std::fs::metadata(&written).is_ok_and(|m| m.len() > 0),
+        "no trace at {}",
+        written.display()
+    );
+    // Pointers made __restrict__: NVRTC 13 then loads b[0] once (12.9 loads it twice either
+    // way, so there only acceptance is seen).
+    let twice =
+        r#"extern "C" __global__ void k(float* a, const float* b) { a[0] = b[0]; a[1] = b[0]; }"#;
+    let loads = |options| {
+        try_compile(twice, options)
+            .unwrap()
+            .0
+            .matches("ld.global")
+            .count()
+    };
+    let (plain, restricted) = (loads(base()), loads(base().with_restrict(true)));
+    if major >= 13 {
+        assert!(restricted < plain, "{restricted} loads against {plain}");
+    } else {
+        assert!(restricted >= 1);
+    }
+    // The rest, taken by NVRTC (each compiles; the LTO one to LTO-IR).
+    let simple = r#"extern "C" __global__ void k(float* x) { x[0] = 1.0f; }"#;
+    for (name, options) in [
+        (
+            "device_code_optimize",
+            base().with_debug(true).with_device_code_optimize(true),
+        ),
+        (
+            "extensible_whole_program",
+            base().with_extensible_whole_program(true),
+        ),
+        (
+            "extra_device_vectorization",
+            base().with_extra_device_vectorization(true),
+        ),
+        ("no_source_include", base().with_no_source_include(true)),
+        (
+            "builtin_move_forward",
+            base().with_builtin_move_forward(false),
+        ),
+        (
+            "builtin_initializer_list",
+            base().with_builtin_initializer_list(false),
+        ),
+        ("split_compile", base().with_split_compile(2)),
+        (
+            "fast_compile",
+            base().with_fast_compile(cuda_core::FastCompile::Max),
+        ),
+        ("minimal", base().with_minimal(true)),
+        ("no_cache", base().with_no_cache(true)),
+        ("random_seed", base().with_random_seed("7")),
+        (
+            "device_stack_protector",
+            base().with_device_stack_protector(true),
+        ),
+        ("modify_stack_limit", base().with_modify_stack_limit(false)),
+    ] {
+        if let Err(e) = try_compile(simple, options) {
+            panic!("{name}: {e}");
+        }
+    }
+    Program::new(simple, base().with_gen_opt_lto(true))
+        .compile(CodeType::LtoIr, &[])
+        .unwrap();
+}
+
+/// `-opt-info` in a process of its own: NVRTC (12.9 and 13) keeps it for every later compile
+/// of the process, so the compile without it comes first, and no other test shares the process.
+#[test]
+fn optimization_remarks_reach_the_log() {
+    let test = crate::common::test_name(module_path!(), "optimization_remarks_reach_the_log");
+    if crate::common::child_role(&test).is_none() {
+        if nvrtc() {
+            crate::common::wait_child(
+                crate::common::spawn_child(&test, "alone"),
+                &test,
+                "remarks checked",
+            );
+        }
+        return;
+    }
+    let inlined = r#"__device__ float g(float v) { return v + 1.0f; }
+        extern "C" __global__ void k(float* x) { x[0] = g(x[1]); }"#;
+    let (_, log) = try_compile(inlined, options()).unwrap();
+    assert!(!log.contains("inlined into"), "{log}");
+    let (_, log) = try_compile(inlined, options().with_optimization_info("inline")).unwrap();
+    assert!(log.contains("inlined into"), "{log}");
+    let (_, after) = try_compile(inlined, options()).unwrap();
+    println!(
+        "a later compile without -opt-info {} remarks",
+        if after.contains("inlined into") {
+            "still has"
+        } else {
+            "has no"
+        }
+    );
+    println!("remarks checked");
 }
