@@ -555,7 +555,15 @@ impl Kernel {
         stream: &Stream,
     ) -> Result<u32> {
         let function = self.function(stream.device())?;
-        let params = occupancy_params(config, None);
+        let params = LaunchParams {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            stream: crate::driver::StreamHandle::NULL,
+            cluster: None,
+            cooperative: false,
+            extras: crate::driver::LaunchExtras::default(),
+        };
         let size = stream.device().primary_context()?.with_current(|driver| {
             driver.occupancy_max_potential_cluster_size(function, &params)
         })?;
@@ -608,25 +616,20 @@ impl Kernel {
             });
         };
         let function = self.function(stream.device())?;
-        let params = occupancy_params(config, Some(cluster));
+        let params = LaunchParams {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            stream: crate::driver::StreamHandle::NULL,
+            cluster: Some(cluster),
+            cooperative: false,
+            extras: crate::driver::LaunchExtras::default(),
+        };
         let clusters = stream
             .device()
             .primary_context()?
             .with_current(|driver| driver.occupancy_max_active_clusters(function, &params))?;
         Ok(clusters.max(0) as u32)
-    }
-}
-
-/// A launch's shape for the occupancy calls (no stream, no attributes but the cluster).
-fn occupancy_params(config: &LaunchConfig, cluster: Option<[u32; 3]>) -> LaunchParams {
-    LaunchParams {
-        grid: config.grid,
-        block: config.block,
-        shared_mem_bytes: config.shared_memory_bytes,
-        stream: crate::driver::StreamHandle::NULL,
-        cluster,
-        cooperative: false,
-        extras: crate::driver::LaunchExtras::default(),
     }
 }
 
