@@ -648,6 +648,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_option_nvrtc_12_lacks_is_refused_there_naming_the_version_that_has_it() {
+        let strict = ProgramOptions::default().with_warnings_as_errors(true);
+        let err = strict.check_nvrtc(12, 9).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. }
+                if reason.contains("warnings_as_errors") && reason.contains("13.0") && reason.contains("12.9")),
+            "{err}"
+        );
+        assert!(strict.check_nvrtc(13, 0).is_ok());
+        assert!(ProgramOptions::default()
+            .with_fast_math(true)
+            .check_nvrtc(12, 9)
+            .is_ok());
+    }
+
+    #[test]
     fn header_search_reads_every_spelling_of_the_include_options() {
         let options = ProgramOptions {
             include_paths: vec!["/a".into()],
