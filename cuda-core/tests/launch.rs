@@ -1017,10 +1017,17 @@ fn every_launch_rule_holds_at_its_boundary() {
             // without a cluster.
             standin::clear_log();
             assert_eq!(try_launch(plain(1, [32, 1, 1]).with_priority(-5)), None);
+            // CU_LAUNCH_ATTRIBUTE_PRIORITY is 8.
             assert!(
-                standin::log().contains("cuLaunchKernelEx k0"),
+                standin::log().contains("cuLaunchKernelEx k0")
+                    && standin::log().contains("attrs=8:-5"),
                 "{}",
                 standin::log()
+            );
+            assert_eq!(
+                try_launch(plain(1, [32, 1, 1]).with_priority(0)),
+                None,
+                "the lowest priority"
             );
             assert_eq!(
                 try_launch(plain(1, [32, 1, 1]).with_priority(-6)),
@@ -1039,9 +1046,19 @@ fn every_launch_rule_holds_at_its_boundary() {
                 try_launch(clustered(4, [2, 1, 1]).with_cluster_scheduling_policy(spread)),
                 None
             );
-            assert_eq!(
-                try_launch(plain(1, [32, 1, 1]).with_programmatic_serialization(true)),
-                None
+            // Every attribute at once, in order: cluster (4), programmatic serialization (6),
+            // priority (8), memory sync domain (10, remote 1), scheduling policy (5, spread 1).
+            standin::clear_log();
+            let all = clustered(4, [2, 1, 1])
+                .with_programmatic_serialization(true)
+                .with_priority(-1)
+                .with_memory_sync_domain(cuda_core::MemorySyncDomain::Remote)
+                .with_cluster_scheduling_policy(spread);
+            assert_eq!(try_launch(all), None);
+            assert!(
+                standin::log().contains("attrs=4:2,6:1,8:-1,10:1,5:1"),
+                "{}",
+                standin::log()
             );
             // Without attributes, the plain cuLaunchKernel.
             standin::clear_log();

@@ -396,14 +396,29 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     return 0;
 }
 
-/* CUlaunchConfig's layout, as far as the stream. */
+/* CUlaunchAttribute's and CUlaunchConfig's layouts. */
+struct launch_attribute {
+    unsigned id;
+    char pad[4];
+    union { int value; char bytes[64]; } value;
+};
 struct launch_config {
     unsigned grid[3], block[3], shared;
     void *stream;
+    struct launch_attribute *attrs;
+    unsigned count;
 };
+/* Logs the attributes as id:first-int-of-value, in order. */
 int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params, void **extra) {
-    char b[16], c[16];
+    char b[16], c[16], attrs[128] = "";
     (void)params; (void)extra;
-    note("cuLaunchKernelEx %s on %s grid=%u", name(f, c), name(config->stream, b), config->grid[0]);
+    for (unsigned i = 0; i < config->count && strlen(attrs) < 100; i++) {
+        char one[24];
+        snprintf(one, sizeof one, "%s%u:%d", i ? "," : "", config->attrs[i].id,
+                 config->attrs[i].value.value);
+        strcat(attrs, one);
+    }
+    note("cuLaunchKernelEx %s on %s grid=%u attrs=%s", name(f, c), name(config->stream, b),
+         config->grid[0], attrs);
     return 0;
 }
