@@ -47,7 +47,7 @@ use std::sync::Arc;
 use benches::kernels::{EMPTY0, EMPTY16, EMPTY4, LAUNCH_KERNELS};
 use benches::raw::{check, Handle, RawDriver, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING, SUCCESS};
 use common::{batched, Case};
-use criterion::Criterion;
+use criterion::{Bencher, Criterion};
 use cuda_core::{
     launch, Allocate, Buffer, CodeType, Device, Event, EventOptions, Kernel, LaunchConfig,
     MemoryResource, Program, ProgramOptions, Stream, StreamOptions,
@@ -896,6 +896,37 @@ fn launch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawSt
         .run(c);
 }
 
+/// Raw's batched allocation and free of `ALLOC_BYTES` from the default pool (both allocation
+/// cases: `alloc_churn` measures cuda-core's stream cache against the same raw calls).
+fn raw_alloc_free<R: RawDriver>(b: &mut Bencher<'_>, d: &R, raw: &RawState) {
+    batched(
+        b,
+        || {
+            let mut ptr = 0;
+            // SAFETY: a writable out-pointer, the default pool and a live stream; the
+            // allocation is freed once, in order on the same stream.
+            unsafe {
+                check(
+                    d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
+                    "cuMemAllocFromPoolAsync",
+                );
+                check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+            }
+        },
+        || raw_sync(d, raw.stream),
+    );
+}
+
+/// cudarc's batched allocation and free of `ALLOC_BYTES`.
+fn cudarc_alloc_free(b: &mut Bencher<'_>, rc: &Rc) {
+    batched(
+        b,
+        // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
+        || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
+        || rc.stream.synchronize().unwrap(),
+    );
+}
+
 fn memory_cases<R: RawDriver>(
     c: &mut Criterion,
     d: &R,
@@ -913,24 +944,7 @@ fn memory_cases<R: RawDriver>(
         unsafe { cuda_core::DeviceMemoryResource::from_raw(default.as_raw(), core.device) }
             .expect("the wrapped pool");
     Case::new("alloc_free_1k")
-        .variant("raw", |b| {
-            batched(
-                b,
-                || {
-                    let mut ptr = 0;
-                    // SAFETY: a writable out-pointer, the default pool and a live stream; the
-                    // allocation is freed once, in order on the same stream.
-                    unsafe {
-                        check(
-                            d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
-                            "cuMemAllocFromPoolAsync",
-                        );
-                        check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
-                    }
-                },
-                || raw_sync(d, raw.stream),
-            );
-        })
+        .variant("raw", |b| raw_alloc_free(b, d, raw))
         .variant("cuda-core", |b| {
             batched(
                 b,
@@ -938,35 +952,11 @@ fn memory_cases<R: RawDriver>(
                 || core.stream.sync().unwrap(),
             );
         })
-        .variant("cudarc", |b| {
-            batched(
-                b,
-                // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
-                || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
-                || rc.stream.synchronize().unwrap(),
-            );
-        })
+        .variant("cudarc", |b| cudarc_alloc_free(b, rc))
         .run(c);
 
     Case::new("alloc_churn")
-        .variant("raw", |b| {
-            batched(
-                b,
-                || {
-                    let mut ptr = 0;
-                    // SAFETY: a writable out-pointer, the default pool and a live stream; the
-                    // allocation is freed once, in order on the same stream.
-                    unsafe {
-                        check(
-                            d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
-                            "cuMemAllocFromPoolAsync",
-                        );
-                        check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
-                    }
-                },
-                || raw_sync(d, raw.stream),
-            );
-        })
+        .variant("raw", |b| raw_alloc_free(b, d, raw))
         .variant("cuda-core", |b| {
             batched(
                 b,
@@ -974,14 +964,7 @@ fn memory_cases<R: RawDriver>(
                 || core.stream.sync().unwrap(),
             );
         })
-        .variant("cudarc", |b| {
-            batched(
-                b,
-                // SAFETY: the memory is never read (cudarc marks `alloc` unsafe for that).
-                || drop(unsafe { rc.stream.alloc::<u8>(ALLOC_BYTES) }.unwrap()),
-                || rc.stream.synchronize().unwrap(),
-            );
-        })
+        .variant("cudarc", |b| cudarc_alloc_free(b, rc))
         .run(c);
 
     Case::new("copy_htod_4k")
