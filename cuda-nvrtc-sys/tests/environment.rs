@@ -4,7 +4,6 @@
 //! with no other test.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use cuda_nvrtc_sys::{loader_path, Candidate, Discoverable, Discovery, LibrarySpec, Search};
 
@@ -142,22 +141,15 @@ fn the_search_reads_python_and_the_loader_from_the_environment() {
     );
     fake_python(&root.join("bad"), "/from/bad/python", 1);
     let library_path = std::env::join_paths([root.join("first"), root.join("second")]).unwrap();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture"])
-        .env(CHILD, root)
-        .env("VIRTUAL_ENV", root.join("venv"))
-        .env("CONDA_PREFIX", root.join("conda"))
-        .env("LD_LIBRARY_PATH", library_path)
-        .output()
-        .expect("the test binary runs again");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the child failed:\n{stdout}\n{stderr}"
-    );
-    assert!(
-        stdout.contains("environment child done"),
-        "the child ran nothing:\n{stdout}"
+    let (venv, conda) = (root.join("venv"), root.join("conda"));
+    crate::common::run_alone(
+        TEST,
+        &[
+            (CHILD, root.as_os_str()),
+            ("VIRTUAL_ENV", venv.as_os_str()),
+            ("CONDA_PREFIX", conda.as_os_str()),
+            ("LD_LIBRARY_PATH", library_path.as_os_str()),
+        ],
+        "environment child done",
     );
 }

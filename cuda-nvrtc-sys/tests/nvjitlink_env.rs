@@ -2,8 +2,6 @@
 //! in a child process of this binary with the variable set there: setting it here would race
 //! with the other tests' threads, which read the environment.
 
-use std::process::Command;
-
 use cuda_nvrtc_sys::nvjitlink::NvJitLinkSearch;
 use cuda_nvrtc_sys::{Candidate, Search};
 
@@ -29,20 +27,12 @@ fn the_override_variable_is_nvjitlinks_own() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("libnvJitLink.so.13");
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture"])
-        .env(CHILD, &file)
-        .env("CUDA_CORE_NVJITLINK_PATH", &file)
-        .output()
-        .expect("the test binary runs again");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the child failed:\n{stdout}\n{stderr}"
-    );
-    assert!(
-        stdout.contains("nvjitlink_env child done"),
-        "the child ran nothing:\n{stdout}"
+    crate::common::run_alone(
+        TEST,
+        &[
+            (CHILD, file.as_os_str()),
+            ("CUDA_CORE_NVJITLINK_PATH", file.as_os_str()),
+        ],
+        "nvjitlink_env child done",
     );
 }

@@ -66,3 +66,21 @@ pub fn not_run(what: &str, why: &str) {
         "CUDA_CORE_TEST_REQUIRE names {what}, and this test could not run: {why}"
     );
 }
+
+/// Runs `test` of this binary again, alone, in a child process whose environment gets `env`,
+/// and asserts that it passed and printed `marker` (which proves its body ran).
+pub fn run_alone(test: &str, env: &[(&str, &std::ffi::OsStr)], marker: &str) {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", test, "--nocapture"]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the child failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(marker), "the child ran nothing:\n{stdout}");
+}
