@@ -138,10 +138,6 @@ pub enum FastCompile {
     Off,
 }
 
-/// Options NVRTC 12.9 refuses (found by compiling with each against NVRTC 12.9 and 13):
-/// `(option, field)`, all from NVRTC 13.0.
-const SINCE_13: &[(&str, &str)] = &[("-Werror=all-warnings", "warnings_as_errors")];
-
 crate::options::chainers!(ProgramOptions {
     with_arch(arch: impl Into<String>) => some;
     with_std(std: impl Into<String>) => some;
@@ -327,9 +323,15 @@ impl ProgramOptions {
         if major >= 13 {
             return Ok(());
         }
-        let args = self.to_args(CodeType::Ptx);
-        for (option, field) in SINCE_13 {
-            if args.iter().any(|a| a == option) {
+        // The typed options NVRTC 12.9 refuses (found by compiling with each against NVRTC 12.9
+        // and 13), all from NVRTC 13.0: `(field, option, set here)`.
+        let since_13 = [(
+            "warnings_as_errors",
+            "-Werror=all-warnings",
+            self.warnings_as_errors,
+        )];
+        for (field, option, set) in since_13 {
+            if set {
                 return Err(Error::InvalidArgument {
                     name: "options",
                     reason: format!(
