@@ -8,8 +8,8 @@ use crate::memory::{DevicePtr, Pod};
 use crate::object_code::ObjectCode;
 use crate::stream::Stream;
 
-/// A `__device__` or `__constant__` variable of loaded code, in one device's context: its
-/// address and size (`cuLibraryGetGlobal`). It keeps its [`ObjectCode`] loaded, so the address
+/// A `__device__`, `__constant__` or `__managed__` variable of loaded code, in one device's
+/// context: its address and size (`cuLibraryGetGlobal`, `cuLibraryGetManaged`). It keeps its [`ObjectCode`] loaded, so the address
 /// stays valid while the value lives.
 ///
 /// Copies from and to the host are made on a stream of the variable's device and waited for.
@@ -36,6 +36,7 @@ pub struct Global {
     ptr: DevicePtr,
     size: usize,
     device: Device,
+    managed: bool,
 }
 
 impl fmt::Debug for Global {
@@ -45,6 +46,7 @@ impl fmt::Debug for Global {
             .field("ptr", &self.ptr)
             .field("size", &self.size)
             .field("device", &self.device.ordinal())
+            .field("managed", &self.managed)
             .finish()
     }
 }
@@ -56,6 +58,7 @@ impl Global {
         ptr: DevicePtr,
         size: usize,
         device: Device,
+        managed: bool,
     ) -> Global {
         Global {
             code,
@@ -63,7 +66,14 @@ impl Global {
             ptr,
             size,
             device,
+            managed,
         }
+    }
+
+    /// Whether it is a `__managed__` variable (from [`ObjectCode::managed`]), whose address
+    /// the host and every device share.
+    pub fn is_managed(&self) -> bool {
+        self.managed
     }
 
     /// The variable's name, as asked for.

@@ -4,6 +4,7 @@ use std::ffi::c_void;
 
 use crate::driver::LaunchParams;
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::kernel::{Kernel, ParamInfo};
 use crate::memory::{Buffer, DevicePtr};
 use crate::stream::Stream;
@@ -68,6 +69,121 @@ pub struct LaunchAttributes {
     /// How the launch's clusters are spread
     /// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`); needs a cluster shape.
     pub cluster_scheduling_policy: Option<crate::kernel::ClusterSchedulingPolicy>,
+    /// A preferred, larger cluster shape (`CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION`):
+    /// the device groups blocks into clusters of this shape where it has room, else into the
+    /// regular [`LaunchConfig::cluster`] shape. Each dimension must be a whole multiple of the
+    /// regular cluster's and divide the grid (checked before the driver). A kernel must not
+    /// assume which shape its cluster has: it reads it (`%cluster_nctaid`, `cluster.dim_blocks()`).
+    pub preferred_cluster: Option<[u32; 3]>,
+    /// An L2 access-policy window (`CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW`): how the
+    /// kernel's accesses to one address range are kept in L2.
+    pub access_policy_window: Option<AccessPolicyWindow>,
+}
+
+/// How accesses are kept in L2 (`CUaccessProperty`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUaccessProperty")]
+pub enum AccessProperty {
+    /// As any access (`CU_ACCESS_PROPERTY_NORMAL`).
+    Normal,
+    /// Less likely to stay in L2 (`CU_ACCESS_PROPERTY_STREAMING`).
+    Streaming,
+    /// More likely to stay in L2, in the part set aside for persisting lines
+    /// (`CU_ACCESS_PROPERTY_PERSISTING`).
+    Persisting,
+}
+
+impl AccessProperty {
+    fn code(self) -> u32 {
+        match self {
+            AccessProperty::Normal => 0,
+            AccessProperty::Streaming => 1,
+            AccessProperty::Persisting => 2,
+        }
+    }
+}
+
+/// An L2 access-policy window (`CUaccessPolicyWindow`): of the accesses to `bytes` bytes from
+/// `base`, a `hit_ratio` share get the `hit` property and the rest the `miss` property. It is
+/// a caching hint: an address range that is not (or no longer) allocated is harmless.
+///
+/// Checked before the driver: `bytes` from 1 to the device's
+/// [`max_access_policy_window_size`](crate::DeviceProperties::max_access_policy_window_size),
+/// `hit_ratio` within 0 to 1, and `miss` not [`AccessProperty::Persisting`].
+///
+/// ```
+/// use cuda_core::{AccessPolicyWindow, AccessProperty, DevicePtr, LaunchConfig};
+///
+/// let window = AccessPolicyWindow::persisting(DevicePtr(0x7f00_0000_0000), 1 << 20);
+/// assert_eq!((window.hit, window.miss), (AccessProperty::Persisting, AccessProperty::Streaming));
+/// let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]).with_access_policy_window(window);
+/// assert_eq!(config.attributes.access_policy_window, Some(window));
+/// ```
+#[derive(Clone, Copy, Debug)]
+#[doc(alias = "CUaccessPolicyWindow")]
+pub struct AccessPolicyWindow {
+    /// The first address of the range.
+    pub base: DevicePtr,
+    /// Its length in bytes.
+    pub bytes: usize,
+    /// The share of accesses that get `hit`, from 0 to 1.
+    pub hit_ratio: f32,
+    /// The property of that share.
+    pub hit: AccessProperty,
+    /// The property of the rest.
+    pub miss: AccessProperty,
+}
+
+impl AccessPolicyWindow {
+    /// Every access to the range persisting (hit ratio 1, misses streaming).
+    #[must_use]
+    pub fn persisting(base: DevicePtr, bytes: usize) -> AccessPolicyWindow {
+        AccessPolicyWindow {
+            base,
+            bytes,
+            hit_ratio: 1.0,
+            hit: AccessProperty::Persisting,
+            miss: AccessProperty::Streaming,
+        }
+    }
+
+    /// The fields as `LaunchConfig` compares them: the ratio by its bits.
+    fn key(&self) -> (u64, usize, u32, AccessProperty, AccessProperty) {
+        (
+            self.base.0,
+            self.bytes,
+            self.hit_ratio.to_bits(),
+            self.hit,
+            self.miss,
+        )
+    }
+}
+
+impl PartialEq for AccessPolicyWindow {
+    fn eq(&self, other: &AccessPolicyWindow) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for AccessPolicyWindow {}
+
+impl std::hash::Hash for AccessPolicyWindow {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+/// When a launch's programmatic event ([`launch_recording`]) fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventTrigger {
+    /// Once every block has run `griddepcontrol.launch_dependents`
+    /// (`cudaTriggerProgrammaticLaunchCompletion`) or ended.
+    LaunchDependents,
+    /// As each block starts (`triggerAtBlockStart`): the event fires once every block has
+    /// started.
+    BlockStart,
 }
 
 impl LaunchAttributes {
@@ -77,6 +193,8 @@ impl LaunchAttributes {
             || self.priority.is_some()
             || self.memory_sync_domain.is_some()
             || self.cluster_scheduling_policy.is_some()
+            || self.preferred_cluster.is_some()
+            || self.access_policy_window.is_some()
     }
 
     fn extras(&self) -> crate::driver::LaunchExtras {
@@ -93,6 +211,17 @@ impl LaunchAttributes {
                 P::Spread => 1,
                 P::LoadBalancing => 2,
             }),
+            preferred_cluster: self.preferred_cluster,
+            access_policy_window: self
+                .access_policy_window
+                .map(|w| crate::driver::AccessWindow {
+                    base: w.base.0,
+                    bytes: w.bytes,
+                    hit_ratio_bits: w.hit_ratio.to_bits(),
+                    hit: w.hit.code(),
+                    miss: w.miss.code(),
+                }),
+            programmatic_event: None,
         }
     }
 }
@@ -169,6 +298,20 @@ impl LaunchConfig {
         policy: crate::kernel::ClusterSchedulingPolicy,
     ) -> LaunchConfig {
         self.attributes.cluster_scheduling_policy = Some(policy);
+        self
+    }
+
+    /// With a preferred cluster shape (see [`LaunchAttributes::preferred_cluster`]).
+    #[must_use]
+    pub fn with_preferred_cluster(mut self, cluster: [u32; 3]) -> LaunchConfig {
+        self.attributes.preferred_cluster = Some(cluster);
+        self
+    }
+
+    /// With an L2 access-policy window.
+    #[must_use]
+    pub fn with_access_policy_window(mut self, window: AccessPolicyWindow) -> LaunchConfig {
+        self.attributes.access_policy_window = Some(window);
         self
     }
 
@@ -339,6 +482,108 @@ pub unsafe fn launch(
     kernel: &Kernel,
     args: &[&dyn KernelArg],
 ) -> Result<()> {
+    // SAFETY: the caller's promise.
+    unsafe { launch_with(stream, config, kernel, args, None) }
+}
+
+/// [`launch`], recording `event` from the kernel (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`):
+/// the event fires once every block has triggered it (see [`EventTrigger`]), which can be
+/// before the kernel ends. Work on another stream that waits for the event
+/// ([`Stream::wait`]) may then start while this kernel still runs; a kernel among that work
+/// that reads what this one writes must first run `griddepcontrol.wait`
+/// (`cudaGridDependencySynchronize`), which waits for this kernel to end and its writes to be
+/// visible. The host sees the event complete no earlier than the trigger, and possibly only
+/// once the kernel has ended.
+///
+/// Checked before the driver, besides [`launch`]'s rules: the event is of the stream's
+/// context, made without timing ([`EventOptions::timing`](crate::EventOptions::timing)
+/// false), and the device is of compute capability 9.0 or newer.
+///
+/// # Safety
+///
+/// As for [`launch`].
+///
+/// ```no_run
+/// use cuda_core::{launch_recording, CodeType, Device, EventOptions, EventTrigger, LaunchConfig};
+/// use cuda_core::{Program, ProgramOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let code = Program::new(
+///     r#"extern "C" __global__ void first(int* x) {
+///            asm volatile("griddepcontrol.launch_dependents;");
+///            x[threadIdx.x] = 1;
+///        }"#,
+///     ProgramOptions::default(),
+/// )
+/// .compile(CodeType::Cubin, &[])?;
+/// let (a, b) = (
+///     device.create_stream(StreamOptions::default())?,
+///     device.create_stream(StreamOptions::default())?,
+/// );
+/// let early = device.create_event(EventOptions::default())?;
+/// let x = device.memory_resource()?.allocate(128, &a)?;
+/// // SAFETY: 32 threads write 32 ints of a 128-byte buffer.
+/// unsafe {
+///     launch_recording(&a, &LaunchConfig::new([1, 1, 1], [32, 1, 1]), &code.get_kernel("first")?,
+///                      &[&x], &early, EventTrigger::LaunchDependents)?;
+/// }
+/// b.wait(&early)?; // work queued on `b` now may start before `first` ends
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias = "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT")]
+pub unsafe fn launch_recording(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    event: &Event,
+    trigger: EventTrigger,
+) -> Result<()> {
+    check_event(stream, event)?;
+    // SAFETY: the caller's promise.
+    unsafe { launch_with(stream, config, kernel, args, Some((event, trigger))) }?;
+    event.note_record();
+    Ok(())
+}
+
+#[cold]
+fn check_event(stream: &Stream, event: &Event) -> Result<()> {
+    if event.context().handle() != stream.context().handle() {
+        return Err(invalid(
+            "event",
+            "the event is of another context than the stream".to_owned(),
+        ));
+    }
+    if event.options().timing {
+        return Err(invalid(
+            "event",
+            "a programmatic event must be made without timing (EventOptions::timing false)"
+                .to_owned(),
+        ));
+    }
+    let device = stream.device();
+    let (major, minor) = device.compute_capability()?;
+    if major < 9 {
+        return Err(invalid(
+            "event",
+            format!(
+                "programmatic events need compute capability 9.0; device {} is {major}.{minor}",
+                device.ordinal()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`launch`] and [`launch_recording`].
+#[inline(always)]
+unsafe fn launch_with(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    event: Option<(&Event, EventTrigger)>,
+) -> Result<()> {
     let params = validate(stream, config, kernel, args)?;
     let mut inline = [std::ptr::null_mut::<c_void>(); 16];
     let mut spilled = Vec::new();
@@ -364,7 +609,10 @@ pub unsafe fn launch(
         }
         *slot = bytes.ptr.cast_mut();
     }
-    let extended = config.cluster.is_some() || config.cooperative || config.attributes.any();
+    let extended = config.cluster.is_some()
+        || config.cooperative
+        || config.attributes.any()
+        || event.is_some();
     let mut queue = move || {
         stream.call(|driver, handle| {
             let params = LaunchParams {
@@ -374,7 +622,13 @@ pub unsafe fn launch(
                 stream: handle,
                 cluster: config.cluster,
                 cooperative: config.cooperative,
-                extras: config.attributes.extras(),
+                extras: {
+                    let mut extras = config.attributes.extras();
+                    extras.programmatic_event = event.map(|(event, trigger)| {
+                        (event.handle(), trigger == EventTrigger::BlockStart)
+                    });
+                    extras
+                },
             };
             let argv = pointers.as_mut_ptr();
             // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
@@ -582,6 +836,12 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
             "a cluster scheduling policy needs a cluster shape (config.cluster)".to_owned(),
         ));
     }
+    if let Some(preferred) = attributes.preferred_cluster {
+        check_preferred_cluster(config, preferred)?;
+    }
+    if let Some(window) = attributes.access_policy_window {
+        check_window(&window, device)?;
+    }
     if attributes.programmatic_serialization {
         let (major, minor) = device.compute_capability()?;
         if major < 9 {
@@ -594,6 +854,65 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+#[cold]
+fn check_preferred_cluster(config: &LaunchConfig, preferred: [u32; 3]) -> Result<()> {
+    let name = "config.attributes.preferred_cluster";
+    let Some(cluster) = config.cluster else {
+        return Err(invalid(
+            name,
+            "a preferred cluster shape needs a regular one (config.cluster)".to_owned(),
+        ));
+    };
+    if preferred.contains(&0) {
+        return Err(invalid(name, format!("{preferred:?} has a zero dimension")));
+    }
+    if preferred.iter().zip(cluster).any(|(p, c)| p % c != 0) {
+        return Err(invalid(
+            name,
+            format!("{preferred:?} is not a whole multiple of the cluster shape {cluster:?}"),
+        ));
+    }
+    if config.grid.iter().zip(preferred).any(|(g, p)| g % p != 0) {
+        return Err(invalid(
+            name,
+            format!(
+                "the grid {:?} is not a whole number of {preferred:?} clusters",
+                config.grid
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cold]
+fn check_window(window: &AccessPolicyWindow, device: crate::Device) -> Result<()> {
+    let name = "config.attributes.access_policy_window";
+    let largest = device.properties().max_access_policy_window_size()?;
+    if window.bytes == 0 || window.bytes > largest as usize {
+        return Err(invalid(
+            name,
+            format!(
+                "{} bytes; device {} takes windows of 1 to {largest} bytes",
+                window.bytes,
+                device.ordinal()
+            ),
+        ));
+    }
+    if !(0.0..=1.0).contains(&window.hit_ratio) {
+        return Err(invalid(
+            name,
+            format!("the hit ratio {} is outside 0 to 1", window.hit_ratio),
+        ));
+    }
+    if window.miss == AccessProperty::Persisting {
+        return Err(invalid(
+            name,
+            "misses cannot be persisting (normal or streaming)".to_owned(),
+        ));
     }
     Ok(())
 }

@@ -52,7 +52,10 @@ pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
 pub use kernel::{ClusterSchedulingPolicy, Kernel, KernelAttribute, KernelAttributes, ParamInfo};
-pub use launch::{launch, DeviceRepr, KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain};
+pub use launch::{
+    launch, launch_recording, AccessPolicyWindow, AccessProperty, DeviceRepr, EventTrigger,
+    KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain,
+};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,

@@ -390,6 +390,32 @@ impl ObjectCode {
     /// unknown name is [`Error::InvalidArgument`] naming the code.
     #[doc(alias = "cuLibraryGetGlobal")]
     pub fn global(&self, name: &str, device: Device) -> Result<Global> {
+        self.variable(name, device, false)
+    }
+
+    /// The `__managed__` variable `name` (`cuLibraryGetManaged`), looked up in `device`'s
+    /// primary context: one address that every device and the host share, through which
+    /// kernels and the host copies of [`Global`] see the same value. A name that is not a
+    /// managed variable is [`Error::InvalidArgument`] naming the code.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, Device, Program, ProgramOptions, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let code = Program::new("__managed__ int hits;", ProgramOptions::default())
+    ///     .compile(CodeType::Cubin, &[])?;
+    /// let hits = code.managed("hits", device)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// hits.copy_from_host(&[7i32], &stream)?;
+    /// assert_eq!(hits.to_vec::<i32>(&stream)?, [7]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuLibraryGetManaged")]
+    pub fn managed(&self, name: &str, device: Device) -> Result<Global> {
+        self.variable(name, device, true)
+    }
+
+    fn variable(&self, name: &str, device: Device, managed: bool) -> Result<Global> {
         let symbol = self.lowered_name(name).unwrap_or(name);
         let symbol_c = CString::new(symbol).map_err(|_| Error::InvalidArgument {
             name: "name",
@@ -398,7 +424,7 @@ impl ObjectCode {
         let (library, _) = self.library()?;
         let primary = device.primary_entry()?;
         let (ptr, size) = with_current(primary.driver, primary.handle, |driver| {
-            driver.library_get_global(library, &symbol_c)
+            driver.library_get_variable(library, &symbol_c, managed)
         })
         .map_err(|e| match e {
             Error::Driver {
@@ -407,9 +433,14 @@ impl ObjectCode {
             } => Error::InvalidArgument {
                 name: "name",
                 reason: format!(
-                    "{} has no __device__ or __constant__ variable {symbol:?} (C++ names need \
-                     extern \"C\" or a name expression at compile time)",
-                    self.inner.name
+                    "{} has no {} variable {symbol:?} (C++ names need extern \"C\" or a name \
+                     expression at compile time)",
+                    self.inner.name,
+                    if managed {
+                        "__managed__"
+                    } else {
+                        "__device__ or __constant__"
+                    }
                 ),
             },
             other => other,
@@ -420,6 +451,7 @@ impl ObjectCode {
             DevicePtr(ptr),
             size,
             device,
+            managed,
         ))
     }
 

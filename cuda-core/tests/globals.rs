@@ -91,3 +91,72 @@ fn a_constant_table_written_from_the_host_is_read_by_a_kernel() {
     coeffs.copy_from_host(&[9.0f32; 4], &stream).unwrap();
     assert_eq!(coeffs.to_vec::<f32>(&stream).unwrap(), [9.0; 4]);
 }
+
+const MANAGED: &str = r#"
+__managed__ unsigned long long total;
+__managed__ int scale;
+__device__ int plain;
+
+extern "C" __global__ void accumulate(unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&total, (unsigned long long)(scale * (int)i));
+}
+"#;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_managed_variable_is_shared_by_the_host_and_kernels() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(MANAGED, ProgramOptions::default())
+        .with_name("managed.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let total = code.managed("total", device).unwrap();
+    let scale = code.managed("scale", device).unwrap();
+    // Catches a lookup through cuLibraryGetGlobal's flag or a swapped size.
+    assert!(total.is_managed() && scale.is_managed());
+    assert_eq!((total.size(), scale.size()), (8, 4));
+    // Managed memory lies in the unified address range the device attribute reports; the
+    // variable's address is what the kernel uses, so a wrong pointer shows in the sums below.
+    let kernel = code.get_kernel("accumulate").unwrap();
+    let n = 1000u32;
+    let config = LaunchConfig::for_elements(n.into(), 128);
+    for s in [1i32, 3] {
+        // The host's writes reach the kernel (the scale), and the kernel's the host (the sum).
+        scale.copy_from_host(&[s], &stream).unwrap();
+        total.copy_from_host(&[0u64], &stream).unwrap();
+        // SAFETY: the kernel touches only the module's own variables.
+        unsafe { launch(&stream, &config, &kernel, &[&n]) }.unwrap();
+        stream.sync().unwrap();
+        let want = s as u64 * (0..u64::from(n)).sum::<u64>();
+        assert_eq!(total.to_vec::<u64>(&stream).unwrap(), [want]);
+    }
+    // A plain __device__ variable is not a managed one, and an unknown name is refused by name.
+    match code.managed("nowhere", device) {
+        Err(Error::InvalidArgument {
+            name: "name",
+            reason,
+        }) => {
+            assert!(
+                reason.contains("__managed__") && reason.contains("nowhere"),
+                "{reason}"
+            )
+        }
+        other => panic!("an unknown managed variable gave {other:?}"),
+    }
+    let plain = code.managed("plain", device);
+    println!("cuLibraryGetManaged of a __device__ variable: {plain:?}");
+    // The managed lookup must not hand back a __device__ variable as managed memory.
+    assert!(
+        plain.is_err(),
+        "a __device__ variable was taken as managed: {plain:?}"
+    );
+    // And the plain lookup still finds it, not flagged managed.
+    assert!(!code.global("plain", device).unwrap().is_managed());
+    // The variable outlives its ObjectCode value (it keeps the code loaded).
+    drop(code);
+    scale.copy_from_host(&[5i32], &stream).unwrap();
+    assert_eq!(scale.to_vec::<i32>(&stream).unwrap(), [5]);
+}

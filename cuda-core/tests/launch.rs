@@ -1056,9 +1056,134 @@ fn every_launch_rule_holds_at_its_boundary() {
                 .with_cluster_scheduling_policy(spread);
             assert_eq!(try_launch(all), None);
             assert!(
-                standin::log().contains("attrs=4:2,6:1,8:-1,10:1,5:1"),
+                standin::log().contains("attrs=4:2.1.1,6:1,8:-1,10:1,5:1"),
                 "{}",
                 standin::log()
+            );
+            // A preferred cluster shape (11): a multiple of the cluster's, dividing the grid.
+            let preferring = |grid: u32, preferred: [u32; 3]| {
+                clustered(grid, [2, 1, 1]).with_preferred_cluster(preferred)
+            };
+            standin::clear_log();
+            assert_eq!(try_launch(preferring(8, [4, 1, 1])), None);
+            assert!(
+                standin::log().contains("attrs=4:2.1.1,11:4.1.1"),
+                "{}",
+                standin::log()
+            );
+            let preferred = Some("config.attributes.preferred_cluster");
+            assert_eq!(
+                try_launch(preferring(8, [3, 1, 1])),
+                preferred,
+                "not a multiple"
+            );
+            assert_eq!(
+                try_launch(preferring(6, [4, 1, 1])),
+                preferred,
+                "not dividing"
+            );
+            assert_eq!(try_launch(preferring(8, [4, 0, 1])), preferred, "a zero");
+            assert_eq!(
+                try_launch(plain(8, [32, 1, 1]).with_preferred_cluster([4, 1, 1])),
+                preferred,
+                "no regular cluster"
+            );
+            // An access-policy window (1): up to the device's largest window (128 MiB less
+            // 4 KiB here), a hit ratio within 0 to 1, misses not persisting.
+            use cuda_core::{AccessPolicyWindow, AccessProperty, DevicePtr};
+            let largest = 134_213_632;
+            let windowed =
+                |window: AccessPolicyWindow| plain(1, [32, 1, 1]).with_access_policy_window(window);
+            let window = AccessPolicyWindow::persisting(DevicePtr(0x10_0000), largest);
+            standin::clear_log();
+            assert_eq!(try_launch(windowed(window)), None);
+            assert!(
+                standin::log().contains(&format!("attrs=1:{largest}/100/2/1")),
+                "{}",
+                standin::log()
+            );
+            let half = AccessPolicyWindow {
+                hit_ratio: 0.25,
+                hit: AccessProperty::Normal,
+                miss: AccessProperty::Normal,
+                ..window
+            };
+            standin::clear_log();
+            assert_eq!(try_launch(windowed(half)), None);
+            assert!(
+                standin::log().contains(&format!("attrs=1:{largest}/25/0/0")),
+                "{}",
+                standin::log()
+            );
+            let refused_window = Some("config.attributes.access_policy_window");
+            for bad in [
+                AccessPolicyWindow {
+                    bytes: largest + 1,
+                    ..window
+                },
+                AccessPolicyWindow { bytes: 0, ..window },
+                AccessPolicyWindow {
+                    hit_ratio: 1.01,
+                    ..window
+                },
+                AccessPolicyWindow {
+                    hit_ratio: -0.01,
+                    ..window
+                },
+                AccessPolicyWindow {
+                    hit_ratio: f32::NAN,
+                    ..window
+                },
+                AccessPolicyWindow {
+                    miss: AccessProperty::Persisting,
+                    ..window
+                },
+            ] {
+                assert_eq!(try_launch(windowed(bad)), refused_window, "{bad:?}");
+            }
+            // A programmatic event (7): recorded by the launch, at block start or not; an
+            // event with timing is refused.
+            let early = device
+                .create_event(cuda_core::EventOptions::default())
+                .unwrap();
+            let record = |event: &cuda_core::Event, trigger| {
+                // SAFETY: the stand-in runs nothing.
+                refused(unsafe {
+                    cuda_core::launch_recording(
+                        &stream,
+                        &plain(1, [32, 1, 1]),
+                        &k0,
+                        &[],
+                        event,
+                        trigger,
+                    )
+                })
+            };
+            // The stand-in's name of the event, from a plain record of it.
+            standin::clear_log();
+            stream.record(&early).unwrap();
+            let event_name = standin::calls("cuEventRecord")
+                .first()
+                .and_then(|line| line.split_whitespace().nth(1).map(str::to_owned))
+                .expect("a record of the event");
+            standin::clear_log();
+            assert_eq!(
+                record(&early, cuda_core::EventTrigger::LaunchDependents),
+                None
+            );
+            assert_eq!(record(&early, cuda_core::EventTrigger::BlockStart), None);
+            let log = standin::log();
+            assert!(
+                log.contains(&format!("attrs=7:{event_name}/0"))
+                    && log.contains(&format!("attrs=7:{event_name}/1")),
+                "{log}"
+            );
+            let timed = device
+                .create_event(cuda_core::EventOptions::timing())
+                .unwrap();
+            assert_eq!(
+                record(&timed, cuda_core::EventTrigger::LaunchDependents),
+                Some("event")
             );
             // Without attributes, the plain cuLaunchKernel.
             standin::clear_log();
@@ -1083,6 +1208,34 @@ fn every_launch_rule_holds_at_its_boundary() {
                 on_old(plain(1, [32, 1, 1]).with_programmatic_serialization(true)),
                 Some("config.attributes.programmatic_serialization")
             );
+            // A programmatic event on a device older than 9.0, and one of another context.
+            let old_event = old
+                .create_event(cuda_core::EventOptions::default())
+                .unwrap();
+            // SAFETY: refused before the driver.
+            let on_old_event = unsafe {
+                cuda_core::launch_recording(
+                    &old_stream,
+                    &plain(1, [32, 1, 1]),
+                    &old_k0,
+                    &[],
+                    &old_event,
+                    cuda_core::EventTrigger::LaunchDependents,
+                )
+            };
+            assert_eq!(refused(on_old_event), Some("event"));
+            // SAFETY: refused before the driver.
+            let elsewhere = unsafe {
+                cuda_core::launch_recording(
+                    &stream,
+                    &plain(1, [32, 1, 1]),
+                    &k0,
+                    &[],
+                    &old_event,
+                    cuda_core::EventTrigger::LaunchDependents,
+                )
+            };
+            assert_eq!(refused(elsewhere), Some("event"));
         },
     );
 }

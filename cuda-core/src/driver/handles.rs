@@ -76,6 +76,25 @@ pub(crate) struct LaunchExtras {
     pub(crate) mem_sync_domain: Option<u32>,
     /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE` (`CUclusterSchedulingPolicy`).
     pub(crate) cluster_scheduling_policy: Option<u32>,
+    /// `CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION`.
+    pub(crate) preferred_cluster: Option<[u32; 3]>,
+    /// `CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW`.
+    pub(crate) access_policy_window: Option<AccessWindow>,
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`: the event, and whether it triggers at block
+    /// start.
+    pub(crate) programmatic_event: Option<(EventHandle, bool)>,
+}
+
+/// A `CUaccessPolicyWindow` by its values' codes; the hit ratio as its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AccessWindow {
+    pub(crate) base: u64,
+    pub(crate) bytes: usize,
+    pub(crate) hit_ratio_bits: u32,
+    /// `CUaccessProperty`.
+    pub(crate) hit: u32,
+    /// `CUaccessProperty`.
+    pub(crate) miss: u32,
 }
 
 /// One input of the driver's linker (`cuLinkAddData`), by `CUjitInputType` code.

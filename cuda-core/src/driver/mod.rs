@@ -36,9 +36,9 @@ mod tests;
 
 pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
-    ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle, GreenContextHandle,
-    KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput, PoolHandle, SmInfo,
-    StreamHandle,
+    AccessWindow, ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle,
+    GreenContextHandle, KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
+    PoolHandle, SmInfo, StreamHandle,
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};

@@ -159,6 +159,7 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
     case 16: *value = 132; break;   /* multiprocessors */
     case 75: *value = device == 1 ? (int)setting("STANDIN_DEVICE1_CC", 9) : 9; break; /* 9.0 */
     case 76: *value = 0; break;
+    case 109: *value = 134213632; break; /* largest access-policy window, as on an H200 */
     case 115: *value = 1; break;    /* memory pools */
     default: *value = 1; break;
     }
@@ -410,12 +411,35 @@ struct launch_config {
 };
 /* Logs the attributes as id:first-int-of-value, in order. */
 int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params, void **extra) {
-    char b[16], c[16], attrs[128] = "";
+    char b[16], c[16], attrs[256] = "";
     (void)params; (void)extra;
-    for (unsigned i = 0; i < config->count && strlen(attrs) < 100; i++) {
-        char one[24];
-        snprintf(one, sizeof one, "%s%u:%d", i ? "," : "", config->attrs[i].id,
-                 config->attrs[i].value.value);
+    for (unsigned i = 0; i < config->count && strlen(attrs) < 200; i++) {
+        char one[48];
+        const struct launch_attribute *a = &config->attrs[i];
+        if (a->id == 1) {
+            /* Access-policy window: bytes/hit ratio in percent/hit property/miss property. */
+            size_t bytes; float ratio; int hit, miss;
+            memcpy(&bytes, a->value.bytes + 8, sizeof bytes);
+            memcpy(&ratio, a->value.bytes + 16, sizeof ratio);
+            memcpy(&hit, a->value.bytes + 20, sizeof hit);
+            memcpy(&miss, a->value.bytes + 24, sizeof miss);
+            snprintf(one, sizeof one, "%s1:%zu/%d/%d/%d", i ? "," : "", bytes,
+                     (int)(ratio * 100.0f + 0.5f), hit, miss);
+        } else if (a->id == 7) {
+            /* Programmatic event: the event's name/trigger at block start. */
+            void *event; int start;
+            char e[16];
+            memcpy(&event, a->value.bytes, sizeof event);
+            memcpy(&start, a->value.bytes + 12, sizeof start);
+            snprintf(one, sizeof one, "%s7:%s/%d", i ? "," : "", name(event, e), start);
+        } else if (a->id == 4 || a->id == 11) {
+            /* Cluster shapes: x.y.z. */
+            unsigned d[3];
+            memcpy(d, a->value.bytes, sizeof d);
+            snprintf(one, sizeof one, "%s%u:%u.%u.%u", i ? "," : "", a->id, d[0], d[1], d[2]);
+        } else {
+            snprintf(one, sizeof one, "%s%u:%d", i ? "," : "", a->id, a->value.value);
+        }
         strcat(attrs, one);
     }
     note("cuLaunchKernelEx %s on %s grid=%u attrs=%s", name(f, c), name(config->stream, b),

@@ -15,9 +15,14 @@ pub(crate) trait ModuleApi {
     fn library_unload(&self, library: LibraryHandle) -> Result<()>;
     /// `cuLibraryGetKernel`.
     fn library_get_kernel(&self, library: LibraryHandle, name: &CStr) -> Result<KernelHandle>;
-    /// `cuLibraryGetGlobal` for the current context: the global's address and size.
-    fn library_get_global(&self, library: LibraryHandle, name: &CStr)
-        -> Result<(DevicePtr, usize)>;
+    /// `cuLibraryGetGlobal` for the current context, or `cuLibraryGetManaged` where
+    /// `managed`: the variable's address and size.
+    fn library_get_variable(
+        &self,
+        library: LibraryHandle,
+        name: &CStr,
+        managed: bool,
+    ) -> Result<(DevicePtr, usize)>;
     /// `cuLibraryGetKernelCount`, then `cuLibraryEnumerateKernels`.
     fn library_kernels(&self, library: LibraryHandle) -> Result<Vec<KernelHandle>>;
     /// `cuKernelGetAttribute` by `CUfunction_attribute` code.

@@ -4,11 +4,12 @@
 macro_rules! impl_hot_path {
     ($name:ident, $sys:ident) => {
         /// The most launch attributes one launch carries.
-        const MAX_ATTRIBUTES: usize = 6;
+        const MAX_ATTRIBUTES: usize = 9;
 
         /// The launch attributes a launch asks for, and how many: cluster dimensions,
         /// cooperative, programmatic stream serialization, priority, memory synchronisation
-        /// domain, cluster scheduling policy.
+        /// domain, cluster scheduling policy, preferred cluster, access-policy window,
+        /// programmatic event.
         fn launch_attributes(p: &LaunchParams) -> ([$sys::CUlaunchAttribute; MAX_ATTRIBUTES], u32) {
             use $sys::CUlaunchAttributeID as Id;
             let mut attributes: [$sys::CUlaunchAttribute; MAX_ATTRIBUTES] =
@@ -77,6 +78,40 @@ macro_rules! impl_hot_path {
                     Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
                 );
                 value.clusterSchedulingPolicyPreference = $sys::CUclusterSchedulingPolicy(policy);
+            }
+            if let Some([x, y, z]) = extras.preferred_cluster {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION,
+                );
+                value.preferredClusterDim.x = x;
+                value.preferredClusterDim.y = y;
+                value.preferredClusterDim.z = z;
+            }
+            if let Some(window) = extras.access_policy_window {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+                );
+                value.accessPolicyWindow = $sys::CUaccessPolicyWindow {
+                    base_ptr: window.base as usize as *mut std::ffi::c_void,
+                    num_bytes: window.bytes,
+                    hitRatio: f32::from_bits(window.hit_ratio_bits),
+                    hitProp: $sys::CUaccessProperty(window.hit),
+                    missProp: $sys::CUaccessProperty(window.miss),
+                };
+            }
+            if let Some((event, at_block_start)) = extras.programmatic_event {
+                let value = push(
+                    &mut attributes,
+                    &mut count,
+                    Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
+                );
+                value.programmaticEvent.event = event.0.cast();
+                value.programmaticEvent.flags = 0;
+                value.programmaticEvent.triggerAtBlockStart = i32::from(at_block_start);
             }
             (attributes, count as u32)
         }

@@ -32,19 +32,29 @@ macro_rules! impl_module_api {
                 Ok(KernelHandle(kernel.cast()))
             }
 
-            fn library_get_global(
+            fn library_get_variable(
                 &self,
                 library: LibraryHandle,
                 name: &std::ffi::CStr,
+                managed: bool,
             ) -> Result<(DevicePtr, usize)> {
                 let mut ptr = 0;
                 let mut bytes = 0;
-                call!(self.cuLibraryGetGlobal(
-                    &mut ptr,
-                    &mut bytes,
-                    library.0.cast(),
-                    name.as_ptr()
-                ))?;
+                if managed {
+                    call!(self.cuLibraryGetManaged(
+                        &mut ptr,
+                        &mut bytes,
+                        library.0.cast(),
+                        name.as_ptr()
+                    ))?;
+                } else {
+                    call!(self.cuLibraryGetGlobal(
+                        &mut ptr,
+                        &mut bytes,
+                        library.0.cast(),
+                        name.as_ptr()
+                    ))?;
+                }
                 Ok((ptr, bytes))
             }
 
