@@ -18,6 +18,9 @@
 //! | `stream_sync_idle` | synchronise an idle stream |
 //! | `launch_0`, `launch_4`, `launch_16` | launch an empty kernel of 0, 4 or 16 parameters (batched) |
 //! | `launch_cluster` | `cuLaunchKernelEx` of an empty kernel, grid 2 in one 2-block cluster (batched) |
+//! | `launch_attrs` | `cuLaunchKernelEx` of an empty kernel with programmatic stream serialization and the highest priority (batched) |
+//! | `pdl_chain` | a producer kernel (5 us of work after letting its dependent launch) and a consumer launched with programmatic dependent launch, then the stream synchronised |
+//! | `pdl_chain_plain` | the same two launches without programmatic dependent launch |
 //! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched; cuda-core's pool wrapped with `from_raw`, which keeps no small buffers) |
 //! | `alloc_churn` | the same through cuda-core's default resource, whose stream keeps the freed buffer for the next allocation |
 //! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
@@ -28,7 +31,8 @@
 //!
 //! cudarc has no equivalent of `device_current` or `device_by_ordinal` (it has no device type:
 //! the nearest, `CudaContext::new`, also retains the primary context and reads attributes) and
-//! none of `launch_cluster` (its launch builder has no `cuLaunchKernelEx`); those variants are
+//! none of `launch_cluster`, `launch_attrs` or the PDL chains (its launch builder has no
+//! `cuLaunchKernelEx`); those variants are
 //! left out.
 //!
 //! Everything each variant uses (the primary context, three streams, events, two libraries and
@@ -44,7 +48,9 @@ use std::hint::black_box;
 use std::ptr::null_mut;
 use std::sync::Arc;
 
-use benches::kernels::{EMPTY0, EMPTY16, EMPTY4, LAUNCH_KERNELS};
+use benches::kernels::{
+    EMPTY0, EMPTY16, EMPTY4, LAUNCH_KERNELS, PDL_CONSUMER, PDL_KERNELS, PDL_PRODUCER,
+};
 use benches::raw::{check, Handle, RawDriver, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING, SUCCESS};
 use common::{batched, Case};
 use criterion::{Bencher, Criterion};
@@ -152,10 +158,195 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
         diagnose(c, driver, &core, &raw, &raw_stream, &mut host);
         return;
     }
+    let pdl = pdl_setup(driver, device);
     device_cases(c, driver, &core, &raw, &rc);
     stream_event_cases(c, driver, &core, &raw, &rc);
     launch_cases(c, driver, &core, &raw, &rc);
+    if let Some(pdl) = &pdl {
+        pdl_cases(c, driver, &core, &raw, pdl);
+    }
     memory_cases(c, driver, &mut core, &raw, &mut rc, &mut host);
+}
+
+/// The producer and consumer of [`PDL_KERNELS`], for cuda-core and as raw `CUkernel`s of a
+/// library of the same cubin, with the device's highest launch priority; `None` (the PDL
+/// cases skipped) before compute capability 9.0.
+struct Pdl {
+    core: [Kernel; 2],
+    raw: [Handle; 2],
+    priority: i32,
+}
+
+fn pdl_setup<R: RawDriver>(d: &R, device: Device) -> Option<Pdl> {
+    match device.compute_capability() {
+        Ok((major, _)) if major >= 9 => {}
+        other => {
+            println!("overhead: launch_attrs and pdl_chain need compute capability 9.0 ({other:?}); skipped");
+            return None;
+        }
+    }
+    let code = match Program::new(PDL_KERNELS, ProgramOptions::default())
+        .with_name("pdl.cu")
+        .compile(CodeType::Cubin, &[])
+    {
+        Ok(code) => code,
+        Err(e) => {
+            println!("overhead: cannot compile the PDL kernels ({e}); skipped");
+            return None;
+        }
+    };
+    let names = [PDL_PRODUCER, PDL_CONSUMER];
+    let core = names.map(|name| code.get_kernel(name).expect("a PDL kernel"));
+    let mut library = null_mut();
+    let mut raw = [null_mut(); 2];
+    // SAFETY: writable out-pointers; the image is a cubin, alive for the call; the library is
+    // kept loaded for the run.
+    unsafe {
+        check(
+            d.cuLibraryLoadData(&mut library, code.code().as_ptr().cast()),
+            "cuLibraryLoadData",
+        );
+        for (kernel, name) in raw.iter_mut().zip(names) {
+            let name = CString::new(name).expect("a kernel name");
+            check(
+                d.cuLibraryGetKernel(kernel, library, name.as_ptr()),
+                "cuLibraryGetKernel",
+            );
+        }
+    }
+    let (_, priority) = device.stream_priority_range().expect("the priority range");
+    Some(Pdl {
+        core,
+        raw,
+        priority,
+    })
+}
+
+/// `launch_attrs` (a launch with programmatic serialization and priority attributes), and
+/// `pdl_chain` / `pdl_chain_plain` (a producer and its consumer launched, then the stream
+/// synchronised: with and without programmatic dependent launch).
+fn pdl_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState, pdl: &Pdl) {
+    let (Some(core_k), Some(raw_k)) = (&core.kernels, &raw.kernels) else {
+        return;
+    };
+    let attributed = LaunchConfig::new(GRID, BLOCK)
+        .with_programmatic_serialization(true)
+        .with_priority(pdl.priority);
+    Case::new("launch_attrs")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || {
+                    // SAFETY: an empty kernel of no parameters, on a live stream.
+                    let status = unsafe {
+                        d.cuLaunchKernelEx_pdl(
+                            raw_k[0],
+                            GRID,
+                            BLOCK,
+                            Some(pdl.priority),
+                            raw.stream,
+                            null_mut(),
+                        )
+                    };
+                    check(status, "cuLaunchKernelEx");
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                // SAFETY: an empty kernel of no parameters.
+                || unsafe { launch(&core.stream, &attributed, &core_k[0], &[]) }.unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        // cudarc: no equivalent (its launch builder has no cuLaunchKernelEx or attributes).
+        .run(c);
+
+    // 8 blocks of 128 threads over the 1024 u32s of two 4 KiB argument buffers.
+    let (grid, block, n) = ([8, 1, 1], [128, 1, 1], 1024u32);
+    let chain_config = LaunchConfig::new(grid, block);
+    for programmatic in [true, false] {
+        let name = if programmatic {
+            "pdl_chain"
+        } else {
+            "pdl_chain_plain"
+        };
+        let consumer_config = chain_config.with_programmatic_serialization(programmatic);
+        Case::new(name)
+            .variant("raw", |b| {
+                let [data, out, _, _] = &raw.args;
+                b.iter(|| {
+                    // SAFETY: 1024 u32s in each buffer, alive for the run, on a live stream.
+                    unsafe {
+                        let mut first = [arg(data), arg(&n)];
+                        check(
+                            d.cuLaunchKernel(
+                                pdl.raw[0],
+                                grid[0],
+                                grid[1],
+                                grid[2],
+                                block[0],
+                                block[1],
+                                block[2],
+                                0,
+                                raw.stream,
+                                first.as_mut_ptr(),
+                                null_mut(),
+                            ),
+                            "cuLaunchKernel",
+                        );
+                        let mut second = [arg(data), arg(out), arg(&n)];
+                        let status = if programmatic {
+                            d.cuLaunchKernelEx_pdl(
+                                pdl.raw[1],
+                                grid,
+                                block,
+                                None,
+                                raw.stream,
+                                second.as_mut_ptr(),
+                            )
+                        } else {
+                            d.cuLaunchKernel(
+                                pdl.raw[1],
+                                grid[0],
+                                grid[1],
+                                grid[2],
+                                block[0],
+                                block[1],
+                                block[2],
+                                0,
+                                raw.stream,
+                                second.as_mut_ptr(),
+                                null_mut(),
+                            )
+                        };
+                        check(status, "cuLaunchKernel(Ex)");
+                    }
+                    raw_sync(d, raw.stream);
+                });
+            })
+            .variant("cuda-core", |b| {
+                let [data, out, _, _] = &core.args;
+                b.iter(|| {
+                    // SAFETY: 1024 u32s in each buffer, alive for the run.
+                    unsafe {
+                        launch(&core.stream, &chain_config, &pdl.core[0], &[data, &n]).unwrap();
+                        launch(
+                            &core.stream,
+                            &consumer_config,
+                            &pdl.core[1],
+                            &[data, out, &n],
+                        )
+                        .unwrap();
+                    }
+                    core.stream.sync().unwrap();
+                });
+            })
+            // cudarc: no equivalent (no programmatic dependent launch).
+            .run(c);
+    }
 }
 
 fn core_setup(device: Device, code: Option<&cuda_core::ObjectCode>) -> Core {

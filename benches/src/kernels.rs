@@ -44,3 +44,28 @@ pub const FIRST_LAUNCH_VARIANTS: [&str; 4] = ["raw", "cuda-core", "cudarc", "cud
 /// The file, in the `first_launch` cache directory, that holds the cubin for the raw and
 /// cudarc variants (written by the priming run).
 pub const FIRST_LAUNCH_CUBIN: &str = "first_launch.cubin";
+
+/// A producer and a consumer for programmatic dependent launch (compute capability 9.0): the
+/// producer lets its dependent launch at once, then works about 5 us and writes; the consumer
+/// waits for it (`griddepcontrol.wait`) before reading.
+pub const PDL_KERNELS: &str = r#"
+extern "C" __global__ void producer(unsigned* data, unsigned n) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < 5000ull);
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] = i;
+}
+
+extern "C" __global__ void consumer(const unsigned* data, unsigned* out, unsigned n) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = data[i] + 1u;
+}
+"#;
+
+/// The names of [`PDL_KERNELS`]' kernels.
+pub const PDL_PRODUCER: &str = "producer";
+/// See [`PDL_PRODUCER`].
+pub const PDL_CONSUMER: &str = "consumer";

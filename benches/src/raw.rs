@@ -219,6 +219,23 @@ pub trait RawDriver {
         params: *mut *mut c_void,
     ) -> u32;
 
+    /// `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` and,
+    /// where given, `CU_LAUNCH_ATTRIBUTE_PRIORITY`: the `CUlaunchConfig` and its attributes
+    /// filled on the stack, as C code does at a launch.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuLaunchKernelEx_pdl(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        priority: Option<i32>,
+        stream: Handle,
+        params: *mut *mut c_void,
+    ) -> u32;
+
     /// `cuDeviceGetDefaultMemPool`.
     ///
     /// # Safety
@@ -577,6 +594,41 @@ macro_rules! raw_driver {
                     hStream: stream.cast(),
                     attrs: &mut attribute,
                     numAttrs: 1,
+                };
+                call!(self.cuLaunchKernelEx(&config, function.cast(), params, std::ptr::null_mut()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuLaunchKernelEx_pdl(
+                &self,
+                function: Handle,
+                grid: [u32; 3],
+                block: [u32; 3],
+                priority: Option<i32>,
+                stream: Handle,
+                params: *mut *mut c_void,
+            ) -> u32 {
+                use $sys::CUlaunchAttributeID as Id;
+                let mut attributes = [$sys::CUlaunchAttribute::default(); 2];
+                attributes[0].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+                attributes[0].value.programmaticStreamSerializationAllowed = 1;
+                let mut count = 1;
+                if let Some(priority) = priority {
+                    attributes[1].id = Id::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+                    attributes[1].value.priority = priority;
+                    count = 2;
+                }
+                let config = $sys::CUlaunchConfig {
+                    gridDimX: grid[0],
+                    gridDimY: grid[1],
+                    gridDimZ: grid[2],
+                    blockDimX: block[0],
+                    blockDimY: block[1],
+                    blockDimZ: block[2],
+                    sharedMemBytes: 0,
+                    hStream: stream.cast(),
+                    attrs: attributes.as_mut_ptr(),
+                    numAttrs: count,
                 };
                 call!(self.cuLaunchKernelEx(&config, function.cast(), params, std::ptr::null_mut()))
             }

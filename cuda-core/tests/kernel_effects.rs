@@ -594,3 +594,181 @@ fn a_programmatic_dependent_launch_starts_before_the_first_kernel_ends() {
     assert!(plain.iter().all(|&d| d >= 0), "{plain:?}");
     assert!(pdl.iter().all(|&d| d < -1_000_000), "{pdl:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_programmatic_event_lets_another_stream_start_before_the_kernel_ends() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(PDL, ProgramOptions::default().with_arch("90"))
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (first, second) = (
+        code.get_kernel("first").unwrap(),
+        code.get_kernel("second").unwrap(),
+    );
+    let (a, b) = (
+        device.create_stream(StreamOptions::default()).unwrap(),
+        device.create_stream(StreamOptions::default()).unwrap(),
+    );
+    let resource = device.memory_resource().unwrap();
+    let n = 4096u32;
+    let data = resource.allocate(4 * n as usize, &a).unwrap();
+    let mut out = resource.allocate(4 * n as usize, &a).unwrap();
+    let mut stamps = resource.allocate(16, &a).unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    let event = device
+        .create_event(cuda_core::EventOptions::default())
+        .unwrap();
+    // Raw addresses: buffers passed as such would order the two streams on each other, which
+    // is the overlap this test looks for. They stay allocated until the end of the test.
+    let (stamps_at, data_at, out_at) = (stamps.ptr(), data.ptr(), out.ptr());
+    // (second's start - first's end) in ns: negative when they overlapped.
+    let mut run = |programmatic: bool| -> i64 {
+        stamps.copy_from_host(&[0u64, u64::MAX], &a).unwrap();
+        out.fill(0u32, &a).unwrap();
+        a.sync().unwrap();
+        // SAFETY: n u32s at data and out, two u64s at stamps, all alive until the syncs below.
+        unsafe {
+            if programmatic {
+                cuda_core::launch_recording(
+                    &a,
+                    &config,
+                    &first,
+                    &[&stamps_at, &data_at, &n],
+                    &event,
+                    cuda_core::EventTrigger::LaunchDependents,
+                )
+                .unwrap();
+            } else {
+                launch(&a, &config, &first, &[&stamps_at, &data_at, &n]).unwrap();
+                a.record(&event).unwrap();
+            }
+            b.wait(&event).unwrap();
+            launch(&b, &config, &second, &[&stamps_at, &data_at, &out_at, &n]).unwrap();
+        }
+        b.sync().unwrap();
+        a.sync().unwrap();
+        // The event completes for the host too, once the kernel is done.
+        event.sync().unwrap();
+        assert!(event.is_done().unwrap());
+        let got = out.to_vec::<u32>(&a).unwrap();
+        // Catches a second kernel that read before griddepcontrol.wait held it.
+        assert!(
+            got.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 2),
+            "the second kernel read the first's output too early (programmatic {programmatic})"
+        );
+        let [end, start] = <[u64; 2]>::try_from(stamps.to_vec::<u64>(&a).unwrap()).unwrap();
+        start as i64 - end as i64
+    };
+    // The control: an ordinary record after the kernel lets the other stream start only after.
+    let plain: Vec<i64> = (0..3).map(|_| run(false)).collect();
+    let programmatic: Vec<i64> = (0..3).map(|_| run(true)).collect();
+    println!(
+        "second start - first end, ns: plain record {plain:?}, programmatic event {programmatic:?}"
+    );
+    assert!(plain.iter().all(|&d| d >= 0), "{plain:?}");
+    // The event fired at the trigger, ~2 ms before the first kernel ended.
+    assert!(
+        programmatic.iter().all(|&d| d < -1_000_000),
+        "{programmatic:?}"
+    );
+}
+
+const CLUSTERS: &str = r#"
+// Per block: the number of blocks in its cluster and its cluster's linear index.
+extern "C" __global__ void cluster_shape(unsigned* sizes, unsigned* ids, float* y,
+                                         const float* x, unsigned n) {
+    unsigned size, id;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+    if (threadIdx.x == 0) { sizes[blockIdx.x] = size; ids[blockIdx.x] = id; }
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 3.0f * x[i];
+}
+"#;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_preferred_cluster_shape_and_an_access_policy_window_reach_the_launch() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(CLUSTERS, ProgramOptions::default().with_arch("90"))
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let kernel = code.get_kernel("cluster_shape").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let resource = device.memory_resource().unwrap();
+    let blocks = 64u32;
+    let n = blocks * 128;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let mut xs = resource.allocate(4 * n as usize, &stream).unwrap();
+    xs.copy_from_host(&x, &stream).unwrap();
+    let mut ys = resource.allocate(4 * n as usize, &stream).unwrap();
+    let mut sizes = resource.allocate(4 * blocks as usize, &stream).unwrap();
+    let ids = resource.allocate(4 * blocks as usize, &stream).unwrap();
+    let base = LaunchConfig::new([blocks, 1, 1], [128, 1, 1]).with_cluster([2, 1, 1]);
+    let mut run = |config: LaunchConfig| -> cuda_core::Result<Vec<u32>> {
+        sizes.fill(0u32, &stream)?;
+        ys.fill(0u32, &stream)?;
+        // SAFETY: `blocks` u32s in sizes and ids, n floats in xs and ys.
+        unsafe { launch(&stream, &config, &kernel, &[&sizes, &ids, &ys, &xs, &n]) }?;
+        let y = ys.to_vec::<f32>(&stream)?;
+        assert!(
+            y.iter().zip(&x).all(|(y, x)| *y == 3.0 * x),
+            "wrong results under {config:?}"
+        );
+        sizes.to_vec::<u32>(&stream)
+    };
+    // The control: the regular shape alone gives clusters of 2.
+    let regular = run(base).unwrap();
+    assert!(regular.iter().all(|&s| s == 2), "{regular:?}");
+    match run(base.with_preferred_cluster([4, 1, 1])) {
+        Ok(preferred) => {
+            let fours = preferred.iter().filter(|&&s| s == 4).count();
+            println!(
+                "preferred cluster 4 over regular 2, 64 blocks: {fours} blocks in clusters of 4, \
+                 {} in clusters of 2",
+                preferred.iter().filter(|&&s| s == 2).count()
+            );
+            // Every block is in a regular or a preferred cluster, nothing else.
+            assert!(preferred.iter().all(|&s| s == 2 || s == 4), "{preferred:?}");
+            let (major, _) = device.compute_capability().unwrap();
+            if fours == 0 {
+                common::not_run(
+                    "preferred-cluster",
+                    &format!(
+                        "the driver took the preferred cluster shape but grouped no block by it \
+                         on compute capability {major}.x"
+                    ),
+                );
+            }
+        }
+        Err(e) => common::not_run(
+            "preferred-cluster",
+            &format!("the driver refused a preferred cluster shape on this device: {e}"),
+        ),
+    }
+    // An access-policy window over the input, persisting: taken by the driver, results right.
+    let window = cuda_core::AccessPolicyWindow::persisting(xs.ptr(), xs.size());
+    let windowed = run(base.with_access_policy_window(window)).unwrap();
+    assert!(windowed.iter().all(|&s| s == 2), "{windowed:?}");
+    // A window past the device's largest is refused before the driver, naming the limit.
+    let largest = device.properties().max_access_policy_window_size().unwrap();
+    println!("largest access-policy window: {largest} bytes");
+    let too_big = cuda_core::AccessPolicyWindow::persisting(xs.ptr(), largest as usize + 1);
+    // SAFETY: refused before the driver.
+    let err = unsafe {
+        launch(
+            &stream,
+            &base.with_access_policy_window(too_big),
+            &kernel,
+            &[&sizes, &ids, &ys, &xs, &n],
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "config.attributes.access_policy_window", reason } if reason.contains(&largest.to_string())),
+        "{err}"
+    );
+}

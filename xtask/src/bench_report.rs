@@ -30,6 +30,9 @@ const CASES: &[&str] = &[
     "launch_4",
     "launch_16",
     "launch_cluster",
+    "launch_attrs",
+    "pdl_chain",
+    "pdl_chain_plain",
     "alloc_free_1k",
     "alloc_churn",
     "copy_htod_4k",
@@ -59,6 +62,21 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
         "launch_cluster",
         "cudarc",
         "cudarc's launch builder has no `cuLaunchKernelEx`, so no thread-block clusters.",
+    ),
+    (
+        "launch_attrs",
+        "cudarc",
+        "cudarc's launch builder has no `cuLaunchKernelEx`, so no launch attributes.",
+    ),
+    (
+        "pdl_chain",
+        "cudarc",
+        "cudarc's launch builder has no `cuLaunchKernelEx`, so no programmatic dependent launch.",
+    ),
+    (
+        "pdl_chain_plain",
+        "cudarc",
+        "Left out with `pdl_chain`, its control.",
     ),
     (
         "compile_saxpy",
