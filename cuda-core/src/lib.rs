@@ -62,7 +62,10 @@ pub use memory::{
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };
 pub use object_code::{CodeType, ObjectCode};
-pub use program::{nvrtc_version, preload_nvrtc, FastCompile, Program, ProgramOptions};
+pub use program::{
+    nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,
+    ProgramOptions,
+};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 

@@ -120,6 +120,33 @@ pub struct ProgramOptions {
     pub device_stack_protector: Option<bool>,
     /// Let the kernel change the stack limit (`--modify-stack-limit`).
     pub modify_stack_limit: Option<bool>,
+    /// Warn where members are initialised in another order than declared (`-Wreorder`;
+    /// NVRTC 13 and newer).
+    pub warn_reorder: bool,
+    /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
+    /// source includes first, or uses one it made before for the same ones. Give `pch_dir`
+    /// with it: NVRTC 12.9 otherwise writes the file to the working directory.
+    pub pch: bool,
+    /// Create a precompiled header of the headers the source includes first, in this file
+    /// (`-create-pch=<file>`). Where NVRTC cannot (its PCH heap too small, say), the compile
+    /// still succeeds and its log says why, with the heap size needed (see
+    /// [`set_pch_heap_size`]).
+    pub create_pch: Option<PathBuf>,
+    /// Use this precompiled header (`-use-pch=<file>`), made with `create_pch` for the same
+    /// headers by the same NVRTC; a file that does not fit is a warning, and the headers are
+    /// read as usual.
+    pub use_pch: Option<PathBuf>,
+    /// Where automatic precompiled headers are written and looked for (`-pch-dir=<dir>`).
+    pub pch_dir: Option<PathBuf>,
+    /// Whether the log says why a precompiled header was not created or used
+    /// (`-pch-verbose`).
+    pub pch_verbose: Option<bool>,
+    /// Whether the log says when a precompiled header is created or used (`-pch-messages`;
+    /// on by default).
+    pub pch_messages: Option<bool>,
+    /// Instantiate the headers' templates into the precompiled header
+    /// (`-instantiate-templates-in-pch`).
+    pub instantiate_templates_in_pch: Option<bool>,
     /// More options, passed as they are.
     pub extra: Vec<String>,
 }
@@ -181,6 +208,14 @@ crate::options::chainers!(ProgramOptions {
     with_random_seed(random_seed: impl Into<String>) => some;
     with_device_stack_protector(device_stack_protector: bool) => some;
     with_modify_stack_limit(modify_stack_limit: bool) => some;
+    with_warn_reorder(warn_reorder: bool);
+    with_pch(pch: bool);
+    with_create_pch(create_pch: impl Into<PathBuf>) => some;
+    with_use_pch(use_pch: impl Into<PathBuf>) => some;
+    with_pch_dir(pch_dir: impl Into<PathBuf>) => some;
+    with_pch_verbose(pch_verbose: bool) => some;
+    with_pch_messages(pch_messages: bool) => some;
+    with_instantiate_templates_in_pch(instantiate_templates_in_pch: bool) => some;
     with_extra(extra: Vec<String>);
 });
 
@@ -260,6 +295,14 @@ impl ProgramOptions {
         on(self.warnings_as_errors, "-Werror=all-warnings");
         on(self.minimal, "-minimal");
         on(self.no_cache, "--no-cache");
+        on(self.warn_reorder, "-Wreorder");
+        on(self.pch, "-pch");
+        let file = |option: &str, path: &Option<PathBuf>| {
+            path.as_ref().map(|p| format!("-{option}={}", p.display()))
+        };
+        args.extend(file("create-pch", &self.create_pch));
+        args.extend(file("use-pch", &self.use_pch));
+        args.extend(file("pch-dir", &self.pch_dir));
         args.extend(
             self.ptxas_options
                 .iter()
@@ -279,6 +322,12 @@ impl ProgramOptions {
         ));
         args.extend(flag("device-stack-protector", self.device_stack_protector));
         args.extend(flag("-modify-stack-limit", self.modify_stack_limit));
+        args.extend(flag("pch-verbose", self.pch_verbose));
+        args.extend(flag("pch-messages", self.pch_messages));
+        args.extend(flag(
+            "instantiate-templates-in-pch",
+            self.instantiate_templates_in_pch,
+        ));
         args.extend(
             self.optimization_info
                 .iter()
@@ -325,11 +374,14 @@ impl ProgramOptions {
         }
         // The typed options NVRTC 12.9 refuses (found by compiling with each against NVRTC 12.9
         // and 13), all from NVRTC 13.0: `(field, option, set here)`.
-        let since_13 = [(
-            "warnings_as_errors",
-            "-Werror=all-warnings",
-            self.warnings_as_errors,
-        )];
+        let since_13 = [
+            (
+                "warnings_as_errors",
+                "-Werror=all-warnings",
+                self.warnings_as_errors,
+            ),
+            ("warn_reorder", "-Wreorder", self.warn_reorder),
+        ];
         for (field, option, set) in since_13 {
             if set {
                 return Err(Error::InvalidArgument {
@@ -474,6 +526,33 @@ impl Program {
 }
 
 impl Program {
+    /// Checks the program's device code without generating any (`-fdevice-syntax-only`):
+    /// NVRTC's log (its warnings) when the source is valid, [`Error::Compile`] with the log
+    /// when not. Faster than a compile where only the diagnostics matter.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Error, Program, ProgramOptions};
+    ///
+    /// let bad = Program::new("__global__ void k() { undeclared(); }", ProgramOptions::default());
+    /// assert!(matches!(bad.check_syntax(), Err(Error::Compile { .. })));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "--fdevice-syntax-only")]
+    pub fn check_syntax(&self) -> Result<String> {
+        let mut options = self.options.resolved()?;
+        let (major, minor) = nvrtc_version()?;
+        options.check_nvrtc(major, minor)?;
+        options.extra.push("-fdevice-syntax-only".to_owned());
+        let checked = driver::compile(
+            &self.source,
+            &self.name,
+            &options.to_args(CodeType::Ptx),
+            &[],
+            NvrtcOutput::Nothing,
+        )?;
+        Ok(checked.log)
+    }
+
     /// The cache key of compiling this program for `target` with these name expressions:
     /// a SHA-256 over the source, the name, every option (with the architecture resolved), the
     /// target, the name expressions, the contents of every header the source can reach (see
@@ -610,6 +689,29 @@ fn key(
         key = key.field("builtin_header", name.as_bytes());
     }
     key.finish()
+}
+
+/// The size of NVRTC's heap for creating precompiled headers, in bytes
+/// (`nvrtcGetPCHHeapSize`; NVRTC 12.8 and newer). It is the process's: one for every program.
+#[doc(alias = "nvrtcGetPCHHeapSize")]
+pub fn pch_heap_size() -> Result<usize> {
+    driver::pch_heap_size()
+}
+
+/// Sets the size of NVRTC's heap for creating precompiled headers (`nvrtcSetPCHHeapSize`),
+/// for every later compile of the process. A precompiled header that did not fit says in its
+/// compile's log how much it needs.
+///
+/// ```no_run
+/// # fn main() -> cuda_core::Result<()> {
+/// let before = cuda_core::pch_heap_size()?;
+/// cuda_core::set_pch_heap_size(2 * before)?;
+/// assert_eq!(cuda_core::pch_heap_size()?, 2 * before);
+/// # Ok(()) }
+/// ```
+#[doc(alias = "nvrtcSetPCHHeapSize")]
+pub fn set_pch_heap_size(bytes: usize) -> Result<()> {
+    driver::set_pch_heap_size(bytes)
 }
 
 /// The version of the NVRTC this process uses, `(major, minor)`.

@@ -746,3 +746,162 @@ fn optimization_remarks_reach_the_log() {
     );
     println!("remarks checked");
 }
+
+/// A header worth precompiling: 500 class templates.
+fn big_header(dir: &std::path::Path) {
+    let body: String = (0..500)
+        .map(|i| format!("template <int N> struct T{i} {{ static constexpr int v = N * {i}; }};\n"))
+        .collect();
+    std::fs::write(dir.join("big.h"), body).unwrap();
+}
+
+const USES_BIG: &str =
+    "#include \"big.h\"\nextern \"C\" __global__ void k(int* x) { x[0] = T7<3>::v; }\n";
+
+/// Precompiled headers: created in the file named, then used from it (the log says each);
+/// automatic ones land in the directory given; the messages can be turned off; and the output
+/// is the same PTX with and without.
+#[test]
+fn precompiled_headers_are_created_and_used() {
+    if !nvrtc() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    big_header(dir.path());
+    let base = || options().with_include_paths(vec![dir.path().to_path_buf()]);
+    let (plain, log) = try_compile(USES_BIG, base()).unwrap();
+    // The control: no precompiled header without the options.
+    assert!(!log.contains("precompiled header"), "{log}");
+    let pch = dir.path().join("big.pch");
+    let (created, log) = try_compile(USES_BIG, base().with_create_pch(&pch)).unwrap();
+    // Catches an option that never reached NVRTC, or a misspelled file argument.
+    assert!(
+        log.contains("creating precompiled header") && pch.exists(),
+        "{log}"
+    );
+    let (used, log) = try_compile(USES_BIG, base().with_use_pch(&pch)).unwrap();
+    assert!(log.contains("using precompiled header"), "{log}");
+    // The same program compiles to the same code every way.
+    assert_eq!((&created, &used), (&plain, &plain));
+    // A precompiled header of other headers is not taken silently.
+    std::fs::write(dir.path().join("other.h"), "struct Other {};\n").unwrap();
+    let (_, log) = try_compile(
+        "#include \"other.h\"\nextern \"C\" __global__ void k() {}\n",
+        base().with_use_pch(&pch).with_pch_verbose(true),
+    )
+    .unwrap();
+    assert!(!log.contains("using precompiled header"), "{log}");
+    // Automatic: written into pch_dir, then used from there.
+    let auto = dir.path().join("auto");
+    std::fs::create_dir(&auto).unwrap();
+    let automatic = || base().with_pch(true).with_pch_dir(&auto);
+    let (_, log) = try_compile(USES_BIG, automatic()).unwrap();
+    assert!(log.contains("creating precompiled header"), "{log}");
+    let made: Vec<_> = std::fs::read_dir(&auto).unwrap().collect();
+    assert_eq!(made.len(), 1, "one precompiled header in pch_dir");
+    let (_, log) = try_compile(USES_BIG, automatic()).unwrap();
+    assert!(log.contains("using precompiled header"), "{log}");
+    // Quiet: the same use without the message.
+    let (_, log) = try_compile(USES_BIG, automatic().with_pch_messages(false)).unwrap();
+    assert!(!log.contains("precompiled header"), "{log}");
+    // The templates option is taken (a misspelling would fail the compile, as above).
+    let (_, _) = try_compile(
+        USES_BIG,
+        base()
+            .with_create_pch(dir.path().join("templates.pch"))
+            .with_instantiate_templates_in_pch(true),
+    )
+    .unwrap();
+    assert!(dir.path().join("templates.pch").exists());
+}
+
+/// The PCH heap: read and set (for the whole process, so alone in a child process); a heap
+/// too small for the header leaves the compile working and the log naming the size needed.
+#[test]
+fn a_pch_heap_too_small_is_reported_with_the_size_needed() {
+    crate::common::alone(
+        module_path!(),
+        "a_pch_heap_too_small_is_reported_with_the_size_needed",
+        || {
+            if !nvrtc() {
+                return;
+            }
+            let heap = cuda_core::pch_heap_size().unwrap();
+            assert!(heap > 0, "{heap}");
+            let dir = tempfile::tempdir().unwrap();
+            big_header(dir.path());
+            cuda_core::set_pch_heap_size(4096).unwrap();
+            // Catches a setter that does not reach NVRTC.
+            assert_eq!(cuda_core::pch_heap_size().unwrap(), 4096);
+            let pch = dir.path().join("big.pch");
+            let (ptx, log) = try_compile(
+                USES_BIG,
+                options()
+                    .with_include_paths(vec![dir.path().to_path_buf()])
+                    .with_create_pch(&pch),
+            )
+            .unwrap();
+            assert!(ptx.contains(".entry k"), "the compile itself succeeded");
+            let needed = log
+                .split("bytes are needed")
+                .next()
+                .and_then(|head| head.rsplit(", ").next())
+                .and_then(|n| n.trim().parse::<usize>().ok());
+            println!("PCH heap 4096 bytes: {log}");
+            assert!(
+                log.contains("too small") && needed.is_some_and(|n| n > 4096),
+                "{log}"
+            );
+            // With the heap it asked for, the header is created.
+            cuda_core::set_pch_heap_size(needed.unwrap().max(heap)).unwrap();
+            let (_, log) = try_compile(
+                USES_BIG,
+                options()
+                    .with_include_paths(vec![dir.path().to_path_buf()])
+                    .with_create_pch(&pch),
+            )
+            .unwrap();
+            assert!(log.contains("creating precompiled header"), "{log}");
+            cuda_core::set_pch_heap_size(heap).unwrap();
+        },
+    );
+}
+
+/// A syntax check: the warnings of a valid program, the errors of an invalid one, and no code
+/// either way; `-Wreorder`'s warning on NVRTC 13, refused before NVRTC 12.
+#[test]
+fn a_syntax_check_gives_the_diagnostics_without_code() {
+    if !nvrtc() {
+        return;
+    }
+    let (major, _) = nvrtc_version().unwrap();
+    let log = Program::new(WARNS, options()).check_syntax().unwrap();
+    // The same warning a compile gives (catches a check that compiled nothing at all).
+    assert!(log.contains("#177-D"), "{log}");
+    let err = Program::new(
+        "extern \"C\" __global__ void k() { undeclared(); }",
+        options(),
+    )
+    .with_name("bad.cu")
+    .check_syntax()
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::Compile { program, log } if program == "bad.cu" && log.contains("undeclared")),
+        "{err}"
+    );
+    let reorder = r#"struct A { int b; int a; __device__ A() : a(1), b(2) {} };
+        extern "C" __global__ void k(int* x) { A v; x[0] = v.a + v.b; }"#;
+    let quiet = Program::new(reorder, options()).check_syntax().unwrap();
+    assert!(!quiet.contains("initialization of member"), "{quiet}");
+    let checked = Program::new(reorder, options().with_warn_reorder(true)).check_syntax();
+    if major >= 13 {
+        let log = checked.unwrap();
+        assert!(log.contains("initialization of member"), "{log}");
+    } else {
+        let err = checked.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("warn_reorder") && reason.contains("NVRTC 13.0")),
+            "{err}"
+        );
+    }
+}

@@ -42,4 +42,6 @@ pub(crate) use self::handles::{
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};
-pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_identity, nvrtc_version, NvrtcOutput};
+pub(crate) use self::nvrtc::{
+    compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
+};

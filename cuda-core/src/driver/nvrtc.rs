@@ -36,6 +36,8 @@ pub(crate) enum NvrtcOutput {
     Ptx,
     Cubin,
     LtoIr,
+    /// Nothing: a syntax check (`-fdevice-syntax-only`), whose log is the result.
+    Nothing,
 }
 
 /// A successful compilation.
@@ -169,7 +171,15 @@ fn compile_program(
             ),
         });
     }
+    let log = log + &pch_note(t, program);
     let (size_fn, get_fn, symbol) = match output {
+        NvrtcOutput::Nothing => {
+            return Ok(Compiled {
+                code: Vec::new(),
+                log,
+                lowered: Vec::new(),
+            })
+        }
         NvrtcOutput::Ptx => (t.nvrtcGetPTXSize, t.nvrtcGetPTX, "nvrtcGetPTX"),
         NvrtcOutput::Cubin => (t.nvrtcGetCUBINSize, t.nvrtcGetCUBIN, "nvrtcGetCUBIN"),
         NvrtcOutput::LtoIr => (t.nvrtcGetLTOIRSize, t.nvrtcGetLTOIR, "nvrtcGetLTOIR"),
@@ -206,6 +216,80 @@ fn compile_program(
         lowered.push((expression.to_string_lossy().into_owned(), name));
     }
     Ok(Compiled { code, log, lowered })
+}
+
+/// A line for the log where NVRTC tried to create a precompiled header and could not
+/// (`nvrtcGetPCHCreateStatus`), with the heap it needed where that was the reason; empty
+/// otherwise (created, not attempted, or an NVRTC without precompiled headers).
+fn pch_note(t: &NvrtcTable, program: nvrtcProgram) -> String {
+    let Some(status) = t.nvrtcGetPCHCreateStatus else {
+        return String::new();
+    };
+    // SAFETY: a live, compiled program.
+    let status = unsafe { status(program) };
+    match status {
+        nvrtcResult::NVRTC_SUCCESS | nvrtcResult::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => {
+            String::new()
+        }
+        nvrtcResult::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
+            let mut required = 0;
+            if let Some(f) = t.nvrtcGetPCHHeapSizeRequired {
+                // SAFETY: a live program and a writable out-pointer.
+                unsafe { f(program, &mut required) };
+            }
+            format!(
+                "\ncuda-core: the precompiled header was not created: NVRTC's PCH heap ({} \
+                 bytes) is too small, {required} bytes are needed (see set_pch_heap_size)\n",
+                pch_heap_size().unwrap_or(0)
+            )
+        }
+        other => format!(
+            "\ncuda-core: the precompiled header was not created: {}\n",
+            error_string(t, other)
+        ),
+    }
+}
+
+/// `nvrtcGetPCHHeapSize`.
+pub(crate) fn pch_heap_size() -> Result<usize> {
+    let t = nvrtc()?.table();
+    let f = t
+        .nvrtcGetPCHHeapSize
+        .ok_or_else(|| no_pch("nvrtcGetPCHHeapSize"))?;
+    let mut size = 0;
+    // SAFETY: a writable out-pointer.
+    let status = unsafe { f(&mut size) };
+    pch_result(t, status, "nvrtcGetPCHHeapSize").map(|()| size)
+}
+
+/// `nvrtcSetPCHHeapSize`.
+pub(crate) fn set_pch_heap_size(bytes: usize) -> Result<()> {
+    let t = nvrtc()?.table();
+    let f = t
+        .nvrtcSetPCHHeapSize
+        .ok_or_else(|| no_pch("nvrtcSetPCHHeapSize"))?;
+    // SAFETY: plain data.
+    let status = unsafe { f(bytes) };
+    pch_result(t, status, "nvrtcSetPCHHeapSize")
+}
+
+fn no_pch(symbol: &str) -> Error {
+    Error::NvrtcNotFound {
+        reason: format!(
+            "the loaded NVRTC lacks {symbol}: precompiled headers need NVRTC 12.8 or newer"
+        ),
+        source: None,
+    }
+}
+
+fn pch_result(t: &NvrtcTable, status: nvrtcResult, what: &str) -> Result<()> {
+    if status == nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        name: "bytes",
+        reason: format!("{what} failed: {}", error_string(t, status)),
+    })
 }
 
 type SizeFn = Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>;
