@@ -487,13 +487,13 @@ pub unsafe fn launch(
 }
 
 /// [`launch`], recording `event` from the kernel (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`):
-/// the event fires once every block has triggered it (see [`EventTrigger`]), which can be
-/// before the kernel ends. Work on another stream that waits for the event
-/// ([`Stream::wait`]) may then start while this kernel still runs; a kernel among that work
-/// that reads what this one writes must first run `griddepcontrol.wait`
-/// (`cudaGridDependencySynchronize`), which waits for this kernel to end and its writes to be
-/// visible. The host sees the event complete no earlier than the trigger, and possibly only
-/// once the kernel has ended.
+/// the event may fire once every block has triggered it (see [`EventTrigger`]), before the
+/// kernel ends, so that work on another stream that waits for it ([`Stream::wait`]) may
+/// start early. The driver allows this overlap but does not promise it: it may fire the
+/// event only when the kernel ends (the H200 with driver 580 did, outside graphs). So work
+/// that waits for the event must not rely on this kernel's writes being done unless the
+/// kernel triggers only after making them; the host sees the event complete no earlier
+/// than the trigger, and possibly only once the kernel has ended.
 ///
 /// Checked before the driver, besides [`launch`]'s rules: the event is of the stream's
 /// context, made without timing ([`EventOptions::timing`](crate::EventOptions::timing)

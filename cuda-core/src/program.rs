@@ -97,7 +97,7 @@ pub struct ProgramOptions {
     pub diag_suppress: Vec<u32>,
     /// Diagnostic numbers made warnings (`-diag-warn=<n>`).
     pub diag_warn: Vec<u32>,
-    /// Every warning an error (`-Werror=all-warnings`; NVRTC 13 and newer).
+    /// Every warning an error (`-Werror=all-warnings`; NVRTC 13.1 and newer).
     pub warnings_as_errors: bool,
     /// Write the compile's phase timings, as CSV, to this file (`-time=<file>`). A cache hit
     /// writes nothing.
@@ -112,7 +112,10 @@ pub struct ProgramOptions {
     pub fast_compile: Option<FastCompile>,
     /// Leave out the headers NVRTC includes by default, for a faster compile (`-minimal`).
     pub minimal: bool,
-    /// Do not use NVRTC's own cache of builtins (`--no-cache`).
+    /// Do not use NVRTC's own cache of compiled programs (`--no-cache`; NVRTC 12.9 and
+    /// newer). A compile that cache answers has none of the log a real compile writes, such as
+    /// the ptxas report of `ptxas_options` `-v` or the remarks of `optimization_info`: set this
+    /// where those matter (NVRTC 12.9 answered from it on a machine with a GPU driver).
     pub no_cache: bool,
     /// The seed for names NVRTC makes up, for reproducible output (`-frandom-seed=<s>`).
     pub random_seed: Option<String>,
@@ -121,7 +124,7 @@ pub struct ProgramOptions {
     /// Let the kernel change the stack limit (`--modify-stack-limit`).
     pub modify_stack_limit: Option<bool>,
     /// Warn where members are initialised in another order than declared (`-Wreorder`;
-    /// NVRTC 13 and newer).
+    /// NVRTC 13.1 and newer).
     pub warn_reorder: bool,
     /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
     /// source includes first, or uses one it made before for the same ones. Give `pch_dir`
@@ -369,26 +372,25 @@ impl ProgramOptions {
 
     /// Refuses the options the NVRTC of major `major` lacks, naming the versions that have them.
     pub(crate) fn check_nvrtc(&self, major: i32, minor: i32) -> Result<()> {
-        if major >= 13 {
-            return Ok(());
-        }
-        // The typed options NVRTC 12.9 refuses (found by compiling with each against NVRTC 12.9
-        // and 13), all from NVRTC 13.0: `(field, option, set here)`.
-        let since_13 = [
+        // The typed options older NVRTCs refuse, with the first version that takes them (found
+        // by compiling with each against NVRTC 12.9, 13.0, 13.1, 13.2, 13.4 and 13.5):
+        // `(field, option, set here, since)`.
+        let newer = [
             (
                 "warnings_as_errors",
                 "-Werror=all-warnings",
                 self.warnings_as_errors,
+                (13, 1),
             ),
-            ("warn_reorder", "-Wreorder", self.warn_reorder),
+            ("warn_reorder", "-Wreorder", self.warn_reorder, (13, 1)),
         ];
-        for (field, option, set) in since_13 {
-            if set {
+        for (field, option, set, (since_major, since_minor)) in newer {
+            if set && (major, minor) < (since_major, since_minor) {
                 return Err(Error::InvalidArgument {
                     name: "options",
                     reason: format!(
-                        "{field} ({option}) needs NVRTC 13.0 or newer; this is NVRTC \
-                         {major}.{minor}"
+                        "{field} ({option}) needs NVRTC {since_major}.{since_minor} or newer; \
+                         this is NVRTC {major}.{minor}"
                     ),
                 });
             }
@@ -752,15 +754,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_option_nvrtc_12_lacks_is_refused_there_naming_the_version_that_has_it() {
-        let strict = ProgramOptions::default().with_warnings_as_errors(true);
-        let err = strict.check_nvrtc(12, 9).unwrap_err();
-        assert!(
-            matches!(&err, Error::InvalidArgument { reason, .. }
-                if reason.contains("warnings_as_errors") && reason.contains("13.0") && reason.contains("12.9")),
-            "{err}"
-        );
-        assert!(strict.check_nvrtc(13, 0).is_ok());
+    fn an_option_older_nvrtcs_lack_is_refused_there_naming_the_version_that_has_it() {
+        for strict in [
+            ProgramOptions::default().with_warnings_as_errors(true),
+            ProgramOptions::default().with_warn_reorder(true),
+        ] {
+            for (major, minor) in [(12, 9), (13, 0)] {
+                let err = strict.check_nvrtc(major, minor).unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidArgument { reason, .. }
+                        if reason.contains("13.1") && reason.contains(&format!("{major}.{minor}"))),
+                    "{err}"
+                );
+            }
+            assert!(strict.check_nvrtc(13, 1).is_ok());
+            assert!(strict.check_nvrtc(14, 0).is_ok());
+        }
         assert!(ProgramOptions::default()
             .with_fast_math(true)
             .check_nvrtc(12, 9)
