@@ -53,7 +53,7 @@ pub use global::Global;
 pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
 pub use kernel::{ClusterSchedulingPolicy, Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{launch, DeviceRepr, KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain};
-pub use linker::{Linker, LinkerBackend, LinkerOptions};
+pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,

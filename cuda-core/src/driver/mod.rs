@@ -37,9 +37,9 @@ mod tests;
 pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
     ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle, GreenContextHandle,
-    KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput, PoolHandle, SmInfo,
-    StreamHandle,
+    KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput, LinkOptions, PoolHandle,
+    SmInfo, StreamHandle,
 };
 pub(crate) use self::load::driver;
-pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};
+pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput, JitOutput};
 pub(crate) use self::nvrtc::{compile, nvrtc, nvrtc_identity, nvrtc_version, NvrtcOutput};
