@@ -218,6 +218,12 @@ impl LinkerOptions {
     /// The driver's linker options, or the refusal of the first option it cannot take.
     /// `why_not_nvjitlink` says why nvJitLink is not used (a chosen backend, or not found).
     fn driver_options(&self, why_not_nvjitlink: &str) -> Result<LinkOptions> {
+        // cuda.h has `CU_JIT_LTO`, `_FTZ`, `_PREC_DIV`, `_PREC_SQRT`, `_FMA`,
+        // `_REFERENCED_KERNEL_NAMES`, `_REFERENCED_VARIABLE_NAMES` and
+        // `_OPTIMIZE_UNUSED_DEVICE_VARIABLES`, but deprecated, for link-time optimisation only,
+        // and only of LTO-IR from toolkits before CUDA 12.0 (which this linker refuses to give
+        // the driver): so they are nvJitLink's alone here. `CU_JIT_SPLIT_COMPILE` is in the 13
+        // header only, and applies to the driver's compiler, not to LTO.
         let only_nvjitlink = [
             (
                 "link_time_optimization",
@@ -378,6 +384,7 @@ impl Linker {
             LinkerBackend::Auto | LinkerBackend::NvJitLink => {
                 match crate::driver::nvjitlink_info() {
                     Ok(_) => {
+                        self.check_for_nvjitlink(target)?;
                         let arch = match &self.options.arch {
                             Some(arch) => arch.clone(),
                             None => device()?.arch()?,
@@ -448,8 +455,10 @@ impl Linker {
         ))
     }
 
-    /// Links with nvJitLink; `None` when there is none.
-    fn link_with_nvjitlink(&self, arch: &str, target: CodeType) -> Result<Option<ObjectCode>> {
+    /// Refuses, before nvJitLink runs (and before the device is asked for its architecture),
+    /// what it would refuse with no reason or a late one: option values it does not take, and
+    /// inputs a PTX link cannot have.
+    fn check_for_nvjitlink(&self, target: CodeType) -> Result<()> {
         self.options.check_nvjitlink()?;
         if target == CodeType::Ptx {
             if let Some(object) = self
@@ -468,6 +477,11 @@ impl Linker {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Links with nvJitLink; `None` when there is none.
+    fn link_with_nvjitlink(&self, arch: &str, target: CodeType) -> Result<Option<ObjectCode>> {
         let lto = self.inputs.iter().any(|o| o.code_type() == CodeType::LtoIr);
         let options = LinkerOptions {
             arch: Some(arch.to_owned()),

@@ -583,6 +583,40 @@ fn heavy_input() -> Vec<f32> {
     (0..32 * 40).map(|i| (i % 17) as f32 * 0.25).collect()
 }
 
+/// What `heavy` computes from [`heavy_input`], on the CPU in double precision.
+fn heavy_expected() -> Vec<f32> {
+    let input = heavy_input();
+    (0..32)
+        .map(|t| {
+            let v: Vec<f64> = (0..40).map(|i| f64::from(input[t * 40 + i])).collect();
+            let mut s = 0.0f64;
+            for i in 0..40 {
+                for j in 0..40 {
+                    s += v[i] * v[(i * 7 + j) % 40] / (v[j] + 1.0);
+                }
+            }
+            s as f32
+        })
+        .collect()
+}
+
+/// Asserts two runs of `heavy` agree with each other and with [`heavy_expected`], to float
+/// rounding (ptxas may contract a multiply and an add differently at another optimisation
+/// level or register budget).
+fn assert_close(a: &[f32], b: &[f32]) {
+    let expected = heavy_expected();
+    assert!(expected.iter().all(|&e| e > 1.0), "{expected:?}");
+    for run in [a, b] {
+        assert_eq!(run.len(), expected.len());
+        for (x, e) in run.iter().zip(&expected) {
+            assert!(
+                (x - e).abs() <= 1e-3 * e.abs(),
+                "{run:?} against {expected:?}"
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_register_cap_through_nvjitlink_shows_in_the_kernels_register_count() {
@@ -615,9 +649,9 @@ fn a_register_cap_through_nvjitlink_shows_in_the_kernels_register_count() {
     assert!(free_regs > 32, "{free_regs}");
     assert!(capped_regs <= 32, "{capped_regs}");
     // Spilled, the same results.
-    assert_eq!(
-        run_heavy(&capped, &heavy_input()),
-        run_heavy(&free, &heavy_input())
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
     );
 }
 
@@ -639,9 +673,9 @@ fn ptx_linked_by_nvjitlink_loads_and_runs() {
     let ptx = linker.link_to(CodeType::Ptx).unwrap();
     assert_eq!(ptx.code_type(), CodeType::Ptx);
     let cubin = linker.link().unwrap();
-    assert_eq!(
-        run_heavy(&ptx, &heavy_input()),
-        run_heavy(&cubin, &heavy_input())
+    assert_close(
+        &run_heavy(&ptx, &heavy_input()),
+        &run_heavy(&cubin, &heavy_input()),
     );
 }
 
@@ -699,14 +733,14 @@ fn the_driver_backend_links_with_typed_options_and_runs() {
         "{}",
         free.compile_log()
     );
-    assert_eq!(
-        run_heavy(&capped, &heavy_input()),
-        run_heavy(&free, &heavy_input())
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
     );
     // Debug information at -O0 links and runs too.
     let debug = link(driver.with_debug(true).with_optimization_level(0));
-    assert_eq!(
-        run_heavy(&debug, &heavy_input()),
-        run_heavy(&free, &heavy_input())
+    assert_close(
+        &run_heavy(&debug, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
     );
 }
