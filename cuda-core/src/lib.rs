@@ -56,7 +56,7 @@ pub use launch::{
     launch, launch_recording, AccessPolicyWindow, AccessProperty, DeviceRepr, EventTrigger,
     KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain,
 };
-pub use linker::{Linker, LinkerBackend, LinkerOptions};
+pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,

@@ -1,9 +1,9 @@
-//! Linking object code into one cubin.
+//! Linking object code into one cubin, or LTO-IR into PTX.
 
 use std::ffi::CString;
 
 use crate::device::Device;
-use crate::driver::{jit_link, JitInput, LinkInput};
+use crate::driver::{jit_link, JitInput, JitOutput, LinkInput, LinkOptions};
 use crate::error::{Error, Result};
 use crate::object_code::{CodeType, ObjectCode};
 
@@ -16,21 +16,96 @@ pub enum LinkerBackend {
     Auto,
     /// nvJitLink only; an error when it is not found.
     NvJitLink,
-    /// The driver's `cuLink*` only (no LTO-IR).
+    /// The driver's `cuLink*` only (no LTO-IR, no PTX output).
     Driver,
 }
 
-/// Options of a [`Linker`].
+/// Options of a [`Linker`]. Each typed field is one nvJitLink option (named beside it); the
+/// driver's linker takes those it has a `CUjit_option` for (optimisation level, debug and line
+/// information, the register limit, verbose logs and the wall time), and a link through it
+/// with any other set is refused ([`Error::InvalidArgument`] naming the field), rather than
+/// linked without it. nvJitLink 12.9 and 13.5 take every typed option alike (each was tried
+/// against both).
+///
+/// ```
+/// use cuda_core::{CodeType, LinkerOptions};
+///
+/// let options = LinkerOptions::default()
+///     .with_arch("90")
+///     .with_max_registers(32)
+///     .with_line_info(true)
+///     .with_kernels_used(vec!["saxpy".into()])
+///     .with_verbose(true);
+/// let args = options.to_args(CodeType::Cubin);
+/// assert_eq!(args[0], "-arch=sm_90");
+/// assert!(args.contains(&"-maxrregcount=32".to_string()));
+/// assert!(args.contains(&"-kernels-used=saxpy".to_string()));
+/// // PTX output is an LTO link: `-lto -ptx`.
+/// assert!(LinkerOptions::default().to_args(CodeType::Ptx).ends_with(&["-lto".into(), "-ptx".into()]));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinkerOptions {
     /// The device to link for: its architecture is the target, and its primary context hosts
     /// the driver's linker. `None` for the current device.
     pub device: Option<Device>,
-    /// The target architecture as in `sm_90` without `sm_`; `None` for the device's.
+    /// The target architecture as in `sm_90` without `sm_` (`-arch=sm_<arch>`); `None` for the
+    /// device's.
     pub arch: Option<String>,
     /// Which linker.
     pub backend: LinkerBackend,
-    /// More nvJitLink options, passed as they are (`-O3`, `-lineinfo`, ...).
+    /// The optimisation level (`-O<n>`; the driver's `CU_JIT_OPTIMIZATION_LEVEL`). nvJitLink
+    /// takes 0 and 3, the driver 0 to 4.
+    pub optimization_level: Option<u32>,
+    /// Debug information (`-g`; `CU_JIT_GENERATE_DEBUG_INFO`).
+    pub debug: bool,
+    /// Line information for profilers (`-lineinfo`; `CU_JIT_GENERATE_LINE_INFO`).
+    pub line_info: bool,
+    /// A register limit per thread (`-maxrregcount=<n>`; `CU_JIT_MAX_REGISTERS`). The driver
+    /// applies it to the PTX it compiles during the link.
+    pub max_registers: Option<u32>,
+    /// Verbose messages, such as ptxas's register counts, in the info log (`-verbose`;
+    /// `CU_JIT_LOG_VERBOSE`).
+    pub verbose: bool,
+    /// Timings in the info log (`-time`; the driver's `CU_JIT_WALL_TIME`, written to the log as
+    /// `cuLinkComplete wall time: <ms> ms`).
+    pub time: bool,
+    /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and PTX output; set it for
+    /// inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
+    pub link_time_optimization: bool,
+    /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
+    pub ftz: Option<bool>,
+    /// With LTO, IEEE-rounded division (`-prec-div=1` or `=0`). nvJitLink only.
+    pub prec_div: Option<bool>,
+    /// With LTO, IEEE-rounded square root (`-prec-sqrt=1` or `=0`). nvJitLink only.
+    pub prec_sqrt: Option<bool>,
+    /// With LTO, contract multiplies and adds into fused multiply-adds (`-fma=1` or `=0`).
+    /// nvJitLink only.
+    pub fma: Option<bool>,
+    /// With LTO, the kernels in use (`-kernels-used=<name>` each); the others may be dropped.
+    /// nvJitLink only.
+    pub kernels_used: Vec<String>,
+    /// With LTO, the device variables in use (`-variables-used=<name>` each); with
+    /// `optimize_unused_variables` the others may be dropped. nvJitLink only.
+    pub variables_used: Vec<String>,
+    /// With LTO, drop device variables no device code refers to, except `variables_used`
+    /// (`-optimize-unused-variables`). nvJitLink only.
+    pub optimize_unused_variables: bool,
+    /// Options for ptxas, each passed as `-Xptxas=<option>`. nvJitLink only.
+    pub ptxas_options: Vec<String>,
+    /// With LTO, optimise in up to this many threads (`-split-compile=<n>`; 0: as many as
+    /// cores). nvJitLink only.
+    pub split_compile: Option<u32>,
+    /// With LTO, the extended split compile, in up to this many threads
+    /// (`-split-compile-extended=<n>`). nvJitLink only.
+    pub split_compile_extended: Option<u32>,
+    /// With LTO, the least density of a `switch`'s cases, as a percentage (0 to 101), that
+    /// makes it a jump table (`-jump-table-density=<n>`; 101, nvJitLink's default, never
+    /// does). nvJitLink only.
+    pub jump_table_density: Option<u32>,
+    /// Do not cache the link's intermediate steps (`-no-cache`). nvJitLink only.
+    pub no_cache: bool,
+    /// More nvJitLink options, passed as they are after the typed ones. The driver's linker
+    /// takes none.
     pub extra: Vec<String>,
 }
 
@@ -38,29 +113,218 @@ crate::options::chainers!(LinkerOptions {
     with_device(device: Device) => some;
     with_arch(arch: impl Into<String>) => some;
     with_backend(backend: LinkerBackend);
+    with_optimization_level(optimization_level: u32) => some;
+    with_debug(debug: bool);
+    with_line_info(line_info: bool);
+    with_max_registers(max_registers: u32) => some;
+    with_verbose(verbose: bool);
+    with_time(time: bool);
+    with_link_time_optimization(link_time_optimization: bool);
+    with_ftz(ftz: bool) => some;
+    with_prec_div(prec_div: bool) => some;
+    with_prec_sqrt(prec_sqrt: bool) => some;
+    with_fma(fma: bool) => some;
+    with_kernels_used(kernels_used: Vec<String>);
+    with_variables_used(variables_used: Vec<String>);
+    with_optimize_unused_variables(optimize_unused_variables: bool);
+    with_ptxas_options(ptxas_options: Vec<String>);
+    with_split_compile(split_compile: u32) => some;
+    with_split_compile_extended(split_compile_extended: u32) => some;
+    with_jump_table_density(jump_table_density: u32) => some;
+    with_no_cache(no_cache: bool);
     with_extra(extra: Vec<String>);
 });
 
+impl LinkerOptions {
+    /// The nvJitLink options of a link to `target` (cubin or PTX), with `arch` as given (the
+    /// device's is filled in by [`Linker::link_to`] when `arch` is `None`; here it is then left
+    /// out). [`Linker::link_to`] adds `-lto` for LTO-IR inputs as well.
+    pub fn to_args(&self, target: CodeType) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(arch) = &self.arch {
+            args.push(format!("-arch=sm_{arch}"));
+        }
+        let mut on = |set: bool, arg: &str| {
+            if set {
+                args.push(arg.to_owned());
+            }
+        };
+        on(self.debug, "-g");
+        on(self.line_info, "-lineinfo");
+        on(self.verbose, "-verbose");
+        on(self.time, "-time");
+        on(self.optimize_unused_variables, "-optimize-unused-variables");
+        on(self.no_cache, "-no-cache");
+        args.extend(self.optimization_level.map(|level| format!("-O{level}")));
+        args.extend(self.max_registers.map(|n| format!("-maxrregcount={n}")));
+        let flag = |name: &str, value: Option<bool>| value.map(|v| format!("-{name}={}", v as u8));
+        args.extend(flag("ftz", self.ftz));
+        args.extend(flag("prec-div", self.prec_div));
+        args.extend(flag("prec-sqrt", self.prec_sqrt));
+        args.extend(flag("fma", self.fma));
+        let each = |name: &str, values: &[String]| {
+            values
+                .iter()
+                .map(|v| format!("-{name}={v}"))
+                .collect::<Vec<_>>()
+        };
+        args.extend(each("kernels-used", &self.kernels_used));
+        args.extend(each("variables-used", &self.variables_used));
+        args.extend(each("Xptxas", &self.ptxas_options));
+        args.extend(self.split_compile.map(|n| format!("-split-compile={n}")));
+        args.extend(
+            self.split_compile_extended
+                .map(|n| format!("-split-compile-extended={n}")),
+        );
+        args.extend(
+            self.jump_table_density
+                .map(|n| format!("-jump-table-density={n}")),
+        );
+        args.extend(self.extra.iter().cloned());
+        if self.link_time_optimization || target == CodeType::Ptx {
+            args.push("-lto".to_owned());
+        }
+        if target == CodeType::Ptx {
+            args.push("-ptx".to_owned());
+        }
+        args
+    }
+
+    /// Refuses values nvJitLink would refuse without a word (its `nvJitLinkCreate` gives no
+    /// log), naming the field.
+    fn check_nvjitlink(&self) -> Result<()> {
+        let invalid = |reason: String| Error::InvalidArgument {
+            name: "options",
+            reason,
+        };
+        if let Some(level) = self.optimization_level {
+            if level != 0 && level != 3 {
+                return Err(invalid(format!(
+                    "optimization_level {level}: nvJitLink takes -O0 or -O3 (the driver's \
+                     linker takes 0 to 4)"
+                )));
+            }
+        }
+        if let Some(density) = self.jump_table_density {
+            if density > 101 {
+                return Err(invalid(format!(
+                    "jump_table_density {density}: a percentage from 0 to 101"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The driver's linker options, or the refusal of the first option it cannot take.
+    /// `why_not_nvjitlink` says why nvJitLink is not used (a chosen backend, or not found).
+    fn driver_options(&self, why_not_nvjitlink: &str) -> Result<LinkOptions> {
+        // cuda.h has `CU_JIT_LTO`, `_FTZ`, `_PREC_DIV`, `_PREC_SQRT`, `_FMA`,
+        // `_REFERENCED_KERNEL_NAMES`, `_REFERENCED_VARIABLE_NAMES` and
+        // `_OPTIMIZE_UNUSED_DEVICE_VARIABLES`, but deprecated, for link-time optimisation only,
+        // and only of LTO-IR from toolkits before CUDA 12.0 (which this linker refuses to give
+        // the driver): so they are nvJitLink's alone here. `CU_JIT_SPLIT_COMPILE` is in the 13
+        // header only, and applies to the driver's compiler, not to LTO.
+        let only_nvjitlink = [
+            (
+                "link_time_optimization",
+                "-lto",
+                self.link_time_optimization,
+            ),
+            ("ftz", "-ftz", self.ftz.is_some()),
+            ("prec_div", "-prec-div", self.prec_div.is_some()),
+            ("prec_sqrt", "-prec-sqrt", self.prec_sqrt.is_some()),
+            ("fma", "-fma", self.fma.is_some()),
+            (
+                "kernels_used",
+                "-kernels-used",
+                !self.kernels_used.is_empty(),
+            ),
+            (
+                "variables_used",
+                "-variables-used",
+                !self.variables_used.is_empty(),
+            ),
+            (
+                "optimize_unused_variables",
+                "-optimize-unused-variables",
+                self.optimize_unused_variables,
+            ),
+            ("ptxas_options", "-Xptxas", !self.ptxas_options.is_empty()),
+            (
+                "split_compile",
+                "-split-compile",
+                self.split_compile.is_some(),
+            ),
+            (
+                "split_compile_extended",
+                "-split-compile-extended",
+                self.split_compile_extended.is_some(),
+            ),
+            (
+                "jump_table_density",
+                "-jump-table-density",
+                self.jump_table_density.is_some(),
+            ),
+            ("no_cache", "-no-cache", self.no_cache),
+            ("extra", "its raw options", !self.extra.is_empty()),
+        ];
+        if let Some((field, option, _)) = only_nvjitlink.iter().find(|(_, _, set)| *set) {
+            return Err(Error::InvalidArgument {
+                name: "options",
+                reason: format!(
+                    "{field} is an nvJitLink option ({option}) that the driver's linker does \
+                     not take, and this link goes through the driver's linker: \
+                     {why_not_nvjitlink}"
+                ),
+            });
+        }
+        if let Some(level) = self.optimization_level {
+            if level > 4 {
+                return Err(Error::InvalidArgument {
+                    name: "options",
+                    reason: format!("optimization_level {level}: the driver's linker takes 0 to 4"),
+                });
+            }
+        }
+        Ok(LinkOptions {
+            optimization_level: self.optimization_level,
+            max_registers: self.max_registers,
+            debug: self.debug,
+            line_info: self.line_info,
+            verbose: self.verbose,
+            wall_time: self.time,
+        })
+    }
+}
+
 /// Links PTX, cubin, fatbin and LTO-IR inputs (compiled with relocatable device code) into one
-/// cubin: through nvJitLink when it is found (discovered like NVRTC: `CUDA_CORE_NVJITLINK_PATH`,
-/// the loader, the toolkit, the `nvidia-nvjitlink` wheels), else through the driver's linker
-/// (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), which cannot take LTO-IR: that is
-/// [`Error::Link`] saying so. With LTO-IR inputs, nvJitLink links with `-lto`.
+/// cubin, or LTO-IR into PTX: through nvJitLink when it is found (discovered like NVRTC:
+/// `CUDA_CORE_NVJITLINK_PATH`, the loader, the toolkit, the `nvidia-nvjitlink` wheels), else
+/// through the driver's linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), which
+/// cannot take LTO-IR nor make PTX: that is an error saying so. With LTO-IR inputs, nvJitLink
+/// links with `-lto`.
 ///
 /// ```no_run
 /// use cuda_core::{CodeType, Linker, LinkerOptions, Program, ProgramOptions};
 ///
 /// let rdc = ProgramOptions { relocatable_device_code: true, ..Default::default() };
 /// let lib = Program::new("__device__ float twice(float x) { return 2 * x; }", rdc.clone())
-///     .compile(CodeType::Ptx, &[])?;
+///     .compile(CodeType::LtoIr, &[])?;
 /// let main = Program::new(
 ///     r#"__device__ float twice(float);
 ///        extern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }"#,
 ///     rdc,
 /// )
-/// .compile(CodeType::Ptx, &[])?;
-/// let linked = Linker::new(&[lib, main], LinkerOptions::default()).link()?;
+/// .compile(CodeType::LtoIr, &[])?;
+/// let options = LinkerOptions::default().with_max_registers(32).with_verbose(true);
+/// let linker = Linker::new(&[lib, main], options);
+/// // The cubin, with ptxas's report (registers used) in its log.
+/// let linked = linker.link()?;
+/// println!("{}", linked.compile_log());
 /// let kernel = linked.get_kernel("k")?;
+/// // The same link as PTX, with `twice` inlined into `k`.
+/// let ptx = linker.link_to(CodeType::Ptx)?;
+/// assert!(String::from_utf8_lossy(ptx.code()).contains(".entry k"));
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[doc(alias("nvJitLinkHandle", "CUlinkState"))]
@@ -80,37 +344,77 @@ impl Linker {
         }
     }
 
-    /// Links the inputs into a cubin; the linker's info log is the result's
-    /// [`ObjectCode::compile_log`]. A failure is [`Error::Link`] with the linker's error log.
+    /// The options.
+    pub fn options(&self) -> &LinkerOptions {
+        &self.options
+    }
+
+    /// Links the inputs into a cubin: [`Linker::link_to`] with [`CodeType::Cubin`].
     #[doc(alias("nvJitLinkCreate", "cuLinkCreate"))]
     pub fn link(&self) -> Result<ObjectCode> {
+        self.link_to(CodeType::Cubin)
+    }
+
+    /// Links the inputs into `target`: a cubin, or PTX (nvJitLink's `-lto -ptx`, which needs
+    /// every input to be LTO-IR, or a fatbin holding it). The linker's info log (with the
+    /// `verbose` and `time` reports) is the result's [`ObjectCode::compile_log`]. A failed link
+    /// is [`Error::Link`] with the linker's error log; a target other than cubin or PTX, PTX
+    /// without nvJitLink, or an option the linker in use cannot take is
+    /// [`Error::InvalidArgument`], before any linker runs.
+    #[doc(alias("nvJitLinkComplete", "nvJitLinkGetLinkedPtx", "cuLinkComplete"))]
+    pub fn link_to(&self, target: CodeType) -> Result<ObjectCode> {
         if self.inputs.is_empty() {
             return Err(Error::InvalidArgument {
                 name: "inputs",
                 reason: "nothing to link".to_owned(),
             });
         }
+        if !matches!(target, CodeType::Cubin | CodeType::Ptx) {
+            return Err(Error::InvalidArgument {
+                name: "target",
+                reason: format!("the linker makes a cubin or PTX, not {}", target.describe()),
+            });
+        }
         let device = || match self.options.device {
             Some(device) => Ok(device),
             None => Device::current(),
         };
-        if self.options.backend != LinkerBackend::Driver {
-            let arch = match &self.options.arch {
-                Some(arch) => arch.clone(),
-                None => device()?.arch()?,
-            };
-            if let Some(linked) = self.link_with_nvjitlink(&arch)? {
-                return Ok(linked);
+        let why_not_nvjitlink = match self.options.backend {
+            LinkerBackend::Driver => "the backend chosen is LinkerBackend::Driver".to_owned(),
+            LinkerBackend::Auto | LinkerBackend::NvJitLink => {
+                match crate::driver::nvjitlink_info() {
+                    Ok(_) => {
+                        self.check_for_nvjitlink(target)?;
+                        let arch = match &self.options.arch {
+                            Some(arch) => arch.clone(),
+                            None => device()?.arch()?,
+                        };
+                        if let Some(linked) = self.link_with_nvjitlink(&arch, target)? {
+                            return Ok(linked);
+                        }
+                        "nvJitLink was not found".to_owned()
+                    }
+                    Err(why) => {
+                        let why = format!("nvJitLink was not found: {why}");
+                        if self.options.backend == LinkerBackend::NvJitLink {
+                            return Err(Error::Link { log: why });
+                        }
+                        why
+                    }
+                }
             }
-            if self.options.backend == LinkerBackend::NvJitLink {
-                return Err(Error::Link {
-                    log: format!(
-                        "nvJitLink was not found: {}",
-                        crate::driver::nvjitlink_info().err().unwrap_or_default()
-                    ),
-                });
-            }
+        };
+        if target == CodeType::Ptx {
+            return Err(Error::InvalidArgument {
+                name: "target",
+                reason: format!(
+                    "the driver's linker makes only cubins; linking to PTX needs nvJitLink \
+                     (with LTO-IR inputs), and this link goes through the driver's linker: \
+                     {why_not_nvjitlink}"
+                ),
+            });
         }
+        let options = self.options.driver_options(&why_not_nvjitlink)?;
         let names: Vec<CString> = self
             .inputs
             .iter()
@@ -125,10 +429,9 @@ impl Linker {
                 CodeType::LtoIr => {
                     return Err(Error::Link {
                         log: format!(
-                            "{} is LTO-IR: the driver's linker cannot take it, and linking LTO-IR \
-                             needs nvJitLink, which was not found ({})",
+                            "{} is LTO-IR: the driver's linker cannot take it, and linking \
+                             LTO-IR needs nvJitLink ({why_not_nvjitlink})",
                             object.name(),
-                            crate::driver::nvjitlink_info().err().unwrap_or_default()
                         ),
                     })
                 }
@@ -141,7 +444,7 @@ impl Linker {
         }
         let (cubin, log) = device()?
             .primary_context()?
-            .with_current(|driver| driver.link(&inputs))?;
+            .with_current(|driver| driver.link(&inputs, &options))?;
         let name = format!("linked({})", self.inputs.len());
         Ok(ObjectCode::from_compiled(
             CodeType::Cubin,
@@ -152,14 +455,40 @@ impl Linker {
         ))
     }
 
-    /// Links with nvJitLink; `None` when there is none.
-    fn link_with_nvjitlink(&self, arch: &str) -> Result<Option<ObjectCode>> {
-        let lto = self.inputs.iter().any(|o| o.code_type() == CodeType::LtoIr);
-        let mut options = vec![format!("-arch=sm_{arch}")];
-        if lto {
-            options.push("-lto".to_owned());
+    /// Refuses, before nvJitLink runs (and before the device is asked for its architecture),
+    /// what it would refuse with no reason or a late one: option values it does not take, and
+    /// inputs a PTX link cannot have.
+    fn check_for_nvjitlink(&self, target: CodeType) -> Result<()> {
+        self.options.check_nvjitlink()?;
+        if target == CodeType::Ptx {
+            if let Some(object) = self
+                .inputs
+                .iter()
+                .find(|o| matches!(o.code_type(), CodeType::Cubin | CodeType::Ptx))
+            {
+                return Err(Error::InvalidArgument {
+                    name: "inputs",
+                    reason: format!(
+                        "linking to PTX (nvJitLink -lto -ptx) needs every input in LTO-IR, and \
+                         {} is {}",
+                        object.name(),
+                        object.code_type().describe()
+                    ),
+                });
+            }
         }
-        options.extend(self.options.extra.iter().cloned());
+        Ok(())
+    }
+
+    /// Links with nvJitLink; `None` when there is none.
+    fn link_with_nvjitlink(&self, arch: &str, target: CodeType) -> Result<Option<ObjectCode>> {
+        let lto = self.inputs.iter().any(|o| o.code_type() == CodeType::LtoIr);
+        let options = LinkerOptions {
+            arch: Some(arch.to_owned()),
+            link_time_optimization: self.options.link_time_optimization || lto,
+            ..self.options.clone()
+        }
+        .to_args(target);
         let inputs: Vec<JitInput<'_>> = self
             .inputs
             .iter()
@@ -174,16 +503,204 @@ impl Linker {
                 name: o.name(),
             })
             .collect();
-        let Some((cubin, log)) = jit_link(&inputs, &options)? else {
+        let output = match target {
+            CodeType::Ptx => JitOutput::Ptx,
+            _ => JitOutput::Cubin,
+        };
+        let Some((code, log)) = jit_link(&inputs, &options, output)? else {
             return Ok(None);
         };
         let name = format!("linked({})", self.inputs.len());
         Ok(Some(ObjectCode::from_compiled(
-            CodeType::Cubin,
-            cubin,
+            target,
+            code,
             name,
             log,
             Vec::new(),
         )))
+    }
+}
+
+/// The version of the nvJitLink this process links with, `(major, minor)`; [`Error::Link`]
+/// saying why when none was found. It follows the major of the NVRTC in use (whose LTO-IR it
+/// links), else of the driver ABI.
+#[doc(alias = "nvJitLinkVersion")]
+pub fn nvjitlink_version() -> Result<(u32, u32)> {
+    crate::driver::nvjitlink_info()
+        .map(|(version, _)| version)
+        .map_err(|why| Error::Link {
+            log: format!("nvJitLink was not found: {why}"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_typed_option_gives_its_nvjitlink_flag() {
+        let options = LinkerOptions {
+            arch: Some("90".into()),
+            optimization_level: Some(3),
+            debug: true,
+            line_info: true,
+            max_registers: Some(40),
+            verbose: true,
+            time: true,
+            link_time_optimization: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(true),
+            fma: Some(false),
+            kernels_used: vec!["a".into(), "b".into()],
+            variables_used: vec!["v".into()],
+            optimize_unused_variables: true,
+            ptxas_options: vec!["-v".into()],
+            split_compile: Some(4),
+            split_compile_extended: Some(2),
+            jump_table_density: Some(50),
+            no_cache: true,
+            extra: vec!["-raw".into()],
+            ..Default::default()
+        };
+        let mut args = options.to_args(CodeType::Cubin);
+        assert_eq!(args[0], "-arch=sm_90");
+        let mut want = [
+            "-arch=sm_90",
+            "-O3",
+            "-g",
+            "-lineinfo",
+            "-maxrregcount=40",
+            "-verbose",
+            "-time",
+            "-lto",
+            "-ftz=1",
+            "-prec-div=0",
+            "-prec-sqrt=1",
+            "-fma=0",
+            "-kernels-used=a",
+            "-kernels-used=b",
+            "-variables-used=v",
+            "-optimize-unused-variables",
+            "-Xptxas=-v",
+            "-split-compile=4",
+            "-split-compile-extended=2",
+            "-jump-table-density=50",
+            "-no-cache",
+            "-raw",
+        ];
+        args.sort();
+        want.sort();
+        assert_eq!(args, want);
+        assert_eq!(
+            LinkerOptions::default().to_args(CodeType::Cubin),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn the_driver_takes_its_own_options_and_refuses_the_rest_by_name() {
+        let options = LinkerOptions {
+            optimization_level: Some(4),
+            debug: true,
+            line_info: true,
+            max_registers: Some(32),
+            verbose: true,
+            time: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            options.driver_options("why").unwrap(),
+            LinkOptions {
+                optimization_level: Some(4),
+                max_registers: Some(32),
+                debug: true,
+                line_info: true,
+                verbose: true,
+                wall_time: true,
+            }
+        );
+        let refused: [(&str, LinkerOptions); 14] = [
+            (
+                "link_time_optimization",
+                LinkerOptions::default().with_link_time_optimization(true),
+            ),
+            ("ftz", LinkerOptions::default().with_ftz(false)),
+            ("prec_div", LinkerOptions::default().with_prec_div(true)),
+            ("prec_sqrt", LinkerOptions::default().with_prec_sqrt(true)),
+            ("fma", LinkerOptions::default().with_fma(true)),
+            (
+                "kernels_used",
+                LinkerOptions::default().with_kernels_used(vec!["k".into()]),
+            ),
+            (
+                "variables_used",
+                LinkerOptions::default().with_variables_used(vec!["v".into()]),
+            ),
+            (
+                "optimize_unused_variables",
+                LinkerOptions::default().with_optimize_unused_variables(true),
+            ),
+            (
+                "ptxas_options",
+                LinkerOptions::default().with_ptxas_options(vec!["-v".into()]),
+            ),
+            (
+                "split_compile",
+                LinkerOptions::default().with_split_compile(0),
+            ),
+            (
+                "split_compile_extended",
+                LinkerOptions::default().with_split_compile_extended(1),
+            ),
+            (
+                "jump_table_density",
+                LinkerOptions::default().with_jump_table_density(0),
+            ),
+            ("no_cache", LinkerOptions::default().with_no_cache(true)),
+            (
+                "extra",
+                LinkerOptions::default().with_extra(vec!["-O3".into()]),
+            ),
+        ];
+        for (field, options) in refused {
+            let err = options.driver_options("the reason").unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "options", reason }
+                    if reason.starts_with(&format!("{field} is an nvJitLink option"))
+                        && reason.contains("the reason")),
+                "{field}: {err}"
+            );
+        }
+        let err = LinkerOptions::default()
+            .with_optimization_level(5)
+            .driver_options("")
+            .unwrap_err();
+        assert!(err.to_string().contains("0 to 4"), "{err}");
+    }
+
+    #[test]
+    fn nvjitlink_values_it_would_refuse_silently_are_refused_by_name() {
+        for level in [1, 2, 4] {
+            let err = LinkerOptions::default()
+                .with_optimization_level(level)
+                .check_nvjitlink()
+                .unwrap_err();
+            assert!(err.to_string().contains("-O0 or -O3"), "{level}: {err}");
+        }
+        for level in [0, 3] {
+            assert!(LinkerOptions::default()
+                .with_optimization_level(level)
+                .check_nvjitlink()
+                .is_ok());
+        }
+        assert!(LinkerOptions::default()
+            .with_jump_table_density(102)
+            .check_nvjitlink()
+            .is_err());
+        assert!(LinkerOptions::default()
+            .with_jump_table_density(101)
+            .check_nvjitlink()
+            .is_ok());
     }
 }

@@ -21,6 +21,7 @@ mod green_context;
 mod hot_path_allocations;
 mod kernel_effects;
 mod launch;
+mod linker;
 mod memory;
 mod multi_device;
 mod nvrtc_preload;

@@ -106,6 +106,24 @@ pub(crate) struct LinkInput<'a> {
     pub(crate) name: &'a std::ffi::CStr,
 }
 
+/// The options of the driver's linker (`cuLinkCreate`), in neutral form: each is one
+/// `CUjit_option`, left out when unset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LinkOptions {
+    /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4).
+    pub(crate) optimization_level: Option<u32>,
+    /// `CU_JIT_MAX_REGISTERS`.
+    pub(crate) max_registers: Option<u32>,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`.
+    pub(crate) debug: bool,
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    pub(crate) line_info: bool,
+    /// `CU_JIT_LOG_VERBOSE`.
+    pub(crate) verbose: bool,
+    /// `CU_JIT_WALL_TIME`: the link's wall time, in milliseconds, appended to the info log.
+    pub(crate) wall_time: bool,
+}
+
 /// A `CUdevResource`, held as bytes large enough for either header's layout (the 13 header
 /// appends fields); each ABI reads it as its own struct.
 #[derive(Clone, Copy)]

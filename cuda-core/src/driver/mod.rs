@@ -38,10 +38,10 @@ pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle,
     GreenContextHandle, KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
-    PoolHandle, SmInfo, StreamHandle,
+    LinkOptions, PoolHandle, SmInfo, StreamHandle,
 };
 pub(crate) use self::load::driver;
-pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput};
+pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput, JitOutput};
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
 };

@@ -44,11 +44,22 @@ pub(crate) struct JitInput<'a> {
     pub(crate) name: &'a str,
 }
 
-/// Links with nvJitLink into a cubin: `Ok(None)` when there is no nvJitLink (the caller falls
-/// back to the driver's linker), a failure is `Error::Link` with nvJitLink's error log.
+/// What nvJitLink hands back after the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JitOutput {
+    /// `nvJitLinkGetLinkedCubin`.
+    Cubin,
+    /// `nvJitLinkGetLinkedPtx` (a link with `-lto -ptx`).
+    Ptx,
+}
+
+/// Links with nvJitLink into a cubin or PTX: `Ok(None)` when there is no nvJitLink (the caller
+/// falls back to the driver's linker), a failure is `Error::Link` with nvJitLink's error log.
+/// Returns the output and nvJitLink's info log.
 pub(crate) fn jit_link(
     inputs: &[JitInput<'_>],
     options: &[String],
+    output: JitOutput,
 ) -> Result<Option<(Vec<u8>, String)>> {
     let Ok(jit) = nvjitlink() else {
         return Ok(None);
@@ -79,12 +90,15 @@ pub(crate) fn jit_link(
     if status != nvJitLinkResult::NVJITLINK_SUCCESS {
         return Err(Error::Link {
             log: format!(
-                "nvJitLinkCreate failed with code {} (options {options:?})",
-                status.0
+                "nvJitLinkCreate failed with code {}: nvJitLink {}.{} refused the options \
+                 {options:?}",
+                status.0,
+                jit.version().0,
+                jit.version().1
             ),
         });
     }
-    let result = link_with(jit, handle, inputs);
+    let result = link_with(jit, handle, inputs, output);
     // SAFETY: created above, destroyed once.
     let status = unsafe { destroy(&mut handle) };
     if status != nvJitLinkResult::NVJITLINK_SUCCESS {
@@ -97,6 +111,7 @@ fn link_with(
     jit: &NvJitLink,
     handle: nvJitLinkHandle,
     inputs: &[JitInput<'_>],
+    output: JitOutput,
 ) -> Result<(Vec<u8>, String)> {
     let t = jit.table();
     let log = |size, get| -> String {
@@ -113,12 +128,7 @@ fn link_with(
     let fail = |what: &str, status: nvJitLinkResult| Error::Link {
         log: format!("{what} failed with code {}\n{}", status.0, error_log()),
     };
-    let (Some(add), Some(complete), Some(size), Some(get)) = (
-        t.nvJitLinkAddData,
-        t.nvJitLinkComplete,
-        t.nvJitLinkGetLinkedCubinSize,
-        t.nvJitLinkGetLinkedCubin,
-    ) else {
+    let (Some(add), Some(complete)) = (t.nvJitLinkAddData, t.nvJitLinkComplete) else {
         return Err(Error::Link {
             log: format!(
                 "the nvJitLink at {} lacks functions to link",
@@ -147,9 +157,38 @@ fn link_with(
     if status != nvJitLinkResult::NVJITLINK_SUCCESS {
         return Err(fail("nvJitLinkComplete", status));
     }
-    // SAFETY: the table's cubin getters, on a completed link.
-    let cubin =
-        unsafe { super::nvrtc::read_sized(handle, size, get, nvJitLinkResult::NVJITLINK_SUCCESS) }
-            .map_err(|status| fail("nvJitLinkGetLinkedCubin", status))?;
-    Ok((cubin, log(t.nvJitLinkGetInfoLogSize, t.nvJitLinkGetInfoLog)))
+    let ok = nvJitLinkResult::NVJITLINK_SUCCESS;
+    let lacks = |symbol: &str| Error::Link {
+        log: format!(
+            "the nvJitLink at {} lacks {symbol}",
+            jit.location().display()
+        ),
+    };
+    let linked = match output {
+        JitOutput::Cubin => {
+            let getter = "nvJitLinkGetLinkedCubin";
+            let (Some(size), Some(get)) =
+                (t.nvJitLinkGetLinkedCubinSize, t.nvJitLinkGetLinkedCubin)
+            else {
+                return Err(lacks(getter));
+            };
+            // SAFETY: the table's cubin getters, on a completed link.
+            unsafe { super::nvrtc::read_sized(handle, size, get, ok) }
+                .map_err(|status| fail(getter, status))?
+        }
+        JitOutput::Ptx => {
+            let getter = "nvJitLinkGetLinkedPtx";
+            let (Some(size), Some(get)) = (t.nvJitLinkGetLinkedPtxSize, t.nvJitLinkGetLinkedPtx)
+            else {
+                return Err(lacks(getter));
+            };
+            // SAFETY: the table's PTX getters, on a completed `-ptx` link.
+            unsafe { super::nvrtc::read_sized(handle, size, get, ok) }
+                .map_err(|status| fail(getter, status))?
+        }
+    };
+    Ok((
+        linked,
+        log(t.nvJitLinkGetInfoLogSize, t.nvJitLinkGetInfoLog),
+    ))
 }

@@ -4,6 +4,7 @@ use std::ffi::CStr;
 
 use crate::driver::handles::{
     DeviceHandle, DevicePtr, FunctionHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput,
+    LinkOptions,
 };
 use crate::error::Result;
 
@@ -86,8 +87,8 @@ pub(crate) trait ModuleApi {
         function: FunctionHandle,
         params: &LaunchParams,
     ) -> Result<i32>;
-    /// The driver's linker: `cuLinkCreate`, `cuLinkAddData` per input, `cuLinkComplete`, a
-    /// copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info log; a failure is
-    /// `Error::Link` with the error log.
-    fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)>;
+    /// The driver's linker: `cuLinkCreate` with `options`, `cuLinkAddData` per input,
+    /// `cuLinkComplete`, a copy of the cubin, `cuLinkDestroy`. Returns the cubin and the info
+    /// log (with the wall time, where asked for); a failure is `Error::Link` with the error log.
+    fn link(&self, inputs: &[LinkInput<'_>], options: &LinkOptions) -> Result<(Vec<u8>, String)>;
 }

@@ -63,8 +63,8 @@ macro_rules! driver_impl {
         #[allow(unused_imports)]
         use $crate::driver::handles::{
             ContextHandle, DevResource, DeviceHandle, DevicePtr, EventHandle, FunctionHandle,
-            GreenContextHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput, PoolHandle,
-            SmInfo, StreamHandle,
+            GreenContextHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput, LinkOptions,
+            PoolHandle, SmInfo, StreamHandle,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};

@@ -217,26 +217,66 @@ macro_rules! impl_module_api {
                 Ok(size)
             }
 
-            fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+            fn link(
+                &self,
+                inputs: &[LinkInput<'_>],
+                link_options: &LinkOptions,
+            ) -> Result<(Vec<u8>, String)> {
                 use $sys::CUjit_option as O;
                 const LOG: usize = 1 << 16;
                 let mut info = vec![0u8; LOG];
                 let mut error = vec![0u8; LOG];
-                let mut options = [
+                // Where the driver reports the wall time: the cuda.h text says it overwrites
+                // the option's value slot with a float, so the slot starts as a pointer to
+                // this float, and whichever of the two changed is read (either way no write
+                // goes anywhere but memory of ours). NaN: not written.
+                let mut wall_ms = f32::NAN;
+                let wall_ptr: *mut std::ffi::c_void = (&raw mut wall_ms).cast();
+                let mut options = vec![
                     O::CU_JIT_INFO_LOG_BUFFER,
                     O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                     O::CU_JIT_ERROR_LOG_BUFFER,
                     O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 ];
-                // Sizes travel in the pointer-sized value slots, as the driver API specifies.
-                let mut values: [*mut std::ffi::c_void; 4] = [
+                // Sizes and integers travel in the pointer-sized value slots, as the driver
+                // API specifies.
+                let mut values: Vec<*mut std::ffi::c_void> = vec![
                     info.as_mut_ptr().cast(),
                     std::ptr::without_provenance_mut(LOG),
                     error.as_mut_ptr().cast(),
                     std::ptr::without_provenance_mut(LOG),
                 ];
+                let mut int = |option, value: u32| {
+                    options.push(option);
+                    values.push(std::ptr::without_provenance_mut(value as usize));
+                };
+                if let Some(level) = link_options.optimization_level {
+                    int(O::CU_JIT_OPTIMIZATION_LEVEL, level);
+                }
+                if let Some(count) = link_options.max_registers {
+                    int(O::CU_JIT_MAX_REGISTERS, count);
+                }
+                if link_options.debug {
+                    int(O::CU_JIT_GENERATE_DEBUG_INFO, 1);
+                }
+                if link_options.line_info {
+                    int(O::CU_JIT_GENERATE_LINE_INFO, 1);
+                }
+                if link_options.verbose {
+                    int(O::CU_JIT_LOG_VERBOSE, 1);
+                }
+                let wall_slot = link_options.wall_time.then(|| {
+                    options.push(O::CU_JIT_WALL_TIME);
+                    values.push(wall_ptr);
+                    values.len() - 1
+                });
                 let mut state = std::ptr::null_mut();
-                call!(self.cuLinkCreate(4, options.as_mut_ptr(), values.as_mut_ptr(), &mut state))?;
+                call!(self.cuLinkCreate(
+                    options.len() as u32,
+                    options.as_mut_ptr(),
+                    values.as_mut_ptr(),
+                    &mut state
+                ))?;
                 let text = |buf: &[u8]| {
                     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
                     String::from_utf8_lossy(&buf[..end]).into_owned()
@@ -268,8 +308,25 @@ macro_rules! impl_module_api {
                     }
                 }
                 let destroyed = call!(self.cuLinkDestroy(state));
+                let mut log = text(&info);
+                if let Some(slot) = wall_slot {
+                    let written = values[slot];
+                    let ms = if written == wall_ptr {
+                        wall_ms
+                    } else {
+                        // The float the driver put in the slot: its low 32 bits (the slot's
+                        // first bytes on a little-endian machine).
+                        f32::from_bits(written.addr() as u32)
+                    };
+                    if !ms.is_nan() {
+                        if !log.is_empty() && !log.ends_with('\n') {
+                            log.push('\n');
+                        }
+                        log.push_str(&format!("cuLinkComplete wall time: {ms} ms\n"));
+                    }
+                }
                 match result.and(destroyed) {
-                    Ok(()) => Ok((cubin, text(&info))),
+                    Ok(()) => Ok((cubin, log)),
                     Err(e) => {
                         let log = text(&error);
                         Err(Error::Link {

@@ -1,0 +1,746 @@
+//! The linker's typed options, PTX output and logs. The nvJitLink tests need no GPU: CI runs
+//! them against the real nvJitLink 13 (found by discovery, after NVRTC 13) and again with
+//! NVRTC 12 (`CUDA_CORE_NVRTC_PATH`, `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`), which makes nvJitLink
+//! 12 the one loaded. Each option's effect is read where a CPU can see it: the linked PTX,
+//! ptxas's report in the info log, the cubin's section names. The GPU tests read what only a
+//! device shows (a kernel's register count) and run the driver's linker.
+
+use crate::common;
+
+use cuda_core::{
+    nvjitlink_version, nvrtc_version, CodeType, Error, KernelAttribute, Linker, LinkerBackend,
+    LinkerOptions, ObjectCode, Program, ProgramOptions,
+};
+
+/// Whether NVRTC and nvJitLink are usable here; fails the test when CI requires them. Checks
+/// that nvJitLink is of NVRTC's major (whose LTO-IR it links).
+fn nvjitlink() -> bool {
+    let (nvrtc, linker) = match (nvrtc_version(), nvjitlink_version()) {
+        (Ok(nvrtc), Ok(linker)) => (nvrtc, linker),
+        (nvrtc, linker) => {
+            common::not_run(
+                "nvjitlink",
+                &format!(
+                    "no NVRTC or nvJitLink: {:?}, {:?}",
+                    nvrtc.err(),
+                    linker.err()
+                ),
+            );
+            return false;
+        }
+    };
+    if let Ok(expected) = std::env::var("CUDA_CORE_EXPECT_NVRTC_MAJOR") {
+        assert_eq!(linker.0.to_string(), expected, "nvJitLink {linker:?}");
+    }
+    assert_eq!(
+        linker.0, nvrtc.0 as u32,
+        "nvJitLink {linker:?} with NVRTC {nvrtc:?}"
+    );
+    true
+}
+
+/// Relocatable device code for sm_90.
+fn rdc() -> ProgramOptions {
+    ProgramOptions {
+        arch: Some("90".to_owned()),
+        relocatable_device_code: true,
+        ..Default::default()
+    }
+}
+
+fn ltoir(source: &str, name: &str) -> ObjectCode {
+    Program::new(source, rdc())
+        .with_name(name)
+        .compile(CodeType::LtoIr, &[])
+        .unwrap()
+}
+
+/// nvJitLink for sm_90.
+fn jit() -> LinkerOptions {
+    LinkerOptions::default()
+        .with_arch("90")
+        .with_backend(LinkerBackend::NvJitLink)
+}
+
+const LIB: &str = "__device__ float twice(float x) { return 2.0f * x; }";
+
+const MAIN: &str = r#"
+__device__ float twice(float x);
+__device__ int used_var;
+__device__ int unused_var;
+extern "C" __global__ void apply(float* x) {
+    x[0] = twice(x[0]) / x[1] + sqrtf(x[2]);
+    x[3] = x[3] * x[4] + x[5];
+    used_var = 1;
+}
+extern "C" __global__ void other(float* x) { x[0] = 1.0f; unused_var = 2; }
+"#;
+
+/// The two LTO-IR inputs: `twice` in one, its callers in the other.
+fn inputs() -> [ObjectCode; 2] {
+    [ltoir(LIB, "lib.cu"), ltoir(MAIN, "main.cu")]
+}
+
+/// The PTX of linking [`inputs`] with `options`.
+fn linked_ptx(options: LinkerOptions) -> String {
+    let linked = Linker::new(&inputs(), options)
+        .link_to(CodeType::Ptx)
+        .unwrap();
+    assert_eq!(linked.code_type(), CodeType::Ptx);
+    String::from_utf8_lossy(linked.code()).into_owned()
+}
+
+/// The names of a cubin's ELF sections.
+fn section_names(elf: &[u8]) -> Vec<String> {
+    let u16_at = |at: usize| u16::from_le_bytes([elf[at], elf[at + 1]]) as usize;
+    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
+    assert!(elf.starts_with(b"\x7fELF\x02"), "a 64-bit ELF");
+    let (table, entry, count, strings) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let names_at = u64_at(table + strings * entry + 0x18);
+    (0..count)
+        .map(|i| {
+            let start = names_at + u32_at(table + i * entry);
+            let end = start + elf[start..].iter().position(|&b| b == 0).unwrap();
+            String::from_utf8_lossy(&elf[start..end]).into_owned()
+        })
+        .collect()
+}
+
+/// The register counts ptxas reports in a verbose log (`Used N registers`).
+fn registers_reported(log: &str) -> Vec<u32> {
+    log.lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("Used ")?;
+            let (count, rest) = rest.split_once(' ')?;
+            rest.starts_with("registers")
+                .then(|| count.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// A kernel that keeps 40 values live across many operations: ptxas gives it far more than 32
+/// registers unless capped.
+const HEAVY: &str = r#"
+extern "C" __global__ void heavy(const float* in, float* out) {
+    float v[40];
+#pragma unroll
+    for (int i = 0; i < 40; ++i) v[i] = in[threadIdx.x * 40 + i];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 40; ++i)
+#pragma unroll
+        for (int j = 0; j < 40; ++j) s += v[i] * v[(i * 7 + j) % 40] / (v[j] + 1.0f);
+    out[threadIdx.x] = s;
+}
+"#;
+
+#[test]
+fn ltoir_links_to_ptx_with_calls_inlined_unless_optimisation_is_off() {
+    if !nvjitlink() {
+        return;
+    }
+    let linked = Linker::new(&inputs(), jit())
+        .link_to(CodeType::Ptx)
+        .unwrap();
+    assert_eq!(linked.code_type(), CodeType::Ptx);
+    assert_eq!(
+        linked.code().last(),
+        Some(&0),
+        "PTX keeps a NUL for the driver"
+    );
+    let ptx = String::from_utf8_lossy(linked.code());
+    assert!(
+        ptx.contains(".target sm_90")
+            && ptx.contains(".entry apply")
+            && ptx.contains(".entry other"),
+        "{ptx}"
+    );
+    // Linked across the two inputs: `twice` is inlined into `apply`, no function remains.
+    assert!(!ptx.contains(".func"), "{ptx}");
+    // -O0 keeps the calls.
+    let unoptimised = linked_ptx(jit().with_optimization_level(0));
+    assert!(unoptimised.contains(".func"), "{unoptimised}");
+    assert_eq!(
+        linked_ptx(jit().with_optimization_level(3)),
+        ptx,
+        "-O3 is the default"
+    );
+    // The cubin of the same link is an ELF.
+    let cubin = Linker::new(&inputs(), jit()).link().unwrap();
+    assert_eq!(cubin.code_type(), CodeType::Cubin);
+    assert!(cubin.code().starts_with(b"\x7fELF"));
+}
+
+#[test]
+fn ptx_output_refuses_inputs_that_are_not_ltoir_and_other_targets() {
+    if !nvjitlink() {
+        return;
+    }
+    let ptx = Program::new(LIB, rdc())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let [lib, main] = inputs();
+    let err = Linker::new(&[main.clone(), ptx.clone()], jit())
+        .link_to(CodeType::Ptx)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "inputs", reason }
+            if reason.contains("LTO-IR") && reason.contains("program.cu is PTX")),
+        "{err}"
+    );
+    // The same inputs link to a cubin.
+    Linker::new(&[main.clone(), ptx], jit()).link().unwrap();
+    for target in [CodeType::LtoIr, CodeType::Fatbin] {
+        let err = Linker::new(&[lib.clone(), main.clone()], jit())
+            .link_to(target)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "target", .. }),
+            "{err}"
+        );
+    }
+}
+
+/// A link to PTX leaves a function no input defines as an external declaration (the PTX is
+/// not final code), where a link to a cubin fails naming it.
+#[test]
+fn a_missing_function_stays_external_in_ptx_and_fails_a_cubin() {
+    if !nvjitlink() {
+        return;
+    }
+    let main = ltoir(MAIN, "main.cu");
+    let linker = Linker::new(std::slice::from_ref(&main), jit());
+    let ptx = linker.link_to(CodeType::Ptx).unwrap();
+    let ptx = String::from_utf8_lossy(ptx.code());
+    assert!(
+        ptx.lines()
+            .any(|l| l.contains(".extern .func") && l.contains("twice")),
+        "{ptx}"
+    );
+    let err = linker.link().unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log } if log.contains("twice")),
+        "{err}"
+    );
+}
+
+/// A failed link to PTX is [`Error::Link`] with nvJitLink's error log: here LTO-IR for sm_90
+/// linked for sm_80.
+#[test]
+fn a_failed_link_to_ptx_is_a_link_error_with_nvjitlinks_log() {
+    if !nvjitlink() {
+        return;
+    }
+    let err = Linker::new(&inputs(), jit().with_arch("80"))
+        .link_to(CodeType::Ptx)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log }
+            if log.contains("nvJitLinkAddData") && log.contains("LTOIR arch newer than target arch")),
+        "{err}"
+    );
+}
+
+#[test]
+fn kernels_used_drops_the_other_kernels() {
+    if !nvjitlink() {
+        return;
+    }
+    let ptx = linked_ptx(jit().with_kernels_used(vec!["other".into()]));
+    assert!(
+        ptx.contains(".entry other") && !ptx.contains(".entry apply"),
+        "{ptx}"
+    );
+    let both = linked_ptx(jit().with_kernels_used(vec!["other".into(), "apply".into()]));
+    assert!(
+        both.contains(".entry other") && both.contains(".entry apply"),
+        "{both}"
+    );
+}
+
+#[test]
+fn unused_variables_go_except_those_named_used() {
+    if !nvjitlink() {
+        return;
+    }
+    let global = |name: &str| format!(".global .align 4 .u32 {name};");
+    let all = linked_ptx(jit());
+    assert!(
+        all.contains(&global("used_var")) && all.contains(&global("unused_var")),
+        "{all}"
+    );
+    let optimised = linked_ptx(jit().with_optimize_unused_variables(true));
+    assert!(!optimised.contains(&global("unused_var")), "{optimised}");
+    let kept = linked_ptx(
+        jit()
+            .with_optimize_unused_variables(true)
+            .with_variables_used(vec!["unused_var".into()]),
+    );
+    assert!(kept.contains(&global("unused_var")), "{kept}");
+}
+
+#[test]
+fn the_floating_point_options_change_the_linked_code() {
+    if !nvjitlink() {
+        return;
+    }
+    let base = linked_ptx(jit());
+    assert!(
+        base.contains("div.rn.f32") && base.contains("fma.rn.f32") && !base.contains(".ftz"),
+        "{base}"
+    );
+    let ftz = linked_ptx(jit().with_ftz(true));
+    assert!(ftz.contains("div.rn.ftz.f32"), "{ftz}");
+    assert_eq!(linked_ptx(jit().with_ftz(false)), base);
+    let approximate = linked_ptx(jit().with_prec_div(false));
+    assert!(
+        approximate.contains("div.full.f32") && !approximate.contains("div.rn.f32"),
+        "{approximate}"
+    );
+    let unfused = linked_ptx(jit().with_fma(false));
+    assert!(
+        !unfused.contains("fma.rn.f32") && unfused.contains("mul.rn.f32"),
+        "{unfused}"
+    );
+    // prec_sqrt changes nothing here (NVRTC lowered `sqrtf` already), but is taken in
+    // nvJitLink's own spelling: `-prec-sqrt=true` is refused.
+    linked_ptx(jit().with_prec_sqrt(false));
+    let err = Linker::new(&inputs(), jit().with_extra(vec!["-prec-sqrt=true".into()]))
+        .link_to(CodeType::Ptx)
+        .unwrap_err();
+    assert!(matches!(err, Error::Link { .. }), "{err}");
+}
+
+#[test]
+fn a_jump_table_density_of_zero_makes_a_switch_a_jump_table() {
+    if !nvjitlink() {
+        return;
+    }
+    let source = r#"
+extern "C" __global__ void pick(const int* in, int* out) {
+    int r;
+    switch (in[threadIdx.x]) {
+        case 0: r = in[10]; break; case 1: r = in[21] * 3; break; case 2: r = in[32] + 7; break;
+        case 3: r = in[43] ^ 5; break; case 4: r = in[54] - 9; break; case 5: r = in[65] * 11; break;
+        case 6: r = in[76] | 12; break; case 7: r = in[87] + 13; break; default: r = -1;
+    }
+    out[threadIdx.x] = r;
+}"#;
+    let input = ltoir(source, "switch.cu");
+    let ptx = |options: LinkerOptions| {
+        let code = Linker::new(std::slice::from_ref(&input), options)
+            .link_to(CodeType::Ptx)
+            .unwrap();
+        String::from_utf8_lossy(code.code()).into_owned()
+    };
+    assert!(!ptx(jit()).contains("brx.idx"));
+    assert!(ptx(jit().with_jump_table_density(0)).contains("brx.idx"));
+    assert!(!ptx(jit().with_jump_table_density(101)).contains("brx.idx"));
+}
+
+#[test]
+fn max_registers_caps_what_ptxas_reports_in_the_verbose_log() {
+    if !nvjitlink() {
+        return;
+    }
+    let heavy = ltoir(HEAVY, "heavy.cu");
+    let link = |options: LinkerOptions| {
+        Linker::new(std::slice::from_ref(&heavy), options.with_verbose(true))
+            .link()
+            .unwrap()
+    };
+    let free = link(jit());
+    let used = registers_reported(free.compile_log());
+    assert!(
+        used.len() == 1 && used[0] > 64,
+        "{used:?} in {}",
+        free.compile_log()
+    );
+    let capped = link(jit().with_max_registers(32));
+    let used = registers_reported(capped.compile_log());
+    assert!(
+        used.len() == 1 && used[0] <= 32,
+        "{used:?} in {}",
+        capped.compile_log()
+    );
+    // Without verbose, no report; ptxas's own -v gives it back.
+    let quiet = Linker::new(std::slice::from_ref(&heavy), jit())
+        .link()
+        .unwrap();
+    assert!(
+        registers_reported(quiet.compile_log()).is_empty(),
+        "{}",
+        quiet.compile_log()
+    );
+    let ptxas = Linker::new(
+        std::slice::from_ref(&heavy),
+        jit().with_ptxas_options(vec!["-v".into()]),
+    )
+    .link()
+    .unwrap();
+    assert_eq!(
+        registers_reported(ptxas.compile_log()).len(),
+        1,
+        "{}",
+        ptxas.compile_log()
+    );
+}
+
+#[test]
+fn time_reports_the_link_phases_in_the_info_log() {
+    if !nvjitlink() {
+        return;
+    }
+    let timed = |target| {
+        Linker::new(&inputs(), jit().with_time(true))
+            .link_to(target)
+            .unwrap()
+            .compile_log()
+            .to_owned()
+    };
+    for target in [CodeType::Cubin, CodeType::Ptx] {
+        let log = timed(target);
+        assert!(
+            log.lines().any(|l| l.starts_with("nvJitLinkComplete time")),
+            "{target:?}: {log}"
+        );
+        let untimed = Linker::new(&inputs(), jit()).link_to(target).unwrap();
+        assert!(
+            !untimed.compile_log().contains("time"),
+            "{}",
+            untimed.compile_log()
+        );
+    }
+}
+
+#[test]
+fn line_info_and_debug_add_their_sections_to_the_cubin() {
+    if !nvjitlink() {
+        return;
+    }
+    let sections = |options: LinkerOptions| {
+        section_names(Linker::new(&inputs(), options).link().unwrap().code())
+    };
+    let has = |names: &[String], name: &str| names.iter().any(|n| n == name);
+    let plain = sections(jit());
+    assert!(has(&plain, ".text.apply"), "{plain:?}");
+    assert!(!has(&plain, ".nv_debug_line_sass"), "{plain:?}");
+    assert!(!has(&plain, ".nv_debug_info_reg_sass"), "{plain:?}");
+    let lines = sections(jit().with_line_info(true));
+    assert!(has(&lines, ".nv_debug_line_sass"), "{lines:?}");
+    assert!(!has(&lines, ".nv_debug_info_reg_sass"), "{lines:?}");
+    let debug = sections(jit().with_debug(true));
+    assert!(has(&debug, ".nv_debug_info_reg_sass"), "{debug:?}");
+}
+
+/// The options whose effect is not visible in the output here are at least taken by nvJitLink
+/// (a misspelled option is refused, as the control shows).
+#[test]
+fn the_remaining_options_are_taken() {
+    if !nvjitlink() {
+        return;
+    }
+    let err = Linker::new(&inputs(), jit().with_extra(vec!["-no-such-option".into()]))
+        .link()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log } if log.contains("nvJitLinkCreate") && log.contains("-no-such-option")),
+        "{err}"
+    );
+    for options in [
+        jit().with_split_compile(2),
+        jit().with_split_compile_extended(2),
+        jit().with_no_cache(true),
+        jit().with_link_time_optimization(true),
+        jit()
+            .with_optimization_level(0)
+            .with_debug(true)
+            .with_line_info(true),
+    ] {
+        Linker::new(&inputs(), options.clone())
+            .link()
+            .unwrap_or_else(|e| panic!("{options:?}: {e}"));
+    }
+    // Refused before nvJitLink, which would give no reason.
+    let err = Linker::new(&inputs(), jit().with_optimization_level(2))
+        .link()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "options", reason } if reason.contains("-O0 or -O3")),
+        "{err}"
+    );
+}
+
+/// The driver's linker cannot make PTX nor take nvJitLink's own options: both are refused
+/// before any driver call (this runs without a driver).
+#[test]
+fn the_driver_backend_refuses_ptx_and_nvjitlink_options_before_any_driver_call() {
+    let driver = LinkerOptions::default()
+        .with_arch("90")
+        .with_backend(LinkerBackend::Driver);
+    let ptx = ObjectCode::from_ptx(b".version 8.0\n.target sm_90\n.address_size 64\n".to_vec());
+    let err = Linker::new(std::slice::from_ref(&ptx), driver.clone())
+        .link_to(CodeType::Ptx)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "target", reason }
+            if reason.contains("only cubins") && reason.contains("nvJitLink")
+                && reason.contains("LinkerBackend::Driver")),
+        "{err}"
+    );
+    let err = Linker::new(
+        std::slice::from_ref(&ptx),
+        driver.clone().with_kernels_used(vec!["k".into()]),
+    )
+    .link()
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "options", reason }
+            if reason.starts_with("kernels_used is an nvJitLink option (-kernels-used)")),
+        "{err}"
+    );
+}
+
+/// Auto falls back to the driver's linker when nvJitLink is missing, and then refuses what
+/// only nvJitLink does, saying why nvJitLink was not used (a process of its own, with
+/// `CUDA_CORE_NVJITLINK_PATH` naming no file, and no driver call).
+#[test]
+fn auto_without_nvjitlink_refuses_what_only_nvjitlink_does() {
+    let test = common::test_name(
+        module_path!(),
+        "auto_without_nvjitlink_refuses_what_only_nvjitlink_does",
+    );
+    let marker = format!("{test}: done");
+    if common::child_role(&test).is_none() {
+        let mut child = common::child_command(&test, "no nvJitLink");
+        child.env(
+            "CUDA_CORE_NVJITLINK_PATH",
+            "/nonexistent/libnvJitLink.so.13",
+        );
+        common::wait_child(child.spawn().unwrap(), &test, &marker);
+        return;
+    }
+    assert!(nvjitlink_version().is_err());
+    let auto = LinkerOptions::default().with_arch("90");
+    let ptx = ObjectCode::from_ptx(b".version 8.0\n.target sm_90\n.address_size 64\n".to_vec());
+    let err = Linker::new(std::slice::from_ref(&ptx), auto.clone())
+        .link_to(CodeType::Ptx)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "target", reason }
+            if reason.contains("nvJitLink was not found") && reason.contains("/nonexistent")),
+        "{err}"
+    );
+    let err = Linker::new(std::slice::from_ref(&ptx), auto.clone().with_ftz(true))
+        .link()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "options", reason }
+            if reason.starts_with("ftz is an nvJitLink option") && reason.contains("not found")),
+        "{err}"
+    );
+    // Asking for nvJitLink itself says it is missing.
+    let err = Linker::new(
+        std::slice::from_ref(&ptx),
+        auto.with_backend(LinkerBackend::NvJitLink),
+    )
+    .link()
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::Link { log } if log.contains("nvJitLink was not found")),
+        "{err}"
+    );
+    println!("{marker}");
+}
+
+/// Runs `kernel(in, out)` of `code` on 32 threads over `input` (40 floats a thread), giving
+/// `out`.
+fn run_heavy(code: &ObjectCode, input: &[f32]) -> Vec<f32> {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = device.memory_resource().unwrap();
+    let mut x = pool.allocate(4 * input.len(), &stream).unwrap();
+    x.copy_from_host(input, &stream).unwrap();
+    let out = pool.allocate(4 * 32, &stream).unwrap();
+    let kernel = code.get_kernel("heavy").unwrap();
+    // SAFETY: 32 threads read 40 floats each of `x` and write one float each of `out`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+            &kernel,
+            &[&x, &out],
+        )
+    }
+    .unwrap();
+    out.to_vec::<f32>(&stream).unwrap()
+}
+
+fn heavy_input() -> Vec<f32> {
+    (0..32 * 40).map(|i| (i % 17) as f32 * 0.25).collect()
+}
+
+/// What `heavy` computes from [`heavy_input`], on the CPU in double precision.
+fn heavy_expected() -> Vec<f32> {
+    let input = heavy_input();
+    (0..32)
+        .map(|t| {
+            let v: Vec<f64> = (0..40).map(|i| f64::from(input[t * 40 + i])).collect();
+            let mut s = 0.0f64;
+            for i in 0..40 {
+                for j in 0..40 {
+                    s += v[i] * v[(i * 7 + j) % 40] / (v[j] + 1.0);
+                }
+            }
+            s as f32
+        })
+        .collect()
+}
+
+/// Asserts two runs of `heavy` agree with each other and with [`heavy_expected`], to float
+/// rounding (ptxas may contract a multiply and an add differently at another optimisation
+/// level or register budget).
+fn assert_close(a: &[f32], b: &[f32]) {
+    let expected = heavy_expected();
+    assert!(expected.iter().all(|&e| e > 1.0), "{expected:?}");
+    for run in [a, b] {
+        assert_eq!(run.len(), expected.len());
+        for (x, e) in run.iter().zip(&expected) {
+            assert!(
+                (x - e).abs() <= 1e-3 * e.abs(),
+                "{run:?} against {expected:?}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_register_cap_through_nvjitlink_shows_in_the_kernels_register_count() {
+    let device = common::device();
+    device.set_current().unwrap();
+    if !nvjitlink() {
+        return;
+    }
+    let heavy = Program::new(
+        HEAVY,
+        ProgramOptions::default().with_relocatable_device_code(true),
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let link = |options: LinkerOptions| {
+        Linker::new(std::slice::from_ref(&heavy), options)
+            .link()
+            .unwrap()
+    };
+    let free = link(LinkerOptions::default());
+    let capped = link(LinkerOptions::default().with_max_registers(32));
+    let regs = |code: &ObjectCode| {
+        code.get_kernel("heavy")
+            .unwrap()
+            .attribute(device, KernelAttribute::NumRegs)
+            .unwrap()
+    };
+    let (free_regs, capped_regs) = (regs(&free), regs(&capped));
+    println!("heavy: {free_regs} registers free, {capped_regs} capped at 32");
+    assert!(free_regs > 32, "{free_regs}");
+    assert!(capped_regs <= 32, "{capped_regs}");
+    // Spilled, the same results.
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ptx_linked_by_nvjitlink_loads_and_runs() {
+    let device = common::device();
+    device.set_current().unwrap();
+    if !nvjitlink() {
+        return;
+    }
+    let heavy = Program::new(
+        HEAVY,
+        ProgramOptions::default().with_relocatable_device_code(true),
+    )
+    .compile(CodeType::LtoIr, &[])
+    .unwrap();
+    let linker = Linker::new(std::slice::from_ref(&heavy), LinkerOptions::default());
+    let ptx = linker.link_to(CodeType::Ptx).unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let cubin = linker.link().unwrap();
+    assert_close(
+        &run_heavy(&ptx, &heavy_input()),
+        &run_heavy(&cubin, &heavy_input()),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_driver_backend_links_with_typed_options_and_runs() {
+    let device = common::device();
+    device.set_current().unwrap();
+    // PTX with relocatable device code: the driver's linker compiles it with the link's options.
+    let heavy = Program::new(
+        HEAVY,
+        ProgramOptions::default().with_relocatable_device_code(true),
+    )
+    .with_name("heavy.cu")
+    .compile(CodeType::Ptx, &[])
+    .unwrap();
+    let driver = LinkerOptions::default().with_backend(LinkerBackend::Driver);
+    let link = |options: LinkerOptions| {
+        Linker::new(std::slice::from_ref(&heavy), options)
+            .link()
+            .unwrap()
+    };
+    let free = link(driver.clone());
+    let capped = link(
+        driver
+            .clone()
+            .with_max_registers(32)
+            .with_optimization_level(3)
+            .with_line_info(true)
+            .with_verbose(true)
+            .with_time(true),
+    );
+    let regs = |code: &ObjectCode| {
+        code.get_kernel("heavy")
+            .unwrap()
+            .attribute(device, KernelAttribute::NumRegs)
+            .unwrap()
+    };
+    let log = capped.compile_log();
+    println!("driver link log:\n{log}");
+    assert!(regs(&free) > 32, "{}", regs(&free));
+    assert!(regs(&capped) <= 32, "{}", regs(&capped));
+    // The wall time the driver reports, and the verbose report of the PTX compile.
+    let wall: f32 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("cuLinkComplete wall time: "))
+        .and_then(|rest| rest.strip_suffix(" ms"))
+        .expect("the wall time in the log")
+        .parse()
+        .unwrap();
+    assert!(wall.is_finite() && wall >= 0.0, "{wall}");
+    assert!(log.contains("registers"), "{log}");
+    assert!(
+        !free.compile_log().contains("wall time"),
+        "{}",
+        free.compile_log()
+    );
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
+    );
+    // Debug information at -O0 links and runs too.
+    let debug = link(driver.with_debug(true).with_optimization_level(0));
+    assert_close(
+        &run_heavy(&debug, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
+    );
+}
