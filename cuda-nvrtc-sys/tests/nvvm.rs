@@ -99,7 +99,10 @@ fn the_override_variable_is_libnvvms_own() {
         let search = NvvmSearch::from_env(13);
         assert_eq!(search.explicit.as_deref(), Some(file.as_path()));
         assert_eq!(search.candidates(), [Candidate::File(file.clone())]);
-        assert_ne!(Search::from_env(13).explicit.as_deref(), Some(file.as_path()));
+        assert_ne!(
+            Search::from_env(13).explicit.as_deref(),
+            Some(file.as_path())
+        );
         let text = search.load().unwrap_err().to_string();
         assert!(text.contains(&file.display().to_string()), "{text}");
         assert!(text.contains("CUDA_CORE_NVVM_PATH"), "{text}");
@@ -180,14 +183,20 @@ fn compile(nvvm: &Nvvm, ir: &str, options: &[&str]) -> Result<String, (nvvmResul
         );
         let status =
             t.nvvmCompileProgram.unwrap()(program, pointers.len() as i32, pointers.as_mut_ptr());
-        let read = |size: unsafe extern "C" fn(nvvmProgram, *mut usize) -> nvvmResult,
-                    get: unsafe extern "C" fn(nvvmProgram, *mut c_char) -> nvvmResult| {
-            let mut n = 0;
-            assert_eq!(size(program, &mut n), nvvmResult::NVVM_SUCCESS);
-            let mut bytes = vec![0u8; n];
-            assert_eq!(get(program, bytes.as_mut_ptr().cast()), nvvmResult::NVVM_SUCCESS);
-            String::from_utf8_lossy(&bytes).trim_end_matches('\0').to_owned()
-        };
+        let read =
+            |size: unsafe extern "C" fn(nvvmProgram, *mut usize) -> nvvmResult,
+             get: unsafe extern "C" fn(nvvmProgram, *mut c_char) -> nvvmResult| {
+                let mut n = 0;
+                assert_eq!(size(program, &mut n), nvvmResult::NVVM_SUCCESS);
+                let mut bytes = vec![0u8; n];
+                assert_eq!(
+                    get(program, bytes.as_mut_ptr().cast()),
+                    nvvmResult::NVVM_SUCCESS
+                );
+                String::from_utf8_lossy(&bytes)
+                    .trim_end_matches('\0')
+                    .to_owned()
+            };
         let result = if status == nvvmResult::NVVM_SUCCESS {
             Ok(read(
                 t.nvvmGetCompiledResultSize.unwrap(),
@@ -196,7 +205,10 @@ fn compile(nvvm: &Nvvm, ir: &str, options: &[&str]) -> Result<String, (nvvmResul
         } else {
             Err((
                 status,
-                read(t.nvvmGetProgramLogSize.unwrap(), t.nvvmGetProgramLog.unwrap()),
+                read(
+                    t.nvvmGetProgramLogSize.unwrap(),
+                    t.nvvmGetProgramLog.unwrap(),
+                ),
             ))
         };
         assert_eq!(
@@ -213,10 +225,7 @@ fn compiles_with(major: u32) {
     assert_eq!(nvvm.ir_version().0, 2, "{nvvm:?}");
     let ptx = compile(&nvvm, KERNEL, &["-arch=compute_90"]).unwrap_or_else(|e| panic!("{e:?}"));
     // The PTX names the CUDA release that made it: the layout's major was loaded.
-    assert!(
-        ptx.contains(&format!("release {major}.")),
-        "{major}: {ptx}"
-    );
+    assert!(ptx.contains(&format!("release {major}.")), "{major}: {ptx}");
     assert!(ptx.contains(".entry twice"), "{ptx}");
     assert!(ptx.contains(".target sm_90"), "{ptx}");
     let bad = KERNEL.replace("%v, %v", "%v, %undefined");
@@ -226,7 +235,11 @@ fn compiles_with(major: u32) {
     // Only CUDA 13's library has nvvmLLVMVersion.
     assert_eq!(nvvm.table().nvvmLLVMVersion.is_some(), major >= 13);
     assert_eq!(
-        nvvm.table().symbols().iter().filter(|s| s.address.is_none()).count(),
+        nvvm.table()
+            .symbols()
+            .iter()
+            .filter(|s| s.address.is_none())
+            .count(),
         usize::from(major < 13)
     );
     assert!(Nvvm::libdevice(nvvm.location()).is_some(), "{nvvm:?}");
