@@ -121,12 +121,7 @@ pub struct NvvmInfo {
 /// ```
 #[doc(alias("nvvmVersion", "nvvmIRVersion"))]
 pub fn nvvm_info() -> Result<NvvmInfo> {
-    let (version, ir_version, location) = super::nvvm::nvvm_info()?;
-    Ok(NvvmInfo {
-        version,
-        ir_version,
-        location,
-    })
+    super::nvvm::nvvm_info()
 }
 
 /// What the process runs on: see [`driver_info`].

@@ -129,11 +129,10 @@ fn compile_with(
     ) else {
         return Err(None);
     };
-    // SAFETY: the table's log getters, with a live program.
     let log = || {
-        unsafe { read_sized(handle, log_size, log_get, nvvmResult::NVVM_SUCCESS) }
-            .map(|bytes| text(&bytes))
-            .unwrap_or_default()
+        // SAFETY: the table's log getters, with a live program.
+        let bytes = unsafe { read_sized(handle, log_size, log_get, nvvmResult::NVVM_SUCCESS) };
+        bytes.map(|bytes| text(&bytes)).unwrap_or_default()
     };
     let fail = |what: &str, status: nvvmResult| {
         let log = log();
@@ -190,11 +189,14 @@ fn error_string(t: &NvvmTable, status: nvvmResult) -> String {
     }
 }
 
-/// The libNVVM in use: `(version, ir_version, location)`.
-pub(crate) fn nvvm_info() -> Result<((i32, i32), (i32, i32, i32, i32), PathBuf)> {
+/// The libNVVM in use.
+pub(crate) fn nvvm_info() -> Result<super::info::NvvmInfo> {
     let nvvm = nvvm()?;
-    let location = nvvm_file(nvvm).unwrap_or_else(|| nvvm.location().to_path_buf());
-    Ok((nvvm.version(), nvvm.ir_version(), location))
+    Ok(super::info::NvvmInfo {
+        version: nvvm.version(),
+        ir_version: nvvm.ir_version(),
+        location: nvvm_file(nvvm).unwrap_or_else(|| nvvm.location().to_path_buf()),
+    })
 }
 
 /// The libdevice beside the libNVVM in use.
