@@ -481,3 +481,149 @@ pub(crate) fn key(
     }
     Ok(key.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sm90() -> ProgramOptions {
+        ProgramOptions::default().with_arch("90a")
+    }
+
+    #[test]
+    fn nvvm_arguments_spell_each_mapped_option() {
+        assert_eq!(sm90().nvvm_args(CodeType::Ptx), ["-arch=compute_90a"]);
+        assert_eq!(
+            sm90().with_debug(true).nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-g", "-opt=0"]
+        );
+        assert_eq!(
+            sm90()
+                .with_debug(true)
+                .with_device_code_optimize(true)
+                .nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-g"]
+        );
+        assert_eq!(
+            sm90().with_fast_math(true).nvvm_args(CodeType::Ptx),
+            [
+                "-arch=compute_90a",
+                "-ftz=1",
+                "-prec-div=0",
+                "-prec-sqrt=0",
+                "-fma=1"
+            ]
+        );
+        // Set apart from fast math, and alone.
+        assert_eq!(
+            sm90()
+                .with_fast_math(true)
+                .with_ftz(false)
+                .with_prec_sqrt(true)
+                .nvvm_args(CodeType::Ptx),
+            [
+                "-arch=compute_90a",
+                "-ftz=0",
+                "-prec-div=0",
+                "-prec-sqrt=1",
+                "-fma=1"
+            ]
+        );
+        assert_eq!(
+            sm90().with_fmad(false).nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-fma=0"]
+        );
+        assert_eq!(
+            sm90()
+                .with_prec_div(true)
+                .with_extra(vec!["-jump-table-density=50".into()])
+                .nvvm_args(CodeType::LtoIr),
+            [
+                "-arch=compute_90a",
+                "-prec-div=1",
+                "-gen-lto",
+                "-jump-table-density=50"
+            ]
+        );
+        assert!(ProgramOptions::default()
+            .nvvm_args(CodeType::Ptx)
+            .is_empty());
+    }
+
+    #[test]
+    fn link_arguments_spell_each_mapped_option() {
+        assert!(sm90().link_args().is_empty());
+        let options = sm90()
+            .with_debug(true)
+            .with_line_info(true)
+            .with_max_register_count(32)
+            .with_ptxas_options(vec!["-v".into(), "-O2".into()])
+            .with_extra(vec!["-O3".into()]);
+        assert_eq!(
+            options.link_args(),
+            [
+                "-g",
+                "-lineinfo",
+                "-maxrregcount=32",
+                "-Xptxas=-v",
+                "-Xptxas=-O2"
+            ]
+        );
+        assert_eq!(
+            ptx_link_args(&options).last().map(String::as_str),
+            Some("-O3")
+        );
+    }
+
+    #[test]
+    fn each_kind_refuses_exactly_the_options_it_has_no_use_for() {
+        let refused = |options: ProgramOptions, kind, target| match options.check_kind(kind, target)
+        {
+            Ok(()) => None,
+            Err(Error::InvalidArgument {
+                name: "options",
+                reason,
+            }) => Some(reason),
+            Err(other) => panic!("{other}"),
+        };
+        use CodeType::{Cubin, LtoIr, Ptx};
+        use ProgramKind::{Cxx, NvvmIr, Ptx as PtxProgram};
+        let every_cxx_option = sm90()
+            .with_std("c++17")
+            .with_restrict(true)
+            .with_minimal(true);
+        assert_eq!(refused(every_cxx_option.clone(), Cxx, Cubin), None);
+        let reason = refused(every_cxx_option, NvvmIr, Ptx).unwrap();
+        assert!(
+            reason.contains("std, restrict, minimal") && reason.contains("NVVM IR"),
+            "{reason}"
+        );
+        // NVVM IR takes these for any target; PTX only `extra` (its linker's options).
+        for (options, ptx_takes_it) in [
+            (sm90().with_ftz(true), false),
+            (sm90().with_fast_math(true), false),
+            (
+                sm90().with_debug(true).with_device_code_optimize(true),
+                false,
+            ),
+            (sm90().with_extra(vec!["-opt=0".into()]), true),
+        ] {
+            assert_eq!(refused(options.clone(), NvvmIr, LtoIr), None, "{options:?}");
+            assert_eq!(
+                refused(options.clone(), PtxProgram, Cubin).is_none(),
+                ptx_takes_it,
+                "{options:?}"
+            );
+        }
+        let link = sm90().with_max_register_count(64);
+        assert_eq!(refused(link.clone(), NvvmIr, Cubin), None);
+        assert_eq!(refused(link.clone(), PtxProgram, Cubin), None);
+        let reason = refused(link, NvvmIr, Ptx).unwrap();
+        assert!(
+            reason.contains("max_register_count") && reason.contains("link step"),
+            "{reason}"
+        );
+        assert!(refused(sm90().with_gen_opt_lto(true), NvvmIr, LtoIr).is_some());
+        assert!(refused(sm90().with_relocatable_device_code(true), PtxProgram, Cubin).is_some());
+    }
+}
