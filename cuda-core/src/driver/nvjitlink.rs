@@ -49,7 +49,7 @@ pub(crate) fn linker_identity() -> String {
             .or_else(|| Some(jit.location().to_path_buf())),
         Some(Err(_)) => None,
         None => {
-            let major = super::nvrtc::loaded_major()
+            let major = super::nvrtc::expected_major()
                 .or_else(|| super::load::loaded().ok().map(|l| l.driver.abi().major()))
                 .unwrap_or(13);
             NvJitLinkSearch::from_env(major)

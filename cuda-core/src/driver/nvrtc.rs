@@ -30,11 +30,25 @@ pub(crate) fn nvrtc() -> Result<&'static Nvrtc> {
         .map_err(Clone::clone)
 }
 
-/// The major of NVRTC where it is loaded already (without loading it).
-pub(super) fn loaded_major() -> Option<u32> {
+/// The major of the NVRTC this process uses, without loading it: the loaded one's, else that
+/// in the name of the file discovery would load (`libnvrtc.so.12`); `None` where neither
+/// tells. libNVVM and nvJitLink follow it, so that the PTX of one is what the others read.
+pub(super) fn expected_major() -> Option<u32> {
     match NVRTC.get() {
         Some(Ok(nvrtc)) => u32::try_from(nvrtc.version().0).ok(),
-        _ => None,
+        Some(Err(_)) => None,
+        None => Search::from_env(preferred_major())
+            .candidates()
+            .iter()
+            .find_map(cuda_nvrtc_sys::Candidate::file)
+            .and_then(|file| {
+                let name = file.file_name()?.to_str()?.to_owned();
+                name.strip_prefix("libnvrtc.so.")?
+                    .split('.')
+                    .next()?
+                    .parse()
+                    .ok()
+            }),
     }
 }
 

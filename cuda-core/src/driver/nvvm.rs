@@ -12,10 +12,12 @@ use crate::error::{Cause, Error, Result};
 
 static NVVM: OnceLock<Result<Nvvm>> = OnceLock::new();
 
-/// The wheel major to look for first: the driver ABI's (13 when no driver loads: libNVVM
-/// needs none).
+/// The wheel major to look for first: that of the NVRTC in use (found without loading it),
+/// whose nvJitLink links the PTX (nvJitLink 12.9 cannot read libNVVM 13's PTX); else the
+/// driver ABI's (13 when no driver loads: libNVVM needs none).
 fn preferred_major() -> u32 {
-    super::load::loaded().map_or(13, |l| l.driver.abi().major())
+    super::nvrtc::expected_major()
+        .unwrap_or_else(|| super::load::loaded().map_or(13, |l| l.driver.abi().major()))
 }
 
 /// libNVVM, loaded on first use.
