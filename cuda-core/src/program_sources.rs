@@ -317,22 +317,25 @@ pub(crate) fn compile(
             reason: format!("a {kind} program compiles to PTX, a cubin or LTO-IR, not a fatbin"),
         });
     }
-    let (options, arch) = resolved(program)?;
-    options.check_kind(kind, target)?;
+    // Checked before the architecture is resolved (which needs a device where none is given).
+    program.options().check_kind(kind, target)?;
     let name = program.name();
+    if let (Source::Ptx(ptx), CodeType::Ptx) = (program.source_of_kind(), target) {
+        return Ok(ObjectCode::from_compiled(
+            CodeType::Ptx,
+            ptx.clone().into_bytes(),
+            name.to_owned(),
+            String::new(),
+            Vec::new(),
+        ));
+    }
+    let (options, arch) = resolved(program)?;
     match program.source_of_kind() {
         Source::Cxx(_) => Err(Error::InvalidArgument {
             name: "self",
             reason: "a C++ program compiles through NVRTC".to_owned(),
         }),
         Source::Ptx(ptx) => match target {
-            CodeType::Ptx => Ok(ObjectCode::from_compiled(
-                CodeType::Ptx,
-                ptx.clone().into_bytes(),
-                name.to_owned(),
-                String::new(),
-                Vec::new(),
-            )),
             CodeType::LtoIr => Err(Error::InvalidArgument {
                 name: "target",
                 reason: "PTX cannot be turned into LTO-IR (LTO-IR comes from C++ or NVVM IR); \

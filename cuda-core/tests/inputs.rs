@@ -424,6 +424,11 @@ fn a_ptx_program_gives_its_ptx_back_and_links_to_a_cubin() {
     let ptx = program.compile(CodeType::Ptx, &[]).unwrap();
     assert_eq!(ptx.code_type(), CodeType::Ptx);
     assert_eq!(text(&ptx), PTX);
+    // Nothing is compiled, so no architecture (and no device) is needed for it.
+    let as_given = Program::from_ptx(PTX, ProgramOptions::default())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert_eq!(as_given.code(), ptx.code());
     let err = program.compile(CodeType::LtoIr, &[]).unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument { name: "target", reason } if reason.contains("LTO-IR")),
@@ -573,6 +578,12 @@ fn options_a_kind_has_no_use_for_are_refused_by_name() {
     };
     let nvvm = |options| Program::from_nvvm([module("scale.ll", SCALE)], options);
     refused(nvvm(sm90().with_std("c++17")), CodeType::Ptx, "std");
+    // Before the architecture is looked for: no device is needed to be told.
+    refused(
+        nvvm(ProgramOptions::default().with_std("c++17")),
+        CodeType::Ptx,
+        "std",
+    );
     refused(
         nvvm(sm90().with_relocatable_device_code(true)),
         CodeType::Cubin,
