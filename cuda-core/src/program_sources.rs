@@ -317,6 +317,14 @@ pub(crate) fn compile(
             reason: format!("a {kind} program compiles to PTX, a cubin or LTO-IR, not a fatbin"),
         });
     }
+    if kind == ProgramKind::Ptx && target == CodeType::LtoIr {
+        return Err(Error::InvalidArgument {
+            name: "target",
+            reason: "PTX cannot be turned into LTO-IR (LTO-IR comes from C++ or NVVM IR); \
+                     compile a PTX program to a cubin, or link it as PTX"
+                .to_owned(),
+        });
+    }
     // Checked before the architecture is resolved (which needs a device where none is given).
     program.options().check_kind(kind, target)?;
     let name = program.name();
@@ -335,24 +343,16 @@ pub(crate) fn compile(
             name: "self",
             reason: "a C++ program compiles through NVRTC".to_owned(),
         }),
-        Source::Ptx(ptx) => match target {
-            CodeType::LtoIr => Err(Error::InvalidArgument {
-                name: "target",
-                reason: "PTX cannot be turned into LTO-IR (LTO-IR comes from C++ or NVVM IR); \
-                         compile a PTX program to a cubin, or link it as PTX"
-                    .to_owned(),
-            }),
-            _ => {
-                let ptx = ObjectCode::from_compiled(
-                    CodeType::Ptx,
-                    ptx.clone().into_bytes(),
-                    name.to_owned(),
-                    String::new(),
-                    Vec::new(),
-                );
-                link(&ptx, &arch, ptx_link_args(&options), name, String::new())
-            }
-        },
+        Source::Ptx(ptx) => {
+            let ptx = ObjectCode::from_compiled(
+                CodeType::Ptx,
+                ptx.clone().into_bytes(),
+                name.to_owned(),
+                String::new(),
+                Vec::new(),
+            );
+            link(&ptx, &arch, ptx_link_args(&options), name, String::new())
+        }
         Source::Nvvm(modules) => {
             if modules.is_empty() {
                 return Err(Error::InvalidArgument {
