@@ -743,3 +743,66 @@ fn an_nvvm_ir_program_loads_and_runs() {
     // Not the identity: the values changed.
     assert!(input.iter().zip(&got).any(|(x, y)| x != y));
 }
+
+/// Set in the children of the test below, to the cache's directory.
+const CACHE_DIR: &str = "CUDA_CORE_INPUTS_CACHE_DIR";
+
+/// Whether this process has libNVVM mapped.
+fn libnvvm_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .any(|line| line.contains("libnvvm"))
+}
+
+#[test]
+fn a_file_cache_hit_in_a_new_process_needs_no_libnvvm_and_keys_name_it() {
+    let test = common::test_name(
+        module_path!(),
+        "a_file_cache_hit_in_a_new_process_needs_no_libnvvm_and_keys_name_it",
+    );
+    if let Some(role) = common::child_role(&test) {
+        let dir = std::env::var_os(CACHE_DIR).unwrap();
+        let cache = cuda_core::FileStreamProgramCache::new(dir, 64 << 20).unwrap();
+        let program = Program::from_nvvm([module("scale.ll", SCALE)], sm90());
+        let key = program.cache_key(CodeType::Ptx, &[]).unwrap();
+        let code = program.compile_cached(&cache, CodeType::Ptx, &[]).unwrap();
+        assert!(text(&code).contains(".entry scale("));
+        // The first process compiles (and maps libNVVM); the second hits without it.
+        assert_eq!(libnvvm_mapped(), role == "store", "{role}");
+        println!("key={key} {role} done");
+        return;
+    }
+    let mut keys = Vec::new();
+    for major in [13, 12] {
+        let Some(file) = wheel_nvvm(major) else {
+            common::not_run(
+                &format!("nvvm-{major}"),
+                &format!("libNVVM {major} is not installed"),
+            );
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        for role in ["store", "hit"] {
+            let mut child = common::child_command(&test, role);
+            child
+                .env("CUDA_CORE_NVVM_PATH", &file)
+                .env(CACHE_DIR, dir.path());
+            let out = common::wait_child(child.spawn().unwrap(), &test, &format!("{role} done"));
+            let key = out
+                .lines()
+                .find_map(|l| l.split_once("key=").map(|(_, rest)| rest))
+                .and_then(|l| l.split(' ').next())
+                .unwrap()
+                .to_owned();
+            keys.push((major, key));
+        }
+    }
+    // The same key in both processes of a major; another libNVVM, another key.
+    for pair in keys.chunks(2) {
+        assert_eq!(pair[0], pair[1]);
+    }
+    if keys.len() == 4 {
+        assert_ne!(keys[0].1, keys[2].1);
+    }
+}
