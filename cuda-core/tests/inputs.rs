@@ -635,6 +635,12 @@ fn options_a_kind_has_no_use_for_are_refused_by_name() {
         ),
         "{err}"
     );
+    // Checking syntax is NVRTC's.
+    let err = Program::from_ptx(PTX, sm90()).check_syntax().unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("PTX")),
+        "{err}"
+    );
 }
 
 #[test]
