@@ -45,6 +45,17 @@ fn run() -> Result<()> {
         }
         Err(_) => println!("nvJitLink:   not found (the driver's linker is used; no LTO-IR)"),
     }
+    match &info.nvvm {
+        Ok(nvvm) => println!(
+            "libNVVM:     {}.{}, NVVM IR {}.{} ({})",
+            nvvm.version.0,
+            nvvm.version.1,
+            nvvm.ir_version.0,
+            nvvm.ir_version.1,
+            nvvm.location.display()
+        ),
+        Err(_) => println!("libNVVM:     not found (no NVVM IR programs)"),
+    }
     info.init.clone()?;
     let devices = Device::all()?;
     println!("devices:     {}", devices.len());

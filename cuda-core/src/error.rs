@@ -189,6 +189,16 @@ pub enum Error {
         source: Option<Cause>,
     },
 
+    /// libNVVM, the NVVM IR compiler, could not be loaded (or lacks a function).
+    #[error("{reason}")]
+    NvvmNotFound {
+        /// Every place tried and why each failed, or what the loaded library lacks.
+        reason: String,
+        /// The search's own error, where the search failed.
+        #[source]
+        source: Option<Cause>,
+    },
+
     /// A compilation failed; the log is the compiler's, whole.
     #[error("compiling {program} failed:\n{log}")]
     Compile {

@@ -504,7 +504,8 @@ pub unsafe fn launch(
 /// As for [`launch`].
 ///
 /// ```no_run
-/// use cuda_core::{launch_recording, CodeType, Device, EventOptions, EventTrigger, LaunchConfig};
+/// use cuda_core::{launch_recording, Allocate, CodeType, Device, EventOptions, EventTrigger};
+/// use cuda_core::LaunchConfig;
 /// use cuda_core::{Program, ProgramOptions, StreamOptions};
 ///
 /// let device = Device::new(0)?;

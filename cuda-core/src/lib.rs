@@ -38,6 +38,7 @@ pub mod memory;
 mod object_code;
 mod options;
 mod program;
+mod program_sources;
 mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
@@ -50,7 +51,9 @@ pub use driver::info;
 pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
 pub use global::Global;
-pub use info::{driver_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo};
+pub use info::{
+    driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,
+};
 pub use kernel::{ClusterSchedulingPolicy, Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{
     launch, launch_recording, AccessPolicyWindow, AccessProperty, DeviceRepr, EventTrigger,
@@ -66,6 +69,7 @@ pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,
     ProgramOptions,
 };
+pub use program_sources::{NvvmModule, ProgramKind};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 

@@ -1,4 +1,6 @@
-//! NVRTC programs: CUDA C++ source compiled at run time to PTX, cubin or LTO-IR.
+//! Programs: CUDA C++ source compiled at run time by NVRTC to PTX, cubin or LTO-IR; PTX
+//! assembled into a cubin by the linker, and NVVM IR compiled by libNVVM (see
+//! `program_sources.rs` for those two).
 
 use std::path::PathBuf;
 
@@ -7,9 +9,25 @@ use crate::device::Device;
 use crate::driver::{self, NvrtcOutput};
 use crate::error::{Error, Result};
 use crate::object_code::{CodeType, ObjectCode};
+use crate::program_sources::{self, NvvmModule, ProgramKind, Source};
 
 /// Compiler options for a [`Program`]. The default targets the current device's architecture
 /// with NVRTC's default C++ dialect.
+///
+/// A C++ program takes every field. The other kinds take those that mean something to them,
+/// and [`Program::compile`] refuses the rest by name ([`Error::InvalidArgument`]):
+///
+/// | field | PTX program | NVVM IR program |
+/// | --- | --- | --- |
+/// | `arch` | the cubin's `sm_<arch>` | `-arch=compute_<arch>` (and the cubin's `sm_<arch>`) |
+/// | `debug` | nvJitLink `-g` | `-g` and `-opt=0` (and nvJitLink `-g` for a cubin) |
+/// | `device_code_optimize` | refused | with `debug`: `-g` keeping `-opt=3` |
+/// | `fast_math`, `ftz`, `prec_div`, `prec_sqrt`, `fmad` | refused | `-ftz=`, `-prec-div=`, `-prec-sqrt=`, `-fma=` (`fast_math`: 1, 0, 0, 1 unless set apart) |
+/// | `line_info`, `max_register_count`, `ptxas_options` | nvJitLink `-lineinfo`, `-maxrregcount=`, `-Xptxas=` | the same, for a cubin only |
+/// | `extra` | nvJitLink options | libNVVM options (`-jump-table-density=`, ...) |
+///
+/// The link step's options are nvJitLink's: where only the driver's linker is found, a
+/// program that sets them is refused rather than linked without them.
 ///
 /// ```
 /// use cuda_core::ProgramOptions;
@@ -431,7 +449,10 @@ impl ProgramOptions {
     }
 }
 
-/// CUDA C++ source to compile with NVRTC (whichever of NVRTC 12 or 13 discovery finds).
+/// A program to compile: CUDA C++ source for NVRTC (whichever of NVRTC 12 or 13 discovery
+/// finds, [`Program::new`]), PTX for the linker ([`Program::from_ptx`]), or NVVM IR modules
+/// for libNVVM ([`Program::from_nvvm`]). Each compiles with [`Program::compile`] and through
+/// a cache with [`Program::compile_cached`].
 ///
 /// ```no_run
 /// use cuda_core::{CodeType, Program, ProgramOptions};
@@ -450,32 +471,121 @@ impl ProgramOptions {
 #[doc(alias = "nvrtcProgram")]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Program {
-    source: String,
+    source: Source,
     name: String,
     options: ProgramOptions,
 }
 
 impl Program {
-    /// A program from its source; its name (used in diagnostics) is `program.cu`.
+    /// A program from its C++ source; its name (used in diagnostics) is `program.cu`.
     #[must_use]
     pub fn new(source: impl Into<String>, options: ProgramOptions) -> Program {
         Program {
-            source: source.into(),
+            source: Source::Cxx(source.into()),
             name: "program.cu".to_owned(),
             options,
         }
     }
 
-    /// Sets the name used in diagnostics and `__FILE__`.
+    /// A program from PTX text, named `program.ptx`. [`Program::compile`] gives a cubin
+    /// through the linker in use ([`Linker`](crate::Linker): nvJitLink where it is found,
+    /// else the driver's linker, which needs a device), and the PTX itself, unchanged, for
+    /// [`CodeType::Ptx`]; PTX cannot become LTO-IR, which is refused. The options it takes are
+    /// in [`ProgramOptions`]' table.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, Program, ProgramOptions};
+    ///
+    /// let ptx = std::fs::read_to_string("kernel.ptx").expect("a PTX file");
+    /// let program = Program::from_ptx(ptx, ProgramOptions::default().with_arch("90"));
+    /// let cubin = program.compile(CodeType::Cubin, &[])?;
+    /// let kernel = cubin.get_kernel("kernel")?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[must_use]
+    pub fn from_ptx(ptx: impl Into<String>, options: ProgramOptions) -> Program {
+        Program {
+            source: Source::Ptx(ptx.into()),
+            name: "program.ptx".to_owned(),
+            options,
+        }
+    }
+
+    /// A program from NVVM IR modules, named `program.nvvm`, compiled by libNVVM (found at
+    /// run time like NVRTC: `CUDA_CORE_NVVM_PATH`, the loader, a toolkit's `nvvm/lib64`, the
+    /// `nvidia-nvvm` and `nvidia-cuda-nvcc-cu12` wheels; see
+    /// [`nvvm_info`](crate::info::nvvm_info)). The modules are linked at the IR level,
+    /// verified (`nvvmVerifyProgram`) and compiled to PTX, or to LTO-IR for
+    /// [`CodeType::LtoIr`] (`-gen-lto`); a cubin is that PTX through the linker, as for
+    /// [`Program::from_ptx`]. A module the verifier or compiler refuses is
+    /// [`Error::Compile`] with libNVVM's log.
+    ///
+    /// Kernels are marked as the NVVM IR specification of the libNVVM in use says: the
+    /// `!nvvm.annotations` `!"kernel"` entry, in the LLVM 7 dialect (typed pointers) that
+    /// libNVVM 12 and 13 both take for the architectures before Blackwell; libNVVM 13 also
+    /// takes the `ptx_kernel` calling convention and opaque pointers of its newer LLVM for
+    /// Blackwell (`compute_100` and later) or with `-nvvm-latest`.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, NvvmModule, Program, ProgramOptions};
+    ///
+    /// let ir = std::fs::read("kernel.bc").expect("NVVM IR bitcode");
+    /// let program = Program::from_nvvm(
+    ///     [NvvmModule::new("kernel.bc", ir), NvvmModule::libdevice()?],
+    ///     ProgramOptions::default().with_fast_math(true),
+    /// );
+    /// let cubin = program.compile(CodeType::Cubin, &[])?;
+    /// let kernel = cubin.get_kernel("kernel")?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[must_use]
+    #[doc(alias("nvvmProgram", "nvvmAddModuleToProgram"))]
+    pub fn from_nvvm(
+        modules: impl IntoIterator<Item = NvvmModule>,
+        options: ProgramOptions,
+    ) -> Program {
+        Program {
+            source: Source::Nvvm(modules.into_iter().collect()),
+            name: "program.nvvm".to_owned(),
+            options,
+        }
+    }
+
+    /// What the program compiles from.
+    pub fn kind(&self) -> ProgramKind {
+        match self.source {
+            Source::Cxx(_) => ProgramKind::Cxx,
+            Source::Ptx(_) => ProgramKind::Ptx,
+            Source::Nvvm(_) => ProgramKind::NvvmIr,
+        }
+    }
+
+    /// The NVVM IR modules of a [`Program::from_nvvm`]; empty for the other kinds.
+    pub fn nvvm_modules(&self) -> &[NvvmModule] {
+        match &self.source {
+            Source::Nvvm(modules) => modules,
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn source_of_kind(&self) -> &Source {
+        &self.source
+    }
+
+    /// Sets the name used in diagnostics and `__FILE__` (a C++ program's), and the name of
+    /// the result.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Program {
         self.name = name.into();
         self
     }
 
-    /// The source.
+    /// The C++ or PTX source; empty for an NVVM IR program (see [`Program::nvvm_modules`]).
     pub fn source(&self) -> &str {
-        &self.source
+        match &self.source {
+            Source::Cxx(text) | Source::Ptx(text) => text,
+            Source::Nvvm(_) => "",
+        }
     }
 
     /// The name.
@@ -490,11 +600,17 @@ impl Program {
 
     /// Compiles to `target` (PTX, cubin or LTO-IR). Each name expression (such as
     /// `"axpy<float>"`) is instantiated and its lowered name kept, so that
-    /// [`ObjectCode::get_kernel`] finds the kernel by the expression. A failed compilation is
-    /// [`Error::Compile`] with NVRTC's whole log; a successful one keeps its warnings in
-    /// [`ObjectCode::compile_log`].
-    #[doc(alias = "nvrtcCompileProgram")]
+    /// [`ObjectCode::get_kernel`] finds the kernel by the expression (C++ only: the other
+    /// kinds refuse name expressions). A failed compilation is [`Error::Compile`] with the
+    /// compiler's whole log (a failed link of PTX, [`Error::Link`] with the linker's); a
+    /// successful one keeps its warnings in [`ObjectCode::compile_log`]. What a PTX or NVVM
+    /// IR program gives for each target is said at [`Program::from_ptx`] and
+    /// [`Program::from_nvvm`].
+    #[doc(alias("nvrtcCompileProgram", "nvvmCompileProgram"))]
     pub fn compile(&self, target: CodeType, name_expressions: &[&str]) -> Result<ObjectCode> {
+        let Source::Cxx(source) = &self.source else {
+            return program_sources::compile(self, target, name_expressions);
+        };
         let options = self.options.resolved()?;
         let output = match target {
             CodeType::Ptx => NvrtcOutput::Ptx,
@@ -511,7 +627,7 @@ impl Program {
         options.check_nvrtc(major, minor)?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
         let compiled = driver::compile(
-            &self.source,
+            source,
             &self.name,
             &options.to_args(target),
             &expressions,
@@ -530,7 +646,8 @@ impl Program {
 impl Program {
     /// Checks the program's device code without generating any (`-fdevice-syntax-only`):
     /// NVRTC's log (its warnings) when the source is valid, [`Error::Compile`] with the log
-    /// when not. Faster than a compile where only the diagnostics matter.
+    /// when not. Faster than a compile where only the diagnostics matter. C++ programs only:
+    /// a PTX or NVVM IR program is [`Error::InvalidArgument`].
     ///
     /// ```no_run
     /// use cuda_core::{Error, Program, ProgramOptions};
@@ -541,12 +658,21 @@ impl Program {
     /// ```
     #[doc(alias = "--fdevice-syntax-only")]
     pub fn check_syntax(&self) -> Result<String> {
+        let Source::Cxx(source) = &self.source else {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!(
+                    "checking syntax is NVRTC's, for C++; this is a {} program",
+                    self.kind()
+                ),
+            });
+        };
         let mut options = self.options.resolved()?;
         let (major, minor) = nvrtc_version()?;
         options.check_nvrtc(major, minor)?;
         options.extra.push("-fdevice-syntax-only".to_owned());
         let checked = driver::compile(
-            &self.source,
+            source,
             &self.name,
             &options.to_args(CodeType::Ptx),
             &[],
@@ -569,6 +695,11 @@ impl Program {
     /// of NVRTC's built-in headers (or missing), keyed by name. A program whose includes the
     /// scan cannot follow (`#include MACRO`) has no key: [`Error::Cache`] says why, and
     /// [`Program::compile_cached`] compiles it uncached.
+    ///
+    /// A PTX or NVVM IR program's key covers its kind, name, PTX or modules (each module's
+    /// name, laziness and bytes), the target and architecture, every option as passed, the
+    /// exact libNVVM (its file, found without loading it where discovery can) and, for a
+    /// cubin, the exact linker (nvJitLink's file likewise, or the driver's version).
     pub fn cache_key(&self, target: CodeType, name_expressions: &[&str]) -> Result<CacheKey> {
         self.key_or_why(target, name_expressions)?
             .map_err(|reason| Error::Cache {
@@ -584,14 +715,18 @@ impl Program {
         target: CodeType,
         name_expressions: &[&str],
     ) -> Result<std::result::Result<CacheKey, String>> {
+        let Source::Cxx(source) = &self.source else {
+            return program_sources::key(self, target, name_expressions).map(Ok);
+        };
         let options = self.options.resolved()?;
         let (include_dirs, pre_includes) = options.header_search();
-        let headers = match crate::headers::reached(&self.source, &include_dirs, &pre_includes) {
+        let headers = match crate::headers::reached(source, &include_dirs, &pre_includes) {
             Ok(headers) => headers,
             Err(why) => return Ok(Err(why)),
         };
         Ok(Ok(key(
-            self,
+            source,
+            &self.name,
             &options,
             target,
             name_expressions,
@@ -600,7 +735,8 @@ impl Program {
         )))
     }
 
-    /// Compiles through `cache`: a hit skips NVRTC (it need not even be loaded); a miss
+    /// Compiles through `cache`: a hit skips the compiler (NVRTC, libNVVM, the linker: it need
+    /// not even be loaded); a miss
     /// compiles and stores the result. A cache that cannot be read or written only costs the
     /// compile; a program without a key (see [`Program::cache_key`]) is compiled uncached,
     /// and the reason logged once.
@@ -661,7 +797,8 @@ fn log_uncacheable(name: &str, why: &str) {
 
 /// The key of one compilation; every field that changes NVRTC's output is in it.
 fn key(
-    program: &Program,
+    source: &str,
+    name: &str,
     options: &ProgramOptions,
     target: CodeType,
     name_expressions: &[&str],
@@ -669,8 +806,8 @@ fn key(
     headers: &crate::headers::Reached,
 ) -> CacheKey {
     let mut key = CacheKey::builder()
-        .field("source", program.source.as_bytes())
-        .field("name", program.name.as_bytes())
+        .field("source", source.as_bytes())
+        .field("name", name.as_bytes())
         .field("target", target.extension().as_bytes())
         .field("arch", options.arch.as_deref().unwrap_or("").as_bytes())
         .field("nvrtc", nvrtc.as_bytes());

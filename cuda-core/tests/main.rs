@@ -19,6 +19,7 @@ mod driver_info_example;
 mod globals;
 mod green_context;
 mod hot_path_allocations;
+mod inputs;
 mod kernel_effects;
 mod launch;
 mod linker;

@@ -11,8 +11,10 @@
 //!   loading it (for keys that name the exact library, such as a program cache's).
 //! - [`nvjitlink`]: the same for nvJitLink, the JIT linker that also links LTO-IR: its types,
 //!   a table filled from the versioned names of the loaded library's major, and its search.
+//! - [`nvvm`]: the same for libNVVM, the compiler of NVVM IR to PTX: its types, table and
+//!   search, and where its libdevice lies.
 //!
-//! Nothing links to NVRTC or nvJitLink at build time. The safe API is in `cuda-core`.
+//! Nothing links to NVRTC, nvJitLink or libNVVM at build time. The safe API is in `cuda-core`.
 //!
 //! ```no_run
 //! use cuda_nvrtc_sys::Search;
@@ -29,6 +31,7 @@
 mod loader;
 pub mod nvjitlink;
 mod nvrtc;
+pub mod nvvm;
 mod search;
 
 pub use loader::loader_path;

@@ -60,6 +60,7 @@ static NVJITLINK: LibrarySpec = LibrarySpec {
         ("libnvJitLink.so", 0),
     ],
     env_var: "CUDA_CORE_NVJITLINK_PATH",
+    toolkit_dirs: &["lib64", "targets/*/lib"],
     pip_layouts: &[
         ("nvidia/cu13/lib", "libnvJitLink.so.13", 13),
         ("nvidia/nvjitlink/lib", "libnvJitLink.so.12", 12),

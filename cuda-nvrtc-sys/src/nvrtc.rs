@@ -18,6 +18,7 @@ static NVRTC: LibrarySpec = LibrarySpec {
         ("libnvrtc.so", 0),
     ],
     env_var: "CUDA_CORE_NVRTC_PATH",
+    toolkit_dirs: &["lib64", "targets/*/lib"],
     pip_layouts: &[
         ("nvidia/cu13/lib", "libnvrtc.so.13", 13),
         ("nvidia/cuda_nvrtc/lib", "libnvrtc.so.12", 12),

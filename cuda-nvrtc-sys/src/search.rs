@@ -1,5 +1,5 @@
-//! Finding and loading a CUDA library that ships both in toolkits and as pip wheels: NVRTC and
-//! nvJitLink. What differs between them (names, override variable, wheel layouts) is a
+//! Finding and loading a CUDA library that ships both in toolkits and as pip wheels: NVRTC,
+//! nvJitLink and libNVVM. What differs between them (names, override variable, wheel layouts) is a
 //! [`LibrarySpec`]; how one candidate is opened is [`Discoverable::open`].
 
 use std::fmt;
@@ -16,6 +16,9 @@ pub struct LibrarySpec {
     pub sonames: &'static [(&'static str, u32)],
     /// The environment variable that names the library file explicitly.
     pub env_var: &'static str,
+    /// The folders under a toolkit root that hold the library, in order; a `*` component
+    /// stands for each subfolder there, sorted (`targets/*/lib`).
+    pub toolkit_dirs: &'static [&'static str],
     /// Where the pip wheels put the library inside a `site-packages` directory: the folder,
     /// the file name and its CUDA major.
     pub pip_layouts: &'static [(&'static str, &'static str, u32)],
@@ -56,14 +59,16 @@ impl fmt::Display for Candidate {
 ///
 /// The order of [`Discovery::candidates`] (the names are NVRTC's; nvJitLink's are
 /// `CUDA_CORE_NVJITLINK_PATH`, `libnvJitLink.so.*`, and the wheel folders `nvidia/cu13/lib` and
-/// `nvidia/nvjitlink/lib`):
+/// `nvidia/nvjitlink/lib`; libNVVM's are `CUDA_CORE_NVVM_PATH`, `libnvvm.so.4` and
+/// `libnvvm.so`, the toolkit's `nvvm/lib64`, and the wheel folders `nvidia/cu13/lib` and
+/// `nvidia/cuda_nvcc/nvvm/lib64`):
 ///
 /// 1. `CUDA_CORE_NVRTC_PATH`, when set: then that file alone is tried, so that a wrong override
 ///    is an error rather than silently another library;
 /// 2. `libnvrtc.so.<preferred major>`, the other major, then `libnvrtc.so`, through the
 ///    loader's own search (`LD_LIBRARY_PATH`, the cache of `ldconfig`);
 /// 3. the same names under `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda`, in `lib64` and
-///    `targets/*/lib`;
+///    `targets/*/lib` (the spec's [`LibrarySpec::toolkit_dirs`]);
 /// 4. the pip wheels' layouts (`nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib`) in each Python
 ///    `site-packages` directory: those of `$VIRTUAL_ENV` and `$CONDA_PREFIX`, then the
 ///    `sys.path` of `python3`, which is asked only when everything before has failed.
@@ -164,9 +169,7 @@ impl<L: Discoverable> Discovery<L> {
         let names = self.ordered_sonames();
         let mut out: Vec<Candidate> = names.iter().map(|name| Candidate::Soname(name)).collect();
         for root in &self.toolkit_roots {
-            let mut dirs = vec![root.join("lib64")];
-            dirs.extend(sorted_subdirs(&root.join("targets")).map(|t| t.join("lib")));
-            for dir in dirs {
+            for dir in L::SPEC.toolkit_dirs.iter().flat_map(|d| expand(root, d)) {
                 out.extend(
                     names
                         .iter()
@@ -260,8 +263,9 @@ impl<L: Discoverable> fmt::Display for DiscoveryError<L> {
         }
         if self.search.explicit.is_none() {
             write!(f, "\nalso looked in ")?;
+            let dirs = spec.toolkit_dirs.join(",");
             for root in &self.search.toolkit_roots {
-                write!(f, "{}/{{lib64,targets/*/lib}}, ", root.display())?;
+                write!(f, "{}/{{{dirs}}}, ", root.display())?;
             }
             let folders: Vec<&str> = spec.pip_layouts.iter().map(|(dir, _, _)| *dir).collect();
             write!(
@@ -309,6 +313,19 @@ fn python_sys_path() -> Vec<PathBuf> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The folders `dir` (relative, `/`-separated, `*` for every subfolder) names under `root`.
+fn expand(root: &Path, dir: &str) -> Vec<PathBuf> {
+    let mut found = vec![root.to_path_buf()];
+    for part in dir.split('/') {
+        found = if part == "*" {
+            found.iter().flat_map(|d| sorted_subdirs(d)).collect()
+        } else {
+            found.into_iter().map(|d| d.join(part)).collect()
+        };
+    }
+    found
 }
 
 fn sorted_subdirs(dir: &Path) -> impl Iterator<Item = PathBuf> {

@@ -21,6 +21,7 @@ const NOTHING: LibrarySpec = LibrarySpec {
     description: "nothing",
     sonames: &[("libcuda_core_nothing.so.1", 1)],
     env_var: "CUDA_CORE_NOTHING_PATH",
+    toolkit_dirs: &["lib64"],
     pip_layouts: &[("nothing/lib", "libnothing.so.1", 1)],
     wheel: "nothing",
 };

@@ -284,7 +284,7 @@ struct Function {
 fn generate(pin: &Pin, source: &Source, others: &[Source]) -> Result<Vec<Output>, String> {
     let parsed = parse(source)?;
     let table_tokens = match pin.api {
-        Api::Driver | Api::Nvrtc => {
+        Api::Driver | Api::Nvrtc | Api::Nvvm => {
             let declared: HashSet<String> = parsed
                 .functions
                 .iter()
@@ -413,6 +413,7 @@ fn table(pin: &Pin, functions: &[Function]) -> TokenStream {
         Api::Driver => "the CUDA driver (`libcuda.so.1`)",
         Api::Nvrtc => "NVRTC (`libnvrtc.so.*`)",
         Api::NvJitLink => "nvJitLink (`libnvJitLink.so.*`)",
+        Api::Nvvm => "libNVVM (`libnvvm.so.4`)",
     };
     let struct_doc = format!(
         " Every function `{}` declares, as an optional pointer into {library}.\n\n \

@@ -13,6 +13,8 @@ pub enum Api {
     /// `nvJitLink.h`: the JIT linker, whose functions are exported under versioned names
     /// (`__nvJitLinkCreate_13_5`) that differ by library major.
     NvJitLink,
+    /// `nvvm.h`: libNVVM, the NVVM IR compiler; one export name per function in every major.
+    Nvvm,
 }
 
 /// One pinned header: the wheel that ships it.
@@ -49,7 +51,7 @@ pub struct Pin {
 }
 
 /// Every set of bindings in the workspace.
-pub const PINS: [Pin; 4] = [
+pub const PINS: [Pin; 5] = [
     Pin {
         crate_dir: "cuda-sys12",
         header: Header {
@@ -111,6 +113,20 @@ pub const PINS: [Pin; 4] = [
             file: "nvJitLink.h",
             major: 12,
         }],
+    },
+    Pin {
+        crate_dir: "cuda-nvrtc-sys",
+        header: Header {
+            wheel: "nvidia-nvvm",
+            version: "13.5.37",
+            include_dir: "nvidia/cu13/include",
+            file: "nvvm.h",
+            major: 13,
+        },
+        api: Api::Nvvm,
+        table: "NvvmTable",
+        prefix: "nvvm_",
+        other_majors: &[],
     },
 ];
 

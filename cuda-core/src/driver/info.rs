@@ -1,5 +1,5 @@
-//! What the process runs on: the driver's version, the ABI chosen and why, the NVRTC and
-//! nvJitLink found. Every type here is plain information, read once by [`driver_info`].
+//! What the process runs on: the driver's version, the ABI chosen and why, the NVRTC,
+//! nvJitLink and libNVVM found. Every type here is plain information, read once by [`driver_info`].
 //!
 //! ```no_run
 //! use cuda_core::info::{driver_info, Abi};
@@ -94,6 +94,36 @@ pub struct NvrtcInfo {
     pub location: PathBuf,
 }
 
+/// The libNVVM library the process found: see [`nvvm_info`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NvvmInfo {
+    /// `(major, minor)`, as `nvvmVersion` reports it (2.0 in CUDA 12.9 and 13.5 alike).
+    pub version: (i32, i32),
+    /// The NVVM IR version it takes and its debug metadata version, `(major, minor,
+    /// debug_major, debug_minor)`, as `nvvmIRVersion` reports them: a module's
+    /// `!nvvmir.version` must match the major.
+    pub ir_version: (i32, i32, i32, i32),
+    /// The file it was loaded from (where the loader found it for a name).
+    pub location: PathBuf,
+}
+
+/// The libNVVM this process compiles NVVM IR with (loading it on first use: found like NVRTC,
+/// through `CUDA_CORE_NVVM_PATH`, the loader, a toolkit's `nvvm/lib64` and the
+/// `nvidia-nvvm` / `nvidia-cuda-nvcc-cu12` wheels). Needs no driver or GPU; fails with
+/// [`Error::NvvmNotFound`](crate::Error::NvvmNotFound) listing every place tried.
+///
+/// ```no_run
+/// let nvvm = cuda_core::info::nvvm_info()?;
+/// let (major, minor, _, _) = nvvm.ir_version;
+/// println!("NVVM IR {major}.{minor} from {}", nvvm.location.display());
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias("nvvmVersion", "nvvmIRVersion"))]
+pub fn nvvm_info() -> Result<NvvmInfo> {
+    super::nvvm::nvvm_info()
+}
+
 /// What the process runs on: see [`driver_info`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -114,10 +144,13 @@ pub struct DriverInfo {
     pub nvrtc: Result<NvrtcInfo>,
     /// The nvJitLink found, `(major, minor)` and where, or why none was.
     pub nvjitlink: std::result::Result<((u32, u32), PathBuf), String>,
+    /// The libNVVM found, or why none was (see [`nvvm_info`]).
+    pub nvvm: Result<NvvmInfo>,
 }
 
 /// Reports the driver this process uses: its version, the ABI chosen and why, how many of that
-/// header's functions it exports, whether `cuInit` succeeded, and the NVRTC found.
+/// header's functions it exports, whether `cuInit` succeeded, and the NVRTC, nvJitLink and
+/// libNVVM found.
 ///
 /// Fails only when no usable driver library loads ([`Error::DriverNotFound`],
 /// [`Error::DriverTooOld`], or a bad `CUDA_CORE_DRIVER_ABI` as [`Error::Config`]).
@@ -141,5 +174,6 @@ pub fn driver_info() -> Result<DriverInfo> {
         init: loaded.init.clone(),
         nvrtc,
         nvjitlink: super::nvjitlink::nvjitlink_info(),
+        nvvm: nvvm_info(),
     })
 }

@@ -13,9 +13,9 @@
 //! | `shared/` | the implementation of every area, written once, expanded per ABI |
 //! | `v12.rs`, `v13.rs` | only what the two headers spell differently |
 //! | `info.rs` | the public information types ([`info`](crate::info)) |
-//! | `nvrtc.rs`, `nvjitlink.rs` | the glue to NVRTC and nvJitLink |
+//! | `nvrtc.rs`, `nvjitlink.rs`, `nvvm.rs` | the glue to NVRTC, nvJitLink and libNVVM |
 //!
-//! NVRTC and nvJitLink are not the driver, yet their glue lives here for two reasons: it is
+//! NVRTC, nvJitLink and libNVVM are not the driver, yet their glue lives here for two reasons: it is
 //! glue to a sys crate (`cuda-nvrtc-sys`), and this module is the only one that names sys
 //! crates, so their raw types and status codes end here as they do for the driver's; and which
 //! major of them to prefer follows the driver ABI the probe chose, which only this module
@@ -27,6 +27,7 @@ pub mod info;
 mod load;
 mod nvjitlink;
 mod nvrtc;
+mod nvvm;
 mod shared;
 mod v12;
 mod v13;
@@ -41,7 +42,8 @@ pub(crate) use self::handles::{
     LinkOptions, PoolHandle, SmInfo, StreamHandle,
 };
 pub(crate) use self::load::driver;
-pub(crate) use self::nvjitlink::{jit_link, nvjitlink_info, JitInput, JitOutput};
+pub(crate) use self::nvjitlink::{jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput};
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
 };
+pub(crate) use self::nvvm::{libdevice, nvvm_compile, nvvm_identity, NvvmInput};

@@ -36,6 +36,44 @@ pub(crate) fn nvjitlink_info() -> std::result::Result<((u32, u32), std::path::Pa
         .map_err(str::to_owned)
 }
 
+/// Which linker a link of [`LinkerBackend::Auto`](crate::LinkerBackend) uses, exactly, for
+/// program cache keys: nvJitLink's file (by path, size and modification time) where it is
+/// loaded, or before it loads where discovery would find it (found without loading it, so
+/// that a hit needs no linker); else the driver's linker, by the driver's version and file.
+pub(crate) fn linker_identity() -> String {
+    let file = match NVJITLINK.get() {
+        Some(Ok(jit)) => jit
+            .table()
+            .nvJitLinkCreate
+            .and_then(|f| super::nvrtc::library_file(jit.location(), f as usize))
+            .or_else(|| Some(jit.location().to_path_buf())),
+        Some(Err(_)) => None,
+        None => {
+            let major = super::nvrtc::expected_major()
+                .or_else(|| super::load::loaded().ok().map(|l| l.driver.abi().major()))
+                .unwrap_or(13);
+            NvJitLinkSearch::from_env(major)
+                .candidates()
+                .iter()
+                .find_map(cuda_nvrtc_sys::Candidate::file)
+        }
+    };
+    if let Some(file) = file {
+        return format!("nvJitLink {}", super::nvrtc::fingerprint(&file));
+    }
+    match super::load::loaded() {
+        Ok(loaded) => {
+            let library = cuda_nvrtc_sys::loader_path(&loaded.library)
+                .map_or_else(|| loaded.library.clone(), |f| super::nvrtc::fingerprint(&f));
+            format!(
+                "the driver's linker, CUDA driver {} ({library})",
+                loaded.driver.version()
+            )
+        }
+        Err(e) => format!("no linker ({e})"),
+    }
+}
+
 /// One nvJitLink input.
 pub(crate) struct JitInput<'a> {
     /// `NVJITLINK_INPUT_CUBIN` 1, `_PTX` 2, `_LTOIR` 3, `_FATBIN` 4.

@@ -30,6 +30,28 @@ pub(crate) fn nvrtc() -> Result<&'static Nvrtc> {
         .map_err(Clone::clone)
 }
 
+/// The major of the NVRTC this process uses, without loading it: the loaded one's, else that
+/// in the name of the file discovery would load (`libnvrtc.so.12`); `None` where neither
+/// tells. libNVVM and nvJitLink follow it, so that the PTX of one is what the others read.
+pub(super) fn expected_major() -> Option<u32> {
+    match NVRTC.get() {
+        Some(Ok(nvrtc)) => u32::try_from(nvrtc.version().0).ok(),
+        Some(Err(_)) => None,
+        None => Search::from_env(preferred_major())
+            .candidates()
+            .iter()
+            .find_map(cuda_nvrtc_sys::Candidate::file)
+            .and_then(|file| {
+                let name = file.file_name()?.to_str()?.to_owned();
+                name.strip_prefix("libnvrtc.so.")?
+                    .split('.')
+                    .next()?
+                    .parse()
+                    .ok()
+            }),
+    }
+}
+
 /// What NVRTC should produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NvrtcOutput {
@@ -404,9 +426,9 @@ pub(crate) fn nvrtc_identity() -> Result<String> {
     }
 }
 
-/// A library file and its NVRTC builtins beside it, by canonical path, size and modification
-/// time.
-fn fingerprint(file: &std::path::Path) -> String {
+/// A library file (and, for NVRTC, its builtins beside it), by canonical path, size and
+/// modification time.
+pub(super) fn fingerprint(file: &std::path::Path) -> String {
     let one = |path: &std::path::Path| {
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         match std::fs::metadata(&path) {
@@ -448,13 +470,20 @@ fn fingerprint(file: &std::path::Path) -> String {
     identity
 }
 
-/// The file a loaded NVRTC came from: its path where it was loaded by one, else the mapping
-/// of the process that holds its code (`/proc/self/maps`).
+/// The file a loaded NVRTC came from.
 fn loaded_file(nvrtc: &Nvrtc) -> Option<std::path::PathBuf> {
-    if nvrtc.location().is_absolute() {
-        return Some(nvrtc.location().to_path_buf());
+    library_file(nvrtc.location(), nvrtc.table().nvrtcVersion? as usize)
+}
+
+/// The file a loaded library came from: `location` where it was loaded by path, else the
+/// mapping of the process that holds `address`, one of its functions (`/proc/self/maps`).
+pub(super) fn library_file(
+    location: &std::path::Path,
+    address: usize,
+) -> Option<std::path::PathBuf> {
+    if location.is_absolute() {
+        return Some(location.to_path_buf());
     }
-    let address = nvrtc.table().nvrtcVersion? as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().find_map(|line| {
         let mut fields = line.split_whitespace();

@@ -9,11 +9,12 @@ use cuda_core::{Device, Stream};
 pub mod standin;
 
 /// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `two-gpus`, `nvrtc-12`, `nvrtc-13`,
-/// `nvjitlink-12`, `nvjitlink-13`, `cc`, `cc-9.0`, `cuda-headers`, `mkfifo`, `examples`, `driver-13`, `host-pids`,
-/// `preferred-cluster`: a device that groups blocks by a preferred cluster shape,
-/// `programmatic-event-overlap`: a driver that fires a programmatic event before its kernel ends) names
-/// `what`: then a test that cannot run for want of it fails instead of passing empty. `nvrtc`
-/// (any NVRTC) is required where a major of it is. `CUDA_CORE_REQUIRE_NVRTC=12,13` and
+/// `nvjitlink-12`, `nvjitlink-13`, `nvvm-12`, `nvvm-13`, `cc`, `cc-9.0`, `cuda-headers`,
+/// `mkfifo`, `examples`, `driver-13`, `host-pids`, `preferred-cluster`: a device that groups
+/// blocks by a preferred cluster shape, `programmatic-event-overlap`: a driver that fires a
+/// programmatic event before its kernel ends) names `what`: then a test that cannot run for
+/// want of it fails instead of passing empty. `nvrtc` (any NVRTC) is required where a major of
+/// it is, and likewise `nvjitlink` and `nvvm`. `CUDA_CORE_REQUIRE_NVRTC=12,13` and
 /// `CUDA_CORE_REQUIRE_NVJITLINK=12,13` count as `nvrtc-12,nvrtc-13` and so on.
 pub fn required(what: &str) -> bool {
     let mut names: Vec<String> = std::env::var("CUDA_CORE_TEST_REQUIRE")
@@ -32,7 +33,7 @@ pub fn required(what: &str) -> bool {
         }
     }
     names.iter().any(|n| n == what)
-        || (what == "nvrtc" || what == "nvjitlink")
+        || (what == "nvrtc" || what == "nvjitlink" || what == "nvvm")
             && names.iter().any(|n| n.starts_with(&format!("{what}-")))
 }
 

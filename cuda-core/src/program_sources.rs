@@ -1,0 +1,632 @@
+//! Programs from PTX and from NVVM IR: what a [`Program`] compiles from, NVVM IR modules, and
+//! the compile and cache key of the two kinds that NVRTC does not compile.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::cache::CacheKey;
+use crate::driver::{self, NvvmInput};
+use crate::error::{Cause, Error, Result};
+use crate::linker::{Linker, LinkerOptions};
+use crate::object_code::{CodeType, ObjectCode};
+use crate::program::{Program, ProgramOptions};
+
+/// What a [`Program`] compiles from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProgramKind {
+    /// CUDA C++, compiled by NVRTC ([`Program::new`]).
+    Cxx,
+    /// PTX, assembled into a cubin by the linker ([`Program::from_ptx`]).
+    Ptx,
+    /// NVVM IR modules, compiled by libNVVM ([`Program::from_nvvm`]).
+    NvvmIr,
+}
+
+impl fmt::Display for ProgramKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProgramKind::Cxx => "C++",
+            ProgramKind::Ptx => "PTX",
+            ProgramKind::NvvmIr => "NVVM IR",
+        })
+    }
+}
+
+/// The source of a program, by kind.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    Cxx(String),
+    Ptx(String),
+    Nvvm(Vec<NvvmModule>),
+}
+
+/// One NVVM IR module of a [`Program::from_nvvm`]: LLVM bitcode, or LLVM assembly text (which
+/// libNVVM still reads, and calls deprecated), under a name used in its diagnostics.
+///
+/// A lazy module (`nvvmLazyAddModuleToProgram`) gives only what the other modules use, and may
+/// be optimised as internal to the program: the way to add a library such as libdevice
+/// ([`NvvmModule::libdevice`]). A program cannot be made of lazy modules alone.
+///
+/// ```
+/// use cuda_core::NvvmModule;
+///
+/// let module = NvvmModule::new("kernel.ll", "target triple = \"nvptx64-nvidia-cuda\"\n");
+/// assert_eq!(module.name(), "kernel.ll");
+/// assert!(!module.is_lazy());
+/// assert!(module.with_lazy(true).is_lazy());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct NvvmModule {
+    name: String,
+    ir: Vec<u8>,
+    lazy: bool,
+}
+
+impl fmt::Debug for NvvmModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NvvmModule")
+            .field("name", &self.name)
+            .field("bytes", &self.ir.len())
+            .field("lazy", &self.lazy)
+            .finish()
+    }
+}
+
+impl NvvmModule {
+    /// A module of this name and IR (bitcode or text), added in full.
+    #[must_use]
+    pub fn new(name: impl Into<String>, ir: impl Into<Vec<u8>>) -> NvvmModule {
+        NvvmModule {
+            name: name.into(),
+            ir: ir.into(),
+            lazy: false,
+        }
+    }
+
+    /// Whether the module is added lazily (see [`NvvmModule`]).
+    #[must_use]
+    #[doc(alias = "nvvmLazyAddModuleToProgram")]
+    pub fn with_lazy(mut self, lazy: bool) -> NvvmModule {
+        self.lazy = lazy;
+        self
+    }
+
+    /// The module in a file (`.bc` or `.ll`), named by its path. A file that cannot be read is
+    /// [`Error::Io`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<NvvmModule> {
+        let path = path.as_ref();
+        let ir = std::fs::read(path).map_err(|e| Error::Io {
+            path: path.to_path_buf(),
+            source: Cause::new(e),
+        })?;
+        Ok(NvvmModule::new(path.display().to_string(), ir))
+    }
+
+    /// The libdevice (`libdevice.10.bc`, CUDA's math functions as NVVM IR: `__nv_sinf` and so
+    /// on) that ships with the libNVVM in use, as a lazy module. It lies beside the library in
+    /// a toolkit (`nvvm/libdevice`) and in both wheels; elsewhere this is
+    /// [`Error::NvvmNotFound`] saying where it looked. Loads libNVVM.
+    pub fn libdevice() -> Result<NvvmModule> {
+        let path = driver::libdevice()?;
+        Ok(NvvmModule::from_file(&path)?.with_lazy(true))
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The IR, as given.
+    pub fn ir(&self) -> &[u8] {
+        &self.ir
+    }
+
+    /// Whether it is added lazily.
+    pub fn is_lazy(&self) -> bool {
+        self.lazy
+    }
+}
+
+/// Every field of the options that is not its default, by name. Written as a destructuring
+/// without `..`: a new field does not compile until it is listed here.
+macro_rules! set_fields {
+    ($options:expr; $($field:ident),* $(,)?) => {{
+        let ProgramOptions { $($field),* } = $options;
+        let default = ProgramOptions::default();
+        let mut set: Vec<&'static str> = Vec::new();
+        $(
+            if *$field != default.$field {
+                set.push(stringify!($field));
+            }
+        )*
+        set
+    }};
+}
+
+/// The options a PTX program takes: the target, and the link step's.
+const PTX_OPTIONS: &[&str] = &[
+    "arch",
+    "debug",
+    "line_info",
+    "max_register_count",
+    "ptxas_options",
+    "extra",
+];
+
+/// The options an NVVM IR program takes for libNVVM.
+const NVVM_OPTIONS: &[&str] = &[
+    "arch",
+    "debug",
+    "device_code_optimize",
+    "fast_math",
+    "ftz",
+    "prec_div",
+    "prec_sqrt",
+    "fmad",
+    "extra",
+];
+
+/// The link step's options, which an NVVM IR program takes for a cubin too.
+const LINK_OPTIONS: &[&str] = &["line_info", "max_register_count", "ptxas_options"];
+
+impl ProgramOptions {
+    /// Every field set to other than its default.
+    fn set_fields(&self) -> Vec<&'static str> {
+        set_fields!(self;
+            arch, std, defines, include_paths, debug, line_info, fast_math, ftz, prec_div,
+            prec_sqrt, fmad, relocatable_device_code, max_register_count, device_code_optimize,
+            ptxas_options, extensible_whole_program, extra_device_vectorization, gen_opt_lto,
+            undefines, pre_includes, no_source_include, builtin_move_forward,
+            builtin_initializer_list, disable_warnings, restrict,
+            device_as_default_execution_space, device_int128, optimization_info,
+            no_display_error_number, diag_error, diag_suppress, diag_warn, warnings_as_errors,
+            time, device_time_trace, split_compile, fast_compile, minimal, no_cache,
+            random_seed, device_stack_protector, modify_stack_limit, warn_reorder, pch,
+            create_pch, use_pch, pch_dir, pch_verbose, pch_messages,
+            instantiate_templates_in_pch, extra,
+        )
+    }
+
+    /// Refuses the options that a program of `kind` compiling to `target` has no use for,
+    /// naming them and what it takes instead.
+    pub(crate) fn check_kind(&self, kind: ProgramKind, target: CodeType) -> Result<()> {
+        let allowed: Vec<&str> = match kind {
+            ProgramKind::Cxx => return Ok(()),
+            ProgramKind::Ptx => PTX_OPTIONS.to_vec(),
+            ProgramKind::NvvmIr if target == CodeType::Cubin => {
+                NVVM_OPTIONS.iter().chain(LINK_OPTIONS).copied().collect()
+            }
+            ProgramKind::NvvmIr => NVVM_OPTIONS.to_vec(),
+        };
+        let refused: Vec<&str> = self
+            .set_fields()
+            .into_iter()
+            .filter(|field| !allowed.contains(field))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let link_only =
+            kind == ProgramKind::NvvmIr && refused.iter().all(|f| LINK_OPTIONS.contains(f));
+        let reason = if link_only {
+            format!(
+                "{} apply to the link step, which an NVVM IR program has only when compiled to \
+                 a cubin; it takes {} for {}",
+                refused.join(", "),
+                allowed.join(", "),
+                target.describe()
+            )
+        } else {
+            format!(
+                "{} apply to C++ (NVRTC) programs, not to {kind} ones; a {kind} program takes \
+                 {} for {}",
+                refused.join(", "),
+                allowed.join(", "),
+                target.describe()
+            )
+        };
+        Err(Error::InvalidArgument {
+            name: "options",
+            reason,
+        })
+    }
+
+    /// libNVVM's options for `target` (with `arch` as given): `-arch=compute_<arch>`, `-g`
+    /// (with `-opt=0` unless `device_code_optimize`), the floating-point modes (`fast_math`
+    /// sets `-ftz=1 -prec-div=0 -prec-sqrt=0 -fma=1` unless set apart), `-gen-lto` for
+    /// LTO-IR, then `extra`.
+    pub(crate) fn nvvm_args(&self, target: CodeType) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(arch) = &self.arch {
+            args.push(format!("-arch=compute_{arch}"));
+        }
+        if self.debug {
+            args.push("-g".to_owned());
+            if !self.device_code_optimize {
+                args.push("-opt=0".to_owned());
+            }
+        }
+        let fast =
+            |set: Option<bool>, fast_value: bool| set.or(self.fast_math.then_some(fast_value));
+        let modes = [
+            ("ftz", fast(self.ftz, true)),
+            ("prec-div", fast(self.prec_div, false)),
+            ("prec-sqrt", fast(self.prec_sqrt, false)),
+            ("fma", fast(self.fmad, true)),
+        ];
+        for (name, value) in modes {
+            if let Some(value) = value {
+                args.push(format!("-{name}={}", u8::from(value)));
+            }
+        }
+        if target == CodeType::LtoIr {
+            args.push("-gen-lto".to_owned());
+        }
+        args.into_iter().chain(self.extra.iter().cloned()).collect()
+    }
+
+    /// nvJitLink's options for the link step of a PTX or NVVM IR program (the architecture
+    /// aside): `-g`, `-lineinfo`, `-maxrregcount=<n>`, `-Xptxas=<option>`.
+    pub(crate) fn link_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.debug {
+            args.push("-g".to_owned());
+        }
+        if self.line_info {
+            args.push("-lineinfo".to_owned());
+        }
+        if let Some(count) = self.max_register_count {
+            args.push(format!("-maxrregcount={count}"));
+        }
+        args.extend(self.ptxas_options.iter().map(|o| format!("-Xptxas={o}")));
+        args
+    }
+}
+
+/// The options with the architecture resolved (as given, else the current device's).
+fn resolved(program: &Program) -> Result<(ProgramOptions, String)> {
+    let options = program.options().resolved()?;
+    let arch = options.arch.clone().unwrap_or_default();
+    Ok((options, arch))
+}
+
+fn no_name_expressions(kind: ProgramKind, name_expressions: &[&str]) -> Result<()> {
+    if name_expressions.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        name: "name_expressions",
+        reason: format!(
+            "name expressions are C++; a {kind} program's kernels are found by their symbols"
+        ),
+    })
+}
+
+/// Compiles a PTX or NVVM IR program (see [`Program::compile`]).
+pub(crate) fn compile(
+    program: &Program,
+    target: CodeType,
+    name_expressions: &[&str],
+) -> Result<ObjectCode> {
+    let kind = program.kind();
+    no_name_expressions(kind, name_expressions)?;
+    if target == CodeType::Fatbin {
+        return Err(Error::InvalidArgument {
+            name: "target",
+            reason: format!("a {kind} program compiles to PTX, a cubin or LTO-IR, not a fatbin"),
+        });
+    }
+    if kind == ProgramKind::Ptx && target == CodeType::LtoIr {
+        return Err(Error::InvalidArgument {
+            name: "target",
+            reason: "PTX cannot be turned into LTO-IR (LTO-IR comes from C++ or NVVM IR); \
+                     compile a PTX program to a cubin, or link it as PTX"
+                .to_owned(),
+        });
+    }
+    // Checked before the architecture is resolved (which needs a device where none is given).
+    program.options().check_kind(kind, target)?;
+    let name = program.name();
+    if let (Source::Ptx(ptx), CodeType::Ptx) = (program.source_of_kind(), target) {
+        return Ok(ObjectCode::from_compiled(
+            CodeType::Ptx,
+            ptx.clone().into_bytes(),
+            name.to_owned(),
+            String::new(),
+            Vec::new(),
+        ));
+    }
+    let (options, arch) = resolved(program)?;
+    match program.source_of_kind() {
+        Source::Cxx(_) => Err(Error::InvalidArgument {
+            name: "self",
+            reason: "a C++ program compiles through NVRTC".to_owned(),
+        }),
+        Source::Ptx(ptx) => {
+            let ptx = ObjectCode::from_compiled(
+                CodeType::Ptx,
+                ptx.clone().into_bytes(),
+                name.to_owned(),
+                String::new(),
+                Vec::new(),
+            );
+            link(&ptx, &arch, ptx_link_args(&options), name, String::new())
+        }
+        Source::Nvvm(modules) => {
+            if modules.is_empty() {
+                return Err(Error::InvalidArgument {
+                    name: "modules",
+                    reason: "an NVVM IR program needs at least one module".to_owned(),
+                });
+            }
+            let inputs: Vec<NvvmInput<'_>> = modules
+                .iter()
+                .map(|m| NvvmInput {
+                    ir: &m.ir,
+                    name: &m.name,
+                    lazy: m.lazy,
+                })
+                .collect();
+            let nvvm_target = if target == CodeType::LtoIr {
+                CodeType::LtoIr
+            } else {
+                CodeType::Ptx
+            };
+            let (code, log) = driver::nvvm_compile(&inputs, &options.nvvm_args(nvvm_target), name)?;
+            let compiled =
+                ObjectCode::from_compiled(nvvm_target, code, name.to_owned(), log, Vec::new());
+            if target == CodeType::Cubin {
+                let log = compiled.compile_log().to_owned();
+                link(&compiled, &arch, options.link_args(), name, log)
+            } else {
+                Ok(compiled)
+            }
+        }
+    }
+}
+
+/// Links PTX into a cubin named after the program, through the linker in use, with these
+/// nvJitLink options; the logs of the compile before (if any) and of the link are the
+/// result's.
+fn link(
+    ptx: &ObjectCode,
+    arch: &str,
+    extra: Vec<String>,
+    name: &str,
+    compile_log: String,
+) -> Result<ObjectCode> {
+    if !extra.is_empty() {
+        if let Err(why) = driver::nvjitlink_info() {
+            return Err(Error::InvalidArgument {
+                name: "options",
+                reason: format!(
+                    "the link options {extra:?} are nvJitLink's, and nvJitLink was not found \
+                     (the driver's linker would ignore them): {why}"
+                ),
+            });
+        }
+    }
+    let linker_options = LinkerOptions {
+        arch: Some(arch.to_owned()),
+        extra,
+        ..LinkerOptions::default()
+    };
+    let linked = Linker::new(std::slice::from_ref(ptx), linker_options).link()?;
+    let log = match (compile_log.is_empty(), linked.compile_log().is_empty()) {
+        (_, true) => compile_log,
+        (true, false) => linked.compile_log().to_owned(),
+        (false, false) => format!("{compile_log}\n{}", linked.compile_log()),
+    };
+    Ok(ObjectCode::from_compiled(
+        CodeType::Cubin,
+        linked.code().to_vec(),
+        name.to_owned(),
+        log,
+        Vec::new(),
+    ))
+}
+
+/// A PTX program's link options: the typed ones, then `extra` (which an NVVM IR program
+/// passes to libNVVM instead).
+fn ptx_link_args(options: &ProgramOptions) -> Vec<String> {
+    let mut args = options.link_args();
+    args.extend(options.extra.iter().cloned());
+    args
+}
+
+/// The cache key of a PTX or NVVM IR program (see [`Program::cache_key`]): its kind, name and
+/// source (each module's name, laziness and bytes), the target and architecture, every
+/// option as passed, and the exact libNVVM and linker that compile it.
+pub(crate) fn key(
+    program: &Program,
+    target: CodeType,
+    name_expressions: &[&str],
+) -> Result<CacheKey> {
+    let kind = program.kind();
+    no_name_expressions(kind, name_expressions)?;
+    let (options, arch) = resolved(program)?;
+    let mut key = CacheKey::builder()
+        .field("kind", kind.to_string().as_bytes())
+        .field("name", program.name().as_bytes())
+        .field("target", target.extension().as_bytes())
+        .field("arch", arch.as_bytes());
+    match program.source_of_kind() {
+        Source::Cxx(_) => {}
+        Source::Ptx(ptx) => key = key.field("source", ptx.as_bytes()),
+        Source::Nvvm(modules) => {
+            for module in modules {
+                key = key
+                    .field("module_name", module.name.as_bytes())
+                    .field("module_lazy", &[u8::from(module.lazy)])
+                    .field("module_ir", &module.ir);
+            }
+            let nvvm_target = if target == CodeType::LtoIr {
+                CodeType::LtoIr
+            } else {
+                CodeType::Ptx
+            };
+            for arg in options.nvvm_args(nvvm_target) {
+                key = key.field("nvvm_option", arg.as_bytes());
+            }
+            key = key.field("nvvm", driver::nvvm_identity()?.as_bytes());
+        }
+    }
+    if target == CodeType::Cubin {
+        let link_args = match kind {
+            ProgramKind::Ptx => ptx_link_args(&options),
+            _ => options.link_args(),
+        };
+        for arg in link_args {
+            key = key.field("link_option", arg.as_bytes());
+        }
+        key = key.field("linker", driver::linker_identity().as_bytes());
+    }
+    Ok(key.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sm90() -> ProgramOptions {
+        ProgramOptions::default().with_arch("90a")
+    }
+
+    #[test]
+    fn nvvm_arguments_spell_each_mapped_option() {
+        assert_eq!(sm90().nvvm_args(CodeType::Ptx), ["-arch=compute_90a"]);
+        assert_eq!(
+            sm90().with_debug(true).nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-g", "-opt=0"]
+        );
+        assert_eq!(
+            sm90()
+                .with_debug(true)
+                .with_device_code_optimize(true)
+                .nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-g"]
+        );
+        assert_eq!(
+            sm90().with_fast_math(true).nvvm_args(CodeType::Ptx),
+            [
+                "-arch=compute_90a",
+                "-ftz=1",
+                "-prec-div=0",
+                "-prec-sqrt=0",
+                "-fma=1"
+            ]
+        );
+        // Set apart from fast math, and alone.
+        assert_eq!(
+            sm90()
+                .with_fast_math(true)
+                .with_ftz(false)
+                .with_prec_sqrt(true)
+                .nvvm_args(CodeType::Ptx),
+            [
+                "-arch=compute_90a",
+                "-ftz=0",
+                "-prec-div=0",
+                "-prec-sqrt=1",
+                "-fma=1"
+            ]
+        );
+        assert_eq!(
+            sm90().with_fmad(false).nvvm_args(CodeType::Ptx),
+            ["-arch=compute_90a", "-fma=0"]
+        );
+        assert_eq!(
+            sm90()
+                .with_prec_div(true)
+                .with_extra(vec!["-jump-table-density=50".into()])
+                .nvvm_args(CodeType::LtoIr),
+            [
+                "-arch=compute_90a",
+                "-prec-div=1",
+                "-gen-lto",
+                "-jump-table-density=50"
+            ]
+        );
+        assert!(ProgramOptions::default()
+            .nvvm_args(CodeType::Ptx)
+            .is_empty());
+    }
+
+    #[test]
+    fn link_arguments_spell_each_mapped_option() {
+        assert!(sm90().link_args().is_empty());
+        let options = sm90()
+            .with_debug(true)
+            .with_line_info(true)
+            .with_max_register_count(32)
+            .with_ptxas_options(vec!["-v".into(), "-O2".into()])
+            .with_extra(vec!["-O3".into()]);
+        assert_eq!(
+            options.link_args(),
+            [
+                "-g",
+                "-lineinfo",
+                "-maxrregcount=32",
+                "-Xptxas=-v",
+                "-Xptxas=-O2"
+            ]
+        );
+        assert_eq!(
+            ptx_link_args(&options).last().map(String::as_str),
+            Some("-O3")
+        );
+    }
+
+    #[test]
+    fn each_kind_refuses_exactly_the_options_it_has_no_use_for() {
+        let refused = |options: ProgramOptions, kind, target| match options.check_kind(kind, target)
+        {
+            Ok(()) => None,
+            Err(Error::InvalidArgument {
+                name: "options",
+                reason,
+            }) => Some(reason),
+            Err(other) => panic!("{other}"),
+        };
+        use CodeType::{Cubin, LtoIr, Ptx};
+        use ProgramKind::{Cxx, NvvmIr, Ptx as PtxProgram};
+        let every_cxx_option = sm90()
+            .with_std("c++17")
+            .with_restrict(true)
+            .with_minimal(true);
+        assert_eq!(refused(every_cxx_option.clone(), Cxx, Cubin), None);
+        let reason = refused(every_cxx_option, NvvmIr, Ptx).unwrap();
+        assert!(
+            reason.contains("std, restrict, minimal") && reason.contains("NVVM IR"),
+            "{reason}"
+        );
+        // NVVM IR takes these for any target; PTX only `extra` (its linker's options).
+        for (options, ptx_takes_it) in [
+            (sm90().with_ftz(true), false),
+            (sm90().with_fast_math(true), false),
+            (
+                sm90().with_debug(true).with_device_code_optimize(true),
+                false,
+            ),
+            (sm90().with_extra(vec!["-opt=0".into()]), true),
+        ] {
+            assert_eq!(refused(options.clone(), NvvmIr, LtoIr), None, "{options:?}");
+            assert_eq!(
+                refused(options.clone(), PtxProgram, Cubin).is_none(),
+                ptx_takes_it,
+                "{options:?}"
+            );
+        }
+        let link = sm90().with_max_register_count(64);
+        assert_eq!(refused(link.clone(), NvvmIr, Cubin), None);
+        assert_eq!(refused(link.clone(), PtxProgram, Cubin), None);
+        let reason = refused(link, NvvmIr, Ptx).unwrap();
+        assert!(
+            reason.contains("max_register_count") && reason.contains("link step"),
+            "{reason}"
+        );
+        assert!(refused(sm90().with_gen_opt_lto(true), NvvmIr, LtoIr).is_some());
+        assert!(refused(sm90().with_relocatable_device_code(true), PtxProgram, Cubin).is_some());
+    }
+}
