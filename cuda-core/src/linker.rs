@@ -102,7 +102,10 @@ pub struct LinkerOptions {
     /// makes it a jump table (`-jump-table-density=<n>`; 101, nvJitLink's default, never
     /// does). nvJitLink only.
     pub jump_table_density: Option<u32>,
-    /// Do not cache the link's intermediate steps (`-no-cache`). nvJitLink only.
+    /// Do not use nvJitLink's own cache (`-no-cache`). nvJitLink only. A link that cache
+    /// answers has none of the log a real link writes, such as ptxas's `-v` report: set this
+    /// where that matters (nvJitLink 12.9 and 13.0 answered from it on a machine with a GPU
+    /// driver).
     pub no_cache: bool,
     /// More nvJitLink options, passed as they are after the typed ones. The driver's linker
     /// takes none.

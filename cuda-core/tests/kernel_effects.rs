@@ -664,6 +664,10 @@ fn a_programmatic_event_is_recorded_by_the_launch_and_orders_another_stream() {
             .create_event(cuda_core::EventOptions::default())
             .unwrap()
     };
+    // Each kernel run once first: a kernel's first launch in a context loads it (lazy
+    // loading), which waited for the running kernel on the H200 and would hide any overlap.
+    run(&first, &event(), None);
+    run(&hold, &event(), None);
     // The control: waiting for an event nothing recorded holds nothing, so `second` starts
     // during the producer and reads zeros. This is what a launch that dropped the event gives.
     let (early, right) = run(&hold, &event(), None);
