@@ -321,95 +321,39 @@ fn flags_of(options: EventOptions) -> u32 {
 /// The recycled handles of primary-context events, per thread: see [`Event`]'s "Recycling".
 mod recycle {
     use std::cell::RefCell;
-    use std::collections::VecDeque;
 
     use crate::driver::{ContextHandle, Driver, EventHandle};
+    use crate::error::Result;
+    use crate::lifetime::recycle::{self, Lists, Recycled};
 
     /// The most handles a thread keeps per context and flags.
     pub(super) const KEPT: usize = 64;
 
-    /// One context's handles of one set of flags.
-    struct List {
-        context: ContextHandle,
-        flags: u32,
-        driver: &'static dyn Driver,
-        /// Handles whose last record is known complete (or that were never recorded).
-        idle: Vec<EventHandle>,
-        /// Handles whose last record may be pending, oldest first.
-        pending: VecDeque<EventHandle>,
-    }
+    impl Recycled for EventHandle {
+        const WHAT: &'static str = "event";
 
-    impl List {
-        fn len(&self) -> usize {
-            self.idle.len() + self.pending.len()
+        fn done(self, driver: &'static dyn Driver) -> Result<bool> {
+            driver.event_query(self)
         }
-    }
 
-    /// A thread's lists; its handles are destroyed when the thread ends.
-    struct Lists(Vec<List>);
-
-    impl Drop for Lists {
-        fn drop(&mut self) {
-            for list in &mut self.0 {
-                for handle in list.idle.drain(..).chain(list.pending.drain(..)) {
-                    destroy(list.driver, handle);
-                }
-            }
+        fn destroy(self, driver: &'static dyn Driver) -> Result<()> {
+            driver.event_destroy(self)
         }
     }
 
     thread_local! {
-        static LISTS: RefCell<Lists> = const { RefCell::new(Lists(Vec::new())) };
+        static LISTS: RefCell<Lists<EventHandle>> = const { RefCell::new(Lists::new(KEPT)) };
     }
 
-    fn destroy(driver: &'static dyn Driver, handle: EventHandle) {
-        if let Err(e) = driver.event_destroy(handle) {
-            log::error!("destroying a recycled event: {e}");
-        }
-    }
-
-    /// A handle of `context` made with `flags` that this thread kept, if it has one whose
-    /// last record is complete: an idle one, else the oldest pending one the driver says is
-    /// done.
+    /// A handle of `context` made with `flags` that this thread kept, whose last record is
+    /// complete.
     #[inline]
     pub(super) fn take(context: ContextHandle, flags: u32) -> Option<EventHandle> {
-        LISTS
-            .try_with(|lists| {
-                let mut lists = lists.try_borrow_mut().ok()?;
-                let list = lists
-                    .0
-                    .iter_mut()
-                    .find(|l| l.context == context && l.flags == flags)?;
-                if let Some(handle) = list.idle.pop() {
-                    return Some(handle);
-                }
-                take_pending(list)
-            })
-            .ok()
-            .flatten()
+        recycle::take(&LISTS, context, i64::from(flags))
     }
 
-    /// The oldest pending handle if the driver says its last record completed.
-    #[cold]
-    fn take_pending(list: &mut List) -> Option<EventHandle> {
-        while let Some(&handle) = list.pending.front() {
-            match list.driver.event_query(handle) {
-                Ok(true) => return list.pending.pop_front(),
-                // The oldest is still pending: so, most likely, are the younger ones.
-                Ok(false) => return None,
-                Err(e) => {
-                    log::debug!("a recycled event is not reused: {e}");
-                    list.pending.pop_front();
-                    destroy(list.driver, handle);
-                }
-            }
-        }
-        None
-    }
-
-    /// Keeps `handle` (of `context`, made with `flags`) for this thread's next event of that
-    /// kind; `complete` says its last record is known complete. `false` when this thread
-    /// keeps enough already (or is ending): the caller destroys it.
+    /// Keeps `handle` for this thread's next event of `context` and `flags`; `complete` says
+    /// its last record is known complete. `false`: the caller destroys it.
     #[inline]
     pub(super) fn give(
         context: ContextHandle,
@@ -418,53 +362,13 @@ mod recycle {
         handle: EventHandle,
         complete: bool,
     ) -> bool {
-        LISTS
-            .try_with(|lists| {
-                let Ok(mut lists) = lists.try_borrow_mut() else {
-                    return false;
-                };
-                let at = match lists
-                    .0
-                    .iter()
-                    .position(|l| l.context == context && l.flags == flags)
-                {
-                    Some(at) => at,
-                    None => {
-                        lists.0.push(List {
-                            context,
-                            flags,
-                            driver,
-                            idle: Vec::new(),
-                            pending: VecDeque::new(),
-                        });
-                        lists.0.len() - 1
-                    }
-                };
-                let list = &mut lists.0[at];
-                if list.len() >= KEPT {
-                    return false;
-                }
-                if complete {
-                    list.idle.push(handle);
-                } else {
-                    list.pending.push_back(handle);
-                }
-                true
-            })
-            .unwrap_or(false)
+        recycle::give(&LISTS, context, i64::from(flags), driver, handle, complete)
     }
 
     /// How many handles this thread keeps for `context` and `flags` (for tests).
     #[cfg(test)]
     pub(crate) fn kept(context: ContextHandle, flags: u32) -> usize {
-        LISTS.with(|lists| {
-            lists
-                .borrow()
-                .0
-                .iter()
-                .find(|l| l.context == context && l.flags == flags)
-                .map_or(0, List::len)
-        })
+        recycle::kept(&LISTS, context, i64::from(flags))
     }
 }
 

@@ -550,81 +550,38 @@ fn check_priority(device: Device, priority: i32) -> Result<()> {
 /// "Recycling".
 mod recycle {
     use std::cell::RefCell;
-    use std::collections::VecDeque;
 
     use crate::driver::{ContextHandle, Driver, StreamHandle};
+    use crate::error::Result;
+    use crate::lifetime::recycle::{self, Lists, Recycled};
 
     /// The most streams a thread keeps per context and priority.
     pub(super) const KEPT: usize = 16;
 
-    /// One context's dropped streams of one priority.
-    struct List {
-        context: ContextHandle,
-        priority: i32,
-        driver: &'static dyn Driver,
-        /// Streams known idle: given no work since they were made or last found idle.
-        idle: Vec<StreamHandle>,
-        /// Streams that were given work, oldest first.
-        pending: VecDeque<StreamHandle>,
-    }
+    impl Recycled for StreamHandle {
+        const WHAT: &'static str = "stream";
 
-    /// A thread's lists; its streams are destroyed when the thread ends.
-    struct Lists(Vec<List>);
+        fn done(self, driver: &'static dyn Driver) -> Result<bool> {
+            driver.stream_query(self)
+        }
 
-    impl Drop for Lists {
-        fn drop(&mut self) {
-            for list in &mut self.0 {
-                for handle in list.idle.drain(..).chain(list.pending.drain(..)) {
-                    destroy(list.driver, handle);
-                }
-            }
+        fn destroy(self, driver: &'static dyn Driver) -> Result<()> {
+            driver.stream_destroy(self)
         }
     }
 
     thread_local! {
-        static LISTS: RefCell<Lists> = const { RefCell::new(Lists(Vec::new())) };
-    }
-
-    fn destroy(driver: &'static dyn Driver, handle: StreamHandle) {
-        if let Err(e) = driver.stream_destroy(handle) {
-            log::error!("destroying a recycled stream: {e}");
-        }
+        static LISTS: RefCell<Lists<StreamHandle>> = const { RefCell::new(Lists::new(KEPT)) };
     }
 
     /// An idle stream of `context` and `priority` that this thread kept, if it has one: one
     /// known idle, else the oldest that was given work if `cuStreamQuery` says it is done.
     pub(super) fn take(context: ContextHandle, priority: i32) -> Option<StreamHandle> {
-        LISTS
-            .try_with(|lists| {
-                let mut lists = lists.try_borrow_mut().ok()?;
-                let list = lists
-                    .0
-                    .iter_mut()
-                    .find(|l| l.context == context && l.priority == priority)?;
-                if let Some(handle) = list.idle.pop() {
-                    return Some(handle);
-                }
-                while let Some(&handle) = list.pending.front() {
-                    match list.driver.stream_query(handle) {
-                        Ok(true) => return list.pending.pop_front(),
-                        // Busy: it waits apart, and the younger ones are likelier busy too.
-                        Ok(false) => return None,
-                        Err(e) => {
-                            log::debug!("a recycled stream is not reused: {e}");
-                            list.pending.pop_front();
-                            destroy(list.driver, handle);
-                        }
-                    }
-                }
-                None
-            })
-            .ok()
-            .flatten()
+        recycle::take(&LISTS, context, i64::from(priority))
     }
 
     /// Keeps `handle` for this thread's next stream of `context` and `priority` (`idle`: it
-    /// was given no work since it was last known idle); `false` when this thread keeps enough
-    /// already (or is ending): the caller destroys it.
+    /// was given no work since it was last known idle); `false`: the caller destroys it.
     pub(super) fn give(
         context: ContextHandle,
         priority: i32,
@@ -632,39 +589,6 @@ mod recycle {
         handle: StreamHandle,
         idle: bool,
     ) -> bool {
-        LISTS
-            .try_with(|lists| {
-                let Ok(mut lists) = lists.try_borrow_mut() else {
-                    return false;
-                };
-                let at = match lists
-                    .0
-                    .iter()
-                    .position(|l| l.context == context && l.priority == priority)
-                {
-                    Some(at) => at,
-                    None => {
-                        lists.0.push(List {
-                            context,
-                            priority,
-                            driver,
-                            idle: Vec::new(),
-                            pending: VecDeque::new(),
-                        });
-                        lists.0.len() - 1
-                    }
-                };
-                let list = &mut lists.0[at];
-                if list.idle.len() + list.pending.len() >= KEPT {
-                    return false;
-                }
-                if idle {
-                    list.idle.push(handle);
-                } else {
-                    list.pending.push_back(handle);
-                }
-                true
-            })
-            .unwrap_or(false)
+        recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
     }
 }

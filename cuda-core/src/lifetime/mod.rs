@@ -19,6 +19,7 @@
 mod context;
 pub(crate) mod current;
 mod held;
+pub(crate) mod recycle;
 pub(crate) mod registry;
 
 pub(crate) use self::context::{ContextCore, ContextKind};
