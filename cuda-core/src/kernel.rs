@@ -555,15 +555,7 @@ impl Kernel {
         stream: &Stream,
     ) -> Result<u32> {
         let function = self.function(stream.device())?;
-        let params = LaunchParams {
-            grid: config.grid,
-            block: config.block,
-            shared_mem_bytes: config.shared_memory_bytes,
-            stream: crate::driver::StreamHandle::NULL,
-            cluster: None,
-            cooperative: false,
-            extras: crate::driver::LaunchExtras::default(),
-        };
+        let params = occupancy_shape(config, None);
         let size = stream.device().primary_context()?.with_current(|driver| {
             driver.occupancy_max_potential_cluster_size(function, &params)
         })?;
@@ -616,20 +608,26 @@ impl Kernel {
             });
         };
         let function = self.function(stream.device())?;
-        let params = LaunchParams {
-            grid: config.grid,
-            block: config.block,
-            shared_mem_bytes: config.shared_memory_bytes,
-            stream: crate::driver::StreamHandle::NULL,
-            cluster: Some(cluster),
-            cooperative: false,
-            extras: crate::driver::LaunchExtras::default(),
-        };
+        let params = occupancy_shape(config, Some(cluster));
         let clusters = stream
             .device()
             .primary_context()?
             .with_current(|driver| driver.occupancy_max_active_clusters(function, &params))?;
         Ok(clusters.max(0) as u32)
+    }
+}
+
+/// The launch shape the occupancy calls read: `config`'s grid, block and shared memory, with
+/// `cluster`, on no stream and with no other attribute.
+fn occupancy_shape(config: &LaunchConfig, cluster: Option<[u32; 3]>) -> LaunchParams {
+    LaunchParams {
+        grid: config.grid,
+        block: config.block,
+        shared_mem_bytes: config.shared_memory_bytes,
+        stream: crate::driver::StreamHandle::NULL,
+        cluster,
+        cooperative: false,
+        extras: crate::driver::LaunchExtras::default(),
     }
 }
 
