@@ -97,21 +97,8 @@ impl NvJitLink {
     /// major. Fails when the library is not nvJitLink, or is of a major whose names the table
     /// does not know ([`NvJitLinkTable::MAJORS`]).
     pub fn open(candidate: &Candidate) -> Result<NvJitLink, String> {
-        let (library, location) = match candidate {
-            Candidate::Soname(name) => {
-                // SAFETY: loading nvJitLink runs only its own initialisers.
-                let library = unsafe { Library::new(name) }.map_err(|e| e.to_string())?;
-                (library, PathBuf::from(name))
-            }
-            Candidate::File(path) => {
-                if !path.is_file() {
-                    return Err("no such file".to_owned());
-                }
-                // SAFETY: as above.
-                let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;
-                (library, path.clone())
-            }
-        };
+        // SAFETY: loading nvJitLink runs only its own initialisers.
+        let (library, location) = unsafe { candidate.load_library() }?;
         let version = library_version(&library)?;
         if !NvJitLinkTable::MAJORS
             .iter()

@@ -95,21 +95,8 @@ impl Nvvm {
     /// Loads libNVVM from one candidate; fails when the library does not answer `nvvmVersion`
     /// and `nvvmIRVersion` (it is not libNVVM).
     pub fn open(candidate: &Candidate) -> Result<Nvvm, String> {
-        let (library, location) = match candidate {
-            Candidate::Soname(name) => {
-                // SAFETY: loading libNVVM runs only its own initialisers.
-                let library = unsafe { Library::new(name) }.map_err(|e| e.to_string())?;
-                (library, PathBuf::from(name))
-            }
-            Candidate::File(path) => {
-                if !path.is_file() {
-                    return Err("no such file".to_owned());
-                }
-                // SAFETY: as above.
-                let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;
-                (library, path.clone())
-            }
-        };
+        // SAFETY: loading libNVVM runs only its own initialisers.
+        let (library, location) = unsafe { candidate.load_library() }?;
         // SAFETY: the library was found as libNVVM, which nvvm.h describes, and is kept in the
         // returned value with the table.
         let table = unsafe { NvvmTable::load(&library) };

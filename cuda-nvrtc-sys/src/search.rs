@@ -44,6 +44,35 @@ pub enum Candidate {
     File(PathBuf),
 }
 
+impl Candidate {
+    /// Loads the library this candidate names, and where it came from (the name for a
+    /// soname). A file that does not exist is refused before the loader.
+    ///
+    /// # Safety
+    ///
+    /// Loading runs the library's initialisers: the candidate must name a library whose
+    /// initialisers are sound to run (NVRTC, nvJitLink and libNVVM run only their own).
+    pub unsafe fn load_library(&self) -> Result<(libloading::Library, PathBuf), String> {
+        match self {
+            Candidate::Soname(name) => {
+                // SAFETY: the caller's promise.
+                let library =
+                    unsafe { libloading::Library::new(name) }.map_err(|e| e.to_string())?;
+                Ok((library, PathBuf::from(name)))
+            }
+            Candidate::File(path) => {
+                if !path.is_file() {
+                    return Err("no such file".to_owned());
+                }
+                // SAFETY: the caller's promise.
+                let library =
+                    unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+                Ok((library, path.clone()))
+            }
+        }
+    }
+}
+
 impl fmt::Display for Candidate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
