@@ -23,7 +23,7 @@ use crate::program_sources::{self, NvvmModule, ProgramKind, Source};
 /// | `debug` | nvJitLink `-g` | `-g` and `-opt=0` (and nvJitLink `-g` for a cubin) |
 /// | `device_code_optimize` | refused | with `debug`: `-g` keeping `-opt=3` |
 /// | `fast_math`, `ftz`, `prec_div`, `prec_sqrt`, `fmad` | refused | `-ftz=`, `-prec-div=`, `-prec-sqrt=`, `-fma=` (`fast_math`: 1, 0, 0, 1 unless set apart) |
-/// | `line_info`, `max_register_count`, `ptxas_options` | nvJitLink `-lineinfo`, `-maxrregcount=`, `-Xptxas=` | the same, for a cubin only |
+/// | `line_info`, `max_register_count`, `ptxas_options`, `no_cache` | nvJitLink `-lineinfo`, `-maxrregcount=`, `-Xptxas=`, `-no-cache` | the same, for a cubin only |
 /// | `extra` | nvJitLink options | libNVVM options (`-jump-table-density=`, ...) |
 ///
 /// The link step's options are nvJitLink's: where only the driver's linker is found, a

@@ -151,6 +151,7 @@ const PTX_OPTIONS: &[&str] = &[
     "line_info",
     "max_register_count",
     "ptxas_options",
+    "no_cache",
     "extra",
 ];
 
@@ -168,7 +169,12 @@ const NVVM_OPTIONS: &[&str] = &[
 ];
 
 /// The link step's options, which an NVVM IR program takes for a cubin too.
-const LINK_OPTIONS: &[&str] = &["line_info", "max_register_count", "ptxas_options"];
+const LINK_OPTIONS: &[&str] = &[
+    "line_info",
+    "max_register_count",
+    "ptxas_options",
+    "no_cache",
+];
 
 impl ProgramOptions {
     /// Every field set to other than its default.
@@ -267,7 +273,7 @@ impl ProgramOptions {
     }
 
     /// nvJitLink's options for the link step of a PTX or NVVM IR program (the architecture
-    /// aside): `-g`, `-lineinfo`, `-maxrregcount=<n>`, `-Xptxas=<option>`.
+    /// aside): `-g`, `-lineinfo`, `-maxrregcount=<n>`, `-Xptxas=<option>`, `-no-cache`.
     pub(crate) fn link_args(&self) -> Vec<String> {
         let mut args = Vec::new();
         if self.debug {
@@ -280,6 +286,9 @@ impl ProgramOptions {
             args.push(format!("-maxrregcount={count}"));
         }
         args.extend(self.ptxas_options.iter().map(|o| format!("-Xptxas={o}")));
+        if self.no_cache {
+            args.push("-no-cache".to_owned());
+        }
         args
     }
 }
@@ -561,6 +570,7 @@ mod tests {
             .with_line_info(true)
             .with_max_register_count(32)
             .with_ptxas_options(vec!["-v".into(), "-O2".into()])
+            .with_no_cache(true)
             .with_extra(vec!["-O3".into()]);
         assert_eq!(
             options.link_args(),
@@ -569,7 +579,8 @@ mod tests {
                 "-lineinfo",
                 "-maxrregcount=32",
                 "-Xptxas=-v",
-                "-Xptxas=-O2"
+                "-Xptxas=-O2",
+                "-no-cache"
             ]
         );
         assert_eq!(
