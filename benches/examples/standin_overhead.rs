@@ -175,6 +175,9 @@ fn measure() -> Result<()> {
         .cuMemcpyHtoDAsync
         .ok_or_else(|| missing("cuMemcpyHtoDAsync"))?;
     let launch_kernel = t.cuLaunchKernel.ok_or_else(|| missing("cuLaunchKernel"))?;
+    let launch_kernel_ex = t
+        .cuLaunchKernelEx
+        .ok_or_else(|| missing("cuLaunchKernelEx"))?;
 
     device.set_current()?;
     let context = device.primary_context()?.as_raw().cast();
@@ -376,6 +379,38 @@ fn measure() -> Result<()> {
             }
             .unwrap();
         }),
+    );
+    // A launch with programmatic serialization and the highest priority: the attributes
+    // built on the stack, as C code does at a launch.
+    let attributed = config
+        .with_programmatic_serialization(true)
+        .with_priority(-5);
+    row(
+        "launch_attrs",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            use cuda_sys13::CUlaunchAttributeID as Id;
+            let mut attributes = [cuda_sys13::CUlaunchAttribute::default(); 2];
+            attributes[0].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attributes[0].value.programmaticStreamSerializationAllowed = 1;
+            attributes[1].id = Id::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            attributes[1].value.priority = -5;
+            let launch = cuda_sys13::CUlaunchConfig {
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 32,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: s,
+                attrs: black_box(attributes.as_mut_ptr()),
+                numAttrs: 2,
+            };
+            launch_kernel_ex(&launch, k0.as_raw().cast(), null_mut(), null_mut());
+        }),
+        // SAFETY: the stand-in runs nothing.
+        best(|| unsafe { launch(&stream, &attributed, &k0, &[]) }.unwrap()),
     );
     row(
         "alloc_free_1k",

@@ -49,6 +49,7 @@ int cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
 int cuCtxPushCurrent_v2(void *ctx) { current = ctx; return 0; }
 int cuCtxPopCurrent_v2(void **ctx) { *ctx = current; return 0; }
 int cuCtxGetDevice(int *device) { if (!current) return 201; *device = 0; return 0; }
+int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
 int cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = &stream; return 0; }
 int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) {
     (void)flags; (void)priority; *s = &stream; return 0;
@@ -95,6 +96,10 @@ int cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset, size_t *siz
     if (index >= count) return 1; /* CUDA_ERROR_INVALID_VALUE: past the last */
     *size = index < pointers ? 8 : 4;
     *offset = index < pointers ? index * 8 : pointers * 8 + (index - pointers) * 4;
+    return 0;
+}
+int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) { evict();
+    (void)config; (void)f; (void)params; (void)extra;
     return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -616,20 +616,14 @@ unsafe fn launch_with(
         || event.is_some();
     let mut queue = move || {
         stream.call(|driver, handle| {
-            let params = LaunchParams {
+            let mut params = LaunchParams {
                 grid: config.grid,
                 block: config.block,
                 shared_mem_bytes: config.shared_memory_bytes,
                 stream: handle,
                 cluster: config.cluster,
                 cooperative: config.cooperative,
-                extras: {
-                    let mut extras = config.attributes.extras();
-                    extras.programmatic_event = event.map(|(event, trigger)| {
-                        (event.handle(), trigger == EventTrigger::BlockStart)
-                    });
-                    extras
-                },
+                extras: crate::driver::LaunchExtras::default(),
             };
             let argv = pointers.as_mut_ptr();
             // SAFETY: `argv` holds one pointer per kernel parameter (count and sizes checked in
@@ -638,6 +632,10 @@ unsafe fn launch_with(
             // with them.
             unsafe {
                 if extended {
+                    params.extras = config.attributes.extras();
+                    params.extras.programmatic_event = event.map(|(event, trigger)| {
+                        (event.handle(), trigger == EventTrigger::BlockStart)
+                    });
                     driver.launch_kernel_ex(kernel.handle(), &params, argv)
                 } else {
                     driver.launch_kernel(kernel.handle(), &params, argv)

@@ -6,24 +6,34 @@ macro_rules! impl_hot_path {
         /// The most launch attributes one launch carries.
         const MAX_ATTRIBUTES: usize = 9;
 
+        /// Room for a launch's attributes, written from the front.
+        type Attributes = [std::mem::MaybeUninit<$sys::CUlaunchAttribute>; MAX_ATTRIBUTES];
+
         /// The launch attributes a launch asks for, and how many: cluster dimensions,
         /// cooperative, programmatic stream serialization, priority, memory synchronisation
         /// domain, cluster scheduling policy, preferred cluster, access-policy window,
         /// programmatic event.
-        fn launch_attributes(p: &LaunchParams) -> ([$sys::CUlaunchAttribute; MAX_ATTRIBUTES], u32) {
+        ///
+        /// Only the first `count` entries are written (the driver reads no more), each zeroed
+        /// before its fields are set.
+        #[inline]
+        fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
             use $sys::CUlaunchAttributeID as Id;
-            let mut attributes: [$sys::CUlaunchAttribute; MAX_ATTRIBUTES] =
-                // SAFETY: the attribute struct is integers and a union of plain data; all-zero
-                // is a valid (ignored) value.
-                unsafe { std::mem::zeroed() };
+            let mut attributes: Attributes =
+                [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
             let mut count = 0;
-            // The next attribute, with its id set.
+            // The next attribute, zeroed, with its id set.
+            #[inline(always)]
             fn push<'a>(
-                attributes: &'a mut [$sys::CUlaunchAttribute; MAX_ATTRIBUTES],
+                attributes: &'a mut Attributes,
                 count: &mut usize,
                 id: $sys::CUlaunchAttributeID,
             ) -> &'a mut $sys::CUlaunchAttributeValue {
-                let attribute = &mut attributes[*count];
+                let attribute = attributes[*count].write(
+                    // SAFETY: the attribute struct is integers and a union of plain data;
+                    // all-zero is a valid value.
+                    unsafe { std::mem::zeroed() },
+                );
                 *count += 1;
                 attribute.id = id;
                 &mut attribute.value
@@ -119,7 +129,7 @@ macro_rules! impl_hot_path {
         /// The `CUlaunchConfig` of a launch, pointing at the first `count` of `attributes`.
         fn launch_config(
             p: &LaunchParams,
-            attributes: &mut ([$sys::CUlaunchAttribute; MAX_ATTRIBUTES], u32),
+            attributes: &mut (Attributes, u32),
         ) -> $sys::CUlaunchConfig {
             $sys::CUlaunchConfig {
                 gridDimX: p.grid[0],
@@ -130,7 +140,8 @@ macro_rules! impl_hot_path {
                 blockDimZ: p.block[2],
                 sharedMemBytes: p.shared_mem_bytes,
                 hStream: p.stream.0.cast(),
-                attrs: attributes.0.as_mut_ptr(),
+                // The first `attributes.1` entries are written (`launch_attributes`).
+                attrs: attributes.0.as_mut_ptr().cast(),
                 numAttrs: attributes.1,
             }
         }
