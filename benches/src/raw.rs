@@ -236,6 +236,27 @@ pub trait RawDriver {
         params: *mut *mut c_void,
     ) -> u32;
 
+    /// `cuGraphLaunch`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphLaunch(&self, exec: Handle, stream: Handle) -> u32;
+
+    /// `cuGraphInstantiateWithFlags` with no flags.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphInstantiate(&self, exec: *mut Handle, graph: Handle) -> u32;
+
+    /// `cuGraphExecDestroy`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphExecDestroy(&self, exec: Handle) -> u32;
+
     /// `cuDeviceGetDefaultMemPool`.
     ///
     /// # Safety
@@ -631,6 +652,21 @@ macro_rules! raw_driver {
                     numAttrs: count,
                 };
                 call!(self.cuLaunchKernelEx(&config, function.cast(), params, std::ptr::null_mut()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphLaunch(&self, exec: Handle, stream: Handle) -> u32 {
+                call!(self.cuGraphLaunch(exec.cast(), stream.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphInstantiate(&self, exec: *mut Handle, graph: Handle) -> u32 {
+                call!(self.cuGraphInstantiateWithFlags(exec.cast(), graph.cast(), 0))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphExecDestroy(&self, exec: Handle) -> u32 {
+                call!(self.cuGraphExecDestroy(exec.cast()))
             }
 
             #[inline(always)]

@@ -170,6 +170,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// A stream capture could not end in a graph: the driver invalidated it, or it was left
+    /// unjoined.
+    #[error("the stream capture failed: {reason}")]
+    Capture {
+        /// What broke it, and the driver's code.
+        reason: String,
+    },
+
     /// An argument was rejected before any driver call.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

@@ -28,6 +28,7 @@ mod driver;
 mod error;
 mod event;
 mod global;
+mod graph;
 mod headers;
 mod image;
 mod kernel;
@@ -51,6 +52,7 @@ pub use driver::info;
 pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
 pub use global::Global;
+pub use graph::{CaptureMode, CaptureStatus, DotOptions, Graph, GraphExec, GraphOptions};
 pub use info::{
     driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,
 };

@@ -33,6 +33,10 @@ const CASES: &[&str] = &[
     "launch_attrs",
     "pdl_chain",
     "pdl_chain_plain",
+    "graph_launch",
+    "graph_chain_100",
+    "stream_chain_100",
+    "graph_instantiate",
     "alloc_free_1k",
     "alloc_churn",
     "copy_htod_4k",
@@ -77,6 +81,11 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
         "pdl_chain_plain",
         "cudarc",
         "Left out with `pdl_chain`, its control.",
+    ),
+    (
+        "graph_instantiate",
+        "cudarc",
+        "cudarc instantiates a graph only at the end of its capture.",
     ),
     (
         "compile_saxpy",

@@ -42,6 +42,10 @@ handles! {
     KernelHandle;
     /// A `CUfunction`.
     FunctionHandle;
+    /// A `CUgraph`.
+    GraphHandle;
+    /// A `CUgraphExec`.
+    GraphExecHandle;
 }
 
 /// A `CUdevice`: an ordinal in both ABIs.

@@ -38,8 +38,8 @@ mod tests;
 pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, DevResource, DeviceHandle, EventHandle, FunctionHandle,
-    GreenContextHandle, KernelHandle, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
-    LinkOptions, PoolHandle, SmInfo, StreamHandle,
+    GraphExecHandle, GraphHandle, GreenContextHandle, KernelHandle, LaunchExtras, LaunchParams,
+    LibraryHandle, LinkInput, LinkOptions, PoolHandle, SmInfo, StreamHandle,
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput};

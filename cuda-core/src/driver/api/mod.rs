@@ -15,6 +15,7 @@ mod checkpoint;
 mod context;
 mod device;
 mod event;
+mod graph;
 mod green;
 mod hot;
 mod memory;
@@ -25,6 +26,7 @@ pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
 pub(crate) use self::device::DeviceApi;
 pub(crate) use self::event::EventApi;
+pub(crate) use self::graph::GraphApi;
 pub(crate) use self::green::GreenContextApi;
 pub(crate) use self::hot::HotPath;
 pub(crate) use self::memory::MemoryApi;
@@ -44,6 +46,7 @@ pub(crate) trait Driver:
     + ModuleApi
     + GreenContextApi
     + CheckpointApi
+    + GraphApi
     + Send
     + Sync
 {

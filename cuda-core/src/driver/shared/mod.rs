@@ -16,6 +16,7 @@ mod checkpoint;
 mod context;
 mod device;
 mod event;
+mod graph;
 mod green;
 mod hot;
 mod memory;
@@ -26,6 +27,7 @@ pub(super) use self::checkpoint::impl_checkpoint_api;
 pub(super) use self::context::impl_context_api;
 pub(super) use self::device::impl_device_api;
 pub(super) use self::event::impl_event_api;
+pub(super) use self::graph::impl_graph_api;
 pub(super) use self::green::impl_green_context_api;
 pub(super) use self::hot::impl_hot_path;
 pub(super) use self::memory::impl_memory_api;
@@ -63,8 +65,8 @@ macro_rules! driver_impl {
         #[allow(unused_imports)]
         use $crate::driver::handles::{
             ContextHandle, DevResource, DeviceHandle, DevicePtr, EventHandle, FunctionHandle,
-            GreenContextHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput, LinkOptions,
-            PoolHandle, SmInfo, StreamHandle,
+            GraphExecHandle, GraphHandle, GreenContextHandle, KernelHandle, LaunchParams,
+            LibraryHandle, LinkInput, LinkOptions, PoolHandle, SmInfo, StreamHandle,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};
@@ -195,6 +197,7 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_module_api!($name, $sys);
         $crate::driver::shared::impl_green_context_api!($name, $sys);
         $crate::driver::shared::impl_checkpoint_api!($name, $sys);
+        $crate::driver::shared::impl_graph_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;

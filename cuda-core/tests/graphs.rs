@@ -1,0 +1,267 @@
+//! CUDA graphs: stream capture, instantiation and replay, checked in the results of the work
+//! each launch of a graph does.
+
+use crate::common;
+
+use cuda_core::{
+    launch, Allocate, CaptureMode, CaptureStatus, CodeType, DotOptions, Error, Graph, GraphOptions,
+    LaunchConfig, Program, ProgramOptions, StreamOptions,
+};
+
+const PIPELINE: &str = r#"
+extern "C" __global__ void twice(const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+extern "C" __global__ void plus_one(float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += 1.0f;
+}
+extern "C" __global__ void square(float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] *= y[i];
+}
+extern "C" __global__ void add(const float* a, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a[i];
+}
+"#;
+
+fn pipeline(x: f32) -> f32 {
+    let y = 2.0 * x + 1.0;
+    y * y
+}
+
+/// A three-kernel pipeline captured once and replayed: each launch of the graph computes from
+/// the input as it is then (the graph reads the buffers at each launch, it did not keep the
+/// values of the capture), the capture status reads active only while capturing, and the
+/// graph has the three kernels as its nodes.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_pipeline_replays_on_the_input_of_each_launch() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(PIPELINE, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let kernel = |name| code.get_kernel(name).unwrap();
+    let (twice, plus_one, square) = (kernel("twice"), kernel("plus_one"), kernel("square"));
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let n = 1u32 << 20;
+    let resource = device.memory_resource().unwrap();
+    let mut x = resource.allocate(4 * n as usize, &stream).unwrap();
+    let y = resource.allocate(4 * n as usize, &stream).unwrap();
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    assert_eq!(stream.capture_status().unwrap(), CaptureStatus::Active);
+    // SAFETY: n floats in x and y.
+    unsafe {
+        launch(&stream, &config, &twice, &[&x, &y, &n]).unwrap();
+        launch(&stream, &config, &plus_one, &[&y, &n]).unwrap();
+        launch(&stream, &config, &square, &[&y, &n]).unwrap();
+    }
+    let graph = stream.end_capture().unwrap();
+    assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+    // Catches a capture that ran the work instead of recording it: y is still unwritten.
+    assert_eq!(graph.node_count().unwrap(), 3);
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    exec.upload(&stream).unwrap();
+    // The executable graph does not need its graph.
+    drop(graph);
+    for round in 0..4u32 {
+        let input: Vec<f32> = (0..n)
+            .map(|i| (i % 1000) as f32 * 0.01 + round as f32)
+            .collect();
+        x.copy_from_host(&input, &stream).unwrap();
+        // SAFETY: the buffers and kernels outlive the launch (synchronised below).
+        unsafe { exec.launch(&stream) }.unwrap();
+        let out = y.to_vec::<f32>(&stream).unwrap();
+        let wrong = input
+            .iter()
+            .zip(&out)
+            .filter(|(x, y)| (pipeline(**x) - **y).abs() > 1e-4 * pipeline(**x).abs().max(1.0))
+            .count();
+        assert_eq!(wrong, 0, "round {round}: {wrong} wrong of {n}");
+    }
+}
+
+/// The same pipeline built by hand from three streams: forked through events from the
+/// capturing stream and joined back, two branches at once; and a fork left unjoined is refused
+/// at the end of the capture, saying so.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_capture_forks_into_other_streams_and_must_join_them() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(PIPELINE, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (twice, add) = (
+        code.get_kernel("twice").unwrap(),
+        code.get_kernel("add").unwrap(),
+    );
+    let streams: Vec<_> = (0..3)
+        .map(|_| device.create_stream(StreamOptions::default()).unwrap())
+        .collect();
+    let [s0, s1, s2] = [&streams[0], &streams[1], &streams[2]];
+    let n = 1u32 << 16;
+    let resource = device.memory_resource().unwrap();
+    let mut x = resource.allocate(4 * n as usize, s0).unwrap();
+    let mut a = resource.allocate(4 * n as usize, s0).unwrap();
+    let b = resource.allocate(4 * n as usize, s0).unwrap();
+    let input: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    x.copy_from_host(&input, s0).unwrap();
+    a.fill(0u32, s0).unwrap();
+    s0.sync().unwrap();
+    // Raw addresses: the streams are ordered by the capture's own events here.
+    let (x_at, a_at, b_at) = (x.ptr(), a.ptr(), b.ptr());
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    let event = || device.create_event(Default::default()).unwrap();
+    let (fork, join1, join2) = (event(), event(), event());
+    // SAFETY: nothing is allocated or freed on the streams while they capture.
+    unsafe { s0.begin_capture(CaptureMode::Global) }.unwrap();
+    s0.record(&fork).unwrap();
+    s1.wait(&fork).unwrap();
+    s2.wait(&fork).unwrap();
+    // Both branches joined the capture.
+    assert_eq!(s1.capture_status().unwrap(), CaptureStatus::Active);
+    // SAFETY: n floats at each address, alive until the end of the test.
+    unsafe {
+        launch(s1, &config, &twice, &[&x_at, &a_at, &n]).unwrap();
+        launch(s2, &config, &twice, &[&x_at, &b_at, &n]).unwrap();
+    }
+    s1.record(&join1).unwrap();
+    s2.record(&join2).unwrap();
+    s0.wait(&join1).unwrap();
+    s0.wait(&join2).unwrap();
+    // SAFETY: as above.
+    unsafe { launch(s0, &config, &add, &[&b_at, &a_at, &n]).unwrap() };
+    let graph = s0.end_capture().unwrap();
+    assert_eq!(graph.node_count().unwrap(), 3);
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    // SAFETY: the buffers outlive the launch (synchronised below).
+    unsafe { exec.launch(s0) }.unwrap();
+    let out = a.to_vec::<f32>(s0).unwrap();
+    // a = 2x + 2x: both branches ran before the join.
+    assert!(input.iter().zip(&out).all(|(x, a)| *a == 4.0 * x));
+    // Left unjoined: s1's work is not waited for by s0.
+    // SAFETY: as above.
+    unsafe { s0.begin_capture(CaptureMode::Global) }.unwrap();
+    s0.record(&fork).unwrap();
+    s1.wait(&fork).unwrap();
+    // SAFETY: as above.
+    unsafe { launch(s1, &config, &twice, &[&x_at, &a_at, &n]).unwrap() };
+    let err = s0.end_capture().unwrap_err();
+    assert!(
+        matches!(&err, Error::Capture { reason } if reason.contains("not joined")),
+        "{err}"
+    );
+    // The streams are usable again afterwards.
+    assert_eq!(s1.capture_status().unwrap(), CaptureStatus::None);
+    s1.sync().unwrap();
+}
+
+/// A synchronisation during a capture fails and invalidates it; ending it then says why, and
+/// ending a stream that never captured is refused too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_invalidated_capture_and_a_stray_end_are_clear_errors() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let err = stream.end_capture().unwrap_err();
+    assert!(
+        matches!(&err, Error::Capture { reason } if reason.contains("not capturing")),
+        "{err}"
+    );
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { stream.begin_capture(CaptureMode::Relaxed) }.unwrap();
+    let sync = stream.sync();
+    assert!(
+        sync.is_err(),
+        "a synchronisation inside a capture: {sync:?}"
+    );
+    assert_eq!(stream.capture_status().unwrap(), CaptureStatus::Invalidated);
+    let err = stream.end_capture().unwrap_err();
+    assert!(
+        matches!(&err, Error::Capture { reason } if reason.contains("invalidated")),
+        "{err}"
+    );
+    assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+    stream.sync().unwrap();
+}
+
+/// An empty graph, its clone, and a graph written as DOT (the kernels by name; verbose says
+/// more).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graphs_are_made_empty_cloned_and_written_as_dot() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let empty = Graph::new(device).unwrap();
+    assert_eq!(empty.node_count().unwrap(), 0);
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let exec = empty.instantiate(GraphOptions::default()).unwrap();
+    // SAFETY: an empty graph uses nothing.
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.sync().unwrap();
+    let code = Program::new(PIPELINE, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let square = code.get_kernel("square").unwrap();
+    let y = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4096, &stream)
+        .unwrap();
+    let n = 1024u32;
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    for _ in 0..2 {
+        // SAFETY: 1024 floats in y.
+        unsafe {
+            launch(
+                &stream,
+                &LaunchConfig::new([4, 1, 1], [256, 1, 1]),
+                &square,
+                &[&y, &n],
+            )
+        }
+        .unwrap();
+    }
+    let graph = stream.end_capture().unwrap();
+    let clone = graph.try_clone().unwrap();
+    assert_eq!(clone.node_count().unwrap(), 2);
+    drop(graph);
+    let plain = clone.to_dot(DotOptions::default()).unwrap();
+    let verbose = clone
+        .to_dot(DotOptions::default().with_verbose(true))
+        .unwrap();
+    println!(
+        "DOT: {} bytes plain, {} verbose",
+        plain.len(),
+        verbose.len()
+    );
+    assert!(
+        plain.contains("digraph") && plain.contains("square"),
+        "{plain}"
+    );
+    assert!(verbose.len() > plain.len());
+    // A path the driver cannot take (a NUL byte) is refused before it.
+    let err = clone
+        .write_dot("bad\0name.dot", DotOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { name: "path", .. }));
+    // Options reach the driver: instantiation flags are taken.
+    let flagged = clone
+        .instantiate(
+            GraphOptions::default()
+                .with_use_node_priority(true)
+                .with_auto_free_on_launch(true),
+        )
+        .unwrap();
+    // SAFETY: y and the kernel outlive the launch.
+    unsafe { flagged.launch(&stream) }.unwrap();
+    stream.sync().unwrap();
+}
