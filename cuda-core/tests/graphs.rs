@@ -210,11 +210,12 @@ fn graphs_are_made_empty_cloned_and_written_as_dot() {
         .compile(CodeType::Cubin, &[])
         .unwrap();
     let square = code.get_kernel("square").unwrap();
-    let y = device
+    let mut y = device
         .memory_resource()
         .unwrap()
         .allocate(4096, &stream)
         .unwrap();
+    y.fill(0u32, &stream).unwrap();
     let n = 1024u32;
     // SAFETY: nothing is allocated or freed on the stream while it captures.
     unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();

@@ -431,10 +431,11 @@ fn event_flags_reach_the_driver() {
     // Blocking sync, against a spinning wait.
     device.set_current().unwrap();
     let code = Program::new(
-        r#"extern "C" __global__ void spin(unsigned long long ns) {
-            unsigned long long t0, t;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+        // Spins on the SM's cycle counter, not %globaltimer: twice in the ABI 12 runs of one
+        // day a %globaltimer spin of 300 ms ended after 11-13 us (the stream done too).
+        r#"extern "C" __global__ void spin(unsigned long long cycles) {
+            long long t0 = clock64();
+            while ((unsigned long long)(clock64() - t0) < cycles) {}
         }"#,
         ProgramOptions::default(),
     )
@@ -442,14 +443,15 @@ fn event_flags_reach_the_driver() {
     .unwrap();
     let spin = code.get_kernel("spin").unwrap();
     let wait = |options: EventOptions| {
-        let ns = 300_000_000u64;
+        // At least 300 ms at the H200's 1.98 GHz boost clock (longer at lower clocks).
+        let cycles = 600_000_000u64;
         // SAFETY: the kernel reads only its argument.
         unsafe {
             launch(
                 &stream,
                 &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
                 &spin,
-                &[&ns],
+                &[&cycles],
             )
         }
         .unwrap();
