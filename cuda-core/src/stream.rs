@@ -99,6 +99,9 @@ struct StreamInner {
     /// Set by the first call that may queue work on the handle: until then the stream is as
     /// idle as it was made or taken back (so its reuse needs no `cuStreamQuery`).
     worked: AtomicBool,
+    /// Set while a capture begun through [`Stream::begin_capture`] has not ended: dropped
+    /// then, the stream ends it (discarding the graph) and is destroyed, not reused.
+    capturing: AtomicBool,
     /// Small buffers of the device's default pool freed on this stream (streams made here
     /// only: see `memory::small`).
     small: SmallCache,
@@ -126,13 +129,30 @@ enum Kind {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        let captured = *self.capturing.get_mut();
+        if captured {
+            // A capture left open (a panic between its begin and end, say): ending it lets
+            // the frees below run instead of being captured, and, for a global capture, lets
+            // every other thread make the calls it forbids again.
+            match self.driver.stream_end_capture(self.handle) {
+                Ok(graph) if !graph.0.is_null() => {
+                    if let Err(e) = self.driver.graph_destroy(graph) {
+                        log::error!("destroying the graph of an unended capture: {e}");
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => log::debug!("ending the capture of a dropped stream: {e}"),
+            }
+        }
         for ptr in self.small.drain() {
             *self.worked.get_mut() = true;
             if let Err(e) = self.driver.mem_free_async(ptr, self.handle) {
                 log::error!("freeing a kept small buffer: {e}");
             }
         }
-        if let (Some(priority), false) = (self.recyclable, *self.raw_used.get_mut()) {
+        if let (Some(priority), false, false) =
+            (self.recyclable, *self.raw_used.get_mut(), captured)
+        {
             let idle = !*self.worked.get_mut();
             if recycle::give(
                 self.context.handle(),
@@ -299,6 +319,7 @@ impl Stream {
                 recyclable,
                 raw_used: AtomicBool::new(false),
                 worked: AtomicBool::new(false),
+                capturing: AtomicBool::new(false),
                 small: SmallCache::default(),
                 order: OnceLock::new(),
             }),
@@ -355,6 +376,11 @@ impl Stream {
     ) -> Result<T> {
         self.note_work();
         self.ask(f)
+    }
+
+    /// Notes whether a capture begun through this stream is open (see `capturing`).
+    pub(crate) fn set_capturing(&self, open: bool) {
+        self.inner.capturing.store(open, Ordering::Relaxed);
     }
 
     /// Notes that work may be queued on the handle (a load, and a store the first time only,

@@ -120,8 +120,10 @@ fn a_capture_forks_into_other_streams_and_must_join_them() {
     let config = LaunchConfig::for_elements(n.into(), 256);
     let event = || device.create_event(Default::default()).unwrap();
     let (fork, join1, join2) = (event(), event(), event());
+    // (Thread-local: a global capture would make other tests' allocations fail meanwhile;
+    // global mode is tested alone below.)
     // SAFETY: nothing is allocated or freed on the streams while they capture.
-    unsafe { s0.begin_capture(CaptureMode::Global) }.unwrap();
+    unsafe { s0.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     s0.record(&fork).unwrap();
     s1.wait(&fork).unwrap();
     s2.wait(&fork).unwrap();
@@ -148,7 +150,7 @@ fn a_capture_forks_into_other_streams_and_must_join_them() {
     assert!(input.iter().zip(&out).all(|(x, a)| *a == 4.0 * x));
     // Left unjoined: s1's work is not waited for by s0.
     // SAFETY: as above.
-    unsafe { s0.begin_capture(CaptureMode::Global) }.unwrap();
+    unsafe { s0.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     s0.record(&fork).unwrap();
     s1.wait(&fork).unwrap();
     // SAFETY: as above.
@@ -265,4 +267,59 @@ fn graphs_are_made_empty_cloned_and_written_as_dot() {
     // SAFETY: y and the kernel outlive the launch.
     unsafe { flagged.launch(&stream) }.unwrap();
     stream.sync().unwrap();
+}
+
+/// Global mode, in a process of its own: while a global capture is open, another thread's
+/// stream-ordered allocation is refused by the driver; once it ends, the same allocation
+/// works. A stream dropped with its capture open ends it, so the other thread can allocate
+/// again then too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_global_capture_forbids_other_threads_allocations_until_it_ends() {
+    common::alone(
+        module_path!(),
+        "a_global_capture_forbids_other_threads_allocations_until_it_ends",
+        || {
+            let device = common::device();
+            device.set_current().unwrap();
+            let allocate_elsewhere = move || {
+                std::thread::spawn(move || {
+                    device.set_current().unwrap();
+                    let stream = device.create_stream(StreamOptions::default()).unwrap();
+                    let got = device.memory_resource().unwrap().allocate(1 << 20, &stream);
+                    let ok = got.is_ok();
+                    drop(got);
+                    stream.sync().unwrap();
+                    ok
+                })
+                .join()
+                .unwrap()
+            };
+            // The control: the allocation works with no capture open.
+            assert!(allocate_elsewhere());
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+            assert!(!allocate_elsewhere(), "allowed during a global capture");
+            let graph = stream.end_capture().unwrap();
+            assert_eq!(graph.node_count().unwrap(), 0);
+            assert!(allocate_elsewhere(), "refused after the capture ended");
+            // Thread-local: the other thread is not held back.
+            // SAFETY: as above.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            assert!(
+                allocate_elsewhere(),
+                "refused during a thread-local capture"
+            );
+            stream.end_capture().unwrap();
+            // Dropped with a global capture open: the drop ends it.
+            // SAFETY: as above.
+            unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+            drop(stream);
+            assert!(
+                allocate_elsewhere(),
+                "refused after the capturing stream was dropped"
+            );
+        },
+    );
 }

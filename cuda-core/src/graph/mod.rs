@@ -83,7 +83,9 @@ impl Stream {
     /// during the capture (they join the capture and must be joined back before it ends).
     ///
     /// A synchronisation or query of a capturing stream fails and invalidates the capture;
-    /// [`Stream::end_capture`] then says so.
+    /// [`Stream::end_capture`] then says so. A stream dropped while its capture is open ends
+    /// it, discarding the graph. In [`CaptureMode::Global`], other threads' calls that the
+    /// capture forbids (such as stream-ordered allocations) fail until it ends.
     ///
     /// # Safety
     ///
@@ -99,7 +101,9 @@ impl Stream {
             CaptureMode::ThreadLocal => 1,
             CaptureMode::Relaxed => 2,
         };
-        self.call(|driver, handle| driver.stream_begin_capture(handle, code))
+        self.call(|driver, handle| driver.stream_begin_capture(handle, code))?;
+        self.set_capturing(true);
+        Ok(())
     }
 
     /// Ends this stream's capture (`cuStreamEndCapture`), giving the captured graph. A
@@ -107,9 +111,10 @@ impl Stream {
     /// [`Error::Capture`]; so is ending a stream that was not capturing.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
-        let handle = self
-            .call(|driver, handle| driver.stream_end_capture(handle))
-            .map_err(|e| capture_error(e, "end_capture"))?;
+        // The capture ends here whatever the driver answers (an invalidated one too).
+        let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
+        self.set_capturing(false);
+        let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
         Ok(Graph::from_handle(handle, self.context().clone()))
     }
 
