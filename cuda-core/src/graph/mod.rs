@@ -85,7 +85,8 @@ impl Stream {
     /// A synchronisation or query of a capturing stream fails and invalidates the capture;
     /// [`Stream::end_capture`] then says so. A stream dropped while its capture is open ends
     /// it, discarding the graph. In [`CaptureMode::Global`], other threads' calls that the
-    /// capture forbids (such as stream-ordered allocations) fail until it ends.
+    /// capture forbids (such as stream-ordered allocations and synchronisations) fail until
+    /// it ends, and invalidate it (as the 580 driver does).
     ///
     /// # Safety
     ///
