@@ -969,6 +969,49 @@ mod tests {
         (arg.ptr, arg.size)
     }
 
+    /// Launch configurations compare and hash their access-policy window by every field, the
+    /// ratio by its bits (so that a config can key a map, as `LaunchConfig` derives for).
+    #[test]
+    fn access_policy_windows_compare_and_hash_by_every_field() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let hash = |w: &AccessPolicyWindow| {
+            let mut h = DefaultHasher::new();
+            w.hash(&mut h);
+            h.finish()
+        };
+        let window = AccessPolicyWindow::persisting(DevicePtr(0x1000), 4096);
+        let same = AccessPolicyWindow::persisting(DevicePtr(0x1000), 4096);
+        assert_eq!(window, same);
+        assert_eq!(hash(&window), hash(&same));
+        let others = [
+            AccessPolicyWindow {
+                base: DevicePtr(0x2000),
+                ..window
+            },
+            AccessPolicyWindow {
+                bytes: 8192,
+                ..window
+            },
+            AccessPolicyWindow {
+                hit_ratio: 0.5,
+                ..window
+            },
+            AccessPolicyWindow {
+                hit: AccessProperty::Normal,
+                ..window
+            },
+            AccessPolicyWindow {
+                miss: AccessProperty::Normal,
+                ..window
+            },
+        ];
+        for other in others {
+            assert_ne!(window, other, "{other:?}");
+            assert_ne!(hash(&window), hash(&other), "{other:?}");
+        }
+    }
+
     #[test]
     fn launch_shapes_past_u64_are_none_not_wrapped() {
         let huge = LaunchConfig::new([1, 1, 1], [4_194_304; 3]);
