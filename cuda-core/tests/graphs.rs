@@ -335,3 +335,57 @@ fn a_global_capture_forbids_other_threads_allocations_until_it_ends() {
         },
     );
 }
+
+/// The driver calls of a capture's end, against the stand-in: a stream dropped with its
+/// capture open ends it, destroys the graph it gives, and is destroyed rather than kept for
+/// reuse; a capture ended by hand leaves the stream to be reused as usual; ending a stream that
+/// was not capturing is `Error::Capture`.
+#[test]
+fn a_stream_dropped_mid_capture_ends_it_and_is_not_reused() {
+    use crate::common::standin;
+    common::standin::run(
+        module_path!(),
+        "a_stream_dropped_mid_capture_ends_it_and_is_not_reused",
+        &[],
+        &[],
+        || {
+            std::thread::spawn(|| {
+                let device = cuda_core::Device::new(0).unwrap();
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                let err = stream.end_capture().unwrap_err();
+                assert!(
+                    matches!(&err, Error::Capture { reason } if reason.contains("not capturing")),
+                    "{err}"
+                );
+                // SAFETY: the stand-in runs nothing.
+                unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+                assert_eq!(stream.capture_status().unwrap(), CaptureStatus::Active);
+                standin::clear_log();
+                drop(stream);
+                let log = standin::log();
+                assert_eq!(standin::calls("cuStreamEndCapture").len(), 1, "{log}");
+                assert_eq!(standin::calls("cuGraphDestroy g").len(), 1, "{log}");
+                assert_eq!(standin::calls("cuStreamDestroy").len(), 1, "{log}");
+                // Ended by hand: the drop ends nothing, and the stream is kept for reuse.
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                // SAFETY: as above.
+                unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                drop(stream.end_capture().unwrap());
+                standin::clear_log();
+                drop(stream);
+                let log = standin::log();
+                assert!(standin::calls("cuStreamEndCapture").is_empty(), "{log}");
+                assert!(standin::calls("cuStreamDestroy").is_empty(), "{log}");
+                // The mode reaches the driver (thread-local is 1).
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                standin::clear_log();
+                // SAFETY: as above.
+                unsafe { stream.begin_capture(CaptureMode::Relaxed) }.unwrap();
+                assert!(standin::log().contains("mode=2"), "{}", standin::log());
+                drop(stream.end_capture().unwrap());
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}

@@ -243,6 +243,25 @@ int cuStreamGetCtx(void *s, void **ctx) {
     *ctx = o->context;
     return 0;
 }
+/* Stream capture: one capturing stream at a time; ending gives a graph (a static token). */
+static void *capturing;
+static char graph_token;
+int cuStreamBeginCapture_v2(void *s, int mode) {
+    char b[16];
+    note("cuStreamBeginCapture %s mode=%d", name(s, b), mode);
+    capturing = s;
+    return 0;
+}
+int cuStreamEndCapture(void *s, void **graph) {
+    char b[16];
+    note("cuStreamEndCapture %s", name(s, b));
+    if (capturing != s) { *graph = NULL; return 903; } /* CUDA_ERROR_STREAM_CAPTURE_UNMATCHED */
+    capturing = NULL;
+    *graph = &graph_token;
+    return 0;
+}
+int cuStreamIsCapturing(void *s, int *status) { *status = capturing == s ? 1 : 0; return 0; }
+int cuGraphDestroy(void *graph) { note("cuGraphDestroy %s", graph == &graph_token ? "g" : "?"); return 0; }
 int cuStreamGetPriority(void *s, int *priority) { (void)s; *priority = 0; return 0; }
 int cuStreamGetFlags(void *s, unsigned *flags) { (void)s; *flags = 1; return 0; }
 int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
