@@ -376,7 +376,7 @@ fn a_stream_dropped_mid_capture_ends_it_and_is_not_reused() {
                 let log = standin::log();
                 assert!(standin::calls("cuStreamEndCapture").is_empty(), "{log}");
                 assert!(standin::calls("cuStreamDestroy").is_empty(), "{log}");
-                // The mode reaches the driver (thread-local is 1).
+                // The mode reaches the driver (relaxed is 2).
                 let stream = device.create_stream(StreamOptions::default()).unwrap();
                 standin::clear_log();
                 // SAFETY: as above.
