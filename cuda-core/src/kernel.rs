@@ -134,6 +134,17 @@ pub enum ClusterSchedulingPolicy {
     LoadBalancing,
 }
 
+impl ClusterSchedulingPolicy {
+    /// Its `CUclusterSchedulingPolicy` value.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            ClusterSchedulingPolicy::Default => 0,
+            ClusterSchedulingPolicy::Spread => 1,
+            ClusterSchedulingPolicy::LoadBalancing => 2,
+        }
+    }
+}
+
 /// One kernel parameter: where it sits in the argument buffer and its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -516,15 +527,10 @@ impl Kernel {
         device: Device,
         policy: ClusterSchedulingPolicy,
     ) -> Result<()> {
-        let value = match policy {
-            ClusterSchedulingPolicy::Default => 0,
-            ClusterSchedulingPolicy::Spread => 1,
-            ClusterSchedulingPolicy::LoadBalancing => 2,
-        };
         self.set(
             device,
             KernelAttribute::ClusterSchedulingPolicyPreference,
-            value,
+            policy.code() as i32,
         )
     }
 

@@ -198,7 +198,6 @@ impl LaunchAttributes {
     }
 
     fn extras(&self) -> crate::driver::LaunchExtras {
-        use crate::kernel::ClusterSchedulingPolicy as P;
         crate::driver::LaunchExtras {
             programmatic_serialization: self.programmatic_serialization,
             priority: self.priority,
@@ -206,11 +205,9 @@ impl LaunchAttributes {
                 MemorySyncDomain::Default => 0,
                 MemorySyncDomain::Remote => 1,
             }),
-            cluster_scheduling_policy: self.cluster_scheduling_policy.map(|p| match p {
-                P::Default => 0,
-                P::Spread => 1,
-                P::LoadBalancing => 2,
-            }),
+            cluster_scheduling_policy: self
+                .cluster_scheduling_policy
+                .map(crate::kernel::ClusterSchedulingPolicy::code),
             preferred_cluster: self.preferred_cluster,
             access_policy_window: self
                 .access_policy_window
@@ -562,18 +559,7 @@ fn check_event(stream: &Stream, event: &Event) -> Result<()> {
                 .to_owned(),
         ));
     }
-    let device = stream.device();
-    let (major, minor) = device.compute_capability()?;
-    if major < 9 {
-        return Err(invalid(
-            "event",
-            format!(
-                "programmatic events need compute capability 9.0; device {} is {major}.{minor}",
-                device.ordinal()
-            ),
-        ));
-    }
-    Ok(())
+    needs_hopper(stream.device(), "event", "programmatic events need")
 }
 
 /// [`launch`] and [`launch_recording`].
@@ -790,16 +776,7 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
             format!("{cluster:?} has a zero dimension"),
         ));
     }
-    let (major, minor) = device.compute_capability()?;
-    if major < 9 {
-        return Err(invalid(
-            "config.cluster",
-            format!(
-                "thread-block clusters need compute capability 9.0; device {} is {major}.{minor}",
-                device.ordinal()
-            ),
-        ));
-    }
+    needs_hopper(device, "config.cluster", "thread-block clusters need")?;
     if config.grid.iter().zip(cluster).any(|(g, c)| g % c != 0) {
         return Err(invalid(
             "config.cluster",
@@ -842,17 +819,28 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
         check_window(&window, device)?;
     }
     if attributes.programmatic_serialization {
-        let (major, minor) = device.compute_capability()?;
-        if major < 9 {
-            return Err(invalid(
-                "config.attributes.programmatic_serialization",
-                format!(
-                    "programmatic dependent launch needs compute capability 9.0; device {} is \
-                     {major}.{minor}",
-                    device.ordinal()
-                ),
-            ));
-        }
+        needs_hopper(
+            device,
+            "config.attributes.programmatic_serialization",
+            "programmatic dependent launch needs",
+        )?;
+    }
+    Ok(())
+}
+
+/// Refuses argument `name` on a device older than compute capability 9.0; `needs` says what
+/// needs it, with its verb ("thread-block clusters need").
+#[cold]
+fn needs_hopper(device: crate::Device, name: &'static str, needs: &str) -> Result<()> {
+    let (major, minor) = device.compute_capability()?;
+    if major < 9 {
+        return Err(invalid(
+            name,
+            format!(
+                "{needs} compute capability 9.0; device {} is {major}.{minor}",
+                device.ordinal()
+            ),
+        ));
     }
     Ok(())
 }
