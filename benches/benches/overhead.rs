@@ -288,7 +288,7 @@ fn graph_cases<R: RawDriver>(
             batched(
                 b,
                 // SAFETY: the graph's kernel outlives the run and takes no parameters.
-                || unsafe { graphs.core.launch(&core.stream) }.unwrap(),
+                || graphs.core.launch(&core.stream).unwrap(),
                 || core.stream.sync().unwrap(),
             );
         })
@@ -318,7 +318,7 @@ fn graph_cases<R: RawDriver>(
         .variant("cuda-core", |b| {
             b.iter(|| {
                 // SAFETY: the graph's kernel outlives the run and takes no parameters.
-                unsafe { graphs.chain_exec.launch(&core.stream) }.unwrap();
+                graphs.chain_exec.launch(&core.stream).unwrap();
                 core.stream.sync().unwrap();
             });
         })

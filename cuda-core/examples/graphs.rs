@@ -73,8 +73,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // Warm both ways once, then time each.
     pipeline()?;
-    // SAFETY: the buffers and kernels outlive every launch (synchronised below).
-    unsafe { exec.launch(&stream)? };
+    exec.launch(&stream)?;
     stream.sync()?;
     let started = Instant::now();
     for _ in 0..iterations {
@@ -84,8 +83,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let on_stream = started.elapsed() / iterations;
     let started = Instant::now();
     for _ in 0..iterations {
-        // SAFETY: as above.
-        unsafe { exec.launch(&stream)? };
+        exec.launch(&stream)?;
     }
     stream.sync()?;
     let as_graph = started.elapsed() / iterations;

@@ -178,6 +178,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// An executable graph could not be updated in place from a graph
+    /// ([`GraphExec::update`](crate::GraphExec::update)); it is left as it was.
+    #[error("the executable graph was not updated: {reason}")]
+    GraphUpdate {
+        /// The driver's reason (`CUgraphExecUpdateResult`), and the node it names.
+        reason: String,
+        /// The node of the new graph that the driver names, where it names one.
+        node: Option<crate::GraphNode>,
+    },
+
     /// An argument was rejected before any driver call.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

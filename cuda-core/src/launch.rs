@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 
+use crate::context::Context;
 use crate::driver::LaunchParams;
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -571,7 +572,7 @@ unsafe fn launch_with(
     args: &[&dyn KernelArg],
     event: Option<(&Event, EventTrigger)>,
 ) -> Result<()> {
-    let params = validate(stream, config, kernel, args)?;
+    let params = validate(stream.context(), config, kernel, args.len())?;
     let mut inline = [std::ptr::null_mut::<c_void>(); 16];
     let mut spilled = Vec::new();
     let pointers: &mut [*mut c_void] = if args.len() <= inline.len() {
@@ -664,10 +665,10 @@ fn invalid(name: &'static str, reason: String) -> Error {
 /// where the driver cannot describe them).
 #[inline]
 fn validate<'k>(
-    stream: &Stream,
+    context: &Context,
     config: &LaunchConfig,
     kernel: &'k Kernel,
-    args: &[&dyn KernelArg],
+    args: usize,
 ) -> Result<Option<&'k [ParamInfo]>> {
     if config.grid.contains(&0) {
         return Err(invalid(
@@ -681,7 +682,7 @@ fn validate<'k>(
             format!("{:?} has a zero dimension", config.block),
         ));
     }
-    let device = stream.device();
+    let device = context.device();
     let limit = kernel.max_threads_per_block(device)?;
     let threads = config.threads_per_block().unwrap_or(u64::MAX);
     if threads > u64::from(limit) {
@@ -719,30 +720,66 @@ fn validate<'k>(
         check_attributes(config, device)?;
     }
     if config.cooperative {
-        check_residency(stream, config, kernel, threads)?;
+        check_residency(context, config, kernel, threads)?;
     }
     check_arg_count(kernel, args, device)
+}
+
+/// The checks of [`launch`] for a graph's kernel node in `context` whose arguments are of
+/// `sizes` bytes each. The launch options a node does not take (clusters, cooperative
+/// launches, launch attributes) are refused by name.
+pub(crate) fn validate_node(
+    context: &Context,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    sizes: &[usize],
+) -> Result<()> {
+    let refused = if config.cluster.is_some() {
+        Some("config.cluster")
+    } else if config.cooperative {
+        Some("config.cooperative")
+    } else if config.attributes.any() {
+        Some("config.attributes")
+    } else {
+        None
+    };
+    if let Some(name) = refused {
+        return Err(invalid(
+            name,
+            "graph kernel nodes are made without clusters, cooperative launches or launch \
+             attributes here; capture a launch that has them (Stream::begin_capture) instead"
+                .to_owned(),
+        ));
+    }
+    if let Some(params) = validate(context, config, kernel, sizes.len())? {
+        for (index, (param, &size)) in params.iter().zip(sizes).enumerate() {
+            if param.size != size {
+                return Err(wrong_size(kernel, index, size, param.size));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A cooperative launch's blocks must all be resident at once: at most the blocks per SM
 /// times the SMs the stream's context may use (a green context's own, not the device's).
 #[cold]
 fn check_residency(
-    stream: &Stream,
+    context: &Context,
     config: &LaunchConfig,
     kernel: &Kernel,
     threads: u64,
 ) -> Result<()> {
-    let device = stream.device();
+    let device = context.device();
     // At most the kernel's limit, checked above: it fits a u32.
     let threads = u32::try_from(threads).unwrap_or(u32::MAX);
     let per_sm =
         kernel.max_active_blocks_per_sm(device, threads, config.shared_memory_bytes as usize)?;
-    let sms = stream.context().sm_count()?;
+    let sms = context.sm_count()?;
     let resident = u64::from(per_sm) * u64::from(sms);
     let blocks = config.blocks();
     if blocks.is_none_or(|blocks| blocks > resident) {
-        let where_ = if stream.context().is_green() {
+        let where_ = if context.is_green() {
             format!(
                 "the green context's {sms} SMs of device {}",
                 device.ordinal()
@@ -907,25 +944,24 @@ fn check_window(window: &AccessPolicyWindow, device: crate::Device) -> Result<()
 /// The kernel's parameters, where the driver describes them, checked against the number of
 /// arguments.
 #[inline]
-fn check_arg_count<'k>(
-    kernel: &'k Kernel,
-    args: &[&dyn KernelArg],
+fn check_arg_count(
+    kernel: &Kernel,
+    args: usize,
     device: crate::Device,
-) -> Result<Option<&'k [ParamInfo]>> {
+) -> Result<Option<&[ParamInfo]>> {
     let params = match kernel.params_on(device) {
         Ok(params) => params,
         // Drivers before 12.4 cannot describe parameters: nothing to check against.
         Err(Error::NotSupported { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    if params.len() != args.len() {
+    if params.len() != args {
         return Err(invalid(
             "args",
             format!(
-                "{} takes {} argument(s), {} given",
+                "{} takes {} argument(s), {args} given",
                 kernel.name(),
                 params.len(),
-                args.len()
             ),
         ));
     }

@@ -378,6 +378,12 @@ impl Stream {
         self.ask(f)
     }
 
+    /// Whether a capture begun through this stream is open.
+    #[inline]
+    pub(crate) fn capturing(&self) -> bool {
+        self.inner.capturing.load(Ordering::Relaxed)
+    }
+
     /// Notes whether a capture begun through this stream is open (see `capturing`).
     pub(crate) fn set_capturing(&self, open: bool) {
         self.inner.capturing.store(open, Ordering::Relaxed);
@@ -488,8 +494,20 @@ impl Stream {
     ///
     /// `f` must not call CUDA (the driver forbids it in host functions and may deadlock); a
     /// panic in `f` aborts the process, as unwinding into the driver would be undefined.
+    ///
+    /// Refused on a stream that captures ([`Stream::begin_capture`]): a graph may run its
+    /// host functions many times, and `f` runs once. A graph's host node
+    /// ([`BuildGraph::add_host`](crate::BuildGraph::add_host)) takes a closure that can.
     #[doc(alias = "cuLaunchHostFunc")]
     pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        if self.capturing() {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: "the stream is capturing, and a host function queued here would run \
+                         once per launch of the graph; add a host node to a graph instead"
+                    .to_owned(),
+            });
+        }
         unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut std::ffi::c_void) {
             // SAFETY: `data` is the box leaked below, handed to the driver once and run once.
             let f = unsafe { Box::from_raw(data.cast::<F>()) };

@@ -76,7 +76,7 @@ fn a_captured_pipeline_replays_on_the_input_of_each_launch() {
             .collect();
         x.copy_from_host(&input, &stream).unwrap();
         // SAFETY: the buffers and kernels outlive the launch (synchronised below).
-        unsafe { exec.launch(&stream) }.unwrap();
+        exec.launch(&stream).unwrap();
         let out = y.to_vec::<f32>(&stream).unwrap();
         let wrong = input
             .iter()
@@ -144,7 +144,7 @@ fn a_capture_forks_into_other_streams_and_must_join_them() {
     assert_eq!(graph.node_count().unwrap(), 3);
     let exec = graph.instantiate(GraphOptions::default()).unwrap();
     // SAFETY: the buffers outlive the launch (synchronised below).
-    unsafe { exec.launch(s0) }.unwrap();
+    exec.launch(s0).unwrap();
     let out = a.to_vec::<f32>(s0).unwrap();
     // a = 2x + 2x: both branches ran before the join.
     assert!(input.iter().zip(&out).all(|(x, a)| *a == 4.0 * x));
@@ -206,7 +206,7 @@ fn graphs_are_made_empty_cloned_and_written_as_dot() {
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let exec = empty.instantiate(GraphOptions::default()).unwrap();
     // SAFETY: an empty graph uses nothing.
-    unsafe { exec.launch(&stream) }.unwrap();
+    exec.launch(&stream).unwrap();
     stream.sync().unwrap();
     let code = Program::new(PIPELINE, ProgramOptions::default())
         .compile(CodeType::Cubin, &[])
@@ -265,7 +265,7 @@ fn graphs_are_made_empty_cloned_and_written_as_dot() {
         )
         .unwrap();
     // SAFETY: y and the kernel outlive the launch.
-    unsafe { flagged.launch(&stream) }.unwrap();
+    flagged.launch(&stream).unwrap();
     stream.sync().unwrap();
 }
 

@@ -46,6 +46,48 @@ handles! {
     GraphHandle;
     /// A `CUgraphExec`.
     GraphExecHandle;
+    /// A `CUgraphNode`.
+    GraphNodeHandle;
+    /// A `CUuserObject`.
+    UserObjectHandle;
+}
+
+/// A kernel node's parameters (`CUDA_KERNEL_NODE_PARAMS_v2` with a `CUkernel` and its context).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelNodeSpec {
+    pub(crate) kernel: KernelHandle,
+    pub(crate) context: ContextHandle,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+    /// One pointer per parameter to its bytes (copied by the driver); null when reading.
+    pub(crate) args: *mut *mut c_void,
+}
+
+/// One copy of a memcpy node: bytes between two addresses, each a device (unified) address or,
+/// for `src_host`, host memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CopySpec {
+    pub(crate) dst: DevicePtr,
+    pub(crate) src: DevicePtr,
+    pub(crate) src_host: bool,
+    pub(crate) bytes: usize,
+}
+
+/// A memset node: `count` elements of `element_size` (1, 2 or 4) bytes set to `value`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemsetSpec {
+    pub(crate) dst: DevicePtr,
+    pub(crate) value: u32,
+    pub(crate) element_size: u32,
+    pub(crate) count: usize,
+}
+
+/// What `cuGraphExecUpdate` said: its `CUgraphExecUpdateResult` and the node it names.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UpdateResult {
+    pub(crate) code: u32,
+    pub(crate) node: GraphNodeHandle,
 }
 
 /// A `CUdevice`: an ordinal in both ABIs.

@@ -39,6 +39,54 @@ impl Driver12 {
         call!(self.cuDeviceGetUuid_v2(&mut uuid, device))?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
+
+    fn abi_graph_edges_change(
+        &self,
+        graph: GraphHandle,
+        from: &[GraphNodeHandle],
+        to: &[GraphNodeHandle],
+        add: bool,
+    ) -> Result<()> {
+        let (from, to, count) = (from.as_ptr().cast(), to.as_ptr().cast(), from.len());
+        if add {
+            call!(self.cuGraphAddDependencies(graph.0.cast(), from, to, count))
+        } else {
+            call!(self.cuGraphRemoveDependencies(graph.0.cast(), from, to, count))
+        }
+    }
+
+    /// The number of edges, written into `into` where given.
+    fn abi_graph_edges(
+        &self,
+        graph: GraphHandle,
+        into: Option<(&mut [GraphNodeHandle], &mut [GraphNodeHandle])>,
+    ) -> Result<usize> {
+        let (from, to, mut count) = match into {
+            Some((from, to)) => (from.as_mut_ptr().cast(), to.as_mut_ptr().cast(), from.len()),
+            None => (std::ptr::null_mut(), std::ptr::null_mut(), 0),
+        };
+        call!(self.cuGraphGetEdges(graph.0.cast(), from, to, &mut count))?;
+        Ok(count)
+    }
+
+    /// The number of a node's dependencies (or dependents), written into `into` where given.
+    fn abi_graph_node_neighbours(
+        &self,
+        node: GraphNodeHandle,
+        dependents: bool,
+        into: Option<&mut [GraphNodeHandle]>,
+    ) -> Result<usize> {
+        let (nodes, mut count) = match into {
+            Some(nodes) => (nodes.as_mut_ptr().cast(), nodes.len()),
+            None => (std::ptr::null_mut(), 0),
+        };
+        if dependents {
+            call!(self.cuGraphNodeGetDependentNodes(node.0.cast(), nodes, &mut count))?;
+        } else {
+            call!(self.cuGraphNodeGetDependencies(node.0.cast(), nodes, &mut count))?;
+        }
+        Ok(count)
+    }
 }
 
 /// A device as a memory location.

@@ -16,7 +16,8 @@
 //! let mut counter = device.memory_resource()?.allocate(4, &stream)?;
 //! counter.fill(0u32, &stream)?;
 //! let at = counter.ptr();
-//! // SAFETY: nothing is allocated or freed on `stream` while it captures.
+//! // SAFETY: nothing is allocated or freed on `stream` while it captures, and the counter and
+//! // the kernel outlive every launch of the graph.
 //! unsafe { stream.begin_capture(CaptureMode::ThreadLocal)? };
 //! for _ in 0..3 {
 //!     // SAFETY: the kernel adds to the 4-byte counter.
@@ -25,139 +26,37 @@
 //! let graph = stream.end_capture()?;
 //! assert_eq!(graph.node_count()?, 3);
 //! let exec = graph.instantiate(GraphOptions::default())?;
-//! // SAFETY: the counter and the kernel outlive both launches.
-//! unsafe {
-//!     exec.launch(&stream)?;
-//!     exec.launch(&stream)?;
-//! }
+//! exec.launch(&stream)?; // the capture's caller promised that the counter outlives these
+//! exec.launch(&stream)?;
 //! assert_eq!(counter.to_vec::<u32>(&stream)?, [2 * 3 * 32]);
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 
+mod capture;
+mod keep;
+mod node;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
+pub use capture::{CaptureMode, CaptureStatus};
+pub use keep::{graph_releases, wait_for_graph_releases};
+pub use node::{
+    BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
+};
+
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{GraphExecHandle, GraphHandle};
-use crate::error::{DriverCode, Error, Result};
+use crate::driver::{GraphExecHandle, GraphHandle, GraphNodeHandle};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
 use crate::stream::Stream;
-
-/// How a stream capture treats calls that could not be captured safely
-/// (`CUstreamCaptureMode`), such as a synchronous `cuMemAlloc` made while it captures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-#[doc(alias = "CUstreamCaptureMode")]
-pub enum CaptureMode {
-    /// Such calls are refused from every thread while any thread captures in this mode
-    /// (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
-    Global,
-    /// Such calls are refused from the capturing thread only
-    /// (`CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`).
-    #[default]
-    ThreadLocal,
-    /// No call is refused for this capture (`CU_STREAM_CAPTURE_MODE_RELAXED`).
-    Relaxed,
-}
-
-/// Whether a stream is capturing (`CUstreamCaptureStatus`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-#[doc(alias = "CUstreamCaptureStatus")]
-pub enum CaptureStatus {
-    /// Not capturing: work runs (`CU_STREAM_CAPTURE_STATUS_NONE`).
-    None,
-    /// Capturing: work is recorded into a graph (`CU_STREAM_CAPTURE_STATUS_ACTIVE`).
-    Active,
-    /// Capturing, but invalidated by a call the capture could not take; ending it fails
-    /// (`CU_STREAM_CAPTURE_STATUS_INVALIDATED`).
-    Invalidated,
-}
-
-impl Stream {
-    /// Starts capturing this stream (`cuStreamBeginCapture`): until [`Stream::end_capture`],
-    /// work queued on it (launches, copies, fills, event records and waits) is recorded into a
-    /// graph instead of run, and so is work on streams that wait on an event recorded here
-    /// during the capture (they join the capture and must be joined back before it ends).
-    ///
-    /// A synchronisation or query of a capturing stream fails and invalidates the capture;
-    /// [`Stream::end_capture`] then says so. A stream dropped while its capture is open ends
-    /// it, discarding the graph. In [`CaptureMode::Global`], other threads' calls that the
-    /// capture forbids (such as stream-ordered allocations and synchronisations) fail until
-    /// it ends, and invalidate it (as the 580 driver does).
-    ///
-    /// # Safety
-    ///
-    /// While the stream captures, no buffer may be allocated on it or dropped whose
-    /// deallocation stream it is: a stream-ordered allocation in a capture gives memory that
-    /// exists only while the graph runs, and a free would be recorded into the graph instead
-    /// of made. Work captured from host memory (copies from a `Vec`) reads that memory each
-    /// time the graph runs, so it must outlive every launch of the graph.
-    #[doc(alias = "cuStreamBeginCapture")]
-    pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
-        let code = match mode {
-            CaptureMode::Global => 0,
-            CaptureMode::ThreadLocal => 1,
-            CaptureMode::Relaxed => 2,
-        };
-        self.call(|driver, handle| driver.stream_begin_capture(handle, code))?;
-        self.set_capturing(true);
-        Ok(())
-    }
-
-    /// Ends this stream's capture (`cuStreamEndCapture`), giving the captured graph. A
-    /// capture the driver invalidated, or one that left another stream's work unjoined, is
-    /// [`Error::Capture`]; so is ending a stream that was not capturing.
-    #[doc(alias = "cuStreamEndCapture")]
-    pub fn end_capture(&self) -> Result<Graph> {
-        // The capture ends here whatever the driver answers (an invalidated one too).
-        let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
-        self.set_capturing(false);
-        let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
-        Ok(Graph::from_handle(handle, self.context().clone()))
-    }
-
-    /// Whether this stream is capturing (`cuStreamIsCapturing`).
-    #[doc(alias = "cuStreamIsCapturing")]
-    pub fn capture_status(&self) -> Result<CaptureStatus> {
-        let status = self.call(|driver, handle| driver.stream_is_capturing(handle))?;
-        Ok(match status {
-            1 => CaptureStatus::Active,
-            2 => CaptureStatus::Invalidated,
-            _ => CaptureStatus::None,
-        })
-    }
-}
-
-/// The driver's capture codes as [`Error::Capture`], saying what each means.
-fn capture_error(error: Error, during: &str) -> Error {
-    let Some(code) = error.driver_code() else {
-        return error;
-    };
-    let reason = match code {
-        DriverCode::STREAM_CAPTURE_INVALIDATED => {
-            "the driver invalidated it: a call made during it could not be captured (a \
-             synchronisation or query of a capturing stream, or a call the capture mode \
-             forbids), and failed with its own error then"
-        }
-        DriverCode::STREAM_CAPTURE_UNJOINED => {
-            "work forked into another stream (through an event recorded in the capture) was \
-             not joined back: make the capturing stream wait on an event recorded after it"
-        }
-        DriverCode::STREAM_CAPTURE_UNMATCHED | DriverCode::ILLEGAL_STATE => {
-            "the stream was not capturing"
-        }
-        DriverCode::STREAM_CAPTURE_WRONG_THREAD => {
-            "a global or thread-local capture must be ended by the thread that began it"
-        }
-        _ => return error,
-    };
-    Error::Capture {
-        reason: format!("{reason} ({during}: {error})"),
-    }
-}
+use keep::{Keep, Kept};
 
 /// Options of [`Graph::instantiate`] (`CUgraphInstantiate_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -200,13 +99,40 @@ crate::options::chainers!(DotOptions {
     with_handles(handles: bool);
 });
 
-/// A CUDA graph (`CUgraph`), destroyed on drop: made empty by [`Graph::new`] or captured by
-/// [`Stream::end_capture`]. It is `Send` but not `Sync` (the driver does not synchronise a
-/// graph's use from two threads).
+/// What a graph knows of itself beyond the driver's handle: the values it keeps alive, the
+/// streams its buffers are ordered on, and the nodes handed out (so that a node of another
+/// graph, or one removed, is refused before the driver sees it).
+#[derive(Default)]
+pub(crate) struct GraphState {
+    /// In a cell so that instantiating and cloning, which hand it to the driver, take `&self`
+    /// (a graph is not `Sync`).
+    keep: RefCell<Keep>,
+    homes: Vec<Stream>,
+    nodes: HashSet<(GraphHandle, GraphNodeHandle)>,
+}
+
+impl GraphState {
+    /// Notes `stream` as one that a buffer the graph uses is ordered on.
+    fn add_home(&mut self, stream: &Stream) {
+        if !self.homes.iter().any(|home| home.same_as(stream)) {
+            self.homes.push(stream.clone());
+        }
+    }
+}
+
+/// A CUDA graph (`CUgraph`), destroyed on drop: made empty by [`Graph::new`] and built node by
+/// node ([`BuildGraph`]), or captured by [`Stream::end_capture`]. It is `Send` but not `Sync`
+/// (the driver does not synchronise a graph's use from two threads).
+///
+/// A graph built node by node keeps alive what its nodes refer to (kernels, buffers, events,
+/// host functions, child graphs' contents), and so do its clones, its executable graphs and
+/// their queued launches: the driver holds them as CUDA user objects and releases them when
+/// nothing refers to them any more (see [`graph_releases`]).
 pub struct Graph {
     handle: GraphHandle,
     context: Context,
-    _not_sync: PhantomData<std::cell::Cell<()>>,
+    state: GraphState,
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 impl fmt::Debug for Graph {
@@ -223,6 +149,8 @@ impl Drop for Graph {
         if let Err(e) = self.context.driver().graph_destroy(self.handle) {
             log::error!("destroying a graph: {e}");
         }
+        // Values not yet handed to the driver were never instantiated or launched: they go
+        // with the graph (dropped here, after the graph that referred to them).
     }
 }
 
@@ -231,6 +159,7 @@ impl Graph {
         Graph {
             handle,
             context,
+            state: GraphState::default(),
             _not_sync: PhantomData,
         }
     }
@@ -249,11 +178,31 @@ impl Graph {
         self.context.driver().graph_node_count(self.handle)
     }
 
-    /// A copy of the graph and its nodes (`cuGraphClone`).
+    /// A copy of the graph and its nodes (`cuGraphClone`), keeping alive what this one keeps.
+    /// Its nodes are its own: find the copy of one of this graph's with
+    /// [`Graph::find_in_clone`].
     #[doc(alias = "cuGraphClone")]
     pub fn try_clone(&self) -> Result<Graph> {
-        let handle = self.context.driver().graph_clone(self.handle)?;
-        Ok(Graph::from_handle(handle, self.context.clone()))
+        let driver = self.context.driver();
+        let mut keep = self.state.keep.borrow_mut();
+        keep.flush(driver, self.handle)?;
+        let handle = driver.graph_clone(self.handle)?;
+        let mut clone = Graph::from_handle(handle, self.context.clone());
+        keep.share(driver, handle, clone.state.keep.get_mut())?;
+        clone.state.homes.clone_from(&self.state.homes);
+        Ok(clone)
+    }
+
+    /// The node of `clone` (made from this graph by [`Graph::try_clone`]) that copies `node`
+    /// of this graph (`cuGraphNodeFindInClone`).
+    #[doc(alias = "cuGraphNodeFindInClone")]
+    pub fn find_in_clone(&self, node: GraphNode, clone: &mut Graph) -> Result<GraphNode> {
+        node::check_node(&self.state, self.handle, node, "node")?;
+        let found = self
+            .context
+            .driver()
+            .graph_node_find_in_clone(node.handle, clone.handle)?;
+        Ok(node::note(&mut clone.state, clone.handle, found))
     }
 
     /// The context it was made in.
@@ -311,7 +260,7 @@ impl Graph {
 
     /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`). The executable
     /// graph is independent of this one afterwards: changing or dropping this graph leaves it
-    /// as instantiated.
+    /// as instantiated (and what it keeps alive with it).
     #[doc(alias = "cuGraphInstantiateWithFlags")]
     pub fn instantiate(&self, options: GraphOptions) -> Result<GraphExec> {
         let mut flags = 0u64;
@@ -324,12 +273,20 @@ impl Graph {
         if options.use_node_priority {
             flags |= 8;
         }
+        self.state
+            .keep
+            .borrow_mut()
+            .flush(self.context.driver(), self.handle)?;
         let handle = self
             .context
             .with_current(|driver| driver.graph_instantiate(self.handle, flags))?;
         Ok(GraphExec {
             handle,
             context: self.context.clone(),
+            source: self.handle,
+            homes: self.state.homes.clone(),
+            extras: Vec::new(),
+            last: Cell::new(None),
             _not_sync: PhantomData,
         })
     }
@@ -340,7 +297,15 @@ impl Graph {
 pub struct GraphExec {
     handle: GraphExecHandle,
     context: Context,
-    _not_sync: PhantomData<std::cell::Cell<()>>,
+    /// The graph it was instantiated from (whose nodes name its nodes).
+    source: GraphHandle,
+    /// The streams its buffers are ordered on.
+    homes: Vec<Stream>,
+    /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
+    extras: Vec<Kept>,
+    /// The stream of its last launch, tracked only while `extras` holds anything.
+    last: Cell<Option<Stream>>,
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 impl fmt::Debug for GraphExec {
@@ -357,6 +322,32 @@ impl Drop for GraphExec {
         if let Err(e) = self.context.driver().graph_exec_destroy(self.handle) {
             log::error!("destroying an executable graph: {e}");
         }
+        let extras = std::mem::take(&mut self.extras);
+        if extras.is_empty() {
+            return;
+        }
+        // The values its kernel nodes were changed to use go once its last launch is done
+        // (launches of one executable graph run one after another, so that is the last).
+        let Some(stream) = self.last.take() else {
+            return;
+        };
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(extras)));
+        let theirs = shared.clone();
+        let queued = stream.launch_host_func(move || {
+            if let Some(values) = theirs.lock().ok().and_then(|mut values| values.take()) {
+                keep::release_later(values);
+            }
+        });
+        if let Err(e) = queued {
+            log::error!(
+                "queueing the release of an executable graph's values: {e}; waiting for its \
+                 stream instead"
+            );
+            if let Err(e) = stream.sync() {
+                log::error!("waiting for an executable graph's stream: {e}; its values are kept");
+                std::mem::forget(shared);
+            }
+        }
     }
 }
 
@@ -364,17 +355,26 @@ impl GraphExec {
     /// Launches the graph's work on `stream` (`cuGraphLaunch`), after the work queued there
     /// before, as one unit: a later launch of the same graph starts after this one ends.
     ///
-    /// # Safety
-    ///
-    /// Everything the graph's work uses must be alive until it is done: the buffers and
-    /// raw addresses its kernels, copies and fills were given (as for [`launch`](crate::launch)),
-    /// the host memory its copies read or write, and the kernels' code (their
-    /// [`ObjectCode`](crate::ObjectCode) or [`Kernel`](crate::Kernel) values). Dropping the
-    /// executable graph itself while a launch is queued is allowed.
+    /// What the graph's nodes refer to stays alive until the launch is done, whatever is
+    /// dropped meanwhile (for a captured graph, that is the capture's caller's promise: see
+    /// [`Stream::begin_capture`]). Buffers of the graph's nodes whose deallocation stream is
+    /// another stream are kept in stream order as [`launch`](crate::launch) keeps its
+    /// arguments: `stream` waits for the work queued on theirs so far, and theirs wait for
+    /// the launch. On the same stream this costs nothing.
     #[doc(alias = "cuGraphLaunch")]
-    pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
-        stream.call(|driver, handle| driver.graph_launch(self.handle, handle))
+        let queue = || stream.call(|driver, handle| driver.graph_launch(self.handle, handle));
+        if self.homes.iter().all(|home| home.same_as(stream)) {
+            queue()?;
+        } else {
+            let homes: Vec<&Stream> = self.homes.iter().collect();
+            crate::memory::in_stream_order(&homes, stream, queue)?;
+        }
+        if !self.extras.is_empty() {
+            self.last.set(Some(stream.clone()));
+        }
+        Ok(())
     }
 
     /// Makes the graph's device-side setup ahead of its first launch, in `stream`'s order
@@ -383,6 +383,95 @@ impl GraphExec {
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
         stream.call(|driver, handle| driver.graph_upload(self.handle, handle))
+    }
+
+    /// Updates this executable graph in place to `graph`'s parameters (`cuGraphExecUpdate`):
+    /// `graph` must have the same topology as the one it was instantiated from, with nodes
+    /// of the same kinds, kernels of the same context and so on, and may change their
+    /// parameters (kernel arguments and launch shapes, copy and fill addresses, events).
+    /// Launches queued before keep what they used; later ones use what `graph` keeps.
+    ///
+    /// A change the driver cannot make in place is [`Error::GraphUpdate`], naming its reason
+    /// and the node of `graph` it concerns; this executable graph is then left as it was.
+    #[doc(alias = "cuGraphExecUpdate")]
+    pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        if graph.context.handle() != self.context.handle() {
+            return Err(Error::InvalidArgument {
+                name: "graph",
+                reason: "it is of another context than the executable graph".to_owned(),
+            });
+        }
+        let driver = self.context.driver();
+        graph.state.keep.borrow_mut().flush(driver, graph.handle)?;
+        let (updated, answer) = self
+            .context
+            .with_current(|driver| driver.graph_exec_update(self.handle, graph.handle))?;
+        if let Err(e) = updated {
+            let node = (!answer.node.0.is_null()).then_some(GraphNode {
+                handle: answer.node,
+                graph: graph.handle,
+            });
+            let kind = node
+                .and_then(|node| driver.graph_node_type(node.handle).ok())
+                .map(|kind| format!(" (at a {:?} node)", NodeKind::from_code(kind)))
+                .unwrap_or_default();
+            return Err(Error::GraphUpdate {
+                reason: format!("{}{kind}; the driver said {e}", update_reason(answer.code)),
+                node,
+            });
+        }
+        for home in &graph.state.homes {
+            if !self.homes.iter().any(|h| h.same_as(home)) {
+                self.homes.push(home.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes one kernel node of this executable graph in place
+    /// (`cuGraphExecKernelNodeSetParams`): `node` is a kernel node of `graph`, the graph this
+    /// one was instantiated from, and `config`, `kernel` and `args` are checked as for
+    /// [`BuildGraph::add_kernel`]. The graph itself is not changed. What the new arguments
+    /// refer to is kept alive until this executable graph and its launches are done.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BuildGraph::add_kernel`].
+    #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    pub unsafe fn set_kernel_node(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn GraphArg],
+    ) -> Result<()> {
+        if graph.handle != self.source {
+            return Err(Error::InvalidArgument {
+                name: "graph",
+                reason: "it is not the graph this executable graph was instantiated from"
+                    .to_owned(),
+            });
+        }
+        node::check_node(&graph.state, graph.handle, node, "node")?;
+        let prepared = node::KernelArgs::prepare(&self.context, config, kernel, args)?;
+        let spec = prepared.spec(&self.context, config, kernel);
+        // SAFETY: `spec.args` points at one value per parameter, checked against the kernel's
+        // parameters; the caller vouches for what the kernel does with them.
+        unsafe {
+            self.context
+                .driver()
+                .graph_exec_kernel_node_set(self.handle, node.handle, &spec)
+        }?;
+        self.extras.push(Box::new(kernel.clone()));
+        for buffer in prepared.buffers {
+            let home = buffer.deallocation_stream();
+            if !self.homes.iter().any(|h| h.same_as(home)) {
+                self.homes.push(home.clone());
+            }
+            self.extras.push(Box::new(buffer));
+        }
+        Ok(())
     }
 
     /// The raw `CUgraphExec`, borrowed: valid while this value lives.
@@ -402,5 +491,20 @@ impl GraphExec {
             });
         }
         Ok(())
+    }
+}
+
+/// What a `CUgraphExecUpdateResult` means.
+fn update_reason(code: u32) -> String {
+    match code {
+        2 => "the graph's topology changed (nodes or edges added or removed)".to_owned(),
+        3 => "a node's kind changed".to_owned(),
+        4 => "a kernel node's function changed in a way the driver cannot update".to_owned(),
+        5 => "a node's parameters changed in a way the driver cannot update".to_owned(),
+        6 => "something in the graph cannot be updated (such as a memory node)".to_owned(),
+        7 => "a kernel node's function changed to one the driver cannot update to".to_owned(),
+        8 => "a node's launch attributes changed in a way the driver cannot update".to_owned(),
+        1 => "the update failed".to_owned(),
+        other => format!("the update failed (CUgraphExecUpdateResult {other})"),
     }
 }

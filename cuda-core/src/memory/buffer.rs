@@ -42,6 +42,8 @@ mod private {
     /// The fill of one width, out of users' sight.
     pub trait Fill {
         fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()>;
+        /// The value as the driver's memset takes it (the low bytes of a `u32`).
+        fn pattern(self) -> u32;
     }
 }
 
@@ -50,6 +52,10 @@ macro_rules! fill_pattern {
         impl FillPattern for $t {}
 
         impl private::Fill for $t {
+            fn pattern(self) -> u32 {
+                u32::from(self)
+            }
+
             fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()> {
                 let width = std::mem::size_of::<$t>();
                 if buffer.size % width != 0 {
@@ -465,6 +471,12 @@ fn across_streams<T>(
     stream: &Stream,
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    if stream.capturing() {
+        // Captured work runs when its graph is launched, which the capture's caller orders
+        // (`Stream::begin_capture`'s contract); an event wait across would pull the other
+        // streams into the capture instead.
+        return op();
+    }
     for home in homes {
         stream.wait_for(home)?;
     }

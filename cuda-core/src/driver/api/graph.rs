@@ -1,8 +1,12 @@
 //! CUDA graphs: stream capture, graphs and their executable forms.
 
-use std::ffi::CStr;
+use std::ffi::{c_void, CStr};
 
-use crate::driver::{GraphExecHandle, GraphHandle, StreamHandle};
+use crate::driver::handles::DevicePtr;
+use crate::driver::{
+    ContextHandle, CopySpec, DeviceHandle, EventHandle, GraphExecHandle, GraphHandle,
+    GraphNodeHandle, KernelNodeSpec, MemsetSpec, StreamHandle, UpdateResult, UserObjectHandle,
+};
 use crate::error::Result;
 
 /// Stream capture, graphs and executable graphs.
@@ -31,4 +35,160 @@ pub(crate) trait GraphApi {
     fn graph_launch(&self, exec: GraphExecHandle, stream: StreamHandle) -> Result<()>;
     /// `cuGraphUpload`.
     fn graph_upload(&self, exec: GraphExecHandle, stream: StreamHandle) -> Result<()>;
+    /// `cuGraphAddEmptyNode`.
+    fn graph_add_empty_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddKernelNode` (`_v2`, a `CUkernel` in a context).
+    ///
+    /// # Safety
+    ///
+    /// `spec.args` holds one valid pointer per kernel parameter, to bytes of its size.
+    unsafe fn graph_add_kernel_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        spec: &KernelNodeSpec,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphKernelNodeGetParams`: grid, block and shared memory (`args` left null).
+    fn graph_kernel_node_get(&self, node: GraphNodeHandle) -> Result<KernelNodeSpec>;
+    /// `cuGraphKernelNodeSetParams`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`GraphApi::graph_add_kernel_node`].
+    unsafe fn graph_kernel_node_set(
+        &self,
+        node: GraphNodeHandle,
+        spec: &KernelNodeSpec,
+    ) -> Result<()>;
+    /// `cuGraphExecKernelNodeSetParams`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`GraphApi::graph_add_kernel_node`].
+    unsafe fn graph_exec_kernel_node_set(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        spec: &KernelNodeSpec,
+    ) -> Result<()>;
+    /// `cuGraphAddMemcpyNode` of one linear copy, in `context`.
+    fn graph_add_memcpy_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        copy: &CopySpec,
+        context: ContextHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddMemsetNode` of one row, in `context`.
+    fn graph_add_memset_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        memset: &MemsetSpec,
+        context: ContextHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddHostNode`: `f(data)` on a driver thread each time the node runs.
+    fn graph_add_host_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddEventRecordNode`.
+    fn graph_add_event_record_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        event: EventHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddEventWaitNode`.
+    fn graph_add_event_wait_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        event: EventHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddChildGraphNode` (the driver embeds a clone of `child`).
+    fn graph_add_child_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        child: GraphHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddMemAllocNode` of `bytes` on `device` (pinned, device-located, no handle
+    /// types): the node and the address it gives.
+    fn graph_add_mem_alloc_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        device: DeviceHandle,
+        bytes: usize,
+    ) -> Result<(GraphNodeHandle, DevicePtr)>;
+    /// `cuGraphAddMemFreeNode`.
+    fn graph_add_mem_free_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        ptr: DevicePtr,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphAddDependencies` (no edge data).
+    fn graph_add_dependencies(
+        &self,
+        graph: GraphHandle,
+        from: &[GraphNodeHandle],
+        to: &[GraphNodeHandle],
+    ) -> Result<()>;
+    /// `cuGraphRemoveDependencies` (no edge data).
+    fn graph_remove_dependencies(
+        &self,
+        graph: GraphHandle,
+        from: &[GraphNodeHandle],
+        to: &[GraphNodeHandle],
+    ) -> Result<()>;
+    /// `cuGraphGetNodes`.
+    fn graph_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>>;
+    /// `cuGraphGetRootNodes`.
+    fn graph_root_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>>;
+    /// `cuGraphGetEdges` (no edge data): the `(from, to)` pairs.
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(GraphNodeHandle, GraphNodeHandle)>>;
+    /// `cuGraphNodeGetDependencies` (`dependents` false) or `cuGraphNodeGetDependentNodes`.
+    fn graph_node_neighbours(
+        &self,
+        node: GraphNodeHandle,
+        dependents: bool,
+    ) -> Result<Vec<GraphNodeHandle>>;
+    /// `cuGraphNodeGetType`: the raw `CUgraphNodeType`.
+    fn graph_node_type(&self, node: GraphNodeHandle) -> Result<u32>;
+    /// `cuGraphDestroyNode`.
+    fn graph_destroy_node(&self, node: GraphNodeHandle) -> Result<()>;
+    /// `cuGraphNodeFindInClone`.
+    fn graph_node_find_in_clone(
+        &self,
+        original: GraphNodeHandle,
+        clone: GraphHandle,
+    ) -> Result<GraphNodeHandle>;
+    /// `cuGraphExecUpdate`: `Ok` with the driver's answer whether or not it updated; `Err`
+    /// only for a failure that is not an update refusal.
+    fn graph_exec_update(
+        &self,
+        exec: GraphExecHandle,
+        graph: GraphHandle,
+    ) -> Result<(Result<()>, UpdateResult)>;
+    /// `cuUserObjectCreate` with one reference and `CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`.
+    fn user_object_create(
+        &self,
+        data: *mut c_void,
+        destroy: unsafe extern "C" fn(*mut c_void),
+    ) -> Result<UserObjectHandle>;
+    /// `cuUserObjectRetain` (one reference, held by the caller).
+    fn user_object_retain(&self, object: UserObjectHandle) -> Result<()>;
+    /// `cuUserObjectRelease` (one reference of the caller's).
+    fn user_object_release(&self, object: UserObjectHandle) -> Result<()>;
+    /// `cuGraphRetainUserObject` moving one of the caller's references to `graph`.
+    fn graph_take_user_object(&self, graph: GraphHandle, object: UserObjectHandle) -> Result<()>;
 }

@@ -68,6 +68,405 @@ macro_rules! impl_graph_api {
             fn graph_upload(&self, exec: GraphExecHandle, stream: StreamHandle) -> Result<()> {
                 call!(self.cuGraphUpload(exec.0.cast(), stream.0.cast()))
             }
+            fn graph_add_empty_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddEmptyNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            unsafe fn graph_add_kernel_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                spec: &KernelNodeSpec,
+            ) -> Result<GraphNodeHandle> {
+                let params = kernel_node_params(spec);
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddKernelNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &params
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_kernel_node_get(&self, node: GraphNodeHandle) -> Result<KernelNodeSpec> {
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut params: $sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                call!(self.cuGraphKernelNodeGetParams(node.0.cast(), &mut params))?;
+                Ok(KernelNodeSpec {
+                    kernel: KernelHandle(params.kern.cast()),
+                    context: ContextHandle(params.ctx.cast()),
+                    grid: [params.gridDimX, params.gridDimY, params.gridDimZ],
+                    block: [params.blockDimX, params.blockDimY, params.blockDimZ],
+                    shared_mem_bytes: params.sharedMemBytes,
+                    args: std::ptr::null_mut(),
+                })
+            }
+
+            unsafe fn graph_kernel_node_set(
+                &self,
+                node: GraphNodeHandle,
+                spec: &KernelNodeSpec,
+            ) -> Result<()> {
+                let params = kernel_node_params(spec);
+                call!(self.cuGraphKernelNodeSetParams(node.0.cast(), &params))
+            }
+
+            unsafe fn graph_exec_kernel_node_set(
+                &self,
+                exec: GraphExecHandle,
+                node: GraphNodeHandle,
+                spec: &KernelNodeSpec,
+            ) -> Result<()> {
+                let params = kernel_node_params(spec);
+                call!(self.cuGraphExecKernelNodeSetParams(exec.0.cast(), node.0.cast(), &params))
+            }
+
+            fn graph_add_memcpy_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                copy: &CopySpec,
+                context: ContextHandle,
+            ) -> Result<GraphNodeHandle> {
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut params: $sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+                if copy.src_host {
+                    params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_HOST;
+                    params.srcHost = copy.src as usize as *const std::ffi::c_void;
+                } else {
+                    params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
+                    params.srcDevice = copy.src;
+                }
+                params.dstMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
+                params.dstDevice = copy.dst;
+                params.WidthInBytes = copy.bytes;
+                params.Height = 1;
+                params.Depth = 1;
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddMemcpyNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &params,
+                    context.0.cast()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_memset_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                memset: &MemsetSpec,
+                context: ContextHandle,
+            ) -> Result<GraphNodeHandle> {
+                let params = $sys::CUDA_MEMSET_NODE_PARAMS {
+                    dst: memset.dst,
+                    pitch: 0,
+                    value: memset.value,
+                    elementSize: memset.element_size,
+                    width: memset.count,
+                    height: 1,
+                };
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddMemsetNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &params,
+                    context.0.cast()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_host_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                f: unsafe extern "C" fn(*mut std::ffi::c_void),
+                data: *mut std::ffi::c_void,
+            ) -> Result<GraphNodeHandle> {
+                let params = $sys::CUDA_HOST_NODE_PARAMS {
+                    fn_: Some(f),
+                    userData: data,
+                };
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddHostNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &params
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_event_record_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                event: EventHandle,
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddEventRecordNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    event.0.cast()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_event_wait_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                event: EventHandle,
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddEventWaitNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    event.0.cast()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_child_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                child: GraphHandle,
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddChildGraphNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    child.0.cast()
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_mem_alloc_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                device: DeviceHandle,
+                bytes: usize,
+            ) -> Result<(GraphNodeHandle, DevicePtr)> {
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut params: $sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                params.poolProps.allocType =
+                    $sys::CUmemAllocationType_enum::CU_MEM_ALLOCATION_TYPE_PINNED;
+                params.poolProps.location = device_location(device);
+                params.bytesize = bytes;
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddMemAllocNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &mut params
+                ))?;
+                Ok((GraphNodeHandle(node.cast()), params.dptr))
+            }
+
+            fn graph_add_mem_free_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                ptr: DevicePtr,
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphAddMemFreeNode(
+                    &mut node,
+                    graph.0.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    ptr
+                ))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_add_dependencies(
+                &self,
+                graph: GraphHandle,
+                from: &[GraphNodeHandle],
+                to: &[GraphNodeHandle],
+            ) -> Result<()> {
+                debug_assert_eq!(from.len(), to.len());
+                self.abi_graph_edges_change(graph, from, to, true)
+            }
+
+            fn graph_remove_dependencies(
+                &self,
+                graph: GraphHandle,
+                from: &[GraphNodeHandle],
+                to: &[GraphNodeHandle],
+            ) -> Result<()> {
+                debug_assert_eq!(from.len(), to.len());
+                self.abi_graph_edges_change(graph, from, to, false)
+            }
+
+            fn graph_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>> {
+                let mut count = 0;
+                call!(self.cuGraphGetNodes(graph.0.cast(), std::ptr::null_mut(), &mut count))?;
+                let mut nodes = vec![GraphNodeHandle::NULL; count];
+                call!(self.cuGraphGetNodes(graph.0.cast(), nodes.as_mut_ptr().cast(), &mut count))?;
+                nodes.truncate(count);
+                Ok(nodes)
+            }
+
+            fn graph_root_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>> {
+                let mut count = 0;
+                call!(self.cuGraphGetRootNodes(graph.0.cast(), std::ptr::null_mut(), &mut count))?;
+                let mut nodes = vec![GraphNodeHandle::NULL; count];
+                call!(self.cuGraphGetRootNodes(
+                    graph.0.cast(),
+                    nodes.as_mut_ptr().cast(),
+                    &mut count
+                ))?;
+                nodes.truncate(count);
+                Ok(nodes)
+            }
+
+            fn graph_edges(
+                &self,
+                graph: GraphHandle,
+            ) -> Result<Vec<(GraphNodeHandle, GraphNodeHandle)>> {
+                let count = self.abi_graph_edges(graph, None)?;
+                let mut from = vec![GraphNodeHandle::NULL; count];
+                let mut to = vec![GraphNodeHandle::NULL; count];
+                let count = self.abi_graph_edges(graph, Some((&mut from, &mut to)))?;
+                Ok(from.into_iter().zip(to).take(count).collect())
+            }
+
+            fn graph_node_neighbours(
+                &self,
+                node: GraphNodeHandle,
+                dependents: bool,
+            ) -> Result<Vec<GraphNodeHandle>> {
+                let count = self.abi_graph_node_neighbours(node, dependents, None)?;
+                let mut nodes = vec![GraphNodeHandle::NULL; count];
+                let count = self.abi_graph_node_neighbours(node, dependents, Some(&mut nodes))?;
+                nodes.truncate(count);
+                Ok(nodes)
+            }
+
+            fn graph_node_type(&self, node: GraphNodeHandle) -> Result<u32> {
+                let mut kind = $sys::CUgraphNodeType_enum(0);
+                call!(self.cuGraphNodeGetType(node.0.cast(), &mut kind))?;
+                Ok(kind.0)
+            }
+
+            fn graph_destroy_node(&self, node: GraphNodeHandle) -> Result<()> {
+                call!(self.cuGraphDestroyNode(node.0.cast()))
+            }
+
+            fn graph_node_find_in_clone(
+                &self,
+                original: GraphNodeHandle,
+                clone: GraphHandle,
+            ) -> Result<GraphNodeHandle> {
+                let mut node = std::ptr::null_mut();
+                call!(self.cuGraphNodeFindInClone(&mut node, original.0.cast(), clone.0.cast()))?;
+                Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_exec_update(
+                &self,
+                exec: GraphExecHandle,
+                graph: GraphHandle,
+            ) -> Result<(Result<()>, UpdateResult)> {
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut info: $sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+                let updated =
+                    call!(self.cuGraphExecUpdate(exec.0.cast(), graph.0.cast(), &mut info));
+                let answer = UpdateResult {
+                    code: info.result.0,
+                    node: GraphNodeHandle(info.errorNode.cast()),
+                };
+                match updated {
+                    // A refusal names its reason in `info`; anything else is the call's failure.
+                    Err(e) if info.result.0 == 0 => Err(e),
+                    other => Ok((other, answer)),
+                }
+            }
+
+            fn user_object_create(
+                &self,
+                data: *mut std::ffi::c_void,
+                destroy: unsafe extern "C" fn(*mut std::ffi::c_void),
+            ) -> Result<UserObjectHandle> {
+                let mut object = std::ptr::null_mut();
+                call!(self.cuUserObjectCreate(
+                    &mut object,
+                    data,
+                    Some(destroy),
+                    1,
+                    $sys::CUuserObject_flags_enum::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0
+                ))?;
+                Ok(UserObjectHandle(object.cast()))
+            }
+
+            fn user_object_retain(&self, object: UserObjectHandle) -> Result<()> {
+                call!(self.cuUserObjectRetain(object.0.cast(), 1))
+            }
+
+            fn user_object_release(&self, object: UserObjectHandle) -> Result<()> {
+                call!(self.cuUserObjectRelease(object.0.cast(), 1))
+            }
+
+            fn graph_take_user_object(
+                &self,
+                graph: GraphHandle,
+                object: UserObjectHandle,
+            ) -> Result<()> {
+                call!(self.cuGraphRetainUserObject(
+                    graph.0.cast(),
+                    object.0.cast(),
+                    1,
+                    $sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE.0
+                ))
+            }
+        }
+
+        /// A kernel node's parameters in this header's layout.
+        fn kernel_node_params(spec: &KernelNodeSpec) -> $sys::CUDA_KERNEL_NODE_PARAMS {
+            $sys::CUDA_KERNEL_NODE_PARAMS {
+                func: std::ptr::null_mut(),
+                gridDimX: spec.grid[0],
+                gridDimY: spec.grid[1],
+                gridDimZ: spec.grid[2],
+                blockDimX: spec.block[0],
+                blockDimY: spec.block[1],
+                blockDimZ: spec.block[2],
+                sharedMemBytes: spec.shared_mem_bytes,
+                kernelParams: spec.args,
+                extra: std::ptr::null_mut(),
+                kern: spec.kernel.0.cast(),
+                ctx: spec.context.0.cast(),
+            }
         }
     };
 }

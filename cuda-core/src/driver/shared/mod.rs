@@ -10,7 +10,9 @@
 //! - `fn abi_ctx_create(&self, flags, device)` (`cuCtxCreate_v2` against `_v4`);
 //! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`);
 //! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it);
-//! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs).
+//! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs);
+//! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours` (the 13
+//!   header's graph edge calls take edge data, the 12 header's plain names do not).
 
 mod checkpoint;
 mod context;
@@ -64,9 +66,10 @@ macro_rules! driver_impl {
 
         #[allow(unused_imports)]
         use $crate::driver::handles::{
-            ContextHandle, DevResource, DeviceHandle, DevicePtr, EventHandle, FunctionHandle,
-            GraphExecHandle, GraphHandle, GreenContextHandle, KernelHandle, LaunchParams,
-            LibraryHandle, LinkInput, LinkOptions, PoolHandle, SmInfo, StreamHandle,
+            ContextHandle, CopySpec, DevResource, DeviceHandle, DevicePtr, EventHandle,
+            FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
+            KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle, LinkInput, LinkOptions,
+            MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};

@@ -1,0 +1,137 @@
+//! Stream capture: work queued on a stream recorded into a [`Graph`] instead of run.
+
+use super::Graph;
+use crate::error::{DriverCode, Error, Result};
+use crate::stream::Stream;
+
+/// How a stream capture treats calls that could not be captured safely
+/// (`CUstreamCaptureMode`), such as a synchronous `cuMemAlloc` made while it captures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUstreamCaptureMode")]
+pub enum CaptureMode {
+    /// Such calls are refused from every thread while any thread captures in this mode
+    /// (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
+    Global,
+    /// Such calls are refused from the capturing thread only
+    /// (`CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`).
+    #[default]
+    ThreadLocal,
+    /// No call is refused for this capture (`CU_STREAM_CAPTURE_MODE_RELAXED`).
+    Relaxed,
+}
+
+/// Whether a stream is capturing (`CUstreamCaptureStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUstreamCaptureStatus")]
+pub enum CaptureStatus {
+    /// Not capturing: work runs (`CU_STREAM_CAPTURE_STATUS_NONE`).
+    None,
+    /// Capturing: work is recorded into a graph (`CU_STREAM_CAPTURE_STATUS_ACTIVE`).
+    Active,
+    /// Capturing, but invalidated by a call the capture could not take; ending it fails
+    /// (`CU_STREAM_CAPTURE_STATUS_INVALIDATED`).
+    Invalidated,
+}
+
+impl Stream {
+    /// Starts capturing this stream (`cuStreamBeginCapture`): until [`Stream::end_capture`],
+    /// work queued on it (launches, copies, fills, event records and waits) is recorded into a
+    /// graph instead of run, and so is work on streams that wait on an event recorded here
+    /// during the capture (they join the capture and must be joined back before it ends).
+    ///
+    /// A synchronisation or query of a capturing stream fails and invalidates the capture;
+    /// [`Stream::end_capture`] then says so. A stream dropped while its capture is open ends
+    /// it, discarding the graph. In [`CaptureMode::Global`], other threads' calls that the
+    /// capture forbids (such as stream-ordered allocations and synchronisations) fail until
+    /// it ends, and invalidate it (as the 580 driver does).
+    ///
+    /// A launch captured with a [`Buffer`](crate::Buffer) argument whose deallocation stream
+    /// is another stream is captured without the cross-stream ordering that [`launch`](crate::launch)
+    /// adds outside a capture (that ordering belongs to the graph's launches, which the
+    /// caller orders; see below).
+    ///
+    /// # Safety
+    ///
+    /// A captured graph refers to what the captured work used without keeping it alive (a
+    /// graph built node by node does keep it: see [`BuildGraph`](crate::BuildGraph)). So:
+    ///
+    /// - everything the captured work uses must outlive every launch of the graph made from
+    ///   this capture (and of its clones and executable graphs): the buffers and raw addresses
+    ///   its kernels, copies and fills were given, the host memory its copies read or write,
+    ///   the kernels' code ([`ObjectCode`](crate::ObjectCode) or [`Kernel`](crate::Kernel)
+    ///   values), events recorded or waited on, and executable graphs launched into it;
+    ///   buffers must not be freed, or used by other work, while a launch of the graph may
+    ///   use them;
+    /// - while the stream captures, no buffer may be allocated on it, or on a stream that
+    ///   joined the capture, and none dropped whose deallocation stream is one of them: a
+    ///   stream-ordered allocation in a capture gives memory that exists only while the graph
+    ///   runs, and a free would be recorded into the graph instead of made;
+    /// - no host function may be queued ([`Stream::launch_host_func`]) on a stream that joined
+    ///   the capture (on the capturing stream itself it is refused): its closure runs once,
+    ///   and a graph may run it many times. Use a host node
+    ///   ([`BuildGraph::add_host`](crate::BuildGraph::add_host)) instead.
+    #[doc(alias = "cuStreamBeginCapture")]
+    pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
+        let code = match mode {
+            CaptureMode::Global => 0,
+            CaptureMode::ThreadLocal => 1,
+            CaptureMode::Relaxed => 2,
+        };
+        self.call(|driver, handle| driver.stream_begin_capture(handle, code))?;
+        self.set_capturing(true);
+        Ok(())
+    }
+
+    /// Ends this stream's capture (`cuStreamEndCapture`), giving the captured graph. A
+    /// capture the driver invalidated, or one that left another stream's work unjoined, is
+    /// [`Error::Capture`]; so is ending a stream that was not capturing.
+    #[doc(alias = "cuStreamEndCapture")]
+    pub fn end_capture(&self) -> Result<Graph> {
+        // The capture ends here whatever the driver answers (an invalidated one too).
+        let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
+        self.set_capturing(false);
+        let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
+        Ok(Graph::from_handle(handle, self.context().clone()))
+    }
+
+    /// Whether this stream is capturing (`cuStreamIsCapturing`).
+    #[doc(alias = "cuStreamIsCapturing")]
+    pub fn capture_status(&self) -> Result<CaptureStatus> {
+        let status = self.call(|driver, handle| driver.stream_is_capturing(handle))?;
+        Ok(match status {
+            1 => CaptureStatus::Active,
+            2 => CaptureStatus::Invalidated,
+            _ => CaptureStatus::None,
+        })
+    }
+}
+
+/// The driver's capture codes as [`Error::Capture`], saying what each means.
+fn capture_error(error: Error, during: &str) -> Error {
+    let Some(code) = error.driver_code() else {
+        return error;
+    };
+    let reason = match code {
+        DriverCode::STREAM_CAPTURE_INVALIDATED => {
+            "the driver invalidated it: a call made during it could not be captured (a \
+             synchronisation or query of a capturing stream, or a call the capture mode \
+             forbids), and failed with its own error then"
+        }
+        DriverCode::STREAM_CAPTURE_UNJOINED => {
+            "work forked into another stream (through an event recorded in the capture) was \
+             not joined back: make the capturing stream wait on an event recorded after it"
+        }
+        DriverCode::STREAM_CAPTURE_UNMATCHED | DriverCode::ILLEGAL_STATE => {
+            "the stream was not capturing"
+        }
+        DriverCode::STREAM_CAPTURE_WRONG_THREAD => {
+            "a global or thread-local capture must be ended by the thread that began it"
+        }
+        _ => return error,
+    };
+    Error::Capture {
+        reason: format!("{reason} ({during}: {error})"),
+    }
+}

@@ -1,0 +1,164 @@
+//! What graphs keep alive: the values their nodes refer to (kernels, buffers, events, host
+//! functions), handed to the driver as CUDA user objects, so that the driver itself holds them
+//! for as long as any graph, clone, executable graph or queued launch refers to them.
+//!
+//! A user object's destructor runs on a driver thread, where no CUDA call may be made, and
+//! dropping a buffer or a kernel makes CUDA calls; so the destructor only sends the values to
+//! one thread of the crate's, which drops them there.
+
+use std::ffi::c_void;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::driver::{Driver, GraphHandle, UserObjectHandle};
+use crate::error::Result;
+
+/// One value a graph keeps alive.
+pub(crate) type Kept = Box<dyn Send>;
+
+/// The values a graph keeps: those not yet handed to the driver, and the user objects it holds
+/// (which a graph that embeds it, or a clone, takes a reference of too).
+#[derive(Default)]
+pub(crate) struct Keep {
+    pending: Vec<Kept>,
+    objects: Vec<UserObjectHandle>,
+}
+
+impl Keep {
+    /// Keeps `value` alive with the graph.
+    pub(crate) fn push(&mut self, value: Kept) {
+        self.pending.push(value);
+    }
+
+    /// Hands the pending values to the driver as one user object owned by `graph`: from then
+    /// on the driver keeps them (through clones, instantiations and launches) and releases
+    /// them when nothing refers to them.
+    pub(crate) fn flush(&mut self, driver: &'static dyn Driver, graph: GraphHandle) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let sender = reaper();
+        if sender.is_none() {
+            log::error!(
+                "no thread to release graph resources could be started: the values a graph \
+                 keeps are never released"
+            );
+        }
+        let values = std::mem::take(&mut self.pending);
+        let data = Box::into_raw(Box::new(values)).cast::<c_void>();
+        let object = match driver.user_object_create(data, release) {
+            Ok(object) => object,
+            Err(e) => {
+                // SAFETY: the driver refused it, so it will never run the destructor.
+                self.pending = *unsafe { Box::from_raw(data.cast::<Vec<Kept>>()) };
+                return Err(e);
+            }
+        };
+        if let Err(e) = driver.graph_take_user_object(graph, object) {
+            // The graph's nodes refer to the values: never release them.
+            log::error!("a graph could not take its user object; its values are kept for good");
+            return Err(e);
+        }
+        self.objects.push(object);
+        Ok(())
+    }
+
+    /// Gives `graph` a reference of each user object this keeps (after [`Keep::flush`]), and
+    /// notes them as held by `into` too.
+    pub(crate) fn share(
+        &self,
+        driver: &'static dyn Driver,
+        graph: GraphHandle,
+        into: &mut Keep,
+    ) -> Result<()> {
+        for &object in &self.objects {
+            driver.user_object_retain(object)?;
+            if let Err(e) = driver.graph_take_user_object(graph, object) {
+                let _ = driver.user_object_release(object);
+                return Err(e);
+            }
+            into.objects.push(object);
+        }
+        Ok(())
+    }
+}
+
+/// The release thread's sender, started on first use (`None` if it could not start).
+fn reaper() -> Option<&'static Sender<Vec<Kept>>> {
+    static REAPER: OnceLock<Option<Sender<Vec<Kept>>>> = OnceLock::new();
+    REAPER
+        .get_or_init(|| {
+            let (sender, receiver) = mpsc::channel::<Vec<Kept>>();
+            std::thread::Builder::new()
+                .name("cuda-core graph release".to_owned())
+                .spawn(move || {
+                    for values in receiver {
+                        drop(values);
+                        let (count, changed) = released();
+                        if let Ok(mut count) = count.lock() {
+                            *count += 1;
+                        }
+                        changed.notify_all();
+                    }
+                })
+                .ok()
+                .map(|_| sender)
+        })
+        .as_ref()
+}
+
+fn released() -> &'static (Mutex<u64>, Condvar) {
+    static RELEASED: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+    &RELEASED
+}
+
+/// Sends values to the release thread (or, if there is none, never drops them).
+pub(crate) fn release_later(values: Vec<Kept>) {
+    match reaper() {
+        Some(sender) => {
+            if let Err(unsent) = sender.send(values) {
+                std::mem::forget(unsent.0);
+            }
+        }
+        None => std::mem::forget(values),
+    }
+}
+
+/// The user objects' destructor, run by the driver once nothing refers to the object.
+unsafe extern "C" fn release(data: *mut c_void) {
+    // SAFETY: `data` is the box made in `Keep::flush`, given to one user object whose
+    // destructor the driver runs once.
+    let values = unsafe { Box::from_raw(data.cast::<Vec<Kept>>()) };
+    release_later(*values);
+}
+
+/// How many sets of values that graphs kept alive have been released so far: a set is
+/// released once no graph, executable graph or queued launch refers to it any more, and its
+/// values (buffers, kernels, events, host functions) are then dropped on a thread of the
+/// crate's. For leak checks and tests: see [`wait_for_graph_releases`].
+pub fn graph_releases() -> u64 {
+    released().0.lock().map_or(0, |count| *count)
+}
+
+/// Waits until [`graph_releases`] is above `since`, for at most `timeout`: whether it got there.
+/// The driver releases what a finished launch held shortly after the launch ends, on a thread
+/// of its own, so a stream synchronisation alone does not promise that it has happened.
+pub fn wait_for_graph_releases(since: u64, timeout: Duration) -> bool {
+    let (count, changed) = released();
+    let deadline = Instant::now() + timeout;
+    let Ok(mut guard) = count.lock() else {
+        return false;
+    };
+    while *guard <= since {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        guard = match changed.wait_timeout(guard, left) {
+            Ok((guard, _)) => guard,
+            Err(_) => return false,
+        };
+    }
+    true
+}

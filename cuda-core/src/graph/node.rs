@@ -1,0 +1,860 @@
+//! Building a graph node by node: [`BuildGraph`], on a [`Graph`] and on the bodies of its
+//! conditional nodes ([`GraphBody`]).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use super::{Graph, GraphState};
+use crate::context::Context;
+use crate::driver::{CopySpec, GraphHandle, GraphNodeHandle, KernelNodeSpec, MemsetSpec};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::kernel::Kernel;
+use crate::launch::{DeviceRepr, LaunchConfig};
+use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
+
+/// A node of a graph (`CUgraphNode`): a plain identifier, valid with the graph it belongs to.
+/// The methods that take one check that it is a node of the graph they are called on, as
+/// handed out by it and not removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GraphNode {
+    pub(crate) handle: GraphNodeHandle,
+    pub(crate) graph: GraphHandle,
+}
+
+impl GraphNode {
+    /// The raw `CUgraphNode`.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.handle.0
+    }
+}
+
+/// What a node does (`CUgraphNodeType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUgraphNodeType")]
+pub enum NodeKind {
+    /// A kernel launch.
+    Kernel,
+    /// A memory copy.
+    Memcpy,
+    /// A memory fill.
+    Memset,
+    /// A host function.
+    Host,
+    /// An embedded child graph.
+    ChildGraph,
+    /// No work: a point to hang dependencies on.
+    Empty,
+    /// A wait on an event.
+    EventWait,
+    /// An event record.
+    EventRecord,
+    /// An external semaphore signal.
+    SemaphoreSignal,
+    /// An external semaphore wait.
+    SemaphoreWait,
+    /// A memory allocation.
+    MemAlloc,
+    /// A memory free.
+    MemFree,
+    /// A batch of memory operations.
+    BatchMemOp,
+    /// A conditional node.
+    Conditional,
+    /// A kind this crate does not name, by its code.
+    Other(u32),
+}
+
+impl NodeKind {
+    pub(crate) fn from_code(code: u32) -> NodeKind {
+        match code {
+            0 => NodeKind::Kernel,
+            1 => NodeKind::Memcpy,
+            2 => NodeKind::Memset,
+            3 => NodeKind::Host,
+            4 => NodeKind::ChildGraph,
+            5 => NodeKind::Empty,
+            6 => NodeKind::EventWait,
+            7 => NodeKind::EventRecord,
+            8 => NodeKind::SemaphoreSignal,
+            9 => NodeKind::SemaphoreWait,
+            10 => NodeKind::MemAlloc,
+            11 => NodeKind::MemFree,
+            12 => NodeKind::BatchMemOp,
+            13 => NodeKind::Conditional,
+            other => NodeKind::Other(other),
+        }
+    }
+}
+
+/// A kernel node's launch shape, as the driver holds it (`cuGraphKernelNodeGetParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct KernelNodeParams {
+    /// Blocks in the grid.
+    pub grid: [u32; 3],
+    /// Threads in a block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_memory_bytes: u32,
+}
+
+/// Memory allocated by a graph's memory-allocation node ([`BuildGraph::add_alloc`]): it
+/// exists while the graph runs, from that node until the free node that takes this value
+/// ([`BuildGraph::add_free`]), or, without one, until freed on the device's default pool's
+/// terms (see [`GraphOptions::auto_free_on_launch`](crate::GraphOptions::auto_free_on_launch)).
+/// Pass [`GraphAllocation::ptr`] to the graph's kernels between the two nodes.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct GraphAllocation {
+    node: GraphNode,
+    ptr: DevicePtr,
+    size: usize,
+}
+
+impl GraphAllocation {
+    /// The allocation node.
+    pub fn node(&self) -> GraphNode {
+        self.node
+    }
+
+    /// The address it has while the graph runs (the same on every launch).
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+/// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), or an
+/// `Arc<Buffer>` (passed as its address, and kept alive by the graph). Sealed.
+pub trait GraphArg: sealed::Arg {}
+
+impl<T: DeviceRepr> GraphArg for T {}
+impl GraphArg for Arc<Buffer> {}
+
+mod sealed {
+    use std::ffi::c_void;
+    use std::sync::Arc;
+
+    use crate::memory::Buffer;
+
+    /// Only the implementations here: a value's bytes are itself, a buffer's are its address.
+    pub trait Arg {
+        fn bytes(&self) -> (*const c_void, usize);
+        fn buffer(&self) -> Option<&Arc<Buffer>>;
+    }
+
+    impl<T: crate::launch::DeviceRepr> Arg for T {
+        fn bytes(&self) -> (*const c_void, usize) {
+            ((self as *const T).cast(), std::mem::size_of::<T>())
+        }
+
+        fn buffer(&self) -> Option<&Arc<Buffer>> {
+            None
+        }
+    }
+
+    impl Arg for Arc<Buffer> {
+        fn bytes(&self) -> (*const c_void, usize) {
+            (
+                (self.ptr_ref() as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        }
+
+        fn buffer(&self) -> Option<&Arc<Buffer>> {
+            Some(self)
+        }
+    }
+}
+
+/// A kernel node's arguments, checked against the kernel: their addresses for the driver
+/// and the buffers among them.
+pub(crate) struct KernelArgs<'a> {
+    pointers: Vec<*mut c_void>,
+    pub(crate) buffers: Vec<Arc<Buffer>>,
+    _args: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> KernelArgs<'a> {
+    /// [`launch`](crate::launch)'s checks for a node of `context`, and the arguments' bytes.
+    pub(crate) fn prepare(
+        context: &Context,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &'a [&'a dyn GraphArg],
+    ) -> Result<KernelArgs<'a>> {
+        let sizes: Vec<usize> = args.iter().map(|arg| arg.bytes().1).collect();
+        crate::launch::validate_node(context, config, kernel, &sizes)?;
+        let mut buffers = Vec::new();
+        for (index, buffer) in args.iter().filter_map(|arg| arg.buffer()).enumerate() {
+            check_buffer(buffer, context, "args").map_err(|e| with_index(e, index))?;
+            buffers.push(buffer.clone());
+        }
+        Ok(KernelArgs {
+            pointers: args.iter().map(|arg| arg.bytes().0.cast_mut()).collect(),
+            buffers,
+            _args: std::marker::PhantomData,
+        })
+    }
+
+    /// The driver's parameters, pointing into these arguments.
+    pub(crate) fn spec(
+        &self,
+        context: &Context,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+    ) -> KernelNodeSpec {
+        KernelNodeSpec {
+            kernel: kernel.handle(),
+            context: context.handle(),
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_memory_bytes,
+            args: self.pointers.as_ptr().cast_mut(),
+        }
+    }
+}
+
+fn with_index(error: Error, index: usize) -> Error {
+    match error {
+        Error::InvalidArgument { name, reason } => Error::InvalidArgument {
+            name,
+            reason: format!("buffer argument {index}: {reason}"),
+        },
+        other => other,
+    }
+}
+
+/// Refuses a buffer the graph's device cannot use.
+fn check_buffer(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
+    if !buffer.is_device_accessible() {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: "its memory is not accessible from devices".to_owned(),
+        });
+    }
+    let device = context.device();
+    match buffer.device() {
+        Some(own) if own != device && !buffer.memory_resource().is_accessible_from(device)? => {
+            Err(Error::InvalidArgument {
+                name,
+                reason: format!(
+                    "its memory is on device {} and not accessible from the graph's device {}",
+                    own.ordinal(),
+                    device.ordinal()
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a node that is not one of `graph`'s, as handed out and not removed.
+pub(crate) fn check_node(
+    state: &GraphState,
+    graph: GraphHandle,
+    node: GraphNode,
+    name: &'static str,
+) -> Result<()> {
+    if node.graph != graph {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: "the node belongs to another graph".to_owned(),
+        });
+    }
+    if !state.nodes.contains(&(graph, node.handle)) {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: "the node was removed from the graph, or not handed out by it".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Notes `handle` as a node of `graph` handed out.
+pub(crate) fn note(
+    state: &mut GraphState,
+    graph: GraphHandle,
+    handle: GraphNodeHandle,
+) -> GraphNode {
+    state.nodes.insert((graph, handle));
+    GraphNode { handle, graph }
+}
+
+/// Where [`BuildGraph`]'s methods add nodes: a graph (`graph`), the root graph whose driver
+/// references hold what it keeps (`root`), and the root's state. Public in name only (this
+/// module is private), so that the sealed trait may return it.
+pub struct Target<'a> {
+    pub(crate) graph: GraphHandle,
+    pub(crate) root: GraphHandle,
+    pub(crate) context: &'a Context,
+    pub(crate) state: &'a mut GraphState,
+}
+
+mod seal {
+    /// Gives [`BuildGraph`](super::BuildGraph) its target; only the crate's types have one.
+    pub trait Buildable {
+        #[doc(hidden)]
+        fn target(&mut self) -> super::Target<'_>;
+    }
+}
+
+impl seal::Buildable for Graph {
+    fn target(&mut self) -> Target<'_> {
+        Target {
+            graph: self.handle,
+            root: self.handle,
+            context: &self.context,
+            state: &mut self.state,
+        }
+    }
+}
+
+/// The body of a conditional node: a graph owned by its node, built with [`BuildGraph`]
+/// while the root graph is borrowed. What its nodes refer to is kept alive by the root graph.
+pub struct GraphBody<'g> {
+    pub(crate) target: Target<'g>,
+}
+
+impl std::fmt::Debug for GraphBody<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBody")
+            .field("handle", &self.target.graph.0)
+            .finish()
+    }
+}
+
+impl seal::Buildable for GraphBody<'_> {
+    fn target(&mut self) -> Target<'_> {
+        Target {
+            graph: self.target.graph,
+            root: self.target.root,
+            context: self.target.context,
+            state: self.target.state,
+        }
+    }
+}
+
+impl Target<'_> {
+    fn deps(&self, deps: &[GraphNode]) -> Result<Vec<GraphNodeHandle>> {
+        deps.iter()
+            .map(|&dep| check_node(self.state, self.graph, dep, "deps").map(|()| dep.handle))
+            .collect()
+    }
+
+    fn node(&mut self, handle: GraphNodeHandle) -> GraphNode {
+        note(self.state, self.graph, handle)
+    }
+
+    fn keep(&mut self, value: impl Send + 'static) {
+        self.state.keep.get_mut().push(Box::new(value));
+    }
+
+    fn keep_buffer(&mut self, buffer: &Arc<Buffer>) {
+        self.state.add_home(buffer.deallocation_stream());
+        self.keep(buffer.clone());
+    }
+
+    fn check_event(&self, event: &Event) -> Result<()> {
+        if event.context().handle() != self.context.handle() {
+            return Err(Error::InvalidArgument {
+                name: "event",
+                reason: "the event is of another context than the graph".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Adding, connecting, reading and removing the nodes of a [`Graph`] (or of a conditional
+/// node's [`GraphBody`]).
+///
+/// Each node is added after the nodes in `deps` (its dependencies, of the same graph). What
+/// a node refers to is kept alive by the graph, its clones, its executable graphs and their
+/// queued launches: kernels, buffers (given as `Arc<Buffer>`), events (as `Arc<Event>`),
+/// host functions, host data copied from, and child graphs' contents. So every node but the
+/// kernel node is safe to add, and launching the graph is safe.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use cuda_core::{Allocate, BuildGraph, Device, Graph, GraphOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let a = Arc::new(device.memory_resource()?.allocate(1024, &stream)?);
+/// let b = Arc::new(device.memory_resource()?.allocate(1024, &stream)?);
+/// let mut graph = Graph::new(device)?;
+/// let fill = graph.add_fill(&[], &a, 7u32)?;
+/// let copy = graph.add_copy(&[fill], &a, &b)?;
+/// graph.add_host(&[copy], || println!("copied"))?;
+/// let exec = graph.instantiate(GraphOptions::default())?;
+/// drop((graph, a)); // the executable graph keeps `a` alive
+/// exec.launch(&stream)?;
+/// assert!(b.to_vec::<u32>(&stream)?.iter().all(|&x| x == 7));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+pub trait BuildGraph: seal::Buildable {
+    /// A node that does nothing, to join or fork dependencies (`cuGraphAddEmptyNode`).
+    #[doc(alias = "cuGraphAddEmptyNode")]
+    fn add_empty(&mut self, deps: &[GraphNode]) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        let driver = target.context.driver();
+        let handle = driver.graph_add_empty_node(target.graph, &deps)?;
+        Ok(target.node(handle))
+    }
+
+    /// A kernel launch node (`cuGraphAddKernelNode`), checked as [`launch`](crate::launch)
+    /// checks its launch against the graph's device: the launch shape, and the number and
+    /// sizes of the arguments. Clusters, cooperative launches and launch attributes are
+    /// refused here (capture a launch that has them). The kernel and the buffers among the
+    /// arguments are kept alive with the graph.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](crate::launch), for every launch of the graph: the kernel must only
+    /// access memory that its arguments make valid for it (buffers in bounds; raw
+    /// [`DevicePtr`] arguments, such as a [`GraphAllocation`]'s, to memory allocated whenever
+    /// the node runs), and nothing may use the memory it writes while the graph runs.
+    #[doc(alias = "cuGraphAddKernelNode")]
+    unsafe fn add_kernel(
+        &mut self,
+        deps: &[GraphNode],
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn GraphArg],
+    ) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        let prepared = KernelArgs::prepare(target.context, config, kernel, args)?;
+        let spec = prepared.spec(target.context, config, kernel);
+        // SAFETY: `spec.args` points at one value per parameter, checked against the kernel's
+        // parameters, alive for the call (the driver copies them); the caller vouches for
+        // what the kernel does with them.
+        let handle = unsafe {
+            target
+                .context
+                .driver()
+                .graph_add_kernel_node(target.graph, &deps, &spec)
+        }?;
+        target.keep(kernel.clone());
+        for buffer in &prepared.buffers {
+            target.keep_buffer(buffer);
+        }
+        Ok(target.node(handle))
+    }
+
+    /// A node that fills `dst` with `value` repeated (`cuGraphAddMemsetNode`): its size must
+    /// be a multiple of the value's, and its address aligned to it.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    fn add_fill<P: FillPattern>(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &Arc<Buffer>,
+        value: P,
+    ) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        check_buffer(dst, target.context, "dst")?;
+        let width = std::mem::size_of::<P>();
+        if dst.size() % width != 0 || dst.ptr().0 % width as u64 != 0 {
+            return Err(Error::InvalidArgument {
+                name: "value",
+                reason: format!(
+                    "a {width}-byte pattern needs a buffer of a multiple of {width} bytes at a \
+                     {width}-byte aligned address (it has {} bytes at {:#x})",
+                    dst.size(),
+                    dst.ptr().0
+                ),
+            });
+        }
+        let memset = MemsetSpec {
+            dst: dst.ptr().0,
+            value: value.pattern(),
+            element_size: width as u32,
+            count: dst.size() / width,
+        };
+        let context = target.context;
+        let handle = context.driver().graph_add_memset_node(
+            target.graph,
+            &deps,
+            &memset,
+            context.handle(),
+        )?;
+        target.keep_buffer(dst);
+        Ok(target.node(handle))
+    }
+
+    /// A node that copies `src` into `dst` (`cuGraphAddMemcpyNode`); sizes must match.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    fn add_copy(
+        &mut self,
+        deps: &[GraphNode],
+        src: &Arc<Buffer>,
+        dst: &Arc<Buffer>,
+    ) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        same_size(src.size(), dst.size(), "dst")?;
+        for (buffer, name) in [(src, "src"), (dst, "dst")] {
+            if !buffer.is_host_accessible() {
+                check_buffer(buffer, target.context, name)?;
+            }
+        }
+        let copy = CopySpec {
+            dst: dst.ptr().0,
+            src: src.ptr().0,
+            src_host: false,
+            bytes: src.size(),
+        };
+        let handle = add_memcpy(&target, &deps, &copy)?;
+        target.keep_buffer(src);
+        target.keep_buffer(dst);
+        Ok(target.node(handle))
+    }
+
+    /// A node that copies host data into `dst` (`cuGraphAddMemcpyNode`); the graph owns the
+    /// data (every launch copies the same values). Sizes in bytes must match.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    fn add_copy_from_host<T: Pod>(
+        &mut self,
+        deps: &[GraphNode],
+        src: Vec<T>,
+        dst: &Arc<Buffer>,
+    ) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        let bytes = std::mem::size_of_val(src.as_slice());
+        same_size(bytes, dst.size(), "dst")?;
+        if !dst.is_host_accessible() {
+            check_buffer(dst, target.context, "dst")?;
+        }
+        let copy = CopySpec {
+            dst: dst.ptr().0,
+            src: src.as_ptr() as usize as u64,
+            src_host: true,
+            bytes,
+        };
+        let handle = add_memcpy(&target, &deps, &copy)?;
+        // The vector's heap memory does not move with it.
+        target.keep(src);
+        target.keep_buffer(dst);
+        Ok(target.node(handle))
+    }
+
+    /// A node that runs `f` on a driver thread each time the graph reaches it, holding back
+    /// its dependents until it returns (`cuGraphAddHostNode`). The graph owns `f`.
+    ///
+    /// `f` must not call CUDA (the driver forbids it in host functions and may deadlock); a
+    /// panic in `f` aborts the process, as unwinding into the driver would be undefined.
+    #[doc(alias = "cuGraphAddHostNode")]
+    fn add_host<F: Fn() + Send + Sync + 'static>(
+        &mut self,
+        deps: &[GraphNode],
+        f: F,
+    ) -> Result<GraphNode> {
+        unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
+            // SAFETY: `data` is the boxed closure the graph keeps alive while the driver may
+            // run the node; it is only read.
+            let f = unsafe { &*data.cast_const().cast::<F>() };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                std::process::abort();
+            }
+        }
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        let boxed = Box::new(f);
+        let data = (&*boxed as *const F).cast_mut().cast::<c_void>();
+        let driver = target.context.driver();
+        let handle = driver.graph_add_host_node(target.graph, &deps, trampoline::<F>, data)?;
+        target.keep(boxed);
+        Ok(target.node(handle))
+    }
+
+    /// A node that records `event` (`cuGraphAddEventRecordNode`); the event must be of the
+    /// graph's context.
+    #[doc(alias = "cuGraphAddEventRecordNode")]
+    fn add_event_record(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        target.check_event(event)?;
+        let driver = target.context.driver();
+        let handle = driver.graph_add_event_record_node(target.graph, &deps, event.handle())?;
+        // Recorded elsewhere from now on: its completion is asked of the driver.
+        event.note_record();
+        target.keep(event.clone());
+        Ok(target.node(handle))
+    }
+
+    /// A node that waits for `event`'s last record before its dependents run
+    /// (`cuGraphAddEventWaitNode`); the event must be of the graph's context.
+    #[doc(alias = "cuGraphAddEventWaitNode")]
+    fn add_event_wait(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        target.check_event(event)?;
+        let driver = target.context.driver();
+        let handle = driver.graph_add_event_wait_node(target.graph, &deps, event.handle())?;
+        target.keep(event.clone());
+        Ok(target.node(handle))
+    }
+
+    /// A node that runs a copy of `child` (`cuGraphAddChildGraphNode`): later changes to
+    /// `child` do not reach it. What `child` keeps alive, this graph keeps too. The driver
+    /// refuses a child with memory nodes.
+    #[doc(alias = "cuGraphAddChildGraphNode")]
+    fn add_child(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        if child.context.handle() != target.context.handle() {
+            return Err(Error::InvalidArgument {
+                name: "child",
+                reason: "the child graph is of another context".to_owned(),
+            });
+        }
+        let driver = target.context.driver();
+        let mut theirs = child.state.keep.borrow_mut();
+        theirs.flush(driver, child.handle)?;
+        let handle = driver.graph_add_child_node(target.graph, &deps, child.handle)?;
+        theirs.share(driver, target.root, target.state.keep.get_mut())?;
+        for home in &child.state.homes {
+            target.state.add_home(home);
+        }
+        Ok(target.node(handle))
+    }
+
+    /// A node that allocates `bytes` of device memory on the graph's device each time it runs
+    /// (`cuGraphAddMemAllocNode`), from the graph memory pool; free it with
+    /// [`BuildGraph::add_free`]. The driver allows memory nodes only in a graph that is not a
+    /// child graph, and refuses to launch a graph again while its last allocations are unfreed
+    /// (unless [`GraphOptions::auto_free_on_launch`](crate::GraphOptions::auto_free_on_launch)).
+    #[doc(alias = "cuGraphAddMemAllocNode")]
+    fn add_alloc(&mut self, deps: &[GraphNode], bytes: usize) -> Result<GraphAllocation> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                name: "bytes",
+                reason: "an allocation node needs a size above zero".to_owned(),
+            });
+        }
+        let context = target.context;
+        let ordinal = context.device().ordinal() as i32;
+        let (handle, ptr) = context.with_current(|driver| {
+            driver.graph_add_mem_alloc_node(target.graph, &deps, ordinal, bytes)
+        })?;
+        Ok(GraphAllocation {
+            node: target.node(handle),
+            ptr: DevicePtr(ptr),
+            size: bytes,
+        })
+    }
+
+    /// A node that frees `allocation` (made by this graph's [`BuildGraph::add_alloc`]) each
+    /// time it runs (`cuGraphAddMemFreeNode`).
+    #[doc(alias = "cuGraphAddMemFreeNode")]
+    fn add_free(&mut self, deps: &[GraphNode], allocation: GraphAllocation) -> Result<GraphNode> {
+        let mut target = self.target();
+        let deps = target.deps(deps)?;
+        check_node(target.state, target.graph, allocation.node, "allocation")?;
+        let driver = target.context.driver();
+        let handle = driver.graph_add_mem_free_node(target.graph, &deps, allocation.ptr.0)?;
+        Ok(target.node(handle))
+    }
+
+    /// Adds the edges `from -> to` of each pair (`cuGraphAddDependencies`): `to` runs after
+    /// `from`.
+    #[doc(alias = "cuGraphAddDependencies")]
+    fn add_dependencies(&mut self, edges: &[(GraphNode, GraphNode)]) -> Result<()> {
+        let target = self.target();
+        let (from, to) = edge_handles(&target, edges)?;
+        target
+            .context
+            .driver()
+            .graph_add_dependencies(target.graph, &from, &to)
+    }
+
+    /// Removes the edges `from -> to` of each pair (`cuGraphRemoveDependencies`).
+    #[doc(alias = "cuGraphRemoveDependencies")]
+    fn remove_dependencies(&mut self, edges: &[(GraphNode, GraphNode)]) -> Result<()> {
+        let target = self.target();
+        let (from, to) = edge_handles(&target, edges)?;
+        target
+            .context
+            .driver()
+            .graph_remove_dependencies(target.graph, &from, &to)
+    }
+
+    /// The graph's nodes (`cuGraphGetNodes`).
+    #[doc(alias = "cuGraphGetNodes")]
+    fn nodes(&mut self) -> Result<Vec<GraphNode>> {
+        let mut target = self.target();
+        let handles = target.context.driver().graph_nodes(target.graph)?;
+        Ok(handles.into_iter().map(|h| target.node(h)).collect())
+    }
+
+    /// The nodes without dependencies (`cuGraphGetRootNodes`).
+    #[doc(alias = "cuGraphGetRootNodes")]
+    fn root_nodes(&mut self) -> Result<Vec<GraphNode>> {
+        let mut target = self.target();
+        let handles = target.context.driver().graph_root_nodes(target.graph)?;
+        Ok(handles.into_iter().map(|h| target.node(h)).collect())
+    }
+
+    /// The graph's edges, each `(from, to)` (`cuGraphGetEdges`).
+    #[doc(alias = "cuGraphGetEdges")]
+    fn edges(&mut self) -> Result<Vec<(GraphNode, GraphNode)>> {
+        let mut target = self.target();
+        let pairs = target.context.driver().graph_edges(target.graph)?;
+        Ok(pairs
+            .into_iter()
+            .map(|(from, to)| (target.node(from), target.node(to)))
+            .collect())
+    }
+
+    /// What `node` does (`cuGraphNodeGetType`).
+    #[doc(alias = "cuGraphNodeGetType")]
+    fn node_kind(&mut self, node: GraphNode) -> Result<NodeKind> {
+        let target = self.target();
+        check_node(target.state, target.graph, node, "node")?;
+        let code = target.context.driver().graph_node_type(node.handle)?;
+        Ok(NodeKind::from_code(code))
+    }
+
+    /// The nodes `node` runs after (`cuGraphNodeGetDependencies`).
+    #[doc(alias = "cuGraphNodeGetDependencies")]
+    fn dependencies(&mut self, node: GraphNode) -> Result<Vec<GraphNode>> {
+        neighbours(self.target(), node, false)
+    }
+
+    /// The nodes that run after `node` (`cuGraphNodeGetDependentNodes`).
+    #[doc(alias = "cuGraphNodeGetDependentNodes")]
+    fn dependents(&mut self, node: GraphNode) -> Result<Vec<GraphNode>> {
+        neighbours(self.target(), node, true)
+    }
+
+    /// Removes `node` and its edges (`cuGraphDestroyNode`). What it referred to stays kept
+    /// with the graph.
+    #[doc(alias = "cuGraphDestroyNode")]
+    fn remove_node(&mut self, node: GraphNode) -> Result<()> {
+        let target = self.target();
+        check_node(target.state, target.graph, node, "node")?;
+        target.context.driver().graph_destroy_node(node.handle)?;
+        target.state.nodes.remove(&(target.graph, node.handle));
+        Ok(())
+    }
+
+    /// A kernel node's launch shape (`cuGraphKernelNodeGetParams`).
+    #[doc(alias = "cuGraphKernelNodeGetParams")]
+    fn kernel_node(&mut self, node: GraphNode) -> Result<KernelNodeParams> {
+        let target = self.target();
+        check_kernel_node(&target, node)?;
+        let spec = target.context.driver().graph_kernel_node_get(node.handle)?;
+        Ok(KernelNodeParams {
+            grid: spec.grid,
+            block: spec.block,
+            shared_memory_bytes: spec.shared_mem_bytes,
+        })
+    }
+
+    /// Changes a kernel node's kernel, launch shape and arguments
+    /// (`cuGraphKernelNodeSetParams`), checked as [`BuildGraph::add_kernel`] checks them.
+    /// Executable graphs made before keep what they were instantiated with.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BuildGraph::add_kernel`].
+    #[doc(alias = "cuGraphKernelNodeSetParams")]
+    unsafe fn set_kernel_node(
+        &mut self,
+        node: GraphNode,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn GraphArg],
+    ) -> Result<()> {
+        let mut target = self.target();
+        check_kernel_node(&target, node)?;
+        let prepared = KernelArgs::prepare(target.context, config, kernel, args)?;
+        let spec = prepared.spec(target.context, config, kernel);
+        // SAFETY: as in `add_kernel`.
+        unsafe {
+            target
+                .context
+                .driver()
+                .graph_kernel_node_set(node.handle, &spec)
+        }?;
+        target.keep(kernel.clone());
+        for buffer in &prepared.buffers {
+            target.keep_buffer(buffer);
+        }
+        Ok(())
+    }
+}
+
+impl BuildGraph for Graph {}
+impl BuildGraph for GraphBody<'_> {}
+
+fn add_memcpy(
+    target: &Target<'_>,
+    deps: &[GraphNodeHandle],
+    copy: &CopySpec,
+) -> Result<GraphNodeHandle> {
+    let context = target.context;
+    context
+        .driver()
+        .graph_add_memcpy_node(target.graph, deps, copy, context.handle())
+}
+
+fn same_size(src: usize, dst: usize, name: &'static str) -> Result<()> {
+    if src == dst {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        name,
+        reason: format!("it holds {dst} bytes and the source {src}; copies need equal sizes"),
+    })
+}
+
+fn check_kernel_node(target: &Target<'_>, node: GraphNode) -> Result<()> {
+    check_node(target.state, target.graph, node, "node")?;
+    let code = target.context.driver().graph_node_type(node.handle)?;
+    if code != 0 {
+        return Err(Error::InvalidArgument {
+            name: "node",
+            reason: format!(
+                "it is a {:?} node, not a kernel node",
+                NodeKind::from_code(code)
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn edge_handles(
+    target: &Target<'_>,
+    edges: &[(GraphNode, GraphNode)],
+) -> Result<(Vec<GraphNodeHandle>, Vec<GraphNodeHandle>)> {
+    let mut from = Vec::with_capacity(edges.len());
+    let mut to = Vec::with_capacity(edges.len());
+    for &(a, b) in edges {
+        check_node(target.state, target.graph, a, "edges")?;
+        check_node(target.state, target.graph, b, "edges")?;
+        from.push(a.handle);
+        to.push(b.handle);
+    }
+    Ok((from, to))
+}
+
+fn neighbours(mut target: Target<'_>, node: GraphNode, dependents: bool) -> Result<Vec<GraphNode>> {
+    check_node(target.state, target.graph, node, "node")?;
+    let handles = target
+        .context
+        .driver()
+        .graph_node_neighbours(node.handle, dependents)?;
+    Ok(handles.into_iter().map(|h| target.node(h)).collect())
+}
