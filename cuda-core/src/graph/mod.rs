@@ -494,6 +494,33 @@ impl GraphExec {
     }
 }
 
+impl Device {
+    /// The device's graph memory (what graphs' allocation nodes use, [`BuildGraph::add_alloc`]
+    /// and captured stream-ordered allocations), in bytes (`cuDeviceGetGraphMemAttribute`).
+    #[doc(alias = "cuDeviceGetGraphMemAttribute")]
+    pub fn graph_memory_usage(&self) -> Result<crate::PoolUsage> {
+        let ordinal = self.ordinal() as i32;
+        self.primary_context()?.with_current(|driver| {
+            let get = |attribute| driver.device_graph_mem_attribute(ordinal, attribute);
+            Ok(crate::PoolUsage {
+                used_current: get(0)?,
+                used_high: get(1)?,
+                reserved_current: get(2)?,
+                reserved_high: get(3)?,
+            })
+        })
+    }
+
+    /// Hands the graph memory no graph allocation uses back to the system
+    /// (`cuDeviceGraphMemTrim`).
+    #[doc(alias = "cuDeviceGraphMemTrim")]
+    pub fn trim_graph_memory(&self) -> Result<()> {
+        let ordinal = self.ordinal() as i32;
+        self.primary_context()?
+            .with_current(|driver| driver.device_graph_mem_trim(ordinal))
+    }
+}
+
 /// What a `CUgraphExecUpdateResult` means.
 fn update_reason(code: u32) -> String {
     match code {

@@ -11,6 +11,10 @@ use crate::error::Result;
 
 /// Stream capture, graphs and executable graphs.
 pub(crate) trait GraphApi {
+    /// `cuDeviceGetGraphMemAttribute` of a `u64` attribute (`CUgraphMem_attribute`).
+    fn device_graph_mem_attribute(&self, device: DeviceHandle, attribute: u32) -> Result<u64>;
+    /// `cuDeviceGraphMemTrim`.
+    fn device_graph_mem_trim(&self, device: DeviceHandle) -> Result<()>;
     /// `cuStreamBeginCapture` with a `CUstreamCaptureMode`.
     fn stream_begin_capture(&self, stream: StreamHandle, mode: u32) -> Result<()>;
     /// `cuStreamEndCapture`: the captured graph.

@@ -4,6 +4,24 @@
 macro_rules! impl_graph_api {
     ($name:ident, $sys:ident) => {
         impl $crate::driver::api::GraphApi for $name {
+            fn device_graph_mem_attribute(
+                &self,
+                device: DeviceHandle,
+                attribute: u32,
+            ) -> Result<u64> {
+                let mut value = 0u64;
+                call!(self.cuDeviceGetGraphMemAttribute(
+                    device,
+                    $sys::CUgraphMem_attribute_enum(attribute),
+                    (&mut value as *mut u64).cast()
+                ))?;
+                Ok(value)
+            }
+
+            fn device_graph_mem_trim(&self, device: DeviceHandle) -> Result<()> {
+                call!(self.cuDeviceGraphMemTrim(device))
+            }
+
             fn stream_begin_capture(&self, stream: StreamHandle, mode: u32) -> Result<()> {
                 call!(self.cuStreamBeginCapture(stream.0.cast(), $sys::CUstreamCaptureMode(mode)))
             }
