@@ -349,6 +349,10 @@ macro_rules! impl_graph_api {
             fn graph_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>> {
                 let mut count = 0;
                 call!(self.cuGraphGetNodes(graph.0.cast(), std::ptr::null_mut(), &mut count))?;
+                if count == 0 {
+                    // The driver refuses an array with a count of zero.
+                    return Ok(Vec::new());
+                }
                 let mut nodes = vec![GraphNodeHandle::NULL; count];
                 call!(self.cuGraphGetNodes(graph.0.cast(), nodes.as_mut_ptr().cast(), &mut count))?;
                 nodes.truncate(count);
@@ -358,6 +362,9 @@ macro_rules! impl_graph_api {
             fn graph_root_nodes(&self, graph: GraphHandle) -> Result<Vec<GraphNodeHandle>> {
                 let mut count = 0;
                 call!(self.cuGraphGetRootNodes(graph.0.cast(), std::ptr::null_mut(), &mut count))?;
+                if count == 0 {
+                    return Ok(Vec::new());
+                }
                 let mut nodes = vec![GraphNodeHandle::NULL; count];
                 call!(self.cuGraphGetRootNodes(
                     graph.0.cast(),
@@ -373,6 +380,9 @@ macro_rules! impl_graph_api {
                 graph: GraphHandle,
             ) -> Result<Vec<(GraphNodeHandle, GraphNodeHandle)>> {
                 let count = self.abi_graph_edges(graph, None)?;
+                if count == 0 {
+                    return Ok(Vec::new());
+                }
                 let mut from = vec![GraphNodeHandle::NULL; count];
                 let mut to = vec![GraphNodeHandle::NULL; count];
                 let count = self.abi_graph_edges(graph, Some((&mut from, &mut to)))?;
@@ -385,6 +395,9 @@ macro_rules! impl_graph_api {
                 dependents: bool,
             ) -> Result<Vec<GraphNodeHandle>> {
                 let count = self.abi_graph_node_neighbours(node, dependents, None)?;
+                if count == 0 {
+                    return Ok(Vec::new());
+                }
                 let mut nodes = vec![GraphNodeHandle::NULL; count];
                 let count = self.abi_graph_node_neighbours(node, dependents, Some(&mut nodes))?;
                 nodes.truncate(count);
