@@ -361,6 +361,11 @@ fn a_queued_graph_keeps_what_it_uses_until_done_and_releases_it_after() {
                     .unwrap();
             }
             let exec = graph.instantiate(GraphOptions::default()).unwrap();
+            // One launch of its own without the wait, so that the module is loaded (the 13
+            // driver loads it at its first launch).
+            // SAFETY: as above.
+            unsafe { launch(&a, &config, &kernel, &[&*x, &*out, &n, &0i64]) }.unwrap();
+            a.sync().unwrap();
             let (free_loaded, _) = device.memory_info().unwrap();
             // (Other tests' allocations come and go meanwhile: the margins allow 512 MiB of them.)
             assert!(
