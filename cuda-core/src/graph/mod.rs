@@ -33,6 +33,8 @@
 //! ```
 
 mod capture;
+mod conditional;
+mod device_launch;
 mod keep;
 mod node;
 
@@ -44,6 +46,8 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 pub use capture::{CaptureMode, CaptureStatus};
+pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
+pub use device_launch::DeviceGraphExec;
 pub use keep::{graph_releases, wait_for_graph_releases};
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
@@ -66,7 +70,8 @@ pub struct GraphOptions {
     /// Free the graph's unfreed memory allocations before each launch
     /// (`CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`).
     pub auto_free_on_launch: bool,
-    /// Instantiate for launches from the device (`CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`).
+    /// Instantiate for launches from the device (`CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`):
+    /// see [`GraphExec::device_handle`].
     pub device_launch: bool,
     /// Run the nodes with their own launch priorities
     /// (`CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`).
@@ -285,6 +290,7 @@ impl Graph {
             context: self.context.clone(),
             source: self.handle,
             homes: self.state.homes.clone(),
+            device_launch: options.device_launch,
             extras: Vec::new(),
             last: Cell::new(None),
             _not_sync: PhantomData,
@@ -301,6 +307,8 @@ pub struct GraphExec {
     source: GraphHandle,
     /// The streams its buffers are ordered on.
     homes: Vec<Stream>,
+    /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
+    device_launch: bool,
     /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
     extras: Vec<Kept>,
     /// The stream of its last launch, tracked only while `extras` holds anything.
@@ -378,7 +386,9 @@ impl GraphExec {
     }
 
     /// Makes the graph's device-side setup ahead of its first launch, in `stream`'s order
-    /// (`cuGraphUpload`), so that the first launch costs no more than later ones.
+    /// (`cuGraphUpload`), so that the first launch costs no more than later ones. A graph
+    /// launched from the device ([`DeviceGraphExec`]) must be uploaded before a kernel
+    /// launches it.
     #[doc(alias = "cuGraphUpload")]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
