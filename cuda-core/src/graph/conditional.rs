@@ -3,48 +3,6 @@
 //! bodies picked by the condition's value (SWITCH). The condition is a [`ConditionalHandle`]
 //! of the graph, set on the device by the graph's kernels with `cudaGraphSetConditional`, or
 //! given a default value that each launch starts with.
-//!
-//! The kernels that set a condition call the device runtime's `cudaGraphSetConditional`. NVRTC
-//! compiles such a call in one of three ways: with the function declared in the source, as the
-//! device runtime's header declares it (below; no option needed), with
-//! [`ProgramOptions::extensible_whole_program`](crate::ProgramOptions::extensible_whole_program)
-//! (the cubin loads as it is: do not hand it to a [`Linker`](crate::Linker), which drops its
-//! kernels), or with
-//! [`ProgramOptions::relocatable_device_code`](crate::ProgramOptions::relocatable_device_code)
-//! and then a [`Linker`](crate::Linker) link.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use cuda_core::{Allocate, BuildGraph, CodeType, Device, Graph, GraphOptions, LaunchConfig};
-//! use cuda_core::{Program, ProgramOptions, StreamOptions};
-//!
-//! const SOURCE: &str = r#"
-//! extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int);
-//! extern "C" __global__ void step(cudaGraphConditionalHandle again, unsigned* n, unsigned limit) {
-//!     unsigned now = ++*n;
-//!     cudaGraphSetConditional(again, now < limit);
-//! }
-//! "#;
-//! let device = Device::new(0)?;
-//! let code = Program::new(SOURCE, ProgramOptions::default()).compile(CodeType::Cubin, &[])?;
-//! let step = code.get_kernel("step")?;
-//! let stream = device.create_stream(StreamOptions::default())?;
-//! let counter = Arc::new(device.memory_resource()?.allocate(4, &stream)?);
-//! let mut graph = Graph::new(device)?;
-//! let zero = graph.add_fill(&[], &counter, 0u32)?;
-//! // Each launch starts with the condition at 1: the body runs at least once.
-//! let again = graph.conditional_handle(Some(1))?;
-//! let looping = graph.add_while(&[zero], again)?;
-//! let mut body = graph.body(&looping, 0)?;
-//! // SAFETY: one thread adds to the 4-byte counter.
-//! unsafe {
-//!     body.add_kernel(&[], &LaunchConfig::new([1, 1, 1], [1, 1, 1]), &step, &[&again, &counter, &10u32])?
-//! };
-//! let exec = graph.instantiate(GraphOptions::default())?;
-//! exec.launch(&stream)?;
-//! assert_eq!(counter.to_vec::<u32>(&stream)?, [10]);
-//! # Ok::<(), cuda_core::Error>(())
-//! ```
 
 use super::node::{check_node, sealed, GraphArg, GraphBody, GraphNode, Target};
 use crate::context::Context;
@@ -58,8 +16,50 @@ use crate::info::DriverVersion;
 ///
 /// It is a kernel argument of the graph's kernel nodes ([`GraphArg`]), passed as the
 /// `cudaGraphConditionalHandle` (a 64-bit integer) that device code gives
-/// `cudaGraphSetConditional(handle, value)`. Only a kernel of the graph that holds the
-/// conditional node may set it (and only from the graph's context).
+/// `cudaGraphSetConditional(handle, value)`. Only the kernels of the graph that holds the
+/// conditional node, or of its bodies, may set it (the driver ties it to the graph's context).
+///
+/// The kernels that set a condition call the device runtime's `cudaGraphSetConditional`. NVRTC
+/// compiles such a call in one of three ways: with the function declared in the source, as the
+/// device runtime's header declares it (as below; no option needed), with
+/// [`ProgramOptions::extensible_whole_program`](crate::ProgramOptions::extensible_whole_program)
+/// (the cubin loads as it is: do not hand it to a [`Linker`](crate::Linker), which drops its
+/// kernels), or with
+/// [`ProgramOptions::relocatable_device_code`](crate::ProgramOptions::relocatable_device_code)
+/// and then a [`Linker`](crate::Linker) link.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use cuda_core::{Allocate, BuildGraph, CodeType, Device, Graph, GraphOptions, LaunchConfig};
+/// use cuda_core::{Program, ProgramOptions, StreamOptions};
+///
+/// const SOURCE: &str = r#"
+/// extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int);
+/// extern "C" __global__ void step(cudaGraphConditionalHandle again, unsigned* n, unsigned limit) {
+///     unsigned now = ++*n;
+///     cudaGraphSetConditional(again, now < limit);
+/// }
+/// "#;
+/// let device = Device::new(0)?;
+/// let code = Program::new(SOURCE, ProgramOptions::default()).compile(CodeType::Cubin, &[])?;
+/// let step = code.get_kernel("step")?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let counter = Arc::new(device.memory_resource()?.allocate(4, &stream)?);
+/// let mut graph = Graph::new(device)?;
+/// let zero = graph.add_fill(&[], &counter, 0u32)?;
+/// // Each launch starts with the condition at 1: the body runs at least once.
+/// let again = graph.conditional_handle(Some(1))?;
+/// let looping = graph.add_while(&[zero], again)?;
+/// let mut body = graph.body(&looping, 0)?;
+/// // SAFETY: one thread adds to the 4-byte counter.
+/// unsafe {
+///     body.add_kernel(&[], &LaunchConfig::new([1, 1, 1], [1, 1, 1]), &step, &[&again, &counter, &10u32])?
+/// };
+/// let exec = graph.instantiate(GraphOptions::default())?;
+/// exec.launch(&stream)?;
+/// assert_eq!(counter.to_vec::<u32>(&stream)?, [10]);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[doc(alias = "CUgraphConditionalHandle")]
 pub struct ConditionalHandle {
@@ -117,15 +117,21 @@ impl ConditionalKind {
     /// The oldest driver that has it, and what to call it when refused.
     fn needs(self) -> (DriverVersion, &'static str) {
         match self {
-            ConditionalKind::If => (IF_AND_WHILE, "cuGraphAddNode of an IF conditional node"),
-            ConditionalKind::While => (IF_AND_WHILE, "cuGraphAddNode of a WHILE conditional node"),
+            ConditionalKind::If => (
+                IF_AND_WHILE,
+                "cuGraphAddNode of an IF conditional node (drivers 12.3 and newer)",
+            ),
+            ConditionalKind::While => (
+                IF_AND_WHILE,
+                "cuGraphAddNode of a WHILE conditional node (drivers 12.3 and newer)",
+            ),
             ConditionalKind::IfElse => (
                 ELSE_AND_SWITCH,
-                "cuGraphAddNode of an IF/ELSE conditional node (IF with two bodies)",
+                "cuGraphAddNode of an IF/ELSE conditional node (drivers 12.8 and newer)",
             ),
             ConditionalKind::Switch => (
                 ELSE_AND_SWITCH,
-                "cuGraphAddNode of a SWITCH conditional node",
+                "cuGraphAddNode of a SWITCH conditional node (drivers 12.8 and newer)",
             ),
         }
     }

@@ -1,44 +1,6 @@
 //! Device-side graph launch: an executable graph instantiated with
 //! [`GraphOptions::device_launch`](crate::GraphOptions::device_launch) and uploaded, launched by
 //! a kernel of another graph with the device runtime's `cudaGraphLaunch`.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use cuda_core::{Allocate, BuildGraph, CodeType, Device, Graph, GraphOptions, LaunchConfig};
-//! use cuda_core::{Program, ProgramOptions, StreamOptions};
-//!
-//! // The device runtime's entry point and stream names, as cuda_device_runtime_api.h has
-//! // them (or compile with `relocatable_device_code` and link, or `extensible_whole_program`).
-//! const SOURCE: &str = r#"
-//! extern "C" __device__ cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t);
-//! #define cudaStreamGraphFireAndForget ((cudaStream_t)0x0200000000000000)
-//! extern "C" __global__ void start(cudaGraphExec_t exec) {
-//!     cudaGraphLaunch(exec, cudaStreamGraphFireAndForget);
-//! }
-//! extern "C" __global__ void bump(unsigned* x) { atomicAdd(x, 1u); }
-//! "#;
-//! let device = Device::new(0)?;
-//! let code = Program::new(SOURCE, ProgramOptions::default()).compile(CodeType::Cubin, &[])?;
-//! let (start, bump) = (code.get_kernel("start")?, code.get_kernel("bump")?);
-//! let stream = device.create_stream(StreamOptions::default())?;
-//! let counter = Arc::new(device.memory_resource()?.allocate(4, &stream)?);
-//! counter.fill(0u32, &stream)?;
-//! let one = LaunchConfig::new([1, 1, 1], [1, 1, 1]);
-//!
-//! let mut work = Graph::new(device)?;
-//! // SAFETY: one thread adds to the 4-byte counter.
-//! unsafe { work.add_kernel(&[], &one, &bump, &[&counter])? };
-//! let work = work.instantiate(GraphOptions::default().with_device_launch(true))?;
-//! work.upload(&stream)?;
-//!
-//! let mut launcher = Graph::new(device)?;
-//! // SAFETY: `work` outlives every launch of `launcher` (synchronised below).
-//! unsafe { launcher.add_kernel(&[], &one, &start, &[&work.device_handle()?])? };
-//! let launcher = launcher.instantiate(GraphOptions::default())?;
-//! launcher.launch(&stream)?;
-//! assert_eq!(counter.to_vec::<u32>(&stream)?, [1]);
-//! # Ok::<(), cuda_core::Error>(())
-//! ```
 
 use super::GraphExec;
 use crate::error::{Error, Result};
@@ -64,6 +26,45 @@ use crate::launch::DeviceRepr;
 /// the caller's duty, under the safety contract of the kernel launch or node that passes it
 /// ([`BuildGraph::add_kernel`](crate::BuildGraph::add_kernel)): to the crate it is a raw
 /// handle argument.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use cuda_core::{Allocate, BuildGraph, CodeType, Device, Graph, GraphOptions, LaunchConfig};
+/// use cuda_core::{Program, ProgramOptions, StreamOptions};
+///
+/// // The device runtime's entry point and stream names, as cuda_device_runtime_api.h has
+/// // them (or compile with `relocatable_device_code` and link, or `extensible_whole_program`).
+/// const SOURCE: &str = r#"
+/// extern "C" __device__ cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t);
+/// #define cudaStreamGraphFireAndForget ((cudaStream_t)0x0200000000000000)
+/// extern "C" __global__ void start(cudaGraphExec_t exec) {
+///     cudaGraphLaunch(exec, cudaStreamGraphFireAndForget);
+/// }
+/// extern "C" __global__ void bump(unsigned* x) { atomicAdd(x, 1u); }
+/// "#;
+/// let device = Device::new(0)?;
+/// let code = Program::new(SOURCE, ProgramOptions::default()).compile(CodeType::Cubin, &[])?;
+/// let (start, bump) = (code.get_kernel("start")?, code.get_kernel("bump")?);
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let mut counter = device.memory_resource()?.allocate(4, &stream)?;
+/// counter.fill(0u32, &stream)?;
+/// let counter = Arc::new(counter);
+/// let one = LaunchConfig::new([1, 1, 1], [1, 1, 1]);
+///
+/// let mut work = Graph::new(device)?;
+/// // SAFETY: one thread adds to the 4-byte counter.
+/// unsafe { work.add_kernel(&[], &one, &bump, &[&counter])? };
+/// let work = work.instantiate(GraphOptions::default().with_device_launch(true))?;
+/// work.upload(&stream)?;
+///
+/// let mut launcher = Graph::new(device)?;
+/// // SAFETY: `work` outlives every launch of `launcher` (synchronised below).
+/// unsafe { launcher.add_kernel(&[], &one, &start, &[&work.device_handle()?])? };
+/// let launcher = launcher.instantiate(GraphOptions::default())?;
+/// launcher.launch(&stream)?;
+/// assert_eq!(counter.to_vec::<u32>(&stream)?, [1]);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 #[doc(alias = "cudaGraphExec_t")]
