@@ -201,8 +201,8 @@ fn assert_refused(result: cuda_core::Result<impl std::fmt::Debug>, argument: &st
 /// or fills the one given; handles carry their default and flag, are made in the graph (or
 /// body) they are asked of, and pass to kernels as their raw value. Refused before any driver
 /// call: a handle of another graph (or of a body, on the root, and the root's in a body), a
-/// body index out of range, a conditional node of another graph, a SWITCH of no cases, and a
-/// device handle of an executable graph not instantiated for device launch.
+/// body index out of range, a conditional node of another graph (or one removed), a SWITCH of
+/// no cases, and a device handle of an executable graph not instantiated for device launch.
 #[test]
 fn conditional_nodes_reach_the_driver_with_their_kind_bodies_and_handle() {
     for settings in [&[][..], &[("STANDIN_COND_FILL", "1")][..]] {
@@ -347,6 +347,11 @@ fn conditional_nodes_on_the_standin() {
     assert_refused(other.body(&branch, 0), "node", "another graph");
     let log = standin::log();
     assert!(log.is_empty(), "driver calls for refused inputs:\n{log}");
+
+    // A removed conditional node's bodies go with it.
+    graph.body(&switch, 2).unwrap().add_empty(&[]).unwrap();
+    graph.remove_node(switch.node()).unwrap();
+    assert_refused(graph.body(&switch, 2), "node", "removed");
 
     // Device handles: only of an executable graph instantiated for device launch.
     let host_only = other.instantiate(GraphOptions::default()).unwrap();

@@ -238,6 +238,7 @@ pub(super) fn add(
         cases,
     )?;
     let node = target.node(node);
+    target.state.bodies.insert(node.handle, bodies.clone());
     if bodies.len() != cases as usize || bodies.iter().any(|body| body.0.is_null()) {
         // The node is the graph's now; without its bodies it can only be removed.
         return Err(Error::NotSupported {

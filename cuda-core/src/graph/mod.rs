@@ -39,7 +39,7 @@ mod keep;
 mod node;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
@@ -114,9 +114,28 @@ pub(crate) struct GraphState {
     keep: RefCell<Keep>,
     homes: Vec<Stream>,
     nodes: HashSet<(GraphHandle, GraphNodeHandle)>,
+    /// The bodies of the conditional nodes handed out, which go with their node.
+    bodies: HashMap<GraphNodeHandle, Vec<GraphHandle>>,
 }
 
 impl GraphState {
+    /// Forgets `node` of `graph` (removed), and, for a conditional node, every node of its
+    /// bodies (destroyed with it), so that none of them passes a later check.
+    fn forget(&mut self, graph: GraphHandle, node: GraphNodeHandle) {
+        self.nodes.remove(&(graph, node));
+        for body in self.bodies.remove(&node).unwrap_or_default() {
+            let inside: Vec<GraphNodeHandle> = self
+                .nodes
+                .iter()
+                .filter(|&&(of, _)| of == body)
+                .map(|&(_, node)| node)
+                .collect();
+            for node in inside {
+                self.forget(body, node);
+            }
+        }
+    }
+
     /// Notes `stream` as one that a buffer the graph uses is ordered on.
     fn add_home(&mut self, stream: &Stream) {
         if !self.homes.iter().any(|home| home.same_as(stream)) {
@@ -516,5 +535,45 @@ fn update_reason(code: u32) -> String {
         8 => "a node's launch attributes changed in a way the driver cannot update".to_owned(),
         1 => "the update failed".to_owned(),
         other => format!("the update failed (CUgraphExecUpdateResult {other})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(n: usize) -> GraphHandle {
+        GraphHandle(n as *mut std::ffi::c_void)
+    }
+
+    fn node(n: usize) -> GraphNodeHandle {
+        GraphNodeHandle(n as *mut std::ffi::c_void)
+    }
+
+    /// A removed conditional node takes the nodes of its bodies with it, nested bodies too,
+    /// and nothing else: a node left noted in a destroyed body would pass the check of a
+    /// later body the driver happened to put at the same address.
+    #[test]
+    fn forgetting_a_conditional_node_forgets_its_bodies_nodes() {
+        let mut state = GraphState::default();
+        let (root, body_a, body_b, nested) = (graph(1), graph(2), graph(3), graph(4));
+        let noted = [
+            (root, node(10)),     // the conditional node, bodies a and b
+            (root, node(11)),     // a sibling
+            (body_a, node(20)),   // in body a: a conditional node with a nested body
+            (body_b, node(30)),   // in body b
+            (nested, node(40)),   // in the nested body
+            (body_a, node(21)),   // in body a
+            (graph(9), node(90)), // another conditional node's body, untouched
+        ];
+        state.nodes.extend(noted);
+        state.bodies.insert(node(10), vec![body_a, body_b]);
+        state.bodies.insert(node(20), vec![nested]);
+        state.bodies.insert(node(91), vec![graph(9)]);
+        state.forget(root, node(10));
+        let mut left: Vec<_> = state.nodes.iter().copied().collect();
+        left.sort_by_key(|&(_, n)| n.0 as usize);
+        assert_eq!(left, [(root, node(11)), (graph(9), node(90))]);
+        assert_eq!(state.bodies.keys().copied().collect::<Vec<_>>(), [node(91)]);
     }
 }

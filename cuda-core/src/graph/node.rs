@@ -708,8 +708,9 @@ pub trait BuildGraph: seal::Buildable {
 
     /// A WHILE node (`cuGraphAddNode`, `CU_GRAPH_COND_TYPE_WHILE`): its one body runs again
     /// and again while `handle`'s condition is nonzero, checked as the node is reached and
-    /// after each run (so a kernel of the body sets it for the next round). As for
-    /// [`BuildGraph::add_if`]; needs a 12.3 or newer driver.
+    /// after each run (so a kernel of the body sets it for the next round; a body that never
+    /// clears it runs until the process ends). As for [`BuildGraph::add_if`]; needs a 12.3 or
+    /// newer driver.
     #[doc(alias = "cuGraphAddNode")]
     #[doc(alias = "CU_GRAPH_COND_TYPE_WHILE")]
     fn add_while(
@@ -812,14 +813,15 @@ pub trait BuildGraph: seal::Buildable {
         neighbours(self.target(), node, true)
     }
 
-    /// Removes `node` and its edges (`cuGraphDestroyNode`). What it referred to stays kept
+    /// Removes `node` and its edges (`cuGraphDestroyNode`); a conditional node's bodies go
+    /// with it, and their nodes are refused from then on. What it referred to stays kept
     /// with the graph.
     #[doc(alias = "cuGraphDestroyNode")]
     fn remove_node(&mut self, node: GraphNode) -> Result<()> {
         let target = self.target();
         check_node(target.state, target.graph, node, "node")?;
         target.context.driver().graph_destroy_node(node.handle)?;
-        target.state.nodes.remove(&(target.graph, node.handle));
+        target.state.forget(target.graph, node.handle);
         Ok(())
     }
 

@@ -575,3 +575,8 @@ int cuGraphExecDestroy(void *exec) {
     note("cuGraphExecDestroy %s", name(exec, b));
     return 0;
 }
+int cuGraphDestroyNode(void *node) {
+    char b[16];
+    note("cuGraphDestroyNode %s", name(node, b));
+    return 0;
+}
