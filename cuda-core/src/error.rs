@@ -151,7 +151,8 @@ pub enum Error {
          the CUDA {abi} ABI); it needs a newer driver"
     )]
     NotSupported {
-        /// The driver function (its plain name).
+        /// The driver function (its plain name); for a feature that newer drivers added to
+        /// a function, the call, the feature and the drivers that have it.
         function: &'static str,
         /// The running driver's version.
         driver: DriverVersion,

@@ -53,9 +53,10 @@ pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use graph::{
-    graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus, DotOptions,
-    Graph, GraphAllocation, GraphArg, GraphBody, GraphExec, GraphNode, GraphOptions,
-    KernelNodeParams, NodeKind,
+    graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus,
+    ConditionalHandle, ConditionalKind, ConditionalNode, DeviceGraphExec, DotOptions, Graph,
+    GraphAllocation, GraphArg, GraphBody, GraphExec, GraphNode, GraphOptions, KernelNodeParams,
+    NodeKind,
 };
 pub use info::{
     driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,

@@ -17,6 +17,7 @@ mod default_resource;
 mod device;
 mod driver_info_example;
 mod globals;
+mod graph_conditional;
 mod graph_nodes;
 mod graphs;
 mod green_context;

@@ -55,6 +55,24 @@ impl Driver12 {
         }
     }
 
+    /// `cuGraphAddNode` (the 12.9 header's plain name takes no edge data).
+    fn abi_graph_add_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        params: &mut cuda_sys12::CUgraphNodeParams,
+    ) -> Result<GraphNodeHandle> {
+        let mut node = std::ptr::null_mut();
+        call!(self.cuGraphAddNode(
+            &mut node,
+            graph.0.cast(),
+            deps.as_ptr().cast(),
+            deps.len(),
+            params
+        ))?;
+        Ok(GraphNodeHandle(node.cast()))
+    }
+
     /// The number of edges, written into `into` where given.
     fn abi_graph_edges(
         &self,

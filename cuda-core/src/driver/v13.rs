@@ -66,6 +66,25 @@ impl Driver13 {
         }
     }
 
+    /// `cuGraphAddNode` (exported as `_v2`, with edge data: none here).
+    fn abi_graph_add_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        params: &mut cuda_sys13::CUgraphNodeParams,
+    ) -> Result<GraphNodeHandle> {
+        let mut node = std::ptr::null_mut();
+        call!(self.cuGraphAddNode(
+            &mut node,
+            graph.0.cast(),
+            deps.as_ptr().cast(),
+            std::ptr::null(),
+            deps.len(),
+            params
+        ))?;
+        Ok(GraphNodeHandle(node.cast()))
+    }
+
     /// The number of edges, written into `into` where given.
     fn abi_graph_edges(
         &self,

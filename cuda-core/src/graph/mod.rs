@@ -33,17 +33,21 @@
 //! ```
 
 mod capture;
+mod conditional;
+mod device_launch;
 mod keep;
 mod node;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
 pub use capture::{CaptureMode, CaptureStatus};
+pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
+pub use device_launch::DeviceGraphExec;
 pub use keep::{graph_releases, wait_for_graph_releases};
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
@@ -66,7 +70,8 @@ pub struct GraphOptions {
     /// Free the graph's unfreed memory allocations before each launch
     /// (`CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`).
     pub auto_free_on_launch: bool,
-    /// Instantiate for launches from the device (`CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`).
+    /// Instantiate for launches from the device (`CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`):
+    /// see [`GraphExec::device_handle`].
     pub device_launch: bool,
     /// Run the nodes with their own launch priorities
     /// (`CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`).
@@ -109,9 +114,28 @@ pub(crate) struct GraphState {
     keep: RefCell<Keep>,
     homes: Vec<Stream>,
     nodes: HashSet<(GraphHandle, GraphNodeHandle)>,
+    /// The bodies of the conditional nodes handed out, which go with their node.
+    bodies: HashMap<GraphNodeHandle, Vec<GraphHandle>>,
 }
 
 impl GraphState {
+    /// Forgets `node` of `graph` (removed), and, for a conditional node, every node of its
+    /// bodies (destroyed with it), so that none of them passes a later check.
+    fn forget(&mut self, graph: GraphHandle, node: GraphNodeHandle) {
+        self.nodes.remove(&(graph, node));
+        for body in self.bodies.remove(&node).unwrap_or_default() {
+            let inside: Vec<GraphNodeHandle> = self
+                .nodes
+                .iter()
+                .filter(|&&(of, _)| of == body)
+                .map(|&(_, node)| node)
+                .collect();
+            for node in inside {
+                self.forget(body, node);
+            }
+        }
+    }
+
     /// Notes `stream` as one that a buffer the graph uses is ordered on.
     fn add_home(&mut self, stream: &Stream) {
         if !self.homes.iter().any(|home| home.same_as(stream)) {
@@ -285,6 +309,7 @@ impl Graph {
             context: self.context.clone(),
             source: self.handle,
             homes: self.state.homes.clone(),
+            device_launch: options.device_launch,
             extras: Vec::new(),
             last: Cell::new(None),
             _not_sync: PhantomData,
@@ -301,6 +326,8 @@ pub struct GraphExec {
     source: GraphHandle,
     /// The streams its buffers are ordered on.
     homes: Vec<Stream>,
+    /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
+    device_launch: bool,
     /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
     extras: Vec<Kept>,
     /// The stream of its last launch, tracked only while `extras` holds anything.
@@ -378,7 +405,9 @@ impl GraphExec {
     }
 
     /// Makes the graph's device-side setup ahead of its first launch, in `stream`'s order
-    /// (`cuGraphUpload`), so that the first launch costs no more than later ones.
+    /// (`cuGraphUpload`), so that the first launch costs no more than later ones. A graph
+    /// launched from the device ([`DeviceGraphExec`]) must be uploaded before a kernel
+    /// launches it.
     #[doc(alias = "cuGraphUpload")]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
@@ -533,5 +562,45 @@ fn update_reason(code: u32) -> String {
         8 => "a node's launch attributes changed in a way the driver cannot update".to_owned(),
         1 => "the update failed".to_owned(),
         other => format!("the update failed (CUgraphExecUpdateResult {other})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(n: usize) -> GraphHandle {
+        GraphHandle(n as *mut std::ffi::c_void)
+    }
+
+    fn node(n: usize) -> GraphNodeHandle {
+        GraphNodeHandle(n as *mut std::ffi::c_void)
+    }
+
+    /// A removed conditional node takes the nodes of its bodies with it, nested bodies too,
+    /// and nothing else: a node left noted in a destroyed body would pass the check of a
+    /// later body the driver happened to put at the same address.
+    #[test]
+    fn forgetting_a_conditional_node_forgets_its_bodies_nodes() {
+        let mut state = GraphState::default();
+        let (root, body_a, body_b, nested) = (graph(1), graph(2), graph(3), graph(4));
+        let noted = [
+            (root, node(10)),     // the conditional node, bodies a and b
+            (root, node(11)),     // a sibling
+            (body_a, node(20)),   // in body a: a conditional node with a nested body
+            (body_b, node(30)),   // in body b
+            (nested, node(40)),   // in the nested body
+            (body_a, node(21)),   // in body a
+            (graph(9), node(90)), // another conditional node's body, untouched
+        ];
+        state.nodes.extend(noted);
+        state.bodies.insert(node(10), vec![body_a, body_b]);
+        state.bodies.insert(node(20), vec![nested]);
+        state.bodies.insert(node(91), vec![graph(9)]);
+        state.forget(root, node(10));
+        let mut left: Vec<_> = state.nodes.iter().copied().collect();
+        left.sort_by_key(|&(_, n)| n.0 as usize);
+        assert_eq!(left, [(root, node(11)), (graph(9), node(90))]);
+        assert_eq!(state.bodies.keys().copied().collect::<Vec<_>>(), [node(91)]);
     }
 }

@@ -4,6 +4,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use super::conditional::{self, ConditionalHandle, ConditionalKind, ConditionalNode};
 use super::{Graph, GraphState};
 use crate::context::Context;
 use crate::driver::{CopySpec, GraphHandle, GraphNodeHandle, KernelNodeSpec, MemsetSpec};
@@ -129,14 +130,15 @@ impl GraphAllocation {
     }
 }
 
-/// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), or an
-/// `Arc<Buffer>` (passed as its address, and kept alive by the graph). Sealed.
+/// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), an
+/// `Arc<Buffer>` (passed as its address, and kept alive by the graph), or a
+/// [`ConditionalHandle`] (passed as its raw handle). Sealed.
 pub trait GraphArg: sealed::Arg {}
 
 impl<T: DeviceRepr> GraphArg for T {}
 impl GraphArg for Arc<Buffer> {}
 
-mod sealed {
+pub(super) mod sealed {
     use std::ffi::c_void;
     use std::sync::Arc;
 
@@ -341,13 +343,13 @@ impl seal::Buildable for GraphBody<'_> {
 }
 
 impl Target<'_> {
-    fn deps(&self, deps: &[GraphNode]) -> Result<Vec<GraphNodeHandle>> {
+    pub(super) fn deps(&self, deps: &[GraphNode]) -> Result<Vec<GraphNodeHandle>> {
         deps.iter()
             .map(|&dep| check_node(self.state, self.graph, dep, "deps").map(|()| dep.handle))
             .collect()
     }
 
-    fn node(&mut self, handle: GraphNodeHandle) -> GraphNode {
+    pub(super) fn node(&mut self, handle: GraphNodeHandle) -> GraphNode {
         note(self.state, self.graph, handle)
     }
 
@@ -667,6 +669,79 @@ pub trait BuildGraph: seal::Buildable {
         Ok(target.node(handle))
     }
 
+    /// A condition for this graph's conditional nodes (`cuGraphConditionalHandleCreate`), to
+    /// be set by its kernels (see [`ConditionalHandle`]). With a `default`, each launch of
+    /// the graph starts with the condition at that value (`CU_GRAPH_COND_ASSIGN_DEFAULT`);
+    /// without one, the driver promises no value at a launch's start, and a kernel of the
+    /// graph must set it before its node is reached. Made in a body, it is for that
+    /// body's conditional nodes. A handle no conditional node takes may make the graph's
+    /// instantiation fail. Needs a 12.3 or newer driver ([`Error::NotSupported`] before).
+    #[doc(alias = "cuGraphConditionalHandleCreate")]
+    fn conditional_handle(&mut self, default: Option<u32>) -> Result<ConditionalHandle> {
+        conditional::handle(self.target(), default)
+    }
+
+    /// An IF node (`cuGraphAddNode`, `CU_GRAPH_COND_TYPE_IF`): its one body runs when
+    /// `handle`'s condition is nonzero as the node is reached. `handle` must be of this graph
+    /// ([`BuildGraph::conditional_handle`]). Needs a 12.3 or newer driver.
+    ///
+    /// A body may hold kernel, empty, fill, copy, child-graph and conditional nodes (the
+    /// driver refuses others), all of the graph's context; what they refer to is kept alive
+    /// with this graph, as for its own nodes.
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_IF")]
+    fn add_if(&mut self, deps: &[GraphNode], handle: ConditionalHandle) -> Result<ConditionalNode> {
+        conditional::add(self.target(), deps, handle, ConditionalKind::If, 1)
+    }
+
+    /// An IF/ELSE node (`cuGraphAddNode`, `CU_GRAPH_COND_TYPE_IF` with two bodies): body 0
+    /// runs when `handle`'s condition is nonzero, body 1 when it is zero. As for
+    /// [`BuildGraph::add_if`]; needs a 12.8 or newer driver.
+    #[doc(alias = "cuGraphAddNode")]
+    fn add_if_else(
+        &mut self,
+        deps: &[GraphNode],
+        handle: ConditionalHandle,
+    ) -> Result<ConditionalNode> {
+        conditional::add(self.target(), deps, handle, ConditionalKind::IfElse, 2)
+    }
+
+    /// A WHILE node (`cuGraphAddNode`, `CU_GRAPH_COND_TYPE_WHILE`): its one body runs again
+    /// and again while `handle`'s condition is nonzero, checked as the node is reached and
+    /// after each run (so a kernel of the body sets it for the next round; a body that never
+    /// clears it runs until the process ends). As for [`BuildGraph::add_if`]; needs a 12.3 or
+    /// newer driver.
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_WHILE")]
+    fn add_while(
+        &mut self,
+        deps: &[GraphNode],
+        handle: ConditionalHandle,
+    ) -> Result<ConditionalNode> {
+        conditional::add(self.target(), deps, handle, ConditionalKind::While, 1)
+    }
+
+    /// A SWITCH node (`cuGraphAddNode`, `CU_GRAPH_COND_TYPE_SWITCH`) with `cases` bodies (at
+    /// least one): body `n` runs when `handle`'s condition is `n`, none when it is `cases` or
+    /// more. As for [`BuildGraph::add_if`]; needs a 12.8 or newer driver.
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_SWITCH")]
+    fn add_switch(
+        &mut self,
+        deps: &[GraphNode],
+        handle: ConditionalHandle,
+        cases: u32,
+    ) -> Result<ConditionalNode> {
+        conditional::add(self.target(), deps, handle, ConditionalKind::Switch, cases)
+    }
+
+    /// Body `index` of `node` (a conditional node of this graph), to add nodes to while this
+    /// graph is borrowed: 0 for IF and WHILE, 0 (nonzero condition) or 1 (zero) for IF/ELSE,
+    /// the case for SWITCH.
+    fn body(&mut self, node: &ConditionalNode, index: usize) -> Result<GraphBody<'_>> {
+        conditional::body(self.target(), node, index)
+    }
+
     /// Adds the edges `from -> to` of each pair (`cuGraphAddDependencies`): `to` runs after
     /// `from`.
     #[doc(alias = "cuGraphAddDependencies")]
@@ -738,14 +813,15 @@ pub trait BuildGraph: seal::Buildable {
         neighbours(self.target(), node, true)
     }
 
-    /// Removes `node` and its edges (`cuGraphDestroyNode`). What it referred to stays kept
+    /// Removes `node` and its edges (`cuGraphDestroyNode`); a conditional node's bodies go
+    /// with it, and their nodes are refused from then on. What it referred to stays kept
     /// with the graph.
     #[doc(alias = "cuGraphDestroyNode")]
     fn remove_node(&mut self, node: GraphNode) -> Result<()> {
         let target = self.target();
         check_node(target.state, target.graph, node, "node")?;
         target.context.driver().graph_destroy_node(node.handle)?;
-        target.state.nodes.remove(&(target.graph, node.handle));
+        target.state.forget(target.graph, node.handle);
         Ok(())
     }
 

@@ -13,6 +13,10 @@
  *                            device D (so 8 devices spell out the code an accessor asked for)
  *   STANDIN_DEVICE1_CC=MAJOR device 1's compute capability major (default 9; device 0 is 9.0)
  *   STANDIN_PARAM_SIZE=BYTES the size of every kernel parameter (default 8)
+ *   STANDIN_VERSION=V        what cuDriverGetVersion answers (default 13000)
+ *   STANDIN_COND_FILL=1      cuGraphAddNode writes a conditional node's bodies into the array
+ *                            given (by default it points phGraph_out at an array of its own, as
+ *                            the CUDA headers describe)
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
  * driver does). */
 #include <math.h>
@@ -65,7 +69,7 @@ static long setting(const char *name, long fallback) {
 
 /* ---- objects: each handle points at one of these, named in the log by kind and number ----- */
 
-enum kind { CONTEXT = 1, STREAM, EVENT, POOL, LIBRARY, KERNEL };
+enum kind { CONTEXT = 1, STREAM, EVENT, POOL, LIBRARY, KERNEL, GRAPH, NODE, EXEC };
 
 struct object {
     int kind;
@@ -108,14 +112,15 @@ static const char *name(const void *handle, char *buf) {
     if ((uintptr_t)handle == 1) return "legacy";
     if ((uintptr_t)handle == 2) return "per-thread";
     const char *prefix = o->kind == CONTEXT ? "c" : o->kind == STREAM ? "s" : o->kind == EVENT ? "e"
-        : o->kind == POOL ? "p" : o->kind == KERNEL ? "k" : "x";
+        : o->kind == POOL ? "p" : o->kind == KERNEL ? "k" : o->kind == GRAPH ? "g"
+        : o->kind == NODE ? "n" : o->kind == EXEC ? "ge" : "x";
     sprintf(buf, "%s%d", prefix, o->kind == CONTEXT || o->kind == POOL ? o->device : o->id);
     return buf;
 }
 
 /* ---- the driver's functions --------------------------------------------------------------- */
 
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuDriverGetVersion(int *v) { *v = (int)setting("STANDIN_VERSION", 13000); return 0; }
 int cuInit(unsigned flags) {
     (void)flags;
     for (int d = 0; d < MAX_DEVICES; d++) {
@@ -261,7 +266,11 @@ int cuStreamEndCapture(void *s, void **graph) {
     return 0;
 }
 int cuStreamIsCapturing(void *s, int *status) { *status = capturing == s ? 1 : 0; return 0; }
-int cuGraphDestroy(void *graph) { note("cuGraphDestroy %s", graph == &graph_token ? "g" : "?"); return 0; }
+int cuGraphDestroy(void *graph) {
+    char b[16];
+    note("cuGraphDestroy %s", graph == &graph_token ? "g" : name(graph, b));
+    return 0;
+}
 int cuStreamGetPriority(void *s, int *priority) { (void)s; *priority = 0; return 0; }
 int cuStreamGetFlags(void *s, unsigned *flags) { (void)s; *flags = 1; return 0; }
 int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
@@ -463,5 +472,111 @@ int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params,
     }
     note("cuLaunchKernelEx %s on %s grid=%u attrs=%s", name(f, c), name(config->stream, b),
          config->grid[0], attrs);
+    return 0;
+}
+
+/* ---- graphs built node by node: graphs, empty and kernel nodes, conditional nodes --------- */
+
+int cuGraphCreate(void **graph, unsigned flags) {
+    char b[16];
+    struct object *g = make(GRAPH, current);
+    *graph = g;
+    note("cuGraphCreate %s flags=%u", name(g, b), flags);
+    return 0;
+}
+int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
+    char b[16], c[16];
+    (void)deps;
+    struct object *n = make(NODE, NULL);
+    *node = n;
+    note("cuGraphAddEmptyNode %s deps=%zu -> %s", name(graph, b), count, name(n, c));
+    return 0;
+}
+/* CUDA_KERNEL_NODE_PARAMS_v2's layout: the kernel at 56, its parameters' pointers at 40. */
+int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count, const char *params) {
+    char b[16], c[16];
+    void *kernel, **args;
+    unsigned long long first = 0;
+    (void)deps;
+    memcpy(&args, params + 40, sizeof args);
+    memcpy(&kernel, params + 56, sizeof kernel);
+    if (args && args[0]) memcpy(&first, args[0], sizeof first);
+    *node = make(NODE, NULL);
+    note("cuGraphAddKernelNode %s deps=%zu %s arg0=%llu", name(graph, b), count, name(kernel, c), first);
+    return 0;
+}
+static unsigned long long next_condition = 40;
+int cuGraphConditionalHandleCreate(unsigned long long *handle, void *graph, void *ctx,
+                                   unsigned value, unsigned flags) {
+    char b[16], c[16];
+    *handle = next_condition++;
+    note("cuGraphConditionalHandleCreate %s %s default=%u flags=%u -> %llu", name(graph, b),
+         name(ctx, c), value, flags, *handle);
+    return 0;
+}
+/* CUgraphNodeParams' layout: the type at 0, the conditional member at 16 (handle, type, size,
+ * phGraph_out, ctx). */
+struct conditional_params {
+    int type;
+    int reserved0[3];
+    unsigned long long handle;
+    unsigned kind;
+    unsigned size;
+    void **bodies;
+    void *ctx;
+};
+static void *driver_bodies[64];
+static int add_node(const char *call, void **node, void *graph, size_t count, const char *edges,
+                    struct conditional_params *params) {
+    char b[16], c[16], list[200] = "";
+    if (params->type != 13) {
+        note("%s %s type=%d (not conditional)", call, name(graph, b), params->type);
+        return 1;
+    }
+    if (params->size == 0 || params->size > 64) return 1; /* CUDA_ERROR_INVALID_VALUE */
+    void **out = params->bodies;
+    if (!setting("STANDIN_COND_FILL", 0)) { out = driver_bodies; params->bodies = out; }
+    for (unsigned i = 0; i < params->size; i++) {
+        char one[16];
+        out[i] = make(GRAPH, current);
+        if (strlen(list) < 180) {
+            strcat(list, i ? "," : "");
+            strcat(list, name(out[i], one));
+        }
+    }
+    *node = make(NODE, NULL);
+    note("%s %s deps=%zu%s type=%d cond=%u size=%u handle=%llu ctx=%s -> bodies=%s", call,
+         name(graph, b), count, edges, params->type, params->kind, params->size, params->handle,
+         name(params->ctx, c), list);
+    return 0;
+}
+/* The 12.9 header's plain cuGraphAddNode, without edge data. */
+int cuGraphAddNode(void **node, void *graph, void **deps, size_t count,
+                   struct conditional_params *params) {
+    (void)deps;
+    return add_node("cuGraphAddNode", node, graph, count, "", params);
+}
+/* The 13 header's cuGraphAddNode (exported as _v2), with edge data. */
+int cuGraphAddNode_v2(void **node, void *graph, void **deps, const void *edges, size_t count,
+                      struct conditional_params *params) {
+    (void)deps;
+    return add_node("cuGraphAddNode_v2", node, graph, count,
+                    edges ? " edge-data=set" : " edge-data=null", params);
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    char b[16], c[16];
+    struct object *e = make(EXEC, current);
+    *exec = e;
+    note("cuGraphInstantiateWithFlags %s flags=%llu -> %s", name(graph, b), flags, name(e, c));
+    return 0;
+}
+int cuGraphExecDestroy(void *exec) {
+    char b[16];
+    note("cuGraphExecDestroy %s", name(exec, b));
+    return 0;
+}
+int cuGraphDestroyNode(void *node) {
+    char b[16];
+    note("cuGraphDestroyNode %s", name(node, b));
     return 0;
 }

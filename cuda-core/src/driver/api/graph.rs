@@ -183,6 +183,27 @@ pub(crate) trait GraphApi {
         exec: GraphExecHandle,
         graph: GraphHandle,
     ) -> Result<(Result<()>, UpdateResult)>;
+    /// `cuGraphConditionalHandleCreate` for a conditional node of `graph` in `context`: with
+    /// `CU_GRAPH_COND_ASSIGN_DEFAULT` and `default` as the value each launch starts with
+    /// where given, with no flags otherwise.
+    fn graph_conditional_handle_create(
+        &self,
+        graph: GraphHandle,
+        context: ContextHandle,
+        default: Option<u32>,
+    ) -> Result<u64>;
+    /// `cuGraphAddNode` of a conditional node in `context` (`CUgraphConditionalNodeType`
+    /// `kind`: 0 IF, 1 WHILE, 2 SWITCH) with `size` bodies: the node, and its body graphs,
+    /// which the node owns (never destroyed by the caller).
+    fn graph_add_conditional_node(
+        &self,
+        graph: GraphHandle,
+        deps: &[GraphNodeHandle],
+        context: ContextHandle,
+        handle: u64,
+        kind: u32,
+        size: u32,
+    ) -> Result<(GraphNodeHandle, Vec<GraphHandle>)>;
     /// `cuUserObjectCreate` with one reference and `CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`.
     fn user_object_create(
         &self,

@@ -444,6 +444,68 @@ macro_rules! impl_graph_api {
                 }
             }
 
+            fn graph_conditional_handle_create(
+                &self,
+                graph: GraphHandle,
+                context: ContextHandle,
+                default: Option<u32>,
+            ) -> Result<u64> {
+                let (value, flags) = match default {
+                    Some(value) => (value, $sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
+                    None => (0, 0),
+                };
+                let mut handle = 0;
+                call!(self.cuGraphConditionalHandleCreate(
+                    &mut handle,
+                    graph.0.cast(),
+                    context.0.cast(),
+                    value,
+                    flags
+                ))?;
+                Ok(handle)
+            }
+
+            fn graph_add_conditional_node(
+                &self,
+                graph: GraphHandle,
+                deps: &[GraphNodeHandle],
+                context: ContextHandle,
+                handle: u64,
+                kind: u32,
+                size: u32,
+            ) -> Result<(GraphNodeHandle, Vec<GraphHandle>)> {
+                let count = size as usize;
+                let mut ours = vec![GraphHandle::NULL; count];
+                let ours_at: *mut $sys::CUgraph = ours.as_mut_ptr().cast();
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut params: $sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+                params.type_ = $sys::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+                params.__bindgen_anon_1.conditional = $sys::CUDA_CONDITIONAL_NODE_PARAMS {
+                    handle,
+                    type_: $sys::CUgraphConditionalNodeType_enum(kind),
+                    size,
+                    // The headers call this a CUDA-owned array the driver populates: the
+                    // driver's samples read the bodies through the pointer after the call.
+                    // It starts at an array of ours, so that the bodies are found whether the
+                    // driver fills the array given or points this at its own.
+                    phGraph_out: ours_at,
+                    ctx: context.0.cast(),
+                };
+                let node = self.abi_graph_add_node(graph, deps, &mut params)?;
+                // SAFETY: the conditional member is the one written above (and by the driver).
+                let out = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
+                let bodies = if out.is_null() || out == ours_at {
+                    ours
+                } else {
+                    // SAFETY: the driver's array of `size` bodies, valid while the node lives.
+                    unsafe { std::slice::from_raw_parts(out, count) }
+                        .iter()
+                        .map(|&body| GraphHandle(body.cast()))
+                        .collect()
+                };
+                Ok((node, bodies))
+            }
+
             fn user_object_create(
                 &self,
                 data: *mut std::ffi::c_void,

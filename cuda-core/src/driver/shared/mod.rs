@@ -11,8 +11,9 @@
 //! - `fn abi_device_get_uuid(&self, device)` (the export behind `cuDeviceGetUuid`);
 //! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it);
 //! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs);
-//! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours` (the 13
-//!   header's graph edge calls take edge data, the 12 header's plain names do not).
+//! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours`,
+//!   `abi_graph_add_node` (the 13 header's graph edge calls and `cuGraphAddNode` take edge
+//!   data, the 12 header's plain names do not).
 
 mod checkpoint;
 mod context;

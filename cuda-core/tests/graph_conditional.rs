@@ -1,0 +1,834 @@
+//! Conditional graph nodes (IF, IF/ELSE, WHILE, SWITCH) and device-side graph launch: on the
+//! GPU, checked in what each launch's bodies did (exact run counts); against the stand-in
+//! driver, the calls they make and the inputs refused before any call; with NVRTC, the device
+//! code of the GPU tests compiled for sm_90 in each of its three forms.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common;
+use crate::common::standin;
+
+use cuda_core::{
+    driver_info, nvrtc_version, Allocate, BuildGraph, CodeType, ConditionalKind, Device,
+    DriverVersion, Error, Graph, GraphOptions, LaunchConfig, Linker, LinkerBackend, LinkerOptions,
+    ObjectCode, Program, ProgramOptions, Stream, StreamOptions,
+};
+
+/// The device runtime's entry points and stream names as `cuda_device_runtime_api.h` has
+/// them: with these, whole-program compilation needs neither `-rdc` nor `-ewp`.
+const DECLARATIONS: &str = r#"
+extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __device__ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+#define cudaStreamGraphTailLaunch    ((cudaStream_t)0x0100000000000000)
+#define cudaStreamGraphFireAndForget ((cudaStream_t)0x0200000000000000)
+"#;
+
+/// The tests' kernels (one thread does each one's work).
+const KERNELS: &str = r#"
+// A WHILE body's round: one more, and another round while the count is below `limit`.
+extern "C" __global__ void count(cudaGraphConditionalHandle again, unsigned* n, unsigned limit) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        unsigned now = ++*n;
+        cudaGraphSetConditional(again, now < limit);
+    }
+}
+// Sets a condition to a fixed value.
+extern "C" __global__ void set_to(cudaGraphConditionalHandle h, unsigned value) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(h, value);
+}
+// Sets a condition to the value in memory as the kernel runs.
+extern "C" __global__ void set_from(cudaGraphConditionalHandle h, const unsigned* value) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(h, *value);
+}
+// Counts one run of body `index`.
+extern "C" __global__ void mark(unsigned* runs, unsigned index) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) atomicAdd(&runs[index], 1u);
+}
+// Adds one.
+extern "C" __global__ void bump(unsigned* x) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) atomicAdd(x, 1u);
+}
+// Launches `exec` from the device, as a tail launch or fire-and-forget, and says how it went.
+extern "C" __global__ void launch_graph(cudaGraphExec_t exec, int tail, int* status) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        cudaError_t e = cudaGraphLaunch(exec, tail ? cudaStreamGraphTailLaunch
+                                                   : cudaStreamGraphFireAndForget);
+        *status = (int)e;
+    }
+}
+"#;
+
+const KERNEL_NAMES: [&str; 6] = [
+    "count",
+    "set_to",
+    "set_from",
+    "mark",
+    "bump",
+    "launch_graph",
+];
+
+/// How the device runtime's calls are compiled.
+#[derive(Clone, Copy, Debug)]
+enum Build {
+    /// Whole-program, with [`DECLARATIONS`] in the source.
+    Declared,
+    /// `-ewp` (extensible whole program), loaded as it is.
+    Ewp,
+    /// `-rdc=true`, then linked by nvJitLink.
+    RdcLinked,
+}
+
+/// The tests' kernels built as `build` says, for `arch` (`None`: the current device's).
+fn kernels(build: Build, arch: Option<&str>) -> cuda_core::Result<ObjectCode> {
+    let options = ProgramOptions {
+        arch: arch.map(str::to_owned),
+        ..Default::default()
+    };
+    match build {
+        Build::Declared => {
+            Program::new(format!("{DECLARATIONS}{KERNELS}"), options).compile(CodeType::Cubin, &[])
+        }
+        Build::Ewp => Program::new(KERNELS, options.with_extensible_whole_program(true))
+            .compile(CodeType::Cubin, &[]),
+        Build::RdcLinked => {
+            let rdc = Program::new(KERNELS, options.with_relocatable_device_code(true))
+                .compile(CodeType::Cubin, &[])?;
+            let mut link = LinkerOptions::default().with_backend(LinkerBackend::NvJitLink);
+            if let Some(arch) = arch {
+                link = link.with_arch(arch);
+            }
+            Linker::new(&[rdc], link).link()
+        }
+    }
+}
+
+/// Whether a cubin holds the kernel `name` (its code section).
+fn holds_kernel(code: &ObjectCode, name: &str) -> bool {
+    let section = format!(".text.{name}\0");
+    code.code()
+        .windows(section.len())
+        .any(|w| w == section.as_bytes())
+}
+
+/// Whether NVRTC is here (says "not run" otherwise, failing where it is required).
+fn nvrtc() -> bool {
+    match nvrtc_version() {
+        Ok(_) => true,
+        Err(e) => {
+            common::not_run("nvrtc", &format!("no NVRTC: {e}"));
+            false
+        }
+    }
+}
+
+/// A link that failed for want of nvJitLink says "not run"; any other failure fails.
+fn linked_or_not_run(built: cuda_core::Result<ObjectCode>) -> Option<ObjectCode> {
+    match built {
+        Ok(code) => Some(code),
+        Err(Error::Link { log }) if log.contains("not found") => {
+            common::not_run("nvjitlink", &format!("no nvJitLink: {log}"));
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The device code compiles to sm_90 cubins in each of its three forms, each holding every
+/// kernel (a linker that dropped them, as one does to an `-ewp` cubin, fails here); without
+/// the declarations or either option, NVRTC refuses the device runtime's calls (which is why
+/// the three forms exist).
+#[test]
+fn the_device_code_compiles_for_sm_90_in_each_form() {
+    if !nvrtc() {
+        return;
+    }
+    for build in [Build::Declared, Build::Ewp, Build::RdcLinked] {
+        let Some(code) = linked_or_not_run(kernels(build, Some("90"))) else {
+            continue;
+        };
+        assert!(code.code().starts_with(b"\x7fELF"), "{build:?}");
+        for name in KERNEL_NAMES {
+            assert!(holds_kernel(&code, name), "{build:?}: no kernel {name}");
+        }
+    }
+    let options = ProgramOptions {
+        arch: Some("90".to_owned()),
+        ..Default::default()
+    };
+    let err = Program::new(KERNELS, options)
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Compile { log, .. } if log.contains("cudaGraphSetConditional")),
+        "{err}"
+    );
+}
+
+/// The stand-in's log line of the last call that contains `needle`.
+fn last_call(needle: &str) -> String {
+    let log = standin::log();
+    standin::calls(needle)
+        .pop()
+        .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
+}
+
+/// The graph a `cuGraphCreate` line names (`g7`).
+fn created(line: &str) -> String {
+    line.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+/// The bodies a `cuGraphAddNode` line names.
+fn bodies(line: &str) -> Vec<String> {
+    let (_, list) = line.split_once("bodies=").unwrap();
+    list.split(',').map(str::to_owned).collect()
+}
+
+fn assert_refused(result: cuda_core::Result<impl std::fmt::Debug>, argument: &str, says: &str) {
+    match result {
+        Err(Error::InvalidArgument { name, reason }) => {
+            assert_eq!(name, argument, "{reason}");
+            assert!(reason.contains(says), "{reason}");
+        }
+        other => panic!("{argument} not refused: {other:?}"),
+    }
+}
+
+/// Conditional nodes against the stand-in (a 13.0 driver through the 13 ABI): each kind
+/// reaches `cuGraphAddNode` (the 13 header's, with null edge data) with its node type, kind
+/// code, body count, handle and context; the bodies the driver gives are where a body's nodes
+/// and nested conditional nodes go, whether the driver points `phGraph_out` at its own array
+/// or fills the one given; handles carry their default and flag, are made in the graph (or
+/// body) they are asked of, and pass to kernels as their raw value. Refused before any driver
+/// call: a handle of another graph (or of a body, on the root, and the root's in a body), a
+/// body index out of range, a conditional node of another graph (or one removed), a SWITCH of
+/// no cases, and a device handle of an executable graph not instantiated for device launch.
+#[test]
+fn conditional_nodes_reach_the_driver_with_their_kind_bodies_and_handle() {
+    for settings in [&[][..], &[("STANDIN_COND_FILL", "1")][..]] {
+        standin::run(
+            module_path!(),
+            "conditional_nodes_reach_the_driver_with_their_kind_bodies_and_handle",
+            &[],
+            settings,
+            conditional_nodes_on_the_standin,
+        );
+    }
+}
+
+fn conditional_nodes_on_the_standin() {
+    let device = Device::new(0).unwrap();
+    let mut graph = Graph::new(device).unwrap();
+    let root = created(&last_call("cuGraphCreate"));
+    let mut other = Graph::new(device).unwrap();
+
+    standin::clear_log();
+    let five = graph.conditional_handle(Some(5)).unwrap();
+    let line = last_call("cuGraphConditionalHandleCreate");
+    assert_eq!(
+        line,
+        format!(
+            "cuGraphConditionalHandleCreate {root} c0 default=5 flags=1 -> {}",
+            five.as_raw()
+        )
+    );
+    let plain = graph.conditional_handle(None).unwrap();
+    assert!(
+        last_call("cuGraphConditionalHandleCreate").contains("default=0 flags=0"),
+        "{}",
+        standin::log()
+    );
+
+    // IF/ELSE: two bodies, each its own graph.
+    let branch = graph.add_if_else(&[], five).unwrap();
+    let line = last_call("cuGraphAddNode");
+    assert!(
+        line.starts_with(&format!(
+            "cuGraphAddNode_v2 {root} deps=0 edge-data=null type=13 cond=0 size=2 handle={} \
+             ctx=c0 ",
+            five.as_raw()
+        )),
+        "{line}"
+    );
+    let branch_bodies = bodies(&line);
+    assert_eq!(branch.kind(), ConditionalKind::IfElse);
+    assert_eq!(branch.body_count(), 2);
+    for index in [1, 0] {
+        graph.body(&branch, index).unwrap().add_empty(&[]).unwrap();
+        let line = last_call("cuGraphAddEmptyNode");
+        assert!(
+            line.starts_with(&format!("cuGraphAddEmptyNode {} ", branch_bodies[index])),
+            "body {index}: {line} (bodies {branch_bodies:?})"
+        );
+    }
+
+    // WHILE after it: kind 1, one body, one dependency.
+    let looping = graph.add_while(&[branch.node()], plain).unwrap();
+    let line = last_call("cuGraphAddNode");
+    assert!(line.contains("deps=1 "), "{line}");
+    assert!(line.contains(" cond=1 size=1 "), "{line}");
+    let loop_body = bodies(&line).remove(0);
+    assert_eq!(looping.kind(), ConditionalKind::While);
+
+    // SWITCH of three cases: kind 2; IF: kind 0, one body.
+    let picked = graph.conditional_handle(None).unwrap();
+    let switch = graph.add_switch(&[], picked, 3).unwrap();
+    let line = last_call("cuGraphAddNode");
+    assert!(line.contains(" cond=2 size=3 "), "{line}");
+    assert_eq!(bodies(&line).len(), 3);
+    assert_eq!(switch.body_count(), 3);
+    let maybe = graph.conditional_handle(Some(0)).unwrap();
+    let once = graph.add_if(&[], maybe).unwrap();
+    assert!(last_call("cuGraphAddNode").contains(" cond=0 size=1 "));
+    assert_eq!((once.kind(), once.body_count()), (ConditionalKind::If, 1));
+
+    // A body holds conditional nodes of its own, with handles made in it.
+    let inner = {
+        let mut body = graph.body(&looping, 0).unwrap();
+        let inner = body.conditional_handle(Some(1)).unwrap();
+        assert!(
+            last_call("cuGraphConditionalHandleCreate")
+                .starts_with(&format!("cuGraphConditionalHandleCreate {loop_body} c0 ")),
+            "{}",
+            standin::log()
+        );
+        let nested = body.add_while(&[], inner).unwrap();
+        let line = last_call("cuGraphAddNode");
+        assert!(
+            line.starts_with(&format!("cuGraphAddNode_v2 {loop_body} deps=0 ")),
+            "{line}"
+        );
+        let nested_body = bodies(&line).remove(0);
+        body.body(&nested, 0).unwrap().add_empty(&[]).unwrap();
+        assert!(last_call("cuGraphAddEmptyNode")
+            .starts_with(&format!("cuGraphAddEmptyNode {nested_body} ")));
+        // The root's handle is not for the body's conditional nodes.
+        assert_refused(body.add_if(&[], five), "handle", "another graph");
+        inner
+    };
+
+    // A handle passes to a kernel as its raw value, in the root and in a body.
+    let code = ObjectCode::from_cubin(standin::cubin());
+    let k1 = code.get_kernel("k1").unwrap();
+    let one = LaunchConfig::new([1, 1, 1], [1, 1, 1]);
+    // SAFETY: the stand-in runs nothing.
+    unsafe { graph.add_kernel(&[], &one, &k1, &[&five]) }.unwrap();
+    assert_eq!(
+        last_call("cuGraphAddKernelNode"),
+        format!(
+            "cuGraphAddKernelNode {root} deps=0 k1 arg0={}",
+            five.as_raw()
+        )
+    );
+    // SAFETY: as above.
+    unsafe {
+        graph
+            .body(&looping, 0)
+            .unwrap()
+            .add_kernel(&[], &one, &k1, &[&plain])
+    }
+    .unwrap();
+    assert_eq!(
+        last_call("cuGraphAddKernelNode"),
+        format!(
+            "cuGraphAddKernelNode {loop_body} deps=0 k1 arg0={}",
+            plain.as_raw()
+        )
+    );
+
+    // Refused before the driver sees them.
+    let theirs = other.conditional_handle(None).unwrap();
+    standin::clear_log();
+    assert_refused(graph.add_if(&[], theirs), "handle", "another graph");
+    assert_refused(graph.add_while(&[], inner), "handle", "another graph");
+    assert_refused(graph.add_switch(&[], picked, 0), "cases", "at least one");
+    assert_refused(graph.body(&branch, 2), "index", "no body 2");
+    assert_refused(graph.body(&looping, 1), "index", "no body 1");
+    assert_refused(other.body(&branch, 0), "node", "another graph");
+    let log = standin::log();
+    assert!(log.is_empty(), "driver calls for refused inputs:\n{log}");
+
+    // A removed conditional node's bodies go with it.
+    graph.body(&switch, 2).unwrap().add_empty(&[]).unwrap();
+    graph.remove_node(switch.node()).unwrap();
+    assert_refused(graph.body(&switch, 2), "node", "removed");
+
+    // Device handles: only of an executable graph instantiated for device launch.
+    let host_only = other.instantiate(GraphOptions::default()).unwrap();
+    assert!(last_call("cuGraphInstantiateWithFlags").contains("flags=0 "));
+    assert_refused(host_only.device_handle(), "self", "device launch");
+    let for_device = other
+        .instantiate(GraphOptions::default().with_device_launch(true))
+        .unwrap();
+    assert!(last_call("cuGraphInstantiateWithFlags").contains("flags=4 "));
+    assert_eq!(
+        for_device.device_handle().unwrap().as_raw(),
+        for_device.as_raw() as usize as u64
+    );
+}
+
+/// Driver versions against the stand-in: a 12.4 driver (through the 12 ABI, whose plain
+/// `cuGraphAddNode` takes no edge data) makes handles, IF and WHILE nodes, and refuses IF/ELSE
+/// and SWITCH as `NotSupported` naming its version and 12.8, with no driver call; a 12.2
+/// driver refuses the handle itself, naming 12.3.
+#[test]
+fn conditional_nodes_need_the_driver_versions_that_have_them() {
+    let name = "conditional_nodes_need_the_driver_versions_that_have_them";
+    standin::run(
+        module_path!(),
+        name,
+        &[],
+        &[("STANDIN_VERSION", "12040"), ("STANDIN_COND_FILL", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let mut graph = Graph::new(device).unwrap();
+            let root = created(&last_call("cuGraphCreate"));
+            let handle = graph.conditional_handle(None).unwrap();
+            graph.add_if(&[], handle).unwrap();
+            let line = last_call("cuGraphAddNode");
+            assert!(
+                line.starts_with(&format!("cuGraphAddNode {root} deps=0 type=13 cond=0 ")),
+                "{line}"
+            );
+            let again = graph.conditional_handle(None).unwrap();
+            graph.add_while(&[], again).unwrap();
+            assert!(standin::calls("cuGraphAddNode_v2").is_empty());
+            let more = graph.conditional_handle(None).unwrap();
+            standin::clear_log();
+            for (refused, kind) in [
+                (graph.add_if_else(&[], more).map(|_| ()), "IF/ELSE"),
+                (graph.add_switch(&[], more, 2).map(|_| ()), "SWITCH"),
+            ] {
+                let err = refused.unwrap_err();
+                assert!(
+                    matches!(
+                        &err,
+                        Error::NotSupported { function, driver: DriverVersion(12040), abi: 12 }
+                            if function.contains(kind) && function.contains("12.8")
+                    ),
+                    "{err:?}"
+                );
+                let text = err.to_string();
+                assert!(text.contains("version 12.4"), "{text}");
+            }
+            let log = standin::log();
+            assert!(log.is_empty(), "driver calls for refused nodes:\n{log}");
+        },
+    );
+    standin::run(
+        module_path!(),
+        name,
+        &[],
+        &[("STANDIN_VERSION", "12020")],
+        || {
+            let device = Device::new(0).unwrap();
+            let mut graph = Graph::new(device).unwrap();
+            let err = graph.conditional_handle(Some(1)).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    Error::NotSupported { function, driver: DriverVersion(12020), .. }
+                        if function.contains("12.3")
+                ),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("version 12.2"), "{err}");
+            assert!(standin::calls("cuGraphConditionalHandleCreate").is_empty());
+        },
+    );
+}
+
+// ---- on the GPU ------------------------------------------------------------------------------
+
+/// Whether the driver has what a test needs (says "not run" otherwise).
+fn driver_has(needed: DriverVersion, what: &str) -> bool {
+    let found = driver_info().expect("the driver").version;
+    if found >= needed {
+        return true;
+    }
+    common::not_run(
+        &format!("driver-{needed}"),
+        &format!("{what} need a {needed} driver; this one is {found}"),
+    );
+    false
+}
+
+const IF_AND_WHILE: DriverVersion = DriverVersion(12030);
+const ELSE_AND_SWITCH: DriverVersion = DriverVersion(12080);
+
+fn one() -> LaunchConfig {
+    LaunchConfig::new([1, 1, 1], [1, 1, 1])
+}
+
+struct Setup {
+    device: Device,
+    stream: Stream,
+    code: ObjectCode,
+}
+
+fn setup() -> Setup {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = kernels(Build::Declared, None).unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    Setup {
+        device,
+        stream,
+        code,
+    }
+}
+
+impl Setup {
+    fn zeroed(&self, words: usize) -> Arc<cuda_core::Buffer> {
+        let mut buffer = self
+            .device
+            .memory_resource()
+            .unwrap()
+            .allocate(4 * words, &self.stream)
+            .unwrap();
+        buffer.fill(0u32, &self.stream).unwrap();
+        Arc::new(buffer)
+    }
+}
+
+/// A graph that zeroes `counter`, then counts to `limit` in a WHILE node whose body is
+/// `count` (of `code`): the condition starts at 1 by the handle's default, or by a kernel
+/// node before the WHILE node.
+fn counting_graph(
+    device: Device,
+    code: &ObjectCode,
+    counter: &Arc<cuda_core::Buffer>,
+    limit: u32,
+    by_default: bool,
+) -> Graph {
+    let count = code.get_kernel("count").unwrap();
+    let set_to = code.get_kernel("set_to").unwrap();
+    let mut graph = Graph::new(device).unwrap();
+    let zero = graph.add_fill(&[], counter, 0u32).unwrap();
+    let again = graph.conditional_handle(by_default.then_some(1)).unwrap();
+    let before = if by_default {
+        zero
+    } else {
+        // SAFETY: the kernel only sets the condition.
+        unsafe { graph.add_kernel(&[zero], &one(), &set_to, &[&again, &1u32]) }.unwrap()
+    };
+    let looping = graph.add_while(&[before], again).unwrap();
+    // SAFETY: one thread adds to the 4-byte counter.
+    unsafe {
+        graph
+            .body(&looping, 0)
+            .unwrap()
+            .add_kernel(&[], &one(), &count, &[&again, counter, &limit])
+    }
+    .unwrap();
+    graph
+}
+
+/// A WHILE node runs its body until the body's kernel clears the condition: after each launch
+/// the counter is exactly the limit (1 and 37), whether the condition starts at 1 by the
+/// handle's default (applied again at each launch: the second launch would count to 0
+/// without it) or by a kernel node before the node. A body run once only would count 1, a
+/// condition not checked would loop until the watchdog ends the run.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_while_node_runs_its_body_until_the_kernel_clears_the_condition() {
+    if !driver_has(IF_AND_WHILE, "WHILE nodes") {
+        return;
+    }
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the WHILE node test");
+    let s = setup();
+    let counter = s.zeroed(1);
+    for (limit, by_default) in [(1u32, true), (37, true), (1, false), (37, false)] {
+        let graph = counting_graph(s.device, &s.code, &counter, limit, by_default);
+        let exec = graph.instantiate(GraphOptions::default()).unwrap();
+        for launch in 0..2 {
+            exec.launch(&s.stream).unwrap();
+            assert_eq!(
+                counter.to_vec::<u32>(&s.stream).unwrap(),
+                [limit],
+                "limit {limit}, condition set by default: {by_default}, launch {launch}"
+            );
+        }
+    }
+}
+
+/// A graph that zeroes `runs`, sets the condition from `value` by a kernel node, then runs
+/// the conditional node `add` makes, whose body `i` counts a run at `runs[i]`.
+fn branching_graph(
+    s: &Setup,
+    runs: &Arc<cuda_core::Buffer>,
+    value: cuda_core::DevicePtr,
+    add: impl FnOnce(
+        &mut Graph,
+        cuda_core::GraphNode,
+        cuda_core::ConditionalHandle,
+    ) -> cuda_core::ConditionalNode,
+) -> Graph {
+    let set_from = s.code.get_kernel("set_from").unwrap();
+    let mark = s.code.get_kernel("mark").unwrap();
+    let mut graph = Graph::new(s.device).unwrap();
+    let zero = graph.add_fill(&[], runs, 0u32).unwrap();
+    let handle = graph.conditional_handle(None).unwrap();
+    // SAFETY: the kernel reads the 4-byte `value`, which outlives the graph's launches (each
+    // test synchronises before dropping it).
+    let set = unsafe { graph.add_kernel(&[zero], &one(), &set_from, &[&handle, &value]) }.unwrap();
+    let node = add(&mut graph, set, handle);
+    for index in 0..node.body_count() {
+        // SAFETY: one thread adds to `runs[index]`, in bounds (one word per body).
+        unsafe {
+            graph.body(&node, index).unwrap().add_kernel(
+                &[],
+                &one(),
+                &mark,
+                &[runs, &(index as u32)],
+            )
+        }
+        .unwrap();
+    }
+    graph
+}
+
+/// Launches `exec` once per value, the condition set to it, and asserts the runs counted.
+fn assert_runs(
+    s: &Setup,
+    exec: &cuda_core::GraphExec,
+    value: &mut cuda_core::Buffer,
+    runs: &Arc<cuda_core::Buffer>,
+    cases: &[(u32, &[u32])],
+    what: &str,
+) {
+    for &(condition, expected) in cases {
+        value.copy_from_host(&[condition], &s.stream).unwrap();
+        exec.launch(&s.stream).unwrap();
+        assert_eq!(
+            runs.to_vec::<u32>(&s.stream).unwrap(),
+            expected,
+            "{what} with the condition {condition}"
+        );
+    }
+}
+
+/// An IF node runs its body once when the condition is nonzero (1 and 7) and not at all when
+/// it is zero, as set at each launch by a kernel node before it: a body run unconditionally,
+/// or a condition read once at instantiation, fails one of the four launches.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_if_node_runs_its_body_only_when_the_condition_is_nonzero() {
+    if !driver_has(IF_AND_WHILE, "IF nodes") {
+        return;
+    }
+    let s = setup();
+    let runs = s.zeroed(1);
+    let mut value = Arc::into_inner(s.zeroed(1)).unwrap();
+    let graph = branching_graph(&s, &runs, value.ptr(), |graph, set, handle| {
+        graph.add_if(&[set], handle).unwrap()
+    });
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    let cases: &[(u32, &[u32])] = &[(0, &[0]), (1, &[1]), (0, &[0]), (7, &[1])];
+    assert_runs(&s, &exec, &mut value, &runs, cases, "IF");
+}
+
+/// An IF/ELSE node runs exactly one of its bodies: body 0 for a nonzero condition (1 and 5),
+/// body 1 for zero. Swapped bodies, both run, or none, each fail a launch.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_if_else_node_runs_exactly_one_body_by_the_condition() {
+    if !driver_has(ELSE_AND_SWITCH, "IF/ELSE nodes") {
+        return;
+    }
+    let s = setup();
+    let runs = s.zeroed(2);
+    let mut value = Arc::into_inner(s.zeroed(1)).unwrap();
+    let graph = branching_graph(&s, &runs, value.ptr(), |graph, set, handle| {
+        graph.add_if_else(&[set], handle).unwrap()
+    });
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    let cases: &[(u32, &[u32])] = &[(0, &[0, 1]), (1, &[1, 0]), (5, &[1, 0]), (0, &[0, 1])];
+    assert_runs(&s, &exec, &mut value, &runs, cases, "IF/ELSE");
+}
+
+/// A SWITCH node of three cases runs the body its condition names (0, 1, 2, each exactly
+/// once), and none for 3 or 1000: an off-by-one pick, a default body, or several run fail.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_switch_node_runs_the_body_its_condition_names() {
+    if !driver_has(ELSE_AND_SWITCH, "SWITCH nodes") {
+        return;
+    }
+    let s = setup();
+    let runs = s.zeroed(3);
+    let mut value = Arc::into_inner(s.zeroed(1)).unwrap();
+    let graph = branching_graph(&s, &runs, value.ptr(), |graph, set, handle| {
+        graph.add_switch(&[set], handle, 3).unwrap()
+    });
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    let cases: &[(u32, &[u32])] = &[
+        (0, &[1, 0, 0]),
+        (1, &[0, 1, 0]),
+        (2, &[0, 0, 1]),
+        (3, &[0, 0, 0]),
+        (1000, &[0, 0, 0]),
+        (1, &[0, 1, 0]),
+    ];
+    assert_runs(&s, &exec, &mut value, &runs, cases, "SWITCH");
+}
+
+/// Conditional nodes nest: an IF node whose body holds a WHILE node, with a handle made in
+/// that body, counts to 5 when the IF's condition (its default) is 1, and not at all when it
+/// is 0.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_body_holds_a_conditional_node_with_a_handle_of_its_own() {
+    if !driver_has(IF_AND_WHILE, "IF and WHILE nodes") {
+        return;
+    }
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the nested WHILE test");
+    let s = setup();
+    let count = s.code.get_kernel("count").unwrap();
+    let counter = s.zeroed(1);
+    for (outer, expected) in [(1u32, 5u32), (0, 0)] {
+        let mut graph = Graph::new(s.device).unwrap();
+        let zero = graph.add_fill(&[], &counter, 0u32).unwrap();
+        let go = graph.conditional_handle(Some(outer)).unwrap();
+        let branch = graph.add_if(&[zero], go).unwrap();
+        let mut body = graph.body(&branch, 0).unwrap();
+        let again = body.conditional_handle(Some(1)).unwrap();
+        let looping = body.add_while(&[], again).unwrap();
+        // SAFETY: one thread adds to the 4-byte counter.
+        unsafe {
+            body.body(&looping, 0).unwrap().add_kernel(
+                &[],
+                &one(),
+                &count,
+                &[&again, &counter, &5u32],
+            )
+        }
+        .unwrap();
+        let exec = graph.instantiate(GraphOptions::default()).unwrap();
+        exec.launch(&s.stream).unwrap();
+        assert_eq!(
+            counter.to_vec::<u32>(&s.stream).unwrap(),
+            [expected],
+            "the IF's condition {outer}"
+        );
+    }
+}
+
+/// A graph launched from the device: instantiated for device launch and uploaded, launched by
+/// a kernel node of another graph, fire-and-forget and as a tail launch; after a stream
+/// synchronisation its kernel has run once per launch of the launching graph (1, then 2, then
+/// 5 after three more), and `cudaGraphLaunch` answered success each time.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_launched_from_a_kernel_runs_once_per_launch() {
+    let s = setup();
+    device_launch_counts(&s, &s.code);
+}
+
+fn device_launch_counts(s: &Setup, code: &ObjectCode) {
+    let bump = code.get_kernel("bump").unwrap();
+    let launch_graph = code.get_kernel("launch_graph").unwrap();
+    let counter = s.zeroed(1);
+    let status = s.zeroed(1);
+    let mut work = Graph::new(s.device).unwrap();
+    // SAFETY: one thread adds to the 4-byte counter.
+    unsafe { work.add_kernel(&[], &one(), &bump, &[&counter]) }.unwrap();
+    let work = work
+        .instantiate(GraphOptions::default().with_device_launch(true))
+        .unwrap();
+    work.upload(&s.stream).unwrap();
+    let target = work.device_handle().unwrap();
+    let launcher = |tail: i32| {
+        let mut graph = Graph::new(s.device).unwrap();
+        // SAFETY: `work` outlives every launch of this graph (each is synchronised below,
+        // before `work` is dropped); the kernel writes the 4-byte status.
+        unsafe { graph.add_kernel(&[], &one(), &launch_graph, &[&target, &tail, &status]) }
+            .unwrap();
+        graph.instantiate(GraphOptions::default()).unwrap()
+    };
+    let (fire_and_forget, tail) = (launcher(0), launcher(1));
+    let mut expected = 0;
+    for (exec, how) in [
+        (&fire_and_forget, "fire-and-forget"),
+        (&tail, "tail"),
+        (&fire_and_forget, "fire-and-forget"),
+        (&fire_and_forget, "fire-and-forget"),
+        (&tail, "tail"),
+    ] {
+        exec.launch(&s.stream).unwrap();
+        expected += 1;
+        s.stream.sync().unwrap();
+        assert_eq!(
+            status.to_vec::<i32>(&s.stream).unwrap(),
+            [0],
+            "cudaGraphLaunch ({how})"
+        );
+        assert_eq!(
+            counter.to_vec::<u32>(&s.stream).unwrap(),
+            [expected],
+            "after the {how} launch number {expected}"
+        );
+    }
+}
+
+/// The other two forms of the device code work as the declared one does: built with `-ewp`
+/// (loaded as it is) and with `-rdc` linked by nvJitLink, a WHILE node counts to 9 and a
+/// device launch runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_ewp_and_linked_forms_of_the_device_code_work_alike() {
+    if !driver_has(IF_AND_WHILE, "WHILE nodes") {
+        return;
+    }
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the code forms test");
+    let s = setup();
+    for build in [Build::Ewp, Build::RdcLinked] {
+        let Some(code) = linked_or_not_run(kernels(build, None)) else {
+            continue;
+        };
+        let counter = s.zeroed(1);
+        let graph = counting_graph(s.device, &code, &counter, 9, true);
+        graph
+            .instantiate(GraphOptions::default())
+            .unwrap()
+            .launch(&s.stream)
+            .unwrap();
+        assert_eq!(counter.to_vec::<u32>(&s.stream).unwrap(), [9], "{build:?}");
+        device_launch_counts(&s, &code);
+    }
+}
+
+/// On the real driver, the inputs refused before the driver: a handle of another graph, a
+/// body index out of range, and a device handle of an executable graph not instantiated for
+/// device launch; the graph stays usable afterwards (a WHILE node added then counts to 3).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_conditional_inputs_are_refused_on_the_device_too() {
+    if !driver_has(IF_AND_WHILE, "WHILE nodes") {
+        return;
+    }
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the refusals test");
+    let s = setup();
+    let count = s.code.get_kernel("count").unwrap();
+    let counter = s.zeroed(1);
+    let mut graph = Graph::new(s.device).unwrap();
+    let mut other = Graph::new(s.device).unwrap();
+    let theirs = other.conditional_handle(Some(1)).unwrap();
+    assert_refused(graph.add_while(&[], theirs), "handle", "another graph");
+    let ours = graph.conditional_handle(Some(1)).unwrap();
+    let looping = graph.add_while(&[], ours).unwrap();
+    assert_refused(graph.body(&looping, 1), "index", "no body 1");
+    // SAFETY: one thread adds to the 4-byte counter.
+    unsafe {
+        graph
+            .body(&looping, 0)
+            .unwrap()
+            .add_kernel(&[], &one(), &count, &[&ours, &counter, &3u32])
+    }
+    .unwrap();
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    assert_refused(exec.device_handle(), "self", "device launch");
+    exec.launch(&s.stream).unwrap();
+    assert_eq!(counter.to_vec::<u32>(&s.stream).unwrap(), [3]);
+    drop(other);
+}
