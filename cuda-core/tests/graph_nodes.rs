@@ -57,6 +57,9 @@ extern "C" __global__ void late_plus_one(const unsigned* x, unsigned* out, unsig
 "#;
 
 fn compile(source: &str) -> cuda_core::ObjectCode {
+    // Current, so that the compile asks the device's architecture of it (with no context
+    // current, asking makes a failing driver call that compute-sanitizer reports).
+    common::device().set_current().unwrap();
     Program::new(source, ProgramOptions::default())
         .compile(CodeType::Cubin, &[])
         .unwrap()

@@ -565,3 +565,53 @@ fn cross_device_rules_hold_on_two_stand_in_devices() {
         },
     );
 }
+
+/// An executable graph runs on streams of its own device only: a captured graph of device 0
+/// launched (or uploaded) on device 1's stream is refused before the driver, naming both
+/// devices, and runs on device 0's stream; a graph built on device 1 copies between device 1
+/// buffers and refuses a device 0 buffer that device 1 cannot reach.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn a_graph_runs_on_its_own_devices_streams_only() {
+    if let Some((d0, d1)) = two_devices() {
+        a_graph_runs_on_its_own_devices_streams_only_on(d0, d1);
+    }
+}
+
+fn a_graph_runs_on_its_own_devices_streams_only_on(d0: Device, d1: Device) {
+    use cuda_core::{BuildGraph, CaptureMode, Graph, GraphOptions};
+    let s0 = d0.create_stream(StreamOptions::default()).unwrap();
+    let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+    let mut buffer = d0.memory_resource().unwrap().allocate(4096, &s0).unwrap();
+    buffer.fill(0u32, &s0).unwrap();
+    // SAFETY: nothing is allocated or freed on s0 while it captures; the buffer outlives the
+    // graph's launches.
+    unsafe { s0.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    buffer.fill(7u32, &s0).unwrap();
+    let graph = s0.end_capture().unwrap();
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    assert_names_both_devices(&exec.launch(&s1).unwrap_err(), "stream");
+    assert_names_both_devices(&exec.upload(&s1).unwrap_err(), "stream");
+    exec.launch(&s0).unwrap();
+    assert!(buffer.to_vec::<u32>(&s0).unwrap().iter().all(|&v| v == 7));
+    // Built on device 1.
+    let a = Arc::new(d1.memory_resource().unwrap().allocate(4096, &s1).unwrap());
+    let b = Arc::new(d1.memory_resource().unwrap().allocate(4096, &s1).unwrap());
+    let mut on_d1 = Graph::new(d1).unwrap();
+    let fill = on_d1.add_fill(&[], &a, 3u32).unwrap();
+    on_d1.add_copy(&[fill], &a, &b).unwrap();
+    let far = Arc::new(buffer);
+    let reachable = far.memory_resource().is_accessible_from(d1).unwrap();
+    if !reachable {
+        assert!(matches!(
+            on_d1.add_fill(&[], &far, 1u32),
+            Err(Error::InvalidArgument { name: "dst", .. })
+        ));
+    }
+    on_d1
+        .instantiate(GraphOptions::default())
+        .unwrap()
+        .launch(&s1)
+        .unwrap();
+    assert!(b.to_vec::<u32>(&s1).unwrap().iter().all(|&v| v == 3));
+}
