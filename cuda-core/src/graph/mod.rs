@@ -138,9 +138,15 @@ impl GraphState {
 
     /// Notes `stream` as one that a buffer the graph uses is ordered on.
     fn add_home(&mut self, stream: &Stream) {
-        if !self.homes.iter().any(|home| home.same_as(stream)) {
-            self.homes.push(stream.clone());
-        }
+        add_home(&mut self.homes, stream);
+    }
+}
+
+/// Adds `stream` to `homes` unless it is there already (the streams a graph's buffers are
+/// ordered on, each once).
+fn add_home(homes: &mut Vec<Stream>, stream: &Stream) {
+    if !homes.iter().any(|home| home.same_as(stream)) {
+        homes.push(stream.clone());
     }
 }
 
@@ -450,9 +456,7 @@ impl GraphExec {
             });
         }
         for home in &graph.state.homes {
-            if !self.homes.iter().any(|h| h.same_as(home)) {
-                self.homes.push(home.clone());
-            }
+            add_home(&mut self.homes, home);
         }
         Ok(())
     }
@@ -494,10 +498,7 @@ impl GraphExec {
         }?;
         self.extras.push(Box::new(kernel.clone()));
         for buffer in prepared.buffers {
-            let home = buffer.deallocation_stream();
-            if !self.homes.iter().any(|h| h.same_as(home)) {
-                self.homes.push(home.clone());
-            }
+            add_home(&mut self.homes, buffer.deallocation_stream());
             self.extras.push(Box::new(buffer));
         }
         Ok(())
