@@ -193,7 +193,11 @@ impl<'a> KernelArgs<'a> {
         let sizes: Vec<usize> = args.iter().map(|arg| arg.bytes().1).collect();
         crate::launch::validate_node(context, config, kernel, &sizes)?;
         let mut buffers = Vec::new();
-        for (index, buffer) in args.iter().filter_map(|arg| arg.buffer()).enumerate() {
+        for (index, buffer) in args
+            .iter()
+            .enumerate()
+            .filter_map(|(index, arg)| arg.buffer().map(|buffer| (index, buffer)))
+        {
             check_buffer(buffer, context, "args").map_err(|e| with_index(e, index))?;
             buffers.push(buffer.clone());
         }
@@ -226,7 +230,7 @@ fn with_index(error: Error, index: usize) -> Error {
     match error {
         Error::InvalidArgument { name, reason } => Error::InvalidArgument {
             name,
-            reason: format!("buffer argument {index}: {reason}"),
+            reason: format!("argument {index}: {reason}"),
         },
         other => other,
     }
