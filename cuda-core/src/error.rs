@@ -189,6 +189,16 @@ pub enum Error {
         node: Option<crate::GraphNode>,
     },
 
+    /// The driver could not instantiate a graph
+    /// ([`Graph::instantiate_uploaded`](crate::Graph::instantiate_uploaded)).
+    #[error("the graph was not instantiated: {reason}")]
+    GraphInstantiate {
+        /// The driver's reason (`CUgraphInstantiateResult`), and the node it names.
+        reason: String,
+        /// The node of the graph that the driver names, where it names one.
+        node: Option<crate::GraphNode>,
+    },
+
     /// An argument was rejected before any driver call.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

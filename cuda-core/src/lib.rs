@@ -54,9 +54,9 @@ pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use graph::{
     graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus,
-    ConditionalHandle, ConditionalKind, ConditionalNode, DeviceGraphExec, DotOptions, Graph,
-    GraphAllocation, GraphArg, GraphBody, GraphExec, GraphNode, GraphOptions, KernelNodeParams,
-    NodeKind,
+    CapturedAllocation, ConditionalHandle, ConditionalKind, ConditionalNode, CopyEnd,
+    CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation, GraphArg,
+    GraphBody, GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind,
 };
 pub use info::{
     driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,

@@ -19,6 +19,7 @@ mod driver_info_example;
 mod globals;
 mod graph_conditional;
 mod graph_nodes;
+mod graph_params;
 mod graphs;
 mod green_context;
 mod hot_path_allocations;

@@ -83,6 +83,18 @@ pub(crate) struct MemsetSpec {
     pub(crate) count: usize,
 }
 
+/// A memcpy node's ends as the driver holds them: each end's `CUmemorytype` and address
+/// (the device address, or the host pointer as an integer; 0 for an array), and its size in
+/// bytes (width times height times depth).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CopyNodeInfo {
+    pub(crate) src_type: u32,
+    pub(crate) src: u64,
+    pub(crate) dst_type: u32,
+    pub(crate) dst: u64,
+    pub(crate) bytes: usize,
+}
+
 /// What `cuGraphExecUpdate` said: its `CUgraphExecUpdateResult` and the node it names.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UpdateResult {

@@ -37,10 +37,10 @@ mod tests;
 
 pub(crate) use self::api::Driver;
 pub(crate) use self::handles::{
-    AccessWindow, ContextHandle, CopySpec, DevResource, DeviceHandle, EventHandle, FunctionHandle,
-    GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle, KernelHandle,
-    KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput, LinkOptions, MemsetSpec,
-    PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
+    AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,
+    FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
+    KernelHandle, KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
+    LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
 };
 pub(crate) use self::load::driver;
 pub(crate) use self::nvjitlink::{jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput};

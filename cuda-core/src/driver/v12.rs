@@ -73,6 +73,21 @@ impl Driver12 {
         Ok(GraphNodeHandle(node.cast()))
     }
 
+    /// `cuStreamGetCaptureInfo` of the status and id only (the 12.9 header's plain name takes no edge data).
+    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
+        let mut status = cuda_sys12::CUstreamCaptureStatus(0);
+        let mut id = 0u64;
+        call!(self.cuStreamGetCaptureInfo(
+            stream.0.cast(),
+            &mut status,
+            &mut id,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut()
+        ))?;
+        Ok((status.0, id))
+    }
+
     /// The number of edges, written into `into` where given.
     fn abi_graph_edges(
         &self,

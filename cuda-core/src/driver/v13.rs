@@ -85,6 +85,22 @@ impl Driver13 {
         Ok(GraphNodeHandle(node.cast()))
     }
 
+    /// `cuStreamGetCaptureInfo` of the status and id only (the 13 header's takes edge data too).
+    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
+        let mut status = cuda_sys13::CUstreamCaptureStatus(0);
+        let mut id = 0u64;
+        call!(self.cuStreamGetCaptureInfo(
+            stream.0.cast(),
+            &mut status,
+            &mut id,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut()
+        ))?;
+        Ok((status.0, id))
+    }
+
     /// The number of edges, written into `into` where given.
     fn abi_graph_edges(
         &self,

@@ -2,6 +2,7 @@
 
 use super::Graph;
 use crate::error::{DriverCode, Error, Result};
+use crate::memory::DevicePtr;
 use crate::stream::Stream;
 
 /// How a stream capture treats calls that could not be captured safely
@@ -64,10 +65,12 @@ impl Stream {
     ///   values), events recorded or waited on, and executable graphs launched into it;
     ///   buffers must not be freed, or used by other work, while a launch of the graph may
     ///   use them;
-    /// - while the stream captures, no buffer may be allocated on it, or on a stream that
-    ///   joined the capture, and none dropped whose deallocation stream is one of them: a
-    ///   stream-ordered allocation in a capture gives memory that exists only while the graph
-    ///   runs, and a free would be recorded into the graph instead of made;
+    /// - while the stream captures, no [`Buffer`](crate::Buffer) may be allocated on a stream
+    ///   that joined the capture (on the capturing stream itself it is refused), and none
+    ///   dropped whose deallocation stream is one of them: a stream-ordered allocation in a
+    ///   capture gives memory that exists only while the graph runs, and a free would be
+    ///   recorded into the graph instead of made. Allocate graph memory in a capture with
+    ///   [`Stream::capture_alloc`] and free it with [`Stream::capture_free`];
     /// - no host function may be queued ([`Stream::launch_host_func`]) on a stream that joined
     ///   the capture (on the capturing stream itself it is refused): its closure runs once,
     ///   and a graph may run it many times. Use a host node
@@ -105,6 +108,113 @@ impl Stream {
             2 => CaptureStatus::Invalidated,
             _ => CaptureStatus::None,
         })
+    }
+}
+
+/// Device memory allocated inside a stream capture ([`Stream::capture_alloc`]): a memory
+/// allocation node of the captured graph. It exists while the graph runs, from that node until
+/// the free node that [`Stream::capture_free`] records, and has the same address on every
+/// launch; pass [`CapturedAllocation::ptr`] to the work captured between the two.
+///
+/// Without a free in the capture, the memory stays allocated after each launch (the driver
+/// then refuses to launch the graph again unless it was instantiated with
+/// [`GraphOptions::auto_free_on_launch`](crate::GraphOptions::auto_free_on_launch)).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct CapturedAllocation {
+    ptr: DevicePtr,
+    size: usize,
+    capture: u64,
+}
+
+impl CapturedAllocation {
+    /// The address it has while the graph runs.
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+impl Stream {
+    /// Allocates `bytes` of device memory in this stream's capture (`cuMemAllocAsync`,
+    /// captured): the captured graph gets a memory allocation node, after the work captured
+    /// on this stream so far, and allocates from the device's graph memory each time it runs.
+    /// The stream must be capturing, itself or as a stream that joined a capture; otherwise
+    /// this is [`Error::Capture`].
+    ///
+    /// ```no_run
+    /// use cuda_core::{CaptureMode, Device, GraphOptions, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// // SAFETY: no buffer is allocated or freed on the stream while it captures.
+    /// unsafe { stream.begin_capture(CaptureMode::ThreadLocal)? };
+    /// let scratch = stream.capture_alloc(1 << 20)?;
+    /// // ... capture kernels that use `scratch.ptr()` ...
+    /// stream.capture_free(scratch)?;
+    /// let exec = stream.end_capture()?.instantiate(GraphOptions::default())?;
+    /// exec.launch(&stream)?;
+    /// exec.launch(&stream)?;
+    /// stream.sync()?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuMemAllocAsync")]
+    pub fn capture_alloc(&self, bytes: usize) -> Result<CapturedAllocation> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                name: "bytes",
+                reason: "cannot allocate zero bytes".to_owned(),
+            });
+        }
+        let capture = self.capture_id("capture_alloc")?;
+        let ptr: u64 =
+            self.call_in_context(|driver, handle| driver.mem_alloc_async(bytes, handle))?;
+        Ok(CapturedAllocation {
+            ptr: DevicePtr(ptr),
+            size: bytes,
+            capture,
+        })
+    }
+
+    /// Frees `allocation` in this stream's capture (`cuMemFreeAsync`, captured): the graph
+    /// gets a memory free node after the work captured on this stream so far. The stream must
+    /// be in the capture that made the allocation (the stream that allocated it, or one
+    /// joined to that capture); otherwise this is [`Error::Capture`] and nothing is recorded.
+    #[doc(alias = "cuMemFreeAsync")]
+    pub fn capture_free(&self, allocation: CapturedAllocation) -> Result<()> {
+        let capture = self.capture_id("capture_free")?;
+        if capture != allocation.capture {
+            return Err(Error::Capture {
+                reason: "capture_free: the allocation was made in another capture (a captured \
+                         allocation is freed in its own capture)"
+                    .to_owned(),
+            });
+        }
+        self.call_in_context(|driver, handle| driver.mem_free_async(allocation.ptr.0, handle))
+    }
+
+    /// The id of the capture this stream is in (`cuStreamGetCaptureInfo`); a stream that is
+    /// not capturing, or whose capture was invalidated, is [`Error::Capture`].
+    fn capture_id(&self, during: &str) -> Result<u64> {
+        let (status, id) = self.call(|driver, handle| driver.stream_capture_info(handle))?;
+        match status {
+            1 => Ok(id),
+            2 => Err(Error::Capture {
+                reason: format!(
+                    "{during}: the stream's capture was invalidated (a call made during it \
+                     could not be captured)"
+                ),
+            }),
+            _ => Err(Error::Capture {
+                reason: format!(
+                    "{during}: the stream is not capturing (begin a capture on it, or make it \
+                     wait on an event recorded in one)"
+                ),
+            }),
+        }
     }
 }
 

@@ -37,6 +37,7 @@ mod conditional;
 mod device_launch;
 mod keep;
 mod node;
+mod params;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -45,13 +46,14 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
-pub use capture::{CaptureMode, CaptureStatus};
+pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
 pub use keep::{graph_releases, wait_for_graph_releases};
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
 };
+pub use params::{CopyEnd, CopyNodeParams, FillNodeParams};
 
 use crate::context::Context;
 use crate::device::Device;
@@ -293,24 +295,70 @@ impl Graph {
     /// as instantiated (and what it keeps alive with it).
     #[doc(alias = "cuGraphInstantiateWithFlags")]
     pub fn instantiate(&self, options: GraphOptions) -> Result<GraphExec> {
-        let mut flags = 0u64;
-        if options.auto_free_on_launch {
-            flags |= 1;
+        self.flush()?;
+        let handle = self
+            .context
+            .with_current(|driver| driver.graph_instantiate(self.handle, options.flags()))?;
+        Ok(self.exec(handle, options))
+    }
+
+    /// Instantiates the graph and uploads it in `stream`'s order, in one call
+    /// (`cuGraphInstantiateWithParams` with `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`): as
+    /// [`Graph::instantiate`] then [`GraphExec::upload`], so that its first launch on
+    /// `stream` costs no more than later ones.
+    ///
+    /// A graph the driver cannot instantiate is [`Error::GraphInstantiate`], with the
+    /// driver's reason (`CUgraphInstantiateResult`) and the node it names.
+    #[doc(alias = "cuGraphInstantiateWithParams")]
+    #[doc(alias = "CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD")]
+    pub fn instantiate_uploaded(
+        &self,
+        options: GraphOptions,
+        stream: &Stream,
+    ) -> Result<GraphExec> {
+        check_device(stream, &self.context)?;
+        self.flush()?;
+        let flags = options.flags() | UPLOAD;
+        let driver = self.context.driver();
+        // The graph's context current, and the stream's handle as its kind needs it.
+        let (made, answer) = self.context.with_current(|_| {
+            stream.call(|driver, handle| {
+                driver.graph_instantiate_with_params(self.handle, flags, handle)
+            })
+        })?;
+        match made {
+            Ok(handle) => Ok(self.exec(handle, options)),
+            Err(e) => {
+                let node = (!answer.node.0.is_null()).then_some(GraphNode {
+                    handle: answer.node,
+                    graph: self.handle,
+                });
+                let kind = node
+                    .and_then(|node| driver.graph_node_type(node.handle).ok())
+                    .map(|kind| format!(" (at a {:?} node)", NodeKind::from_code(kind)))
+                    .unwrap_or_default();
+                Err(Error::GraphInstantiate {
+                    reason: format!(
+                        "{}{kind}; the driver said {e}",
+                        instantiate_reason(answer.code)
+                    ),
+                    node,
+                })
+            }
         }
-        if options.device_launch {
-            flags |= 4;
-        }
-        if options.use_node_priority {
-            flags |= 8;
-        }
+    }
+
+    /// Hands what the graph keeps to the driver, before it copies the graph.
+    fn flush(&self) -> Result<()> {
         self.state
             .keep
             .borrow_mut()
-            .flush(self.context.driver(), self.handle)?;
-        let handle = self
-            .context
-            .with_current(|driver| driver.graph_instantiate(self.handle, flags))?;
-        Ok(GraphExec {
+            .flush(self.context.driver(), self.handle)
+    }
+
+    /// The executable graph of `handle`, instantiated from this graph with `options`.
+    fn exec(&self, handle: GraphExecHandle, options: GraphOptions) -> GraphExec {
+        GraphExec {
             handle,
             context: self.context.clone(),
             source: self.handle,
@@ -319,7 +367,47 @@ impl Graph {
             extras: Vec::new(),
             last: Cell::new(None),
             _not_sync: PhantomData,
-        })
+        }
+    }
+}
+
+/// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`.
+const UPLOAD: u64 = 2;
+
+impl GraphOptions {
+    /// The `CUgraphInstantiate_flags` these options stand for.
+    fn flags(self) -> u64 {
+        let mut flags = 0u64;
+        if self.auto_free_on_launch {
+            flags |= 1;
+        }
+        if self.device_launch {
+            flags |= 4;
+        }
+        if self.use_node_priority {
+            flags |= 8;
+        }
+        flags
+    }
+}
+
+/// A `CUgraphInstantiateResult` in words.
+fn instantiate_reason(code: u32) -> &'static str {
+    match code {
+        2 => {
+            "the graph's structure is invalid (such as a cycle, or a memory node where the \
+              driver allows none)"
+        }
+        3 => {
+            "a node does its work in a way the driver cannot instantiate (such as a memory \
+              operation it does not support there)"
+        }
+        4 => {
+            "its nodes are of more than one context, which the instantiation flags do not \
+              allow (device launch needs one context)"
+        }
+        5 => "a conditional handle of the graph is taken by no conditional node",
+        _ => "the driver refused it",
     }
 }
 
@@ -497,9 +585,8 @@ impl GraphExec {
                 .graph_exec_kernel_node_set(self.handle, node.handle, &spec)
         }?;
         self.extras.push(Box::new(kernel.clone()));
-        for buffer in prepared.buffers {
-            add_home(&mut self.homes, buffer.deallocation_stream());
-            self.extras.push(Box::new(buffer));
+        for buffer in &prepared.buffers {
+            self.keep_buffer(buffer);
         }
         Ok(())
     }
@@ -510,18 +597,23 @@ impl GraphExec {
     }
 
     fn check_stream(&self, stream: &Stream) -> Result<()> {
-        if stream.device() != self.context.device() {
-            return Err(Error::InvalidArgument {
-                name: "stream",
-                reason: format!(
-                    "it is device {}'s, and the graph was instantiated for device {}",
-                    stream.device().ordinal(),
-                    self.context.device().ordinal()
-                ),
-            });
-        }
-        Ok(())
+        check_device(stream, &self.context)
     }
+}
+
+/// Refuses a stream of another device than the graph's.
+fn check_device(stream: &Stream, context: &Context) -> Result<()> {
+    if stream.device() != context.device() {
+        return Err(Error::InvalidArgument {
+            name: "stream",
+            reason: format!(
+                "it is device {}'s, and the graph is device {}'s",
+                stream.device().ordinal(),
+                context.device().ordinal()
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl Device {

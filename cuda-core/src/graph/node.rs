@@ -5,9 +5,10 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::conditional::{self, ConditionalHandle, ConditionalKind, ConditionalNode};
+use super::params::{self, CopyNodeParams, FillNodeParams};
 use super::{Graph, GraphState};
 use crate::context::Context;
-use crate::driver::{CopySpec, GraphHandle, GraphNodeHandle, KernelNodeSpec, MemsetSpec};
+use crate::driver::{CopySpec, GraphHandle, GraphNodeHandle, KernelNodeSpec};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::kernel::Kernel;
@@ -237,7 +238,7 @@ fn with_index(error: Error, index: usize) -> Error {
 }
 
 /// Refuses a buffer the graph's device cannot use.
-fn check_buffer(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
+pub(super) fn check_buffer(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
     if !buffer.is_device_accessible() {
         return Err(Error::InvalidArgument {
             name,
@@ -357,6 +358,10 @@ impl Target<'_> {
         note(self.state, self.graph, handle)
     }
 
+    fn check_kind(&self, node: GraphNode, wanted: &[NodeKind], what: &str) -> Result<NodeKind> {
+        params::check_kind(self.state, self.context, self.graph, node, wanted, what)
+    }
+
     fn keep(&mut self, value: impl Send + 'static) {
         self.state.keep.get_mut().push(Box::new(value));
     }
@@ -364,16 +369,6 @@ impl Target<'_> {
     fn keep_buffer(&mut self, buffer: &Arc<Buffer>) {
         self.state.add_home(buffer.deallocation_stream());
         self.keep(buffer.clone());
-    }
-
-    fn check_event(&self, event: &Event) -> Result<()> {
-        if event.context().handle() != self.context.handle() {
-            return Err(Error::InvalidArgument {
-                name: "event",
-                reason: "the event is of another context than the graph".to_owned(),
-            });
-        }
-        Ok(())
     }
 }
 
@@ -466,25 +461,7 @@ pub trait BuildGraph: seal::Buildable {
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        check_buffer(dst, target.context, "dst")?;
-        let width = std::mem::size_of::<P>();
-        if dst.size() % width != 0 || dst.ptr().0 % width as u64 != 0 {
-            return Err(Error::InvalidArgument {
-                name: "value",
-                reason: format!(
-                    "a {width}-byte pattern needs a buffer of a multiple of {width} bytes at a \
-                     {width}-byte aligned address (it has {} bytes at {:#x})",
-                    dst.size(),
-                    dst.ptr().0
-                ),
-            });
-        }
-        let memset = MemsetSpec {
-            dst: dst.ptr().0,
-            value: value.pattern(),
-            element_size: width as u32,
-            count: dst.size() / width,
-        };
+        let memset = params::fill_spec(dst, value, target.context)?;
         let context = target.context;
         let handle = context.driver().graph_add_memset_node(
             target.graph,
@@ -506,18 +483,7 @@ pub trait BuildGraph: seal::Buildable {
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        same_size(src.size(), dst.size(), "dst")?;
-        for (buffer, name) in [(src, "src"), (dst, "dst")] {
-            if !buffer.is_host_accessible() {
-                check_buffer(buffer, target.context, name)?;
-            }
-        }
-        let copy = CopySpec {
-            dst: dst.ptr().0,
-            src: src.ptr().0,
-            src_host: false,
-            bytes: src.size(),
-        };
+        let copy = params::copy_spec(src, dst, target.context)?;
         let handle = add_memcpy(&target, &deps, &copy)?;
         target.keep_buffer(src);
         target.keep_buffer(dst);
@@ -535,17 +501,7 @@ pub trait BuildGraph: seal::Buildable {
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let bytes = std::mem::size_of_val(src.as_slice());
-        same_size(bytes, dst.size(), "dst")?;
-        if !dst.is_host_accessible() {
-            check_buffer(dst, target.context, "dst")?;
-        }
-        let copy = CopySpec {
-            dst: dst.ptr().0,
-            src: src.as_ptr() as usize as u64,
-            src_host: true,
-            bytes,
-        };
+        let copy = params::host_copy_spec(&src, dst, target.context)?;
         let handle = add_memcpy(&target, &deps, &copy)?;
         // The vector's heap memory does not move with it.
         target.keep(src);
@@ -564,20 +520,11 @@ pub trait BuildGraph: seal::Buildable {
         deps: &[GraphNode],
         f: F,
     ) -> Result<GraphNode> {
-        unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
-            // SAFETY: `data` is the boxed closure the graph keeps alive while the driver may
-            // run the node; it is only read.
-            let f = unsafe { &*data.cast_const().cast::<F>() };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-                std::process::abort();
-            }
-        }
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let boxed = Box::new(f);
-        let data = (&*boxed as *const F).cast_mut().cast::<c_void>();
+        let (boxed, (entry, data)) = params::host_fn(f);
         let driver = target.context.driver();
-        let handle = driver.graph_add_host_node(target.graph, &deps, trampoline::<F>, data)?;
+        let handle = driver.graph_add_host_node(target.graph, &deps, entry, data)?;
         target.keep(boxed);
         Ok(target.node(handle))
     }
@@ -588,7 +535,7 @@ pub trait BuildGraph: seal::Buildable {
     fn add_event_record(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        target.check_event(event)?;
+        params::check_event(event, target.context)?;
         let driver = target.context.driver();
         let handle = driver.graph_add_event_record_node(target.graph, &deps, event.handle())?;
         // Recorded elsewhere from now on: its completion is asked of the driver.
@@ -603,7 +550,7 @@ pub trait BuildGraph: seal::Buildable {
     fn add_event_wait(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        target.check_event(event)?;
+        params::check_event(event, target.context)?;
         let driver = target.context.driver();
         let handle = driver.graph_add_event_wait_node(target.graph, &deps, event.handle())?;
         target.keep(event.clone());
@@ -874,6 +821,122 @@ pub trait BuildGraph: seal::Buildable {
         }
         Ok(())
     }
+
+    /// A fill node's parameters (`cuGraphMemsetNodeGetParams`).
+    #[doc(alias = "cuGraphMemsetNodeGetParams")]
+    fn fill_node(&mut self, node: GraphNode) -> Result<FillNodeParams> {
+        let target = self.target();
+        target.check_kind(node, params::kinds::FILL, "a fill node")?;
+        params::fill_node(target.context, node)
+    }
+
+    /// A copy node's parameters (`cuGraphMemcpyNodeGetParams`).
+    #[doc(alias = "cuGraphMemcpyNodeGetParams")]
+    fn copy_node(&mut self, node: GraphNode) -> Result<CopyNodeParams> {
+        let target = self.target();
+        target.check_kind(node, params::kinds::COPY, "a copy node")?;
+        params::copy_node(target.context, node)
+    }
+
+    /// Changes a fill node to fill `dst` with `value` (`cuGraphMemsetNodeSetParams`),
+    /// checked as [`BuildGraph::add_fill`] checks it. Executable graphs made before keep
+    /// what they were instantiated with (see [`GraphExec::set_fill`](crate::GraphExec::set_fill) and
+    /// [`GraphExec::update`](crate::GraphExec::update)).
+    #[doc(alias = "cuGraphMemsetNodeSetParams")]
+    fn set_fill<P: FillPattern>(
+        &mut self,
+        node: GraphNode,
+        dst: &Arc<Buffer>,
+        value: P,
+    ) -> Result<()> {
+        let mut target = self.target();
+        target.check_kind(node, params::kinds::FILL, "a fill node")?;
+        let memset = params::fill_spec(dst, value, target.context)?;
+        target
+            .context
+            .driver()
+            .graph_memset_node_set(node.handle, &memset)?;
+        target.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a copy node to copy `src` into `dst` (`cuGraphMemcpyNodeSetParams`), checked
+    /// as [`BuildGraph::add_copy`] checks it. Executable graphs made before keep what they
+    /// were instantiated with.
+    #[doc(alias = "cuGraphMemcpyNodeSetParams")]
+    fn set_copy(&mut self, node: GraphNode, src: &Arc<Buffer>, dst: &Arc<Buffer>) -> Result<()> {
+        let mut target = self.target();
+        target.check_kind(node, params::kinds::COPY, "a copy node")?;
+        let copy = params::copy_spec(src, dst, target.context)?;
+        target
+            .context
+            .driver()
+            .graph_memcpy_node_set(node.handle, &copy)?;
+        target.keep_buffer(src);
+        target.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a copy node to copy the host values `src` (owned by the graph from now on)
+    /// into `dst` (`cuGraphMemcpyNodeSetParams`), checked as
+    /// [`BuildGraph::add_copy_from_host`] checks it. Executable graphs made before keep what
+    /// they were instantiated with.
+    #[doc(alias = "cuGraphMemcpyNodeSetParams")]
+    fn set_copy_from_host<T: Pod>(
+        &mut self,
+        node: GraphNode,
+        src: Vec<T>,
+        dst: &Arc<Buffer>,
+    ) -> Result<()> {
+        let mut target = self.target();
+        target.check_kind(node, params::kinds::COPY, "a copy node")?;
+        let copy = params::host_copy_spec(&src, dst, target.context)?;
+        target
+            .context
+            .driver()
+            .graph_memcpy_node_set(node.handle, &copy)?;
+        target.keep(src);
+        target.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a host node to run `f` (`cuGraphHostNodeSetParams`); as for
+    /// [`BuildGraph::add_host`]. Executable graphs made before keep what they were
+    /// instantiated with.
+    #[doc(alias = "cuGraphHostNodeSetParams")]
+    fn set_host<F: Fn() + Send + Sync + 'static>(&mut self, node: GraphNode, f: F) -> Result<()> {
+        let mut target = self.target();
+        target.check_kind(node, params::kinds::HOST, "a host node")?;
+        let (boxed, (entry, data)) = params::host_fn(f);
+        target
+            .context
+            .driver()
+            .graph_host_node_set(node.handle, entry, data)?;
+        target.keep(boxed);
+        Ok(())
+    }
+
+    /// Changes an event record or event wait node to record or wait on `event`
+    /// (`cuGraphEventRecordNodeSetEvent`, `cuGraphEventWaitNodeSetEvent`); the event must be
+    /// of the graph's context. Executable graphs made before keep what they were
+    /// instantiated with.
+    #[doc(alias = "cuGraphEventRecordNodeSetEvent")]
+    #[doc(alias = "cuGraphEventWaitNodeSetEvent")]
+    fn set_event(&mut self, node: GraphNode, event: &Arc<Event>) -> Result<()> {
+        let mut target = self.target();
+        let kind = target.check_kind(node, params::kinds::EVENT, "an event record or wait node")?;
+        params::check_event(event, target.context)?;
+        let record = kind == NodeKind::EventRecord;
+        target
+            .context
+            .driver()
+            .graph_event_node_set(node.handle, event.handle(), record)?;
+        if record {
+            event.note_record();
+        }
+        target.keep(event.clone());
+        Ok(())
+    }
 }
 
 impl BuildGraph for Graph {}
@@ -890,7 +953,7 @@ fn add_memcpy(
         .graph_add_memcpy_node(target.graph, deps, copy, context.handle())
 }
 
-fn same_size(src: usize, dst: usize, name: &'static str) -> Result<()> {
+pub(super) fn same_size(src: usize, dst: usize, name: &'static str) -> Result<()> {
     if src == dst {
         return Ok(());
     }

@@ -225,6 +225,14 @@ pub(crate) fn check_request(size: usize, stream: &Stream, device: Option<Device>
             reason: "cannot allocate zero bytes".to_owned(),
         });
     }
+    if stream.capturing() {
+        return Err(Error::InvalidArgument {
+            name: "stream",
+            reason: "it is capturing: a buffer allocated in a capture would exist only while \
+                     the graph runs; allocate graph memory with Stream::capture_alloc"
+                .to_owned(),
+        });
+    }
     if let Some(device) = device {
         if stream.device() != device {
             return Err(Error::InvalidArgument {

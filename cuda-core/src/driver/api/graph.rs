@@ -4,7 +4,7 @@ use std::ffi::{c_void, CStr};
 
 use crate::driver::handles::DevicePtr;
 use crate::driver::{
-    ContextHandle, CopySpec, DeviceHandle, EventHandle, GraphExecHandle, GraphHandle,
+    ContextHandle, CopyNodeInfo, CopySpec, DeviceHandle, EventHandle, GraphExecHandle, GraphHandle,
     GraphNodeHandle, KernelNodeSpec, MemsetSpec, StreamHandle, UpdateResult, UserObjectHandle,
 };
 use crate::error::Result;
@@ -33,6 +33,16 @@ pub(crate) trait GraphApi {
     fn graph_debug_dot_print(&self, graph: GraphHandle, path: &CStr, flags: u32) -> Result<()>;
     /// `cuGraphInstantiateWithFlags` with `CUgraphInstantiate_flags`, in the current context.
     fn graph_instantiate(&self, graph: GraphHandle, flags: u64) -> Result<GraphExecHandle>;
+    /// `cuGraphInstantiateWithParams` with `CUgraphInstantiate_flags` and an upload stream
+    /// (used with `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`), in the current context: `Ok` with the
+    /// driver's answer (`CUgraphInstantiateResult` and the node it names) whether or not it
+    /// instantiated; `Err` only where the call failed with no reason given.
+    fn graph_instantiate_with_params(
+        &self,
+        graph: GraphHandle,
+        flags: u64,
+        upload: StreamHandle,
+    ) -> Result<(Result<GraphExecHandle>, UpdateResult)>;
     /// `cuGraphExecDestroy`.
     fn graph_exec_destroy(&self, exec: GraphExecHandle) -> Result<()>;
     /// `cuGraphLaunch`.
@@ -103,6 +113,66 @@ pub(crate) trait GraphApi {
         f: unsafe extern "C" fn(*mut c_void),
         data: *mut c_void,
     ) -> Result<GraphNodeHandle>;
+    /// `cuGraphMemcpyNodeSetParams` to one linear copy.
+    fn graph_memcpy_node_set(&self, node: GraphNodeHandle, copy: &CopySpec) -> Result<()>;
+    /// `cuGraphMemcpyNodeGetParams`: its ends and size.
+    fn graph_memcpy_node_get(&self, node: GraphNodeHandle) -> Result<CopyNodeInfo>;
+    /// `cuGraphExecMemcpyNodeSetParams` to one linear copy, in `context`.
+    fn graph_exec_memcpy_node_set(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        copy: &CopySpec,
+        context: ContextHandle,
+    ) -> Result<()>;
+    /// `cuGraphMemsetNodeSetParams` to one row.
+    fn graph_memset_node_set(&self, node: GraphNodeHandle, memset: &MemsetSpec) -> Result<()>;
+    /// `cuGraphMemsetNodeGetParams` (of a node of one row; `count` is its width).
+    fn graph_memset_node_get(&self, node: GraphNodeHandle) -> Result<MemsetSpec>;
+    /// `cuGraphExecMemsetNodeSetParams` to one row, in `context`.
+    fn graph_exec_memset_node_set(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        memset: &MemsetSpec,
+        context: ContextHandle,
+    ) -> Result<()>;
+    /// `cuGraphHostNodeSetParams`.
+    fn graph_host_node_set(
+        &self,
+        node: GraphNodeHandle,
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<()>;
+    /// `cuGraphExecHostNodeSetParams`.
+    fn graph_exec_host_node_set(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<()>;
+    /// `cuGraphEventRecordNodeSetEvent` (`record`) or `cuGraphEventWaitNodeSetEvent`.
+    fn graph_event_node_set(
+        &self,
+        node: GraphNodeHandle,
+        event: EventHandle,
+        record: bool,
+    ) -> Result<()>;
+    /// `cuGraphExecEventRecordNodeSetEvent` (`record`) or `cuGraphExecEventWaitNodeSetEvent`.
+    fn graph_exec_event_node_set(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        event: EventHandle,
+        record: bool,
+    ) -> Result<()>;
+    /// `cuStreamGetCaptureInfo`: the raw `CUstreamCaptureStatus` and the capture's id (0
+    /// when not capturing).
+    fn stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)>;
+    /// `cuMemAllocAsync` of `bytes` on `stream` (from the current pool of its device), in
+    /// the current context.
+    fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<DevicePtr>;
     /// `cuGraphAddEventRecordNode`.
     fn graph_add_event_record_node(
         &self,

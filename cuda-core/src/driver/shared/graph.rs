@@ -75,6 +75,36 @@ macro_rules! impl_graph_api {
                 Ok(GraphExecHandle(exec.cast()))
             }
 
+            fn graph_instantiate_with_params(
+                &self,
+                graph: GraphHandle,
+                flags: u64,
+                upload: StreamHandle,
+            ) -> Result<(Result<GraphExecHandle>, UpdateResult)> {
+                let mut params = $sys::CUDA_GRAPH_INSTANTIATE_PARAMS {
+                    flags,
+                    hUploadStream: upload.0.cast(),
+                    hErrNode_out: std::ptr::null_mut(),
+                    result_out: $sys::CUgraphInstantiateResult(0),
+                };
+                let mut exec = std::ptr::null_mut();
+                let made = call!(self.cuGraphInstantiateWithParams(
+                    &mut exec,
+                    graph.0.cast(),
+                    &mut params
+                ))
+                .map(|()| GraphExecHandle(exec.cast()));
+                let answer = UpdateResult {
+                    code: params.result_out.0,
+                    node: GraphNodeHandle(params.hErrNode_out.cast()),
+                };
+                match made {
+                    // A refusal names its reason in `result_out`; anything else is the call's.
+                    Err(e) if answer.code == 0 => Err(e),
+                    other => Ok((other, answer)),
+                }
+            }
+
             fn graph_exec_destroy(&self, exec: GraphExecHandle) -> Result<()> {
                 call!(self.cuGraphExecDestroy(exec.0.cast()))
             }
@@ -159,20 +189,7 @@ macro_rules! impl_graph_api {
                 copy: &CopySpec,
                 context: ContextHandle,
             ) -> Result<GraphNodeHandle> {
-                // SAFETY: plain data and null pointers, all zero by default.
-                let mut params: $sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-                if copy.src_host {
-                    params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_HOST;
-                    params.srcHost = copy.src as usize as *const std::ffi::c_void;
-                } else {
-                    params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
-                    params.srcDevice = copy.src;
-                }
-                params.dstMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
-                params.dstDevice = copy.dst;
-                params.WidthInBytes = copy.bytes;
-                params.Height = 1;
-                params.Depth = 1;
+                let params = memcpy_params(copy);
                 let mut node = std::ptr::null_mut();
                 call!(self.cuGraphAddMemcpyNode(
                     &mut node,
@@ -192,14 +209,7 @@ macro_rules! impl_graph_api {
                 memset: &MemsetSpec,
                 context: ContextHandle,
             ) -> Result<GraphNodeHandle> {
-                let params = $sys::CUDA_MEMSET_NODE_PARAMS {
-                    dst: memset.dst,
-                    pitch: 0,
-                    value: memset.value,
-                    elementSize: memset.element_size,
-                    width: memset.count,
-                    height: 1,
-                };
+                let params = memset_params(memset);
                 let mut node = std::ptr::null_mut();
                 call!(self.cuGraphAddMemsetNode(
                     &mut node,
@@ -232,6 +242,157 @@ macro_rules! impl_graph_api {
                     &params
                 ))?;
                 Ok(GraphNodeHandle(node.cast()))
+            }
+
+            fn graph_memcpy_node_set(&self, node: GraphNodeHandle, copy: &CopySpec) -> Result<()> {
+                let params = memcpy_params(copy);
+                call!(self.cuGraphMemcpyNodeSetParams(node.0.cast(), &params))
+            }
+
+            fn graph_memcpy_node_get(&self, node: GraphNodeHandle) -> Result<CopyNodeInfo> {
+                // SAFETY: plain data and null pointers, all zero by default.
+                let mut params: $sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+                call!(self.cuGraphMemcpyNodeGetParams(node.0.cast(), &mut params))?;
+                let end = |kind: $sys::CUmemorytype, device: u64, host: *const std::ffi::c_void| {
+                    if kind == $sys::CUmemorytype_enum::CU_MEMORYTYPE_HOST {
+                        (kind.0, host as usize as u64)
+                    } else if kind == $sys::CUmemorytype_enum::CU_MEMORYTYPE_ARRAY {
+                        (kind.0, 0)
+                    } else {
+                        (kind.0, device)
+                    }
+                };
+                let (src_type, src) = end(params.srcMemoryType, params.srcDevice, params.srcHost);
+                let (dst_type, dst) = end(
+                    params.dstMemoryType,
+                    params.dstDevice,
+                    params.dstHost.cast_const(),
+                );
+                Ok(CopyNodeInfo {
+                    src_type,
+                    src,
+                    dst_type,
+                    dst,
+                    bytes: params.WidthInBytes * params.Height * params.Depth,
+                })
+            }
+
+            fn graph_exec_memcpy_node_set(
+                &self,
+                exec: GraphExecHandle,
+                node: GraphNodeHandle,
+                copy: &CopySpec,
+                context: ContextHandle,
+            ) -> Result<()> {
+                let params = memcpy_params(copy);
+                call!(self.cuGraphExecMemcpyNodeSetParams(
+                    exec.0.cast(),
+                    node.0.cast(),
+                    &params,
+                    context.0.cast()
+                ))
+            }
+
+            fn graph_memset_node_set(
+                &self,
+                node: GraphNodeHandle,
+                memset: &MemsetSpec,
+            ) -> Result<()> {
+                let params = memset_params(memset);
+                call!(self.cuGraphMemsetNodeSetParams(node.0.cast(), &params))
+            }
+
+            fn graph_memset_node_get(&self, node: GraphNodeHandle) -> Result<MemsetSpec> {
+                // SAFETY: plain data, all zero by default.
+                let mut params: $sys::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                call!(self.cuGraphMemsetNodeGetParams(node.0.cast(), &mut params))?;
+                Ok(MemsetSpec {
+                    dst: params.dst,
+                    value: params.value,
+                    element_size: params.elementSize,
+                    count: params.width * params.height,
+                })
+            }
+
+            fn graph_exec_memset_node_set(
+                &self,
+                exec: GraphExecHandle,
+                node: GraphNodeHandle,
+                memset: &MemsetSpec,
+                context: ContextHandle,
+            ) -> Result<()> {
+                let params = memset_params(memset);
+                call!(self.cuGraphExecMemsetNodeSetParams(
+                    exec.0.cast(),
+                    node.0.cast(),
+                    &params,
+                    context.0.cast()
+                ))
+            }
+
+            fn graph_host_node_set(
+                &self,
+                node: GraphNodeHandle,
+                f: unsafe extern "C" fn(*mut std::ffi::c_void),
+                data: *mut std::ffi::c_void,
+            ) -> Result<()> {
+                let params = $sys::CUDA_HOST_NODE_PARAMS {
+                    fn_: Some(f),
+                    userData: data,
+                };
+                call!(self.cuGraphHostNodeSetParams(node.0.cast(), &params))
+            }
+
+            fn graph_exec_host_node_set(
+                &self,
+                exec: GraphExecHandle,
+                node: GraphNodeHandle,
+                f: unsafe extern "C" fn(*mut std::ffi::c_void),
+                data: *mut std::ffi::c_void,
+            ) -> Result<()> {
+                let params = $sys::CUDA_HOST_NODE_PARAMS {
+                    fn_: Some(f),
+                    userData: data,
+                };
+                call!(self.cuGraphExecHostNodeSetParams(exec.0.cast(), node.0.cast(), &params))
+            }
+
+            fn graph_event_node_set(
+                &self,
+                node: GraphNodeHandle,
+                event: EventHandle,
+                record: bool,
+            ) -> Result<()> {
+                if record {
+                    call!(self.cuGraphEventRecordNodeSetEvent(node.0.cast(), event.0.cast()))
+                } else {
+                    call!(self.cuGraphEventWaitNodeSetEvent(node.0.cast(), event.0.cast()))
+                }
+            }
+
+            fn graph_exec_event_node_set(
+                &self,
+                exec: GraphExecHandle,
+                node: GraphNodeHandle,
+                event: EventHandle,
+                record: bool,
+            ) -> Result<()> {
+                let (exec, node, event) = (exec.0.cast(), node.0.cast(), event.0.cast());
+                if record {
+                    call!(self.cuGraphExecEventRecordNodeSetEvent(exec, node, event))
+                } else {
+                    call!(self.cuGraphExecEventWaitNodeSetEvent(exec, node, event))
+                }
+            }
+
+            fn stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
+                self.abi_stream_capture_info(stream)
+            }
+
+            fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<DevicePtr> {
+                let mut ptr = 0;
+                call!(self.cuMemAllocAsync(&mut ptr, bytes, stream.0.cast()))?;
+                Ok(ptr)
             }
 
             fn graph_add_event_record_node(
@@ -541,6 +702,38 @@ macro_rules! impl_graph_api {
                     1,
                     $sys::CUuserObjectRetain_flags_enum::CU_GRAPH_USER_OBJECT_MOVE.0
                 ))
+            }
+        }
+
+        /// One linear copy in this header's layout: `src` a host pointer or a unified
+        /// address, `dst` a unified address.
+        fn memcpy_params(copy: &CopySpec) -> $sys::CUDA_MEMCPY3D {
+            // SAFETY: plain data and null pointers, all zero by default.
+            let mut params: $sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            if copy.src_host {
+                params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_HOST;
+                params.srcHost = copy.src as usize as *const std::ffi::c_void;
+            } else {
+                params.srcMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
+                params.srcDevice = copy.src;
+            }
+            params.dstMemoryType = $sys::CUmemorytype_enum::CU_MEMORYTYPE_UNIFIED;
+            params.dstDevice = copy.dst;
+            params.WidthInBytes = copy.bytes;
+            params.Height = 1;
+            params.Depth = 1;
+            params
+        }
+
+        /// One row of a memset in this header's layout.
+        fn memset_params(memset: &MemsetSpec) -> $sys::CUDA_MEMSET_NODE_PARAMS {
+            $sys::CUDA_MEMSET_NODE_PARAMS {
+                dst: memset.dst,
+                pitch: 0,
+                value: memset.value,
+                elementSize: memset.element_size,
+                width: memset.count,
+                height: 1,
             }
         }
 

@@ -12,8 +12,9 @@
 //! - `fn abi_kernel_get_param_count(&self, kernel)` (only the 13 header has it);
 //! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs);
 //! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours`,
-//!   `abi_graph_add_node` (the 13 header's graph edge calls and `cuGraphAddNode` take edge
-//!   data, the 12 header's plain names do not).
+//!   `abi_graph_add_node`, `abi_stream_capture_info` (the 13 header's graph edge calls,
+//!   `cuGraphAddNode` and `cuStreamGetCaptureInfo` take edge data, the 12 header's plain names
+//!   do not).
 
 mod checkpoint;
 mod context;
@@ -67,10 +68,11 @@ macro_rules! driver_impl {
 
         #[allow(unused_imports)]
         use $crate::driver::handles::{
-            ContextHandle, CopySpec, DevResource, DeviceHandle, DevicePtr, EventHandle,
-            FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
-            KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle, LinkInput, LinkOptions,
-            MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
+            ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, DevicePtr,
+            EventHandle, FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle,
+            GreenContextHandle, KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle,
+            LinkInput, LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult,
+            UserObjectHandle,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};

@@ -1,0 +1,367 @@
+//! The parameters of a graph's copy, fill, host and event nodes: what the add and set methods
+//! of [`BuildGraph`](super::BuildGraph) and [`GraphExec`] hand the driver, checked the same
+//! way for both, and what the driver gives back when asked.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use super::keep::Kept;
+use super::node::{check_buffer, check_node, same_size};
+use super::{add_home, Graph, GraphExec, GraphNode, GraphState, NodeKind};
+use crate::context::Context;
+use crate::driver::{CopyNodeInfo, CopySpec, GraphHandle, MemsetSpec};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
+
+/// A fill node's parameters, as the driver holds them (`cuGraphMemsetNodeGetParams`):
+/// `count` elements of `element_size` bytes (1, 2 or 4) at `dst`, each set to the low
+/// `element_size` bytes of `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct FillNodeParams {
+    /// The first byte filled.
+    pub dst: DevicePtr,
+    /// The pattern, in its low `element_size` bytes.
+    pub value: u32,
+    /// The pattern's width in bytes.
+    pub element_size: u32,
+    /// How many elements are filled (times the rows of a two-dimensional fill).
+    pub count: usize,
+}
+
+/// One end of a copy node, as the driver holds it (`CUmemorytype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CopyEnd {
+    /// Device, managed or pinned memory by its device address (`CU_MEMORYTYPE_DEVICE` or
+    /// `CU_MEMORYTYPE_UNIFIED`).
+    Device(DevicePtr),
+    /// Host memory by its address (`CU_MEMORYTYPE_HOST`).
+    Host(usize),
+    /// A CUDA array (`CU_MEMORYTYPE_ARRAY`).
+    Array,
+}
+
+/// A copy node's parameters, as the driver holds them (`cuGraphMemcpyNodeGetParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct CopyNodeParams {
+    /// Where it copies from.
+    pub src: CopyEnd,
+    /// Where it copies to.
+    pub dst: CopyEnd,
+    /// How many bytes (width times height times depth of the driver's copy).
+    pub bytes: usize,
+}
+
+impl CopyNodeParams {
+    fn from_info(info: CopyNodeInfo) -> CopyNodeParams {
+        let end = |kind: u32, address: u64| match kind {
+            1 => CopyEnd::Host(address as usize),
+            3 => CopyEnd::Array,
+            _ => CopyEnd::Device(DevicePtr(address)),
+        };
+        CopyNodeParams {
+            src: end(info.src_type, info.src),
+            dst: end(info.dst_type, info.dst),
+            bytes: info.bytes,
+        }
+    }
+}
+
+/// A fill of `dst` with `value`, checked for `context`'s device.
+pub(super) fn fill_spec<P: FillPattern>(
+    dst: &Buffer,
+    value: P,
+    context: &Context,
+) -> Result<MemsetSpec> {
+    check_buffer(dst, context, "dst")?;
+    let width = std::mem::size_of::<P>();
+    if dst.size() % width != 0 || dst.ptr().0 % width as u64 != 0 {
+        return Err(Error::InvalidArgument {
+            name: "value",
+            reason: format!(
+                "a {width}-byte pattern needs a buffer of a multiple of {width} bytes at a \
+                 {width}-byte aligned address (it has {} bytes at {:#x})",
+                dst.size(),
+                dst.ptr().0
+            ),
+        });
+    }
+    Ok(MemsetSpec {
+        dst: dst.ptr().0,
+        value: value.pattern(),
+        element_size: width as u32,
+        count: dst.size() / width,
+    })
+}
+
+/// A copy of `src` into `dst`, checked for `context`'s device.
+pub(super) fn copy_spec(src: &Buffer, dst: &Buffer, context: &Context) -> Result<CopySpec> {
+    same_size(src.size(), dst.size(), "dst")?;
+    for (buffer, name) in [(src, "src"), (dst, "dst")] {
+        if !buffer.is_host_accessible() {
+            check_buffer(buffer, context, name)?;
+        }
+    }
+    Ok(CopySpec {
+        dst: dst.ptr().0,
+        src: src.ptr().0,
+        src_host: false,
+        bytes: src.size(),
+    })
+}
+
+/// A copy of the host values `src` into `dst`, checked for `context`'s device. The copy
+/// reads `src`'s heap memory, which does not move with the vector.
+pub(super) fn host_copy_spec<T: Pod>(
+    src: &[T],
+    dst: &Buffer,
+    context: &Context,
+) -> Result<CopySpec> {
+    let bytes = std::mem::size_of_val(src);
+    same_size(bytes, dst.size(), "dst")?;
+    if !dst.is_host_accessible() {
+        check_buffer(dst, context, "dst")?;
+    }
+    Ok(CopySpec {
+        dst: dst.ptr().0,
+        src: src.as_ptr() as usize as u64,
+        src_host: true,
+        bytes,
+    })
+}
+
+/// A host node's function: the driver's entry point and its data, the boxed closure (which
+/// must be kept alive while the node may run).
+pub(super) type HostFn = (unsafe extern "C" fn(*mut c_void), *mut c_void);
+
+/// Boxes `f` for a host node: the box to keep, and the entry point and data for the driver.
+pub(super) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn) {
+    unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
+        // SAFETY: `data` is the boxed closure kept alive while the driver may run the node;
+        // it is only read.
+        let f = unsafe { &*data.cast_const().cast::<F>() };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            std::process::abort();
+        }
+    }
+    let boxed = Box::new(f);
+    let data = (&*boxed as *const F).cast_mut().cast::<c_void>();
+    (boxed, (trampoline::<F>, data))
+}
+
+/// Refuses an event of another context than `context`.
+pub(super) fn check_event(event: &Event, context: &Context) -> Result<()> {
+    if event.context().handle() != context.handle() {
+        return Err(Error::InvalidArgument {
+            name: "event",
+            reason: "the event is of another context than the graph".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a node of `graph` that is not one of `wanted`'s kinds, named `what`; gives its
+/// kind.
+pub(super) fn check_kind(
+    state: &GraphState,
+    context: &Context,
+    graph: GraphHandle,
+    node: GraphNode,
+    wanted: &[NodeKind],
+    what: &str,
+) -> Result<NodeKind> {
+    check_node(state, graph, node, "node")?;
+    let kind = NodeKind::from_code(context.driver().graph_node_type(node.handle)?);
+    if !wanted.contains(&kind) {
+        return Err(Error::InvalidArgument {
+            name: "node",
+            reason: format!("it is a {kind:?} node, not {what}"),
+        });
+    }
+    Ok(kind)
+}
+
+/// A fill node's parameters from the driver.
+pub(super) fn fill_node(context: &Context, node: GraphNode) -> Result<FillNodeParams> {
+    let spec = context.driver().graph_memset_node_get(node.handle)?;
+    Ok(FillNodeParams {
+        dst: DevicePtr(spec.dst),
+        value: spec.value,
+        element_size: spec.element_size,
+        count: spec.count,
+    })
+}
+
+/// A copy node's parameters from the driver.
+pub(super) fn copy_node(context: &Context, node: GraphNode) -> Result<CopyNodeParams> {
+    let info = context.driver().graph_memcpy_node_get(node.handle)?;
+    Ok(CopyNodeParams::from_info(info))
+}
+
+/// The kinds the set methods take.
+pub(super) mod kinds {
+    use super::NodeKind;
+
+    pub(in crate::graph) const FILL: &[NodeKind] = &[NodeKind::Memset];
+    pub(in crate::graph) const COPY: &[NodeKind] = &[NodeKind::Memcpy];
+    pub(in crate::graph) const HOST: &[NodeKind] = &[NodeKind::Host];
+    pub(in crate::graph) const EVENT: &[NodeKind] = &[NodeKind::EventRecord, NodeKind::EventWait];
+}
+
+use kinds::{COPY, EVENT, FILL, HOST};
+
+/// Changes of an executable graph's copy, fill, host and event nodes in place
+/// (`cuGraphExec*NodeSetParams`, `cuGraphExecEvent*NodeSetEvent`). `node` is a node of `graph`,
+/// the graph this one was instantiated from; the graph itself is not changed. What the new
+/// parameters refer to (buffers, host data, closures, events) is kept alive until this
+/// executable graph and its launches are done; launches queued before the change keep the
+/// old parameters.
+///
+/// The driver allows only changes that keep a node's shape: a copy between memory of the
+/// same kinds and contexts as before, a fill of memory of the same context, one row each.
+/// It refuses others with its error, and the node is then left as it was.
+impl GraphExec {
+    /// Changes a fill node to fill `dst` with `value` (`cuGraphExecMemsetNodeSetParams`),
+    /// checked as [`BuildGraph::add_fill`](super::BuildGraph::add_fill) checks it.
+    #[doc(alias = "cuGraphExecMemsetNodeSetParams")]
+    pub fn set_fill<P: FillPattern>(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        dst: &Arc<Buffer>,
+        value: P,
+    ) -> Result<()> {
+        self.check_source(graph, node, FILL, "a fill node")?;
+        let memset = fill_spec(dst, value, &self.context)?;
+        let context = self.context.handle();
+        self.context.driver().graph_exec_memset_node_set(
+            self.handle,
+            node.handle,
+            &memset,
+            context,
+        )?;
+        self.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a copy node to copy `src` into `dst` (`cuGraphExecMemcpyNodeSetParams`),
+    /// checked as [`BuildGraph::add_copy`](super::BuildGraph::add_copy) checks it.
+    #[doc(alias = "cuGraphExecMemcpyNodeSetParams")]
+    pub fn set_copy(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        src: &Arc<Buffer>,
+        dst: &Arc<Buffer>,
+    ) -> Result<()> {
+        self.check_source(graph, node, COPY, "a copy node")?;
+        let copy = copy_spec(src, dst, &self.context)?;
+        self.set_memcpy(node, &copy)?;
+        self.keep_buffer(src);
+        self.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a copy node to copy the host values `src` (owned from now on) into `dst`
+    /// (`cuGraphExecMemcpyNodeSetParams`), checked as
+    /// [`BuildGraph::add_copy_from_host`](super::BuildGraph::add_copy_from_host) checks it.
+    /// The node must have copied from host memory before.
+    #[doc(alias = "cuGraphExecMemcpyNodeSetParams")]
+    pub fn set_copy_from_host<T: Pod>(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        src: Vec<T>,
+        dst: &Arc<Buffer>,
+    ) -> Result<()> {
+        self.check_source(graph, node, COPY, "a copy node")?;
+        let copy = host_copy_spec(&src, dst, &self.context)?;
+        self.set_memcpy(node, &copy)?;
+        self.extras.push(Box::new(src));
+        self.keep_buffer(dst);
+        Ok(())
+    }
+
+    /// Changes a host node to run `f` (`cuGraphExecHostNodeSetParams`); as for
+    /// [`BuildGraph::add_host`](super::BuildGraph::add_host).
+    #[doc(alias = "cuGraphExecHostNodeSetParams")]
+    pub fn set_host<F: Fn() + Send + Sync + 'static>(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        f: F,
+    ) -> Result<()> {
+        self.check_source(graph, node, HOST, "a host node")?;
+        let (boxed, (entry, data)) = host_fn(f);
+        self.context
+            .driver()
+            .graph_exec_host_node_set(self.handle, node.handle, entry, data)?;
+        self.extras.push(boxed);
+        Ok(())
+    }
+
+    /// Changes an event record or event wait node to record or wait on `event`
+    /// (`cuGraphExecEventRecordNodeSetEvent`, `cuGraphExecEventWaitNodeSetEvent`); the event
+    /// must be of the graph's context.
+    #[doc(alias = "cuGraphExecEventRecordNodeSetEvent")]
+    #[doc(alias = "cuGraphExecEventWaitNodeSetEvent")]
+    pub fn set_event(&mut self, graph: &Graph, node: GraphNode, event: &Arc<Event>) -> Result<()> {
+        let kind = self.check_source(graph, node, EVENT, "an event record or wait node")?;
+        check_event(event, &self.context)?;
+        let record = kind == NodeKind::EventRecord;
+        self.context.driver().graph_exec_event_node_set(
+            self.handle,
+            node.handle,
+            event.handle(),
+            record,
+        )?;
+        if record {
+            event.note_record();
+        }
+        self.extras.push(Box::new(event.clone()));
+        Ok(())
+    }
+
+    /// Refuses a graph other than the source, or a node of it of another kind.
+    fn check_source(
+        &self,
+        graph: &Graph,
+        node: GraphNode,
+        wanted: &[NodeKind],
+        what: &str,
+    ) -> Result<NodeKind> {
+        if graph.handle != self.source {
+            return Err(Error::InvalidArgument {
+                name: "graph",
+                reason: "it is not the graph this executable graph was instantiated from"
+                    .to_owned(),
+            });
+        }
+        check_kind(
+            &graph.state,
+            &self.context,
+            graph.handle,
+            node,
+            wanted,
+            what,
+        )
+    }
+
+    fn set_memcpy(&self, node: GraphNode, copy: &CopySpec) -> Result<()> {
+        let context = self.context.handle();
+        self.context
+            .driver()
+            .graph_exec_memcpy_node_set(self.handle, node.handle, copy, context)
+    }
+
+    /// Keeps `buffer` alive with this executable graph, and orders its launches against the
+    /// buffer's stream.
+    pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>) {
+        add_home(&mut self.homes, buffer.deallocation_stream());
+        let kept: Kept = Box::new(buffer.clone());
+        self.extras.push(kept);
+    }
+}
