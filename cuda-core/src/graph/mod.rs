@@ -696,4 +696,38 @@ mod tests {
         assert_eq!(left, [(root, node(11)), (graph(9), node(90))]);
         assert_eq!(state.bodies.keys().copied().collect::<Vec<_>>(), [node(91)]);
     }
+
+    /// Each option sets its own `CUgraphInstantiate_flags` bit (AUTO_FREE_ON_LAUNCH 1,
+    /// DEVICE_LAUNCH 4, USE_NODE_PRIORITY 8), and none sets UPLOAD (2), which only
+    /// `instantiate_uploaded` adds: a swapped or missing bit instantiates another graph kind.
+    #[test]
+    fn graph_options_map_to_the_drivers_flag_bits() {
+        assert_eq!(GraphOptions::default().flags(), 0);
+        let one = |o: GraphOptions| o.flags();
+        assert_eq!(
+            one(GraphOptions::default().with_auto_free_on_launch(true)),
+            1
+        );
+        assert_eq!(one(GraphOptions::default().with_device_launch(true)), 4);
+        assert_eq!(one(GraphOptions::default().with_use_node_priority(true)), 8);
+        let all = GraphOptions::default()
+            .with_auto_free_on_launch(true)
+            .with_device_launch(true)
+            .with_use_node_priority(true);
+        assert_eq!(all.flags(), 13);
+        assert_eq!(all.flags() & UPLOAD, 0);
+    }
+
+    /// Every instantiation result the headers name has its own words, and an unknown one
+    /// still says the driver refused.
+    #[test]
+    fn instantiate_results_are_named() {
+        let reasons: Vec<&str> = (2..=5).map(instantiate_reason).collect();
+        for (i, a) in reasons.iter().enumerate() {
+            assert!(reasons[i + 1..].iter().all(|b| a != b), "{a}");
+            assert_ne!(*a, instantiate_reason(99));
+        }
+        assert!(instantiate_reason(2).contains("structure"));
+        assert!(instantiate_reason(99).contains("refused"));
+    }
 }
