@@ -56,7 +56,7 @@ extern "C" __global__ void late_plus_one(const unsigned* x, unsigned* out, unsig
 }
 "#;
 
-fn compile(source: &str) -> cuda_core::ObjectCode {
+pub(crate) fn compile(source: &str) -> cuda_core::ObjectCode {
     // Current, so that the compile asks the device's architecture of it (with no context
     // current, asking makes a failing driver call that compute-sanitizer reports).
     common::device().set_current().unwrap();
@@ -65,7 +65,7 @@ fn compile(source: &str) -> cuda_core::ObjectCode {
         .unwrap()
 }
 
-fn stream(device: Device) -> Stream {
+pub(crate) fn stream(device: Device) -> Stream {
     device.create_stream(StreamOptions::default()).unwrap()
 }
 
@@ -527,7 +527,7 @@ fn a_capture_takes_buffers_of_other_streams_and_refuses_host_functions() {
     assert_eq!(y.to_vec::<f32>(&s0).unwrap(), doubled);
 }
 
-fn invalid_name(result: cuda_core::Result<impl std::fmt::Debug>) -> &'static str {
+pub(crate) fn invalid_name(result: cuda_core::Result<impl std::fmt::Debug>) -> &'static str {
     match result {
         Err(Error::InvalidArgument { name, .. }) => name,
         other => panic!("expected an invalid argument, got {other:?}"),

@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::common;
+use crate::graph_nodes::{self, invalid_name, stream};
 
 use cuda_core::{
-    Allocate, Buffer, BuildGraph, CaptureMode, CodeType, CopyEnd, Device, Error, EventOptions,
-    Graph, GraphOptions, LaunchConfig, Program, ProgramOptions, Stream, StreamOptions,
+    Allocate, Buffer, BuildGraph, CaptureMode, CopyEnd, Device, Error, EventOptions, Graph,
+    GraphOptions, LaunchConfig, Stream,
 };
 
 const KERNELS: &str = r#"
@@ -28,15 +29,7 @@ extern "C" __global__ void add_u32(unsigned* x, unsigned v, unsigned n) {
 "#;
 
 fn compile() -> cuda_core::ObjectCode {
-    // Current, so that the compile asks the device's architecture of it.
-    common::device().set_current().unwrap();
-    Program::new(KERNELS, ProgramOptions::default())
-        .compile(CodeType::Cubin, &[])
-        .unwrap()
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
+    graph_nodes::compile(KERNELS)
 }
 
 fn words(device: Device, stream: &Stream, n: usize, value: u32) -> Arc<Buffer> {
@@ -59,13 +52,6 @@ fn counter() -> (Arc<AtomicU32>, impl Fn() + Send + Sync + 'static) {
     (count, move || {
         theirs.fetch_add(1, Ordering::SeqCst);
     })
-}
-
-fn invalid_name(result: cuda_core::Result<impl std::fmt::Debug>) -> &'static str {
-    match result {
-        Err(Error::InvalidArgument { name, .. }) => name,
-        other => panic!("expected an invalid argument, got {other:?}"),
-    }
 }
 
 /// Fill, copy, host-copy, host and event nodes read back what they were built with, and
@@ -285,7 +271,7 @@ fn a_capture_allocates_graph_memory_and_refuses_buffers() {
     );
 
     // An allocation of one capture freed in another: refused, nothing recorded there.
-    let third = self::stream(device);
+    let third = graph_nodes::stream(device);
     // SAFETY: as above.
     unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     // SAFETY: as above.

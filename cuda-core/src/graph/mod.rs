@@ -329,21 +329,14 @@ impl Graph {
         match made {
             Ok(handle) => Ok(self.exec(handle, options)),
             Err(e) => {
-                let node = (!answer.node.0.is_null()).then_some(GraphNode {
-                    handle: answer.node,
-                    graph: self.handle,
-                });
-                let kind = node
-                    .and_then(|node| driver.graph_node_type(node.handle).ok())
-                    .map(|kind| format!(" (at a {:?} node)", NodeKind::from_code(kind)))
-                    .unwrap_or_default();
-                Err(Error::GraphInstantiate {
-                    reason: format!(
-                        "{}{kind}; the driver said {e}",
-                        instantiate_reason(answer.code)
-                    ),
-                    node,
-                })
+                let (reason, node) = refusal(
+                    driver,
+                    self.handle,
+                    answer,
+                    instantiate_reason(answer.code),
+                    e,
+                );
+                Err(Error::GraphInstantiate { reason, node })
             }
         }
     }
@@ -369,6 +362,26 @@ impl Graph {
             _not_sync: PhantomData,
         }
     }
+}
+
+/// A refusal's words and node: `why` (the driver's result in words), the kind of the node the
+/// driver names in `answer` (a node of `graph`) where it names one, and the driver's error.
+fn refusal(
+    driver: &'static dyn crate::driver::Driver,
+    graph: GraphHandle,
+    answer: crate::driver::UpdateResult,
+    why: &str,
+    error: Error,
+) -> (String, Option<GraphNode>) {
+    let node = (!answer.node.0.is_null()).then_some(GraphNode {
+        handle: answer.node,
+        graph,
+    });
+    let kind = node
+        .and_then(|node| driver.graph_node_type(node.handle).ok())
+        .map(|kind| format!(" (at a {:?} node)", NodeKind::from_code(kind)))
+        .unwrap_or_default();
+    (format!("{why}{kind}; the driver said {error}"), node)
 }
 
 /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`.
@@ -530,18 +543,9 @@ impl GraphExec {
             .context
             .with_current(|driver| driver.graph_exec_update(self.handle, graph.handle))?;
         if let Err(e) = updated {
-            let node = (!answer.node.0.is_null()).then_some(GraphNode {
-                handle: answer.node,
-                graph: graph.handle,
-            });
-            let kind = node
-                .and_then(|node| driver.graph_node_type(node.handle).ok())
-                .map(|kind| format!(" (at a {:?} node)", NodeKind::from_code(kind)))
-                .unwrap_or_default();
-            return Err(Error::GraphUpdate {
-                reason: format!("{}{kind}; the driver said {e}", update_reason(answer.code)),
-                node,
-            });
+            let (reason, node) =
+                refusal(driver, graph.handle, answer, &update_reason(answer.code), e);
+            return Err(Error::GraphUpdate { reason, node });
         }
         for home in &graph.state.homes {
             add_home(&mut self.homes, home);
