@@ -545,6 +545,69 @@ fn green_contexts_on_device_1() {
     green.sync().unwrap();
 }
 
+/// Recycled events and streams stay with their device: a handle of device 0 dropped is never
+/// handed out for device 1 (the event or stream made there is device 1's, and works on device
+/// 1's streams), and device 0 still gets its own handle back.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn recycled_events_and_streams_stay_with_their_device() {
+    if let Some((d0, d1)) = two_devices() {
+        recycled_events_and_streams_stay_with_their_device_on(d0, d1);
+    }
+}
+
+fn recycled_events_and_streams_stay_with_their_device_on(d0: Device, d1: Device) {
+    use crate::recycling::handle_of;
+    // A thread of its own: recycling is per thread, so no other test's handles mix in.
+    std::thread::spawn(move || {
+        let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+        let first = d0.create_event(EventOptions::default()).unwrap();
+        let event_handle = handle_of(&first);
+        drop(first);
+        let theirs = d1.create_event(EventOptions::default()).unwrap();
+        assert_ne!(
+            handle_of(&theirs),
+            event_handle,
+            "device 0's event went to device 1"
+        );
+        assert_eq!(theirs.device(), d1);
+        // The crate refuses another device's event here, and the driver would refuse a
+        // device 0 handle: a record on device 1's stream shows it is device 1's.
+        s1.record(&theirs).unwrap();
+        theirs.sync().unwrap();
+        let again = d0.create_event(EventOptions::default()).unwrap();
+        assert_eq!(
+            handle_of(&again),
+            event_handle,
+            "device 0 lost its recycled event"
+        );
+        assert_eq!(again.device(), d0);
+
+        let first = d0.create_stream(StreamOptions::default()).unwrap();
+        let stream_handle = handle_of(&first);
+        drop(first);
+        let theirs = d1.create_stream(StreamOptions::default()).unwrap();
+        assert_ne!(
+            handle_of(&theirs),
+            stream_handle,
+            "device 0's stream went to device 1"
+        );
+        assert_eq!(theirs.device(), d1);
+        let marker = d1.create_event(EventOptions::default()).unwrap();
+        theirs.record(&marker).unwrap();
+        theirs.sync().unwrap();
+        let again = d0.create_stream(StreamOptions::default()).unwrap();
+        assert_eq!(
+            handle_of(&again),
+            stream_handle,
+            "device 0 lost its recycled stream"
+        );
+        assert_eq!(again.device(), d0);
+    })
+    .join()
+    .unwrap();
+}
+
 /// The rules above that need no real work, on the stand-in driver's two devices, so that a
 /// machine with one GPU (or none) still runs them: `Device::current` follows the thread's
 /// context (not "always device 0"), and objects of one device are refused on the other.
@@ -562,6 +625,7 @@ fn cross_device_rules_hold_on_two_stand_in_devices() {
             event_of_another_device_is_refused_on(d0, d1);
             allocation_on_a_stream_of_another_device_is_refused_on(d0, d1);
             stream_from_raw_of_another_device_is_refused_on(d0, d1);
+            recycled_events_and_streams_stay_with_their_device_on(d0, d1);
         },
     );
 }

@@ -12,7 +12,7 @@ use crate::common::Gate;
 use cuda_core::{Device, EventOptions, StreamOptions};
 
 /// The handle `Debug` prints for an event or a stream.
-fn handle_of(value: &impl std::fmt::Debug) -> String {
+pub(crate) fn handle_of(value: &impl std::fmt::Debug) -> String {
     let text = format!("{value:?}");
     let start = text.find("handle: ").expect("Debug shows the handle") + "handle: ".len();
     text[start..].split([',', ' ']).next().unwrap().to_owned()
