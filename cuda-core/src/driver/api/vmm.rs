@@ -52,8 +52,12 @@ pub(crate) trait VmmApi {
     /// `cuMemUnmap`.
     fn mem_unmap(&self, ptr: DevicePtr, size: usize) -> Result<()>;
     /// `cuMemSetAccess` for each `(device, CUmemAccess_flags)`.
-    fn mem_set_access(&self, ptr: DevicePtr, size: usize, access: &[(DeviceHandle, u32)])
-        -> Result<()>;
+    fn mem_set_access(
+        &self,
+        ptr: DevicePtr,
+        size: usize,
+        access: &[(DeviceHandle, u32)],
+    ) -> Result<()>;
     /// `cuMemGetAccess` from `device`: its `CUmemAccess_flags`.
     fn mem_get_access(&self, device: DeviceHandle, ptr: DevicePtr) -> Result<u32>;
     /// `cuMemExportToShareableHandle` as a POSIX file descriptor, which the caller owns.
