@@ -37,3 +37,4 @@ mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]
 mod system;
+mod virtual_memory;

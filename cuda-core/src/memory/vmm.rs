@@ -964,7 +964,8 @@ unsafe impl MemoryResource for VirtualMemoryResource {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.device))?;
         let bytes = checks::round_up("size", size, self.granularity)?;
-        let mapping = self.map_new(bytes, bytes)?;
+        // One context switch for the four calls (each finds the context current).
+        let mapping = self.context.with_current(|_| self.map_new(bytes, bytes))?;
         let ptr = mapping.ptr;
         self.live().insert(ptr, mapping);
         Ok(DevicePtr(ptr))
@@ -974,7 +975,7 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         stream.sync()?;
         let mapping = self.live().remove(&ptr.0);
         match mapping {
-            Some(mapping) => mapping.unmap_after(None),
+            Some(mapping) => self.context.with_current(|_| mapping.unmap_after(None)),
             None => Err(Error::InvalidArgument {
                 name: "ptr",
                 reason: format!("{ptr} is not a live allocation of this resource"),
@@ -1031,7 +1032,9 @@ impl GrowInner {
             stream.sync()?;
         }
         while let Some(stream) = self.streams.last() {
-            stream.sync()?;
+            if also.is_none_or(|also| !also.same_as(stream)) {
+                stream.sync()?;
+            }
             self.streams.pop();
         }
         Ok(())
@@ -1068,7 +1071,8 @@ impl Drop for Growable {
             std::mem::forget(std::mem::take(&mut inner.mappings));
             return;
         }
-        if let Err(e) = inner.unmap_down_to(0) {
+        let context = &self.resource.context;
+        if let Err(e) = context.with_current(|_| inner.unmap_down_to(0)) {
             log::error!("unmapping a growable buffer: {e}");
         }
     }
@@ -1213,10 +1217,10 @@ impl GrowableBuffer {
             let mut inner = self.state.lock();
             let mapped = inner.mapped();
             if needed > mapped {
-                let mapping =
-                    self.state
-                        .resource
-                        .map_into(&self.state.range, mapped, needed - mapped)?;
+                let resource = &self.state.resource;
+                let mapping = resource.context.with_current(|_| {
+                    resource.map_into(&self.state.range, mapped, needed - mapped)
+                })?;
                 inner.mappings.push(mapping);
             }
         }
@@ -1249,7 +1253,10 @@ impl GrowableBuffer {
             let mut inner = self.state.lock();
             let done = inner
                 .sync_streams(Some(self.view.deallocation_stream()))
-                .and_then(|()| inner.unmap_down_to(keep));
+                .and_then(|()| {
+                    let context = &self.state.resource.context;
+                    context.with_current(|_| inner.unmap_down_to(keep))
+                });
             done.map_err(|e| (e, inner.mapped()))
         };
         match unmapped {
