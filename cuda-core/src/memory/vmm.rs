@@ -1566,3 +1566,78 @@ pub(crate) mod checks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The types can be shared across threads (the driver's handles are thread-safe), as a
+    /// memory resource must be.
+    #[test]
+    fn the_virtual_memory_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<AddressRange>();
+        send_sync::<PhysicalMemory>();
+        send_sync::<Mapping>();
+        send_sync::<VirtualMemoryResource>();
+        send_sync::<GrowableBuffer>();
+        send_sync::<Growable>();
+    }
+
+    #[test]
+    fn access_and_handle_types_are_the_headers_values() {
+        assert_eq!(MemoryAccess::None.flags(), 0);
+        assert_eq!(MemoryAccess::Read.flags(), 1);
+        assert_eq!(MemoryAccess::ReadWrite.flags(), 3);
+        for access in [
+            MemoryAccess::None,
+            MemoryAccess::Read,
+            MemoryAccess::ReadWrite,
+        ] {
+            assert_eq!(MemoryAccess::from_flags(access.flags()), access);
+        }
+        assert_eq!(ShareableHandleType::None.bits(), 0);
+        assert_eq!(ShareableHandleType::PosixFileDescriptor.bits(), 1);
+        assert_eq!(
+            ShareableHandleType::from_bits(1),
+            ShareableHandleType::PosixFileDescriptor
+        );
+        assert_eq!(ShareableHandleType::from_bits(0), ShareableHandleType::None);
+    }
+
+    #[test]
+    fn options_chain_like_their_struct_literals() {
+        let physical = PhysicalMemoryOptions::default()
+            .with_handle_type(ShareableHandleType::PosixFileDescriptor)
+            .with_gpu_direct_rdma(true)
+            .with_compressible(true);
+        assert_eq!(
+            physical,
+            PhysicalMemoryOptions {
+                handle_type: ShareableHandleType::PosixFileDescriptor,
+                gpu_direct_rdma: true,
+                compressible: true,
+            }
+        );
+        let spec = physical.spec(Device::from_handle(3));
+        assert_eq!(
+            (
+                spec.device,
+                spec.handle_types,
+                spec.gpu_direct_rdma,
+                spec.compressible
+            ),
+            (3, 1, true, true)
+        );
+        let options = VirtualMemoryResourceOptions::default()
+            .with_physical(physical)
+            .with_granularity(AllocationGranularity::Minimum);
+        assert_eq!(options.physical, physical);
+        assert_eq!(options.granularity, AllocationGranularity::Minimum);
+        assert!(options.peers.is_empty());
+        assert_eq!(
+            VirtualMemoryResourceOptions::default().granularity,
+            AllocationGranularity::Recommended
+        );
+    }
+}
