@@ -304,14 +304,19 @@ impl PhysicalMemory {
 
     /// Wraps a handle the driver gave this process (imported or retained), once it is known to
     /// be memory of `device` of a whole number of granules of `size`; released otherwise.
-    fn adopt(handle: AllocationHandle, device: Device, size: usize) -> Result<Arc<PhysicalMemory>> {
+    fn adopt(
+        handle: AllocationHandle,
+        device: Device,
+        context: Context,
+        size: usize,
+    ) -> Result<Arc<PhysicalMemory>> {
         // The wrapper owns the handle from here, and releases it on any error below.
         let mut memory = PhysicalMemory {
             handle,
             size,
             granularity: 1,
             spec: device_spec(device),
-            context: device.primary_context()?,
+            context,
         };
         memory.spec = memory
             .context
@@ -351,7 +356,7 @@ impl PhysicalMemory {
     ) -> Result<Arc<PhysicalMemory>> {
         let context = device.primary_context()?;
         let handle = context.with_current(|driver| driver.mem_retain_allocation_handle(ptr.0))?;
-        Self::adopt(handle, device, size)
+        Self::adopt(handle, device, context, size)
     }
 
     /// Exports the memory as a POSIX file descriptor (`cuMemExportToShareableHandle`), which
@@ -406,7 +411,7 @@ impl PhysicalMemory {
         let context = device.primary_context()?;
         let raw = fd.as_raw_fd();
         let handle = context.with_current(|driver| driver.mem_import_from_fd(raw))?;
-        Self::adopt(handle, device, size)
+        Self::adopt(handle, device, context, size)
     }
 
     /// The size in bytes.
