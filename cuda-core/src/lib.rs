@@ -68,6 +68,11 @@ pub use launch::{
 };
 pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
+    AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,
+    PhysicalMemoryOptions, ShareableHandleType, VirtualMemoryResource,
+    VirtualMemoryResourceOptions,
+};
+pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };

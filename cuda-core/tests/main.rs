@@ -38,3 +38,4 @@ mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]
 mod system;
+mod virtual_memory;

@@ -36,6 +36,7 @@ mod v13;
 mod tests;
 
 pub(crate) use self::api::Driver;
+pub(crate) use self::api::{AllocationHandle, AllocationSpec, HANDLE_TYPE_POSIX_FD};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,
     FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,

@@ -9,6 +9,7 @@
 //! | [`PinnedMemoryResource`] | page-locked host | host and device | synchronous |
 //! | [`ManagedMemoryResource`] | managed (unified) | host and device | synchronous |
 //! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device (copies: any device) | synchronous |
+//! | [`VirtualMemoryResource`] | device, `cuMemCreate` mapped into a range of its own | device, and peers its options name | synchronous; [`GrowableBuffer`]s grow in place |
 //!
 //! ```no_run
 //! use cuda_core::{Allocate, Device, StreamOptions};
@@ -29,6 +30,7 @@ mod device_ptr;
 mod host;
 pub(crate) mod small;
 mod sync;
+mod vmm;
 
 use std::fmt;
 use std::sync::Arc;
@@ -39,6 +41,11 @@ pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsa
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use sync::SyncMemoryResource;
+pub use vmm::{
+    AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,
+    PhysicalMemoryOptions, ShareableHandleType, VirtualMemoryResource,
+    VirtualMemoryResourceOptions,
+};
 
 use crate::device::Device;
 use crate::error::{Error, Result};

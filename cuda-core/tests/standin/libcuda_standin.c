@@ -580,3 +580,187 @@ int cuGraphDestroyNode(void *node) {
     note("cuGraphDestroyNode %s", name(node, b));
     return 0;
 }
+
+/* ---- virtual memory management (tests/virtual_memory.rs) ----------------------------------
+ * Run-time settings:
+ *   STANDIN_VMM_GRANULARITY=BYTES the minimum allocation granularity (default 2 MiB); the
+ *                                 recommended one is twice it
+ *   STANDIN_PEER_ACCESS=0|1       what cuDeviceCanAccessPeer answers for two devices (default 1)
+ * Each physical allocation is a handle hN (a retained or imported handle names the allocation
+ * it refers to); exported file descriptors are of /dev/null, remembered with their handle. */
+#include <fcntl.h>
+#include <unistd.h>
+
+struct vmm_location { int type; int id; };
+struct vmm_prop {
+    int type;
+    int handle_types;
+    struct vmm_location location;
+    void *win32;
+    unsigned char compression, rdma;
+    unsigned short usage;
+    unsigned char reserved[4];
+};
+struct vmm_access { struct vmm_location location; int flags; };
+
+#define VMM_MAX 256
+static struct { unsigned long long of; size_t size; struct vmm_prop prop; } vmm_handles[VMM_MAX];
+static unsigned long long vmm_next_handle = 1;
+static struct { devptr ptr; size_t size; unsigned long long handle; } vmm_maps[VMM_MAX];
+static struct { devptr ptr; size_t size; int device, flags; } vmm_rights[VMM_MAX];
+static struct { int fd; unsigned long long handle; } vmm_fds[VMM_MAX];
+static devptr vmm_next_address = 0x7f0000000000ull;
+
+static size_t vmm_granularity(void) { return (size_t)setting("STANDIN_VMM_GRANULARITY", 2 << 20); }
+static int vmm_known(unsigned long long h) { return h > 0 && h < vmm_next_handle && h < VMM_MAX; }
+/* A new handle of allocation `of` (itself when 0). */
+static unsigned long long vmm_handle(unsigned long long of, size_t size, const struct vmm_prop *prop) {
+    pthread_mutex_lock(&lock);
+    unsigned long long h = vmm_next_handle < VMM_MAX ? vmm_next_handle++ : 0;
+    if (h) {
+        vmm_handles[h].of = of ? of : h;
+        vmm_handles[h].size = size;
+        vmm_handles[h].prop = *prop;
+    }
+    pthread_mutex_unlock(&lock);
+    return h;
+}
+
+int cuDeviceCanAccessPeer(int *can, int device, int peer) {
+    *can = device == peer ? 1 : (int)setting("STANDIN_PEER_ACCESS", 1);
+    return 0;
+}
+int cuMemGetAllocationGranularity(size_t *granularity, const struct vmm_prop *prop, int option) {
+    *granularity = option == 1 ? 2 * vmm_granularity() : vmm_granularity();
+    note("cuMemGetAllocationGranularity device=%d handle-types=%d option=%d", prop->location.id,
+         prop->handle_types, option);
+    return 0;
+}
+int cuMemAddressReserve(devptr *ptr, size_t size, size_t alignment, devptr addr, unsigned long long flags) {
+    (void)addr;
+    if (flags) return 1;
+    pthread_mutex_lock(&lock);
+    if (alignment) vmm_next_address = (vmm_next_address + alignment - 1) / alignment * alignment;
+    *ptr = vmm_next_address;
+    vmm_next_address += size + vmm_granularity();
+    pthread_mutex_unlock(&lock);
+    note("cuMemAddressReserve %#llx size=%zu alignment=%zu", *ptr, size, alignment);
+    return 0;
+}
+int cuMemAddressFree(devptr ptr, size_t size) { note("cuMemAddressFree %#llx size=%zu", ptr, size); return 0; }
+int cuMemCreate(unsigned long long *handle, size_t size, const struct vmm_prop *prop, unsigned long long flags) {
+    if (flags || size == 0 || size % vmm_granularity()) return 1;
+    *handle = vmm_handle(0, size, prop);
+    if (!*handle) return 2;
+    note("cuMemCreate h%llu size=%zu device=%d handle-types=%d rdma=%d compression=%d", *handle, size,
+         prop->location.id, prop->handle_types, prop->rdma, prop->compression);
+    return 0;
+}
+int cuMemRelease(unsigned long long handle) {
+    if (!vmm_known(handle)) return 1;
+    note("cuMemRelease h%llu", handle);
+    return 0;
+}
+int cuMemMap(devptr ptr, size_t size, size_t offset, unsigned long long handle, unsigned long long flags) {
+    if (flags || offset || !vmm_known(handle)) return 1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++) {
+        if (vmm_maps[i].size == 0) {
+            vmm_maps[i].ptr = ptr;
+            vmm_maps[i].size = size;
+            vmm_maps[i].handle = handle;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    note("cuMemMap %#llx size=%zu offset=%zu h%llu", ptr, size, offset, handle);
+    return 0;
+}
+int cuMemUnmap(devptr ptr, size_t size) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++) {
+        if (vmm_maps[i].size && vmm_maps[i].ptr == ptr) vmm_maps[i].size = 0;
+        if (vmm_rights[i].size && vmm_rights[i].ptr >= ptr && vmm_rights[i].ptr < ptr + size) vmm_rights[i].size = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    note("cuMemUnmap %#llx size=%zu", ptr, size);
+    return 0;
+}
+int cuMemSetAccess(devptr ptr, size_t size, const struct vmm_access *desc, size_t count) {
+    char line[200];
+    int n = snprintf(line, sizeof line, "cuMemSetAccess %#llx size=%zu", ptr, size);
+    pthread_mutex_lock(&lock);
+    for (size_t d = 0; d < count; d++) {
+        if (n < (int)sizeof line) n += snprintf(line + n, sizeof line - (size_t)n, " device%d=%d", desc[d].location.id, desc[d].flags);
+        for (int i = 0; i < VMM_MAX; i++) {
+            if (vmm_rights[i].size == 0) {
+                vmm_rights[i].ptr = ptr;
+                vmm_rights[i].size = size;
+                vmm_rights[i].device = desc[d].location.id;
+                vmm_rights[i].flags = desc[d].flags;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    note("%s", line);
+    return count ? 0 : 1;
+}
+int cuMemGetAccess(unsigned long long *flags, const struct vmm_location *location, devptr ptr) {
+    *flags = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++) {
+        if (vmm_rights[i].size && vmm_rights[i].device == location->id && ptr >= vmm_rights[i].ptr &&
+            ptr < vmm_rights[i].ptr + vmm_rights[i].size)
+            *flags = (unsigned long long)vmm_rights[i].flags;
+    }
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+int cuMemExportToShareableHandle(void *out, unsigned long long handle, int type, unsigned long long flags) {
+    if (type != 1 || flags || !vmm_known(handle) || !(vmm_handles[handle].prop.handle_types & 1)) return 1;
+    int fd = open("/dev/null", O_RDONLY);
+    if (fd < 0) return 2;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++) {
+        if (vmm_fds[i].handle == 0) {
+            vmm_fds[i].fd = fd;
+            vmm_fds[i].handle = vmm_handles[handle].of;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    *(int *)out = fd;
+    note("cuMemExportToShareableHandle h%llu", handle);
+    return 0;
+}
+int cuMemImportFromShareableHandle(unsigned long long *handle, void *os_handle, int type) {
+    int fd = (int)(intptr_t)os_handle;
+    unsigned long long of = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++)
+        if (vmm_fds[i].handle && vmm_fds[i].fd == fd) of = vmm_fds[i].handle;
+    pthread_mutex_unlock(&lock);
+    if (type != 1 || !of) return 1;
+    *handle = vmm_handle(of, vmm_handles[of].size, &vmm_handles[of].prop);
+    note("cuMemImportFromShareableHandle -> h%llu of h%llu", *handle, of);
+    return 0;
+}
+int cuMemGetAllocationPropertiesFromHandle(struct vmm_prop *prop, unsigned long long handle) {
+    if (!vmm_known(handle)) return 1;
+    *prop = vmm_handles[handle].prop;
+    return 0;
+}
+int cuMemRetainAllocationHandle(unsigned long long *handle, void *addr) {
+    devptr a = (devptr)(uintptr_t)addr;
+    unsigned long long of = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < VMM_MAX; i++)
+        if (vmm_maps[i].size && a >= vmm_maps[i].ptr && a < vmm_maps[i].ptr + vmm_maps[i].size) of = vmm_maps[i].handle;
+    pthread_mutex_unlock(&lock);
+    if (!of) return 1;
+    /* The driver hands back the handle the memory was mapped with. */
+    *handle = of;
+    note("cuMemRetainAllocationHandle %#llx -> h%llu", a, of);
+    return 0;
+}

@@ -21,6 +21,7 @@ mod hot;
 mod memory;
 mod module;
 mod stream;
+mod vmm;
 
 pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
@@ -32,6 +33,7 @@ pub(crate) use self::hot::HotPath;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
 pub(crate) use self::stream::StreamApi;
+pub(crate) use self::vmm::{AllocationHandle, AllocationSpec, VmmApi, HANDLE_TYPE_POSIX_FD};
 
 use crate::info::{Abi, DriverVersion};
 
@@ -47,6 +49,7 @@ pub(crate) trait Driver:
     + GreenContextApi
     + CheckpointApi
     + GraphApi
+    + VmmApi
     + Send
     + Sync
 {

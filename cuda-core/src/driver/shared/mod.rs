@@ -26,6 +26,7 @@ mod hot;
 mod memory;
 mod module;
 mod stream;
+mod vmm;
 
 pub(super) use self::checkpoint::impl_checkpoint_api;
 pub(super) use self::context::impl_context_api;
@@ -37,6 +38,7 @@ pub(super) use self::hot::impl_hot_path;
 pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
 pub(super) use self::stream::impl_stream_api;
+pub(super) use self::vmm::impl_vmm_api;
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
 macro_rules! function {
@@ -204,6 +206,7 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_green_context_api!($name, $sys);
         $crate::driver::shared::impl_checkpoint_api!($name, $sys);
         $crate::driver::shared::impl_graph_api!($name, $sys);
+        $crate::driver::shared::impl_vmm_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;

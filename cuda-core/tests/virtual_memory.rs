@@ -1,0 +1,983 @@
+//! Virtual memory: address ranges, physical memory, mappings and access, the
+//! `VirtualMemoryResource`, growable buffers, and export and import through a file descriptor.
+//!
+//! On the stand-in driver (no GPU, both ABIs): what reaches the driver and in which order
+//! (sizes rounded to the granularity it reports, unmap before release before address free, the
+//! stream synchronised first), and what is refused before it (misaligned sizes and offsets,
+//! maps past a range or over a mapped part, zero and overflowing sizes, devices that cannot
+//! reach the memory), each refused call making no driver call and every made thing released.
+//! On the GPU: a buffer grown four times in place with a kernel writing and checking every byte,
+//! nothing leaked; memory exported and imported mapped at a second address, each write seen
+//! through the other; bad inputs refused with the real granularity named, nothing leaked; and,
+//! on two GPUs, access granted to a peer.
+
+use crate::common;
+use crate::common::standin;
+
+use std::os::fd::AsFd;
+use std::sync::OnceLock;
+
+use cuda_core::{
+    launch, AddressRange, Allocate, AllocationGranularity, CodeType, Device, DevicePtr, Error,
+    Kernel, LaunchConfig, MemoryAccess, MemoryResource, ObjectCode, PhysicalMemory,
+    PhysicalMemoryOptions, Program, ProgramOptions, ShareableHandleType, StreamOptions,
+    VirtualMemoryResource, VirtualMemoryResourceOptions,
+};
+
+/// The stand-in's minimum granularity (its recommended one is twice it).
+const G: usize = 2 << 20;
+
+/// The reason of an `InvalidArgument` named `name`, or a panic saying what came instead.
+fn refused(result: Result<impl std::fmt::Debug, Error>, name: &str) -> String {
+    match result {
+        Err(Error::InvalidArgument { name: got, reason }) if got == name => reason,
+        other => panic!("expected InvalidArgument {{ name: {name:?} }}, got {other:?}"),
+    }
+}
+
+/// The calls logged since the last clear whose line starts with `call`.
+fn count(call: &str) -> usize {
+    standin::log()
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(call))
+        .count()
+}
+
+/// The index of the first logged line at or after `from` that starts with `prefix`.
+fn position(log: &[&str], from: usize, prefix: &str) -> usize {
+    log[from..]
+        .iter()
+        .position(|l| l.starts_with(prefix))
+        .map(|i| i + from)
+        .unwrap_or_else(|| panic!("no {prefix:?} after line {from} in:\n{}", log.join("\n")))
+}
+
+/// Every handle made was released, every range freed and every mapping unmapped (counted in
+/// the log since its last clear).
+fn assert_all_released() {
+    let text = standin::log();
+    let made = count("cuMemCreate")
+        + count("cuMemImportFromShareableHandle")
+        + count("cuMemRetainAllocationHandle");
+    assert_eq!(
+        made,
+        count("cuMemRelease"),
+        "handles made and released:\n{text}"
+    );
+    assert_eq!(
+        count("cuMemAddressReserve"),
+        count("cuMemAddressFree"),
+        "ranges reserved and freed:\n{text}"
+    );
+    assert_eq!(
+        count("cuMemMap"),
+        count("cuMemUnmap"),
+        "maps and unmaps:\n{text}"
+    );
+}
+
+/// Runs `body` on the stand-in under the 13 ABI and again under the 12 ABI.
+fn on_both_abis(function: &str, settings: &[(&str, &str)], body: fn()) {
+    for abi in ["13", "12"] {
+        let mut all = vec![("CUDA_CORE_DRIVER_ABI", abi)];
+        all.extend_from_slice(settings);
+        standin::run(module_path!(), function, &[], &all, || {
+            let info = cuda_core::driver_info().unwrap();
+            assert_eq!(info.abi.major().to_string(), abi, "{info:?}");
+            body();
+        });
+    }
+}
+
+#[test]
+fn a_resource_rounds_sizes_to_the_granularity_and_frees_after_its_stream_in_order() {
+    on_both_abis(
+        "a_resource_rounds_sizes_to_the_granularity_and_frees_after_its_stream_in_order",
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let minimum = VirtualMemoryResource::new(
+                device,
+                VirtualMemoryResourceOptions::default()
+                    .with_granularity(AllocationGranularity::Minimum),
+            )
+            .unwrap();
+            assert_eq!(minimum.granularity(), G);
+            standin::clear_log();
+            let memory =
+                VirtualMemoryResource::new(device, VirtualMemoryResourceOptions::default())
+                    .unwrap();
+            // The recommended granularity by default (the stand-in's is twice the minimum).
+            assert_eq!(memory.granularity(), 2 * G);
+            assert!(
+                standin::log()
+                    .contains("cuMemGetAllocationGranularity device=0 handle-types=0 option=1"),
+                "{}",
+                standin::log()
+            );
+            standin::clear_log();
+            let buffer = memory.allocate(1000, &stream).unwrap();
+            assert_eq!(buffer.size(), 1000);
+            assert_eq!(memory.mapped_bytes(), 2 * G);
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let ptr = buffer.ptr();
+            let reserve = position(
+                &log,
+                0,
+                &format!("cuMemAddressReserve {ptr} size={}", 2 * G),
+            );
+            assert!(
+                log[reserve].ends_with(&format!("alignment={}", 2 * G)),
+                "{text}"
+            );
+            let create = position(&log, reserve, "cuMemCreate h");
+            assert!(
+                log[create].contains(&format!("size={} device=0 handle-types=0", 2 * G)),
+                "{text}"
+            );
+            let map = position(
+                &log,
+                create,
+                &format!("cuMemMap {ptr} size={} offset=0", 2 * G),
+            );
+            // Read-write (3) for the resource's own device only, over the whole mapping.
+            let access = position(&log, map, &format!("cuMemSetAccess {ptr} size={}", 2 * G));
+            assert!(log[access].ends_with(" device0=3"), "{text}");
+            assert!(memory.is_accessible_from(device).unwrap());
+            assert!(!memory.is_accessible_from(Device::new(1).unwrap()).unwrap());
+
+            // Freed after its stream is done: synchronise, unmap, release, free the range.
+            standin::clear_log();
+            drop(buffer);
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let sync = position(&log, 0, "cuStreamSynchronize s");
+            let unmap = position(&log, sync, &format!("cuMemUnmap {ptr} size={}", 2 * G));
+            let release = position(&log, unmap, "cuMemRelease h");
+            position(
+                &log,
+                release,
+                &format!("cuMemAddressFree {ptr} size={}", 2 * G),
+            );
+            assert_eq!(memory.mapped_bytes(), 0);
+
+            // Many at once, each a range of its own; a size of a whole number of granules is
+            // not rounded further.
+            standin::clear_log();
+            let buffers: Vec<_> = [1, 2 * G, 2 * G + 1, 7 * G]
+                .iter()
+                .map(|&n| memory.allocate(n, &stream).unwrap())
+                .collect();
+            assert_eq!(memory.mapped_bytes(), (2 + 2 + 4 + 8) * G);
+            let mut starts: Vec<u64> = buffers.iter().map(|b| b.ptr().0).collect();
+            starts.dedup();
+            assert_eq!(starts.len(), 4);
+            drop(buffers);
+            assert_eq!(memory.mapped_bytes(), 0);
+            assert_all_released();
+        },
+    );
+}
+
+#[test]
+fn bad_sizes_maps_and_devices_are_refused_before_the_driver_naming_the_granularity() {
+    on_both_abis(
+        "bad_sizes_maps_and_devices_are_refused_before_the_driver_naming_the_granularity",
+        &[("STANDIN_PEER_ACCESS", "0")],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let options = PhysicalMemoryOptions::default();
+            let stream = d0.create_stream(StreamOptions::default()).unwrap();
+            standin::clear_log();
+
+            // Physical memory: a size that is not a multiple, and zero.
+            let why = refused(PhysicalMemory::new(d0, G + 1, &options), "size");
+            assert!(why.contains("granularity, 2097152 bytes (2 MiB)"), "{why}");
+            assert!(why.contains("4194304"), "the next multiple: {why}");
+            let why = refused(PhysicalMemory::new(d0, 0, &options), "size");
+            assert!(why.contains("zero"), "{why}");
+            // Ranges: a size that is not a multiple, an alignment that is not a power of two.
+            let why = refused(AddressRange::reserve(d0, G / 2, None), "size");
+            assert!(why.contains("2 MiB"), "{why}");
+            refused(AddressRange::reserve(d0, 4 * G, Some(3 * G)), "alignment");
+            assert_eq!(count("cuMemCreate") + count("cuMemAddressReserve"), 0);
+
+            // Maps: past the end, off the granularity, over a mapped part.
+            let range = AddressRange::reserve(d0, 4 * G, None).unwrap();
+            let memory = PhysicalMemory::new(d0, 2 * G, &options).unwrap();
+            assert_eq!(memory.min_granularity(), G);
+            let why = refused(range.map(3 * G, &memory), "offset");
+            assert!(
+                why.contains("past the end") && why.contains("8388608 bytes (8 MiB)"),
+                "{why}"
+            );
+            assert!(why.contains("granularity is 2097152 bytes"), "{why}");
+            let why = refused(range.map(G / 2, &memory), "offset");
+            assert!(
+                why.contains("1048576 bytes (1 MiB)") && why.contains("2 MiB"),
+                "{why}"
+            );
+            refused(range.map(usize::MAX - G + 1, &memory), "offset");
+            let mapping = range.map(G, &memory).unwrap();
+            assert_eq!(mapping.ptr().0, range.ptr().0 + G as u64);
+            assert_eq!(range.mapped_bytes(), 2 * G);
+            let other = PhysicalMemory::new(d0, G, &options).unwrap();
+            let why = refused(range.map(2 * G, &other), "offset");
+            assert!(
+                why.contains("overlap") && why.contains("mapped already"),
+                "{why}"
+            );
+            let beside = range.map(0, &other).unwrap();
+            assert_eq!(count("cuMemMap"), 2, "{}", standin::log());
+
+            // Access: an empty list, a device twice, a device that cannot reach the memory.
+            refused(mapping.set_access(&[]), "access");
+            refused(
+                mapping.set_access(&[(d0, MemoryAccess::ReadWrite), (d0, MemoryAccess::Read)]),
+                "access",
+            );
+            let why = refused(mapping.set_access(&[(d1, MemoryAccess::Read)]), "access");
+            assert!(why.contains("device 1 cannot access device 0"), "{why}");
+            assert_eq!(count("cuMemSetAccess"), 0, "{}", standin::log());
+            // No access needs no reach; the own device and it in one call.
+            mapping
+                .set_access(&[(d0, MemoryAccess::ReadWrite), (d1, MemoryAccess::None)])
+                .unwrap();
+            assert_eq!(mapping.access(d0).unwrap(), MemoryAccess::ReadWrite);
+            assert_eq!(mapping.access(d1).unwrap(), MemoryAccess::None);
+            assert!(
+                standin::log().contains(" device0=3 device1=0"),
+                "{}",
+                standin::log()
+            );
+
+            // A resource: its own device as a peer, a peer that cannot reach it.
+            let peers = |peers| VirtualMemoryResourceOptions::default().with_peers(peers);
+            let why = refused(
+                VirtualMemoryResource::new(d0, peers(vec![(d0, MemoryAccess::Read)])),
+                "options.peers",
+            );
+            assert!(why.contains("own"), "{why}");
+            let why = refused(
+                VirtualMemoryResource::new(d0, peers(vec![(d1, MemoryAccess::ReadWrite)])),
+                "options.peers",
+            );
+            assert!(why.contains("device 1 cannot access device 0"), "{why}");
+            // Allocations: zero, overflowing, on another device's stream.
+            let resource =
+                VirtualMemoryResource::new(d0, VirtualMemoryResourceOptions::default()).unwrap();
+            refused(resource.allocate(0, &stream), "size");
+            let why = refused(resource.allocate(usize::MAX - 3, &stream), "size");
+            assert!(why.contains("overflows"), "{why}");
+            let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+            refused(resource.allocate(4096, &s1), "stream");
+            refused(resource.growable(4 * G, &s1), "stream");
+            refused(resource.growable(0, &stream), "capacity");
+            // Exporting memory made without a handle type.
+            refused(memory.export_fd(), "self");
+
+            // A growable buffer: past its capacity, or smaller.
+            let mut growable = resource.growable(8 * G, &stream).unwrap();
+            assert_eq!(growable.capacity(), 8 * G);
+            let why = refused(growable.grow(8 * G + 1), "new_size");
+            assert!(
+                why.contains("capacity") && why.contains("4194304 bytes (4 MiB)"),
+                "{why}"
+            );
+            growable.grow(3 * G).unwrap();
+            refused(growable.grow(G), "new_size");
+            refused(growable.shrink(4 * G), "new_size");
+            // Its memory resource allocates nothing else.
+            refused(growable.memory_resource().allocate(64, &stream), "self");
+            let creates = count("cuMemCreate");
+            refused(growable.grow(9 * G), "new_size");
+            assert_eq!(count("cuMemCreate"), creates);
+
+            drop((mapping, beside, memory, other, range, growable, resource));
+            assert_all_released();
+        },
+    );
+}
+
+#[test]
+fn a_growable_buffer_grows_in_place_and_unmaps_in_reverse_after_its_streams() {
+    on_both_abis(
+        "a_growable_buffer_grows_in_place_and_unmaps_in_reverse_after_its_streams",
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let stream = d0.create_stream(StreamOptions::default()).unwrap();
+            let other = d0.create_stream(StreamOptions::default()).unwrap();
+            let memory = VirtualMemoryResource::new(
+                d0,
+                VirtualMemoryResourceOptions::default()
+                    .with_granularity(AllocationGranularity::Minimum)
+                    .with_peers(vec![(d1, MemoryAccess::Read)]),
+            )
+            .unwrap();
+            standin::clear_log();
+            let mut buffer = memory.growable(10 * G - 5, &stream).unwrap();
+            assert_eq!(buffer.capacity(), 10 * G, "rounded up to the granularity");
+            assert_eq!((buffer.size(), buffer.mapped()), (0, 0));
+            let ptr = buffer.ptr();
+            assert!(
+                standin::log().contains(&format!("cuMemAddressReserve {ptr} size={}", 10 * G)),
+                "{}",
+                standin::log()
+            );
+            assert_eq!(count("cuMemCreate"), 0, "reserving maps nothing");
+
+            // Four growths: each maps one more piece at the end, and sets access on it alone.
+            let mut offset = 0;
+            for (size, piece) in [(1, G), (G + 1, G), (3 * G, G), (7 * G + 5, 5 * G)] {
+                standin::clear_log();
+                buffer.grow(size).unwrap();
+                assert_eq!(buffer.ptr(), ptr, "the address never changes");
+                assert_eq!(buffer.size(), size);
+                assert_eq!(buffer.as_buffer().size(), size);
+                assert_eq!(buffer.as_buffer().ptr(), ptr);
+                assert_eq!(buffer.mapped(), offset + piece);
+                let text = standin::log();
+                let log: Vec<&str> = text.lines().collect();
+                let create = position(&log, 0, "cuMemCreate h");
+                assert!(
+                    log[create].contains(&format!("size={piece} device=0")),
+                    "{text}"
+                );
+                let at = DevicePtr(ptr.0 + offset as u64);
+                let map = position(
+                    &log,
+                    create,
+                    &format!("cuMemMap {at} size={piece} offset=0"),
+                );
+                let access = position(&log, map, &format!("cuMemSetAccess {at} size={piece}"));
+                assert!(log[access].ends_with(" device0=3 device1=1"), "{text}");
+                assert_eq!(count("cuMemMap"), 1, "{text}");
+                offset += piece;
+            }
+            // The same size again: nothing to do.
+            standin::clear_log();
+            buffer.grow(7 * G + 5).unwrap();
+            assert_eq!(standin::log(), "");
+            // A read-only peer: not accessible for the buffer's checks (fills and kernels write).
+            assert!(!buffer.memory_resource().is_accessible_from(d1).unwrap());
+            assert!(buffer.memory_resource().is_accessible_from(d0).unwrap());
+
+            // Shrinking is refused while its memory resource is held elsewhere.
+            let held = buffer.memory_resource().clone();
+            refused(buffer.shrink(G + 1), "self");
+            drop(held);
+            // A view freed on another stream: that stream is synchronised before any unmap.
+            let mut view = std::mem::replace(
+                buffer.as_buffer_mut(),
+                d0.memory_resource().unwrap().allocate(64, &stream).unwrap(),
+            );
+            refused(buffer.shrink(G + 1), "self");
+            view.set_deallocation_stream(&other).unwrap();
+            drop(view);
+            buffer.grow(7 * G + 6).unwrap();
+            standin::clear_log();
+            buffer.shrink(G + 1).unwrap();
+            assert_eq!(
+                (buffer.size(), buffer.mapped(), buffer.ptr()),
+                (G + 1, 2 * G, ptr)
+            );
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let first_unmap = position(&log, 0, "cuMemUnmap");
+            let syncs = log[..first_unmap]
+                .iter()
+                .filter(|l| l.starts_with("cuStreamSynchronize"))
+                .count();
+            assert_eq!(syncs, 2, "its own stream and the other view's: {text}");
+            // From the end: the 5-granule piece, then the one at 2G.
+            let last = DevicePtr(ptr.0 + 3 * G as u64);
+            assert!(log[first_unmap].starts_with(&format!("cuMemUnmap {last} size={}", 5 * G)));
+            let release = position(&log, first_unmap, "cuMemRelease");
+            let second = DevicePtr(ptr.0 + 2 * G as u64);
+            position(&log, release, &format!("cuMemUnmap {second} size={G}"));
+            assert_eq!(count("cuMemUnmap"), 2, "{text}");
+            assert_eq!(count("cuMemAddressFree"), 0, "{text}");
+            // Grown again from there, at the same place.
+            buffer.grow(4 * G).unwrap();
+            assert_eq!((buffer.mapped(), buffer.ptr()), (4 * G, ptr));
+
+            // Dropped: synchronised, every piece unmapped and released, the range freed last.
+            standin::clear_log();
+            drop(buffer);
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let sync = position(&log, 0, "cuStreamSynchronize");
+            let unmap = position(&log, sync, "cuMemUnmap");
+            assert_eq!(count("cuMemUnmap"), 3, "{text}");
+            assert_eq!(count("cuMemRelease"), 3, "{text}");
+            let free = position(
+                &log,
+                unmap,
+                &format!("cuMemAddressFree {ptr} size={}", 10 * G),
+            );
+            assert!(
+                log[free + 1..].iter().all(|l| l.starts_with("cuCtx")),
+                "the range is freed last: {text}"
+            );
+        },
+    );
+}
+
+#[test]
+fn physical_memory_goes_out_as_a_file_descriptor_and_comes_back_as_the_same_memory() {
+    on_both_abis(
+        "physical_memory_goes_out_as_a_file_descriptor_and_comes_back_as_the_same_memory",
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let stream = d0.create_stream(StreamOptions::default()).unwrap();
+            let exportable = PhysicalMemoryOptions::default()
+                .with_handle_type(ShareableHandleType::PosixFileDescriptor);
+            standin::clear_log();
+            let memory = VirtualMemoryResource::new(
+                d0,
+                VirtualMemoryResourceOptions::default().with_physical(exportable),
+            )
+            .unwrap();
+            let buffer = memory.allocate(3 * G, &stream).unwrap();
+            assert!(
+                standin::log().contains("handle-types=1"),
+                "{}",
+                standin::log()
+            );
+            let physical = memory.physical_memory(&buffer).unwrap();
+            assert_eq!(physical.size(), 4 * G);
+            assert_eq!(physical.device(), d0);
+            assert_eq!(
+                physical.handle_type(),
+                ShareableHandleType::PosixFileDescriptor
+            );
+            let created = standin::calls("cuMemCreate").pop().unwrap();
+            assert!(created.starts_with(&format!("cuMemCreate h{} ", physical.as_raw())));
+            // A buffer of another resource is not its.
+            let pooled = d0.memory_resource().unwrap().allocate(64, &stream).unwrap();
+            refused(memory.physical_memory(&pooled), "buffer");
+
+            let fd = physical.export_fd().unwrap();
+            // SAFETY: the descriptor is of memory of that size.
+            let imported =
+                unsafe { PhysicalMemory::import_fd(d0, fd.as_fd(), physical.size()) }.unwrap();
+            assert_ne!(imported.as_raw(), physical.as_raw());
+            assert_eq!(imported.device(), d0);
+            assert_eq!(
+                imported.handle_type(),
+                ShareableHandleType::PosixFileDescriptor
+            );
+            assert!(
+                standin::log().contains(&format!(
+                    "cuMemImportFromShareableHandle -> h{} of h{}",
+                    imported.as_raw(),
+                    physical.as_raw()
+                )),
+                "{}",
+                standin::log()
+            );
+            let range = AddressRange::reserve(d0, imported.size(), None).unwrap();
+            let second = range.map(0, &imported).unwrap();
+            assert_ne!(second.ptr(), buffer.ptr());
+            // The handle mapped at an address, retained from any address of the mapping.
+            // SAFETY: the mapping's memory is of that size.
+            let retained = unsafe {
+                PhysicalMemory::retain(d0, DevicePtr(second.ptr().0 + 12345), imported.size())
+            }
+            .unwrap();
+            assert_eq!(retained.as_raw(), imported.as_raw());
+
+            // Refused and released: an import on the wrong device, or of a size off the
+            // granularity.
+            let releases = count("cuMemRelease");
+            // SAFETY: refused before any map.
+            let why = refused(
+                unsafe { PhysicalMemory::import_fd(d1, fd.as_fd(), 4 * G) },
+                "device",
+            );
+            assert!(why.contains("on device 0"), "{why}");
+            // SAFETY: as above.
+            refused(
+                unsafe { PhysicalMemory::import_fd(d0, fd.as_fd(), G + 7) },
+                "size",
+            );
+            assert_eq!(count("cuMemRelease"), releases + 2, "{}", standin::log());
+            drop(fd);
+            drop((retained, second, range, imported, physical, buffer, pooled));
+            assert_all_released();
+        },
+    );
+}
+
+// ---- on the GPU -----------------------------------------------------------------------------
+
+const SOURCE: &str = r#"
+__device__ unsigned char pattern(unsigned long long i, unsigned round) {
+    return (unsigned char)(((i * 2654435761ull) >> 13) + round * 29u + (i >> 21));
+}
+
+// Every byte below n: checked against the previous round's pattern where it was written
+// (below old_n), counting mismatches in *bad, then written with this round's.
+extern "C" __global__ void touch(unsigned char* p, unsigned long long n,
+                                 unsigned long long old_n, unsigned round,
+                                 unsigned long long* bad) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += stride) {
+        if (i < old_n && p[i] != pattern(i, round - 1)) atomicAdd(bad, 1ull);
+        p[i] = pattern(i, round);
+    }
+}
+
+extern "C" __global__ void copy_words(unsigned* dst, const unsigned* src, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += stride)
+        dst[i] = src[i];
+}
+
+extern "C" __global__ void xor_words(unsigned* p, unsigned mask, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += stride)
+        p[i] ^= mask;
+}
+"#;
+
+/// The host's copy of the kernel's pattern.
+fn pattern(i: u64, round: u32) -> u8 {
+    ((i.wrapping_mul(2_654_435_761) >> 13)
+        .wrapping_add(u64::from(round) * 29)
+        .wrapping_add(i >> 21)) as u8
+}
+
+/// The kernels, compiled once per process for device 0's architecture (named, so that no
+/// context is made current) and loaded context-independently.
+fn kernel(name: &str) -> Kernel {
+    static CODE: OnceLock<ObjectCode> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let (major, minor) = common::device().compute_capability().unwrap();
+        let options = ProgramOptions {
+            arch: Some(format!("{major}{minor}")),
+            ..Default::default()
+        };
+        Program::new(SOURCE, options)
+            .with_name("virtual_memory.cu")
+            .compile(CodeType::Cubin, &[])
+            .unwrap()
+    })
+    .get_kernel(name)
+    .unwrap()
+}
+
+/// A grid-stride launch's shape.
+fn grid() -> LaunchConfig {
+    LaunchConfig::new([264, 1, 1], [256, 1, 1])
+}
+
+/// Device 0's free memory, in bytes.
+fn free_memory(device: Device) -> usize {
+    device.memory_info().unwrap().0
+}
+
+/// A buffer grown four times in place, every byte written by a kernel and checked by the next
+/// round's kernel and by the host; returns the bytes mapped at its largest.
+fn grow_four_times(memory: &std::sync::Arc<VirtualMemoryResource>, device: Device) -> usize {
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let g = memory.granularity();
+    let touch = kernel("touch");
+    // The counter from the same resource: freed as it is dropped, nothing kept by a pool.
+    let mut bad = memory.allocate(8, &stream).unwrap();
+    let mut buffer = memory.growable(16 * g, &stream).unwrap();
+    let ptr = buffer.ptr();
+    let mut old_n = 0u64;
+    for (round, size) in [
+        (1u32, g / 2 + 3),
+        (2, 3 * g + 1),
+        (3, 5 * g + 4097),
+        (4, 11 * g + 7),
+    ] {
+        buffer.grow(size).unwrap();
+        assert_eq!(buffer.ptr(), ptr, "round {round}: the address changed");
+        assert_eq!(buffer.mapped(), size.div_ceil(g) * g, "round {round}");
+        bad.fill(0u8, &stream).unwrap();
+        let n = size as u64;
+        // SAFETY: the kernel touches the buffer's `n` bytes and one counter.
+        unsafe {
+            launch(
+                &stream,
+                &grid(),
+                &touch,
+                &[buffer.as_buffer(), &n, &old_n, &round, &bad],
+            )
+        }
+        .unwrap();
+        let mismatches = bad.to_vec::<u64>(&stream).unwrap()[0];
+        assert_eq!(
+            mismatches, 0,
+            "round {round}: bytes lost their values in growing"
+        );
+        let bytes = buffer.to_vec::<u8>(&stream).unwrap();
+        assert_eq!(bytes.len(), size);
+        let wrong = (0..size)
+            .filter(|&i| bytes[i] != pattern(i as u64, round))
+            .count();
+        assert_eq!(
+            wrong, 0,
+            "round {round}: of {size} bytes written by the kernel"
+        );
+        old_n = n;
+    }
+    // The control: checked against a pattern it does not hold, every byte mismatches, so the
+    // kernel's check above saw every byte.
+    bad.fill(0u8, &stream).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        launch(
+            &stream,
+            &grid(),
+            &touch,
+            &[buffer.as_buffer(), &old_n, &old_n, &6u32, &bad],
+        )
+    }
+    .unwrap();
+    assert_eq!(bad.to_vec::<u64>(&stream).unwrap()[0], old_n);
+    buffer.mapped()
+}
+
+/// A virtual buffer grows four times in place (the same address each time) and a kernel writes
+/// and checks every byte; the device's free memory falls by what is mapped and comes back
+/// whole once it is dropped, cycle after cycle.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_virtual_buffer_grows_four_times_in_place_and_a_kernel_touches_every_byte() {
+    // In a process of its own: the free memory it reads is its own.
+    common::alone(
+        module_path!(),
+        "a_virtual_buffer_grows_four_times_in_place_and_a_kernel_touches_every_byte",
+        || {
+            let device = common::device();
+            let memory =
+                VirtualMemoryResource::new(device, VirtualMemoryResourceOptions::default())
+                    .unwrap();
+            let g = memory.granularity();
+            println!("granularity {g} bytes (minimum {})", {
+                PhysicalMemory::granularity(
+                    device,
+                    &PhysicalMemoryOptions::default(),
+                    AllocationGranularity::Minimum,
+                )
+                .unwrap()
+            });
+            // Loaded once before counting (the module, the first launch's state).
+            let mapped = grow_four_times(&memory, device);
+            assert_eq!(mapped, 12 * g);
+            let before = free_memory(device);
+            let mut after = Vec::new();
+            for _ in 0..3 {
+                grow_four_times(&memory, device);
+                after.push(free_memory(device));
+            }
+            println!("free memory: {before} before, {after:?} after each cycle");
+            for (cycle, &free) in after.iter().enumerate() {
+                assert!(
+                    before.saturating_sub(free) < g,
+                    "cycle {cycle}: {} bytes not given back",
+                    before - free
+                );
+            }
+            // The control: while a buffer is mapped the free memory shows it.
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let mut held = memory.growable(16 * g, &stream).unwrap();
+            held.grow(12 * g).unwrap();
+            let during = free_memory(device);
+            assert!(
+                before.saturating_sub(during) >= 11 * g,
+                "12 granules mapped, yet free memory went from {before} to {during}"
+            );
+        },
+    );
+}
+
+/// Buffers of the resource copy and fill as any; the memory behind one, exported as a file
+/// descriptor and imported, maps at a second address where each address sees what was written
+/// through the other; the handle is retained from an address; access can be lowered to read;
+/// all on a thread with no context current, which none of it leaves current.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exported_memory_imported_maps_the_same_bytes_at_a_second_address() {
+    let device = common::device();
+    // Compiled here, so that the thread below starts with no context current.
+    let (copy, xor) = (kernel("copy_words"), kernel("xor_words"));
+    std::thread::spawn(move || {
+        let context = device.primary_context().unwrap();
+        assert!(!context.is_current().unwrap());
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        if !device
+            .properties()
+            .handle_type_posix_file_descriptor_supported()
+            .unwrap()
+        {
+            common::not_run(
+                "gpu",
+                "the device cannot export memory as a file descriptor",
+            );
+            return;
+        }
+        let exportable = PhysicalMemoryOptions::default()
+            .with_handle_type(ShareableHandleType::PosixFileDescriptor);
+        let memory = VirtualMemoryResource::new(
+            device,
+            VirtualMemoryResourceOptions::default().with_physical(exportable),
+        )
+        .unwrap();
+        let g = memory.granularity();
+        let size = 3 * g + 4096;
+        let words = (size / 4) as u64;
+        let data = common::random_u32(13, size / 4);
+        let mut a = memory.allocate(size, &stream).unwrap();
+        let mut b = memory.allocate(size, &stream).unwrap();
+        a.copy_from_host(&data, &stream).unwrap();
+        b.fill(0u32, &stream).unwrap();
+        a.copy_to(&mut b, &stream).unwrap();
+        assert_eq!(b.to_vec::<u32>(&stream).unwrap(), data);
+        assert_eq!(memory.mapped_bytes(), 2 * 4 * g);
+
+        let physical = memory.physical_memory(&a).unwrap();
+        assert_eq!(physical.size(), 4 * g);
+        let fd = physical.export_fd().unwrap();
+        // SAFETY: the descriptor is of memory of that size.
+        let imported =
+            unsafe { PhysicalMemory::import_fd(device, fd.as_fd(), physical.size()) }.unwrap();
+        drop(fd);
+        let range = AddressRange::reserve(device, imported.size(), None).unwrap();
+        let second = range.map(0, &imported).unwrap();
+        second
+            .set_access(&[(device, MemoryAccess::ReadWrite)])
+            .unwrap();
+        assert_eq!(second.access(device).unwrap(), MemoryAccess::ReadWrite);
+        assert_ne!(second.ptr(), a.ptr());
+
+        // Read through the second address what was written through the first.
+        b.fill(0u32, &stream).unwrap();
+        // SAFETY: `words` words at each address.
+        unsafe { launch(&stream, &grid(), &copy, &[&b, &second.ptr(), &words]) }.unwrap();
+        assert_eq!(
+            b.to_vec::<u32>(&stream).unwrap(),
+            data,
+            "read through the import"
+        );
+        // Written through the second address, read through the first.
+        let mask = 0x5A5A_F00Fu32;
+        // SAFETY: as above.
+        unsafe { launch(&stream, &grid(), &xor, &[&second.ptr(), &mask, &words]) }.unwrap();
+        let flipped: Vec<u32> = data.iter().map(|w| w ^ mask).collect();
+        assert_eq!(
+            a.to_vec::<u32>(&stream).unwrap(),
+            flipped,
+            "written through the import"
+        );
+
+        // The handle mapped at an address, from any address of the mapping.
+        // SAFETY: the mapping's memory is of that size.
+        let retained = unsafe {
+            PhysicalMemory::retain(device, DevicePtr(second.ptr().0 + 4096), imported.size())
+        }
+        .unwrap();
+        assert_eq!(retained.as_raw(), imported.as_raw());
+        drop(retained);
+        // Lowered to read: the driver says so.
+        second.set_access(&[(device, MemoryAccess::Read)]).unwrap();
+        assert_eq!(second.access(device).unwrap(), MemoryAccess::Read);
+
+        // Unmapped after the stream's work, then the rest dropped in any order.
+        second.unmap_after(Some(&stream)).unwrap();
+        assert_eq!(range.mapped_bytes(), 0);
+        drop((range, physical, imported));
+        assert_eq!(
+            a.to_vec::<u32>(&stream).unwrap(),
+            flipped,
+            "the first address still maps it"
+        );
+        drop((a, b));
+        assert_eq!(memory.mapped_bytes(), 0);
+        assert!(
+            !context.is_current().unwrap(),
+            "the library left a context current"
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+/// Bad inputs on the real driver: refused with its granularity named, before anything is made,
+/// and what was made on the way is given back (the free memory after many rounds is what it
+/// was).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_virtual_memory_inputs_give_clear_errors_and_leak_nothing() {
+    common::alone(
+        module_path!(),
+        "bad_virtual_memory_inputs_give_clear_errors_and_leak_nothing",
+        || {
+            let device = common::device();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let options = PhysicalMemoryOptions::default();
+            let g = PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum)
+                .unwrap();
+            let named = format!("{g} bytes");
+            let round = || {
+                let why = refused(PhysicalMemory::new(device, g + 1, &options), "size");
+                assert!(why.contains(&named), "{why}");
+                let why = refused(AddressRange::reserve(device, 4 * g + 4096, None), "size");
+                assert!(why.contains(&named), "{why}");
+                let range = AddressRange::reserve(device, 4 * g, None).unwrap();
+                let memory = PhysicalMemory::new(device, 2 * g, &options).unwrap();
+                let why = refused(range.map(3 * g, &memory), "offset");
+                assert!(
+                    why.contains("past the end") && why.contains(&named),
+                    "{why}"
+                );
+                refused(range.map(g / 2, &memory), "offset");
+                let mapping = range.map(0, &memory).unwrap();
+                refused(range.map(g, &memory), "offset");
+                mapping
+                    .set_access(&[(device, MemoryAccess::ReadWrite)])
+                    .unwrap();
+                refused(mapping.set_access(&[]), "access");
+                refused(memory.export_fd(), "self");
+                let resource =
+                    VirtualMemoryResource::new(device, VirtualMemoryResourceOptions::default())
+                        .unwrap();
+                refused(resource.allocate(0, &stream), "size");
+                refused(resource.allocate(usize::MAX, &stream), "size");
+                refused(
+                    VirtualMemoryResource::new(
+                        device,
+                        VirtualMemoryResourceOptions::default()
+                            .with_peers(vec![(device, MemoryAccess::ReadWrite)]),
+                    ),
+                    "options.peers",
+                );
+                let mut growable = resource.growable(4 * g, &stream).unwrap();
+                let why = refused(growable.grow(64 * g), "new_size");
+                assert!(why.contains("capacity"), "{why}");
+                growable.grow(2 * g).unwrap();
+                refused(growable.grow(g), "new_size");
+                // Memory that was made, then mapped nowhere: released.
+                let unused = PhysicalMemory::new(device, 4 * g, &options).unwrap();
+                drop((unused, mapping, growable));
+            };
+            round();
+            let before = free_memory(device);
+            for _ in 0..8 {
+                round();
+            }
+            let after = free_memory(device);
+            println!("free memory: {before} before, {after} after 8 rounds of bad inputs");
+            assert!(
+                before.saturating_sub(after) < g,
+                "{} bytes not given back",
+                before - after
+            );
+        },
+    );
+}
+
+/// Devices 0 and 1, or `None` (after saying so) when the machine has fewer than two.
+fn two_devices() -> Option<(Device, Device)> {
+    match Device::count() {
+        Ok(count) if count >= 2 => Some((Device::new(0).unwrap(), Device::new(1).unwrap())),
+        Ok(count) => {
+            common::not_run(
+                "two-gpus",
+                &format!("needs two CUDA devices (found {count})"),
+            );
+            None
+        }
+        Err(e) => {
+            common::not_run(
+                "two-gpus",
+                &format!("needs two CUDA devices (found 0: {e})"),
+            );
+            None
+        }
+    }
+}
+
+/// Device 0's virtual memory used by device 1: refused before the driver without access;
+/// with read-write access granted (to a resource's buffers and to a growable buffer's every
+/// piece), device 1's kernels write it; with read access, the driver reports read.
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn virtual_memory_of_one_device_is_used_by_a_peer_given_access() {
+    let Some((d0, d1)) = two_devices() else {
+        return;
+    };
+    if !d1.can_access_peer(&d0).unwrap() {
+        common::not_run("two-gpus", "device 1 cannot access device 0's memory");
+        return;
+    }
+    let xor = kernel("xor_words");
+    let (s0, s1) = (
+        d0.create_stream(StreamOptions::default()).unwrap(),
+        d1.create_stream(StreamOptions::default()).unwrap(),
+    );
+    // Without access: refused by the buffer's checks, and none per the driver.
+    let private = VirtualMemoryResource::new(d0, VirtualMemoryResourceOptions::default()).unwrap();
+    let mut alone = private.allocate(1 << 20, &s0).unwrap();
+    assert!(!private.is_accessible_from(d1).unwrap());
+    refused(alone.fill(1u8, &s1), "self");
+    alone.fill(1u8, &s0).unwrap();
+
+    let shared = VirtualMemoryResource::new(
+        d0,
+        VirtualMemoryResourceOptions::default().with_peers(vec![(d1, MemoryAccess::ReadWrite)]),
+    )
+    .unwrap();
+    assert!(shared.is_accessible_from(d1).unwrap());
+    let g = shared.granularity();
+    let mut buffer = shared.allocate(g, &s0).unwrap();
+    buffer.fill(0x0101_0101u32, &s0).unwrap();
+    s0.sync().unwrap();
+    let words = (g / 4) as u64;
+    // SAFETY: `words` words of the buffer, accessible from device 1.
+    unsafe { launch(&s1, &grid(), &xor, &[&buffer, &0x0300_0000u32, &words]) }.unwrap();
+    s1.sync().unwrap();
+    assert!(buffer
+        .to_vec::<u32>(&s0)
+        .unwrap()
+        .iter()
+        .all(|&w| w == 0x0201_0101));
+
+    // A growable buffer: each new piece is given the peer's access too.
+    let mut growable = shared.growable(8 * g, &s0).unwrap();
+    for size in [g, 3 * g, 8 * g] {
+        growable.grow(size).unwrap();
+        growable.as_buffer_mut().fill(0u32, &s0).unwrap();
+        s0.sync().unwrap();
+        let words = (size / 4) as u64;
+        // SAFETY: as above.
+        unsafe { launch(&s1, &grid(), &xor, &[growable.as_buffer(), &7u32, &words]) }.unwrap();
+        s1.sync().unwrap();
+        assert!(growable.to_vec::<u32>(&s0).unwrap().iter().all(|&w| w == 7));
+    }
+    s1.sync().unwrap();
+    drop(growable);
+
+    // Read access, set and read back on a mapping of the low-level pieces.
+    let options = PhysicalMemoryOptions::default();
+    let memory = PhysicalMemory::new(d0, g, &options).unwrap();
+    let range = AddressRange::reserve(d0, g, None).unwrap();
+    let mapping = range.map(0, &memory).unwrap();
+    mapping
+        .set_access(&[(d0, MemoryAccess::ReadWrite), (d1, MemoryAccess::Read)])
+        .unwrap();
+    assert_eq!(mapping.access(d1).unwrap(), MemoryAccess::Read);
+    assert_eq!(mapping.access(d0).unwrap(), MemoryAccess::ReadWrite);
+    s0.sync().unwrap();
+}
