@@ -433,10 +433,8 @@ impl Consumer {
     fn describe(&self, tensor: *const DLManagedTensorVersioned) -> String {
         let mut text = vec![0 as c_char; 512];
         // SAFETY: a live tensor; the buffer's length is given.
-        assert_eq!(
-            unsafe { (self.describe)(tensor, text.as_mut_ptr(), text.len()) },
-            0
-        );
+        let status = unsafe { (self.describe)(tensor, text.as_mut_ptr(), text.len()) };
+        assert_eq!(status, 0);
         // SAFETY: the consumer wrote a NUL-terminated string within the buffer.
         unsafe { CStr::from_ptr(text.as_ptr()) }
             .to_string_lossy()

@@ -64,10 +64,8 @@ fn a_views_elements_are_where_its_strides_say() {
     assert_eq!(view.element_ptr(&[1]), None);
     assert!(!view.is_contiguous());
     // SAFETY: host memory nothing writes.
-    assert_eq!(
-        unsafe { view.host_element(&[2, 3]) }.unwrap(),
-        (8 + 2 + 9) as f32
-    );
+    let value = unsafe { view.host_element(&[2, 3]) }.unwrap();
+    assert_eq!(value, (8 + 2 + 9) as f32);
 
     let rows = host_view(&[3, 4], None).unwrap();
     assert_eq!(rows.strides(), [4, 1]);
@@ -103,7 +101,7 @@ fn a_views_elements_are_where_its_strides_say() {
 #[test]
 fn foreign_views_refuse_what_no_memory_can_be() {
     let pinned = ViewMemory::Pinned;
-    // SAFETY (each): refused before the memory is used.
+    // SAFETY: each view is refused before its memory is used (or, empty, has none).
     unsafe {
         assert_refused(
             StridedView::<f32>::from_raw_parts(DevicePtr(0x1002), &[4], None, pinned),
@@ -362,13 +360,15 @@ fn a_view_on_another_stream_is_ordered_like_its_buffer() {
                 .unwrap();
             let view = buffer.view::<f32>(&[2, 8]).unwrap();
             let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
-            // SAFETY (each launch): the stand-in runs nothing.
+            // SAFETY: the stand-in runs nothing.
             unsafe { launch(&home, &config, &k1, &[&view]) }.unwrap();
             standin::clear_log();
+            // SAFETY: as above.
             unsafe { launch(&home, &config, &k1, &[&view]) }.unwrap();
             assert_eq!(standin::log().lines().count(), 1, "{}", standin::log());
 
             standin::clear_log();
+            // SAFETY: as above.
             unsafe { launch(&other, &config, &k1, &[&view]) }.unwrap();
             let text = standin::log();
             let log: Vec<&str> = text.lines().collect();
@@ -409,6 +409,7 @@ fn a_view_on_another_stream_is_ordered_like_its_buffer() {
             }
             .unwrap();
             standin::clear_log();
+            // SAFETY: as above.
             unsafe { launch(&other, &config, &k1, &[&foreign]) }.unwrap();
             assert_eq!(standin::log().lines().count(), 1, "{}", standin::log());
         },
