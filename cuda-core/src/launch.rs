@@ -467,7 +467,10 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
 /// The kernel runs with the arguments given: it must only access memory that they make valid
 /// for it (indices in bounds of the buffers passed, raw [`DevicePtr`] arguments to memory that
 /// stays allocated until the kernel is done), and nothing on the host may use memory the
-/// kernel writes until the stream has passed it.
+/// kernel writes until the stream has passed it. A [`StridedView`] is its first element's
+/// address: the kernel reads it as the view's element type, within the view's elements (and
+/// writes it only if not [read-only](StridedView::is_read_only)); a view not of a buffer (of a
+/// DLPack tensor, or a foreign pointer) is kept until the kernel is done, as a raw address.
 ///
 /// On drivers older than 12.4 the driver cannot describe a kernel's parameters
 /// (`cuKernelGetParamInfo`), so the number and sizes of the arguments go unchecked there: the

@@ -496,7 +496,7 @@ fn consumer() -> Option<&'static Consumer> {
             };
             let mut command = compiler.to_command();
             command
-                .args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+                .args(["-shared", "-fPIC", "-o"])
                 .arg(&library)
                 .arg(&source)
                 .arg("-ldl");
