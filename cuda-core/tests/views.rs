@@ -656,3 +656,49 @@ fn a_kernel_writes_a_view_of_pinned_memory_where_its_strides_say() {
     let rows = buffer.view::<f32>(&[4, 8]).unwrap();
     assert_eq!(rows.to_vec(&stream).unwrap(), expected);
 }
+
+/// On a real device buffer, bad views are refused with the reason (beyond the buffer, below
+/// it, misaligned, strides not one per dimension), and an exported view imported as another
+/// element type is refused naming both types.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_views_of_a_device_buffer_are_refused_with_their_reason() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let buffer = Arc::new(
+        device
+            .memory_resource()
+            .unwrap()
+            .allocate(4 * 100, &stream)
+            .unwrap(),
+    );
+    assert_refused(
+        buffer.view::<f32>(&[10, 11]),
+        "shape",
+        &["bytes 0..440 of a 400-byte buffer"],
+    );
+    assert_refused(
+        StridedView::<f32>::new(&buffer, 4 * 50, &[10, 10], Some(&[10, 1])),
+        "strides",
+        &["bytes 200..600 of a 400-byte buffer"],
+    );
+    assert_refused(
+        StridedView::<f32>::new(&buffer, 0, &[10], Some(&[-1])),
+        "strides",
+        &["bytes -36..4"],
+    );
+    assert_refused(
+        StridedView::<f64>::new(&buffer, 4, &[10], None),
+        "byte_offset",
+        &["8-byte aligned"],
+    );
+    assert_refused(
+        StridedView::<f32>::new(&buffer, 0, &[10, 10], Some(&[10])),
+        "strides",
+        &["1 strides for 2 dimensions"],
+    );
+    let view = StridedView::<f32>::shared(Arc::clone(&buffer), 0, &[10, 10], None).unwrap();
+    let tensor = view.to_dlpack(Some(&stream)).unwrap();
+    assert_refused(tensor.view::<u32>(), "T", &["float32", "uint32"]);
+    assert_eq!(tensor.view::<f32>().unwrap().ptr(), buffer.ptr());
+}
