@@ -9,6 +9,7 @@ use crate::event::Event;
 use crate::kernel::{Kernel, ParamInfo};
 use crate::memory::{Buffer, DevicePtr};
 use crate::stream::Stream;
+use crate::view::StridedView;
 
 /// The shape of a launch: grid and block dimensions, an optional thread-block cluster, dynamic
 /// shared memory, and whether the launch is cooperative.
@@ -326,7 +327,15 @@ impl LaunchConfig {
 }
 
 /// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
-/// kernel's parameter type. Integers and floats implement it.
+/// kernel's parameter type. Integers, floats, arrays of them and [`DevicePtr`] implement it,
+/// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
+/// `__nv_bfloat16`).
+///
+/// A struct that derives `bytemuck::Pod` becomes one with the safe
+/// [`device_repr!`](crate::device_repr) (feature `bytemuck`), which checks that it is `Pod`.
+/// (Not by a blanket implementation for every `bytemuck::Pod` type: that would make graph
+/// nodes' `Arc<Buffer>` arguments overlap with it under Rust's coherence rules.) Any
+/// alignment is fine, a `#[repr(C, align(64))]` type's too: the driver copies the bytes.
 ///
 /// # Safety
 ///
@@ -348,13 +357,14 @@ unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 // SAFETY: a device address passes as a pointer-sized parameter.
 unsafe impl DeviceRepr for DevicePtr {}
 
-/// Anything that can be a kernel argument: [`DeviceRepr`] values and [`Buffer`]s (passed as
-/// their device address). It is sealed: make a type of your own an argument by implementing
-/// [`DeviceRepr`] for it.
+/// Anything that can be a kernel argument: [`DeviceRepr`] values, [`Buffer`]s (passed as
+/// their device address) and [`StridedView`]s (passed as their first element's address). It
+/// is sealed: make a type of your own an argument by implementing [`DeviceRepr`] for it.
 pub trait KernelArg: sealed::Arg {}
 
 impl<T: DeviceRepr> KernelArg for T {}
 impl KernelArg for Buffer {}
+impl<T> KernelArg for StridedView<'_, T> {}
 
 mod sealed {
     use std::ffi::c_void;
@@ -397,20 +407,34 @@ mod sealed {
             }
         }
     }
+
+    impl<T> Arg for crate::view::StridedView<'_, T> {
+        #[inline]
+        fn arg(&self) -> ArgBytes<'_> {
+            ArgBytes {
+                ptr: (self.ptr_ref() as *const u64).cast(),
+                size: std::mem::size_of::<u64>(),
+                home: self.home(),
+            }
+        }
+    }
 }
 
 use sealed::ArgBytes;
 
 /// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
 /// trait object's size (read from its vtable, no call) is the parameter's, its address is the
-/// answer; a [`Buffer`] (whose own size is not its argument's) and anything else ask through
-/// the trait object.
+/// answer; a [`Buffer`] or [`StridedView`] (whose own sizes are not their arguments') and
+/// anything else ask through the trait object.
 #[inline(always)]
 fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
-    if wanted == Some(own) && own != std::mem::size_of::<Buffer>() {
-        // Only DeviceRepr values have any other size (KernelArg is sealed), and their bytes
-        // are themselves.
+    if wanted == Some(own)
+        && own != std::mem::size_of::<Buffer>()
+        && own != std::mem::size_of::<StridedView<'static, u8>>()
+    {
+        // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does
+        // not depend on its element type), and their bytes are themselves.
         ArgBytes {
             ptr: (arg as *const dyn KernelArg).cast(),
             size: own,
@@ -443,7 +467,10 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
 /// The kernel runs with the arguments given: it must only access memory that they make valid
 /// for it (indices in bounds of the buffers passed, raw [`DevicePtr`] arguments to memory that
 /// stays allocated until the kernel is done), and nothing on the host may use memory the
-/// kernel writes until the stream has passed it.
+/// kernel writes until the stream has passed it. A [`StridedView`] is its first element's
+/// address: the kernel reads it as the view's element type, within the view's elements (and
+/// writes it only if not [read-only](StridedView::is_read_only)); a view not of a buffer (of a
+/// DLPack tensor, or a foreign pointer) is kept until the kernel is done, as a raw address.
 ///
 /// On drivers older than 12.4 the driver cannot describe a kernel's parameters
 /// (`cuKernelGetParamInfo`), so the number and sizes of the arguments go unchecked there: the

@@ -24,7 +24,9 @@ pub mod cache;
 pub mod checkpoint;
 mod context;
 mod device;
+pub mod dlpack;
 mod driver;
+mod ecosystem;
 mod error;
 mod event;
 mod global;
@@ -44,6 +46,7 @@ mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
 pub mod system;
+mod view;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};
@@ -84,6 +87,14 @@ pub use program::{
 pub use program_sources::{NvvmModule, ProgramKind};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
+pub use view::{StridedView, ViewMemory};
+
+/// What this crate's macros name (`device_repr!`'s bound); not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "bytemuck")]
+    pub use bytemuck;
+}
 
 /// The unit tests' rule for what they cannot run: see `tests/common` (the same names, read the
 /// same way: `CUDA_CORE_TEST_REQUIRE`, with `CUDA_CORE_REQUIRE_NVRTC` as an alias).

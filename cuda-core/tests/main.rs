@@ -15,7 +15,10 @@ mod cache;
 mod checkpoint;
 mod default_resource;
 mod device;
+mod dlpack;
 mod driver_info_example;
+#[cfg(all(feature = "half", feature = "bytemuck"))]
+mod ecosystem;
 mod globals;
 mod graph_conditional;
 mod graph_nodes;
@@ -38,4 +41,5 @@ mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]
 mod system;
+mod views;
 mod virtual_memory;

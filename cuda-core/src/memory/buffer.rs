@@ -13,21 +13,52 @@ use crate::stream::Stream;
 /// Plain data: any bit pattern is a valid value and the type has no padding, so it can be
 /// copied to and from device memory as bytes.
 ///
+/// With the `bytemuck` feature (on by default) this is `bytemuck::Pod`'s: every type that is
+/// `bytemuck::Pod` (and `Send + Sync`) is `Pod`, so a struct that derives it is a buffer
+/// element with no more code, and so are the primitives, arrays of any length, `DevicePtr` and
+/// (with the `half` feature) `half::f16` and `half::bf16`:
+///
+/// ```
+/// # #[cfg(feature = "bytemuck")] {
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Particle {
+///     position: [f32; 3],
+///     mass: f32,
+/// }
+///
+/// fn is_pod<T: cuda_core::memory::Pod>() {}
+/// is_pod::<Particle>();
+/// # }
+/// ```
+///
+/// Without the feature the crate implements it for the primitives, arrays of them and the
+/// `half` types, and a type of your own implements it by hand. (Both at once cannot be: where
+/// the feature is on, a type that is `bytemuck::Pod` must not implement `Pod` by hand too.)
+///
 /// # Safety
 ///
 /// Implement it only for `Copy` types with no padding bytes and no invalid bit patterns (no
 /// `bool`, `char`, references or enums).
 pub unsafe trait Pod: Copy + Send + Sync + 'static {}
 
+// SAFETY: `bytemuck::Pod` promises what `Pod` asks (`Copy`, no padding, every bit pattern a
+// value); `Send + Sync` are required here as well.
+#[cfg(feature = "bytemuck")]
+unsafe impl<T: bytemuck::Pod + Send + Sync> Pod for T {}
+
+#[cfg(not(feature = "bytemuck"))]
 macro_rules! pod {
     ($($t:ty),*) => {$(
         // SAFETY: primitive integers and floats: every bit pattern is a value, no padding.
         unsafe impl Pod for $t {}
     )*};
 }
+#[cfg(not(feature = "bytemuck"))]
 pod!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
 
 // SAFETY: an array of plain data is plain data.
+#[cfg(not(feature = "bytemuck"))]
 unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
 /// A value [`Buffer::fill`] can repeat: `u8`, `u16` or `u32` (`cuMemsetD8Async`, `D16`, `D32`).

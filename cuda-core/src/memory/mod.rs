@@ -36,6 +36,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub(crate) use buffer::in_stream_order;
+pub(crate) use buffer::order_homes_after;
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;

@@ -1,0 +1,84 @@
+//! The Rust ecosystem's plain-data types as buffer elements and kernel arguments: `half`'s
+//! `f16` and `bf16` (feature `half`), and `bytemuck::Pod` types (feature `bytemuck`: the
+//! [`Pod`](crate::memory::Pod) bridge is in `memory::buffer`, [`device_repr!`] here).
+
+#[cfg(feature = "half")]
+mod half_types {
+    use crate::launch::DeviceRepr;
+
+    // SAFETY: `f16` and `bf16` are `#[repr(transparent)]` 16-bit values, passed to a kernel
+    // as CUDA's `__half` and `__nv_bfloat16` (two bytes, aligned to two).
+    unsafe impl DeviceRepr for half::f16 {}
+    // SAFETY: as above.
+    unsafe impl DeviceRepr for half::bf16 {}
+
+    // With `bytemuck`, `half`'s own `bytemuck::Pod` implementations make them `Pod`.
+    // SAFETY: 16 bits, every pattern a value (NaNs included), no padding.
+    #[cfg(not(feature = "bytemuck"))]
+    unsafe impl crate::memory::Pod for half::f16 {}
+    // SAFETY: as above.
+    #[cfg(not(feature = "bytemuck"))]
+    unsafe impl crate::memory::Pod for half::bf16 {}
+}
+
+// SAFETY: a `#[repr(transparent)]` `u64`: zero is its null value and every bit pattern is an
+// address, with no padding.
+#[cfg(feature = "bytemuck")]
+unsafe impl bytemuck::Zeroable for crate::memory::DevicePtr {}
+// SAFETY: as above.
+#[cfg(feature = "bytemuck")]
+unsafe impl bytemuck::Pod for crate::memory::DevicePtr {}
+
+// SAFETY: as above (`bytemuck` makes it `Pod` through the bridge instead).
+#[cfg(not(feature = "bytemuck"))]
+unsafe impl crate::memory::Pod for crate::memory::DevicePtr {}
+
+/// Makes types that are `bytemuck::Pod` kernel arguments ([`DeviceRepr`](crate::DeviceRepr))
+/// without `unsafe`: `bytemuck`'s derive has checked what `DeviceRepr` asks of the layout
+/// (`#[repr(C)]` or transparent, no padding, plain fields), and the macro checks at compile
+/// time that each type is `bytemuck::Pod`. The layout matching the kernel's parameter type,
+/// and what any address in it points to, are still the launch's promise, as for every
+/// argument. Use it on types of your own crate.
+///
+/// ```
+/// use cuda_core::{device_repr, DeviceRepr, KernelArg};
+///
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Params {
+///     scale: f32,
+///     offset: f32,
+///     count: u32,
+///     flags: u32,
+/// }
+/// device_repr!(Params);
+///
+/// let params = Params { scale: 2.0, offset: 1.0, count: 1024, flags: 0 };
+/// let args: [&dyn KernelArg; 1] = [&params];
+/// # let _ = args;
+/// ```
+///
+/// A type that is not `bytemuck::Pod` does not compile:
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy)]
+/// #[repr(C)]
+/// struct Padded {
+///     a: u8,
+///     b: u32,
+/// }
+/// cuda_core::device_repr!(Padded);
+/// ```
+#[cfg(feature = "bytemuck")]
+#[macro_export]
+macro_rules! device_repr {
+    ($($t:ty),+ $(,)?) => {$(
+        const _: () = {
+            const fn is_pod<T: $crate::__private::bytemuck::Pod>() {}
+            is_pod::<$t>();
+        };
+        // SAFETY: the type is `bytemuck::Pod` (checked above): `Copy`, `'static`, of a
+        // `#[repr(C)]` or transparent layout without padding, with plain fields.
+        unsafe impl $crate::DeviceRepr for $t {}
+    )+};
+}
