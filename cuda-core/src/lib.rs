@@ -68,6 +68,10 @@ pub use launch::{
 };
 pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
+    copy_2d, copy_3d, Advice, CopyAttributes, CopyBatch, CopyRegion, ManagedRange, MemoryLocation,
+    PitchedBuffer, PitchedDst, PitchedSrc, RangeAttributes, SrcAccessOrder,
+};
+pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };

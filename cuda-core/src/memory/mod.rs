@@ -24,9 +24,11 @@
 //! ```
 
 mod buffer;
+mod copy;
 mod device_pool;
 mod device_ptr;
 mod host;
+mod managed;
 pub(crate) mod small;
 mod sync;
 
@@ -35,9 +37,17 @@ use std::sync::Arc;
 
 pub(crate) use buffer::in_stream_order;
 pub use buffer::{Buffer, FillPattern, Pod};
+pub use copy::{
+    copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyAttributes, CopyBatch, CopyRegion,
+    PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
+};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use managed::{
+    discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
+    MemoryLocation, RangeAttributes,
+};
 pub use sync::SyncMemoryResource;
 
 use crate::device::Device;
