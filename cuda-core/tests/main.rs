@@ -13,6 +13,7 @@ mod common;
 
 mod cache;
 mod checkpoint;
+mod copies;
 mod default_resource;
 mod device;
 mod driver_info_example;

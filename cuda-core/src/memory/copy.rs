@@ -1285,10 +1285,13 @@ unsafe fn pitched_copy(
         height: extent[1],
         depth: extent[2],
     };
-    let homes: Vec<&Stream> = [src_side.home, dst_side.home]
+    let mut homes: Vec<&Stream> = [src_side.home, dst_side.home]
         .into_iter()
         .flatten()
         .collect();
+    if homes.len() == 2 && homes[0].same_as(homes[1]) {
+        homes.pop();
+    }
     let result = in_stream_order(&homes, stream, || {
         stream.call_in_context(|driver, handle| {
             if three_d {
