@@ -27,6 +27,7 @@ mod inputs;
 mod kernel_effects;
 mod launch;
 mod linker;
+mod managed;
 mod memory;
 mod multi_device;
 mod nvrtc_preload;
