@@ -518,8 +518,9 @@ pub(crate) fn check_overlaps(dsts: &[u64], srcs: &[u64], sizes: &[usize]) -> Res
         spans.push((src, src.saturating_add(bytes as u64), i, false));
     }
     spans.sort_unstable_by_key(|&(start, ..)| start);
-    // The furthest end so far, and its copy.
-    let (mut dst_end, mut src_end): (Option<(u64, usize)>, Option<(u64, usize)>) = (None, None);
+    // The furthest end so far among the destinations and among the sources, and its copy.
+    let mut dst_end: Option<(u64, usize)> = None;
+    let mut src_end: Option<(u64, usize)> = None;
     for (start, end, copy, is_dst) in spans {
         if let Some((end_so_far, other)) = dst_end {
             if start < end_so_far {

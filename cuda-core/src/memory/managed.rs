@@ -318,7 +318,9 @@ impl<'a> ManagedRange<'a> {
 
     /// Discards the range's contents, in order on `stream` (`cuMemDiscardBatchAsync`): the
     /// driver may drop its pages without migrating them, and reads before the next write or
-    /// prefetch give unspecified bytes. A CUDA 13 function, needing every device to access
+    /// prefetch give unspecified bytes, as does work on another stream that touches the range
+    /// while the discard runs (order such work with events). A CUDA 13 function, needing
+    /// every device to access
     /// managed memory concurrently with the host; through the 12 ABI, or on a driver without
     /// it, [`Error::NotSupported`] names it.
     #[doc(alias = "cuMemDiscardBatchAsync")]
@@ -354,10 +356,14 @@ pub(crate) fn byte_range(
     };
     match (start, end) {
         (Some(start), Some(end)) if start < end && end <= size => Ok((start, end - start)),
+        (Some(start), Some(end)) => Err(Error::InvalidArgument {
+            name,
+            reason: format!("bytes {start}..{end} are empty or beyond the buffer's {size} bytes"),
+        }),
         _ => Err(Error::InvalidArgument {
             name,
             reason: format!(
-                "the range {:?}..{:?} is empty or beyond the buffer's {size} bytes",
+                "the range ({:?}, {:?}) overflows; the buffer has {size} bytes",
                 range.start_bound(),
                 range.end_bound()
             ),

@@ -10,6 +10,11 @@
 //! | [`ManagedMemoryResource`] | managed (unified) | host and device | synchronous |
 //! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device (copies: any device) | synchronous |
 //!
+//! Beyond one buffer into another: [`CopyBatch`] submits many copies in one driver call;
+//! [`PitchedBuffer`] is memory laid out in rows, which [`copy_2d`] and [`copy_3d`] copy to and
+//! from buffers and host slices; [`ManagedRange`] prefetches, advises and discards managed
+//! memory and reads its range attributes.
+//!
 //! ```no_run
 //! use cuda_core::{Allocate, Device, StreamOptions};
 //!
