@@ -1286,14 +1286,20 @@ unsafe fn pitched_copy(
         height: extent[1],
         depth: extent[2],
     };
-    let mut homes: Vec<&Stream> = [src_side.home, dst_side.home]
-        .into_iter()
-        .flatten()
-        .collect();
-    if homes.len() == 2 && homes[0].same_as(homes[1]) {
-        homes.pop();
-    }
-    let result = in_stream_order(&homes, stream, || {
+    // The sides' deallocation streams, each once.
+    let pair;
+    let homes: &[&Stream] = match (src_side.home, dst_side.home) {
+        (Some(a), Some(b)) if !a.same_as(b) => {
+            pair = [a, b];
+            &pair
+        }
+        (Some(a), _) | (None, Some(a)) => {
+            pair = [a, a];
+            &pair[..1]
+        }
+        (None, None) => &[],
+    };
+    let result = in_stream_order(homes, stream, || {
         stream.call_in_context(|driver, handle| {
             if three_d {
                 driver.memcpy_3d_async(&copy, handle)
