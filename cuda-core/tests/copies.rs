@@ -979,27 +979,30 @@ fn pitched_buffers_copy_rows_to_and_from_buffers_and_the_host_in_2d_and_3d() {
     reference_copy(&data3, (w3, h3), &mut expected, (16, 4), &region);
     assert_eq!(boxed, expected);
     // Host to a buffer in slices of 4 rows of 32 bytes, then into the cube's corner.
-    let mut slab = memory.allocate(32 * 4 * 3, &stream).unwrap();
+    // (Device-to-device, the buffer takes the pitch the driver gave the cube: the driver may
+    // refuse others there.)
+    let slab_pitch = cube.pitch();
+    let mut slab = memory.allocate(slab_pitch * 4 * 3, &stream).unwrap();
     slab.fill(0u8, &stream).unwrap();
     copy_3d(
         PitchedSrc::host(&boxed, 16, 4),
-        PitchedDst::buffer(&mut slab, 32, 4),
+        PitchedDst::buffer(&mut slab, slab_pitch, 4),
         &CopyRegion::new_3d(16, 4, 3),
         &stream,
     )
     .unwrap();
-    let mut slab_expected = vec![0u8; 32 * 4 * 3];
+    let mut slab_expected = vec![0u8; slab_pitch * 4 * 3];
     reference_copy(
         &boxed,
         (16, 4),
         &mut slab_expected,
-        (32, 4),
+        (slab_pitch, 4),
         &CopyRegion::new_3d(16, 4, 3),
     );
     assert_eq!(slab.to_vec::<u8>(&stream).unwrap(), slab_expected);
     let corner = CopyRegion::new_3d(16, 4, 3).with_dst_origin([0, 1, 3]);
     copy_3d(
-        PitchedSrc::buffer(&slab, 32, 4),
+        PitchedSrc::buffer(&slab, slab_pitch, 4),
         PitchedDst::from(&mut cube),
         &corner,
         &stream,
@@ -1008,7 +1011,7 @@ fn pitched_buffers_copy_rows_to_and_from_buffers_and_the_host_in_2d_and_3d() {
     let mut cube_expected = data3.clone();
     reference_copy(
         &slab_expected,
-        (32, 4),
+        (slab_pitch, 4),
         &mut cube_expected,
         (w3, h3),
         &corner,
@@ -1027,17 +1030,19 @@ fn pitched_copies_on_another_stream_wait_for_their_buffers_streams() {
     );
     let mut p = PitchedBuffer::new(&s1, 64, 16, 4).unwrap();
     p.copy_from_host(&[1u8; 64 * 16], &s1).unwrap();
+    // Laid out with the pitched buffer's pitch (the driver may refuse others device to device).
+    let pitch = p.pitch();
     let mut source: Buffer = device
         .memory_resource()
         .unwrap()
-        .allocate(64 * 16, &s1)
+        .allocate(pitch * 16, &s1)
         .unwrap();
     source.fill(1u8, &s1).unwrap();
     s1.sync().unwrap();
     let gate = Gate::close(&s1);
     source.fill(8u8, &s1).unwrap();
     copy_2d(
-        PitchedSrc::buffer(&source, 64, 16),
+        PitchedSrc::buffer(&source, pitch, 16),
         PitchedDst::from(&mut p),
         &CopyRegion::new(64, 16),
         &s2,
