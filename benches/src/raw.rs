@@ -28,6 +28,9 @@ pub const EVENT_DISABLE_TIMING: u32 = 2;
 pub const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: u32 = 75;
 /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
 pub const ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: u32 = 76;
+/// `CUDA_ERROR_NOT_SUPPORTED`: what [`RawDriver::cuMemcpyBatchAsync`] answers on a driver
+/// without the function.
+pub const NOT_SUPPORTED: u32 = 801;
 
 /// The driver calls the benches make, one method per C function with the header's arguments;
 /// each returns the `CUresult` code.
@@ -309,6 +312,32 @@ pub trait RawDriver {
         bytes: usize,
         stream: Handle,
     ) -> u32;
+
+    /// `cuMemcpyAsync` (unified addresses).
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuMemcpyAsync(&self, dst: u64, src: u64, bytes: usize, stream: Handle) -> u32;
+
+    /// Whether the driver has `cuMemcpyBatchAsync` (12.8 and newer; the 13 header's `_v2`).
+    fn has_memcpy_batch(&self) -> bool;
+
+    /// `cuMemcpyBatchAsync` of `count` copies under one attribute (source read in stream
+    /// order, no location hints, no flags), as a C caller writes it: the 12 header's form with
+    /// its failing index, the 13 header's `_v2`. [`NOT_SUPPORTED`] where the driver lacks it.
+    ///
+    /// # Safety
+    ///
+    /// See the trait; the three arrays hold `count` entries.
+    unsafe fn cuMemcpyBatchAsync(
+        &self,
+        dsts: *mut u64,
+        srcs: *mut u64,
+        sizes: *mut usize,
+        count: usize,
+        stream: Handle,
+    ) -> u32;
 }
 
 /// Panics, naming the call and the code, when a raw call did not return `CUDA_SUCCESS`. The
@@ -360,7 +389,8 @@ macro_rules! used_fields {
             cuMemAllocFromPoolAsync,
             cuMemFreeAsync,
             cuMemcpyHtoDAsync,
-            cuMemcpyDtoHAsync
+            cuMemcpyDtoHAsync,
+            cuMemcpyAsync
         )
     };
 }
@@ -387,7 +417,7 @@ macro_rules! call {
 
 /// Expands to an ABI's driver struct and its `RawDriver` impl.
 macro_rules! raw_driver {
-    ($name:ident, $sys:ident, $abi:literal) => {
+    ($name:ident, $sys:ident, $abi:literal $(, $batch_fail_index:expr)?) => {
         #[doc = concat!("The raw driver through `", stringify!($sys), "`'s table.")]
         pub struct $name {
             table: $sys::DriverTable,
@@ -711,11 +741,57 @@ macro_rules! raw_driver {
             ) -> u32 {
                 call!(self.cuMemcpyDtoHAsync(dst, src, bytes, stream.cast()))
             }
+
+            #[inline(always)]
+            unsafe fn cuMemcpyAsync(&self, dst: u64, src: u64, bytes: usize, stream: Handle) -> u32 {
+                call!(self.cuMemcpyAsync(dst, src, bytes, stream.cast()))
+            }
+
+            fn has_memcpy_batch(&self) -> bool {
+                self.table.cuMemcpyBatchAsync.is_some()
+            }
+
+            #[inline(always)]
+            unsafe fn cuMemcpyBatchAsync(
+                &self,
+                dsts: *mut u64,
+                srcs: *mut u64,
+                sizes: *mut usize,
+                count: usize,
+                stream: Handle,
+            ) -> u32 {
+                // Not among the fields `load` checks (drivers before 12.8 lack it).
+                let Some(f) = self.table.cuMemcpyBatchAsync else {
+                    return NOT_SUPPORTED;
+                };
+                let mut attributes = $sys::CUmemcpyAttributes {
+                    srcAccessOrder:
+                        $sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+                    ..Default::default()
+                };
+                let mut first = 0usize;
+                // SAFETY: the header's signature; the caller vouches for the arrays, the one
+                // attribute applies from copy 0.
+                unsafe {
+                    f(
+                        dsts,
+                        srcs,
+                        sizes,
+                        count,
+                        &mut attributes,
+                        &mut first,
+                        1,
+                        $($batch_fail_index,)?
+                        stream.cast(),
+                    )
+                    .0
+                }
+            }
         }
     };
 }
 
-raw_driver!(Driver12, cuda_sys12, 12);
+raw_driver!(Driver12, cuda_sys12, 12, &mut 0usize);
 raw_driver!(Driver13, cuda_sys13, 13);
 
 /// The raw driver of this process, through the table its version (or

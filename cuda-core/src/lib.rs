@@ -71,9 +71,10 @@ pub use launch::{
 };
 pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
-    AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,
-    PhysicalMemoryOptions, ShareableHandleType, VirtualMemoryResource,
-    VirtualMemoryResourceOptions,
+    copy_2d, copy_3d, AddressRange, Advice, AllocationGranularity, CopyAttributes, CopyBatch,
+    CopyRegion, GrowableBuffer, ManagedRange, Mapping, MemoryAccess, MemoryLocation,
+    PhysicalMemory, PhysicalMemoryOptions, PitchedBuffer, PitchedDst, PitchedSrc, RangeAttributes,
+    ShareableHandleType, SrcAccessOrder, VirtualMemoryResource, VirtualMemoryResourceOptions,
 };
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,

@@ -384,6 +384,12 @@ impl Stream {
         self.inner.capturing.load(Ordering::Relaxed)
     }
 
+    /// Whether this is the legacy default stream (which `cuMemcpyBatchAsync` refuses).
+    #[inline]
+    pub(crate) fn is_legacy(&self) -> bool {
+        self.inner.kind == Kind::Legacy
+    }
+
     /// Notes whether a capture begun through this stream is open (see `capturing`).
     pub(crate) fn set_capturing(&self, open: bool) {
         self.inner.capturing.store(open, Ordering::Relaxed);

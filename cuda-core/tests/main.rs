@@ -13,6 +13,7 @@ mod common;
 
 mod cache;
 mod checkpoint;
+mod copies;
 mod default_resource;
 mod device;
 mod dlpack;
@@ -30,6 +31,7 @@ mod inputs;
 mod kernel_effects;
 mod launch;
 mod linker;
+mod managed;
 mod memory;
 mod multi_device;
 mod nvrtc_preload;

@@ -42,6 +42,9 @@ const CASES: &[&str] = &[
     "copy_htod_4k",
     "copy_dtoh_4k",
     "copy_htod_4k_other_stream",
+    "copy_single_1000",
+    "copy_batch_1000",
+    "copy_batch_1000_build",
     "compile_saxpy",
     "cache_hit_memory",
     "cache_hit_file",
@@ -92,6 +95,21 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
         "cudarc",
         "cudarc's NVRTC API returns PTX only (no cubin); loading it adds a driver JIT compile, \
          which is other work.",
+    ),
+    (
+        "copy_single_1000",
+        "cudarc",
+        "Left out with the copy batch cases, whose control it is (cudarc has no batched copy).",
+    ),
+    (
+        "copy_batch_1000",
+        "cudarc",
+        "cudarc has no `cuMemcpyBatchAsync`.",
+    ),
+    (
+        "copy_batch_1000_build",
+        "cudarc",
+        "cudarc has no `cuMemcpyBatchAsync`.",
     ),
     (
         "cache_hit_memory",
@@ -200,6 +218,24 @@ const UNEQUAL_WORK: &[(&str, Work, &str)] = &[
         Work::More,
         "cuda-core also reads the current context (`cuCtxGetCurrent`), which copies of pool \
          memory need current.",
+    ),
+    (
+        "copy_single_1000",
+        Work::More,
+        "cuda-core also reads the current context (`cuCtxGetCurrent`) for each copy, which \
+         copies of pool memory need current.",
+    ),
+    (
+        "copy_batch_1000",
+        Work::More,
+        "cuda-core also reads the current context (`cuCtxGetCurrent`) once, which copies of \
+         pool memory need current.",
+    ),
+    (
+        "copy_batch_1000_build",
+        Work::More,
+        "cuda-core also reads the current context once, and checks every copy (bounds, \
+         devices, overlaps) as it builds the batch.",
     ),
 ];
 

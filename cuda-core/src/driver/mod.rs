@@ -35,6 +35,9 @@ mod v13;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use self::api::copy::{
+    MemLocation, MemcpyAttributes, PitchedCopy, PitchedMemory, PitchedSide,
+};
 pub(crate) use self::api::Driver;
 pub(crate) use self::api::{AllocationHandle, AllocationSpec, HANDLE_TYPE_POSIX_FD};
 pub(crate) use self::handles::{

@@ -138,3 +138,123 @@ fn sm_info(sm: &CUdevSmResource) -> SmInfo {
         coscheduled_alignment: None,
     }
 }
+
+/// `CU_DEVICE_CPU`: the host, as the first forms of prefetch and advice name it.
+const DEVICE_CPU: i32 = -1;
+
+/// A location as the first forms of prefetch and advice take it (a device ordinal, or
+/// `CU_DEVICE_CPU`): `None` for host NUMA nodes, which they cannot name.
+fn legacy_device(location: crate::driver::MemLocation) -> Option<i32> {
+    use crate::driver::MemLocation;
+    match location.kind {
+        MemLocation::DEVICE => Some(location.id),
+        MemLocation::HOST => Some(DEVICE_CPU),
+        _ => None,
+    }
+}
+
+/// Managed memory and batched copies: the 12.9 header's `cuMemcpyBatchAsync` reports the index
+/// of a failing copy; prefetch and advice with a location are `_v2` (drivers 12.2 and newer;
+/// older ones get the first forms, which name devices and the host only); the batched
+/// prefetch and discard calls are not in this header.
+impl Driver12 {
+    #[allow(clippy::too_many_arguments)]
+    fn abi_memcpy_batch_async(
+        &self,
+        dsts: *mut DevicePtr,
+        srcs: *mut DevicePtr,
+        sizes: *mut usize,
+        count: usize,
+        attributes: *mut cuda_sys12::CUmemcpyAttributes,
+        attribute_starts: *mut usize,
+        attribute_count: usize,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        let mut failed = usize::MAX;
+        let result = call!(self.cuMemcpyBatchAsync(
+            dsts,
+            srcs,
+            sizes,
+            count,
+            attributes,
+            attribute_starts,
+            attribute_count,
+            &mut failed,
+            stream.0.cast()
+        ));
+        if result.is_err() && failed < count {
+            log::debug!("cuMemcpyBatchAsync: the driver names copy {failed} of {count}");
+        }
+        result
+    }
+
+    fn abi_mem_prefetch_async(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        location: crate::driver::MemLocation,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        if self.table.cuMemPrefetchAsync_v2.is_some() {
+            return call!(self.cuMemPrefetchAsync_v2(
+                ptr,
+                bytes,
+                mem_location(location),
+                0,
+                stream.0.cast()
+            ));
+        }
+        let Some(device) = legacy_device(location) else {
+            return Err(self.missing(
+                "cuMemPrefetchAsync_v2 (prefetch to a host NUMA node: drivers 12.2 and newer)",
+            ));
+        };
+        call!(self.cuMemPrefetchAsync(ptr, bytes, device, stream.0.cast()))
+    }
+
+    fn abi_mem_advise(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        advice: cuda_sys12::CUmem_advise,
+        location: crate::driver::MemLocation,
+    ) -> Result<()> {
+        if self.table.cuMemAdvise_v2.is_some() {
+            return call!(self.cuMemAdvise_v2(ptr, bytes, advice, mem_location(location)));
+        }
+        let Some(device) = legacy_device(location) else {
+            return Err(self.missing(
+                "cuMemAdvise_v2 (advice naming a host NUMA node: drivers 12.2 and newer)",
+            ));
+        };
+        call!(self.cuMemAdvise(ptr, bytes, advice, device))
+    }
+
+    /// The 12.9 header has no batched prefetch or discard.
+    fn abi_mem_batch_async(
+        &self,
+        kind: BatchKind,
+        _ptrs: &[DevicePtr],
+        _sizes: &[usize],
+        _locations: &[crate::driver::MemLocation],
+        _location_starts: &[usize],
+        _stream: StreamHandle,
+    ) -> Result<()> {
+        Err(Error::NotSupported {
+            function: match kind {
+                BatchKind::Discard => {
+                    "cuMemDiscardBatchAsync (in the CUDA 13 header only: not through the 12 ABI)"
+                }
+                BatchKind::Prefetch => {
+                    "cuMemPrefetchBatchAsync (in the CUDA 13 header only: not through the 12 ABI)"
+                }
+                BatchKind::DiscardAndPrefetch => {
+                    "cuMemDiscardAndPrefetchBatchAsync (in the CUDA 13 header only: not through \
+                     the 12 ABI)"
+                }
+            },
+            driver: self.version,
+            abi: 12,
+        })
+    }
+}

@@ -161,3 +161,94 @@ fn sm_info(sm: &CUdevSmResource) -> SmInfo {
         coscheduled_alignment: Some(sm.smCoscheduledAlignment),
     }
 }
+
+/// Managed memory and batched copies: `cuMemcpyBatchAsync` is `_v2`, without the failing
+/// copy's index; prefetch and advice take a location under their plain names (exported as
+/// `_v2`); the batched prefetch and discard calls are 13.x functions, which a driver older
+/// than them does not export (then `NotSupported` names them).
+impl Driver13 {
+    #[allow(clippy::too_many_arguments)]
+    fn abi_memcpy_batch_async(
+        &self,
+        dsts: *mut DevicePtr,
+        srcs: *mut DevicePtr,
+        sizes: *mut usize,
+        count: usize,
+        attributes: *mut cuda_sys13::CUmemcpyAttributes,
+        attribute_starts: *mut usize,
+        attribute_count: usize,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        call!(self.cuMemcpyBatchAsync(
+            dsts,
+            srcs,
+            sizes,
+            count,
+            attributes,
+            attribute_starts,
+            attribute_count,
+            stream.0.cast()
+        ))
+    }
+
+    fn abi_mem_prefetch_async(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        location: crate::driver::MemLocation,
+        stream: StreamHandle,
+    ) -> Result<()> {
+        call!(self.cuMemPrefetchAsync(ptr, bytes, mem_location(location), 0, stream.0.cast()))
+    }
+
+    fn abi_mem_advise(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        advice: cuda_sys13::CUmem_advise,
+        location: crate::driver::MemLocation,
+    ) -> Result<()> {
+        call!(self.cuMemAdvise(ptr, bytes, advice, mem_location(location)))
+    }
+
+    fn abi_mem_batch_async(
+        &self,
+        kind: BatchKind,
+        ptrs: &[DevicePtr],
+        sizes: &[usize],
+        locations: &[crate::driver::MemLocation],
+        location_starts: &[usize],
+        stream: StreamHandle,
+    ) -> Result<()> {
+        // The driver reads these arrays only (the header's parameters are not `const`); the
+        // neutral locations are this header's `CUmemLocation` (checked at compile time).
+        let (ptrs_, sizes_) = (ptrs.as_ptr().cast_mut(), sizes.as_ptr().cast_mut());
+        let locations_ = locations.as_ptr().cast_mut().cast::<CUmemLocation>();
+        let starts = location_starts.as_ptr().cast_mut();
+        match kind {
+            BatchKind::Discard => {
+                call!(self.cuMemDiscardBatchAsync(ptrs_, sizes_, ptrs.len(), 0, stream.0.cast()))
+            }
+            BatchKind::Prefetch => call!(self.cuMemPrefetchBatchAsync(
+                ptrs_,
+                sizes_,
+                ptrs.len(),
+                locations_,
+                starts,
+                locations.len(),
+                0,
+                stream.0.cast()
+            )),
+            BatchKind::DiscardAndPrefetch => call!(self.cuMemDiscardAndPrefetchBatchAsync(
+                ptrs_,
+                sizes_,
+                ptrs.len(),
+                locations_,
+                starts,
+                locations.len(),
+                0,
+                stream.0.cast()
+            )),
+        }
+    }
+}

@@ -287,7 +287,12 @@ impl Buffer {
     /// used by: memory of another device that is not accessible from the stream's device (and
     /// for a copy, that the driver does not copy across devices anyway).
     #[inline]
-    fn check_reachable(&self, stream: &Stream, name: &'static str, copy: bool) -> Result<()> {
+    pub(crate) fn check_reachable(
+        &self,
+        stream: &Stream,
+        name: &'static str,
+        copy: bool,
+    ) -> Result<()> {
         match self.device() {
             Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy),
             _ => Ok(()),

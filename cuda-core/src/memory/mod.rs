@@ -11,6 +11,11 @@
 //! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device (copies: any device) | synchronous |
 //! | [`VirtualMemoryResource`] | device, `cuMemCreate` mapped into a range of its own | device, and peers its options name | synchronous; [`GrowableBuffer`]s grow in place |
 //!
+//! Beyond one buffer into another: [`CopyBatch`] submits many copies in one driver call;
+//! [`PitchedBuffer`] is memory laid out in rows, which [`copy_2d`] and [`copy_3d`] copy to and
+//! from buffers and host slices; [`ManagedRange`] prefetches, advises and discards managed
+//! memory and reads its range attributes.
+//!
 //! ```no_run
 //! use cuda_core::{Allocate, Device, StreamOptions};
 //!
@@ -25,9 +30,11 @@
 //! ```
 
 mod buffer;
+mod copy;
 mod device_pool;
 mod device_ptr;
 mod host;
+mod managed;
 pub(crate) mod small;
 mod sync;
 mod vmm;
@@ -38,9 +45,17 @@ use std::sync::Arc;
 pub(crate) use buffer::in_stream_order;
 pub(crate) use buffer::order_homes_after;
 pub use buffer::{Buffer, FillPattern, Pod};
+pub use copy::{
+    copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyAttributes, CopyBatch, CopyRegion,
+    PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
+};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use managed::{
+    discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
+    MemoryLocation, RangeAttributes,
+};
 pub use sync::SyncMemoryResource;
 pub use vmm::{
     AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,

@@ -13,7 +13,8 @@ pub mod standin;
 /// `mkfifo`, `examples`, `driver-13`, `driver-12.3` and `driver-12.8` (conditional nodes),
 /// `host-pids`, `preferred-cluster`: a device that groups
 /// blocks by a preferred cluster shape, `programmatic-event-overlap`: a driver that fires a
-/// programmatic event before its kernel ends) names `what`: then a test that cannot run for
+/// programmatic event before its kernel ends, `managed-discard`: a driver that exports
+/// `cuMemDiscardBatchAsync` (13 ABI), `host-numa`: a device with a host NUMA node) names `what`: then a test that cannot run for
 /// want of it fails instead of passing empty. `nvrtc` (any NVRTC) is required where a major of
 /// it is, and likewise `nvjitlink` and `nvvm`. `CUDA_CORE_REQUIRE_NVRTC=12,13` and
 /// `CUDA_CORE_REQUIRE_NVJITLINK=12,13` count as `nvrtc-12,nvrtc-13` and so on.

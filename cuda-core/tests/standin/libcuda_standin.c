@@ -17,8 +17,12 @@
  *   STANDIN_COND_FILL=1      cuGraphAddNode writes a conditional node's bodies into the array
  *                            given (by default it points phGraph_out at an array of its own, as
  *                            the CUDA headers describe)
+ *   STANDIN_BATCH_FAIL=I     cuMemcpyBatchAsync fails (CUDA_ERROR_INVALID_VALUE) naming copy I
+ *   STANDIN_CONCURRENT_MANAGED=0 devices do not access managed memory concurrently
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
- * driver does). */
+ * driver does); -DSTANDIN_NO_LOCATION_V2 leaves out cuMemPrefetchAsync_v2 and cuMemAdvise_v2
+ * (as drivers before 12.2 do); -DSTANDIN_NO_DISCARD leaves out the batched discard and
+ * prefetch calls (as drivers before 13.x's own do). */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -166,6 +170,8 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
     case 76: *value = 0; break;
     case 109: *value = 134213632; break; /* largest access-policy window, as on an H200 */
     case 115: *value = 1; break;    /* memory pools */
+    case 11: *value = 2147483647; break; /* max pitch */
+    case 89: *value = (int)setting("STANDIN_CONCURRENT_MANAGED", 1); break; /* concurrent managed access */
     default: *value = 1; break;
     }
     return 0;
@@ -762,5 +768,218 @@ int cuMemRetainAllocationHandle(unsigned long long *handle, void *addr) {
     /* The driver hands back the handle the memory was mapped with. */
     *handle = of;
     note("cuMemRetainAllocationHandle %#llx -> h%llu", a, of);
+    return 0;
+}
+
+/* ---- batched and pitched copies, managed memory (tests/copies.rs, tests/managed.rs) ------- */
+
+struct location { int type; int id; };
+struct memcpy_attributes { int order; struct location src, dst; unsigned flags; };
+
+static void note_batch(const char *call, devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
+                       struct memcpy_attributes *attrs, size_t *starts, size_t runs, void *s) {
+    char b[16];
+    note("%s count=%zu runs=%zu on %s", call, count, runs, name(s, b));
+    for (size_t i = 0; i < runs; i++)
+        note("  run from %zu: order=%d src=%d:%d dst=%d:%d flags=%u", starts[i], attrs[i].order,
+             attrs[i].src.type, attrs[i].src.id, attrs[i].dst.type, attrs[i].dst.id, attrs[i].flags);
+    for (size_t i = 0; i < count && i < 16; i++)
+        note("  copy %zu: %#llx <- %#llx size=%zu", i, dsts[i], srcs[i], sizes[i]);
+}
+int cuMemcpyBatchAsync(devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
+                       struct memcpy_attributes *attrs, size_t *starts, size_t runs, size_t *fail,
+                       void *s) {
+    note_batch("cuMemcpyBatchAsync", dsts, srcs, sizes, count, attrs, starts, runs, s);
+    long failing = setting("STANDIN_BATCH_FAIL", -1);
+    if (failing >= 0) { *fail = (size_t)failing; return 1; }
+    return 0;
+}
+int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
+                          struct memcpy_attributes *attrs, size_t *starts, size_t runs, void *s) {
+    note_batch("cuMemcpyBatchAsync_v2", dsts, srcs, sizes, count, attrs, starts, runs, s);
+    return setting("STANDIN_BATCH_FAIL", -1) >= 0 ? 1 : 0;
+}
+
+int cuMemAllocManaged(devptr *ptr, size_t size, unsigned flags) {
+    pthread_mutex_lock(&lock);
+    *ptr = next_address;
+    next_address += (size + 0xfff) & ~(size_t)0xfff;
+    pthread_mutex_unlock(&lock);
+    note("cuMemAllocManaged %#llx size=%zu flags=%u", *ptr, size, flags);
+    return 0;
+}
+
+/* The advice and prefetches of every range, kept as one state: the tests use one range. */
+static int read_mostly;
+static struct location preferred, last_prefetch;
+static struct location accessed[8];
+static int accessed_count;
+
+/* A location as the first forms name it: a device, CU_DEVICE_CPU (-1) or none (-2). */
+static int legacy_id(struct location l) { return l.type == 1 ? l.id : l.type == 2 || l.type == 3 ? -1 : -2; }
+static struct location from_legacy(int device) {
+    struct location l = {device == -1 ? 2 : 1, device == -1 ? 0 : device};
+    return l;
+}
+
+static int prefetch(const char *call, devptr p, size_t n, struct location l, unsigned flags, void *s) {
+    char b[16];
+    note("%s %#llx size=%zu to %d:%d flags=%u on %s", call, p, n, l.type, l.id, flags, name(s, b));
+    last_prefetch = l;
+    return 0;
+}
+int cuMemPrefetchAsync(devptr p, size_t n, int device, void *s) {
+    return prefetch("cuMemPrefetchAsync", p, n, from_legacy(device), 0, s);
+}
+static int advise(const char *call, devptr p, size_t n, int advice, struct location l) {
+    note("%s %#llx size=%zu advice=%d at %d:%d", call, p, n, advice, l.type, l.id);
+    switch (advice) {
+    case 1: read_mostly = 1; break;
+    case 2: read_mostly = 0; break;
+    case 3: preferred = l; break;
+    case 4: preferred.type = 0; preferred.id = 0; break;
+    case 5:
+        if (accessed_count < 8) accessed[accessed_count++] = l;
+        break;
+    case 6:
+        for (int i = 0; i < accessed_count; i++)
+            if (accessed[i].type == l.type && accessed[i].id == l.id) {
+                accessed[i] = accessed[--accessed_count];
+                break;
+            }
+        break;
+    default: return 1;
+    }
+    return 0;
+}
+int cuMemAdvise(devptr p, size_t n, int advice, int device) {
+    return advise("cuMemAdvise", p, n, advice, from_legacy(device));
+}
+#ifndef STANDIN_NO_LOCATION_V2
+int cuMemPrefetchAsync_v2(devptr p, size_t n, struct location l, unsigned flags, void *s) {
+    return prefetch("cuMemPrefetchAsync_v2", p, n, l, flags, s);
+}
+int cuMemAdvise_v2(devptr p, size_t n, int advice, struct location l) {
+    return advise("cuMemAdvise_v2", p, n, advice, l);
+}
+#endif
+int cuMemRangeGetAttribute(void *data, size_t size, int attribute, devptr p, size_t n) {
+    note("cuMemRangeGetAttribute %d size=%zu of %#llx size=%zu", attribute, size, p, n);
+    int *out = data;
+    if (size < 4 || size % 4 != 0) return 1;
+    /* The typed attributes are 12.2's. */
+    if (attribute >= 5 && setting("STANDIN_VERSION", 13000) < 12020) return 1;
+    switch (attribute) {
+    case 1: *out = read_mostly; break;
+    case 2: *out = legacy_id(preferred); break;
+    case 3:
+        for (size_t i = 0; i < size / 4; i++)
+            out[i] = (int)i < accessed_count ? legacy_id(accessed[i]) : -2;
+        break;
+    case 4: *out = legacy_id(last_prefetch); break;
+    case 5: *out = preferred.type; break;
+    case 6: *out = preferred.id; break;
+    case 7: *out = last_prefetch.type; break;
+    case 8: *out = last_prefetch.id; break;
+    default: return 1;
+    }
+    return 0;
+}
+
+#ifndef STANDIN_NO_DISCARD
+static void note_ranges(const char *call, devptr *ptrs, size_t *sizes, size_t count,
+                        struct location *locs, size_t *starts, size_t nlocs, void *s) {
+    char b[16];
+    note("%s count=%zu locations=%zu on %s", call, count, nlocs, name(s, b));
+    for (size_t i = 0; i < nlocs; i++)
+        note("  location from %zu: %d:%d", starts[i], locs[i].type, locs[i].id);
+    for (size_t i = 0; i < count && i < 16; i++) note("  range %zu: %#llx size=%zu", i, ptrs[i], sizes[i]);
+}
+int cuMemDiscardBatchAsync(devptr *ptrs, size_t *sizes, size_t count, unsigned long long flags, void *s) {
+    (void)flags;
+    note_ranges("cuMemDiscardBatchAsync", ptrs, sizes, count, NULL, NULL, 0, s);
+    return 0;
+}
+int cuMemPrefetchBatchAsync(devptr *ptrs, size_t *sizes, size_t count, struct location *locs,
+                            size_t *starts, size_t nlocs, unsigned long long flags, void *s) {
+    (void)flags;
+    note_ranges("cuMemPrefetchBatchAsync", ptrs, sizes, count, locs, starts, nlocs, s);
+    if (nlocs > 0) last_prefetch = locs[nlocs - 1];
+    return 0;
+}
+int cuMemDiscardAndPrefetchBatchAsync(devptr *ptrs, size_t *sizes, size_t count,
+                                      struct location *locs, size_t *starts, size_t nlocs,
+                                      unsigned long long flags, void *s) {
+    (void)flags;
+    note_ranges("cuMemDiscardAndPrefetchBatchAsync", ptrs, sizes, count, locs, starts, nlocs, s);
+    if (nlocs > 0) last_prefetch = locs[nlocs - 1];
+    return 0;
+}
+#endif
+
+int cuMemAllocPitch_v2(devptr *ptr, size_t *pitch, size_t width, size_t height, unsigned element) {
+    *pitch = (width + 511) & ~(size_t)511;
+    pthread_mutex_lock(&lock);
+    *ptr = next_address;
+    next_address += (*pitch * height + 0xfff) & ~(size_t)0xfff;
+    pthread_mutex_unlock(&lock);
+    note("cuMemAllocPitch %#llx width=%zu height=%zu element=%u pitch=%zu", *ptr, width, height,
+         element, *pitch);
+    return 0;
+}
+
+struct memcpy3d {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    int srcMemoryType;
+    const void *srcHost;
+    devptr srcDevice;
+    void *srcArray, *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    devptr dstDevice;
+    void *dstArray, *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+};
+struct memcpy2d {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    devptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    devptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+};
+/* A side of a pitched copy: "host" (type 1) or the unified address (type 4). */
+static const char *side(int type, const void *host, devptr device, char *buf) {
+    if (type == 1) sprintf(buf, "host%s", host ? "" : "(null)");
+    else if (type == 4) sprintf(buf, "%#llx", device);
+    else sprintf(buf, "type%d", type);
+    return buf;
+}
+int cuMemcpy2DAsync_v2(const struct memcpy2d *c, void *s) {
+    char a[32], b[32], d[16];
+    note("cuMemcpy2DAsync %s x=%zu y=%zu pitch=%zu -> %s x=%zu y=%zu pitch=%zu: %zu x %zu on %s",
+         side(c->srcMemoryType, c->srcHost, c->srcDevice, a), c->srcXInBytes, c->srcY, c->srcPitch,
+         side(c->dstMemoryType, c->dstHost, c->dstDevice, b), c->dstXInBytes, c->dstY, c->dstPitch,
+         c->WidthInBytes, c->Height, name(s, d));
+    return 0;
+}
+int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
+    char a[32], b[32], d[16];
+    note("cuMemcpy3DAsync %s at %zu,%zu,%zu pitch=%zu height=%zu -> %s at %zu,%zu,%zu pitch=%zu "
+         "height=%zu: %zu x %zu x %zu on %s",
+         side(c->srcMemoryType, c->srcHost, c->srcDevice, a), c->srcXInBytes, c->srcY, c->srcZ,
+         c->srcPitch, c->srcHeight, side(c->dstMemoryType, c->dstHost, c->dstDevice, b),
+         c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height,
+         c->Depth, name(s, d));
     return 0;
 }

@@ -13,11 +13,13 @@
 
 mod checkpoint;
 mod context;
+pub(crate) mod copy;
 mod device;
 mod event;
 mod graph;
 mod green;
 mod hot;
+pub(crate) mod managed;
 mod memory;
 mod module;
 mod stream;
@@ -25,11 +27,13 @@ mod vmm;
 
 pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
+pub(crate) use self::copy::CopyApi;
 pub(crate) use self::device::DeviceApi;
 pub(crate) use self::event::EventApi;
 pub(crate) use self::graph::GraphApi;
 pub(crate) use self::green::GreenContextApi;
 pub(crate) use self::hot::HotPath;
+pub(crate) use self::managed::ManagedApi;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
 pub(crate) use self::stream::StreamApi;
@@ -50,6 +54,8 @@ pub(crate) trait Driver:
     + CheckpointApi
     + GraphApi
     + VmmApi
+    + CopyApi
+    + ManagedApi
     + Send
     + Sync
 {

@@ -14,15 +14,21 @@
 //! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours`,
 //!   `abi_graph_add_node`, `abi_stream_capture_info` (the 13 header's graph edge calls,
 //!   `cuGraphAddNode` and `cuStreamGetCaptureInfo` take edge data, the 12 header's plain names
-//!   do not).
+//!   do not);
+//! - `fn abi_memcpy_batch_async`, `abi_mem_prefetch_async`, `abi_mem_advise`,
+//!   `abi_mem_batch_async` (the 13 header's `cuMemcpyBatchAsync_v2` drops the failing index;
+//!   prefetch and advice take a location under the 13 header's plain names and the 12 header's
+//!   `_v2`; the batched prefetch and discard calls are in the 13 header only).
 
 mod checkpoint;
 mod context;
+mod copy;
 mod device;
 mod event;
 mod graph;
 mod green;
 mod hot;
+mod managed;
 mod memory;
 mod module;
 mod stream;
@@ -30,11 +36,13 @@ mod vmm;
 
 pub(super) use self::checkpoint::impl_checkpoint_api;
 pub(super) use self::context::impl_context_api;
+pub(super) use self::copy::impl_copy_api;
 pub(super) use self::device::impl_device_api;
 pub(super) use self::event::impl_event_api;
 pub(super) use self::graph::impl_graph_api;
 pub(super) use self::green::impl_green_context_api;
 pub(super) use self::hot::impl_hot_path;
+pub(super) use self::managed::impl_managed_api;
 pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
 pub(super) use self::stream::impl_stream_api;
@@ -207,6 +215,8 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_checkpoint_api!($name, $sys);
         $crate::driver::shared::impl_graph_api!($name, $sys);
         $crate::driver::shared::impl_vmm_api!($name, $sys);
+        $crate::driver::shared::impl_copy_api!($name, $sys);
+        $crate::driver::shared::impl_managed_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;

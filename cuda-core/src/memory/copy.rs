@@ -1,0 +1,1546 @@
+//! Copies beyond one buffer into another: many in one driver call ([`CopyBatch`],
+//! `cuMemcpyBatchAsync`), and 2D and 3D copies between pitched memory ([`PitchedBuffer`],
+//! `cuMemAllocPitch`), buffers and host slices ([`copy_2d`], [`copy_3d`]).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of_val;
+
+use super::managed::MemoryLocation;
+use super::{in_stream_order, Buffer, DevicePtr, Pod};
+use crate::device::Device;
+use crate::driver::{MemLocation, MemcpyAttributes, PitchedCopy, PitchedMemory, PitchedSide};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+/// How the copies of a batch may read their sources (`CUmemcpySrcAccessOrder`); the
+/// destinations are always written in stream order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUmemcpySrcAccessOrder")]
+pub enum SrcAccessOrder {
+    /// In stream order, after the work queued before the batch (`_STREAM`): the default.
+    #[default]
+    Stream,
+    /// Out of stream order, every read done before the submitting call returns
+    /// (`_DURING_API_CALL`): for host memory that lives only through the call, which then
+    /// needs no synchronisation. Earlier work on the stream must not be writing the source.
+    DuringCall,
+    /// Out of stream order, possibly after the call returns (`_ANY`): for host memory the
+    /// driver did not allocate, which must then stay unchanged until the copy is done.
+    /// Earlier work on the stream must not be writing the source.
+    Any,
+}
+
+impl SrcAccessOrder {
+    /// The `CUmemcpySrcAccessOrder` code.
+    fn code(self) -> u32 {
+        match self {
+            SrcAccessOrder::Stream => 1,
+            SrcAccessOrder::DuringCall => 2,
+            SrcAccessOrder::Any => 3,
+        }
+    }
+}
+
+/// The attributes of copies in a [`CopyBatch`] (`CUmemcpyAttributes`): how the source is read,
+/// where the operands are likely to be (hints the driver uses for managed memory and memory it
+/// did not allocate, and ignores for the rest), and whether to prefer copy engines that
+/// overlap with kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "CUmemcpyAttributes")]
+pub struct CopyAttributes {
+    /// How the source is read.
+    pub src_access_order: SrcAccessOrder,
+    /// Where the source probably is; `None` for no hint.
+    pub src_location_hint: Option<MemoryLocation>,
+    /// Where the destination probably is; `None` for no hint.
+    pub dst_location_hint: Option<MemoryLocation>,
+    /// `CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE`: let the copy overlap with kernels on the
+    /// SMs where it can.
+    pub prefer_overlap_with_compute: bool,
+}
+
+crate::options::chainers!(CopyAttributes {
+    with_src_access_order(src_access_order: SrcAccessOrder);
+    with_src_location_hint(src_location_hint: MemoryLocation) => some;
+    with_dst_location_hint(dst_location_hint: MemoryLocation) => some;
+    with_prefer_overlap_with_compute(prefer_overlap_with_compute: bool);
+});
+
+impl CopyAttributes {
+    /// The attributes as the driver takes them.
+    fn raw(&self) -> Result<MemcpyAttributes> {
+        let hint = |hint: Option<MemoryLocation>, name| match hint {
+            Some(location) => location.raw(name),
+            None => Ok(MemLocation::NONE),
+        };
+        Ok(MemcpyAttributes {
+            src_access_order: self.src_access_order.code(),
+            src_hint: hint(self.src_location_hint, "attributes.src_location_hint")?,
+            dst_hint: hint(self.dst_location_hint, "attributes.dst_location_hint")?,
+            flags: u32::from(self.prefer_overlap_with_compute),
+        })
+    }
+}
+
+/// What one side of a batched copy is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    Buffer,
+    Host,
+}
+
+/// Many copies submitted in one driver call (`cuMemcpyBatchAsync`, drivers 12.8 and newer): a
+/// list of copies between buffers (whole or in part) and host slices, each with its
+/// [`CopyAttributes`], queued on one stream. The batch as a whole runs in stream order; its
+/// copies run in no order among themselves, so no copy may write what another reads or writes.
+///
+/// Each copy is checked when added, before any driver call, and refused with
+/// [`Error::InvalidArgument`] naming its index: a zero size, a range beyond its buffer, a
+/// buffer the stream's device cannot reach. [`submit`](Self::submit) then refuses an empty
+/// batch, the legacy default stream and a capturing stream (the driver takes neither, and has
+/// no graph node of a batch), and copies whose destination overlaps another copy's source or
+/// destination (or its own source), naming both. A batch can be submitted again, as built:
+/// it is checked once.
+///
+/// Buffers keep the stream-order rules of every buffer operation: where a buffer's
+/// deallocation stream is another stream than the batch's, the batch waits for the work
+/// queued there so far, and that stream waits for the batch before its free.
+///
+/// Destinations are borrowed shared (`&Buffer`), so that one buffer can take many copies into
+/// parts of it; the overlap check keeps the copies apart. Host slices are borrowed for as long
+/// as the batch lives, and `submit` waits for the copies before returning when the driver may
+/// still use host memory afterwards (see [`submit`](Self::submit)).
+///
+/// ```no_run
+/// use cuda_core::memory::CopyBatch;
+/// use cuda_core::{Allocate, Device, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let memory = device.memory_resource()?;
+/// let mut src = memory.allocate(64 * 1000, &stream)?;
+/// let dst = memory.allocate(64 * 1000, &stream)?;
+/// src.fill(7u8, &stream)?;
+/// let mut batch = CopyBatch::with_capacity(&stream, 1000);
+/// for i in 0..1000 {
+///     // Copy i moves the 64 bytes at i * 64 to the mirrored place.
+///     batch.copy(&src, i * 64, &dst, (999 - i) * 64, 64)?;
+/// }
+/// batch.submit()?;
+/// assert!(dst.to_vec::<u8>(&stream)?.iter().all(|&b| b == 7));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias = "cuMemcpyBatchAsync")]
+pub struct CopyBatch<'a> {
+    stream: &'a Stream,
+    dsts: Vec<u64>,
+    srcs: Vec<u64>,
+    sizes: Vec<usize>,
+    attributes: Vec<MemcpyAttributes>,
+    attribute_starts: Vec<usize>,
+    current: CopyAttributes,
+    current_raw: MemcpyAttributes,
+    /// The deallocation streams of the buffers, once each.
+    homes: Vec<&'a Stream>,
+    /// Whether the driver may use host memory after the call (a host destination, or a host
+    /// source not read during the call).
+    host_after_call: bool,
+    /// The first copy that reads a buffer out of stream order.
+    unordered_buffer_read: Option<usize>,
+    /// Whether the copies as they are now passed the overlap check.
+    checked: bool,
+    /// The host slices are borrowed for `'a`.
+    _host: PhantomData<&'a mut [u8]>,
+}
+
+impl fmt::Debug for CopyBatch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CopyBatch")
+            .field("stream", self.stream)
+            .field("copies", &self.sizes.len())
+            .field("attribute_runs", &self.attributes.len())
+            .finish()
+    }
+}
+
+impl<'a> CopyBatch<'a> {
+    /// An empty batch for `stream`, whose copies get the default [`CopyAttributes`] until
+    /// [`set_attributes`](Self::set_attributes) changes them.
+    pub fn new(stream: &'a Stream) -> CopyBatch<'a> {
+        CopyBatch::with_capacity(stream, 0)
+    }
+
+    /// An empty batch with room for `copies` copies.
+    pub fn with_capacity(stream: &'a Stream, copies: usize) -> CopyBatch<'a> {
+        let current = CopyAttributes::default();
+        CopyBatch {
+            stream,
+            dsts: Vec::with_capacity(copies),
+            srcs: Vec::with_capacity(copies),
+            sizes: Vec::with_capacity(copies),
+            attributes: Vec::new(),
+            attribute_starts: Vec::new(),
+            current,
+            current_raw: MemcpyAttributes {
+                src_access_order: current.src_access_order.code(),
+                ..MemcpyAttributes::default()
+            },
+            homes: Vec::new(),
+            host_after_call: false,
+            unordered_buffer_read: None,
+            checked: false,
+            _host: PhantomData,
+        }
+    }
+
+    /// The stream the batch is queued on.
+    pub fn stream(&self) -> &'a Stream {
+        self.stream
+    }
+
+    /// How many copies the batch holds.
+    pub fn len(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Whether the batch holds no copy.
+    pub fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+
+    /// How many runs of equal attributes the batch passes the driver (one entry each).
+    pub fn attribute_runs(&self) -> usize {
+        self.attributes.len()
+    }
+
+    /// The attributes the copies added from now on get. A host NUMA node beyond the driver's
+    /// integer is [`Error::InvalidArgument`].
+    pub fn set_attributes(&mut self, attributes: CopyAttributes) -> Result<&mut Self> {
+        self.current_raw = attributes.raw()?;
+        self.current = attributes;
+        Ok(self)
+    }
+
+    /// The attributes copies added now get.
+    pub fn attributes(&self) -> CopyAttributes {
+        self.current
+    }
+
+    /// Adds a copy of `bytes` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+    pub fn copy(
+        &mut self,
+        src: &'a Buffer,
+        src_offset: usize,
+        dst: &'a Buffer,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<&mut Self> {
+        let index = self.len();
+        let src_ptr = self.buffer_part(src, src_offset, bytes, "src", index)?;
+        let dst_ptr = self.buffer_part(dst, dst_offset, bytes, "dst", index)?;
+        self.push(src_ptr, Operand::Buffer, dst_ptr, Operand::Buffer, bytes);
+        self.home(src);
+        self.home(dst);
+        Ok(self)
+    }
+
+    /// Adds a copy of the whole of `src` to the whole of `dst`, which must be of its size.
+    pub fn copy_whole(&mut self, src: &'a Buffer, dst: &'a Buffer) -> Result<&mut Self> {
+        if src.size() != dst.size() {
+            return Err(Error::InvalidArgument {
+                name: "dst",
+                reason: format!(
+                    "copy {}: the source holds {} bytes and the destination {}; whole copies \
+                     need equal sizes",
+                    self.len(),
+                    src.size(),
+                    dst.size()
+                ),
+            });
+        }
+        self.copy(src, 0, dst, 0, src.size())
+    }
+
+    /// Adds a copy of the host slice `src` into `dst` at `dst_offset`.
+    pub fn copy_from_host<T: Pod>(
+        &mut self,
+        src: &'a [T],
+        dst: &'a Buffer,
+        dst_offset: usize,
+    ) -> Result<&mut Self> {
+        let index = self.len();
+        let bytes = host_bytes(size_of_val(src), "src", index)?;
+        let dst_ptr = self.buffer_part(dst, dst_offset, bytes, "dst", index)?;
+        self.push(
+            src.as_ptr() as u64,
+            Operand::Host,
+            dst_ptr,
+            Operand::Buffer,
+            bytes,
+        );
+        self.home(dst);
+        Ok(self)
+    }
+
+    /// Adds a copy of `dst.len()` elements' bytes from `src` at `src_offset` into the host
+    /// slice `dst`.
+    pub fn copy_to_host<T: Pod>(
+        &mut self,
+        src: &'a Buffer,
+        src_offset: usize,
+        dst: &'a mut [T],
+    ) -> Result<&mut Self> {
+        let index = self.len();
+        let bytes = host_bytes(size_of_val(dst), "dst", index)?;
+        let src_ptr = self.buffer_part(src, src_offset, bytes, "src", index)?;
+        self.push(
+            src_ptr,
+            Operand::Buffer,
+            dst.as_mut_ptr() as u64,
+            Operand::Host,
+            bytes,
+        );
+        self.home(src);
+        Ok(self)
+    }
+
+    /// The address of `bytes` bytes of `buffer` at `offset`, checked against its size and
+    /// the stream's device.
+    fn buffer_part(
+        &self,
+        buffer: &Buffer,
+        offset: usize,
+        bytes: usize,
+        name: &'static str,
+        index: usize,
+    ) -> Result<u64> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                name: "bytes",
+                reason: format!("copy {index}: a copy of zero bytes"),
+            });
+        }
+        match offset.checked_add(bytes) {
+            Some(end) if end <= buffer.size() => {}
+            _ => {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: format!(
+                        "copy {index}: {bytes} bytes at offset {offset} reach beyond the \
+                         {}-byte buffer",
+                        buffer.size()
+                    ),
+                })
+            }
+        }
+        buffer
+            .check_reachable(self.stream, name, true)
+            .map_err(|e| at_copy(e, index))?;
+        Ok(buffer.ptr().0 + offset as u64)
+    }
+
+    /// Appends a checked copy under the current attributes.
+    fn push(&mut self, src: u64, src_is: Operand, dst: u64, dst_is: Operand, bytes: usize) {
+        let index = self.len();
+        let order = self.current.src_access_order;
+        if src_is == Operand::Buffer
+            && order != SrcAccessOrder::Stream
+            && self.unordered_buffer_read.is_none()
+        {
+            self.unordered_buffer_read = Some(index);
+        }
+        if dst_is == Operand::Host
+            || (src_is == Operand::Host && order != SrcAccessOrder::DuringCall)
+        {
+            self.host_after_call = true;
+        }
+        if self.attributes.last() != Some(&self.current_raw) {
+            self.attributes.push(self.current_raw);
+            self.attribute_starts.push(index);
+        }
+        self.srcs.push(src);
+        self.dsts.push(dst);
+        self.sizes.push(bytes);
+        self.checked = false;
+    }
+
+    /// Notes a buffer's deallocation stream, once.
+    fn home(&mut self, buffer: &'a Buffer) {
+        let home = buffer.deallocation_stream();
+        if !self.homes.iter().any(|h| h.same_as(home)) {
+            self.homes.push(home);
+        }
+    }
+
+    /// Queues the batch on its stream (`cuMemcpyBatchAsync`), and where the driver may use
+    /// host memory after the call (a host destination, or a host source read otherwise than
+    /// [`SrcAccessOrder::DuringCall`]) waits for the stream before returning, so that the host
+    /// slices are free again. Batches of buffers only, or whose host sources are read during
+    /// the call, return without waiting.
+    ///
+    /// Besides the checks of [`CopyBatch`], a buffer source read out of stream order
+    /// ([`SrcAccessOrder::DuringCall`] or [`Any`](SrcAccessOrder::Any)) is refused: the driver
+    /// would read it without waiting for the work queued before, its allocation among it. Use
+    /// [`submit_async`](Self::submit_async) to take that on your word. Drivers older than 12.8
+    /// answer [`Error::NotSupported`].
+    #[doc(alias = "cuMemcpyBatchAsync")]
+    pub fn submit(&mut self) -> Result<()> {
+        if let Some(index) = self.unordered_buffer_read {
+            return Err(Error::InvalidArgument {
+                name: "attributes",
+                reason: format!(
+                    "copy {index} reads a buffer out of stream order, which may read it before \
+                     the work queued before it (its allocation among it) is done; use \
+                     SrcAccessOrder::Stream, or submit_async with that promise"
+                ),
+            });
+        }
+        // SAFETY: host memory the driver may use after the call is waited for below; buffer
+        // sources are read in stream order (checked above).
+        unsafe { self.queue()? };
+        if self.host_after_call {
+            self.stream.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Queues the batch without waiting for it, whatever its memory, and takes buffer sources
+    /// read out of stream order.
+    ///
+    /// # Safety
+    ///
+    /// The host slices of the batch must stay alive and, for destinations, unread and
+    /// unwritten until the copies are done (synchronise the stream or an event recorded after
+    /// it); a host source read with [`SrcAccessOrder::Any`] must stay unchanged as long. A
+    /// buffer source read out of stream order must be allocated, and written by no work that
+    /// may still run, when this is called (synchronise the streams that touched it first).
+    #[doc(alias = "cuMemcpyBatchAsync")]
+    pub unsafe fn submit_async(&mut self) -> Result<()> {
+        // SAFETY: the caller's promise.
+        unsafe { self.queue() }
+    }
+
+    /// The checks of `submit`, then the driver call, with the buffers' streams ordered around
+    /// it. Where the call fails and the driver may hold host memory, the stream is waited for
+    /// anyway, so that nothing it queued before failing outlives the borrows.
+    ///
+    /// # Safety
+    ///
+    /// As for [`submit_async`](Self::submit_async), or the caller waits for the stream.
+    unsafe fn queue(&mut self) -> Result<()> {
+        self.check()?;
+        let stream = self.stream;
+        let result = in_stream_order(&self.homes, stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memcpy_batch_async(
+                    &self.dsts,
+                    &self.srcs,
+                    &self.sizes,
+                    &self.attributes,
+                    &self.attribute_starts,
+                    handle,
+                )
+            })
+        });
+        if result.is_err() && self.host_after_call {
+            if let Err(e) = stream.sync() {
+                log::error!("synchronising after a failed copy batch: {e}");
+            }
+        }
+        result
+    }
+
+    /// Refuses what the driver does not take, or runs in no defined order.
+    fn check(&mut self) -> Result<()> {
+        if self.is_empty() {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: "the batch holds no copy".to_owned(),
+            });
+        }
+        if self.stream.is_legacy() {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: "cuMemcpyBatchAsync does not take the legacy default stream; use a \
+                         stream of your own or the per-thread default stream"
+                    .to_owned(),
+            });
+        }
+        if self.stream.capturing() {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: "the stream is capturing, and a copy batch has no graph node; add the \
+                         copies to the graph one by one"
+                    .to_owned(),
+            });
+        }
+        if !self.checked {
+            check_overlaps(&self.dsts, &self.srcs, &self.sizes)?;
+            self.checked = true;
+        }
+        Ok(())
+    }
+}
+
+/// The bytes of a host slice, which must not be empty.
+fn host_bytes(bytes: usize, name: &'static str, index: usize) -> Result<usize> {
+    if bytes == 0 {
+        return Err(Error::InvalidArgument {
+            name,
+            reason: format!("copy {index}: an empty host slice"),
+        });
+    }
+    Ok(bytes)
+}
+
+/// An error about one copy, with its index in the reason.
+fn at_copy(e: Error, index: usize) -> Error {
+    match e {
+        Error::InvalidArgument { name, reason } => Error::InvalidArgument {
+            name,
+            reason: format!("copy {index}: {reason}"),
+        },
+        other => other,
+    }
+}
+
+/// Refuses copies whose destination overlaps another copy's source or destination, or its
+/// own source (sources may overlap each other): the copies of a batch run in no order. The
+/// destinations and the sources are sorted by start apart (each in linear time where the copies
+/// come in address order already, as they often do), then swept together in start order,
+/// keeping the furthest end of the destinations and of the sources seen so far.
+pub(crate) fn check_overlaps(dsts: &[u64], srcs: &[u64], sizes: &[usize]) -> Result<()> {
+    // (start, end, copy), by start.
+    let spans = |starts: &[u64]| {
+        let mut spans: Vec<(u64, u64, usize)> = starts
+            .iter()
+            .zip(sizes)
+            .enumerate()
+            .map(|(i, (&start, &bytes))| (start, start.saturating_add(bytes as u64), i))
+            .collect();
+        spans.sort_unstable_by_key(|&(start, ..)| start);
+        spans
+    };
+    let (dst_spans, src_spans) = (spans(dsts), spans(srcs));
+    let (mut d, mut s) = (dst_spans.iter().peekable(), src_spans.iter().peekable());
+    // The furthest end so far among the destinations and among the sources, and its copy.
+    let mut dst_end: Option<(u64, usize)> = None;
+    let mut src_end: Option<(u64, usize)> = None;
+    loop {
+        let is_dst = match (d.peek(), s.peek()) {
+            (Some(dst), Some(src)) => dst.0 <= src.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return Ok(()),
+        };
+        let next = if is_dst { d.next() } else { s.next() };
+        let Some(&(start, end, copy)) = next else {
+            return Ok(());
+        };
+        if let Some((end_so_far, other)) = dst_end {
+            if start < end_so_far {
+                return Err(overlap(other, true, copy, is_dst));
+            }
+        }
+        if is_dst {
+            if let Some((end_so_far, other)) = src_end {
+                if start < end_so_far {
+                    return Err(overlap(other, false, copy, true));
+                }
+            }
+        }
+        let furthest = if is_dst { &mut dst_end } else { &mut src_end };
+        if furthest.is_none_or(|(e, _)| end > e) {
+            *furthest = Some((end, copy));
+        }
+    }
+}
+
+#[cold]
+fn overlap(a: usize, a_is_dst: bool, b: usize, b_is_dst: bool) -> Error {
+    let side = |is_dst| if is_dst { "destination" } else { "source" };
+    let reason = if a == b {
+        format!("copy {a}'s source and destination overlap")
+    } else {
+        format!(
+            "copy {a}'s {} overlaps copy {b}'s {}; the copies of a batch run in no order, so \
+             none may write what another reads or writes",
+            side(a_is_dst),
+            side(b_is_dst)
+        )
+    };
+    Error::InvalidArgument {
+        name: "copies",
+        reason,
+    }
+}
+
+/// Device memory laid out in rows (`cuMemAllocPitch`): `height` rows of `width` bytes per
+/// slice, `depth` slices, each row starting `pitch` bytes after the one before (the driver
+/// picks the pitch, at least `width`, so that rows are aligned for fast 2D copies and texture
+/// reads). Copy to and from it with [`copy_2d`] and [`copy_3d`], or whole with
+/// [`copy_from_host`](Self::copy_from_host) and [`copy_to_host`](Self::copy_to_host).
+///
+/// The allocation is synchronous, in the stream's context; the buffer is freed when dropped,
+/// after the work queued on its deallocation stream (the allocation stream unless changed),
+/// which work on other streams is ordered before, as for a [`Buffer`].
+///
+/// ```no_run
+/// use cuda_core::memory::{copy_2d, CopyRegion, PitchedBuffer, PitchedDst, PitchedSrc};
+/// use cuda_core::{Device, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// // 100 rows of 30 f32 values.
+/// let mut image = PitchedBuffer::new(&stream, 30 * 4, 100, 4)?;
+/// assert!(image.pitch() >= 120);
+/// let rows: Vec<f32> = (0..3000).map(|i| i as f32).collect();
+/// image.copy_from_host(&rows, &stream)?;
+/// // Rows 10 to 19, values 5 to 14 of each, back to the host, packed.
+/// let mut part = vec![0f32; 100];
+/// copy_2d(
+///     PitchedSrc::from(&image),
+///     PitchedDst::host(&mut part, 10 * 4, 10),
+///     &CopyRegion::new(10 * 4, 10).with_src_origin([5 * 4, 10, 0]),
+///     &stream,
+/// )?;
+/// assert_eq!(part[0], 305.0);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias("cuMemAllocPitch", "CUDA_MEMCPY2D"))]
+pub struct PitchedBuffer {
+    ptr: u64,
+    pitch: usize,
+    width: usize,
+    height: usize,
+    depth: usize,
+    stream: Stream,
+}
+
+impl fmt::Debug for PitchedBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PitchedBuffer")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("pitch", &self.pitch)
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("depth", &self.depth)
+            .field("device", &self.stream.device().ordinal())
+            .finish()
+    }
+}
+
+impl Drop for PitchedBuffer {
+    fn drop(&mut self) {
+        let freed = self.stream.sync().and_then(|()| {
+            self.stream
+                .context()
+                .with_current(|driver| driver.mem_free(self.ptr))
+        });
+        if let Err(e) = freed {
+            log::error!(
+                "freeing a pitched buffer of {} bytes (left allocated): {e}",
+                self.size()
+            );
+        }
+    }
+}
+
+impl PitchedBuffer {
+    /// `height` rows of `width` bytes, whose elements are `element_bytes` wide (4, 8 or 16:
+    /// the driver aligns rows for that access size); on `stream`'s device, freed on `stream`.
+    #[doc(alias = "cuMemAllocPitch")]
+    pub fn new(
+        stream: &Stream,
+        width: usize,
+        height: usize,
+        element_bytes: u32,
+    ) -> Result<PitchedBuffer> {
+        PitchedBuffer::new_3d(stream, width, height, 1, element_bytes)
+    }
+
+    /// `depth` slices of `height` rows of `width` bytes (one allocation of `height * depth`
+    /// rows), as for [`new`](Self::new).
+    #[doc(alias = "cuMemAllocPitch")]
+    pub fn new_3d(
+        stream: &Stream,
+        width: usize,
+        height: usize,
+        depth: usize,
+        element_bytes: u32,
+    ) -> Result<PitchedBuffer> {
+        if !matches!(element_bytes, 4 | 8 | 16) {
+            return Err(Error::InvalidArgument {
+                name: "element_bytes",
+                reason: format!("{element_bytes}: cuMemAllocPitch takes 4, 8 or 16"),
+            });
+        }
+        if width == 0 || height == 0 || depth == 0 {
+            return Err(Error::InvalidArgument {
+                name: "width",
+                reason: format!("a {width} x {height} x {depth} allocation holds nothing"),
+            });
+        }
+        let max_pitch = max_pitch(stream.device())?;
+        if width > max_pitch {
+            return Err(Error::InvalidArgument {
+                name: "width",
+                reason: format!(
+                    "{width} bytes per row is more than device {}'s largest pitch ({max_pitch})",
+                    stream.device().ordinal()
+                ),
+            });
+        }
+        let rows = height
+            .checked_mul(depth)
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "depth",
+                reason: format!("{height} rows times {depth} slices overflows"),
+            })?;
+        let total = stream.device().total_memory()?;
+        if width.checked_mul(rows).is_none_or(|bytes| bytes > total) {
+            return Err(Error::InvalidArgument {
+                name: "height",
+                reason: format!(
+                    "{rows} rows of {width} bytes are more than device {} has ({total} bytes)",
+                    stream.device().ordinal()
+                ),
+            });
+        }
+        let (ptr, pitch) = stream
+            .context()
+            .with_current(|driver| driver.mem_alloc_pitch(width, rows, element_bytes))?;
+        Ok(PitchedBuffer {
+            ptr,
+            pitch,
+            width,
+            height,
+            depth,
+            stream: stream.clone(),
+        })
+    }
+
+    /// The address of the first row.
+    pub fn ptr(&self) -> DevicePtr {
+        DevicePtr(self.ptr)
+    }
+
+    /// The bytes from one row to the next (at least [`width`](Self::width)).
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The bytes of each row that hold data.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The rows of each slice.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// The slices (1 for a 2D allocation).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// The bytes allocated: `pitch * height * depth`.
+    pub fn size(&self) -> usize {
+        self.pitch * self.height * self.depth
+    }
+
+    /// The device of the memory.
+    pub fn device(&self) -> Device {
+        self.stream.device()
+    }
+
+    /// The stream the buffer will be freed on.
+    pub fn deallocation_stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Frees the buffer on `stream` instead, ordered after the work queued on the old
+    /// deallocation stream so far.
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn set_deallocation_stream(&mut self, stream: &Stream) -> Result<()> {
+        stream.wait_for(&self.stream)?;
+        self.stream = stream.clone();
+        Ok(())
+    }
+
+    /// The whole extent, `width` bytes by `height` rows by `depth` slices.
+    fn extent(&self) -> CopyRegion {
+        CopyRegion::new_3d(self.width, self.height, self.depth)
+    }
+
+    /// Copies packed rows from the host (`width` bytes each, `height * depth` of them: `src`
+    /// must hold exactly that) into the buffer, and waits for the copy
+    /// (`cuMemcpy3DAsync`).
+    #[doc(alias = "cuMemcpy3DAsync")]
+    pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
+        self.packed(size_of_val(src), "src")?;
+        let (width, height) = (self.width, self.height);
+        let region = self.extent();
+        copy_3d(
+            PitchedSrc::host(src, width, height),
+            PitchedDst::from(self),
+            &region,
+            stream,
+        )
+    }
+
+    /// Copies the buffer's rows into packed rows on the host (`dst` must hold exactly
+    /// `width * height * depth` bytes), and waits for the copy (`cuMemcpy3DAsync`).
+    #[doc(alias = "cuMemcpy3DAsync")]
+    pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
+        self.packed(size_of_val(dst), "dst")?;
+        copy_3d(
+            PitchedSrc::from(self),
+            PitchedDst::host(dst, self.width, self.height),
+            &self.extent(),
+            stream,
+        )
+    }
+
+    /// The buffer's rows, packed, as a new vector (`width` must be a multiple of `T`'s size).
+    #[doc(alias = "cuMemcpy3DAsync")]
+    pub fn to_vec<T: Pod + Default>(&self, stream: &Stream) -> Result<Vec<T>> {
+        let width = std::mem::size_of::<T>().max(1);
+        let bytes = self.width * self.height * self.depth;
+        if self.width % width != 0 {
+            return Err(Error::InvalidArgument {
+                name: "T",
+                reason: format!(
+                    "rows of {} bytes are not a whole number of {width}-byte values",
+                    self.width
+                ),
+            });
+        }
+        let mut out = vec![T::default(); bytes / width];
+        self.copy_to_host(&mut out, stream)?;
+        Ok(out)
+    }
+
+    fn packed(&self, bytes: usize, name: &'static str) -> Result<()> {
+        let wanted = self.width * self.height * self.depth;
+        if bytes == wanted {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            name,
+            reason: format!(
+                "it holds {bytes} bytes, and the buffer's rows packed are {wanted} ({} x {} x {})",
+                self.width, self.height, self.depth
+            ),
+        })
+    }
+}
+
+/// The largest pitch the device's copies take.
+fn max_pitch(device: Device) -> Result<usize> {
+    Ok(device.properties().max_pitch()? as usize)
+}
+
+/// The source of a 2D or 3D copy: a [`PitchedBuffer`], or a buffer or host slice seen as rows
+/// of `pitch` bytes, `height` rows to a slice.
+#[derive(Clone, Copy)]
+pub struct PitchedSrc<'a> {
+    memory: SrcMemory<'a>,
+    pitch: usize,
+    height: usize,
+}
+
+#[derive(Clone, Copy)]
+enum SrcMemory<'a> {
+    Pitched(&'a PitchedBuffer),
+    Buffer(&'a Buffer),
+    Host(&'a [u8]),
+}
+
+impl fmt::Debug for PitchedSrc<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.memory {
+            SrcMemory::Pitched(_) => "pitched buffer",
+            SrcMemory::Buffer(_) => "buffer",
+            SrcMemory::Host(_) => "host",
+        };
+        f.debug_struct("PitchedSrc")
+            .field("memory", &kind)
+            .field("pitch", &self.pitch)
+            .field("height", &self.height)
+            .finish()
+    }
+}
+
+impl<'a> PitchedSrc<'a> {
+    /// A buffer as rows of `pitch` bytes, `height` rows to a slice.
+    pub fn buffer(buffer: &'a Buffer, pitch: usize, height: usize) -> PitchedSrc<'a> {
+        PitchedSrc {
+            memory: SrcMemory::Buffer(buffer),
+            pitch,
+            height,
+        }
+    }
+
+    /// A host slice as rows of `pitch` bytes, `height` rows to a slice.
+    pub fn host<T: Pod>(data: &'a [T], pitch: usize, height: usize) -> PitchedSrc<'a> {
+        PitchedSrc {
+            memory: SrcMemory::Host(pod_bytes(data)),
+            pitch,
+            height,
+        }
+    }
+}
+
+impl<'a> From<&'a PitchedBuffer> for PitchedSrc<'a> {
+    fn from(buffer: &'a PitchedBuffer) -> PitchedSrc<'a> {
+        PitchedSrc {
+            memory: SrcMemory::Pitched(buffer),
+            pitch: buffer.pitch,
+            height: buffer.height,
+        }
+    }
+}
+
+/// The destination of a 2D or 3D copy: a [`PitchedBuffer`], or a buffer or host slice seen as
+/// rows of `pitch` bytes, `height` rows to a slice.
+pub struct PitchedDst<'a> {
+    memory: DstMemory<'a>,
+    pitch: usize,
+    height: usize,
+}
+
+enum DstMemory<'a> {
+    Pitched(&'a mut PitchedBuffer),
+    Buffer(&'a mut Buffer),
+    Host(&'a mut [u8]),
+}
+
+impl fmt::Debug for PitchedDst<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.memory {
+            DstMemory::Pitched(_) => "pitched buffer",
+            DstMemory::Buffer(_) => "buffer",
+            DstMemory::Host(_) => "host",
+        };
+        f.debug_struct("PitchedDst")
+            .field("memory", &kind)
+            .field("pitch", &self.pitch)
+            .field("height", &self.height)
+            .finish()
+    }
+}
+
+impl<'a> PitchedDst<'a> {
+    /// A buffer as rows of `pitch` bytes, `height` rows to a slice.
+    pub fn buffer(buffer: &'a mut Buffer, pitch: usize, height: usize) -> PitchedDst<'a> {
+        PitchedDst {
+            memory: DstMemory::Buffer(buffer),
+            pitch,
+            height,
+        }
+    }
+
+    /// A host slice as rows of `pitch` bytes, `height` rows to a slice.
+    pub fn host<T: Pod>(data: &'a mut [T], pitch: usize, height: usize) -> PitchedDst<'a> {
+        PitchedDst {
+            memory: DstMemory::Host(pod_bytes_mut(data)),
+            pitch,
+            height,
+        }
+    }
+}
+
+impl<'a> From<&'a mut PitchedBuffer> for PitchedDst<'a> {
+    fn from(buffer: &'a mut PitchedBuffer) -> PitchedDst<'a> {
+        let (pitch, height) = (buffer.pitch, buffer.height);
+        PitchedDst {
+            memory: DstMemory::Pitched(buffer),
+            pitch,
+            height,
+        }
+    }
+}
+
+/// Plain data as its bytes.
+fn pod_bytes<T: Pod>(data: &[T]) -> &[u8] {
+    // SAFETY: `Pod` types have no padding, so every byte of the slice is initialised; `u8` has
+    // no alignment; the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+/// Plain data as its bytes, writable.
+fn pod_bytes_mut<T: Pod>(data: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `pod_bytes`; any bytes written are a valid `T` (`Pod`), and the borrow is
+    // unique.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
+/// Where a 2D or 3D copy reads and writes, and how much: `src_origin` and `dst_origin` are the
+/// first byte of a row (`x`), the first row of a slice (`y`) and the first slice (`z`) on each
+/// side; `extent` is the bytes of each row, the rows of each slice and the slices copied. A 2D
+/// copy takes `z` 0 and a depth of 1.
+///
+/// ```
+/// use cuda_core::memory::CopyRegion;
+///
+/// let region = CopyRegion::new(64, 8).with_dst_origin([128, 2, 0]);
+/// assert_eq!(region.extent, [64, 8, 1]);
+/// assert_eq!(region.src_origin, [0, 0, 0]);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CopyRegion {
+    /// `[x in bytes, y in rows, z in slices]` of the source.
+    pub src_origin: [usize; 3],
+    /// `[x in bytes, y in rows, z in slices]` of the destination.
+    pub dst_origin: [usize; 3],
+    /// `[width in bytes, height in rows, depth in slices]`.
+    pub extent: [usize; 3],
+}
+
+crate::options::chainers!(CopyRegion {
+    with_src_origin(src_origin: [usize; 3]);
+    with_dst_origin(dst_origin: [usize; 3]);
+    with_extent(extent: [usize; 3]);
+});
+
+impl CopyRegion {
+    /// `width` bytes by `height` rows, from the origin to the origin.
+    pub fn new(width: usize, height: usize) -> CopyRegion {
+        CopyRegion::new_3d(width, height, 1)
+    }
+
+    /// `width` bytes by `height` rows by `depth` slices, from the origin to the origin.
+    pub fn new_3d(width: usize, height: usize, depth: usize) -> CopyRegion {
+        CopyRegion {
+            extent: [width, height, depth],
+            ..CopyRegion::default()
+        }
+    }
+}
+
+/// One side of a pitched copy, as checked: its memory, layout and size in bytes, and what
+/// bounds its rows (the pitched buffer's width, or the pitch).
+struct Side<'s> {
+    memory: PitchedMemory,
+    pitch: usize,
+    height: usize,
+    size: usize,
+    row_bytes: usize,
+    buffer: Option<&'s Buffer>,
+    home: Option<&'s Stream>,
+}
+
+/// Checks that `extent` at `origin` lies within a side, naming it; `height` bounds the rows of
+/// a slice, `slices` the slices where known.
+fn check_side(
+    side: &Side<'_>,
+    origin: [usize; 3],
+    extent: [usize; 3],
+    max_pitch: usize,
+    name: &'static str,
+) -> Result<()> {
+    let bad = |reason: String| Error::InvalidArgument { name, reason };
+    if side.pitch == 0 || side.height == 0 {
+        return Err(bad(format!(
+            "a pitch of {} bytes and {} rows to a slice hold nothing",
+            side.pitch, side.height
+        )));
+    }
+    if side.pitch > max_pitch {
+        return Err(bad(format!(
+            "a pitch of {} bytes is more than the device's copies take ({max_pitch})",
+            side.pitch
+        )));
+    }
+    let [x, y, z] = origin;
+    let [width, height, depth] = extent;
+    if x.checked_add(width).is_none_or(|end| end > side.row_bytes) {
+        return Err(bad(format!(
+            "{width} bytes at x = {x} reach beyond a row's {} bytes",
+            side.row_bytes
+        )));
+    }
+    if y.checked_add(height).is_none_or(|end| end > side.height) {
+        return Err(bad(format!(
+            "{height} rows at y = {y} reach beyond a slice's {} rows",
+            side.height
+        )));
+    }
+    // The byte after the last one copied: row (z + depth - 1) * height + y + height - 1, then
+    // x + width into it.
+    let end = z
+        .checked_add(depth - 1)
+        .and_then(|last_slice| last_slice.checked_mul(side.height))
+        .and_then(|rows| rows.checked_add(y + height - 1))
+        .and_then(|last_row| last_row.checked_mul(side.pitch))
+        .and_then(|start| start.checked_add(x + width));
+    match end {
+        Some(end) if end <= side.size => Ok(()),
+        _ => Err(bad(format!(
+            "{width} x {height} x {depth} bytes at ({x}, {y}, {z}) with a pitch of {} and {} \
+             rows to a slice reach beyond its {} bytes",
+            side.pitch, side.height, side.size
+        ))),
+    }
+}
+
+impl<'a> PitchedSrc<'a> {
+    fn side(&self, rows_of_pitched: impl Fn(&PitchedBuffer) -> usize) -> Side<'a> {
+        match self.memory {
+            SrcMemory::Pitched(p) => Side {
+                memory: PitchedMemory::Unified(p.ptr),
+                pitch: p.pitch,
+                height: rows_of_pitched(p),
+                size: p.size(),
+                row_bytes: p.width,
+                buffer: None,
+                home: Some(&p.stream),
+            },
+            SrcMemory::Buffer(b) => Side {
+                memory: PitchedMemory::Unified(b.ptr().0),
+                pitch: self.pitch,
+                height: self.height,
+                size: b.size(),
+                row_bytes: self.pitch,
+                buffer: Some(b),
+                home: Some(b.deallocation_stream()),
+            },
+            SrcMemory::Host(h) => Side {
+                // The driver only reads a source.
+                memory: PitchedMemory::Host(h.as_ptr().cast_mut().cast()),
+                pitch: self.pitch,
+                height: self.height,
+                size: h.len(),
+                row_bytes: self.pitch,
+                buffer: None,
+                home: None,
+            },
+        }
+    }
+}
+
+impl PitchedDst<'_> {
+    fn side(&mut self, rows_of_pitched: impl Fn(&PitchedBuffer) -> usize) -> Side<'_> {
+        let (pitch, height) = (self.pitch, self.height);
+        match &mut self.memory {
+            DstMemory::Pitched(p) => Side {
+                memory: PitchedMemory::Unified(p.ptr),
+                pitch: p.pitch,
+                height: rows_of_pitched(p),
+                size: p.size(),
+                row_bytes: p.width,
+                buffer: None,
+                home: Some(&p.stream),
+            },
+            DstMemory::Buffer(b) => Side {
+                memory: PitchedMemory::Unified(b.ptr().0),
+                pitch,
+                height,
+                size: b.size(),
+                row_bytes: pitch,
+                buffer: Some(&**b),
+                home: Some(b.deallocation_stream()),
+            },
+            DstMemory::Host(h) => Side {
+                memory: PitchedMemory::Host(h.as_mut_ptr().cast()),
+                pitch,
+                height,
+                size: h.len(),
+                row_bytes: pitch,
+                buffer: None,
+                home: None,
+            },
+        }
+    }
+}
+
+/// Copies `region` from `src` to `dst` in order on `stream` (`cuMemcpy2DAsync`), and where
+/// either side is a host slice waits for the copy before returning.
+///
+/// Checked before the driver, each [`Error::InvalidArgument`] naming the side: a zero extent,
+/// a depth or `z` other than 0 and 1, a pitch of zero or larger than the device's
+/// [`max_pitch`](crate::DeviceProperties::max_pitch), rows reaching beyond the pitch (beyond
+/// the width, for a [`PitchedBuffer`]) or beyond `height` rows (for a pitched buffer, all its
+/// rows), and any byte beyond the memory. A buffer of another device that the stream's device
+/// cannot reach is refused as by [`Buffer::copy_to`]. Buffers and pitched buffers keep the
+/// stream-order rules of [`Buffer`].
+///
+/// Between two device sides, the driver may refuse pitches that
+/// [`cuMemAllocPitch`](PitchedBuffer) did not give (its `cuMemcpy2D` rule); copies with the host
+/// take any pitch.
+#[doc(alias = "cuMemcpy2DAsync")]
+pub fn copy_2d(
+    src: PitchedSrc<'_>,
+    dst: PitchedDst<'_>,
+    region: &CopyRegion,
+    stream: &Stream,
+) -> Result<()> {
+    // SAFETY: a host side is waited for before returning.
+    unsafe { pitched_copy(src, dst, region, stream, false, true) }
+}
+
+/// [`copy_2d`] without waiting for host memory.
+///
+/// # Safety
+///
+/// A host slice must stay alive until the copy is done (synchronise `stream` or an event
+/// recorded after it), a destination slice unread and unwritten, a source slice unchanged.
+#[doc(alias = "cuMemcpy2DAsync")]
+pub unsafe fn copy_2d_async(
+    src: PitchedSrc<'_>,
+    dst: PitchedDst<'_>,
+    region: &CopyRegion,
+    stream: &Stream,
+) -> Result<()> {
+    // SAFETY: the caller's promise.
+    unsafe { pitched_copy(src, dst, region, stream, false, false) }
+}
+
+/// Copies `region` from `src` to `dst` in order on `stream` (`cuMemcpy3DAsync`), and where
+/// either side is a host slice waits for the copy before returning. Checked as [`copy_2d`] is,
+/// with slices of `height` rows (a pitched buffer's own height) and `z` and the depth bounded
+/// by the memory's size.
+#[doc(alias = "cuMemcpy3DAsync")]
+pub fn copy_3d(
+    src: PitchedSrc<'_>,
+    dst: PitchedDst<'_>,
+    region: &CopyRegion,
+    stream: &Stream,
+) -> Result<()> {
+    // SAFETY: a host side is waited for before returning.
+    unsafe { pitched_copy(src, dst, region, stream, true, true) }
+}
+
+/// [`copy_3d`] without waiting for host memory.
+///
+/// # Safety
+///
+/// As for [`copy_2d_async`].
+#[doc(alias = "cuMemcpy3DAsync")]
+pub unsafe fn copy_3d_async(
+    src: PitchedSrc<'_>,
+    dst: PitchedDst<'_>,
+    region: &CopyRegion,
+    stream: &Stream,
+) -> Result<()> {
+    // SAFETY: the caller's promise.
+    unsafe { pitched_copy(src, dst, region, stream, true, false) }
+}
+
+/// The checks and the call of the four pitched copies.
+///
+/// # Safety
+///
+/// Unless `wait_for_host`, as for [`copy_2d_async`].
+unsafe fn pitched_copy(
+    src: PitchedSrc<'_>,
+    mut dst: PitchedDst<'_>,
+    region: &CopyRegion,
+    stream: &Stream,
+    three_d: bool,
+    wait_for_host: bool,
+) -> Result<()> {
+    let extent = region.extent;
+    if extent.contains(&0) {
+        return Err(Error::InvalidArgument {
+            name: "region",
+            reason: format!("an extent of {extent:?} copies nothing"),
+        });
+    }
+    if !three_d && (extent[2] != 1 || region.src_origin[2] != 0 || region.dst_origin[2] != 0) {
+        return Err(Error::InvalidArgument {
+            name: "region",
+            reason: format!(
+                "a 2D copy takes a depth of 1 and z = 0 (extent {extent:?}, origins {:?} and \
+                 {:?}); use copy_3d",
+                region.src_origin, region.dst_origin
+            ),
+        });
+    }
+    // A 2D copy sees every row of a pitched buffer; a 3D copy its slices of `height` rows.
+    let rows = |p: &PitchedBuffer| {
+        if three_d {
+            p.height
+        } else {
+            p.height * p.depth
+        }
+    };
+    let max_pitch = max_pitch(stream.device())?;
+    let src_side = src.side(rows);
+    let dst_side = dst.side(rows);
+    check_side(&src_side, region.src_origin, extent, max_pitch, "src")?;
+    check_side(&dst_side, region.dst_origin, extent, max_pitch, "dst")?;
+    if let Some(buffer) = src_side.buffer {
+        buffer.check_reachable(stream, "src", true)?;
+    }
+    if let Some(buffer) = dst_side.buffer {
+        buffer.check_reachable(stream, "dst", true)?;
+    }
+    let host = src_side.home.is_none() || dst_side.home.is_none();
+    let copy = PitchedCopy {
+        src: PitchedSide {
+            memory: src_side.memory,
+            x: region.src_origin[0],
+            y: region.src_origin[1],
+            z: region.src_origin[2],
+            pitch: src_side.pitch,
+            height: src_side.height,
+        },
+        dst: PitchedSide {
+            memory: dst_side.memory,
+            x: region.dst_origin[0],
+            y: region.dst_origin[1],
+            z: region.dst_origin[2],
+            pitch: dst_side.pitch,
+            height: dst_side.height,
+        },
+        width: extent[0],
+        height: extent[1],
+        depth: extent[2],
+    };
+    // The sides' deallocation streams, each once.
+    let pair;
+    let homes: &[&Stream] = match (src_side.home, dst_side.home) {
+        (Some(a), Some(b)) if !a.same_as(b) => {
+            pair = [a, b];
+            &pair
+        }
+        (Some(a), _) | (None, Some(a)) => {
+            pair = [a, a];
+            &pair[..1]
+        }
+        (None, None) => &[],
+    };
+    let result = in_stream_order(homes, stream, || {
+        stream.call_in_context(|driver, handle| {
+            if three_d {
+                driver.memcpy_3d_async(&copy, handle)
+            } else {
+                driver.memcpy_2d_async(&copy, handle)
+            }
+        })
+    });
+    if host && (wait_for_host || result.is_err()) {
+        let synced = stream.sync();
+        result?;
+        return synced;
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(copies: &[(u64, u64, usize)]) -> Result<()> {
+        let dsts: Vec<u64> = copies.iter().map(|c| c.0).collect();
+        let srcs: Vec<u64> = copies.iter().map(|c| c.1).collect();
+        let sizes: Vec<usize> = copies.iter().map(|c| c.2).collect();
+        check_overlaps(&dsts, &srcs, &sizes)
+    }
+
+    fn reason(result: Result<()>) -> String {
+        match result {
+            Err(Error::InvalidArgument {
+                name: "copies",
+                reason,
+            }) => reason,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn disjoint_copies_and_shared_sources_pass_the_overlap_check() {
+        // 1000 adjacent destinations, all reading one source span.
+        let copies: Vec<(u64, u64, usize)> = (0..1000)
+            .map(|i| (0x10_0000 + 64 * i, 0x20_0000, 64))
+            .collect();
+        spans(&copies).unwrap();
+        // In reverse order, and touching end to start.
+        let reversed: Vec<_> = copies.iter().rev().copied().collect();
+        spans(&reversed).unwrap();
+        spans(&[(100, 200, 100), (200, 300, 100)]).unwrap_err();
+        spans(&[(100, 300, 100), (200, 400, 100)]).unwrap();
+    }
+
+    #[test]
+    fn an_overlap_names_both_copies_and_sides() {
+        // Two destinations overlapping by one byte.
+        let r = reason(spans(&[
+            (0x1000, 0x9000, 64),
+            (0x5000, 0x9000, 8),
+            (0x103f, 0xa000, 8),
+        ]));
+        assert!(
+            r.contains("copy 0's destination overlaps copy 2's destination"),
+            "{r}"
+        );
+        // A destination inside another copy's source, either way round in address order.
+        let r = reason(spans(&[(0x1000, 0x2000, 64), (0x2010, 0x3000, 8)]));
+        assert!(
+            r.contains("copy 0's source overlaps copy 1's destination"),
+            "{r}"
+        );
+        let r = reason(spans(&[(0x2010, 0x3000, 64), (0x1000, 0x2000, 64)]));
+        assert!(
+            r.contains("copy 1's source overlaps copy 0's destination")
+                || r.contains("copy 0's destination overlaps copy 1's source"),
+            "{r}"
+        );
+        // A copy onto itself, shifted.
+        let r = reason(spans(&[(0x1008, 0x1000, 64)]));
+        assert!(r.contains("copy 0's source and destination overlap"), "{r}");
+        // A long early destination covering a later, short one.
+        let r = reason(spans(&[
+            (0x1000, 0x9000, 0x1000),
+            (0x1100, 0xa000, 8),
+            (0x3000, 0xb000, 8),
+        ]));
+        assert!(
+            r.contains("copy 0's destination overlaps copy 1's destination"),
+            "{r}"
+        );
+    }
+
+    /// Whether any destination overlaps another copy's source or destination, or its own
+    /// source, by comparing every pair.
+    fn overlaps_by_pairs(copies: &[(u64, u64, usize)]) -> bool {
+        let meet = |a: u64, m: usize, b: u64, n: usize| a < b + n as u64 && b < a + m as u64;
+        copies.iter().enumerate().any(|(i, &(d, s, n))| {
+            meet(d, n, s, n)
+                || copies
+                    .iter()
+                    .enumerate()
+                    .any(|(j, &(e, t, m))| i != j && (meet(d, n, e, m) || meet(d, n, t, m)))
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_overlap_check_agrees_with_comparing_every_pair(
+            copies in proptest::collection::vec((0u64..400, 0u64..400, 1usize..40), 1..12)
+        ) {
+            proptest::prop_assert_eq!(spans(&copies).is_err(), overlaps_by_pairs(&copies));
+        }
+    }
+
+    #[test]
+    fn attributes_have_the_driver_codes() {
+        let raw = CopyAttributes::default().raw().unwrap();
+        assert_eq!(
+            raw,
+            MemcpyAttributes {
+                src_access_order: 1,
+                src_hint: MemLocation::NONE,
+                dst_hint: MemLocation::NONE,
+                flags: 0
+            }
+        );
+        let raw = CopyAttributes::default()
+            .with_src_access_order(SrcAccessOrder::DuringCall)
+            .with_src_location_hint(MemoryLocation::Host)
+            .with_dst_location_hint(MemoryLocation::HostNuma(1))
+            .with_prefer_overlap_with_compute(true)
+            .raw()
+            .unwrap();
+        assert_eq!(raw.src_access_order, 2);
+        assert_eq!(raw.src_hint, MemLocation { kind: 2, id: 0 });
+        assert_eq!(raw.dst_hint, MemLocation { kind: 3, id: 1 });
+        assert_eq!(raw.flags, 1);
+        assert_eq!(SrcAccessOrder::Any.code(), 3);
+        let err = CopyAttributes::default()
+            .with_dst_location_hint(MemoryLocation::HostNuma(u32::MAX))
+            .raw()
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            Error::InvalidArgument {
+                name: "attributes.dst_location_hint",
+                ..
+            }
+        ));
+    }
+
+    fn side(pitch: usize, height: usize, size: usize, row_bytes: usize) -> Side<'static> {
+        Side {
+            memory: PitchedMemory::Unified(0x1000),
+            pitch,
+            height,
+            size,
+            row_bytes,
+            buffer: None,
+            home: None,
+        }
+    }
+
+    #[test]
+    fn pitched_sides_are_bounded_by_row_slice_and_size() {
+        const MAX: usize = 1 << 20;
+        // 4 slices of 10 rows of 512 bytes, 100 of them data.
+        let s = side(512, 10, 512 * 10 * 4, 100);
+        check_side(&s, [0, 0, 0], [100, 10, 4], MAX, "src").unwrap();
+        check_side(&s, [60, 9, 3], [40, 1, 1], MAX, "src").unwrap();
+        let err = |origin, extent| match check_side(&s, origin, extent, MAX, "dst") {
+            Err(Error::InvalidArgument {
+                name: "dst",
+                reason,
+            }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert!(err([61, 0, 0], [40, 1, 1]).contains("beyond a row's 100 bytes"));
+        assert!(err([0, 5, 0], [1, 6, 1]).contains("beyond a slice's 10 rows"));
+        assert!(err([0, 0, 1], [1, 1, 4]).contains("reach beyond its 20480 bytes"));
+        assert!(err([usize::MAX, 0, 0], [1, 1, 1]).contains("beyond a row"));
+        assert!(err([0, 0, usize::MAX], [1, 1, 2]).contains("beyond its"));
+        // Packed host data: the last row needs no padding after it.
+        let packed = side(30, 4, 30 * 3 + 10, 30);
+        check_side(&packed, [0, 0, 0], [10, 4, 1], MAX, "src").unwrap();
+        check_side(&packed, [0, 0, 0], [11, 4, 1], MAX, "src").unwrap_err();
+        // A pitch of zero, or beyond the device's.
+        check_side(&side(0, 4, 100, 0), [0, 0, 0], [1, 1, 1], MAX, "src").unwrap_err();
+        let r = match check_side(
+            &side(MAX + 1, 1, MAX + 1, MAX + 1),
+            [0; 3],
+            [1, 1, 1],
+            MAX,
+            "src",
+        ) {
+            Err(Error::InvalidArgument { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert!(r.contains("more than the device's copies take"), "{r}");
+    }
+
+    #[test]
+    fn copy_regions_chain() {
+        let r = CopyRegion::new_3d(8, 4, 2)
+            .with_src_origin([1, 2, 3])
+            .with_dst_origin([4, 5, 6]);
+        assert_eq!(
+            r,
+            CopyRegion {
+                src_origin: [1, 2, 3],
+                dst_origin: [4, 5, 6],
+                extent: [8, 4, 2]
+            }
+        );
+        assert_eq!(CopyRegion::new(3, 2).extent, [3, 2, 1]);
+        assert_eq!(
+            CopyRegion::default().with_extent([1, 1, 1]).extent,
+            [1, 1, 1]
+        );
+    }
+
+    #[test]
+    fn pod_slices_are_their_bytes() {
+        let values = [0x0403_0201u32, 0x0807_0605];
+        assert_eq!(pod_bytes(&values), &[1, 2, 3, 4, 5, 6, 7, 8]);
+        let mut out = [0u16; 2];
+        pod_bytes_mut(&mut out).copy_from_slice(&[1, 0, 2, 0]);
+        assert_eq!(out, [1, 2]);
+    }
+}
