@@ -71,6 +71,12 @@ pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };
+pub use memory::{
+    BufferDescriptor, ImportedPool, IpcMemHandle, ManagedLocation, ManagedMemoryPool,
+    ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions, ReusePolicy,
+    SharedPoolHandle,
+};
+pub use event::IpcEventHandle;
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,

@@ -36,6 +36,7 @@ mod v13;
 mod tests;
 
 pub(crate) use self::api::Driver;
+pub(crate) use self::api::{PoolLocation, PoolSpec};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopySpec, DevResource, DeviceHandle, EventHandle, FunctionHandle,
     GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle, KernelHandle,

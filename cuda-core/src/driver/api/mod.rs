@@ -20,6 +20,7 @@ mod green;
 mod hot;
 mod memory;
 mod module;
+mod pool;
 mod stream;
 
 pub(crate) use self::checkpoint::CheckpointApi;
@@ -31,6 +32,7 @@ pub(crate) use self::green::GreenContextApi;
 pub(crate) use self::hot::HotPath;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
+pub(crate) use self::pool::{PoolApi, PoolLocation, PoolSpec};
 pub(crate) use self::stream::StreamApi;
 
 use crate::info::{Abi, DriverVersion};
@@ -47,6 +49,7 @@ pub(crate) trait Driver:
     + GreenContextApi
     + CheckpointApi
     + GraphApi
+    + PoolApi
     + Send
     + Sync
 {

@@ -13,7 +13,9 @@
 //! - `fn abi_checkpoint_restore(&self, pid, pairs)` (only the 13 header can remap GPUs);
 //! - `fn abi_graph_edges_change`, `abi_graph_edges`, `abi_graph_node_neighbours`,
 //!   `abi_graph_add_node` (the 13 header's graph edge calls and `cuGraphAddNode` take edge
-//!   data, the 12 header's plain names do not).
+//!   data, the 12 header's plain names do not);
+//! - `fn pool_location(kind, id) -> CUmemLocation` and `fn managed_allocation_type()` (pools:
+//!   the 13 header's location union, and its managed allocation type).
 
 mod checkpoint;
 mod context;
@@ -24,6 +26,7 @@ mod green;
 mod hot;
 mod memory;
 mod module;
+mod pool;
 mod stream;
 
 pub(super) use self::checkpoint::impl_checkpoint_api;
@@ -35,6 +38,7 @@ pub(super) use self::green::impl_green_context_api;
 pub(super) use self::hot::impl_hot_path;
 pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
+pub(super) use self::pool::impl_pool_api;
 pub(super) use self::stream::impl_stream_api;
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
@@ -202,6 +206,7 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_green_context_api!($name, $sys);
         $crate::driver::shared::impl_checkpoint_api!($name, $sys);
         $crate::driver::shared::impl_graph_api!($name, $sys);
+        $crate::driver::shared::impl_pool_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;
