@@ -594,13 +594,18 @@ mod tests {
         assert_eq!(IpcEventHandle::from_bytes(&bytes).unwrap(), handle);
         assert_eq!(handle.gpu(), Uuid([3; 16]));
         let err = IpcEventHandle::from_bytes(&bytes[1..]).unwrap_err();
-        assert!(err.to_string().contains("interprocess event handle"), "{err}");
+        assert!(
+            err.to_string().contains("interprocess event handle"),
+            "{err}"
+        );
     }
 
     #[test]
     fn an_event_handle_is_opened_once_at_a_time() {
         let key = [0x5a; 64];
-        let first = ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(0x10))));
+        let first = ipc::open(&key, || {
+            Ok(EventHandle(std::ptr::without_provenance_mut(0x10)))
+        });
         assert!(first.is_ok());
         let mut called = false;
         let second = ipc::open(&key, || {
@@ -614,7 +619,12 @@ mod tests {
         assert!(!called, "refused before the driver");
         // Once the first is destroyed, the handle opens again.
         ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x10)));
-        assert!(ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(0x30)))).is_ok());
+        assert!(
+            ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(
+                0x30
+            ))))
+            .is_ok()
+        );
         ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x30)));
     }
 

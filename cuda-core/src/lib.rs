@@ -50,6 +50,7 @@ pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use driver::info;
 pub use error::{Cause, DriverCode, Error, Result};
+pub use event::IpcEventHandle;
 pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use graph::{
@@ -76,7 +77,6 @@ pub use memory::{
     ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions, ReusePolicy,
     SharedPoolHandle,
 };
-pub use event::IpcEventHandle;
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,

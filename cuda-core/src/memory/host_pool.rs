@@ -157,7 +157,11 @@ impl PinnedMemoryPool {
                      drivers 13.0 and newer; a NUMA node's pool works before)",
                 )?;
                 if !properties.host_memory_pools_supported()? {
-                    return Err(unsupported(device, "pools of host memory", "HOST_MEMORY_POOLS"));
+                    return Err(unsupported(
+                        device,
+                        "pools of host memory",
+                        "HOST_MEMORY_POOLS",
+                    ));
                 }
                 PoolLocation::Host
             }
@@ -249,7 +253,10 @@ impl PinnedMemoryPool {
     pub fn access(&self) -> Result<Vec<Device>> {
         let mut granted = Vec::new();
         for device in Device::all()? {
-            if self.driver.mem_pool_get_access(self.pool, device.handle())? {
+            if self
+                .driver
+                .mem_pool_get_access(self.pool, device.handle())?
+            {
                 granted.push(device);
             }
         }
@@ -444,7 +451,10 @@ impl ManagedMemoryPool {
     /// ([`DeviceProperties::concurrent_managed_access`](crate::DeviceProperties::concurrent_managed_access)),
     /// or a NUMA node id out of range, [`Error::InvalidArgument`], before the driver.
     #[doc(alias = "cuMemPoolCreate")]
-    pub fn new(device: Device, options: ManagedMemoryPoolOptions) -> Result<Arc<ManagedMemoryPool>> {
+    pub fn new(
+        device: Device,
+        options: ManagedMemoryPoolOptions,
+    ) -> Result<Arc<ManagedMemoryPool>> {
         let context = device.primary_context()?;
         check_driver(
             &context,

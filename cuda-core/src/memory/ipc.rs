@@ -626,12 +626,13 @@ impl ImportedPool {
             });
         }
         if identity.kind == SharedKind::PinnedHost {
-            let granted = driver
-                .mem_pool_get_access(pool, device.handle())
-                .and_then(|rw| match rw {
-                    true => Ok(()),
-                    false => driver.mem_pool_set_access(pool, device.handle(), true),
-                });
+            let granted =
+                driver
+                    .mem_pool_get_access(pool, device.handle())
+                    .and_then(|rw| match rw {
+                        true => Ok(()),
+                        false => driver.mem_pool_set_access(pool, device.handle(), true),
+                    });
             if let Err(e) = granted {
                 if let Err(destroy) = driver.mem_pool_destroy(pool) {
                     log::error!("destroying an imported memory pool: {destroy}");
@@ -765,15 +766,15 @@ impl ImportedPool {
         self.context
             .with_current(|driver| driver.ipc_pool_import_pointer(self.pool, data))
             .map_err(|e| match e.driver_code() {
-                Some(DriverCode::INVALID_VALUE | DriverCode::NOT_FOUND | DriverCode::INVALID_HANDLE) => {
-                    Error::InvalidArgument {
-                        name: "descriptor",
-                        reason: format!(
-                            "the driver refused it ({e}): the exporting process may have freed \
+                Some(
+                    DriverCode::INVALID_VALUE | DriverCode::NOT_FOUND | DriverCode::INVALID_HANDLE,
+                ) => Error::InvalidArgument {
+                    name: "descriptor",
+                    reason: format!(
+                        "the driver refused it ({e}): the exporting process may have freed \
                              the buffer, or it is of another pool"
-                        ),
-                    }
-                }
+                    ),
+                },
                 _ => e,
             })
     }
@@ -937,7 +938,9 @@ impl IpcMemHandle {
         let checked = context
             .with_current(|driver| driver.ipc_pointer_range(ptr))
             .and_then(|(start, bytes)| {
-                if ptr >= start && ptr.saturating_add(self.size) <= start.saturating_add(bytes as u64) {
+                if ptr >= start
+                    && ptr.saturating_add(self.size) <= start.saturating_add(bytes as u64)
+                {
                     Ok(())
                 } else {
                     Err(Error::InvalidArgument {
@@ -956,7 +959,12 @@ impl IpcMemHandle {
             return Err(e);
         }
         let resource: Arc<dyn MemoryResource> = Arc::new(OpenedIpcMemory { context });
-        Ok(Buffer::new(ptr, self.size(), Held::counted(resource), stream.clone()))
+        Ok(Buffer::new(
+            ptr,
+            self.size(),
+            Held::counted(resource),
+            stream.clone(),
+        ))
     }
 }
 

@@ -240,7 +240,10 @@ pub(crate) fn default_resource(device: Device) -> Result<&'static Arc<dyn Memory
 }
 
 /// Makes `resource` `device`'s default resource (see [`Device::set_memory_resource`]).
-pub(crate) fn set_default_resource(device: Device, resource: Arc<dyn MemoryResource>) -> Result<()> {
+pub(crate) fn set_default_resource(
+    device: Device,
+    resource: Arc<dyn MemoryResource>,
+) -> Result<()> {
     if let Some(own) = resource.device() {
         if own != device {
             return Err(Error::InvalidArgument {

@@ -10,12 +10,10 @@ macro_rules! impl_pool_api {
                 let alloc_type = if spec.managed {
                     match managed_allocation_type() {
                         Some(managed) => managed,
-                        None => {
-                            return Err(self.missing(
-                                "cuMemPoolCreate of managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED: \
+                        None => return Err(self.missing(
+                            "cuMemPoolCreate of managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED: \
                                  the CUDA 13 ABI, drivers 13.0 and newer)",
-                            ))
-                        }
+                        )),
                     }
                 } else {
                     $sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED
@@ -56,7 +54,10 @@ macro_rules! impl_pool_api {
                     attribute,
                     (&mut value as *mut u64).cast()
                 ))?;
-                Ok(u32::from_ne_bytes(value.to_ne_bytes()[..4].try_into().unwrap_or([0; 4])) as i32)
+                Ok(
+                    u32::from_ne_bytes(value.to_ne_bytes()[..4].try_into().unwrap_or([0; 4]))
+                        as i32,
+                )
             }
 
             fn pool_trim_to(&self, pool: PoolHandle, keep: usize) -> Result<()> {
@@ -93,7 +94,11 @@ macro_rules! impl_pool_api {
                 Ok(data.reserved)
             }
 
-            fn ipc_pool_import_pointer(&self, pool: PoolHandle, data: &[u8; 64]) -> Result<DevicePtr> {
+            fn ipc_pool_import_pointer(
+                &self,
+                pool: PoolHandle,
+                data: &[u8; 64],
+            ) -> Result<DevicePtr> {
                 let mut data = $sys::CUmemPoolPtrExportData { reserved: *data };
                 let mut ptr = 0;
                 call!(self.cuMemPoolImportPointer(&mut ptr, pool.0.cast(), &mut data))?;

@@ -221,7 +221,9 @@ mod tests {
     fn a_message_without_a_descriptor_or_cut_short_is_refused() {
         let (mut here, there) = UnixStream::pair().unwrap();
         // The right bytes, but no descriptor with them.
-        let bytes = handle_of(tempfile::tempfile().unwrap()).identity().to_bytes();
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
         here.write_all(&bytes).unwrap();
         let err = SharedPoolHandle::recv(&there).unwrap_err();
         assert!(
@@ -233,7 +235,16 @@ mod tests {
         drop(here);
         let err = SharedPoolHandle::recv(&there).unwrap_err();
         assert!(
-            matches!(&err, Error::Socket { operation: "recv", .. } | Error::Socket { operation: "recvmsg", .. }),
+            matches!(
+                &err,
+                Error::Socket {
+                    operation: "recv",
+                    ..
+                } | Error::Socket {
+                    operation: "recvmsg",
+                    ..
+                }
+            ),
             "{err}"
         );
         assert!(err.to_string().contains("closed"), "{err}");
@@ -246,13 +257,20 @@ mod tests {
     fn two_descriptors_or_foreign_bytes_are_refused() {
         let (here, there) = UnixStream::pair().unwrap();
         let (a, b) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
-        let bytes = handle_of(tempfile::tempfile().unwrap()).identity().to_bytes();
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
         let fds = [a.as_fd(), b.as_fd()];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
-        rustix::net::sendmsg(&here, &[IoSlice::new(&bytes)], &mut control, SendFlags::empty())
-            .unwrap();
+        rustix::net::sendmsg(
+            &here,
+            &[IoSlice::new(&bytes)],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
         let err = SharedPoolHandle::recv(&there).unwrap_err();
         assert!(err.to_string().contains("2 file descriptors"), "{err}");
         // A descriptor with bytes that are no pool's.
@@ -260,8 +278,13 @@ mod tests {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
-        rustix::net::sendmsg(&here, &[IoSlice::new(&[1u8; 48])], &mut control, SendFlags::empty())
-            .unwrap();
+        rustix::net::sendmsg(
+            &here,
+            &[IoSlice::new(&[1u8; 48])],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
         let err = SharedPoolHandle::recv(&there).unwrap_err();
         assert!(
             matches!(err, Error::InvalidArgument { name: "bytes", .. }),
