@@ -309,6 +309,12 @@ pub trait RawDriver {
         bytes: usize,
         stream: Handle,
     ) -> u32;
+    /// `cuMemPoolImportPointer`: `data` points to the 64 bytes of a `CUmemPoolPtrExportData`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuMemPoolImportPointer(&self, ptr: *mut u64, pool: Handle, data: *mut u8) -> u32;
 }
 
 /// Panics, naming the call and the code, when a raw call did not return `CUDA_SUCCESS`. The
@@ -360,7 +366,8 @@ macro_rules! used_fields {
             cuMemAllocFromPoolAsync,
             cuMemFreeAsync,
             cuMemcpyHtoDAsync,
-            cuMemcpyDtoHAsync
+            cuMemcpyDtoHAsync,
+            cuMemPoolImportPointer
         )
     };
 }
@@ -710,6 +717,16 @@ macro_rules! raw_driver {
                 stream: Handle,
             ) -> u32 {
                 call!(self.cuMemcpyDtoHAsync(dst, src, bytes, stream.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuMemPoolImportPointer(
+                &self,
+                ptr: *mut u64,
+                pool: Handle,
+                data: *mut u8,
+            ) -> u32 {
+                call!(self.cuMemPoolImportPointer(ptr, pool.cast(), data.cast()))
             }
         }
     };

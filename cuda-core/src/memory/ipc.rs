@@ -697,7 +697,7 @@ impl ImportedPool {
             imports.finish_release(ptr)?;
         }
         imports.prune();
-        let mut ptr = self.import_pointer(&descriptor.data)?;
+        let (mut ptr, mut range) = self.import_pointer(&descriptor.data)?;
         if imports.by_ptr.contains_key(&ptr) {
             if imports
                 .by_ptr
@@ -715,26 +715,23 @@ impl ImportedPool {
             // The driver handed back memory whose release is still queued: once that release
             // has run, import afresh.
             imports.finish_release(ptr)?;
-            ptr = self.import_pointer(&descriptor.data)?;
+            (ptr, range) = self.import_pointer(&descriptor.data)?;
         }
-        let checked = self
-            .context
-            .with_current(|driver| driver.ipc_pointer_range(ptr))
-            .and_then(|(start, bytes)| {
-                let end = start.saturating_add(bytes as u64);
-                if ptr >= start && ptr.saturating_add(descriptor.size) <= end {
-                    Ok(())
-                } else {
-                    Err(Error::InvalidArgument {
-                        name: "descriptor",
-                        reason: format!(
-                            "its size, {} bytes, exceeds the allocation it names ({} bytes from \
-                             {:#x}, the import at {ptr:#x})",
-                            descriptor.size, bytes, start
-                        ),
-                    })
-                }
-            });
+        let checked = range.and_then(|(start, bytes)| {
+            let end = start.saturating_add(bytes as u64);
+            if ptr >= start && ptr.saturating_add(descriptor.size) <= end {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument {
+                    name: "descriptor",
+                    reason: format!(
+                        "its size, {} bytes, exceeds the allocation it names ({} bytes from \
+                         {:#x}, the import at {ptr:#x})",
+                        descriptor.size, bytes, start
+                    ),
+                })
+            }
+        });
         imports.by_key.insert(descriptor.data, ptr);
         imports.by_ptr.insert(
             ptr,
@@ -761,18 +758,23 @@ impl ImportedPool {
         Ok(Buffer::new(ptr, size, resource, stream.clone()))
     }
 
-    /// `cuMemPoolImportPointer`, with the driver's refusal named.
-    fn import_pointer(&self, data: &[u8; 64]) -> Result<u64> {
+    /// `cuMemPoolImportPointer`, with the driver's refusal named, and the extent of the
+    /// allocation imported (`cuPointerGetAttributes`), in one visit of the context.
+    #[allow(clippy::type_complexity)]
+    fn import_pointer(&self, data: &[u8; 64]) -> Result<(u64, Result<(u64, usize)>)> {
         self.context
-            .with_current(|driver| driver.ipc_pool_import_pointer(self.pool, data))
+            .with_current(|driver| {
+                let ptr = driver.ipc_pool_import_pointer(self.pool, data)?;
+                Ok((ptr, driver.ipc_pointer_range(ptr)))
+            })
             .map_err(|e| match e.driver_code() {
                 Some(
                     DriverCode::INVALID_VALUE | DriverCode::NOT_FOUND | DriverCode::INVALID_HANDLE,
                 ) => Error::InvalidArgument {
                     name: "descriptor",
                     reason: format!(
-                        "the driver refused it ({e}): the exporting process may have freed \
-                             the buffer, or it is of another pool"
+                        "the driver refused it ({e}): the exporting process may have freed the \
+                         buffer, or it is of another pool"
                     ),
                 },
                 _ => e,
