@@ -23,6 +23,7 @@ mod graphs;
 mod green_context;
 mod hot_path_allocations;
 mod inputs;
+#[cfg(feature = "fd-passing")]
 mod ipc;
 mod kernel_effects;
 mod launch;

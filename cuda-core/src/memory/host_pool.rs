@@ -268,8 +268,8 @@ impl PinnedMemoryPool {
         self.sharing.is_some()
     }
 
-    /// Exports the pool for other processes: see [`DeviceMemoryResource::share`]
-    /// (crate::DeviceMemoryResource::share).
+    /// Exports the pool for other processes: see
+    /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
         ipc::share_pool(&self.context, self.pool, self.identity()?)

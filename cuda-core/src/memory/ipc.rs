@@ -61,6 +61,9 @@
 //! `cuMemAlloc` memory as an [`IpcMemHandle`] (`cuIpcGetMemHandle`), which another process
 //! opens with [`IpcMemHandle::open`] (`cuIpcOpenMemHandle`). The driver says freeing the memory
 //! while another process has it open is undefined behaviour, so both ends are `unsafe`.
+//!
+//! [`DeviceMemoryResourceOptions::shareable`]: crate::DeviceMemoryResourceOptions::shareable
+//! [`PinnedMemoryPoolOptions::shareable`]: crate::PinnedMemoryPoolOptions::shareable
 
 #[cfg(feature = "fd-passing")]
 mod socket;
