@@ -4,10 +4,12 @@
 //! closes the socket.
 //!
 //! ```text
+//! ipc_exporter                  print what it is for, and exit (as the GPU bundle's run of
+//!                               every example does)
 //! ipc_exporter SOCKET           connect to the bench's Unix socket at SOCKET
 //! ```
 //!
-//! Without a CUDA GPU, or without the socket, it fails with the reason.
+//! With a socket but without a CUDA GPU, it fails with the reason.
 
 use std::error::Error;
 use std::io::{Read, Write};
@@ -21,9 +23,13 @@ use cuda_core::{
 const BYTES: usize = 64 << 10;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let path = std::env::args()
-        .nth(1)
-        .ok_or("usage: ipc_exporter SOCKET")?;
+    let Some(path) = std::env::args().nth(1) else {
+        println!(
+            "ipc_exporter: the other process of the overhead bench's ipc_import case \
+             (ipc_exporter SOCKET); nothing to do alone"
+        );
+        return Ok(());
+    };
     let mut socket = UnixStream::connect(path)?;
     let device = Device::new(0)?;
     let stream = device.create_stream(StreamOptions::default())?;
