@@ -66,6 +66,14 @@ pub struct PoolUsage {
 /// which frees it. Pools of their own, and pools wrapped by [`from_raw`](Self::from_raw),
 /// allocate exactly what is asked and keep nothing.
 ///
+/// # Sharing with other processes
+///
+/// A pool made [`shareable`](DeviceMemoryResourceOptions::shareable) exports itself
+/// ([`share`](Self::share)) and its buffers ([`export_buffer`](Self::export_buffer)) for other
+/// processes, which import them with [`ImportedPool`](crate::ImportedPool): see
+/// [`memory::ipc`](crate::memory::ipc). Its attributes (use, release threshold, reuse
+/// policies, trim) are those of every pool kind.
+///
 /// ```no_run
 /// use cuda_core::{Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, StreamOptions};
 ///
