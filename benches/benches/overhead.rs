@@ -29,6 +29,8 @@
 //! | `alloc_churn` | the same through cuda-core's default resource, whose stream keeps the freed buffer for the next allocation |
 //! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
 //! | `copy_htod_4k_other_stream` | the same copy into a buffer of another stream, in stream order: raw records an event on the buffer's stream, the copy's stream waits on it, copies, records, the buffer's stream waits on that, and the copy's stream synchronises (what cuda-core and cudarc do by themselves) |
+//! | `alloc_free_1k_device_pool`, `_pinned_pool`, `_pinned_numa_pool`, `_managed_pool` | allocate and free 1 KiB, stream-ordered, from a pool of each kind made by cuda-core (batched; raw calls the driver on the same pool's handle; the release threshold raised so that no batch returns memory to the system) |
+//! | `ipc_import` | import a buffer another process (the `ipc_exporter` example) exported, release it, and wait for the release: raw `cuMemPoolImportPointer`, `cuMemFreeAsync`, `cuStreamSynchronize` on cuda-core's imported pool; cuda-core `import_buffer` and a drop (the next import waits for the release) |
 //! | `copy_single_1000` | 1000 copies of 64 bytes between 1000 pairs of buffers, one `cuMemcpyAsync` each (cuda-core: `Buffer::copy_to`), then synchronise |
 //! | `copy_batch_1000` | the same 1000 copies in one `cuMemcpyBatchAsync` (cuda-core: a `CopyBatch` built once and submitted), then synchronise |
 //! | `copy_batch_1000_build` | the same, with the batch made anew each time (raw: its three arrays filled again; cuda-core: a new `CopyBatch` and its checks) |
@@ -179,6 +181,8 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     }
     memory_cases(c, driver, &mut core, &raw, &mut rc, &mut host);
     copy_batch_cases(c, driver, &core, &raw);
+    pool_cases(c, driver, &core, &raw);
+    ipc_import_case(c, driver, &core, &raw);
 }
 
 /// A graph of one empty-kernel launch, captured and instantiated by cuda-core (the raw
@@ -1716,4 +1720,183 @@ fn copy_batch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &R
         );
     }
     raw_sync(d, raw.stream);
+}
+
+/// `alloc_free_1k` of each pool kind the device and driver have: cuda-core's allocation and
+/// drop against raw's `cuMemAllocFromPoolAsync` and `cuMemFreeAsync` on the same pool.
+fn pool_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
+    use cuda_core::{
+        DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryPool,
+        ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions,
+    };
+    let device = core.device;
+    let mut kinds: Vec<(&'static str, Arc<dyn MemoryResource>, Handle)> = Vec::new();
+    match DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()) {
+        Ok(pool) => {
+            pool.set_release_threshold(u64::MAX)
+                .expect("the release threshold");
+            let handle = pool.as_raw();
+            kinds.push(("alloc_free_1k_device_pool", pool, handle));
+        }
+        Err(e) => println!("overhead: alloc_free_1k_device_pool skipped ({e})"),
+    }
+    for (name, options) in [
+        (
+            "alloc_free_1k_pinned_pool",
+            PinnedMemoryPoolOptions::default(),
+        ),
+        (
+            "alloc_free_1k_pinned_numa_pool",
+            PinnedMemoryPoolOptions::default().with_numa_node(0),
+        ),
+    ] {
+        match PinnedMemoryPool::new(device, options) {
+            Ok(pool) => {
+                pool.set_release_threshold(u64::MAX)
+                    .expect("the release threshold");
+                let handle = pool.as_raw();
+                kinds.push((name, pool, handle));
+            }
+            Err(e) => println!("overhead: {name} skipped ({e})"),
+        }
+    }
+    match ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()) {
+        Ok(pool) => {
+            pool.set_release_threshold(u64::MAX)
+                .expect("the release threshold");
+            let handle = pool.as_raw();
+            kinds.push(("alloc_free_1k_managed_pool", pool, handle));
+        }
+        Err(e) => println!("overhead: alloc_free_1k_managed_pool skipped ({e})"),
+    }
+    for (name, pool, handle) in &kinds {
+        let handle = *handle;
+        Case::new(name)
+            .variant("raw", |b| {
+                batched(
+                    b,
+                    || {
+                        let mut ptr = 0;
+                        // SAFETY: a writable out-pointer, a live pool whose memory the raw
+                        // stream's device may use, and a live stream; the allocation is freed
+                        // once, in order on the same stream.
+                        unsafe {
+                            check(
+                                d.cuMemAllocFromPoolAsync(
+                                    &mut ptr,
+                                    ALLOC_BYTES,
+                                    handle,
+                                    raw.stream,
+                                ),
+                                "cuMemAllocFromPoolAsync",
+                            );
+                            check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+                        }
+                    },
+                    || raw_sync(d, raw.stream),
+                );
+            })
+            .variant("cuda-core", |b| {
+                batched(
+                    b,
+                    || drop(pool.allocate(ALLOC_BYTES, &core.stream).unwrap()),
+                    || core.stream.sync().unwrap(),
+                );
+            })
+            .run(c);
+    }
+}
+
+/// `ipc_import`: a buffer of another process (the `ipc_exporter` example), imported and
+/// released, per buffer.
+fn ipc_import_case<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
+    use std::io::Read;
+    use std::os::unix::net::UnixListener;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use cuda_core::{BufferDescriptor, ImportedPool, SharedPoolHandle};
+
+    let exporter = match benches::locate::example("ipc_exporter") {
+        Ok(path) => path,
+        Err(why) => {
+            println!(
+                "overhead: ipc_import: {why} (build it with `cargo build --release -p benches \
+                 --example ipc_exporter`); skipped"
+            );
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("socket");
+    let listener = UnixListener::bind(&path).expect("a Unix socket");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    let mut child = Command::new(&exporter)
+        .arg(&path)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the exporter starts");
+    // Wait for it to connect, or to fail.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut socket = loop {
+        match listener.accept() {
+            Ok((socket, _)) => break socket,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    println!("overhead: ipc_import: the exporter ended ({status}); skipped");
+                    return;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    println!("overhead: ipc_import: the exporter never connected; skipped");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("accepting the exporter: {e}"),
+        }
+    };
+    socket.set_nonblocking(false).expect("a blocking socket");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("a read timeout");
+    let handle = SharedPoolHandle::recv(&socket).expect("the exporter's pool");
+    let mut bytes = [0u8; BufferDescriptor::BYTES];
+    socket
+        .read_exact(&mut bytes)
+        .expect("the buffer's descriptor");
+    let descriptor = BufferDescriptor::from_bytes(&bytes).expect("a descriptor");
+    let pool = ImportedPool::import(core.device, handle).expect("importing the pool");
+    let export_data: [u8; 64] = bytes[32..].try_into().expect("64 bytes of export data");
+    let raw_pool = pool.as_raw();
+    Case::new("ipc_import")
+        .variant("raw", |b| {
+            let mut data = export_data;
+            b.iter(|| {
+                let mut ptr = 0;
+                // SAFETY: a writable out-pointer, the imported pool, 64 bytes of export data
+                // the driver made; the import is released once, and the release waited for
+                // before the next import.
+                unsafe {
+                    check(
+                        d.cuMemPoolImportPointer(&mut ptr, raw_pool, data.as_mut_ptr()),
+                        "cuMemPoolImportPointer",
+                    );
+                    check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+                }
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| drop(pool.import_buffer(&descriptor, &core.stream).unwrap()));
+            // The last release done before raw imports the same buffer.
+            core.stream.sync().unwrap();
+        })
+        .run(c);
+    drop(pool);
+    drop(socket);
+    let _ = child.wait();
 }

@@ -338,6 +338,12 @@ pub trait RawDriver {
         count: usize,
         stream: Handle,
     ) -> u32;
+    /// `cuMemPoolImportPointer`: `data` points to the 64 bytes of a `CUmemPoolPtrExportData`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuMemPoolImportPointer(&self, ptr: *mut u64, pool: Handle, data: *mut u8) -> u32;
 }
 
 /// Panics, naming the call and the code, when a raw call did not return `CUDA_SUCCESS`. The
@@ -390,7 +396,8 @@ macro_rules! used_fields {
             cuMemFreeAsync,
             cuMemcpyHtoDAsync,
             cuMemcpyDtoHAsync,
-            cuMemcpyAsync
+            cuMemcpyAsync,
+            cuMemPoolImportPointer
         )
     };
 }
@@ -786,6 +793,16 @@ macro_rules! raw_driver {
                     )
                     .0
                 }
+            }
+
+            #[inline(always)]
+            unsafe fn cuMemPoolImportPointer(
+                &self,
+                ptr: *mut u64,
+                pool: Handle,
+                data: *mut u8,
+            ) -> u32 {
+                call!(self.cuMemPoolImportPointer(ptr, pool.cast(), data.cast()))
             }
         }
     };

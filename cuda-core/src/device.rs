@@ -256,6 +256,26 @@ impl Device {
         Ok(memory::default_resource(*self)?.clone())
     }
 
+    /// Makes `resource` the device's default resource, what
+    /// [`memory_resource`](Self::memory_resource) hands out from now on (buffers allocated
+    /// before keep their own resource). The process keeps every resource made a default for
+    /// good, as it keeps the first, so that their buffers hold them without counting: replace
+    /// the default at setup, not in a loop. A resource of another device
+    /// ([`MemoryResource::device`]) is [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    ///
+    /// ```no_run
+    /// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default().with_release_threshold(u64::MAX))?;
+    /// device.set_memory_resource(pool.clone())?;
+    /// assert_eq!(format!("{:?}", device.memory_resource()?), format!("{pool:?}"));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn set_memory_resource(&self, resource: Arc<dyn MemoryResource>) -> Result<()> {
+        memory::set_default_resource(*self, resource)
+    }
+
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
     ///
     /// Seen on the 580 driver (CUDA 13.0): while green contexts are being created on the

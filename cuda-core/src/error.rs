@@ -283,6 +283,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// Sending or receiving over a socket (a shared pool's file descriptor, say) failed, or
+    /// the other end closed before a whole message came.
+    #[error("{operation} on the socket failed: {source}")]
+    Socket {
+        /// The system call, or what was being received.
+        operation: &'static str,
+        /// The system's error.
+        #[source]
+        source: Cause,
+    },
+
     /// A file could not be read.
     #[error("reading {}: {source}", path.display())]
     Io {

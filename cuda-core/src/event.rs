@@ -5,15 +5,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::context::Context;
-use crate::device::Device;
+use crate::device::{Device, Uuid};
 use crate::driver::{ContextHandle, Driver, EventHandle};
 use crate::error::{Error, Result};
 use crate::lifetime::current::with_current;
+use crate::memory::ipc::{check_form, field, form_header};
 
 /// `CU_EVENT_BLOCKING_SYNC`.
 const BLOCKING_SYNC: u32 = 1;
 /// `CU_EVENT_DISABLE_TIMING`.
 const DISABLE_TIMING: u32 = 2;
+/// `CU_EVENT_INTERPROCESS`.
+const INTERPROCESS: u32 = 4;
 
 /// How to create an [`Event`]. The default is the cheapest event: no timing, spin-waiting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,11 +25,16 @@ pub struct EventOptions {
     pub timing: bool,
     /// Make [`Event::sync`] block the thread instead of spinning.
     pub blocking_sync: bool,
+    /// Make an event other processes can open (`CU_EVENT_INTERPROCESS`), to order their work
+    /// after this process's: [`Event::ipc_handle`] exports it, [`Event::open_ipc`] opens it.
+    /// It cannot record timing. Such events are never recycled.
+    pub interprocess: bool,
 }
 
 crate::options::chainers!(EventOptions {
     with_timing(timing: bool);
     with_blocking_sync(blocking_sync: bool);
+    with_interprocess(interprocess: bool);
 });
 
 impl EventOptions {
@@ -90,7 +98,9 @@ impl Drop for Event {
         if !self.owned {
             return;
         }
-        if self.context.is_primary() {
+        if self.options.interprocess {
+            ipc::forget(self.handle);
+        } else if self.context.is_primary() {
             let complete = *self.records.get_mut() == *self.done_at.get_mut();
             let flags = flags_of(self.options);
             if recycle::give(
@@ -138,6 +148,9 @@ impl Event {
         options: EventOptions,
     ) -> Result<Event> {
         let flags = flags_of(options);
+        if options.interprocess {
+            return Event::create_interprocess(driver, handle, context, options);
+        }
         if context.is_primary() {
             if let Some(handle) = recycle::take(handle, flags) {
                 return Ok(Event::new(handle, driver, context, options, true));
@@ -145,6 +158,109 @@ impl Event {
         }
         let handle = with_current(driver, handle, |driver| driver.event_create(flags))?;
         Ok(Event::new(handle, driver, context, options, true))
+    }
+
+    /// An event other processes can open: never recycled (a process that opened it would see
+    /// the records of its next life).
+    #[cold]
+    fn create_interprocess(
+        driver: &'static dyn Driver,
+        handle: ContextHandle,
+        context: Context,
+        options: EventOptions,
+    ) -> Result<Event> {
+        if options.timing {
+            return Err(Error::InvalidArgument {
+                name: "options",
+                reason: "an interprocess event cannot record timing (the driver needs \
+                         CU_EVENT_DISABLE_TIMING with CU_EVENT_INTERPROCESS)"
+                    .to_owned(),
+            });
+        }
+        let device = context.device();
+        if !device.properties().ipc_event_supported()? {
+            return Err(Error::InvalidArgument {
+                name: "options.interprocess",
+                reason: format!(
+                    "device {} does not support interprocess events \
+                     (CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED is 0)",
+                    device.ordinal()
+                ),
+            });
+        }
+        let flags = flags_of(options);
+        let handle = with_current(driver, handle, |driver| driver.event_create(flags))?;
+        Ok(Event::new(handle, driver, context, options, true))
+    }
+
+    /// Exports an [`interprocess`](EventOptions::interprocess) event for other processes
+    /// (`cuIpcGetEventHandle`): another process opens the handle with [`Event::open_ipc`],
+    /// and then either process may record the event, wait for it on a stream, synchronise or
+    /// query it. An event made without `interprocess` is [`Error::InvalidArgument`].
+    ///
+    /// Keep this event alive while any process uses the handle: the driver makes using an
+    /// opened event whose exporter destroyed it undefined behaviour (in the opening process:
+    /// [`Event::open_ipc`]'s contract).
+    ///
+    /// ```no_run
+    /// use cuda_core::{Device, Event, EventOptions, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let done = stream.record_new(EventOptions::default().with_interprocess(true))?;
+    /// let bytes = done.ipc_handle()?.to_bytes(); // send them to the other process
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuIpcGetEventHandle")]
+    pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
+        if !self.options.interprocess {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: "the event was made without EventOptions::interprocess".to_owned(),
+            });
+        }
+        let handle = self.driver.ipc_get_event_handle(self.handle)?;
+        Ok(IpcEventHandle {
+            uuid: self.device().uuid()?.0,
+            handle,
+        })
+    }
+
+    /// Opens an event another process exported ([`Event::ipc_handle`]) in `device`'s primary
+    /// context (`cuIpcOpenEventHandle`), destroyed on drop. It behaves as an event of this
+    /// process made with `interprocess` and no timing: record it, wait for it, synchronise or
+    /// query it. `device` must be the GPU the event belongs to; one handle is opened once at a
+    /// time in a process (a second open while the first lives is [`Error::InvalidArgument`]:
+    /// share the event instead).
+    ///
+    /// # Safety
+    ///
+    /// The exporting process must keep its event alive for as long as this one, or any wait
+    /// queued on it, is in use: the driver makes any use after the exporter destroyed it
+    /// undefined behaviour.
+    #[doc(alias = "cuIpcOpenEventHandle")]
+    pub unsafe fn open_ipc(handle: &IpcEventHandle, device: Device) -> Result<Event> {
+        let own = device.uuid()?;
+        if own.0 != handle.uuid {
+            return Err(Error::InvalidArgument {
+                name: "device",
+                reason: format!(
+                    "the event belongs to GPU {}, and device {} is GPU {own}",
+                    Uuid(handle.uuid),
+                    device.ordinal()
+                ),
+            });
+        }
+        let context = device.primary_context()?;
+        let driver = context.driver();
+        let event = ipc::open(&handle.handle, || {
+            context.with_current(|driver| driver.ipc_open_event_handle(&handle.handle))
+        })?;
+        let options = EventOptions {
+            interprocess: true,
+            ..EventOptions::default()
+        };
+        Ok(Event::new(event, driver, context, options, true))
     }
 
     #[inline]
@@ -315,7 +431,94 @@ fn flags_of(options: EventOptions) -> u32 {
     if options.blocking_sync {
         flags |= BLOCKING_SYNC;
     }
+    if options.interprocess {
+        flags |= INTERPROCESS;
+    }
     flags
+}
+
+/// An interprocess event, described for another process ([`Event::ipc_handle`]): plain bytes
+/// ([`to_bytes`](Self::to_bytes)), opened with [`Event::open_ipc`].
+#[doc(alias("CUipcEventHandle", "cuIpcGetEventHandle"))]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpcEventHandle {
+    uuid: [u8; 16],
+    handle: [u8; 64],
+}
+
+impl fmt::Debug for IpcEventHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IpcEventHandle")
+            .field("gpu", &Uuid(self.uuid).to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The magic of an [`IpcEventHandle`]'s bytes.
+const EVENT_MAGIC: &[u8; 4] = b"CCEV";
+
+impl IpcEventHandle {
+    /// The length of [`to_bytes`](Self::to_bytes).
+    pub const BYTES: usize = 88;
+
+    /// The GPU the event belongs to.
+    pub fn gpu(&self) -> Uuid {
+        Uuid(self.uuid)
+    }
+
+    /// The handle as bytes.
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut bytes = [0u8; Self::BYTES];
+        bytes[..8].copy_from_slice(&form_header(EVENT_MAGIC));
+        bytes[8..24].copy_from_slice(&self.uuid);
+        bytes[24..].copy_from_slice(&self.handle);
+        bytes
+    }
+
+    /// A handle from its bytes; bytes that are none are [`Error::InvalidArgument`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<IpcEventHandle> {
+        check_form(bytes, EVENT_MAGIC, Self::BYTES, "interprocess event handle")?;
+        Ok(IpcEventHandle {
+            uuid: field(bytes, 8),
+            handle: field(bytes, 24),
+        })
+    }
+}
+
+/// The events this process opened from other processes' handles: one open per handle at a
+/// time (whether the driver would give a second open its own event is not documented).
+mod ipc {
+    use std::sync::Mutex;
+
+    use crate::driver::EventHandle;
+    use crate::error::{Error, Result};
+
+    static OPENED: Mutex<Vec<([u8; 64], EventHandle)>> = Mutex::new(Vec::new());
+
+    /// Opens `handle` with `open`, unless this process has it open.
+    pub(super) fn open(
+        handle: &[u8; 64],
+        open: impl FnOnce() -> Result<EventHandle>,
+    ) -> Result<EventHandle> {
+        let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+        if opened.iter().any(|(h, _)| h == handle) {
+            return Err(Error::InvalidArgument {
+                name: "handle",
+                reason: "this process has the event open already: share that Event (in an \
+                         Arc, say) instead of opening it twice"
+                    .to_owned(),
+            });
+        }
+        let event = open()?;
+        opened.push((*handle, event));
+        Ok(event)
+    }
+
+    /// Forgets an opened event that is being destroyed (nothing for others).
+    pub(super) fn forget(event: EventHandle) {
+        let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+        opened.retain(|(_, e)| *e != event);
+    }
 }
 
 /// The recycled handles of primary-context events, per thread: see [`Event`]'s "Recycling".
@@ -375,6 +578,55 @@ mod recycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interprocess_events_have_the_driver_flag_and_their_handles_survive_their_bytes() {
+        let options = EventOptions::default().with_interprocess(true);
+        assert_eq!(flags_of(options), DISABLE_TIMING | INTERPROCESS);
+        assert_eq!(flags_of(options.with_blocking_sync(true)), 7);
+        assert_eq!(flags_of(EventOptions::default()) & INTERPROCESS, 0);
+        let handle = IpcEventHandle {
+            uuid: [3; 16],
+            handle: std::array::from_fn(|i| i as u8 * 3),
+        };
+        let bytes = handle.to_bytes();
+        assert_eq!(&bytes[..4], b"CCEV");
+        assert_eq!(IpcEventHandle::from_bytes(&bytes).unwrap(), handle);
+        assert_eq!(handle.gpu(), Uuid([3; 16]));
+        let err = IpcEventHandle::from_bytes(&bytes[1..]).unwrap_err();
+        assert!(
+            err.to_string().contains("interprocess event handle"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_event_handle_is_opened_once_at_a_time() {
+        let key = [0x5a; 64];
+        let first = ipc::open(&key, || {
+            Ok(EventHandle(std::ptr::without_provenance_mut(0x10)))
+        });
+        assert!(first.is_ok());
+        let mut called = false;
+        let second = ipc::open(&key, || {
+            called = true;
+            Ok(EventHandle(std::ptr::without_provenance_mut(0x20)))
+        });
+        assert!(
+            matches!(second, Err(Error::InvalidArgument { name: "handle", .. })),
+            "{second:?}"
+        );
+        assert!(!called, "refused before the driver");
+        // Once the first is destroyed, the handle opens again.
+        ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x10)));
+        assert!(
+            ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(
+                0x30
+            ))))
+            .is_ok()
+        );
+        ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x30)));
+    }
 
     /// A burst of events alive at once, then dropped, leaves at most 64 handles kept.
     #[test]

@@ -53,6 +53,7 @@ pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use driver::info;
 pub use error::{Cause, DriverCode, Error, Result};
+pub use event::IpcEventHandle;
 pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use graph::{
@@ -79,6 +80,11 @@ pub use memory::{
 pub use memory::{
     Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
+};
+pub use memory::{
+    BufferDescriptor, ImportedPool, IpcMemHandle, ManagedLocation, ManagedMemoryPool,
+    ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions, ReusePolicy,
+    SharedPoolHandle,
 };
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{

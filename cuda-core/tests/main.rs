@@ -28,6 +28,8 @@ mod graphs;
 mod green_context;
 mod hot_path_allocations;
 mod inputs;
+#[cfg(feature = "fd-passing")]
+mod ipc;
 mod kernel_effects;
 mod launch;
 mod linker;
@@ -35,6 +37,7 @@ mod managed;
 mod memory;
 mod multi_device;
 mod nvrtc_preload;
+mod pools;
 mod program;
 mod program_cache;
 mod recycling;

@@ -162,6 +162,7 @@ fn a_pool_of_its_own_reports_and_limits_its_use() {
         DeviceMemoryResourceOptions {
             max_size: Some(64 * MIB),
             release_threshold: Some(16 * MIB as u64),
+            ..Default::default()
         },
     )
     .unwrap();

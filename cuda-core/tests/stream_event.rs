@@ -217,6 +217,7 @@ fn accessors_report_what_was_made() {
     let options = EventOptions {
         timing: true,
         blocking_sync: true,
+        ..Default::default()
     };
     let event = context.create_event(options).unwrap();
     assert_eq!(event.options(), options);

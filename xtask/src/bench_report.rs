@@ -39,6 +39,11 @@ const CASES: &[&str] = &[
     "graph_instantiate",
     "alloc_free_1k",
     "alloc_churn",
+    "alloc_free_1k_device_pool",
+    "alloc_free_1k_pinned_pool",
+    "alloc_free_1k_pinned_numa_pool",
+    "alloc_free_1k_managed_pool",
+    "ipc_import",
     "copy_htod_4k",
     "copy_dtoh_4k",
     "copy_htod_4k_other_stream",
@@ -89,6 +94,31 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
         "graph_instantiate",
         "cudarc",
         "cudarc instantiates a graph only at the end of its capture.",
+    ),
+    (
+        "alloc_free_1k_device_pool",
+        "cudarc",
+        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
+    ),
+    (
+        "alloc_free_1k_pinned_pool",
+        "cudarc",
+        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
+    ),
+    (
+        "alloc_free_1k_pinned_numa_pool",
+        "cudarc",
+        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
+    ),
+    (
+        "alloc_free_1k_managed_pool",
+        "cudarc",
+        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
+    ),
+    (
+        "ipc_import",
+        "cudarc",
+        "cudarc 0.19 has no interprocess memory.",
     ),
     (
         "compile_saxpy",
@@ -200,6 +230,13 @@ const UNEQUAL_WORK: &[(&str, Work, &str)] = &[
         Work::Less,
         "cuda-core reads the current context and skips `cuCtxSetCurrent` when it already is \
          current, as here; raw sets it.",
+    ),
+    (
+        "ipc_import",
+        Work::More,
+        "cuda-core also checks the descriptor's size against the import's extent \
+         (`cuPointerGetAttributes`) and reads the current context (`cuCtxGetCurrent`); \
+         it waits for the previous release at the next import, where raw waits after each.",
     ),
     (
         "copy_htod_4k",

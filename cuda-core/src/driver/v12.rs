@@ -258,3 +258,16 @@ impl Driver12 {
         })
     }
 }
+
+/// A pool's location, by `CUmemLocationType` code and id.
+fn pool_location(kind: u32, id: i32) -> CUmemLocation {
+    CUmemLocation {
+        type_: CUmemLocationType(kind),
+        id,
+    }
+}
+
+/// The 12.9 header has no `CU_MEM_ALLOCATION_TYPE_MANAGED`.
+fn managed_allocation_type() -> Option<cuda_sys12::CUmemAllocationType> {
+    None
+}

@@ -252,3 +252,16 @@ impl Driver13 {
         }
     }
 }
+
+/// A pool's location, by `CUmemLocationType` code and id.
+fn pool_location(kind: u32, id: i32) -> CUmemLocation {
+    CUmemLocation {
+        type_: CUmemLocationType(kind),
+        __bindgen_anon_1: CUmemLocation_st__bindgen_ty_1 { id },
+    }
+}
+
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED` (new in the 13 header).
+fn managed_allocation_type() -> Option<cuda_sys13::CUmemAllocationType> {
+    Some(cuda_sys13::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED)
+}

@@ -463,7 +463,9 @@ impl Buffer {
     /// # Safety
     ///
     /// No work on any stream may write the buffer while the slice is in use: synchronise the
-    /// streams that touched it first.
+    /// streams that touched it first. For memory shared with another process (imported, or
+    /// exported: see [`memory::ipc`](crate::memory::ipc)), that process may not write it
+    /// meanwhile either.
     pub unsafe fn as_slice<T: Pod>(&self) -> Result<&[T]> {
         let len = self.host_view::<T>()?;
         // SAFETY: host-accessible memory of `size` bytes at `ptr`, aligned and a whole number
@@ -476,7 +478,8 @@ impl Buffer {
     ///
     /// # Safety
     ///
-    /// No work on any stream may read or write the buffer while the slice is in use.
+    /// No work on any stream may read or write the buffer while the slice is in use, nor, for
+    /// memory shared with another process, that process.
     pub unsafe fn as_mut_slice<T: Pod>(&mut self) -> Result<&mut [T]> {
         let len = self.host_view::<T>()?;
         // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique on the host.

@@ -3,21 +3,18 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use super::small;
-use super::{check_request, DevicePtr, MemoryResource};
+use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{Driver, PoolHandle};
+use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
-/// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`.
-const RELEASE_THRESHOLD: i32 = 4;
-/// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT` (then `_HIGH`, `USED_MEM_CURRENT`, `USED_MEM_HIGH`).
-const RESERVED_MEM_CURRENT: i32 = 5;
-const RESERVED_MEM_HIGH: i32 = 6;
-const USED_MEM_CURRENT: i32 = 7;
-const USED_MEM_HIGH: i32 = 8;
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, as a bit of
+/// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`.
+pub(crate) const POSIX_FD_HANDLES: u32 = 1;
 
 /// Options of a new memory pool: see [`DeviceMemoryResource::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,11 +24,15 @@ pub struct DeviceMemoryResourceOptions {
     /// How much reserved memory the pool keeps when it could release it to the system at a
     /// synchronisation, in bytes; `None` leaves the driver's default (0: release all).
     pub release_threshold: Option<u64>,
+    /// Whether other processes may import the pool and its buffers, by POSIX file descriptor
+    /// ([`DeviceMemoryResource::share`]; see [`memory::ipc`](crate::memory::ipc)).
+    pub shareable: bool,
 }
 
 crate::options::chainers!(DeviceMemoryResourceOptions {
     with_max_size(max_size: usize) => some;
     with_release_threshold(release_threshold: u64) => some;
+    with_shareable(shareable: bool);
 });
 
 /// A pool's memory use, in bytes.
@@ -65,6 +66,14 @@ pub struct PoolUsage {
 /// which frees it. Pools of their own, and pools wrapped by [`from_raw`](Self::from_raw),
 /// allocate exactly what is asked and keep nothing.
 ///
+/// # Sharing with other processes
+///
+/// A pool made [`shareable`](DeviceMemoryResourceOptions::shareable) exports itself
+/// ([`share`](Self::share)) and its buffers ([`export_buffer`](Self::export_buffer)) for other
+/// processes, which import them with [`ImportedPool`](crate::ImportedPool): see
+/// [`memory::ipc`](crate::memory::ipc). Its attributes (use, release threshold, reuse
+/// policies, trim) are those of every pool kind.
+///
 /// ```no_run
 /// use cuda_core::{Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, StreamOptions};
 ///
@@ -87,6 +96,8 @@ pub struct DeviceMemoryResource {
     owned: bool,
     /// The device's default pool, whose small buffers streams keep (see "Small buffers").
     caches_small: bool,
+    /// What names a shareable pool to other processes.
+    sharing: Option<PoolIdentity>,
     driver: &'static dyn Driver,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
@@ -98,6 +109,7 @@ impl fmt::Debug for DeviceMemoryResource {
             .field("device", &self.device.ordinal())
             .field("pool", &self.pool.0)
             .field("owned", &self.owned)
+            .field("shareable", &self.sharing.is_some())
             .finish()
     }
 }
@@ -142,10 +154,38 @@ impl DeviceMemoryResource {
                 reason: "a pool needs room for at least one byte; use None for no limit".to_owned(),
             });
         }
+        let sharing = if options.shareable {
+            if device.properties().mempool_supported_handle_types()? & POSIX_FD_HANDLES == 0 {
+                return Err(Error::InvalidArgument {
+                    name: "options.shareable",
+                    reason: format!(
+                        "device {}'s memory pools cannot be shared by POSIX file descriptor \
+                         (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)",
+                        device.ordinal()
+                    ),
+                });
+            }
+            Some(PoolIdentity::device(device.uuid()?))
+        } else {
+            None
+        };
         let context = device.primary_context()?;
         let driver = context.driver();
-        let pool = driver.mem_pool_create(device.handle(), options.max_size.unwrap_or(0))?;
-        let resource = Self::wrap(pool, device, true, context)?;
+        let max_size = options.max_size.unwrap_or(0);
+        let pool = if sharing.is_some() {
+            driver.pool_create(&PoolSpec {
+                managed: false,
+                location: PoolLocation::Device(device.handle()),
+                posix_fd: true,
+                max_size,
+            })?
+        } else {
+            driver.mem_pool_create(device.handle(), max_size)?
+        };
+        let mut resource = Self::wrap(pool, device, true, context)?;
+        if let Some(resource) = Arc::get_mut(&mut resource) {
+            resource.sharing = sharing;
+        }
         if let Some(threshold) = options.release_threshold {
             resource.set_release_threshold(threshold)?;
         }
@@ -164,6 +204,7 @@ impl DeviceMemoryResource {
             total_memory: device.total_memory()?,
             owned,
             caches_small: false,
+            sharing: None,
             driver: context.driver(),
             _context: context,
         }))
@@ -189,39 +230,48 @@ impl DeviceMemoryResource {
         self.owned
     }
 
-    /// The pool's memory use now and its high-water marks.
-    #[doc(alias = "cuMemPoolGetAttribute")]
-    pub fn usage(&self) -> Result<PoolUsage> {
-        let get = |attribute| self.driver.mem_pool_get_u64(self.pool, attribute);
-        Ok(PoolUsage {
-            reserved_current: get(RESERVED_MEM_CURRENT)?,
-            reserved_high: get(RESERVED_MEM_HIGH)?,
-            used_current: get(USED_MEM_CURRENT)?,
-            used_high: get(USED_MEM_HIGH)?,
+    /// Whether the pool was made [`shareable`](DeviceMemoryResourceOptions::shareable).
+    pub fn is_shareable(&self) -> bool {
+        self.sharing.is_some()
+    }
+
+    /// Exports the pool for other processes (`cuMemPoolExportToShareableHandle`): each call
+    /// makes a new file descriptor. A pool not made shareable is [`Error::InvalidArgument`].
+    /// See [`memory::ipc`](crate::memory::ipc).
+    #[doc(alias = "cuMemPoolExportToShareableHandle")]
+    pub fn share(&self) -> Result<SharedPoolHandle> {
+        ipc::share_pool(&self._context, self.pool, self.identity()?)
+    }
+
+    /// Describes `buffer`, one of this pool's, for a process that imported the pool
+    /// (`cuMemPoolExportPointer`). A buffer of another resource, or a pool not made
+    /// shareable, is [`Error::InvalidArgument`].
+    ///
+    /// The other process may use the memory as soon as it imports it: let it do so only once
+    /// the allocation (queued on the buffer's stream) and the work it should see are done.
+    /// Keep the buffer until every importer has released it (see
+    /// [`memory::ipc`](crate::memory::ipc)).
+    #[doc(alias = "cuMemPoolExportPointer")]
+    pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
+        let identity = self.identity()?;
+        if !ipc::allocated_by(buffer, self) {
+            return Err(Error::InvalidArgument {
+                name: "buffer",
+                reason: format!(
+                    "it was allocated by {:?}, not by this pool",
+                    buffer.memory_resource()
+                ),
+            });
+        }
+        ipc::export_buffer(&self._context, buffer, identity)
+    }
+
+    fn identity(&self) -> Result<PoolIdentity> {
+        self.sharing.ok_or_else(|| Error::InvalidArgument {
+            name: "self",
+            reason: "the pool was not made shareable (DeviceMemoryResourceOptions::shareable)"
+                .to_owned(),
         })
-    }
-
-    /// Resets the high-water marks to the current values.
-    #[doc(alias = "cuMemPoolSetAttribute")]
-    pub fn reset_high_water_marks(&self) -> Result<()> {
-        // The driver accepts only zero for these attributes.
-        self.driver
-            .mem_pool_set_u64(self.pool, RESERVED_MEM_HIGH, 0)?;
-        self.driver.mem_pool_set_u64(self.pool, USED_MEM_HIGH, 0)
-    }
-
-    /// The release threshold, in bytes.
-    #[doc(alias = "cuMemPoolGetAttribute")]
-    pub fn release_threshold(&self) -> Result<u64> {
-        self.driver.mem_pool_get_u64(self.pool, RELEASE_THRESHOLD)
-    }
-
-    /// Sets the release threshold, in bytes: how much reserved memory the pool keeps at a
-    /// synchronisation instead of returning it.
-    #[doc(alias = "cuMemPoolSetAttribute")]
-    pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-        self.driver
-            .mem_pool_set_u64(self.pool, RELEASE_THRESHOLD, bytes)
     }
 
     /// Grants `peers` read-write access to all of the pool's memory, present and future, and
@@ -284,12 +334,9 @@ impl DeviceMemoryResource {
         }
         Ok(peers)
     }
-
-    /// The raw `CUmemoryPool`.
-    pub fn as_raw(&self) -> *mut std::ffi::c_void {
-        self.pool.0
-    }
 }
+
+super::pool::pool_attributes!(DeviceMemoryResource);
 
 // SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
 // through `deallocate` (in order on its stream); the answers are this memory kind's.

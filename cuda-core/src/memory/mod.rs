@@ -10,11 +10,17 @@
 //! | [`ManagedMemoryResource`] | managed (unified) | host and device | synchronous |
 //! | [`SyncMemoryResource`] | device, `cuMemAlloc` | device (copies: any device) | synchronous |
 //! | [`VirtualMemoryResource`] | device, `cuMemCreate` mapped into a range of its own | device, and peers its options name | synchronous; [`GrowableBuffer`]s grow in place |
+//! | [`PinnedMemoryPool`] | page-locked host, from a pool (host or a NUMA node) | host and devices granted access | stream-ordered |
+//! | [`ManagedMemoryPool`] | managed, from a pool (13.0 drivers, CUDA 13 ABI) | host and device | stream-ordered |
+//! | [`ImportedPool`] | another process's pool ([`ipc`]) | as the pool's | imports only |
 //!
 //! Beyond one buffer into another: [`CopyBatch`] submits many copies in one driver call;
 //! [`PitchedBuffer`] is memory laid out in rows, which [`copy_2d`] and [`copy_3d`] copy to and
 //! from buffers and host slices; [`ManagedRange`] prefetches, advises and discards managed
 //! memory and reads its range attributes.
+//!
+//! Each device has a default resource ([`Device::memory_resource`]), its default pool where
+//! it has pools; [`Device::set_memory_resource`] replaces it.
 //!
 //! ```no_run
 //! use cuda_core::{Allocate, Device, StreamOptions};
@@ -34,12 +40,16 @@ mod copy;
 mod device_pool;
 mod device_ptr;
 mod host;
+mod host_pool;
+pub mod ipc;
 mod managed;
+pub(crate) mod pool;
 pub(crate) mod small;
 mod sync;
 mod vmm;
 
 use std::fmt;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 pub(crate) use buffer::in_stream_order;
@@ -52,10 +62,16 @@ pub use copy::{
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use host_pool::{
+    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
+    PinnedMemoryPoolOptions,
+};
+pub use ipc::{BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle};
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,
 };
+pub use pool::ReusePolicy;
 pub use sync::SyncMemoryResource;
 pub use vmm::{
     AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,
@@ -221,23 +237,55 @@ fn allocate_in(resource: Held<dyn MemoryResource>, size: usize, stream: &Stream)
     Ok(Buffer::new(ptr.0, size, resource, stream.clone()))
 }
 
-/// The devices' default resources, made on first use and kept for good.
-static DEFAULTS: PerDevice<Arc<dyn MemoryResource>> = PerDevice::new();
+/// The devices' default resources: each slot points to the resource set last (made on first
+/// use: the device's default pool, or synchronous allocation), in a box that is never freed,
+/// so that every resource ever made a default is kept for good.
+static DEFAULTS: PerDevice<AtomicPtr<Arc<dyn MemoryResource>>> = PerDevice::new();
 
-/// `device`'s default resource: its default pool where it supports pools, else synchronous
-/// allocation; kept for good, so that [`Held::of`] holds it without counting.
+/// `device`'s default resource: the one set last by [`set_default_resource`], else its
+/// default pool where it supports pools, else synchronous allocation; kept for good, so that
+/// [`Held::of`] holds it without counting.
 pub(crate) fn default_resource(device: Device) -> Result<&'static Arc<dyn MemoryResource>> {
-    let kept = DEFAULTS.get_or_try_init(device.ordinal(), || {
-        Ok(if device.properties().memory_pools_supported()? {
+    let slot = DEFAULTS.get_or_try_init(device.ordinal(), || {
+        let made = if device.properties().memory_pools_supported()? {
             DeviceMemoryResource::default_pool(device)? as Arc<dyn MemoryResource>
         } else {
             SyncMemoryResource::new(device)?
-        })
+        };
+        Ok(AtomicPtr::new(Box::into_raw(Box::new(made))))
     })?;
+    // SAFETY: a slot only ever holds pointers from `Box::into_raw`, never freed.
+    let kept: &'static Arc<dyn MemoryResource> = unsafe { &*slot.load(Ordering::Acquire) };
     if !is_kept(kept) {
         keep_for_good(kept);
     }
     Ok(kept)
+}
+
+/// Makes `resource` `device`'s default resource (see [`Device::set_memory_resource`]).
+pub(crate) fn set_default_resource(
+    device: Device,
+    resource: Arc<dyn MemoryResource>,
+) -> Result<()> {
+    if let Some(own) = resource.device() {
+        if own != device {
+            return Err(Error::InvalidArgument {
+                name: "resource",
+                reason: format!(
+                    "it allocates memory of device {}, and the default resource of device {} \
+                     allocates on that device's streams",
+                    own.ordinal(),
+                    device.ordinal()
+                ),
+            });
+        }
+    }
+    let kept: &'static Arc<dyn MemoryResource> = Box::leak(Box::new(resource));
+    keep_for_good(kept);
+    let pointer = (kept as *const Arc<dyn MemoryResource>).cast_mut();
+    let slot = DEFAULTS.get_or_try_init(device.ordinal(), || Ok(AtomicPtr::new(pointer)))?;
+    slot.store(pointer, Ordering::Release);
+    Ok(())
 }
 
 /// Rejects, before any driver call, what no resource can allocate.

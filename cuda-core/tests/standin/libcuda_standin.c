@@ -983,3 +983,144 @@ int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
          c->Depth, name(s, d));
     return 0;
 }
+
+/* ---- pools of every kind and interprocess sharing (tests/pools.rs, tests/ipc.rs) ----------
+ * Pools made here log as P<n>; an imported pool's buffers are at the exporter's address plus
+ * 1 << 32, opened legacy memory at its address plus 2 << 32. Settings:
+ *   STANDIN_RANGE_SIZE=BYTES what cuPointerGetAttributes answers as an allocation's size
+ *                            (default 1 MiB)
+ *   STANDIN_UUID_SAME=1      every device has device 0's UUID */
+#include <fcntl.h>
+#include <unistd.h>
+
+typedef struct { char reserved[64]; } ipc64;
+struct access_desc { struct location location; int flags; };
+struct pool_props {
+    int alloc_type;
+    int handle_types;
+    struct location location;
+    void *win32;
+    size_t max_size;
+};
+
+static const char *pool_name(const void *p, char *buf) {
+    const struct object *o = p;
+    if (o >= pools && o < pools + MAX_DEVICES) return name(p, buf);
+    sprintf(buf, "P%d", o->id);
+    return buf;
+}
+
+int cuMemPoolCreate(void **pool, const struct pool_props *props) {
+    struct object *o = make(POOL, current);
+    char b[16];
+    note("cuMemPoolCreate %s alloc=%d handles=%d location=%d:%d max=%zu", pool_name(o, b),
+         props->alloc_type, props->handle_types, props->location.type, props->location.id,
+         props->max_size);
+    *pool = o;
+    return 0;
+}
+int cuMemPoolDestroy(void *pool) { char b[16]; note("cuMemPoolDestroy %s", pool_name(pool, b)); return 0; }
+int cuMemPoolSetAttribute(void *pool, int attribute, void *value) {
+    char b[16];
+    unsigned long long v = attribute <= 3 ? (unsigned long long)*(int *)value : *(unsigned long long *)value;
+    note("cuMemPoolSetAttribute %s attr=%d value=%llu", pool_name(pool, b), attribute, v);
+    return 0;
+}
+int cuMemPoolTrimTo(void *pool, size_t keep) { char b[16]; note("cuMemPoolTrimTo %s keep=%zu", pool_name(pool, b), keep); return 0; }
+/* A pool's access mask lives in its `params` (bit d: device d); the default pools' own device
+ * always has access. */
+int cuMemPoolSetAccess(void *pool, const struct access_desc *desc, size_t count) {
+    struct object *o = pool;
+    char b[16];
+    for (size_t i = 0; i < count; i++) {
+        note("cuMemPoolSetAccess %s location=%d:%d flags=%d", pool_name(pool, b),
+             desc[i].location.type, desc[i].location.id, desc[i].flags);
+        if (desc[i].flags) o->params |= 1 << desc[i].location.id;
+        else o->params &= ~(1 << desc[i].location.id);
+    }
+    return 0;
+}
+int cuMemPoolGetAccess(int *flags, void *pool, struct location *location) {
+    struct object *o = pool;
+    int own = o >= pools && o < pools + MAX_DEVICES && o->device == location->id;
+    *flags = own || (o->params >> location->id) & 1 ? 3 : 0;
+    return 0;
+}
+int cuMemPoolExportToShareableHandle(void *out, void *pool, int type, unsigned long long flags) {
+    char b[16];
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 2;
+    *(int *)out = fd;
+    note("cuMemPoolExportToShareableHandle %s type=%d flags=%llu", pool_name(pool, b), type, flags);
+    return 0;
+}
+int cuMemPoolImportFromShareableHandle(void **pool, void *handle, int type, unsigned long long flags) {
+    int fd = (int)(intptr_t)handle;
+    char b[16];
+    if (fcntl(fd, F_GETFD) < 0) return 1;
+    struct object *o = make(POOL, current);
+    *pool = o;
+    note("cuMemPoolImportFromShareableHandle %s type=%d flags=%llu", pool_name(o, b), type, flags);
+    return 0;
+}
+/* Export data: the address, then 0x5a bytes; an import of data whose byte 8 is not 0x5a is
+ * refused as the driver refuses freed memory. */
+int cuMemPoolExportPointer(unsigned char *data, devptr ptr) {
+    memcpy(data, &ptr, sizeof ptr);
+    memset(data + 8, 0x5a, 56);
+    note("cuMemPoolExportPointer %#llx", ptr);
+    return 0;
+}
+int cuMemPoolImportPointer(devptr *ptr, void *pool, unsigned char *data) {
+    char b[16];
+    devptr exported;
+    memcpy(&exported, data, sizeof exported);
+    if (data[8] != 0x5a) return 1;
+    *ptr = exported + (1ull << 32);
+    note("cuMemPoolImportPointer %#llx from %s", *ptr, pool_name(pool, b));
+    return 0;
+}
+int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr) {
+    for (unsigned i = 0; i < n; i++) {
+        if (attributes[i] == 11) *(devptr *)data[i] = ptr;
+        else if (attributes[i] == 12) *(size_t *)data[i] = (size_t)setting("STANDIN_RANGE_SIZE", 1 << 20);
+        else return 1;
+    }
+    note("cuPointerGetAttributes %#llx", ptr);
+    return 0;
+}
+int cuIpcGetEventHandle(ipc64 *handle, void *event) {
+    char b[16];
+    memset(handle, 0, sizeof *handle);
+    memcpy(handle->reserved, &event, sizeof event);
+    note("cuIpcGetEventHandle %s", name(event, b));
+    return 0;
+}
+int cuIpcOpenEventHandle(void **event, ipc64 handle) {
+    char b[16];
+    (void)handle;
+    if (!current) return 201;
+    struct object *o = make(EVENT, current);
+    *event = o;
+    note("cuIpcOpenEventHandle -> %s", name(o, b));
+    return 0;
+}
+int cuIpcGetMemHandle(ipc64 *handle, devptr ptr) {
+    memset(handle, 0, sizeof *handle);
+    memcpy(handle->reserved, &ptr, sizeof ptr);
+    note("cuIpcGetMemHandle %#llx", ptr);
+    return 0;
+}
+int cuIpcOpenMemHandle_v2(devptr *ptr, ipc64 handle, unsigned flags) {
+    devptr exported;
+    memcpy(&exported, handle.reserved, sizeof exported);
+    *ptr = exported + (2ull << 32);
+    note("cuIpcOpenMemHandle %#llx flags=%u", *ptr, flags);
+    return 0;
+}
+int cuIpcCloseMemHandle(devptr ptr) { note("cuIpcCloseMemHandle %#llx", ptr); return 0; }
+int cuDeviceGetUuid(unsigned char *uuid, int device) {
+    memset(uuid, (setting("STANDIN_UUID_SAME", 0) ? 0 : device) + 0x10, 16);
+    return 0;
+}
+int cuDeviceGetUuid_v2(unsigned char *uuid, int device) { return cuDeviceGetUuid(uuid, device); }

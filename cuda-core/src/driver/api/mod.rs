@@ -22,6 +22,7 @@ mod hot;
 pub(crate) mod managed;
 mod memory;
 mod module;
+mod pool;
 mod stream;
 mod vmm;
 
@@ -36,6 +37,7 @@ pub(crate) use self::hot::HotPath;
 pub(crate) use self::managed::ManagedApi;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
+pub(crate) use self::pool::{PoolApi, PoolLocation, PoolSpec};
 pub(crate) use self::stream::StreamApi;
 pub(crate) use self::vmm::{AllocationHandle, AllocationSpec, VmmApi, HANDLE_TYPE_POSIX_FD};
 
@@ -56,6 +58,7 @@ pub(crate) trait Driver:
     + VmmApi
     + CopyApi
     + ManagedApi
+    + PoolApi
     + Send
     + Sync
 {

@@ -19,6 +19,8 @@
 //!   `abi_mem_batch_async` (the 13 header's `cuMemcpyBatchAsync_v2` drops the failing index;
 //!   prefetch and advice take a location under the 13 header's plain names and the 12 header's
 //!   `_v2`; the batched prefetch and discard calls are in the 13 header only).
+//! - `fn pool_location(kind, id) -> CUmemLocation` and `fn managed_allocation_type()` (pools:
+//!   the 13 header's location union, and its managed allocation type).
 
 mod checkpoint;
 mod context;
@@ -31,6 +33,7 @@ mod hot;
 mod managed;
 mod memory;
 mod module;
+mod pool;
 mod stream;
 mod vmm;
 
@@ -45,6 +48,7 @@ pub(super) use self::hot::impl_hot_path;
 pub(super) use self::managed::impl_managed_api;
 pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
+pub(super) use self::pool::impl_pool_api;
 pub(super) use self::stream::impl_stream_api;
 pub(super) use self::vmm::impl_vmm_api;
 
@@ -217,6 +221,7 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_vmm_api!($name, $sys);
         $crate::driver::shared::impl_copy_api!($name, $sys);
         $crate::driver::shared::impl_managed_api!($name, $sys);
+        $crate::driver::shared::impl_pool_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;

@@ -1,0 +1,550 @@
+//! Host-accessible memory from memory pools, allocated and freed in stream order: pinned host
+//! memory ([`PinnedMemoryPool`]) and managed memory ([`ManagedMemoryPool`]).
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::device_pool::POSIX_FD_HANDLES;
+use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use super::{check_request, Buffer, DevicePtr, MemoryResource};
+use crate::context::Context;
+use crate::device::Device;
+use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
+use crate::error::{Error, Result};
+use crate::info::DriverVersion;
+use crate::stream::Stream;
+
+/// The first driver with pools of host memory not bound to a NUMA node
+/// (`CU_MEM_LOCATION_TYPE_HOST`) and of managed memory.
+const HOST_AND_MANAGED_POOLS: DriverVersion = DriverVersion(13000);
+
+/// Refuses a driver older than `needed`, naming what needs it.
+fn check_driver(context: &Context, needed: DriverVersion, what: &'static str) -> Result<()> {
+    let driver = context.driver();
+    if driver.version() >= needed {
+        return Ok(());
+    }
+    Err(Error::NotSupported {
+        function: what,
+        driver: driver.version(),
+        abi: driver.abi().major(),
+    })
+}
+
+/// Grants `device` read-write access to `pool` unless it has it.
+fn grant(driver: &'static dyn Driver, pool: PoolHandle, device: Device) -> Result<()> {
+    if !driver.mem_pool_get_access(pool, device.handle())? {
+        driver.mem_pool_set_access(pool, device.handle(), true)?;
+    }
+    Ok(())
+}
+
+/// Options of a new pool of pinned host memory: see [`PinnedMemoryPool::new`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PinnedMemoryPoolOptions {
+    /// The host NUMA node the memory comes from (`CU_MEM_LOCATION_TYPE_HOST_NUMA`); `None`
+    /// for host memory of no particular node (`CU_MEM_LOCATION_TYPE_HOST`, drivers 13.0 and
+    /// newer).
+    pub numa_node: Option<u32>,
+    /// The most the pool may reserve, in bytes; `None` for the system's limit.
+    pub max_size: Option<usize>,
+    /// How much reserved memory the pool keeps at a synchronisation, in bytes; `None` leaves
+    /// the driver's default (0: release all).
+    pub release_threshold: Option<u64>,
+    /// Whether other processes may import the pool and its buffers by POSIX file descriptor
+    /// ([`PinnedMemoryPool::share`]). The driver shares only pools of a NUMA node.
+    pub shareable: bool,
+}
+
+crate::options::chainers!(PinnedMemoryPoolOptions {
+    with_numa_node(numa_node: u32) => some;
+    with_max_size(max_size: usize) => some;
+    with_release_threshold(release_threshold: u64) => some;
+    with_shareable(shareable: bool);
+});
+
+/// Page-locked host memory from a memory pool (`cuMemPoolCreate` of a host location),
+/// allocated and freed in stream order (`cuMemAllocFromPoolAsync`, `cuMemFreeAsync`): readable
+/// and writable by the host, and by kernels and copies of the devices granted access
+/// ([`set_access`](Self::set_access); the device it is made with has it from the start).
+///
+/// A host view of a buffer ([`Buffer::as_slice`]) may be taken once the allocation is done
+/// in stream order (synchronise the allocation stream first): until then, the memory may still
+/// be in use by work queued before a free of its previous allocation.
+///
+/// ```no_run
+/// use cuda_core::{Allocate, Device, PinnedMemoryPool, PinnedMemoryPoolOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))?;
+/// let mut staging = pool.allocate(1 << 20, &stream)?;
+/// staging.fill(1u8, &stream)?;
+/// stream.sync()?;
+/// // SAFETY: the stream is synchronised; nothing else uses the buffer while the view lives.
+/// assert!(unsafe { staging.as_slice::<u8>() }?.iter().all(|&b| b == 1));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias("CU_MEM_LOCATION_TYPE_HOST", "CU_MEM_LOCATION_TYPE_HOST_NUMA"))]
+pub struct PinnedMemoryPool {
+    pool: PoolHandle,
+    numa_node: Option<u32>,
+    sharing: Option<PoolIdentity>,
+    /// Bit `d` set: device `d` has read-write access (devices 0 to 63; others are asked).
+    access: AtomicU64,
+    driver: &'static dyn Driver,
+    context: Context,
+}
+
+impl fmt::Debug for PinnedMemoryPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedMemoryPool")
+            .field("pool", &self.pool.0)
+            .field("numa_node", &self.numa_node)
+            .field("shareable", &self.sharing.is_some())
+            .finish()
+    }
+}
+
+impl Drop for PinnedMemoryPool {
+    fn drop(&mut self) {
+        if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+            log::error!("destroying a pinned memory pool: {e}");
+        }
+    }
+}
+
+/// The bit of `device` in an access mask, for the first 64 devices.
+fn access_bit(device: Device) -> Option<u64> {
+    (device.ordinal() < 64).then(|| 1u64 << device.ordinal())
+}
+
+impl PinnedMemoryPool {
+    /// A new pool of pinned host memory, made through `device`'s primary context, which gets
+    /// read-write access to it; destroyed when the last reference drops (after its buffers,
+    /// which hold one).
+    ///
+    /// Refused before the driver: a zero `max_size`; `shareable` without a NUMA node (the
+    /// driver shares no pool of `CU_MEM_LOCATION_TYPE_HOST`); a device that does not support
+    /// the pool asked for (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED`,
+    /// `_HOST_MEMORY_POOLS_SUPPORTED`, `_MEMPOOL_SUPPORTED_HANDLE_TYPES`), or a driver older
+    /// than 13.0 for a pool of no NUMA node ([`Error::NotSupported`]).
+    #[doc(alias = "cuMemPoolCreate")]
+    pub fn new(device: Device, options: PinnedMemoryPoolOptions) -> Result<Arc<PinnedMemoryPool>> {
+        if options.max_size == Some(0) {
+            return Err(Error::InvalidArgument {
+                name: "options.max_size",
+                reason: "a pool needs room for at least one byte; use None for no limit".to_owned(),
+            });
+        }
+        let context = device.primary_context()?;
+        let properties = device.properties();
+        let location = match options.numa_node {
+            None => {
+                if options.shareable {
+                    return Err(Error::InvalidArgument {
+                        name: "options.shareable",
+                        reason: "the driver shares only pools of a host NUMA node: set \
+                                 options.numa_node"
+                            .to_owned(),
+                    });
+                }
+                check_driver(
+                    &context,
+                    HOST_AND_MANAGED_POOLS,
+                    "cuMemPoolCreate of host memory of no NUMA node (CU_MEM_LOCATION_TYPE_HOST: \
+                     drivers 13.0 and newer; a NUMA node's pool works before)",
+                )?;
+                if !properties.host_memory_pools_supported()? {
+                    return Err(unsupported(
+                        device,
+                        "pools of host memory",
+                        "HOST_MEMORY_POOLS",
+                    ));
+                }
+                PoolLocation::Host
+            }
+            Some(node) => {
+                let Ok(id) = i32::try_from(node) else {
+                    return Err(Error::InvalidArgument {
+                        name: "options.numa_node",
+                        reason: format!("{node} is not a NUMA node id"),
+                    });
+                };
+                if !properties.host_numa_memory_pools_supported()? {
+                    return Err(unsupported(
+                        device,
+                        "pools of host NUMA memory",
+                        "HOST_NUMA_MEMORY_POOLS",
+                    ));
+                }
+                PoolLocation::HostNuma(id)
+            }
+        };
+        if options.shareable && properties.mempool_supported_handle_types()? & POSIX_FD_HANDLES == 0
+        {
+            return Err(Error::InvalidArgument {
+                name: "options.shareable",
+                reason: format!(
+                    "device {}'s memory pools cannot be shared by POSIX file descriptor \
+                     (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)",
+                    device.ordinal()
+                ),
+            });
+        }
+        let driver = context.driver();
+        let pool = context.with_current(|driver| {
+            driver.pool_create(&PoolSpec {
+                managed: false,
+                location,
+                posix_fd: options.shareable,
+                max_size: options.max_size.unwrap_or(0),
+            })
+        })?;
+        let made = Arc::new(PinnedMemoryPool {
+            pool,
+            numa_node: options.numa_node,
+            sharing: options
+                .shareable
+                .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32))),
+            access: AtomicU64::new(0),
+            driver,
+            context,
+        });
+        grant(driver, pool, device)?;
+        made.access
+            .fetch_or(access_bit(device).unwrap_or(0), Ordering::Relaxed);
+        if let Some(threshold) = options.release_threshold {
+            made.set_release_threshold(threshold)?;
+        }
+        Ok(made)
+    }
+
+    /// The host NUMA node of the memory, if the pool has one.
+    pub fn numa_node(&self) -> Option<u32> {
+        self.numa_node
+    }
+
+    /// Grants `devices` read-write access to all of the pool's memory, present and future, and
+    /// revokes it from every other device (`cuMemPoolSetAccess`): kernels and copies of those
+    /// devices may then use its buffers, and their streams allocate from it.
+    #[doc(alias = "cuMemPoolSetAccess")]
+    pub fn set_access(&self, devices: &[Device]) -> Result<()> {
+        for device in Device::all()? {
+            let wanted = devices.contains(&device);
+            if wanted || self.is_accessible_from(device)? {
+                self.driver
+                    .mem_pool_set_access(self.pool, device.handle(), wanted)?;
+            }
+            if let Some(bit) = access_bit(device) {
+                if wanted {
+                    self.access.fetch_or(bit, Ordering::Relaxed);
+                } else {
+                    self.access.fetch_and(!bit, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The devices with read-write access to the pool's memory (`cuMemPoolGetAccess`).
+    #[doc(alias = "cuMemPoolGetAccess")]
+    pub fn access(&self) -> Result<Vec<Device>> {
+        let mut granted = Vec::new();
+        for device in Device::all()? {
+            if self
+                .driver
+                .mem_pool_get_access(self.pool, device.handle())?
+            {
+                granted.push(device);
+            }
+        }
+        Ok(granted)
+    }
+
+    /// Whether the pool was made [`shareable`](PinnedMemoryPoolOptions::shareable).
+    pub fn is_shareable(&self) -> bool {
+        self.sharing.is_some()
+    }
+
+    /// Exports the pool for other processes: see
+    /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
+    #[doc(alias = "cuMemPoolExportToShareableHandle")]
+    pub fn share(&self) -> Result<SharedPoolHandle> {
+        ipc::share_pool(&self.context, self.pool, self.identity()?)
+    }
+
+    /// Describes one of the pool's buffers for a process that imported the pool: see
+    /// [`DeviceMemoryResource::export_buffer`](crate::DeviceMemoryResource::export_buffer).
+    #[doc(alias = "cuMemPoolExportPointer")]
+    pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
+        let identity = self.identity()?;
+        if !ipc::allocated_by(buffer, self) {
+            return Err(Error::InvalidArgument {
+                name: "buffer",
+                reason: format!(
+                    "it was allocated by {:?}, not by this pool",
+                    buffer.memory_resource()
+                ),
+            });
+        }
+        ipc::export_buffer(&self.context, buffer, identity)
+    }
+
+    fn identity(&self) -> Result<PoolIdentity> {
+        self.sharing.ok_or_else(|| Error::InvalidArgument {
+            name: "self",
+            reason: "the pool was not made shareable (PinnedMemoryPoolOptions::shareable)"
+                .to_owned(),
+        })
+    }
+
+    #[cold]
+    fn no_access(&self, device: Device) -> Error {
+        Error::InvalidArgument {
+            name: "stream",
+            reason: format!(
+                "device {} has no access to this pinned pool; grant it with \
+                 PinnedMemoryPool::set_access",
+                device.ordinal()
+            ),
+        }
+    }
+}
+
+super::pool::pool_attributes!(PinnedMemoryPool);
+
+/// A device that does not support a kind of pool, named by its attribute.
+fn unsupported(device: Device, what: &str, attribute: &str) -> Error {
+    Error::InvalidArgument {
+        name: "device",
+        reason: format!(
+            "device {} does not support {what} (CU_DEVICE_ATTRIBUTE_{attribute}_SUPPORTED is 0)",
+            device.ordinal()
+        ),
+    }
+}
+
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, of host memory
+// the host may read and write for its whole life, freed only through `deallocate` (in order on
+// its stream); the stream's device has access (checked).
+unsafe impl MemoryResource for PinnedMemoryPool {
+    #[inline]
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
+        check_request(size, stream, None)?;
+        let device = stream.device();
+        let granted = match access_bit(device) {
+            Some(bit) => self.access.load(Ordering::Relaxed) & bit != 0,
+            None => self.is_accessible_from(device)?,
+        };
+        if !granted {
+            return Err(self.no_access(device));
+        }
+        stream
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .map(DevicePtr)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        None
+    }
+
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        self.driver.mem_pool_get_access(self.pool, device.handle())
+    }
+}
+
+/// The preferred location of a managed pool's memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ManagedLocation {
+    /// No preferred location (`CU_MEM_LOCATION_TYPE_NONE`).
+    #[default]
+    None,
+    /// A device's memory.
+    Device(Device),
+    /// Host memory (`CU_MEM_LOCATION_TYPE_HOST`).
+    Host,
+    /// Host memory of a NUMA node (`CU_MEM_LOCATION_TYPE_HOST_NUMA`).
+    HostNuma(u32),
+}
+
+/// Options of a new pool of managed memory: see [`ManagedMemoryPool::new`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ManagedMemoryPoolOptions {
+    /// Where the driver prefers to keep the pool's memory.
+    pub preferred_location: ManagedLocation,
+    /// How much reserved memory the pool keeps at a synchronisation, in bytes; `None` leaves
+    /// the driver's default.
+    pub release_threshold: Option<u64>,
+}
+
+crate::options::chainers!(ManagedMemoryPoolOptions {
+    with_preferred_location(preferred_location: ManagedLocation);
+    with_release_threshold(release_threshold: u64) => some;
+});
+
+/// Managed (unified) memory from a memory pool (`cuMemPoolCreate` with
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED`), allocated and freed in stream order: migrated between
+/// the host and the devices on demand, readable and writable by both. The driver has these
+/// pools from 13.0, through the CUDA 13 ABI only (the 12.9 header has no managed allocation
+/// type: [`Error::NotSupported`]), and only where every device has concurrent managed access.
+/// A managed pool has no size limit and cannot be shared with other processes.
+///
+/// ```no_run
+/// use cuda_core::{Allocate, Device, ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, StreamOptions};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let options = ManagedMemoryPoolOptions::default().with_preferred_location(ManagedLocation::Device(device));
+/// let pool = ManagedMemoryPool::new(device, options)?;
+/// let mut buffer = pool.allocate(4096, &stream)?;
+/// buffer.fill(3u32, &stream)?;
+/// stream.sync()?;
+/// // SAFETY: the stream is synchronised; nothing else uses the buffer while the view lives.
+/// assert!(unsafe { buffer.as_slice::<u32>() }?.iter().all(|&x| x == 3));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[doc(alias = "CU_MEM_ALLOCATION_TYPE_MANAGED")]
+pub struct ManagedMemoryPool {
+    pool: PoolHandle,
+    location: ManagedLocation,
+    driver: &'static dyn Driver,
+    context: Context,
+}
+
+impl fmt::Debug for ManagedMemoryPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagedMemoryPool")
+            .field("pool", &self.pool.0)
+            .field("device", &self.context.device().ordinal())
+            .field("preferred_location", &self.location)
+            .finish()
+    }
+}
+
+impl Drop for ManagedMemoryPool {
+    fn drop(&mut self) {
+        if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+            log::error!("destroying a managed memory pool: {e}");
+        }
+    }
+}
+
+impl ManagedMemoryPool {
+    /// A new pool of managed memory, made through `device`'s primary context; destroyed when
+    /// the last reference drops (after its buffers, which hold one). A driver older than 13.0
+    /// or the 12 ABI is [`Error::NotSupported`]; a device without concurrent managed access
+    /// ([`DeviceProperties::concurrent_managed_access`](crate::DeviceProperties::concurrent_managed_access)),
+    /// or a NUMA node id out of range, [`Error::InvalidArgument`], before the driver.
+    #[doc(alias = "cuMemPoolCreate")]
+    pub fn new(
+        device: Device,
+        options: ManagedMemoryPoolOptions,
+    ) -> Result<Arc<ManagedMemoryPool>> {
+        let context = device.primary_context()?;
+        check_driver(
+            &context,
+            HOST_AND_MANAGED_POOLS,
+            "cuMemPoolCreate of managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED: drivers 13.0 \
+             and newer)",
+        )?;
+        let location = match options.preferred_location {
+            ManagedLocation::None => PoolLocation::Unspecified,
+            ManagedLocation::Device(preferred) => PoolLocation::Device(preferred.handle()),
+            ManagedLocation::Host => PoolLocation::Host,
+            ManagedLocation::HostNuma(node) => match i32::try_from(node) {
+                Ok(id) => PoolLocation::HostNuma(id),
+                Err(_) => {
+                    return Err(Error::InvalidArgument {
+                        name: "options.preferred_location",
+                        reason: format!("{node} is not a NUMA node id"),
+                    })
+                }
+            },
+        };
+        for other in Device::all()? {
+            if !other.properties().concurrent_managed_access()? {
+                return Err(unsupported(
+                    other,
+                    "concurrent managed access, which managed pools need on every device",
+                    "CONCURRENT_MANAGED_ACCESS",
+                ));
+            }
+        }
+        let driver = context.driver();
+        let pool = context.with_current(|driver| {
+            driver.pool_create(&PoolSpec {
+                managed: true,
+                location,
+                posix_fd: false,
+                max_size: 0,
+            })
+        })?;
+        let made = Arc::new(ManagedMemoryPool {
+            pool,
+            location: options.preferred_location,
+            driver,
+            context,
+        });
+        if let Some(threshold) = options.release_threshold {
+            made.set_release_threshold(threshold)?;
+        }
+        Ok(made)
+    }
+
+    /// The preferred location it was made with.
+    pub fn preferred_location(&self) -> ManagedLocation {
+        self.location
+    }
+}
+
+super::pool::pool_attributes!(ManagedMemoryPool);
+
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes of managed
+// memory (accessible from the host and every device for its whole life), freed only through
+// `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for ManagedMemoryPool {
+    #[inline]
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
+        check_request(size, stream, None)?;
+        stream
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .map(DevicePtr)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.context.device())
+    }
+
+    /// Managed memory is accessible from every device.
+    fn is_accessible_from(&self, _device: Device) -> Result<bool> {
+        Ok(true)
+    }
+}

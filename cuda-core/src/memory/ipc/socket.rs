@@ -1,0 +1,294 @@
+//! [`SharedPoolHandle::send`] and [`SharedPoolHandle::recv`]: a pool's file descriptor and its
+//! bytes as one message over a Unix socket, the descriptor as `SCM_RIGHTS` ancillary data
+//! (through `rustix`, which keeps the control-message handling safe).
+
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::io::Errno;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+
+use super::SharedPoolHandle;
+use crate::error::{Cause, Error, Result};
+
+fn socket_error(operation: &'static str, source: std::io::Error) -> Error {
+    Error::Socket {
+        operation,
+        source: Cause::new(source),
+    }
+}
+
+fn errno(operation: &'static str) -> impl FnOnce(Errno) -> Error {
+    move |e| socket_error(operation, e.into())
+}
+
+/// The other end closed (or sent too little) before a whole message came.
+fn short(operation: &'static str, what: String) -> Error {
+    socket_error(
+        operation,
+        std::io::Error::new(std::io::ErrorKind::UnexpectedEof, what),
+    )
+}
+
+impl SharedPoolHandle {
+    /// Sends the handle over a connected Unix socket (a `UnixStream`, or a `UnixDatagram` or
+    /// seq-packet socket that is connected): its bytes, with a copy of its file descriptor as
+    /// `SCM_RIGHTS` ancillary data. The handle stays usable here: send it to as many
+    /// processes as need it. The other end receives it with [`recv`](Self::recv).
+    ///
+    /// ```no_run
+    /// use std::os::unix::net::UnixStream;
+    /// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, ImportedPool, SharedPoolHandle};
+    ///
+    /// let (here, there) = UnixStream::pair().expect("a socket pair");
+    /// let device = Device::new(0)?;
+    /// let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default().with_shareable(true))?;
+    /// pool.share()?.send(&here)?;
+    /// // In the other process (here the same one, for the example's sake):
+    /// let received = SharedPoolHandle::recv(&there)?;
+    /// assert_eq!(received.gpu(), Some(device.uuid()?));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("sendmsg", "SCM_RIGHTS"))]
+    pub fn send(&self, socket: impl AsFd) -> Result<()> {
+        let bytes = self.identity().to_bytes();
+        let fds = [self.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return Err(socket_error(
+                "sendmsg",
+                std::io::Error::other("no room for the file descriptor's control message"),
+            ));
+        }
+        let sent = loop {
+            match rustix::net::sendmsg(
+                &socket,
+                &[IoSlice::new(&bytes)],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            ) {
+                Err(Errno::INTR) => continue,
+                other => break other.map_err(errno("sendmsg"))?,
+            }
+        };
+        let mut sent = sent;
+        while sent < bytes.len() {
+            match rustix::net::send(&socket, &bytes[sent..], SendFlags::NOSIGNAL) {
+                Err(Errno::INTR) => continue,
+                Ok(0) => return Err(short("send", "the socket took no more bytes".to_owned())),
+                Ok(n) => sent += n,
+                Err(e) => return Err(errno("send")(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Receives a handle sent with [`send`](Self::send) from a connected Unix socket,
+    /// blocking until it comes; the file descriptor arrives close-on-exec. A message without a
+    /// file descriptor, with more than one, cut short, or whose bytes are no pool's is an
+    /// error (any descriptors that came with it are closed).
+    #[doc(alias("recvmsg", "SCM_RIGHTS"))]
+    pub fn recv(socket: impl AsFd) -> Result<SharedPoolHandle> {
+        let mut bytes = [0u8; SharedPoolHandle::INFO_BYTES];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let message = loop {
+            match rustix::net::recvmsg(
+                &socket,
+                &mut [IoSliceMut::new(&mut bytes)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            ) {
+                Err(Errno::INTR) => continue,
+                other => break other.map_err(errno("recvmsg"))?,
+            }
+        };
+        let mut received: Vec<OwnedFd> = Vec::new();
+        for ancillary in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = ancillary {
+                received.extend(fds);
+            }
+        }
+        if message.bytes == 0 {
+            return Err(short(
+                "recvmsg",
+                "the socket closed before a shared pool came".to_owned(),
+            ));
+        }
+        if message.flags.contains(ReturnFlags::CTRUNC) {
+            return Err(short(
+                "recvmsg",
+                "the message's file descriptors were cut short (more came than one)".to_owned(),
+            ));
+        }
+        let mut got = message.bytes;
+        while got < bytes.len() {
+            match rustix::net::recv(&socket, &mut bytes[got..], RecvFlags::empty()) {
+                Err(Errno::INTR) => continue,
+                Ok((0, _)) => {
+                    return Err(short(
+                        "recv",
+                        format!(
+                            "the socket closed after {got} of a shared pool's {} bytes",
+                            bytes.len()
+                        ),
+                    ))
+                }
+                Ok((n, _)) => got += n,
+                Err(e) => return Err(errno("recv")(e)),
+            }
+        }
+        let count = received.len();
+        let mut fds = received.into_iter();
+        match (fds.next(), count) {
+            (Some(fd), 1) => SharedPoolHandle::from_parts(fd, &bytes),
+            (None, _) => Err(Error::InvalidArgument {
+                name: "socket",
+                reason: "the message carried no file descriptor: was it sent with \
+                         SharedPoolHandle::send?"
+                    .to_owned(),
+            }),
+            (Some(_), n) => Err(Error::InvalidArgument {
+                name: "socket",
+                reason: format!(
+                    "the message carried {n} file descriptors, where a shared pool has one"
+                ),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+    use crate::memory::ipc::{PoolIdentity, SharedKind};
+
+    fn handle_of(file: std::fs::File) -> SharedPoolHandle {
+        let identity = PoolIdentity {
+            token: [5; 16],
+            kind: SharedKind::PinnedHost,
+            uuid: [0; 16],
+            numa: 1,
+        };
+        let (_, info) = SharedPoolHandle {
+            fd: tempfile::tempfile().unwrap().into(),
+            identity,
+        }
+        .into_parts();
+        SharedPoolHandle::from_parts(file.into(), &info).unwrap()
+    }
+
+    /// The received descriptor is a new one for the same open file: what one writes through
+    /// it, the other reads.
+    #[test]
+    fn a_handle_crosses_a_socket_with_its_file_descriptor() {
+        let (here, there) = UnixStream::pair().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"pool").unwrap();
+        let handle = handle_of(file.try_clone().unwrap());
+        handle.send(&here).unwrap();
+        // Sending does not consume it: a second process gets its own copy.
+        handle.send(&here).unwrap();
+        for _ in 0..2 {
+            let received = SharedPoolHandle::recv(&there).unwrap();
+            assert_eq!(received.identity(), handle.identity());
+            assert_eq!(received.numa_node(), Some(1));
+            assert_ne!(received.as_fd().as_raw_fd(), handle.as_fd().as_raw_fd());
+            let (fd, _) = received.into_parts();
+            let mut same = std::fs::File::from(fd);
+            same.rewind().unwrap();
+            let mut text = String::new();
+            same.read_to_string(&mut text).unwrap();
+            assert_eq!(text, "pool");
+        }
+        // Close-on-exec, as received.
+        handle.send(&here).unwrap();
+        let received = SharedPoolHandle::recv(&there).unwrap();
+        let flags = rustix::io::fcntl_getfd(received.as_fd()).unwrap();
+        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
+    }
+
+    #[test]
+    fn a_message_without_a_descriptor_or_cut_short_is_refused() {
+        let (mut here, there) = UnixStream::pair().unwrap();
+        // The right bytes, but no descriptor with them.
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
+        here.write_all(&bytes).unwrap();
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "socket", reason } if reason.contains("no file descriptor")),
+            "{err}"
+        );
+        // Half a message, then the end of the stream.
+        here.write_all(&bytes[..20]).unwrap();
+        drop(here);
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Socket {
+                    operation: "recv",
+                    ..
+                } | Error::Socket {
+                    operation: "recvmsg",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("closed"), "{err}");
+        // Nothing at all.
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(err.to_string().contains("closed before"), "{err}");
+    }
+
+    #[test]
+    fn two_descriptors_or_foreign_bytes_are_refused() {
+        let (here, there) = UnixStream::pair().unwrap();
+        let (a, b) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
+        let fds = [a.as_fd(), b.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+        rustix::net::sendmsg(
+            &here,
+            &[IoSlice::new(&bytes)],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(err.to_string().contains("2 file descriptors"), "{err}");
+        // A descriptor with bytes that are no pool's.
+        let fds = [a.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+        rustix::net::sendmsg(
+            &here,
+            &[IoSlice::new(&[1u8; 48])],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .unwrap();
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument { name: "bytes", .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! What every kind of memory pool shares: its use and high-water marks, its release threshold,
+//! its three reuse policies, and trimming (`cuMemPoolGetAttribute`, `cuMemPoolSetAttribute`,
+//! `cuMemPoolTrimTo`), written once for [`DeviceMemoryResource`](super::DeviceMemoryResource),
+//! [`PinnedMemoryPool`](super::PinnedMemoryPool) and [`ManagedMemoryPool`](super::ManagedMemoryPool).
+
+/// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
+pub(crate) const REUSE_FOLLOW_EVENT_DEPENDENCIES: i32 = 1;
+/// `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (an `int`).
+pub(crate) const REUSE_ALLOW_OPPORTUNISTIC: i32 = 2;
+/// `CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES` (an `int`).
+pub(crate) const REUSE_ALLOW_INTERNAL_DEPENDENCIES: i32 = 3;
+/// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` (a `cuuint64_t`).
+pub(crate) const RELEASE_THRESHOLD: i32 = 4;
+/// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT` (then `_HIGH`, `USED_MEM_CURRENT`, `USED_MEM_HIGH`).
+pub(crate) const RESERVED_MEM_CURRENT: i32 = 5;
+pub(crate) const RESERVED_MEM_HIGH: i32 = 6;
+pub(crate) const USED_MEM_CURRENT: i32 = 7;
+pub(crate) const USED_MEM_HIGH: i32 = 8;
+
+/// When a pool may hand out again memory freed in stream order, before the free is known
+/// complete on the host: the pool's three reuse policies
+/// (`CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`, `_ALLOW_OPPORTUNISTIC`,
+/// `_ALLOW_INTERNAL_DEPENDENCIES`). Every policy keeps the stream-order rules: the driver
+/// reuses memory only where the work that used it is ordered before, or has finished before,
+/// the new allocation. The default is the driver's: all three on.
+///
+/// ```no_run
+/// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, ReusePolicy};
+///
+/// let pool = DeviceMemoryResource::new(Device::new(0)?, DeviceMemoryResourceOptions::default())?;
+/// // Reuse memory only on the stream it was freed on, or after an event dependency.
+/// pool.set_reuse_policy(ReusePolicy::default().with_allow_opportunistic(false).with_allow_internal_dependencies(false))?;
+/// assert!(!pool.reuse_policy()?.allow_opportunistic);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReusePolicy {
+    /// Reuse memory freed on another stream when an event dependency (a wait on an event
+    /// recorded after the free) orders the allocating stream after it.
+    pub follow_event_dependencies: bool,
+    /// Reuse memory whose free has completed on the device, whatever the streams' relation.
+    pub allow_opportunistic: bool,
+    /// Let the driver make the allocating stream wait for a pending free, so as to reuse its
+    /// memory rather than reserve more.
+    pub allow_internal_dependencies: bool,
+}
+
+impl Default for ReusePolicy {
+    fn default() -> Self {
+        ReusePolicy {
+            follow_event_dependencies: true,
+            allow_opportunistic: true,
+            allow_internal_dependencies: true,
+        }
+    }
+}
+
+crate::options::chainers!(ReusePolicy {
+    with_follow_event_dependencies(follow_event_dependencies: bool);
+    with_allow_opportunistic(allow_opportunistic: bool);
+    with_allow_internal_dependencies(allow_internal_dependencies: bool);
+});
+
+impl ReusePolicy {
+    /// The policies with their attribute codes, in order.
+    pub(crate) fn codes(self) -> [(i32, bool); 3] {
+        [
+            (
+                REUSE_FOLLOW_EVENT_DEPENDENCIES,
+                self.follow_event_dependencies,
+            ),
+            (REUSE_ALLOW_OPPORTUNISTIC, self.allow_opportunistic),
+            (
+                REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                self.allow_internal_dependencies,
+            ),
+        ]
+    }
+}
+
+/// The attribute methods of a pool type with `pool: PoolHandle` and
+/// `driver: &'static dyn Driver` fields.
+macro_rules! pool_attributes {
+    ($ty:ident) => {
+        impl $ty {
+            /// The pool's memory use now and its high-water marks.
+            #[doc(alias = "cuMemPoolGetAttribute")]
+            pub fn usage(&self) -> $crate::error::Result<$crate::memory::PoolUsage> {
+                use $crate::memory::pool as attr;
+                let get = |attribute| self.driver.mem_pool_get_u64(self.pool, attribute);
+                Ok($crate::memory::PoolUsage {
+                    reserved_current: get(attr::RESERVED_MEM_CURRENT)?,
+                    reserved_high: get(attr::RESERVED_MEM_HIGH)?,
+                    used_current: get(attr::USED_MEM_CURRENT)?,
+                    used_high: get(attr::USED_MEM_HIGH)?,
+                })
+            }
+
+            /// Resets the high-water marks to the current values.
+            #[doc(alias = "cuMemPoolSetAttribute")]
+            pub fn reset_high_water_marks(&self) -> $crate::error::Result<()> {
+                use $crate::memory::pool as attr;
+                // The driver accepts only zero for these attributes.
+                self.driver
+                    .mem_pool_set_u64(self.pool, attr::RESERVED_MEM_HIGH, 0)?;
+                self.driver
+                    .mem_pool_set_u64(self.pool, attr::USED_MEM_HIGH, 0)
+            }
+
+            /// The release threshold, in bytes.
+            #[doc(alias = "cuMemPoolGetAttribute")]
+            pub fn release_threshold(&self) -> $crate::error::Result<u64> {
+                self.driver
+                    .mem_pool_get_u64(self.pool, $crate::memory::pool::RELEASE_THRESHOLD)
+            }
+
+            /// Sets the release threshold, in bytes: how much reserved memory the pool keeps
+            /// at a synchronisation instead of returning it (`u64::MAX`: keep everything).
+            #[doc(alias = "cuMemPoolSetAttribute")]
+            pub fn set_release_threshold(&self, bytes: u64) -> $crate::error::Result<()> {
+                self.driver.mem_pool_set_u64(
+                    self.pool,
+                    $crate::memory::pool::RELEASE_THRESHOLD,
+                    bytes,
+                )
+            }
+
+            /// The pool's reuse policies (see [`ReusePolicy`](crate::ReusePolicy)).
+            #[doc(alias = "cuMemPoolGetAttribute")]
+            pub fn reuse_policy(&self) -> $crate::error::Result<$crate::memory::ReusePolicy> {
+                use $crate::memory::pool as attr;
+                let get = |attribute| {
+                    self.driver
+                        .pool_get_i32(self.pool, attribute)
+                        .map(|v| v != 0)
+                };
+                Ok($crate::memory::ReusePolicy {
+                    follow_event_dependencies: get(attr::REUSE_FOLLOW_EVENT_DEPENDENCIES)?,
+                    allow_opportunistic: get(attr::REUSE_ALLOW_OPPORTUNISTIC)?,
+                    allow_internal_dependencies: get(attr::REUSE_ALLOW_INTERNAL_DEPENDENCIES)?,
+                })
+            }
+
+            /// Sets the pool's three reuse policies (see [`ReusePolicy`](crate::ReusePolicy)).
+            #[doc(alias = "cuMemPoolSetAttribute")]
+            pub fn set_reuse_policy(
+                &self,
+                policy: $crate::memory::ReusePolicy,
+            ) -> $crate::error::Result<()> {
+                for (attribute, on) in policy.codes() {
+                    self.driver
+                        .pool_set_i32(self.pool, attribute, i32::from(on))?;
+                }
+                Ok(())
+            }
+
+            /// Returns reserved memory that no allocation uses to the system until the pool
+            /// holds no more than `keep` bytes, or nothing more can be released
+            /// (`cuMemPoolTrimTo`). Memory whose free in stream order the host has not yet
+            /// seen complete (by a synchronisation) can count as in use.
+            #[doc(alias = "cuMemPoolTrimTo")]
+            pub fn trim_to(&self, keep: usize) -> $crate::error::Result<()> {
+                self.driver.pool_trim_to(self.pool, keep)
+            }
+
+            /// The raw `CUmemoryPool`.
+            pub fn as_raw(&self) -> *mut std::ffi::c_void {
+                self.pool.0
+            }
+        }
+    };
+}
+pub(crate) use pool_attributes;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuse_policies_map_to_their_attribute_codes() {
+        let policy = ReusePolicy {
+            follow_event_dependencies: true,
+            allow_opportunistic: false,
+            allow_internal_dependencies: true,
+        };
+        assert_eq!(policy.codes(), [(1, true), (2, false), (3, true)]);
+        let policy = ReusePolicy::default()
+            .with_follow_event_dependencies(false)
+            .with_allow_internal_dependencies(false);
+        assert_eq!(policy.codes(), [(1, false), (2, true), (3, false)]);
+        assert_eq!(
+            ReusePolicy::default().codes().map(|(_, on)| on),
+            [true; 3],
+            "the driver's default is all three on"
+        );
+    }
+}

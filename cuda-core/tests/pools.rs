@@ -1,0 +1,716 @@
+//! Every kind of memory pool (device, pinned host, pinned host of a NUMA node, managed), their
+//! attributes (use, release threshold, reuse policies, trim), pinned pools' device access, and
+//! the replaceable per-device default resource. GPU tests, and stand-in tests of the calls.
+
+use crate::common;
+use crate::common::standin;
+
+use std::sync::Arc;
+
+use cuda_core::{
+    driver_info, Abi, Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error,
+    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, MemoryResource, PinnedMemoryPool,
+    PinnedMemoryPoolOptions, ReusePolicy, StreamOptions, SyncMemoryResource,
+};
+
+const MIB: usize = 1 << 20;
+
+/// The pool kinds this device and driver have, by name; each one missing says why (and fails
+/// where `CUDA_CORE_TEST_REQUIRE` names `host-pools` or `managed-pools`).
+fn pools(device: Device) -> Vec<(&'static str, Arc<dyn MemoryResource>)> {
+    let mut pools: Vec<(&'static str, Arc<dyn MemoryResource>)> = vec![(
+        "device",
+        DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap(),
+    )];
+    let properties = device.properties();
+    match PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()) {
+        Ok(pool) => pools.push(("pinned host", pool)),
+        Err(e) => {
+            assert!(
+                !properties.host_memory_pools_supported().unwrap_or(false)
+                    || driver_info().unwrap().version.major() < 13,
+                "a device with host pools refused one: {e}"
+            );
+            common::not_run("host-pools", &format!("no pool of host memory: {e}"));
+        }
+    }
+    if properties
+        .host_numa_memory_pools_supported()
+        .unwrap_or(false)
+    {
+        pools.push((
+            "pinned NUMA 0",
+            PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+                .unwrap(),
+        ));
+    } else {
+        common::not_run("host-pools", "the device has no host NUMA memory pools");
+    }
+    match ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()) {
+        Ok(pool) => pools.push(("managed", pool)),
+        Err(e) => {
+            if driver_info().unwrap().abi == Abi::Cuda12 {
+                assert!(matches!(e, Error::NotSupported { .. }), "{e}");
+            }
+            common::not_run("managed-pools", &format!("no managed pool: {e}"));
+        }
+    }
+    pools
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_pool_kind_round_trips_in_stream_order() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    for (seed, (kind, pool)) in pools(device).into_iter().enumerate() {
+        let data = common::random_u32(seed as u64 + 1, MIB / 4);
+        let mut a = pool.allocate(MIB, &stream).unwrap();
+        let mut b = pool.allocate(MIB, &stream).unwrap();
+        a.copy_from_host(&data, &stream).unwrap();
+        b.fill(0xDEAD_BEEFu32, &stream).unwrap();
+        a.copy_to(&mut b, &stream).unwrap();
+        assert_eq!(b.to_vec::<u32>(&stream).unwrap(), data, "{kind}");
+        assert!(b.is_device_accessible(), "{kind}");
+        if b.is_host_accessible() {
+            stream.sync().unwrap();
+            // SAFETY: the stream is synchronised and nothing else uses the buffer.
+            assert_eq!(unsafe { b.as_slice::<u32>() }.unwrap(), &data[..], "{kind}");
+            // SAFETY: as above.
+            unsafe { a.as_mut_slice::<u32>() }.unwrap().fill(7);
+            b.copy_from(&a, &stream).unwrap();
+            assert!(
+                b.to_vec::<u32>(&stream).unwrap().iter().all(|&x| x == 7),
+                "{kind}"
+            );
+        }
+        // Device memory and managed memory copy between each other, pinned too.
+        let mut on_device = device
+            .memory_resource()
+            .unwrap()
+            .allocate(MIB, &stream)
+            .unwrap();
+        on_device.copy_from(&b, &stream).unwrap();
+        b.fill(0u8, &stream).unwrap();
+        b.copy_from(&on_device, &stream).unwrap();
+        assert_eq!(
+            b.to_vec::<u32>(&stream).unwrap(),
+            on_device.to_vec::<u32>(&stream).unwrap(),
+            "{kind}"
+        );
+        drop((a, b, on_device));
+        stream.sync().unwrap();
+    }
+    // Host memory has no device; managed and device memory belong to theirs.
+    for (kind, pool) in pools(device) {
+        let expected = if kind.starts_with("pinned") {
+            None
+        } else {
+            Some(device)
+        };
+        assert_eq!(pool.device(), expected, "{kind}");
+        assert_eq!(pool.is_host_accessible(), kind != "device", "{kind}");
+    }
+}
+
+/// For a pool type with the pool attribute methods: the release threshold and the reuse
+/// policies read back as set; with the threshold raised to everything, freed memory stays
+/// reserved, and a trim to zero returns it.
+macro_rules! attributes_and_trim {
+    ($kind:expr, $pool:expr, $stream:expr) => {{
+        let (kind, pool, stream) = ($kind, $pool, $stream);
+        assert_eq!(
+            pool.reuse_policy().unwrap(),
+            ReusePolicy::default(),
+            "{kind}"
+        );
+        for policy in policies() {
+            pool.set_reuse_policy(policy).unwrap();
+            assert_eq!(pool.reuse_policy().unwrap(), policy, "{kind}");
+        }
+        pool.set_reuse_policy(ReusePolicy::default()).unwrap();
+        pool.set_release_threshold(u64::MAX).unwrap();
+        assert_eq!(pool.release_threshold().unwrap(), u64::MAX, "{kind}");
+        let buffer = pool.allocate(64 * MIB, stream).unwrap();
+        stream.sync().unwrap();
+        let held = pool.usage().unwrap();
+        assert!(held.used_current >= 64 * MIB as u64, "{kind}: {held:?}");
+        assert!(
+            held.reserved_current >= held.used_current,
+            "{kind}: {held:?}"
+        );
+        drop(buffer);
+        stream.sync().unwrap();
+        let kept = pool.usage().unwrap();
+        assert_eq!(kept.used_current, 0, "{kind}");
+        assert!(kept.used_high >= 64 * MIB as u64, "{kind}: {kept:?}");
+        assert!(
+            kept.reserved_current >= 64 * MIB as u64,
+            "{kind}: kept by the threshold: {kept:?}"
+        );
+        pool.trim_to(0).unwrap();
+        assert_eq!(pool.usage().unwrap().reserved_current, 0, "{kind}: trimmed");
+        pool.reset_high_water_marks().unwrap();
+        assert_eq!(pool.usage().unwrap().used_high, 0, "{kind}");
+    }};
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn each_pool_reports_its_use_and_trims_what_it_keeps() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let own = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+    attributes_and_trim!("device", &own, &stream);
+    match PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0)) {
+        Ok(pinned) => attributes_and_trim!("pinned NUMA 0", &pinned, &stream),
+        Err(e) => common::not_run("host-pools", &format!("no pool of host NUMA memory: {e}")),
+    }
+    match PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()) {
+        Ok(pinned) => attributes_and_trim!("pinned host", &pinned, &stream),
+        Err(e) => common::not_run("host-pools", &format!("no pool of host memory: {e}")),
+    }
+    // The device's default pool takes the same attributes (set back after).
+    let default = DeviceMemoryResource::default_pool(device).unwrap();
+    let threshold = default.release_threshold().unwrap();
+    default.set_release_threshold(threshold + 4096).unwrap();
+    assert_eq!(default.release_threshold().unwrap(), threshold + 4096);
+    default.set_release_threshold(threshold).unwrap();
+}
+
+/// Each policy off alone, and all off.
+fn policies() -> [ReusePolicy; 4] {
+    let all = ReusePolicy::default();
+    [
+        all.with_follow_event_dependencies(false),
+        all.with_allow_opportunistic(false),
+        all.with_allow_internal_dependencies(false),
+        ReusePolicy {
+            follow_event_dependencies: false,
+            allow_opportunistic: false,
+            allow_internal_dependencies: false,
+        },
+    ]
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_managed_pool_needs_the_cuda_13_abi_and_reads_its_attributes() {
+    let device = common::device();
+    let options = ManagedMemoryPoolOptions::default()
+        .with_preferred_location(ManagedLocation::Device(device))
+        .with_release_threshold(MIB as u64);
+    match ManagedMemoryPool::new(device, options) {
+        Ok(pool) => {
+            assert_eq!(pool.preferred_location(), ManagedLocation::Device(device));
+            assert_eq!(pool.release_threshold().unwrap(), MIB as u64);
+            for policy in policies() {
+                pool.set_reuse_policy(policy).unwrap();
+                assert_eq!(pool.reuse_policy().unwrap(), policy);
+            }
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            // Managed memory is usable from the host once its allocation is done.
+            let mut buffer = pool.allocate(MIB, &stream).unwrap();
+            stream.sync().unwrap();
+            // SAFETY: synchronised; nothing else uses the buffer.
+            unsafe { buffer.as_mut_slice::<u32>() }.unwrap().fill(11);
+            assert!(buffer
+                .to_vec::<u32>(&stream)
+                .unwrap()
+                .iter()
+                .all(|&x| x == 11));
+            assert!(pool.usage().unwrap().used_current >= MIB as u64);
+            // Every preferred location is accepted.
+            for location in [ManagedLocation::None, ManagedLocation::Host] {
+                let pool = ManagedMemoryPool::new(
+                    device,
+                    ManagedMemoryPoolOptions::default().with_preferred_location(location),
+                )
+                .unwrap();
+                drop(pool.allocate(4096, &stream).unwrap());
+            }
+            stream.sync().unwrap();
+        }
+        Err(e) => {
+            if driver_info().unwrap().abi == Abi::Cuda12 {
+                assert!(
+                    matches!(&e, Error::NotSupported { function, .. } if function.contains("MANAGED")),
+                    "{e}"
+                );
+                println!("the CUDA 12 ABI has no managed pools: {e}");
+            } else {
+                common::not_run("managed-pools", &format!("no managed pool: {e}"));
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pinned_pool_serves_only_the_devices_granted_access() {
+    let device = common::device();
+    let Ok(pool) =
+        PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+    else {
+        common::not_run("host-pools", "no pool of host NUMA memory");
+        return;
+    };
+    assert_eq!(pool.numa_node(), Some(0));
+    assert_eq!(pool.access().unwrap(), vec![device]);
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    pool.set_access(&[]).unwrap();
+    assert_eq!(pool.access().unwrap(), Vec::<Device>::new());
+    let err = pool.allocate(4096, &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "stream", reason } if reason.contains("set_access")),
+        "{err}"
+    );
+    pool.set_access(&[device]).unwrap();
+    let mut buffer = pool.allocate(4096, &stream).unwrap();
+    buffer.fill(5u8, &stream).unwrap();
+    assert!(buffer
+        .to_vec::<u8>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&b| b == 5));
+    // Refused before the driver: sharing a pool of no NUMA node, a zero size limit.
+    let err = PinnedMemoryPool::new(
+        device,
+        PinnedMemoryPoolOptions::default().with_shareable(true),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "options.shareable",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_max_size(0))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "options.max_size",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// In a process of its own: the default resource is the process's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_replaced_default_resource_is_handed_out_and_kept_for_good() {
+    common::alone(
+        module_path!(),
+        "a_replaced_default_resource_is_handed_out_and_kept_for_good",
+        || {
+            let device = common::device();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let first = device.memory_resource().unwrap();
+            let mut old = first.allocate(4096, &stream).unwrap();
+            let pool =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            device.set_memory_resource(pool.clone()).unwrap();
+            let now = device.memory_resource().unwrap();
+            assert_eq!(
+                Arc::as_ptr(&now).cast::<()>(),
+                Arc::as_ptr(&pool).cast::<()>(),
+                "the default is the pool set"
+            );
+            // Kept for good: its buffers count no references.
+            let count = Arc::strong_count(&pool);
+            let buffers: Vec<_> = (0..4)
+                .map(|_| now.allocate(1 << 16, &stream).unwrap())
+                .collect();
+            assert_eq!(Arc::strong_count(&pool), count);
+            stream.sync().unwrap();
+            assert!(pool.usage().unwrap().used_current >= 4 << 16);
+            drop(buffers);
+            // A buffer of the old default works on.
+            old.fill(9u8, &stream).unwrap();
+            assert!(old.to_vec::<u8>(&stream).unwrap().iter().all(|&b| b == 9));
+            drop(old);
+            // Synchronous allocation, and back to the device's pool.
+            device
+                .set_memory_resource(SyncMemoryResource::new(device).unwrap())
+                .unwrap();
+            assert!(
+                format!("{:?}", device.memory_resource().unwrap()).contains("SyncMemoryResource")
+            );
+            device.set_memory_resource(first.clone()).unwrap();
+            assert_eq!(
+                Arc::as_ptr(&device.memory_resource().unwrap()).cast::<()>(),
+                Arc::as_ptr(&first).cast::<()>()
+            );
+            // A resource of another device is not this one's default.
+            if let Ok(second) = Device::new(1) {
+                let theirs =
+                    DeviceMemoryResource::new(second, DeviceMemoryResourceOptions::default())
+                        .unwrap();
+                let err = device.set_memory_resource(theirs).unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        Error::InvalidArgument {
+                            name: "resource",
+                            ..
+                        }
+                    ),
+                    "{err}"
+                );
+            }
+            stream.sync().unwrap();
+        },
+    );
+}
+
+/// The pool each kind asks the driver for.
+#[test]
+fn pools_of_each_kind_are_created_as_asked() {
+    standin::run(
+        module_path!(),
+        "pools_of_each_kind_are_created_as_asked",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let created = |f: &dyn Fn()| {
+                standin::clear_log();
+                f();
+                standin::calls("cuMemPoolCreate")
+            };
+            let host = created(&|| {
+                let pool =
+                    PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+                assert_eq!(pool.numa_node(), None);
+                // The device it is made with gets read-write access.
+                let access = standin::calls("cuMemPoolSetAccess");
+                assert!(access[0].ends_with("location=1:0 flags=3"), "{access:?}");
+            });
+            assert!(
+                host[0].contains("alloc=1 handles=0 location=2:0 max=0"),
+                "{host:?}"
+            );
+            let numa = created(&|| {
+                let options = PinnedMemoryPoolOptions::default()
+                    .with_numa_node(1)
+                    .with_shareable(true)
+                    .with_max_size(MIB);
+                assert!(PinnedMemoryPool::new(device, options)
+                    .unwrap()
+                    .is_shareable());
+            });
+            assert!(
+                numa[0].contains(&format!("alloc=1 handles=1 location=3:1 max={MIB}")),
+                "{numa:?}"
+            );
+            let managed = created(&|| {
+                let options = ManagedMemoryPoolOptions::default()
+                    .with_preferred_location(ManagedLocation::Device(Device::new(1).unwrap()));
+                drop(ManagedMemoryPool::new(device, options).unwrap());
+            });
+            assert!(
+                managed[0].contains("alloc=2 handles=0 location=1:1 max=0"),
+                "{managed:?}"
+            );
+            let unplaced = created(&|| {
+                drop(ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()).unwrap());
+            });
+            assert!(
+                unplaced[0].contains("alloc=2 handles=0 location=0:0"),
+                "{unplaced:?}"
+            );
+            let own = created(&|| {
+                drop(
+                    DeviceMemoryResource::new(
+                        device,
+                        DeviceMemoryResourceOptions::default().with_shareable(true),
+                    )
+                    .unwrap(),
+                );
+            });
+            assert!(own[0].contains("alloc=1 handles=1 location=1:0"), "{own:?}");
+            // Refused before the driver.
+            let refused = created(&|| {
+                let err = PinnedMemoryPool::new(
+                    device,
+                    PinnedMemoryPoolOptions::default().with_shareable(true),
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        Error::InvalidArgument {
+                            name: "options.shareable",
+                            ..
+                        }
+                    ),
+                    "{err}"
+                );
+                let err = PinnedMemoryPool::new(
+                    device,
+                    PinnedMemoryPoolOptions::default().with_max_size(0),
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        Error::InvalidArgument {
+                            name: "options.max_size",
+                            ..
+                        }
+                    ),
+                    "{err}"
+                );
+                let err = PinnedMemoryPool::new(
+                    device,
+                    PinnedMemoryPoolOptions::default().with_numa_node(u32::MAX),
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        Error::InvalidArgument {
+                            name: "options.numa_node",
+                            ..
+                        }
+                    ),
+                    "{err}"
+                );
+            });
+            assert!(refused.is_empty(), "{refused:?}");
+        },
+    );
+}
+
+/// A 12.8 driver: no managed pools and no host pools of no NUMA node, said without a call; a
+/// NUMA node's pool is made.
+#[test]
+fn a_12_driver_has_no_managed_or_plain_host_pools() {
+    standin::run(
+        module_path!(),
+        "a_12_driver_has_no_managed_or_plain_host_pools",
+        &[],
+        &[("STANDIN_VERSION", "12080")],
+        || {
+            let device = Device::new(0).unwrap();
+            standin::clear_log();
+            let err =
+                ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotSupported { function, abi: 12, .. } if function.contains("MANAGED")),
+                "{err}"
+            );
+            let err =
+                PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotSupported { function, .. } if function.contains("CU_MEM_LOCATION_TYPE_HOST")),
+                "{err}"
+            );
+            assert!(standin::calls("cuMemPoolCreate").is_empty());
+            drop(
+                PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+                    .unwrap(),
+            );
+            assert!(standin::calls("cuMemPoolCreate")[0].contains("location=3:0"));
+        },
+    );
+}
+
+/// A 13 driver through the 12 ABI: the 12.9 header has no managed allocation type.
+#[test]
+fn the_12_abi_has_no_managed_pools() {
+    standin::run(
+        module_path!(),
+        "the_12_abi_has_no_managed_pools",
+        &[],
+        &[("CUDA_CORE_DRIVER_ABI", "12")],
+        || {
+            let device = Device::new(0).unwrap();
+            assert_eq!(driver_info().unwrap().abi, Abi::Cuda12);
+            standin::clear_log();
+            let err =
+                ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotSupported { function, abi: 12, .. } if function.contains("CUDA 13 ABI")),
+                "{err}"
+            );
+            assert!(standin::calls("cuMemPoolCreate").is_empty());
+            // Pinned pools are the same in both headers.
+            drop(PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap());
+            assert!(standin::calls("cuMemPoolCreate")[0].contains("alloc=1 handles=0 location=2:0"));
+        },
+    );
+}
+
+/// The attribute codes and values each pool kind sets.
+#[test]
+fn pool_attributes_reach_the_driver_by_their_codes() {
+    standin::run(
+        module_path!(),
+        "pool_attributes_reach_the_driver_by_their_codes",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let check = |set_policy: &dyn Fn(ReusePolicy),
+                         threshold: &dyn Fn(u64),
+                         trim: &dyn Fn(usize)| {
+                standin::clear_log();
+                set_policy(ReusePolicy {
+                    follow_event_dependencies: false,
+                    allow_opportunistic: true,
+                    allow_internal_dependencies: false,
+                });
+                threshold(77);
+                trim(5);
+                let set = standin::calls("cuMemPoolSetAttribute");
+                let tail: Vec<&str> = set
+                    .iter()
+                    .map(|l| l.split_once(" attr=").unwrap().1)
+                    .collect();
+                assert_eq!(tail, ["1 value=0", "2 value=1", "3 value=0", "4 value=77"]);
+                assert!(standin::calls("cuMemPoolTrimTo")[0].ends_with("keep=5"));
+            };
+            let own =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            check(
+                &|p| own.set_reuse_policy(p).unwrap(),
+                &|t| own.set_release_threshold(t).unwrap(),
+                &|k| own.trim_to(k).unwrap(),
+            );
+            let pinned = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            check(
+                &|p| pinned.set_reuse_policy(p).unwrap(),
+                &|t| pinned.set_release_threshold(t).unwrap(),
+                &|k| pinned.trim_to(k).unwrap(),
+            );
+            let managed =
+                ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()).unwrap();
+            check(
+                &|p| managed.set_reuse_policy(p).unwrap(),
+                &|t| managed.set_release_threshold(t).unwrap(),
+                &|k| managed.trim_to(k).unwrap(),
+            );
+            // The threshold given at creation is set at once.
+            standin::clear_log();
+            drop(
+                PinnedMemoryPool::new(
+                    device,
+                    PinnedMemoryPoolOptions::default().with_release_threshold(9),
+                )
+                .unwrap(),
+            );
+            assert!(standin::calls("cuMemPoolSetAttribute")[0].ends_with("attr=4 value=9"));
+        },
+    );
+}
+
+#[test]
+fn a_pinned_pool_allocates_only_on_streams_of_devices_with_access() {
+    standin::run(
+        module_path!(),
+        "a_pinned_pool_allocates_only_on_streams_of_devices_with_access",
+        &[],
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let s0 = d0.create_stream(StreamOptions::default()).unwrap();
+            let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(d0, PinnedMemoryPoolOptions::default()).unwrap();
+            assert_eq!(pool.access().unwrap(), vec![d0]);
+            drop(pool.allocate(64, &s0).unwrap());
+            standin::clear_log();
+            let err = pool.allocate(64, &s1).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidArgument { name: "stream", .. }),
+                "{err}"
+            );
+            assert_eq!(standin::log(), "");
+            pool.set_access(&[d1]).unwrap();
+            let set = standin::calls("cuMemPoolSetAccess");
+            assert!(
+                set.iter().any(|l| l.ends_with("location=1:0 flags=0")),
+                "{set:?}"
+            );
+            assert!(
+                set.iter().any(|l| l.ends_with("location=1:1 flags=3")),
+                "{set:?}"
+            );
+            assert_eq!(pool.access().unwrap(), vec![d1]);
+            drop(pool.allocate(64, &s1).unwrap());
+            assert!(pool.allocate(64, &s0).is_err());
+            // Host memory: no device of its own; readable by the host.
+            assert_eq!(pool.device(), None);
+            assert!(pool.is_host_accessible());
+        },
+    );
+}
+
+#[test]
+fn a_replaced_default_resource_is_the_one_handed_out() {
+    standin::run(
+        module_path!(),
+        "a_replaced_default_resource_is_the_one_handed_out",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            let raw = pool.as_raw();
+            device.set_memory_resource(pool.clone()).unwrap();
+            let now = device.memory_resource().unwrap();
+            let count = Arc::strong_count(&pool);
+            assert_eq!(
+                Arc::as_ptr(&now).cast::<()>(),
+                Arc::as_ptr(&pool).cast::<()>()
+            );
+            standin::clear_log();
+            let buffer = now.allocate(100_000, &stream).unwrap();
+            assert_eq!(
+                Arc::strong_count(&pool),
+                count,
+                "held uncounted, kept for good"
+            );
+            let allocs = standin::calls("cuMemAllocFromPoolAsync");
+            assert!(allocs[0].contains("size=100000"), "{allocs:?}");
+            assert!(!raw.is_null());
+            drop(buffer);
+            // Another device's resource is refused; device 1's default is untouched.
+            let theirs = DeviceMemoryResource::new(
+                Device::new(1).unwrap(),
+                DeviceMemoryResourceOptions::default(),
+            )
+            .unwrap();
+            let err = device.set_memory_resource(theirs.clone()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidArgument {
+                        name: "resource",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert_eq!(
+                Arc::as_ptr(&device.memory_resource().unwrap()).cast::<()>(),
+                Arc::as_ptr(&pool).cast::<()>()
+            );
+            let d1 = Device::new(1).unwrap();
+            d1.set_memory_resource(theirs.clone()).unwrap();
+            assert_eq!(
+                Arc::as_ptr(&d1.memory_resource().unwrap()).cast::<()>(),
+                Arc::as_ptr(&theirs).cast::<()>()
+            );
+        },
+    );
+}
