@@ -348,19 +348,30 @@ unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 // SAFETY: a device address passes as a pointer-sized parameter.
 unsafe impl DeviceRepr for DevicePtr {}
 
-/// Anything that can be a kernel argument: [`DeviceRepr`] values and [`Buffer`]s (passed as
-/// their device address). It is sealed: make a type of your own an argument by implementing
-/// [`DeviceRepr`] for it.
+/// Anything that can be a kernel argument: [`DeviceRepr`] values, [`Buffer`]s (passed as
+/// their device address), [`TensorMap`](crate::TensorMap)s (their 128-byte descriptor), and
+/// [`Texture`](crate::Texture) and [`Surface`](crate::Surface) objects (their 64-bit handle).
+/// It is sealed: make a type of your own an argument by implementing [`DeviceRepr`] for it.
 pub trait KernelArg: sealed::Arg {}
 
 impl<T: DeviceRepr> KernelArg for T {}
 impl KernelArg for Buffer {}
 
-mod sealed {
+pub(crate) mod sealed {
     use std::ffi::c_void;
 
     use crate::memory::Buffer;
     use crate::stream::Stream;
+
+    /// Whether `size` is that of an argument whose bytes are not itself (a buffer, a tensor
+    /// map, a texture or surface object), which `arg_bytes` must ask through the trait.
+    #[inline(always)]
+    pub const fn is_wrapper_size(size: usize) -> bool {
+        size == std::mem::size_of::<Buffer>()
+            || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
+            || size == std::mem::size_of::<crate::texture::Texture>()
+            || size == std::mem::size_of::<crate::texture::Surface>()
+    }
 
     /// Where an argument's bytes are and how many, and for a buffer the stream its memory is
     /// ordered on (its deallocation stream).
@@ -408,7 +419,7 @@ use sealed::ArgBytes;
 #[inline(always)]
 fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
-    if wanted == Some(own) && own != std::mem::size_of::<Buffer>() {
+    if wanted == Some(own) && !sealed::is_wrapper_size(own) {
         // Only DeviceRepr values have any other size (KernelArg is sealed), and their bytes
         // are themselves.
         ArgBytes {

@@ -44,6 +44,8 @@ mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
 pub mod system;
+mod tensor_map;
+pub mod texture;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};
@@ -79,6 +81,12 @@ pub use program::{
 pub use program_sources::{NvvmModule, ProgramKind};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
+pub use tensor_map::{
+    Im2colOptions, Im2colWideMode, Im2colWideOptions, TensorDataType, TensorMap,
+    TensorMapDescriptor, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
+    TensorMapSwizzle, TiledOptions, TENSOR_MAP_MAX_RANK,
+};
+pub use texture::{Array, ArrayFormat, ArrayOptions, MipmappedArray, Surface, Texture};
 
 /// The unit tests' rule for what they cannot run: see `tests/common` (the same names, read the
 /// same way: `CUDA_CORE_TEST_REQUIRE`, with `CUDA_CORE_REQUIRE_NVRTC` as an alias).

@@ -36,6 +36,10 @@ mod v13;
 mod tests;
 
 pub(crate) use self::api::Driver;
+pub(crate) use self::api::{
+    ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, Im2colSpec, Im2colWideSpec,
+    MipmappedArrayHandle, ResourceSpec, TensorMapBytes, TensorSpec, TextureSpec,
+};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopySpec, DevResource, DeviceHandle, EventHandle, FunctionHandle,
     GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle, KernelHandle,

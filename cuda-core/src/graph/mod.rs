@@ -52,6 +52,7 @@ pub use keep::{graph_releases, wait_for_graph_releases};
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
 };
+pub(crate) use node::sealed;
 
 use crate::context::Context;
 use crate::device::Device;
@@ -501,6 +502,7 @@ impl GraphExec {
             add_home(&mut self.homes, buffer.deallocation_stream());
             self.extras.push(Box::new(buffer));
         }
+        self.extras.extend(prepared.kept);
         Ok(())
     }
 

@@ -21,6 +21,8 @@ mod hot;
 mod memory;
 mod module;
 mod stream;
+mod tensor_map;
+mod texture;
 
 pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
@@ -32,6 +34,13 @@ pub(crate) use self::hot::HotPath;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
 pub(crate) use self::stream::StreamApi;
+pub(crate) use self::tensor_map::{
+    Im2colSpec, Im2colWideSpec, TensorMapApi, TensorMapBytes, TensorSpec,
+};
+pub(crate) use self::texture::{
+    ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, MipmappedArrayHandle, ResourceSpec,
+    TextureApi, TextureSpec,
+};
 
 use crate::info::{Abi, DriverVersion};
 
@@ -47,6 +56,8 @@ pub(crate) trait Driver:
     + GreenContextApi
     + CheckpointApi
     + GraphApi
+    + TensorMapApi
+    + TextureApi
     + Send
     + Sync
 {

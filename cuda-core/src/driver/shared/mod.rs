@@ -25,6 +25,8 @@ mod hot;
 mod memory;
 mod module;
 mod stream;
+mod tensor_map;
+mod texture;
 
 pub(super) use self::checkpoint::impl_checkpoint_api;
 pub(super) use self::context::impl_context_api;
@@ -36,6 +38,8 @@ pub(super) use self::hot::impl_hot_path;
 pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
 pub(super) use self::stream::impl_stream_api;
+pub(super) use self::tensor_map::impl_tensor_map_api;
+pub(super) use self::texture::impl_texture_api;
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
 macro_rules! function {
@@ -202,6 +206,8 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_green_context_api!($name, $sys);
         $crate::driver::shared::impl_checkpoint_api!($name, $sys);
         $crate::driver::shared::impl_graph_api!($name, $sys);
+        $crate::driver::shared::impl_tensor_map_api!($name, $sys);
+        $crate::driver::shared::impl_texture_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;
