@@ -622,7 +622,9 @@ impl TensorMap {
         fits(buffer, offset, self.span)?;
         let mut descriptor = self.descriptor;
         let context = buffer.deallocation_stream().context();
-        context.with_current(|driver| driver.tensor_map_replace_address(&mut descriptor.0, address.0))?;
+        context.with_current(|driver| {
+            driver.tensor_map_replace_address(&mut descriptor.0, address.0)
+        })?;
         self.descriptor = descriptor;
         self.buffer = buffer.clone();
         self.offset = offset;
@@ -1224,9 +1226,7 @@ fn check_corners(rank: usize, dims: &[u64], lower: &[i32], upper: &[i32]) -> Res
         {
             return refuse(
                 name,
-                format!(
-                    "offset {i} is {c}; with {rank} dimensions each is within {low}..={high}"
-                ),
+                format!("offset {i} is {c}; with {rank} dimensions each is within {low}..={high}"),
             );
         }
     }
@@ -1283,7 +1283,10 @@ fn check_pixels(t: &Tensor<'_>, channels: u32, pixels: u32, pixels_count: bool) 
     if t.data_type.is_packed_16() && channels != 128 {
         return refuse(
             "options.channels_per_pixel",
-            format!("{:?} needs 128 channels per pixel; {channels} given", t.data_type),
+            format!(
+                "{:?} needs 128 channels per pixel; {channels} given",
+                t.data_type
+            ),
         );
     }
     if pixels_count && (pixels == 0 || pixels > 1024) {
@@ -1307,8 +1310,7 @@ fn check_swizzle(kind: Kind, t: &Tensor<'_>, inner_bytes: u64) -> Result<()> {
             ),
         );
     }
-    if t.data_type == TensorDataType::U6x16Align16 && t.interleave != TensorMapInterleave::None
-    {
+    if t.data_type == TensorDataType::U6x16Align16 && t.interleave != TensorMapInterleave::None {
         return refuse(
             "options.interleave",
             "U6x16Align16 tensors are not interleaved".to_owned(),
@@ -1333,7 +1335,10 @@ fn check_swizzle(kind: Kind, t: &Tensor<'_>, inner_bytes: u64) -> Result<()> {
             };
             return refuse(
                 "options.swizzle",
-                format!("{what} takes the swizzles {allowed:?}; {:?} given", t.swizzle),
+                format!(
+                    "{what} takes the swizzles {allowed:?}; {:?} given",
+                    t.swizzle
+                ),
             );
         }
     }

@@ -49,10 +49,10 @@ pub use capture::{CaptureMode, CaptureStatus};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
 pub use keep::{graph_releases, wait_for_graph_releases};
+pub(crate) use node::sealed;
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
 };
-pub(crate) use node::sealed;
 
 use crate::context::Context;
 use crate::device::Device;

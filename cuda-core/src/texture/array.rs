@@ -177,7 +177,9 @@ impl ArrayOptions {
         };
         check_channels(self.channel_count(), "options.channels")?;
         if self.width == 0 {
-            return Err(invalid("the width is 0; an array is at least 1 wide".to_owned()));
+            return Err(invalid(
+                "the width is 0; an array is at least 1 wide".to_owned(),
+            ));
         }
         let (h, d) = (self.height, self.depth);
         let kind = if self.cubemap {
@@ -502,8 +504,7 @@ impl Drop for MipmappedArray {
         if !settle(&self.home, context, "a mipmapped CUDA array") {
             return;
         }
-        if let Err(e) = context.with_current(|driver| driver.mipmapped_array_destroy(self.handle))
-        {
+        if let Err(e) = context.with_current(|driver| driver.mipmapped_array_destroy(self.handle)) {
             log::error!("destroying a mipmapped CUDA array: {e}");
         }
     }

@@ -269,10 +269,13 @@ impl Array {
     /// Copies the whole array to a new vector, packed, and waits for the copy. The element
     /// size must be a multiple of `T`'s.
     pub fn to_vec<T: Pod + Default>(&self, stream: &Stream) -> Result<Vec<T>> {
-        let bytes = self.options().bytes().ok_or_else(|| Error::InvalidArgument {
-            name: "self",
-            reason: "the array's size overflows".to_owned(),
-        })?;
+        let bytes = self
+            .options()
+            .bytes()
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "self",
+                reason: "the array's size overflows".to_owned(),
+            })?;
         let width = std::mem::size_of::<T>().max(1);
         if bytes % width != 0 {
             return Err(Error::InvalidArgument {
@@ -443,7 +446,13 @@ impl Array {
             dst.size(),
             "dst",
         )?;
-        let copy = self.linear_copy(region, CopyEnd::Device(dst.ptr().0), layout, resolved, false);
+        let copy = self.linear_copy(
+            region,
+            CopyEnd::Device(dst.ptr().0),
+            layout,
+            resolved,
+            false,
+        );
         // SAFETY: as in `copy_region_from_buffer`.
         unsafe {
             self.queue(
@@ -466,7 +475,10 @@ impl Array {
     ) -> Result<()> {
         self.check_stream(stream)?;
         dst.check_stream(stream)?;
-        let (from, to) = (self.options().element_bytes(), dst.options().element_bytes());
+        let (from, to) = (
+            self.options().element_bytes(),
+            dst.options().element_bytes(),
+        );
         if from != to {
             return Err(Error::InvalidArgument {
                 name: "dst",
@@ -487,12 +499,6 @@ impl Array {
             depth: region.extent[2],
         };
         // SAFETY: two arrays, regions checked; no host memory.
-        unsafe {
-            self.queue(
-                &copy,
-                &[self.home_stream(), dst.home_stream()],
-                stream,
-            )
-        }
+        unsafe { self.queue(&copy, &[self.home_stream(), dst.home_stream()], stream) }
     }
 }

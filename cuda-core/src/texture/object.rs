@@ -649,7 +649,10 @@ impl crate::graph::GraphArg for Texture {}
 
 impl crate::graph::sealed::Arg for Texture {
     fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        ((&self.handle as *const u64).cast(), std::mem::size_of::<u64>())
+        (
+            (&self.handle as *const u64).cast(),
+            std::mem::size_of::<u64>(),
+        )
     }
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {

@@ -108,7 +108,10 @@ impl crate::graph::GraphArg for Surface {}
 
 impl crate::graph::sealed::Arg for Surface {
     fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        ((&self.handle as *const u64).cast(), std::mem::size_of::<u64>())
+        (
+            (&self.handle as *const u64).cast(),
+            std::mem::size_of::<u64>(),
+        )
     }
 
     fn buffer(&self) -> Option<&Arc<crate::memory::Buffer>> {

@@ -78,6 +78,9 @@ pub(crate) trait TensorMapApi {
         im2col: &Im2colWideSpec,
     ) -> Result<()>;
     /// `cuTensorMapReplaceAddress`.
-    fn tensor_map_replace_address(&self, map: &mut TensorMapBytes, address: DevicePtr)
-        -> Result<()>;
+    fn tensor_map_replace_address(
+        &self,
+        map: &mut TensorMapBytes,
+        address: DevicePtr,
+    ) -> Result<()>;
 }

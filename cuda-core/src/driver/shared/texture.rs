@@ -7,7 +7,9 @@
 macro_rules! impl_texture_api {
     ($name:ident, $sys:ident) => {
         impl $name {
-            fn array_descriptor(spec: &$crate::driver::api::ArraySpec) -> $sys::CUDA_ARRAY3D_DESCRIPTOR {
+            fn array_descriptor(
+                spec: &$crate::driver::api::ArraySpec,
+            ) -> $sys::CUDA_ARRAY3D_DESCRIPTOR {
                 $sys::CUDA_ARRAY3D_DESCRIPTOR {
                     Width: spec.width,
                     Height: spec.height,
@@ -28,12 +30,18 @@ macro_rules! impl_texture_api {
                 use $sys::CUmemorytype as Kind;
                 let (kind, host, device, array) = match side.end {
                     CopyEnd::Host(ptr) => (Kind::CU_MEMORYTYPE_HOST, ptr, 0, std::ptr::null_mut()),
-                    CopyEnd::Device(ptr) => {
-                        (Kind::CU_MEMORYTYPE_UNIFIED, std::ptr::null_mut(), ptr, std::ptr::null_mut())
-                    }
-                    CopyEnd::Array(array) => {
-                        (Kind::CU_MEMORYTYPE_ARRAY, std::ptr::null_mut(), 0, array.0.cast())
-                    }
+                    CopyEnd::Device(ptr) => (
+                        Kind::CU_MEMORYTYPE_UNIFIED,
+                        std::ptr::null_mut(),
+                        ptr,
+                        std::ptr::null_mut(),
+                    ),
+                    CopyEnd::Array(array) => (
+                        Kind::CU_MEMORYTYPE_ARRAY,
+                        std::ptr::null_mut(),
+                        0,
+                        array.0.cast(),
+                    ),
                 };
                 if src {
                     copy.srcXInBytes = side.x_bytes;
