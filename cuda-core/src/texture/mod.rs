@@ -143,3 +143,6 @@ pub(crate) fn settle(home: &Stream, context: &Context, what: &str) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

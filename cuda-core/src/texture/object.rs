@@ -163,7 +163,7 @@ impl TextureOptions {
         self.with_address_mode([mode; 3])
     }
 
-    fn spec(&self) -> TextureSpec {
+    pub(crate) fn spec(&self) -> TextureSpec {
         let mut flags = 0;
         if self.read_mode == ReadMode::ElementType {
             flags |= READ_AS_INTEGER;
