@@ -486,7 +486,7 @@ impl TensorMapDescriptor {
         address: DevicePtr,
         options: &TiledOptions,
     ) -> Result<TensorMapDescriptor> {
-        encode(device, address, &Layout::of_tiled(options), RAW).map(|(d, _)| d)
+        encode(device, address, &Layout::of_tiled(options), RAW, None).map(|(d, _)| d)
     }
 
     /// Encodes an im2col map of the tensor at `address`: see [`TensorMapDescriptor::tiled`].
@@ -496,7 +496,7 @@ impl TensorMapDescriptor {
         address: DevicePtr,
         options: &Im2colOptions,
     ) -> Result<TensorMapDescriptor> {
-        encode(device, address, &Layout::of_im2col(options), RAW).map(|(d, _)| d)
+        encode(device, address, &Layout::of_im2col(options), RAW, None).map(|(d, _)| d)
     }
 
     /// Encodes a wide im2col map of the tensor at `address`: see
@@ -507,7 +507,7 @@ impl TensorMapDescriptor {
         address: DevicePtr,
         options: &Im2colWideOptions,
     ) -> Result<TensorMapDescriptor> {
-        encode(device, address, &Layout::of_im2col_wide(options), RAW).map(|(d, _)| d)
+        encode(device, address, &Layout::of_im2col_wide(options), RAW, None).map(|(d, _)| d)
     }
 
     /// The opaque words, as the driver wrote them.
@@ -600,8 +600,13 @@ impl TensorMap {
     fn encode_in(buffer: &Arc<Buffer>, offset: usize, layout: &Layout<'_>) -> Result<TensorMap> {
         let address = address_in(buffer, offset)?;
         let device = buffer.deallocation_stream().device();
-        let (descriptor, checked) = encode(device, address, layout, ("offset", "buffer"))?;
-        fits(buffer, offset, checked.span)?;
+        let (descriptor, checked) = encode(
+            device,
+            address,
+            layout,
+            ("offset", "buffer"),
+            Some((buffer, offset)),
+        )?;
         Ok(TensorMap {
             descriptor,
             buffer: buffer.clone(),
@@ -738,18 +743,23 @@ fn check_alignment(address: DevicePtr, align: u64, name: &'static str) -> Result
 /// The names [`TensorMapDescriptor`]'s encodings give the address and the device in errors.
 const RAW: (&str, &str) = ("address", "device");
 
-/// Checks the layout and the device, then encodes; `names` are what errors call the address
-/// and the device.
+/// Checks the layout, the device and that the tensor lies `within` its buffer (from an
+/// offset) where it has one, then encodes; `names` are what errors call the address and the
+/// device.
 #[inline]
 fn encode(
     device: Device,
     address: DevicePtr,
     layout: &Layout<'_>,
     names: (&'static str, &'static str),
+    within: Option<(&Buffer, usize)>,
 ) -> Result<(TensorMapDescriptor, Checked)> {
     let checked = check(layout)?;
     check_alignment(address, checked.align, names.0)?;
     check_device(device, layout.kind, names.1)?;
+    if let Some((buffer, offset)) = within {
+        fits(buffer, offset, checked.span)?;
+    }
     let rank = checked.rank;
     let tensor = TensorSpec {
         data_type: layout.tensor.data_type.code(),

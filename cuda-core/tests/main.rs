@@ -37,3 +37,5 @@ mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]
 mod system;
+mod tensor_map;
+mod textures;

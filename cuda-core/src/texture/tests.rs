@@ -51,7 +51,11 @@ fn array_options_name_their_kind() {
 #[test]
 fn array_options_that_make_no_array_are_refused_with_the_rule() {
     use ArrayFormat::U8;
-    refused(ArrayOptions::one_d(U8, 0).kind(), "options", "the width is 0");
+    refused(
+        ArrayOptions::one_d(U8, 0).kind(),
+        "options",
+        "the width is 0",
+    );
     refused(
         ArrayOptions::one_d(U8, 8).with_channels(3).kind(),
         "options.channels",
@@ -97,7 +101,10 @@ fn array_options_that_make_no_array_are_refused_with_the_rule() {
         .kind()
         .unwrap();
     // Channels 0 count as 1.
-    assert_eq!(ArrayOptions::one_d(U8, 8).with_channels(0).element_bytes(), 1);
+    assert_eq!(
+        ArrayOptions::one_d(U8, 8).with_channels(0).element_bytes(),
+        1
+    );
 }
 
 #[test]
@@ -153,9 +160,20 @@ fn limits(texture: [Option<u64>; 3]) -> LimitSets {
 #[test]
 fn arrays_past_the_devices_limits_are_refused() {
     let a = ArrayOptions::two_d(ArrayFormat::F32, 4096, 2048);
-    check_limits(&a, ArrayKind::TwoD, &limits([Some(4096), Some(2048), None]), 0).unwrap();
+    check_limits(
+        &a,
+        ArrayKind::TwoD,
+        &limits([Some(4096), Some(2048), None]),
+        0,
+    )
+    .unwrap();
     refused(
-        check_limits(&a, ArrayKind::TwoD, &limits([Some(4096), Some(2047), None]), 3),
+        check_limits(
+            &a,
+            ArrayKind::TwoD,
+            &limits([Some(4096), Some(2047), None]),
+            3,
+        ),
         "options",
         "4096 x 2048 x 0 is past device 3's texture limits (4096 x 2047 x -)",
     );
@@ -192,17 +210,32 @@ fn mipmap_levels_halve_each_sized_dimension_but_the_layers() {
     assert_eq!(level_options(&o, ArrayKind::TwoD, 2).extent(), [16, 5, 1]);
     assert_eq!(level_options(&o, ArrayKind::TwoD, 6).extent(), [1, 1, 1]);
     let cube = ArrayOptions::three_d(ArrayFormat::F32, 8, 8, 32);
-    assert_eq!(max_levels(&cube, ArrayKind::ThreeD), 6, "the depth counts in 3D");
-    assert_eq!(level_options(&cube, ArrayKind::ThreeD, 3).extent(), [1, 1, 4]);
+    assert_eq!(
+        max_levels(&cube, ArrayKind::ThreeD),
+        6,
+        "the depth counts in 3D"
+    );
+    assert_eq!(
+        level_options(&cube, ArrayKind::ThreeD, 3).extent(),
+        [1, 1, 4]
+    );
     let layers = ArrayOptions::layered_2d(ArrayFormat::F32, 8, 8, 32);
-    assert_eq!(max_levels(&layers, ArrayKind::Layered2d), 4, "layers do not count");
+    assert_eq!(
+        max_levels(&layers, ArrayKind::Layered2d),
+        4,
+        "layers do not count"
+    );
     assert_eq!(
         level_options(&layers, ArrayKind::Layered2d, 3).extent(),
         [1, 1, 32]
     );
     let one = ArrayOptions::one_d(ArrayFormat::F32, 1);
     assert_eq!(max_levels(&one, ArrayKind::OneD), 1);
-    assert_eq!(level_options(&one, ArrayKind::OneD, 0).height, 0, "1D stays 1D");
+    assert_eq!(
+        level_options(&one, ArrayKind::OneD, 0).height,
+        0,
+        "1D stays 1D"
+    );
 }
 
 #[test]
@@ -372,7 +405,12 @@ fn linear_filtering_needs_a_fetch_that_returns_floats() {
     for float in [ArrayFormat::F32, ArrayFormat::F16] {
         check_options(&linear, array(float)).unwrap();
     }
-    for small in [ArrayFormat::U8, ArrayFormat::I8, ArrayFormat::U16, ArrayFormat::I16] {
+    for small in [
+        ArrayFormat::U8,
+        ArrayFormat::I8,
+        ArrayFormat::U16,
+        ArrayFormat::I16,
+    ] {
         refused(
             check_options(&linear, array(small)),
             "options.filter",
@@ -387,7 +425,10 @@ fn linear_filtering_needs_a_fetch_that_returns_floats() {
     // 32-bit integers are never promoted.
     for wide in [ArrayFormat::U32, ArrayFormat::I32] {
         refused(
-            check_options(&linear.with_read_mode(ReadMode::NormalizedFloat), array(wide)),
+            check_options(
+                &linear.with_read_mode(ReadMode::NormalizedFloat),
+                array(wide),
+            ),
             "options.filter",
             "linear filtering",
         );
