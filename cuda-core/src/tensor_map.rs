@@ -600,20 +600,23 @@ impl TensorMap {
     fn encode_in(buffer: &Arc<Buffer>, offset: usize, layout: &Layout<'_>) -> Result<TensorMap> {
         let address = address_in(buffer, offset)?;
         let device = buffer.deallocation_stream().device();
-        let (descriptor, checked) = encode(
+        let checked = prepare(
             device,
             address,
             layout,
             ("offset", "buffer"),
             Some((buffer, offset)),
         )?;
-        Ok(TensorMap {
-            descriptor,
+        // Encoded in place, into the map returned.
+        let mut map = TensorMap {
+            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
             buffer: buffer.clone(),
             offset,
             align: checked.align,
             span: checked.span,
-        })
+        };
+        encode_into(device, address, layout, &checked, &mut map.descriptor)?;
+        Ok(map)
     }
 
     /// Points the map at the same tensor layout at `offset` bytes into `buffer`
@@ -722,7 +725,8 @@ fn fits(buffer: &Buffer, offset: usize, span: u64) -> Result<()> {
 }
 
 fn check_alignment(address: DevicePtr, align: u64, name: &'static str) -> Result<()> {
-    if address.0 % align != 0 {
+    // `align` is 16 or 32: a mask, not a division (this is on the encode's path).
+    if address.0 & (align - 1) != 0 {
         return Err(Error::InvalidArgument {
             name,
             reason: format!(
@@ -754,12 +758,39 @@ fn encode(
     names: (&'static str, &'static str),
     within: Option<(&Buffer, usize)>,
 ) -> Result<(TensorMapDescriptor, Checked)> {
+    let checked = prepare(device, address, layout, names, within)?;
+    let mut descriptor = TensorMapDescriptor(TensorMapBytes::ZERO);
+    encode_into(device, address, layout, &checked, &mut descriptor)?;
+    Ok((descriptor, checked))
+}
+
+/// [`encode`]'s checks.
+#[inline]
+fn prepare(
+    device: Device,
+    address: DevicePtr,
+    layout: &Layout<'_>,
+    names: (&'static str, &'static str),
+    within: Option<(&Buffer, usize)>,
+) -> Result<Checked> {
     let checked = check(layout)?;
     check_alignment(address, checked.align, names.0)?;
     check_device(device, layout.kind, names.1)?;
     if let Some((buffer, offset)) = within {
         fits(buffer, offset, checked.span)?;
     }
+    Ok(checked)
+}
+
+/// [`encode`]'s driver call, writing `descriptor`, for a layout [`prepare`] passed.
+#[inline]
+fn encode_into(
+    device: Device,
+    address: DevicePtr,
+    layout: &Layout<'_>,
+    checked: &Checked,
+    descriptor: &mut TensorMapDescriptor,
+) -> Result<()> {
     let rank = checked.rank;
     let tensor = TensorSpec {
         data_type: layout.tensor.data_type.code(),
@@ -772,7 +803,6 @@ fn encode(
         l2_promotion: layout.tensor.l2_promotion.code(),
         oob_fill: layout.tensor.oob_fill.code(),
     };
-    let mut descriptor = TensorMapDescriptor(TensorMapBytes::ZERO);
     let out = &mut descriptor.0;
     let context = device.primary_context()?;
     context.with_current(|driver| match &layout.shape {
@@ -811,16 +841,29 @@ fn encode(
                 mode: mode.code(),
             },
         ),
-    })?;
-    Ok((descriptor, checked))
+    })
 }
 
 /// Tensor maps need compute capability 9.0, wide im2col 10.0.
+#[inline]
 fn check_device(device: Device, kind: Kind, name: &'static str) -> Result<()> {
-    let (major, minor) = device.compute_capability()?;
+    // The major alone on the encode's path; the minor only for the message.
+    let major = device.attribute(COMPUTE_CAPABILITY_MAJOR)?;
     let needed = if kind == Kind::Wide { 10 } else { 9 };
     if major < needed {
-        return Err(Error::InvalidArgument {
+        return Err(too_old(device, kind, name, needed));
+    }
+    Ok(())
+}
+
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
+
+#[cold]
+fn too_old(device: Device, kind: Kind, name: &'static str, needed: i32) -> Error {
+    match device.compute_capability() {
+        Err(e) => e,
+        Ok((major, minor)) => Error::InvalidArgument {
             name,
             reason: format!(
                 "{} need compute capability {needed}.0; device {} is {major}.{minor}",
@@ -831,9 +874,8 @@ fn check_device(device: Device, kind: Kind, name: &'static str) -> Result<()> {
                 },
                 device.ordinal()
             ),
-        });
+        },
     }
-    Ok(())
 }
 
 // ---- the checks, pure: CPU-tested by rule --------------------------------------------------
@@ -972,8 +1014,189 @@ fn refuse<T>(name: &'static str, reason: String) -> Result<T> {
 
 /// Every rule of `cuTensorMapEncodeTiled`, `cuTensorMapEncodeIm2col` and
 /// `cuTensorMapEncodeIm2colWide` that does not need the device, in the order the driver
-/// documents them.
+/// documents them: [`fast_check`] on the encode's path, and where it refuses,
+/// [`check_detailed`] for the rule and its message.
+#[inline]
 pub(crate) fn check(layout: &Layout<'_>) -> Result<Checked> {
+    match fast_check(layout) {
+        Some(checked) => {
+            debug_assert_eq!(
+                check_detailed(layout).as_ref(),
+                Ok(&checked),
+                "the fast check passed a layout the detailed check does not"
+            );
+            Ok(checked)
+        }
+        None => refused(layout),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refused(layout: &Layout<'_>) -> Result<Checked> {
+    let detailed = check_detailed(layout);
+    debug_assert!(
+        detailed.is_err(),
+        "the fast check refused a layout the detailed check passes"
+    );
+    detailed
+}
+
+/// The swizzles a kind of map of `data_type` takes, where the driver lists them (the packed
+/// types, and wide im2col maps); `None` where any is taken.
+fn allowed_swizzles(kind: Kind, data_type: TensorDataType) -> Option<&'static [TensorMapSwizzle]> {
+    use TensorMapSwizzle as S;
+    match (kind, data_type) {
+        (Kind::Wide, TensorDataType::U6x16Align16) => Some(&[S::B64, S::B128, S::B128Atom32]),
+        (Kind::Wide, TensorDataType::U4x16Align16) => Some(&[S::B128, S::B128Atom32]),
+        (Kind::Wide, _) => Some(&[S::B64, S::B128, S::B128Atom32]),
+        (_, TensorDataType::U6x16Align16) => {
+            Some(&[S::None, S::B128, S::B128Atom32, S::B128Atom64])
+        }
+        (_, TensorDataType::U4x16Align16) => Some(&[S::None, S::B128, S::B128Atom32]),
+        _ => None,
+    }
+}
+
+/// The bounds of an im2col map's corner offsets for `rank`.
+fn corner_range(rank: usize) -> (i32, i32) {
+    match rank {
+        3 => (-32768, 32767),
+        4 => (-128, 127),
+        _ => (-16, 15),
+    }
+}
+
+/// [`check_detailed`]'s rules as one pass with few branches and no messages: the layout's
+/// arrays when every rule holds, `None` when one does not (then [`check_detailed`] says which).
+/// The unit tests hold the two to the same answers.
+#[inline]
+pub(crate) fn fast_check(layout: &Layout<'_>) -> Option<Checked> {
+    use TensorMapInterleave as I;
+    let t = &layout.tensor;
+    let kind = layout.kind;
+    let rank = t.dims.len();
+    let lowest = if kind == Kind::Tiled { 1 } else { 3 };
+    if rank < lowest || rank > TENSOR_MAP_MAX_RANK || (t.interleave != I::None && rank < 3) {
+        return None;
+    }
+    let data_type = t.data_type;
+    let packed_16 = data_type.is_packed_16();
+    let align = if t.interleave == I::B32 || packed_16 {
+        32
+    } else {
+        16
+    };
+    let mut c = Checked {
+        rank,
+        dims: [0; TENSOR_MAP_MAX_RANK],
+        strides: [0; TENSOR_MAP_MAX_RANK - 1],
+        element_strides: [1; TENSOR_MAP_MAX_RANK],
+        align,
+        span: 0,
+    };
+    let mut ok = true;
+    for (slot, &d) in c.dims.iter_mut().zip(t.dims) {
+        ok &= d.wrapping_sub(1) < 1 << 32;
+        *slot = d;
+    }
+    ok &= !packed_16 || c.dims[0] % 128 == 0;
+    ok &= data_type != TensorDataType::U4x16Align8 || c.dims[0] % 2 == 0;
+    let bits = data_type.bits_in_memory();
+    // Dimension 0 is at most 2^32 here where `ok` holds: no overflow.
+    let row_bytes = (c.dims[0].min(1 << 32) * bits).div_ceil(8);
+    let outer = rank - 1;
+    if t.strides.is_empty() {
+        let mut stride = row_bytes;
+        for i in 0..outer {
+            c.strides[i] = stride;
+            stride = stride.saturating_mul(c.dims[i + 1]);
+        }
+    } else if t.strides.len() == outer {
+        c.strides[..outer].copy_from_slice(t.strides);
+    } else {
+        return None;
+    }
+    for &s in &c.strides[..outer] {
+        ok &= s & (align - 1) == 0 && s < 1 << 40;
+    }
+    if !t.element_strides.is_empty() {
+        if t.element_strides.len() != rank {
+            return None;
+        }
+        for (slot, &e) in c.element_strides.iter_mut().zip(t.element_strides) {
+            ok &= e.wrapping_sub(1) < 8;
+            *slot = e;
+        }
+    }
+    let inner_bytes = match layout.shape {
+        Shape::Tiled { box_dims } => {
+            if box_dims.len() != rank {
+                return None;
+            }
+            for (&b, &d) in box_dims.iter().zip(&c.dims) {
+                ok &= b.wrapping_sub(1) < 256 && u64::from(b) <= d;
+            }
+            let inner_bits = u64::from(box_dims[0]) * bits;
+            ok &= t.interleave != I::None || inner_bits % 128 == 0;
+            ok &= !packed_16 || box_dims[0] == 128;
+            inner_bits / 8
+        }
+        Shape::Im2col {
+            lower,
+            upper,
+            channels_per_pixel,
+            pixels_per_column,
+        } => {
+            let spatial = rank - 2;
+            if lower.len() != spatial || upper.len() != spatial {
+                return None;
+            }
+            let (low, high) = corner_range(rank);
+            for i in 0..spatial {
+                let (l, u) = (lower[i], upper[i]);
+                ok &= (low..=high).contains(&l) && (low..=high).contains(&u);
+                ok &= i128::from(c.dims[1 + i]) - i128::from(l) + i128::from(u) >= 1;
+            }
+            ok &= channels_per_pixel.wrapping_sub(1) < 256;
+            ok &= !packed_16 || channels_per_pixel == 128;
+            ok &= pixels_per_column.wrapping_sub(1) < 1024;
+            u64::from(channels_per_pixel) * bits / 8
+        }
+        Shape::Wide {
+            lower,
+            upper,
+            channels_per_pixel,
+            pixels_per_column,
+            mode,
+        } => {
+            ok &= (-32768..=32767).contains(&lower) && (-32768..=32767).contains(&upper);
+            ok &= i128::from(c.dims[1]) - i128::from(lower) + i128::from(upper) >= 1;
+            ok &= channels_per_pixel.wrapping_sub(1) < 256;
+            ok &= !packed_16 || channels_per_pixel == 128;
+            ok &= mode != Im2colWideMode::W || pixels_per_column.wrapping_sub(1) < 1024;
+            u64::from(channels_per_pixel) * bits / 8
+        }
+    };
+    let swizzle = t.swizzle;
+    ok &= t.interleave != I::B32 || swizzle == TensorMapSwizzle::B32;
+    ok &= data_type != TensorDataType::U6x16Align16 || t.interleave == I::None;
+    ok &= allowed_swizzles(kind, data_type).is_none_or(|allowed| allowed.contains(&swizzle));
+    ok &= t.interleave != I::None || swizzle.span().is_none_or(|span| inner_bytes <= span);
+    ok &= t.oob_fill != TensorMapOobFill::NanRequestZeroFma || data_type.is_float();
+    if !ok {
+        return None;
+    }
+    let mut span = u128::from(row_bytes);
+    for i in 1..rank {
+        span += u128::from(c.dims[i] - 1) * u128::from(c.strides[i - 1]);
+    }
+    c.span = u64::try_from(span).unwrap_or(u64::MAX);
+    Some(c)
+}
+
+/// The rules of [`check`], one by one, each refusal naming its field and rule.
+pub(crate) fn check_detailed(layout: &Layout<'_>) -> Result<Checked> {
     let t = &layout.tensor;
     let kind = layout.kind;
     let rank = t.dims.len();
@@ -1060,7 +1283,7 @@ pub(crate) fn check(layout: &Layout<'_>) -> Result<Checked> {
         } else {
             ""
         };
-        if s % stride_multiple != 0 {
+        if s & (stride_multiple - 1) != 0 {
             return refuse(
                 "options.strides",
                 format!(
@@ -1209,11 +1432,7 @@ fn check_box(t: &Tensor<'_>, box_dims: &[u32], dims: &[u64], bits: u64) -> Resul
 /// An im2col map's corners: rank - 2 of each, in the range the rank allows, the box not empty.
 fn check_corners(rank: usize, dims: &[u64], lower: &[i32], upper: &[i32]) -> Result<()> {
     let spatial = rank - 2;
-    let (low, high) = match rank {
-        3 => (-32768, 32767),
-        4 => (-128, 127),
-        _ => (-16, 15),
-    };
+    let (low, high) = corner_range(rank);
     for (name, corner) in [
         ("options.lower_corner", lower),
         ("options.upper_corner", upper),
@@ -1326,17 +1545,7 @@ fn check_swizzle(kind: Kind, t: &Tensor<'_>, inner_bytes: u64) -> Result<()> {
             "U6x16Align16 tensors are not interleaved".to_owned(),
         );
     }
-    let allowed: Option<&[S]> = match (kind, t.data_type) {
-        (Kind::Wide, TensorDataType::U6x16Align16) => Some(&[S::B64, S::B128, S::B128Atom32]),
-        (Kind::Wide, TensorDataType::U4x16Align16) => Some(&[S::B128, S::B128Atom32]),
-        (Kind::Wide, _) => Some(&[S::B64, S::B128, S::B128Atom32]),
-        (_, TensorDataType::U6x16Align16) => {
-            Some(&[S::None, S::B128, S::B128Atom32, S::B128Atom64])
-        }
-        (_, TensorDataType::U4x16Align16) => Some(&[S::None, S::B128, S::B128Atom32]),
-        _ => None,
-    };
-    if let Some(allowed) = allowed {
+    if let Some(allowed) = allowed_swizzles(kind, t.data_type) {
         if !allowed.contains(&t.swizzle) {
             let what = if kind == Kind::Wide {
                 format!("a wide im2col tensor map of {:?}", t.data_type)

@@ -622,3 +622,260 @@ fn options_chain_as_their_struct_literals_say() {
     );
     assert_eq!(TensorDataType::default(), TensorDataType::F32);
 }
+
+mod agreement {
+    //! The fast check on the encode's path and the detailed one that explains refusals give
+    //! the same answer for every layout: the same arrays where both pass, a refusal where
+    //! either refuses.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pick<T: Clone + std::fmt::Debug + 'static>(
+        values: &'static [T],
+    ) -> impl Strategy<Value = T> {
+        proptest::sample::select(values)
+    }
+
+    const DIMS: &[u64] = &[
+        0,
+        1,
+        2,
+        7,
+        8,
+        16,
+        64,
+        127,
+        128,
+        256,
+        1000,
+        1 << 32,
+        (1 << 32) + 1,
+    ];
+    const STRIDES: &[u64] = &[0, 16, 20, 32, 48, 64, 256, 4096, (1 << 40) - 16, 1 << 40];
+    const BOXES: &[u32] = &[0, 1, 3, 4, 8, 16, 32, 64, 128, 256, 257];
+    const CORNERS: &[i32] = &[
+        -40000, -32768, -129, -128, -17, -16, -1, 0, 1, 15, 16, 127, 128, 32767, 32768,
+    ];
+    const CHANNELS: &[u32] = &[0, 1, 16, 32, 64, 128, 256, 257];
+    const PIXELS: &[u32] = &[0, 1, 128, 1024, 1025];
+    const TYPES: &[TensorDataType] = &[
+        TensorDataType::U8,
+        TensorDataType::U16,
+        TensorDataType::U32,
+        TensorDataType::I32,
+        TensorDataType::U64,
+        TensorDataType::I64,
+        TensorDataType::F16,
+        TensorDataType::F32,
+        TensorDataType::F64,
+        TensorDataType::BF16,
+        TensorDataType::F32Ftz,
+        TensorDataType::TF32,
+        TensorDataType::TF32Ftz,
+        TensorDataType::U4x16Align8,
+        TensorDataType::U4x16Align16,
+        TensorDataType::U6x16Align16,
+    ];
+    const SWIZZLES: &[TensorMapSwizzle] = &[
+        TensorMapSwizzle::None,
+        TensorMapSwizzle::B32,
+        TensorMapSwizzle::B64,
+        TensorMapSwizzle::B128,
+        TensorMapSwizzle::B128Atom32,
+        TensorMapSwizzle::B128Atom32Flip8,
+        TensorMapSwizzle::B128Atom64,
+    ];
+    const INTERLEAVES: &[TensorMapInterleave] = &[
+        TensorMapInterleave::None,
+        TensorMapInterleave::B16,
+        TensorMapInterleave::B32,
+    ];
+
+    /// Everything a layout holds, owned.
+    #[derive(Clone, Debug)]
+    struct Parts {
+        kind: u8,
+        data_type: TensorDataType,
+        dims: Vec<u64>,
+        strides: Vec<u64>,
+        element_strides: Vec<u32>,
+        interleave: TensorMapInterleave,
+        swizzle: TensorMapSwizzle,
+        nan: bool,
+        box_dims: Vec<u32>,
+        lower: Vec<i32>,
+        upper: Vec<i32>,
+        channels: u32,
+        pixels: u32,
+        w128: bool,
+    }
+
+    /// Mostly one of `likely` (values that pass), else any of `all`.
+    fn mostly<T: Clone + std::fmt::Debug + 'static>(
+        likely: &'static [T],
+        all: &'static [T],
+    ) -> impl Strategy<Value = T> {
+        prop_oneof![6 => pick(likely), 1 => pick(all)]
+    }
+
+    fn parts() -> impl Strategy<Value = Parts> {
+        use TensorDataType as T;
+        let vec_of = |s: BoxedStrategy<u64>| proptest::collection::vec(s, 0..7);
+        (
+            (
+                0u8..3,
+                mostly(&[T::U8, T::F16, T::F32, T::BF16], TYPES),
+                1usize..6,
+                mostly(&[TensorMapInterleave::None], INTERLEAVES),
+                pick(SWIZZLES),
+                proptest::bool::weighted(0.1),
+            ),
+            (
+                vec_of(mostly(&[16, 64, 128, 256, 1024], DIMS).boxed()),
+                prop_oneof![5 => Just(vec![]), 1 => proptest::collection::vec(pick(STRIDES), 0..6)],
+                prop_oneof![5 => Just(vec![]), 1 => proptest::collection::vec(0u32..10, 0..7)],
+                proptest::collection::vec(mostly(&[8, 16, 32, 64, 128], BOXES), 0..7),
+            ),
+            (
+                proptest::collection::vec(mostly(&[-1, 0, 1], CORNERS), 0..4),
+                proptest::collection::vec(mostly(&[-1, 0, 1], CORNERS), 0..4),
+                mostly(&[16, 32, 64], CHANNELS),
+                mostly(&[16, 128], PIXELS),
+                any::<bool>(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (kind, data_type, rank, interleave, swizzle, nan),
+                    (dims, strides, element_strides, box_dims),
+                    (lower, upper, channels, pixels, w128),
+                )| {
+                    // Mostly of the rank drawn, so that layouts get past the counts.
+                    let mut dims = dims;
+                    if dims.len() % 4 != 1 {
+                        dims.resize(rank, 64);
+                    }
+                    let mut box_dims = box_dims;
+                    if box_dims.len() % 4 != 1 {
+                        box_dims.resize(dims.len(), 8);
+                    }
+                    let mut element_strides = element_strides;
+                    if element_strides.len() % 2 == 1 {
+                        element_strides.resize(dims.len(), 1);
+                    }
+                    let spatial = dims.len().saturating_sub(2);
+                    let fit_corner = |mut v: Vec<i32>| {
+                        if v.len() % 3 != 1 {
+                            v.resize(spatial, 0);
+                        }
+                        v
+                    };
+                    Parts {
+                        kind,
+                        data_type,
+                        dims,
+                        strides,
+                        element_strides,
+                        interleave,
+                        swizzle,
+                        nan,
+                        box_dims,
+                        lower: fit_corner(lower),
+                        upper: fit_corner(upper),
+                        channels,
+                        pixels,
+                        w128,
+                    }
+                },
+            )
+    }
+
+    fn layout(p: &Parts) -> Layout<'_> {
+        let tensor = Tensor {
+            data_type: p.data_type,
+            dims: &p.dims,
+            strides: &p.strides,
+            element_strides: &p.element_strides,
+            interleave: p.interleave,
+            swizzle: p.swizzle,
+            l2_promotion: TensorMapL2Promotion::None,
+            oob_fill: if p.nan {
+                TensorMapOobFill::NanRequestZeroFma
+            } else {
+                TensorMapOobFill::Zero
+            },
+        };
+        let (kind, shape) = match p.kind {
+            0 => (
+                Kind::Tiled,
+                Shape::Tiled {
+                    box_dims: &p.box_dims,
+                },
+            ),
+            1 => (
+                Kind::Im2col,
+                Shape::Im2col {
+                    lower: &p.lower,
+                    upper: &p.upper,
+                    channels_per_pixel: p.channels,
+                    pixels_per_column: p.pixels,
+                },
+            ),
+            _ => (
+                Kind::Wide,
+                Shape::Wide {
+                    lower: p.lower.first().copied().unwrap_or(0),
+                    upper: p.upper.first().copied().unwrap_or(0),
+                    channels_per_pixel: p.channels,
+                    pixels_per_column: p.pixels,
+                    mode: if p.w128 {
+                        Im2colWideMode::W128
+                    } else {
+                        Im2colWideMode::W
+                    },
+                },
+            ),
+        };
+        Layout {
+            kind,
+            tensor,
+            shape,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #[test]
+        fn the_fast_and_detailed_checks_agree(p in parts()) {
+            let l = layout(&p);
+            let fast = fast_check(&l);
+            let detailed = check_detailed(&l);
+            match (&fast, &detailed) {
+                (Some(f), Ok(d)) => prop_assert_eq!(f, d),
+                (None, Err(_)) => {}
+                _ => prop_assert!(false, "fast {:?}, detailed {:?}", fast, detailed),
+            }
+        }
+    }
+
+    /// The generator reaches passing layouts of each kind (so the agreement above is not only
+    /// over refusals).
+    #[test]
+    fn the_generator_makes_layouts_that_pass() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let mut passed = [0usize; 3];
+        for _ in 0..20_000 {
+            let p = parts().new_tree(&mut runner).unwrap().current();
+            if fast_check(&layout(&p)).is_some() {
+                passed[usize::from(p.kind)] += 1;
+            }
+        }
+        assert!(
+            passed.iter().all(|&n| n > 200),
+            "passing layouts by kind: {passed:?}"
+        );
+    }
+}
