@@ -1,7 +1,8 @@
 //! The bandwidth of a TMA tile copy beside a plain copy kernel's, both through cuda-core, timed
 //! with events on one stream.
 //!
-//! Both copy a 16384 x 16384 `f32` matrix (1 GiB) into another. The TMA kernel gives each block
+//! Both copy an 8192 x 8192 `f32` matrix (256 MiB) into another; `TMA_BANDWIDTH_SIDE` sets
+//! another side (a multiple of 64). The TMA kernel gives each block
 //! one 64 x 64 tile: one thread loads it into shared memory with `cp.async.bulk.tensor`
 //! through a [`TensorMap`] of the source (completing on an mbarrier), then stores it with
 //! `cp.async.bulk.tensor` through one of the destination. The plain kernel copies `float4`s in
@@ -70,8 +71,8 @@ extern "C" __global__ void plain_copy(const float4* src, float4* dst, unsigned l
 }
 "#;
 
-/// The matrix's side, in floats.
-const N: usize = 16384;
+/// The matrix's side, in floats, unless `TMA_BANDWIDTH_SIDE` says otherwise.
+const SIDE: usize = 8192;
 /// The TMA box's side.
 const BOX: usize = 64;
 const WARM_UP: usize = 3;
@@ -108,27 +109,39 @@ fn main() -> ExitCode {
 }
 
 fn run(device: Device) -> cuda_core::Result<()> {
+    let n = match std::env::var("TMA_BANDWIDTH_SIDE") {
+        Ok(side) => side
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0 && n % BOX == 0)
+            .ok_or_else(|| cuda_core::Error::InvalidArgument {
+                name: "TMA_BANDWIDTH_SIDE",
+                reason: format!("{side:?} is not a positive multiple of {BOX}"),
+            })?,
+        Err(_) => SIDE,
+    };
     device.set_current()?;
     let stream = device.create_stream(StreamOptions::default())?;
     let code = Program::new(KERNELS, ProgramOptions::default().with_arch("90"))
         .with_name("tma_bandwidth.cu")
         .compile(CodeType::Cubin, &[])?;
     let (tma, plain) = (code.get_kernel("tma_copy")?, code.get_kernel("plain_copy")?);
-    let bytes = N * N * 4;
+    let bytes = n * n * 4;
     let memory = device.memory_resource()?;
     let mut src = memory.allocate(bytes, &stream)?;
-    let values: Vec<f32> = (0..N * N).map(|i| (i % 1_000_003) as f32).collect();
+    let values: Vec<f32> = (0..n * n).map(|i| (i % 1_000_003) as f32).collect();
     src.copy_from_host(&values, &stream)?;
     let src = Arc::new(src);
     let mut dst = memory.allocate(bytes, &stream)?;
     dst.fill(0u32, &stream)?;
     let dst = Arc::new(dst);
-    let options = TiledOptions::new(TensorDataType::F32, &[N as u64, N as u64], &[BOX as u32; 2]);
+    let options = TiledOptions::new(TensorDataType::F32, &[n as u64, n as u64], &[BOX as u32; 2]);
     let (src_map, dst_map) = (
         TensorMap::tiled(&src, 0, &options)?,
         TensorMap::tiled(&dst, 0, &options)?,
     );
-    let tiles_x = (N / BOX) as u32;
+    let tiles_x = (n / BOX) as u32;
     let tma_config = LaunchConfig::new([tiles_x * tiles_x, 1, 1], [32, 1, 1]);
     let tma_run = || {
         // SAFETY: each block copies one tile of the maps' buffers, both alive throughout.
@@ -153,7 +166,7 @@ fn run(device: Device) -> cuda_core::Result<()> {
 
     let mut dst_plain = memory.allocate(bytes, &stream)?;
     dst_plain.fill(0u32, &stream)?;
-    let n4 = (N * N / 4) as u64;
+    let n4 = (n * n / 4) as u64;
     let sms = device.properties().multiprocessor_count()?;
     let plain_config = LaunchConfig::new([sms * 8, 1, 1], [512, 1, 1]);
     let times = timed(&stream, || {
