@@ -247,7 +247,7 @@ fn host_copies_move_regions_between_pitched_host_memory_and_the_array() {
             let s_name = made(&standin::calls("cuStreamCreate")[0]);
             assert!(
                 last_call("cuMemcpy3DAsync")
-                    .starts_with(&format!("cuMemcpy3DAsync host@0,0,0/32,4 <- array:"))
+                    .starts_with("cuMemcpy3DAsync host@0,0,0/32,4 <- array:")
                     && last_call("cuMemcpy3DAsync")
                         .ends_with(&format!("@0,0,0 w=32 h=4 d=3 on {s_name}")),
                 "{}",
