@@ -44,7 +44,7 @@ mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
 pub mod system;
-mod tensor_map;
+pub mod tensor_map;
 pub mod texture;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};

@@ -17,7 +17,9 @@
 //! are: each has a home stream (its array's, or its buffer's deallocation stream); a launch on
 //! another stream orders itself after the home's work so far and the home after the launch,
 //! and dropping the object (or the array) first waits for its home stream, so that no kernel
-//! still queued can use it once destroyed. A graph's kernel node keeps them alive.
+//! still queued can use it once destroyed. A graph's kernel node keeps them alive. (Dropped
+//! while its home stream captures a graph, an object is leaked, and the log says so: the
+//! capture's launches may still use it.)
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -126,9 +128,17 @@ pub(crate) fn check_channels(channels: u32, name: &'static str) -> Result<()> {
 
 /// Before an object that kernels may use is destroyed: waits for its home stream, where the
 /// launches that used it are ordered, or, should that fail (a per-thread default stream used
-/// from another thread), for the whole context. `false` when neither wait worked: then the
-/// object must not be destroyed (it is leaked, and said so).
+/// from another thread), for the whole context. `false` when neither wait worked, or the home
+/// stream is capturing: then the object must not be destroyed (it is leaked, and said so).
 pub(crate) fn settle(home: &Stream, context: &Context, what: &str) -> bool {
+    if home.capturing() {
+        // A synchronisation would break the capture, and the captured work runs later.
+        log::error!(
+            "{what} is not destroyed (leaked): it was dropped while its home stream captures a \
+             graph, whose launches may still use it"
+        );
+        return false;
+    }
     let Err(first) = home.sync() else {
         return true;
     };

@@ -594,3 +594,15 @@ fn region_and_layout_options_chain_as_their_literals() {
         }
     );
 }
+
+/// Arrays, textures and surfaces are shared between threads as the driver allows (its handles
+/// are thread-safe): a kernel argument made on one thread is launched from another.
+#[test]
+fn arrays_textures_and_surfaces_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<Array>();
+    both::<MipmappedArray>();
+    both::<Texture>();
+    both::<Surface>();
+    both::<crate::TensorMap>();
+}
