@@ -1062,17 +1062,21 @@ fn textures_over_pitched_and_linear_memory_read_the_buffer() {
     let (w, h) = (100usize, 20usize);
     let pitch = (w * 4).div_ceil(pitch_align) * pitch_align;
     let floats_per_row = pitch / 4;
-    let offset_floats = align / 4;
-    let mut host = vec![-1.0f32; offset_floats + floats_per_row * h];
+    let mut b = gpu.zeros(2 * align / 4 + floats_per_row * h);
+    // At least one alignment into the buffer, and aligned whatever the buffer's own address.
+    let offset = align + (align - b.ptr().0 as usize % align) % align;
+    let offset_floats = offset / 4;
+    let mut host = vec![-1.0f32; b.size() / 4];
     for y in 0..h {
         for x in 0..w {
             host[offset_floats + y * floats_per_row + x] = (y * 1000 + x) as f32;
         }
     }
-    let b = Arc::new(gpu.floats(&host));
+    b.copy_from_host(&host, &gpu.stream).unwrap();
+    let b = Arc::new(b);
     let pitched = Texture::from_linear(
         &b,
-        &TextureLinear::two_d(ArrayFormat::F32, w, h, pitch).with_offset(align),
+        &TextureLinear::two_d(ArrayFormat::F32, w, h, pitch).with_offset(offset),
         &TextureOptions::default(),
     )
     .unwrap();
@@ -1085,7 +1089,7 @@ fn textures_over_pitched_and_linear_memory_read_the_buffer() {
     }
     let linear = Texture::from_linear(
         &b,
-        &TextureLinear::one_d(ArrayFormat::F32, floats_per_row * h).with_offset(align),
+        &TextureLinear::one_d(ArrayFormat::F32, floats_per_row * h).with_offset(offset),
         &TextureOptions::default(),
     )
     .unwrap();
@@ -1103,7 +1107,7 @@ fn textures_over_pitched_and_linear_memory_read_the_buffer() {
     }
     assert_eq!(
         out.to_vec::<f32>(&gpu.stream).unwrap(),
-        &host[offset_floats..]
+        &host[offset_floats..offset_floats + n as usize]
     );
 }
 
