@@ -414,8 +414,9 @@ use sealed::ArgBytes;
 
 /// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
 /// trait object's size (read from its vtable, no call) is the parameter's, its address is the
-/// answer; a [`Buffer`] (whose own size is not its argument's) and anything else ask through
-/// the trait object.
+/// answer; a [`Buffer`], a tensor map, a texture or surface object (whose own sizes are not
+/// their arguments': see `sealed::is_wrapper_size`) and anything else ask through the trait
+/// object.
 #[inline(always)]
 fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
