@@ -33,6 +33,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Im2colSpec, Im2colWideSpec, TensorMapBytes, TensorSpec};
 use crate::error::{Error, Result};
@@ -615,7 +616,8 @@ impl TensorMap {
             align: checked.align,
             span: checked.span,
         };
-        encode_into(device, address, layout, &checked, &mut map.descriptor)?;
+        let context = buffer.deallocation_stream().context();
+        encode_into(context, address, layout, &checked, &mut map.descriptor)?;
         Ok(map)
     }
 
@@ -760,7 +762,13 @@ fn encode(
 ) -> Result<(TensorMapDescriptor, Checked)> {
     let checked = prepare(device, address, layout, names, within)?;
     let mut descriptor = TensorMapDescriptor(TensorMapBytes::ZERO);
-    encode_into(device, address, layout, &checked, &mut descriptor)?;
+    encode_into(
+        &device.primary_context()?,
+        address,
+        layout,
+        &checked,
+        &mut descriptor,
+    )?;
     Ok((descriptor, checked))
 }
 
@@ -782,10 +790,11 @@ fn prepare(
     Ok(checked)
 }
 
-/// [`encode`]'s driver call, writing `descriptor`, for a layout [`prepare`] passed.
+/// [`encode`]'s driver call in `context` (made current for it), writing `descriptor`, for a
+/// layout [`prepare`] passed.
 #[inline]
 fn encode_into(
-    device: Device,
+    context: &Context,
     address: DevicePtr,
     layout: &Layout<'_>,
     checked: &Checked,
@@ -804,7 +813,6 @@ fn encode_into(
         oob_fill: layout.tensor.oob_fill.code(),
     };
     let out = &mut descriptor.0;
-    let context = device.primary_context()?;
     context.with_current(|driver| match &layout.shape {
         Shape::Tiled { box_dims } => {
             driver.tensor_map_encode_tiled(out, &tensor, &box_dims[..rank])
