@@ -34,6 +34,7 @@
 //! | `copy_single_1000` | 1000 copies of 64 bytes between 1000 pairs of buffers, one `cuMemcpyAsync` each (cuda-core: `Buffer::copy_to`), then synchronise |
 //! | `copy_batch_1000` | the same 1000 copies in one `cuMemcpyBatchAsync` (cuda-core: a `CopyBatch` built once and submitted), then synchronise |
 //! | `copy_batch_1000_build` | the same, with the batch made anew each time (raw: its three arrays filled again; cuda-core: a new `CopyBatch` and its checks) |
+//! | `tensor_map_encode` | encode a tiled tensor map of a 1024 x 1024 `f32` matrix in 32 x 32 boxes with the 128-byte swizzle (raw: `cuTensorMapEncodeTiled` into a descriptor on the stack; cuda-core: `TensorMap::tiled` over a buffer, every rule checked, the buffer's `Arc` taken and dropped; no cudarc equivalent) |
 //!
 //! "Batched" cases queue [`common::BATCH`] operations per timed batch and synchronise the
 //! stream after it, outside the timed part; the time reported is per operation.
@@ -183,6 +184,7 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     copy_batch_cases(c, driver, &core, &raw);
     pool_cases(c, driver, &core, &raw);
     ipc_import_case(c, driver, &core, &raw);
+    tensor_map_cases(c, driver, &core);
 }
 
 /// A graph of one empty-kernel launch, captured and instantiated by cuda-core (the raw
@@ -1899,4 +1901,58 @@ fn ipc_import_case<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &Ra
     drop(pool);
     drop(socket);
     let _ = child.wait();
+}
+
+/// `tensor_map_encode`: the encoding of a tiled tensor map, raw and through cuda-core (which
+/// checks every rule, makes the buffer's context current where it is not, and holds the
+/// buffer). cudarc has no tensor maps.
+fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
+    use cuda_core::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
+
+    /// A `CUtensorMap`'s bytes, aligned as the driver needs.
+    #[repr(C, align(128))]
+    struct Descriptor([u64; 16]);
+
+    const N: u64 = 1024;
+    let matrix = Arc::new(
+        core.memory
+            .allocate((N * N * 4) as usize, &core.stream)
+            .expect("the matrix"),
+    );
+    let options = TiledOptions::new(TensorDataType::F32, &[N, N], &[32, 32])
+        .with_swizzle(TensorMapSwizzle::B128);
+    // The same call, field by field: CU_TENSOR_MAP_DATA_TYPE_FLOAT32 (7), rank 2, packed rows,
+    // element strides 1, no interleave, CU_TENSOR_MAP_SWIZZLE_128B (3), no L2 promotion, zero
+    // fill.
+    let (dims, strides, boxes, element_strides) = ([N, N], [N * 4], [32u32, 32], [1u32, 1]);
+    let mut out = Descriptor([0; 16]);
+    let address = matrix.ptr().0 as *mut c_void;
+    Case::new("tensor_map_encode")
+        .variant("raw", |b| {
+            b.iter(|| {
+                // SAFETY: a 128-byte aligned descriptor, arrays of the rank's length.
+                let status = unsafe {
+                    d.cuTensorMapEncodeTiled(
+                        (&mut out as *mut Descriptor).cast(),
+                        7,
+                        2,
+                        address,
+                        dims.as_ptr(),
+                        strides.as_ptr(),
+                        boxes.as_ptr(),
+                        element_strides.as_ptr(),
+                        0,
+                        3,
+                        0,
+                        0,
+                    )
+                };
+                check(status, "cuTensorMapEncodeTiled");
+                black_box(&mut out);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| black_box(TensorMap::tiled(&matrix, 0, &options).unwrap()));
+        })
+        .run(c);
 }

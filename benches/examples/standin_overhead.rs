@@ -443,5 +443,58 @@ fn measure() -> Result<()> {
         }),
         best(|| copy.copy_from_host(&host, &stream).unwrap()),
     );
+    tensor_map_row(&t, &device, &stream)?;
+    Ok(())
+}
+
+/// `tensor_map_encode`: a tiled map of a 1024 x 1024 `f32` matrix in 32 x 32 boxes with the
+/// 128-byte swizzle, raw (`cuTensorMapEncodeTiled` into a descriptor on the stack) and through
+/// cuda-core (`TensorMap::tiled`: its checks, the context read, the buffer's `Arc`).
+fn tensor_map_row(
+    t: &cuda_sys13::DriverTable,
+    device: &Device,
+    stream: &cuda_core::Stream,
+) -> Result<()> {
+    use cuda_core::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
+    use cuda_sys13::{
+        CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let encode = t
+        .cuTensorMapEncodeTiled
+        .ok_or("the stand-in lacks cuTensorMapEncodeTiled")?;
+    let matrix = std::sync::Arc::new(
+        device
+            .memory_resource()?
+            .allocate(1024 * 1024 * 4, stream)?,
+    );
+    let options = TiledOptions::new(TensorDataType::F32, &[1024, 1024], &[32, 32])
+        .with_swizzle(TensorMapSwizzle::B128);
+    let (dims, strides, boxes, element_strides) =
+        ([1024u64, 1024], [4096u64], [32u32, 32], [1u32, 1]);
+    let mut out = CUtensorMap { opaque: [0; 16] };
+    let address = matrix.ptr().0 as *mut c_void;
+    row(
+        "tensor_map_encode",
+        // SAFETY: the stand-in's function, an aligned descriptor, arrays of the rank's length.
+        best(|| unsafe {
+            encode(
+                &mut out,
+                CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                2,
+                address,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            );
+            black_box(&mut out);
+        }),
+        best(|| drop(black_box(TensorMap::tiled(&matrix, 0, &options).unwrap()))),
+    );
     Ok(())
 }

@@ -20,6 +20,8 @@ pub type Handle = *mut c_void;
 pub const SUCCESS: u32 = 0;
 /// `CUDA_ERROR_NOT_READY`.
 pub const NOT_READY: u32 = 600;
+/// `CUDA_ERROR_NOT_FOUND`: what a call answers here for a function the driver lacks.
+pub const NOT_FOUND: u32 = 500;
 /// `CU_STREAM_NON_BLOCKING`.
 pub const STREAM_NON_BLOCKING: u32 = 1;
 /// `CU_EVENT_DISABLE_TIMING`.
@@ -344,6 +346,29 @@ pub trait RawDriver {
     ///
     /// See the trait.
     unsafe fn cuMemPoolImportPointer(&self, ptr: *mut u64, pool: Handle, data: *mut u8) -> u32;
+    /// `cuTensorMapEncodeTiled`, with the enums as their codes; [`NOT_FOUND`] where the
+    /// driver lacks it (it is not among the fields [`load`] requires).
+    ///
+    /// # Safety
+    ///
+    /// See the trait; `map` is 64-byte aligned, the arrays hold `rank` entries (`strides`
+    /// one fewer).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cuTensorMapEncodeTiled(
+        &self,
+        map: *mut c_void,
+        data_type: u32,
+        rank: u32,
+        address: *mut c_void,
+        dims: *const u64,
+        strides: *const u64,
+        box_dims: *const u32,
+        element_strides: *const u32,
+        interleave: u32,
+        swizzle: u32,
+        l2_promotion: u32,
+        oob_fill: u32,
+    ) -> u32;
 }
 
 /// Panics, naming the call and the code, when a raw call did not return `CUDA_SUCCESS`. The
@@ -803,6 +828,45 @@ macro_rules! raw_driver {
                 data: *mut u8,
             ) -> u32 {
                 call!(self.cuMemPoolImportPointer(ptr, pool.cast(), data.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuTensorMapEncodeTiled(
+                &self,
+                map: *mut c_void,
+                data_type: u32,
+                rank: u32,
+                address: *mut c_void,
+                dims: *const u64,
+                strides: *const u64,
+                box_dims: *const u32,
+                element_strides: *const u32,
+                interleave: u32,
+                swizzle: u32,
+                l2_promotion: u32,
+                oob_fill: u32,
+            ) -> u32 {
+                let Some(encode) = self.table.cuTensorMapEncodeTiled else {
+                    return NOT_FOUND;
+                };
+                // SAFETY: the header's signature; the caller vouches for the arguments.
+                unsafe {
+                    encode(
+                        map.cast(),
+                        $sys::CUtensorMapDataType(data_type),
+                        rank,
+                        address,
+                        dims,
+                        strides,
+                        box_dims,
+                        element_strides,
+                        $sys::CUtensorMapInterleave(interleave),
+                        $sys::CUtensorMapSwizzle(swizzle),
+                        $sys::CUtensorMapL2promotion(l2_promotion),
+                        $sys::CUtensorMapFloatOOBfill(oob_fill),
+                    )
+                }
+                .0
             }
         }
     };

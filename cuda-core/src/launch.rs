@@ -358,19 +358,33 @@ unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 unsafe impl DeviceRepr for DevicePtr {}
 
 /// Anything that can be a kernel argument: [`DeviceRepr`] values, [`Buffer`]s (passed as
-/// their device address) and [`StridedView`]s (passed as their first element's address). It
-/// is sealed: make a type of your own an argument by implementing [`DeviceRepr`] for it.
+/// their device address), [`StridedView`]s (their first element's address),
+/// [`TensorMap`](crate::TensorMap)s (their 128-byte descriptor), and
+/// [`Texture`](crate::Texture) and [`Surface`](crate::Surface) objects (their 64-bit handle).
+/// It is sealed: make a type of your own an argument by implementing [`DeviceRepr`] for it.
 pub trait KernelArg: sealed::Arg {}
 
 impl<T: DeviceRepr> KernelArg for T {}
 impl KernelArg for Buffer {}
 impl<T> KernelArg for StridedView<'_, T> {}
 
-mod sealed {
+pub(crate) mod sealed {
     use std::ffi::c_void;
 
     use crate::memory::Buffer;
     use crate::stream::Stream;
+
+    /// Whether `size` is that of an argument whose bytes are not itself (a buffer, a strided
+    /// view, a tensor map, a texture or surface object), which `arg_bytes` must ask through
+    /// the trait.
+    #[inline(always)]
+    pub const fn is_wrapper_size(size: usize) -> bool {
+        size == std::mem::size_of::<Buffer>()
+            || size == std::mem::size_of::<crate::view::StridedView<'static, u8>>()
+            || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
+            || size == std::mem::size_of::<crate::texture::Texture>()
+            || size == std::mem::size_of::<crate::texture::Surface>()
+    }
 
     /// Where an argument's bytes are and how many, and for a buffer the stream its memory is
     /// ordered on (its deallocation stream).
@@ -424,15 +438,13 @@ use sealed::ArgBytes;
 
 /// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
 /// trait object's size (read from its vtable, no call) is the parameter's, its address is the
-/// answer; a [`Buffer`] or [`StridedView`] (whose own sizes are not their arguments') and
-/// anything else ask through the trait object.
+/// answer; a [`Buffer`], a [`StridedView`], a tensor map, a texture or surface object (whose
+/// own sizes are not their arguments': see `sealed::is_wrapper_size`) and anything else ask
+/// through the trait object.
 #[inline(always)]
 fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
-    if wanted == Some(own)
-        && own != std::mem::size_of::<Buffer>()
-        && own != std::mem::size_of::<StridedView<'static, u8>>()
-    {
+    if wanted == Some(own) && !sealed::is_wrapper_size(own) {
         // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does
         // not depend on its element type), and their bytes are themselves.
         ArgBytes {

@@ -46,6 +46,8 @@ mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
 pub mod system;
+pub mod tensor_map;
+pub mod texture;
 mod view;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
@@ -102,6 +104,12 @@ pub mod __private {
     #[cfg(feature = "bytemuck")]
     pub use bytemuck;
 }
+pub use tensor_map::{
+    Im2colOptions, Im2colWideMode, Im2colWideOptions, TensorDataType, TensorMap,
+    TensorMapDescriptor, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
+    TensorMapSwizzle, TiledOptions, TENSOR_MAP_MAX_RANK,
+};
+pub use texture::{Array, ArrayFormat, ArrayOptions, MipmappedArray, Surface, Texture};
 
 /// The unit tests' rule for what they cannot run: see `tests/common` (the same names, read the
 /// same way: `CUDA_CORE_TEST_REQUIRE`, with `CUDA_CORE_REQUIRE_NVRTC` as an alias).

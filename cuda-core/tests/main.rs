@@ -46,5 +46,7 @@ mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]
 mod system;
+mod tensor_map;
+mod textures;
 mod views;
 mod virtual_memory;

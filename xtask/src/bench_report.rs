@@ -171,6 +171,7 @@ const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
         "cudarc",
         "No program cache outside cuda-core.",
     ),
+    ("tensor_map_encode", "cudarc", "cudarc has no tensor maps."),
 ];
 
 /// The cases where cuda-core is meant to beat the raw driver, by recycling what raw makes

@@ -40,6 +40,10 @@ pub(crate) use self::api::copy::{
 };
 pub(crate) use self::api::Driver;
 pub(crate) use self::api::{AllocationHandle, AllocationSpec, HANDLE_TYPE_POSIX_FD};
+pub(crate) use self::api::{
+    ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, Im2colSpec, Im2colWideSpec,
+    MipmappedArrayHandle, ResourceSpec, TensorMapBytes, TensorSpec, TextureSpec,
+};
 pub(crate) use self::api::{PoolLocation, PoolSpec};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,

@@ -50,6 +50,7 @@ pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
 pub use keep::{graph_releases, wait_for_graph_releases};
+pub(crate) use node::sealed;
 pub use node::{
     BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
 };
@@ -592,6 +593,7 @@ impl GraphExec {
         for buffer in &prepared.buffers {
             self.keep_buffer(buffer);
         }
+        self.extras.extend(prepared.kept);
         Ok(())
     }
 

@@ -139,7 +139,7 @@ pub trait GraphArg: sealed::Arg {}
 impl<T: DeviceRepr> GraphArg for T {}
 impl GraphArg for Arc<Buffer> {}
 
-pub(super) mod sealed {
+pub(crate) mod sealed {
     use std::ffi::c_void;
     use std::sync::Arc;
 
@@ -149,6 +149,11 @@ pub(super) mod sealed {
     pub trait Arg {
         fn bytes(&self) -> (*const c_void, usize);
         fn buffer(&self) -> Option<&Arc<Buffer>>;
+        /// Anything else the graph must keep alive for the argument (a texture or surface
+        /// object).
+        fn keep(&self) -> Option<Box<dyn Send>> {
+            None
+        }
     }
 
     impl<T: crate::launch::DeviceRepr> Arg for T {
@@ -180,6 +185,8 @@ pub(super) mod sealed {
 pub(crate) struct KernelArgs<'a> {
     pointers: Vec<*mut c_void>,
     pub(crate) buffers: Vec<Arc<Buffer>>,
+    /// What else the arguments need kept alive (texture and surface objects).
+    pub(crate) kept: Vec<Box<dyn Send>>,
     _args: std::marker::PhantomData<&'a ()>,
 }
 
@@ -205,6 +212,7 @@ impl<'a> KernelArgs<'a> {
         Ok(KernelArgs {
             pointers: args.iter().map(|arg| arg.bytes().0.cast_mut()).collect(),
             buffers,
+            kept: args.iter().filter_map(|arg| arg.keep()).collect(),
             _args: std::marker::PhantomData,
         })
     }
@@ -446,6 +454,9 @@ pub trait BuildGraph: seal::Buildable {
         target.keep(kernel.clone());
         for buffer in &prepared.buffers {
             target.keep_buffer(buffer);
+        }
+        for kept in prepared.kept {
+            target.state.keep.get_mut().push(kept);
         }
         Ok(target.node(handle))
     }
@@ -818,6 +829,9 @@ pub trait BuildGraph: seal::Buildable {
         target.keep(kernel.clone());
         for buffer in &prepared.buffers {
             target.keep_buffer(buffer);
+        }
+        for kept in prepared.kept {
+            target.state.keep.get_mut().push(kept);
         }
         Ok(())
     }

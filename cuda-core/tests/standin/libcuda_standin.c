@@ -19,6 +19,8 @@
  *                            the CUDA headers describe)
  *   STANDIN_BATCH_FAIL=I     cuMemcpyBatchAsync fails (CUDA_ERROR_INVALID_VALUE) naming copy I
  *   STANDIN_CONCURRENT_MANAGED=0 devices do not access managed memory concurrently
+ * Arrays (and their copies to and from host memory), texture and surface objects and tensor
+ * maps are at the end: their calls are logged with their arguments.
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
  * driver does); -DSTANDIN_NO_LOCATION_V2 leaves out cuMemPrefetchAsync_v2 and cuMemAdvise_v2
  * (as drivers before 12.2 do); -DSTANDIN_NO_DISCARD leaves out the batched discard and
@@ -161,6 +163,13 @@ int cuDeviceGetName(char *out, int len, int device) {
 int cuDeviceGetAttribute(int *value, int attribute, int device) {
     if (setting("STANDIN_ATTRIBUTE_BITS", 0)) {
         *value = (attribute >> device) & 1;
+        return 0;
+    }
+    /* Texture and surface limits: 4096 each; texture alignment 512 and pitch alignment 32. */
+    if (attribute == 14 || attribute == 51) { *value = attribute == 14 ? 512 : 32; return 0; }
+    if ((attribute >= 21 && attribute <= 29) || attribute == 77
+        || (attribute >= 42 && attribute <= 74 && attribute != 44 && attribute != 50)) {
+        *value = 4096;
         return 0;
     }
     switch (attribute) {
@@ -973,7 +982,9 @@ int cuMemcpy2DAsync_v2(const struct memcpy2d *c, void *s) {
          c->WidthInBytes, c->Height, name(s, d));
     return 0;
 }
+static int copy3d_arrays(const struct memcpy3d *c, void *s);
 int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
+    if (c->srcMemoryType == 3 || c->dstMemoryType == 3) return copy3d_arrays(c, s);
     char a[32], b[32], d[16];
     note("cuMemcpy3DAsync %s at %zu,%zu,%zu pitch=%zu height=%zu -> %s at %zu,%zu,%zu pitch=%zu "
          "height=%zu: %zu x %zu x %zu on %s",
@@ -1124,3 +1135,262 @@ int cuDeviceGetUuid(unsigned char *uuid, int device) {
     return 0;
 }
 int cuDeviceGetUuid_v2(unsigned char *uuid, int device) { return cuDeviceGetUuid(uuid, device); }
+
+/* ---- arrays, their copies, texture and surface objects, tensor maps ----------------------- */
+
+/* Arrays hold their bytes, so that copies between them and host memory really move data;
+ * device addresses hold none (copies with them are only logged). Arrays are named a<id>,
+ * mipmapped arrays m<id>. */
+#define ARRAY 100
+#define MIPMAP 101
+struct array3d_desc { size_t width, height, depth; unsigned format, channels, flags; };
+struct array {
+    struct object base;
+    struct array3d_desc desc;
+    size_t element;
+    unsigned char *data;
+    struct array *levels[16];
+    unsigned level_count;
+};
+static const char *tex_name(const void *handle, char *buf) {
+    const struct object *o = handle;
+    if (handle && (o->kind == ARRAY || o->kind == MIPMAP)) {
+        sprintf(buf, "%s%d", o->kind == ARRAY ? "a" : "m", o->id);
+        return buf;
+    }
+    return name(handle, buf);
+}
+static size_t format_bytes(unsigned format) {
+    switch (format) {
+    case 0x01: case 0x08: return 1;
+    case 0x02: case 0x09: case 0x10: return 2;
+    default: return 4;
+    }
+}
+static size_t extent(size_t v) { return v ? v : 1; }
+static struct array *new_array(const struct array3d_desc *d, int kind) {
+    struct array *a = calloc(1, sizeof *a);
+    pthread_mutex_lock(&lock);
+    a->base.id = next_id++;
+    pthread_mutex_unlock(&lock);
+    a->base.kind = kind;
+    a->base.context = current;
+    a->desc = *d;
+    a->element = format_bytes(d->format) * d->channels;
+    if (kind == ARRAY)
+        a->data = calloc(extent(d->width) * extent(d->height) * extent(d->depth), a->element);
+    return a;
+}
+int cuArray3DCreate_v2(void **handle, const struct array3d_desc *d) {
+    char b[16], c[16];
+    if (!current) return 201;
+    struct array *a = new_array(d, ARRAY);
+    *handle = a;
+    note("cuArray3DCreate %s w=%zu h=%zu d=%zu format=%u channels=%u flags=%u in %s",
+         tex_name(a, b), d->width, d->height, d->depth, d->format, d->channels, d->flags,
+         name(current, c));
+    return 0;
+}
+int cuArray3DGetDescriptor_v2(struct array3d_desc *d, void *handle) {
+    *d = ((struct array *)handle)->desc;
+    return 0;
+}
+int cuArrayDestroy(void *handle) { char b[16]; note("cuArrayDestroy %s", tex_name(handle, b)); return 0; }
+int cuMipmappedArrayCreate(void **handle, const struct array3d_desc *d, unsigned levels) {
+    char b[16], c[16];
+    if (!current) return 201;
+    if (levels == 0 || levels > 16) return 1;
+    struct array *m = new_array(d, MIPMAP);
+    for (unsigned i = 0; i < levels; i++) {
+        struct array3d_desc level = *d;
+        level.width = d->width ? (d->width >> i ? d->width >> i : 1) : 0;
+        level.height = d->height ? (d->height >> i ? d->height >> i : 1) : 0;
+        if (!(d->flags & 5) && d->height) level.depth = d->depth ? (d->depth >> i ? d->depth >> i : 1) : 0;
+        m->levels[i] = new_array(&level, ARRAY);
+    }
+    m->level_count = levels;
+    *handle = m;
+    note("cuMipmappedArrayCreate %s w=%zu h=%zu d=%zu levels=%u in %s", tex_name(m, b), d->width,
+         d->height, d->depth, levels, name(current, c));
+    return 0;
+}
+int cuMipmappedArrayGetLevel(void **level, void *handle, unsigned i) {
+    char b[16], c[16];
+    struct array *m = handle;
+    if (i >= m->level_count) return 1;
+    *level = m->levels[i];
+    note("cuMipmappedArrayGetLevel %s level=%u -> %s", tex_name(m, b), i, tex_name(m->levels[i], c));
+    return 0;
+}
+int cuMipmappedArrayDestroy(void *handle) { char b[16]; note("cuMipmappedArrayDestroy %s", tex_name(handle, b)); return 0; }
+
+/* One side's name: array:a3@x,y,z, host@x,y,z/pitch,height or unified:0x...@x,y,z/pitch,height. */
+static void copy_end(char *out, unsigned type, const void *host, devptr device, void *array,
+                     size_t x, size_t y, size_t z, size_t pitch, size_t height) {
+    char b[16];
+    if (type == 3) sprintf(out, "array:%s@%zu,%zu,%zu", tex_name(array, b), x, y, z);
+    else if (type == 1) sprintf(out, "host@%zu,%zu,%zu/%zu,%zu", x, y, z, pitch, height);
+    else sprintf(out, "type%u:%#llx@%zu,%zu,%zu/%zu,%zu", type, device, x, y, z, pitch, height);
+    (void)host;
+}
+/* The byte at row y, slice z, column x of one side, or NULL where it holds no bytes here or
+ * the copy reaches past an array. */
+static unsigned char *copy_at(unsigned type, const void *host, void *array, size_t x, size_t y,
+                              size_t z, size_t pitch, size_t height, size_t width_bytes) {
+    if (type == 1) return (unsigned char *)host + (z * height + y) * pitch + x;
+    if (type != 3) return NULL;
+    struct array *a = array;
+    size_t row = extent(a->desc.width) * a->element;
+    if (x + width_bytes > row || y >= extent(a->desc.height) || z >= extent(a->desc.depth)) return NULL;
+    return a->data + (z * extent(a->desc.height) + y) * row + x;
+}
+/* A 3D copy with an array on either side: logged by its ends, and its bytes moved. */
+static int copy3d_arrays(const struct memcpy3d *c, void *s) {
+    char src[96], dst[96], b[16];
+    copy_end(src, c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
+             c->srcY, c->srcZ, c->srcPitch, c->srcHeight);
+    copy_end(dst, c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
+             c->dstY, c->dstZ, c->dstPitch, c->dstHeight);
+    note("cuMemcpy3DAsync %s <- %s w=%zu h=%zu d=%zu on %s", dst, src, c->WidthInBytes,
+         c->Height, c->Depth, name(s, b));
+    for (size_t z = 0; z < c->Depth; z++)
+        for (size_t y = 0; y < c->Height; y++) {
+            unsigned char *from = copy_at(c->srcMemoryType, c->srcHost, c->srcArray,
+                                          c->srcXInBytes, c->srcY + y, c->srcZ + z, c->srcPitch,
+                                          c->srcHeight, c->WidthInBytes);
+            unsigned char *to = copy_at(c->dstMemoryType, c->dstHost, c->dstArray, c->dstXInBytes,
+                                        c->dstY + y, c->dstZ + z, c->dstPitch, c->dstHeight,
+                                        c->WidthInBytes);
+            if ((c->srcMemoryType == 3 && !from) || (c->dstMemoryType == 3 && !to)) return 1;
+            if (from && to) memcpy(to, from, c->WidthInBytes);
+        }
+    return 0;
+}
+
+/* CUDA_RESOURCE_DESC's and CUDA_TEXTURE_DESC's layouts. */
+struct resource_desc {
+    unsigned type;
+    unsigned pad;
+    union {
+        void *array;
+        struct { devptr ptr; unsigned format, channels; size_t bytes; } linear;
+        struct { devptr ptr; unsigned format, channels; size_t width, height, pitch; } pitch2d;
+        int reserved[32];
+    } res;
+    unsigned flags;
+};
+struct texture_desc {
+    unsigned address[3], filter, flags, anisotropy, mipmap_filter;
+    float bias, min_clamp, max_clamp, border[4];
+    int reserved[12];
+};
+static unsigned long long next_object = 0x7000;
+static void resource_name(char *out, const struct resource_desc *r) {
+    char b[16];
+    switch (r->type) {
+    case 0: sprintf(out, "array:%s", tex_name(r->res.array, b)); break;
+    case 1: sprintf(out, "mipmapped:%s", tex_name(r->res.array, b)); break;
+    case 2: sprintf(out, "linear:%#llx format=%u channels=%u bytes=%zu", r->res.linear.ptr,
+                    r->res.linear.format, r->res.linear.channels, r->res.linear.bytes); break;
+    default: sprintf(out, "pitch2d:%#llx format=%u channels=%u %zux%zu pitch=%zu",
+                     r->res.pitch2d.ptr, r->res.pitch2d.format, r->res.pitch2d.channels,
+                     r->res.pitch2d.width, r->res.pitch2d.height, r->res.pitch2d.pitch);
+    }
+}
+int cuTexObjectCreate(unsigned long long *object, const struct resource_desc *r,
+                      const struct texture_desc *t, const void *view) {
+    char res[128], c[16];
+    if (!current) return 201;
+    resource_name(res, r);
+    *object = next_object++;
+    note("cuTexObjectCreate %s address=%u,%u,%u filter=%u flags=%u border=%g view=%s in %s -> %llu",
+         res, t->address[0], t->address[1], t->address[2], t->filter, t->flags,
+         (double)t->border[0], view ? "set" : "null", name(current, c), *object);
+    return 0;
+}
+int cuTexObjectDestroy(unsigned long long object) { note("cuTexObjectDestroy %llu", object); return 0; }
+int cuSurfObjectCreate(unsigned long long *object, const struct resource_desc *r) {
+    char res[128], c[16];
+    if (!current) return 201;
+    resource_name(res, r);
+    *object = next_object++;
+    note("cuSurfObjectCreate %s in %s -> %llu", res, name(current, c), *object);
+    return 0;
+}
+int cuSurfObjectDestroy(unsigned long long object) { note("cuSurfObjectDestroy %llu", object); return 0; }
+
+/* Tensor maps: the descriptor's first words are the address, the rank and the data type, so
+ * that a test can tell which encoding reached a kernel argument. */
+static void list_u64(char *out, const unsigned long long *v, unsigned n) {
+    out[0] = 0;
+    for (unsigned i = 0; i < n && strlen(out) < 100; i++) sprintf(out + strlen(out), "%s%llu", i ? "," : "", v[i]);
+}
+static void list_u32(char *out, const unsigned *v, unsigned n) {
+    out[0] = 0;
+    for (unsigned i = 0; i < n && strlen(out) < 100; i++) sprintf(out + strlen(out), "%s%u", i ? "," : "", v[i]);
+}
+static void list_int(char *out, const int *v, unsigned n) {
+    out[0] = 0;
+    for (unsigned i = 0; i < n && strlen(out) < 100; i++) sprintf(out + strlen(out), "%s%d", i ? "," : "", v[i]);
+}
+static void encode(unsigned long long *map, unsigned type, unsigned rank, void *address) {
+    map[0] = (unsigned long long)(uintptr_t)address;
+    map[1] = rank;
+    map[2] = type;
+    for (int i = 3; i < 16; i++) map[i] = 0xC0DE;
+}
+int cuTensorMapEncodeTiled(unsigned long long *map, unsigned type, unsigned rank, void *address,
+                           const unsigned long long *dims, const unsigned long long *strides,
+                           const unsigned *box, const unsigned *estrides, unsigned interleave,
+                           unsigned swizzle, unsigned l2, unsigned oob) {
+    char d[128], s[128], bx[128], e[128], c[16];
+    list_u64(d, dims, rank);
+    list_u64(s, strides, rank - 1);
+    list_u32(bx, box, rank);
+    list_u32(e, estrides, rank);
+    note("cuTensorMapEncodeTiled type=%u rank=%u address=%#llx dims=%s strides=%s box=%s "
+         "element_strides=%s interleave=%u swizzle=%u l2=%u oob=%u aligned64=%d in %s", type,
+         rank, (unsigned long long)(uintptr_t)address, d, s, bx, e, interleave, swizzle, l2, oob,
+         (uintptr_t)map % 64 == 0, name(current, c));
+    encode(map, type, rank, address);
+    return 0;
+}
+int cuTensorMapEncodeIm2col(unsigned long long *map, unsigned type, unsigned rank, void *address,
+                            const unsigned long long *dims, const unsigned long long *strides,
+                            const int *lower, const int *upper, unsigned channels,
+                            unsigned pixels, const unsigned *estrides, unsigned interleave,
+                            unsigned swizzle, unsigned l2, unsigned oob) {
+    char d[128], s[128], lo[128], up[128], e[128];
+    list_u64(d, dims, rank);
+    list_u64(s, strides, rank - 1);
+    list_int(lo, lower, rank - 2);
+    list_int(up, upper, rank - 2);
+    list_u32(e, estrides, rank);
+    note("cuTensorMapEncodeIm2col type=%u rank=%u address=%#llx dims=%s strides=%s lower=%s "
+         "upper=%s channels=%u pixels=%u element_strides=%s interleave=%u swizzle=%u l2=%u "
+         "oob=%u", type, rank, (unsigned long long)(uintptr_t)address, d, s, lo, up, channels,
+         pixels, e, interleave, swizzle, l2, oob);
+    encode(map, type, rank, address);
+    return 0;
+}
+int cuTensorMapEncodeIm2colWide(unsigned long long *map, unsigned type, unsigned rank,
+                                void *address, const unsigned long long *dims,
+                                const unsigned long long *strides, int lower, int upper,
+                                unsigned channels, unsigned pixels, const unsigned *estrides,
+                                unsigned interleave, unsigned mode, unsigned swizzle,
+                                unsigned l2, unsigned oob) {
+    char d[128], s[128];
+    (void)estrides;
+    list_u64(d, dims, rank);
+    list_u64(s, strides, rank - 1);
+    note("cuTensorMapEncodeIm2colWide type=%u rank=%u dims=%s strides=%s lower=%d upper=%d "
+         "channels=%u pixels=%u interleave=%u mode=%u swizzle=%u l2=%u oob=%u", type, rank, d,
+         s, lower, upper, channels, pixels, interleave, mode, swizzle, l2, oob);
+    encode(map, type, rank, address);
+    return 0;
+}
+int cuTensorMapReplaceAddress(unsigned long long *map, void *address) {
+    note("cuTensorMapReplaceAddress %#llx -> %#llx", map[0], (unsigned long long)(uintptr_t)address);
+    map[0] = (unsigned long long)(uintptr_t)address;
+    return 0;
+}

@@ -24,6 +24,8 @@ mod memory;
 mod module;
 mod pool;
 mod stream;
+mod tensor_map;
+mod texture;
 mod vmm;
 
 pub(crate) use self::checkpoint::CheckpointApi;
@@ -39,6 +41,13 @@ pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
 pub(crate) use self::pool::{PoolApi, PoolLocation, PoolSpec};
 pub(crate) use self::stream::StreamApi;
+pub(crate) use self::tensor_map::{
+    Im2colSpec, Im2colWideSpec, TensorMapApi, TensorMapBytes, TensorSpec,
+};
+pub(crate) use self::texture::{
+    ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, MipmappedArrayHandle, ResourceSpec,
+    TextureApi, TextureSpec,
+};
 pub(crate) use self::vmm::{AllocationHandle, AllocationSpec, VmmApi, HANDLE_TYPE_POSIX_FD};
 
 use crate::info::{Abi, DriverVersion};
@@ -59,6 +68,8 @@ pub(crate) trait Driver:
     + CopyApi
     + ManagedApi
     + PoolApi
+    + TensorMapApi
+    + TextureApi
     + Send
     + Sync
 {

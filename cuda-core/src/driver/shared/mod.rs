@@ -35,6 +35,8 @@ mod memory;
 mod module;
 mod pool;
 mod stream;
+mod tensor_map;
+mod texture;
 mod vmm;
 
 pub(super) use self::checkpoint::impl_checkpoint_api;
@@ -50,6 +52,8 @@ pub(super) use self::memory::impl_memory_api;
 pub(super) use self::module::impl_module_api;
 pub(super) use self::pool::impl_pool_api;
 pub(super) use self::stream::impl_stream_api;
+pub(super) use self::tensor_map::impl_tensor_map_api;
+pub(super) use self::texture::impl_texture_api;
 pub(super) use self::vmm::impl_vmm_api;
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
@@ -222,6 +226,8 @@ macro_rules! driver_impl {
         $crate::driver::shared::impl_copy_api!($name, $sys);
         $crate::driver::shared::impl_managed_api!($name, $sys);
         $crate::driver::shared::impl_pool_api!($name, $sys);
+        $crate::driver::shared::impl_tensor_map_api!($name, $sys);
+        $crate::driver::shared::impl_texture_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;
