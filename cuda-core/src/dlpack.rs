@@ -606,8 +606,17 @@ struct Exported {
     order: Option<(Stream, Stream)>,
 }
 
+// The deleter may run on any thread: what an export keeps (beside its own arrays) must be
+// sendable and shareable, as `DlpackTensor`'s `Send` and `Sync` say.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Owner<'static>>();
+    send_and_sync::<Option<(Stream, Stream)>>();
+};
+
 /// The deleter of exported tensors: the memory's stream waits for the work queued on the
-/// consumer's so far, then the memory is let go. It never unwinds into its C caller.
+/// consumer's so far, then the memory is let go; where that order cannot be made, the memory
+/// is kept for good (see [`ordered_release`]). It never unwinds into its C caller.
 unsafe extern "C" fn release_exported(tensor: *mut DLManagedTensorVersioned) {
     if tensor.is_null() {
         return;
@@ -616,21 +625,50 @@ unsafe extern "C" fn release_exported(tensor: *mut DLManagedTensorVersioned) {
         // SAFETY: an exported tensor's context is its `Exported` box, taken back once (the
         // deleter is called once).
         let exported = unsafe { Box::from_raw((*tensor).manager_ctx.cast::<Exported>()) };
-        if let Some((consumer, home)) = &exported.order {
-            if !consumer.capturing() {
-                if let Err(e) = crate::memory::order_homes_after(&[home], consumer) {
-                    log::error!(
-                        "ordering a released DLPack tensor's memory after its consumer's \
-                         stream: {e}"
-                    );
-                }
-            }
+        let ordered = exported
+            .order
+            .as_ref()
+            .is_none_or(|(consumer, home)| ordered_release(consumer, home));
+        if ordered {
+            drop(exported);
+        } else {
+            // The consumer's work may still use the memory: never let it go.
+            std::mem::forget(exported);
         }
-        drop(exported);
     }));
     if released.is_err() {
         // Unwinding into C is undefined behaviour; a panic here is a bug of this crate.
         std::process::abort();
+    }
+}
+
+/// Orders `home` (the memory's stream) after the work queued on `consumer` so far, before a
+/// released export lets its memory go: by an event, or failing that by waiting for the
+/// consumer's stream or, should that fail too (a per-thread default stream released on
+/// another thread than its own), for its whole context. `false` where none of these could be
+/// done, or the consumer's stream captures a graph (whose work queued before the capture
+/// cannot be waited for then, and must not be overtaken by the free): the memory must then
+/// be kept, and the log says so.
+fn ordered_release(consumer: &Stream, home: &Stream) -> bool {
+    if consumer.capturing() {
+        log::error!(
+            "a released DLPack tensor's memory is kept (leaked): its consumer's stream captures \
+             a graph, so the work queued there before cannot be waited for"
+        );
+        return false;
+    }
+    let Err(first) = crate::memory::order_homes_after(&[home], consumer) else {
+        return true;
+    };
+    match consumer.context().sync() {
+        Ok(()) => true,
+        Err(e) => {
+            log::error!(
+                "a released DLPack tensor's memory is kept (leaked): ordering it after its \
+                 consumer's stream failed ({first}), and so did waiting for the context ({e})"
+            );
+            false
+        }
     }
 }
 
@@ -646,9 +684,14 @@ impl<T: Element> StridedView<'static, T> {
     /// buffer and another stream, `stream` waits now for the work queued on the buffer's
     /// stream so far, and when the tensor is released the buffer's stream waits for the work
     /// queued on `stream` by then, so that the buffer's free cannot overtake the consumer's
-    /// work there. (A consumer that uses other streams orders them itself. `stream` should
-    /// not be a per-thread default stream, whose release on another thread cannot be
-    /// ordered.)
+    /// work there. (A consumer that uses other streams orders them itself. A per-thread
+    /// default `stream` released on another thread than its own is waited for through its
+    /// whole context instead. Released while `stream` captures a graph, the buffer is kept
+    /// for good, and the log says so: the work queued there before the capture cannot be
+    /// ordered then.)
+    ///
+    /// Refused: more dimensions than DLPack's `i32` counts, or an extent (of a broadcast
+    /// view) past `i64::MAX`.
     #[doc(alias = "__dlpack__")]
     pub fn to_dlpack(&self, stream: Option<&Stream>) -> Result<DlpackTensor> {
         let dtype = data_type_of::<T>()?;
@@ -658,7 +701,20 @@ impl<T: Element> StridedView<'static, T> {
                 format!("{} dimensions, more than DLPack's i32", self.ndim()),
             )
         })?;
-        let shape: Box<[i64]> = self.shape().iter().map(|&e| e as i64).collect();
+        let shape = self
+            .shape()
+            .iter()
+            .map(|&e| i64::try_from(e))
+            .collect::<std::result::Result<Box<[i64]>, _>>()
+            .map_err(|_| {
+                invalid(
+                    "self",
+                    format!(
+                        "shape {:?} has an extent past i64::MAX, which DLPack's shape cannot hold",
+                        self.shape()
+                    ),
+                )
+            })?;
         let strides: Box<[i64]> = self.strides().iter().map(|&s| s as i64).collect();
         let device = match self.memory() {
             ViewMemory::Device(device) => DLDevice {

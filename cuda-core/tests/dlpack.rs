@@ -15,8 +15,8 @@ use cuda_core::dlpack::{
     DlpackTensor, Element, FLAG_READ_ONLY,
 };
 use cuda_core::{
-    launch, Allocate, CodeType, Device, Error, LaunchConfig, ManagedMemoryResource,
-    PinnedMemoryResource, Program, ProgramOptions, StreamOptions, StridedView, ViewMemory,
+    launch, Allocate, CaptureMode, CodeType, Device, Error, LaunchConfig, ManagedMemoryResource,
+    PinnedMemoryResource, Program, ProgramOptions, Stream, StreamOptions, StridedView, ViewMemory,
 };
 
 // ---- a producer ------------------------------------------------------------------------
@@ -731,6 +731,89 @@ fn an_exported_buffer_is_released_by_the_c_consumer_in_stream_order() {
             }
         },
     );
+}
+
+/// Against the stand-in driver: a release whose stream order cannot be made does not free the
+/// memory under the consumer's work. A per-thread default stream released on another thread
+/// than its own (whose handle means that thread's stream there) is waited for through the
+/// whole context before the free; a consumer's stream that captures a graph (whose work
+/// queued before the capture cannot be waited for) keeps the buffer for good.
+#[test]
+fn an_export_released_where_its_stream_cannot_be_ordered_is_not_freed_under_it() {
+    standin::run(
+        module_path!(),
+        "an_export_released_where_its_stream_cannot_be_ordered_is_not_freed_under_it",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let memory = device.memory_resource().unwrap();
+            let home = device.create_stream(StreamOptions::default()).unwrap();
+            let home_name = made("cuStreamCreate");
+
+            let buffer = Arc::new(memory.allocate(BIG, &home).unwrap());
+            let address = buffer.ptr().0;
+            let per_thread = Stream::per_thread_default(device).unwrap();
+            let tensor =
+                DlpackTensor::from_buffer::<f32>(buffer, &[BIG / 4], Some(&per_thread)).unwrap();
+            standin::clear_log();
+            std::thread::spawn(move || drop(tensor)).join().unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let synced = find(&log, 0, &["cuCtxSynchronize"]);
+            find(
+                &log,
+                synced,
+                &["cuMemFreeAsync", &format!("{address:#x} on {home_name}")],
+            );
+
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            let buffer = Arc::new(memory.allocate(BIG, &home).unwrap());
+            let weak = Arc::downgrade(&buffer);
+            let tensor =
+                DlpackTensor::from_buffer::<f32>(buffer, &[BIG / 4], Some(&other)).unwrap();
+            // SAFETY: nothing is queued while it captures but the release under test (and the
+            // stand-in runs nothing).
+            unsafe { other.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            standin::clear_log();
+            drop(tensor);
+            let text = standin::log();
+            assert!(weak.upgrade().is_some(), "freed under a capture: {text}");
+            assert!(
+                !text.contains("cuMemFreeAsync") && !text.contains("cuEventRecord"),
+                "{text}"
+            );
+            other.end_capture().unwrap();
+        },
+    );
+}
+
+/// A broadcast view may have an extent past `i64::MAX` (its elements are all one); DLPack's
+/// shape is `i64`, so the export refuses it rather than hand a consumer a negative extent.
+/// `i64::MAX` itself is exported as is.
+#[test]
+fn an_extent_past_i64_is_refused_by_the_export() {
+    let memory = Box::leak(vec![0f32; 4].into_boxed_slice());
+    let ptr = cuda_core::DevicePtr(memory.as_ptr() as u64);
+    let huge = i64::MAX as usize + 1;
+    // SAFETY: leaked host memory of 4 floats, filed as pinned, kept for good; the stride 0
+    // reaches the first only.
+    let view: StridedView<'static, f32> =
+        unsafe { StridedView::from_raw_parts(ptr, &[huge], Some(&[0]), ViewMemory::Pinned) }
+            .unwrap();
+    assert_eq!(view.shape(), [huge]);
+    assert_refused(
+        view.to_dlpack(None),
+        "self",
+        &["past i64::MAX", &huge.to_string()],
+    );
+    // SAFETY: as above.
+    let view: StridedView<'static, f32> =
+        unsafe { StridedView::from_raw_parts(ptr, &[huge - 1], Some(&[0]), ViewMemory::Pinned) }
+            .unwrap();
+    let tensor = view.to_dlpack(None).unwrap();
+    assert_eq!(tensor.shape(), [i64::MAX]);
+    assert_eq!(tensor.strides(), Some(&[0][..]));
 }
 
 /// A buffer larger than the default pool's small sizes, which a stream keeps when freed
