@@ -416,6 +416,13 @@ pub(crate) fn check_linear_memory(
     if linear.width == 0 {
         return invalid("the width is 0 elements".to_owned());
     }
+    if linear.offset >= size {
+        return invalid(format!(
+            "the offset {} is at or past the end: the buffer holds {size} bytes",
+            linear.offset
+        ));
+    }
+    // Within the buffer: no overflow.
     let start = address + linear.offset as u64;
     if alignment > 0 && start % alignment != 0 {
         return invalid(format!(

@@ -522,6 +522,15 @@ fn linear_texture_memory_is_aligned_and_within_the_buffer() {
         "linear",
         "the buffer holds 4096",
     );
+    // An offset past the end is refused as such, whatever its size (its sum with the
+    // address is never formed).
+    for offset in [4097, usize::MAX] {
+        refused(
+            check_linear_memory(&one.with_offset(offset), 0x1000, 4096, &LIMITS),
+            "linear",
+            &format!("the offset {offset} is at or past the end: the buffer holds 4096 bytes"),
+        );
+    }
     refused(
         check_linear_memory(&one.with_width(0), 0x1000, 4096, &LIMITS),
         "linear",
