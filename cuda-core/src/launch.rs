@@ -447,8 +447,19 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     if wanted == Some(own) && !sealed::is_wrapper_size(own) {
         // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does
         // not depend on its element type), and their bytes are themselves.
+        let ptr = (arg as *const dyn KernelArg).cast();
+        // Checked in debug builds: a wrapper argument added without its size in
+        // `is_wrapper_size` fails every test that passes it where its own size is wanted.
+        debug_assert!(
+            {
+                let asked = arg.arg();
+                asked.ptr == ptr && asked.size == own && asked.home.is_none()
+            },
+            "a kernel argument of {own} bytes is not its own bytes: add its type to \
+             sealed::is_wrapper_size"
+        );
         ArgBytes {
-            ptr: (arg as *const dyn KernelArg).cast(),
+            ptr,
             size: own,
             home: None,
         }
