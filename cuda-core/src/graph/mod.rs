@@ -499,17 +499,24 @@ impl GraphExec {
     #[doc(alias = "cuGraphLaunch")]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
-        let queue = || stream.call(|driver, handle| driver.graph_launch(self.handle, handle));
-        if self.homes.iter().all(|home| home.same_as(stream)) {
-            queue()?;
+        let mut queued = false;
+        let mut queue = || {
+            stream.call(|driver, handle| driver.graph_launch(self.handle, handle))?;
+            queued = true;
+            Ok(())
+        };
+        let launched = if self.homes.iter().all(|home| home.same_as(stream)) {
+            queue()
         } else {
             let homes: Vec<&Stream> = self.homes.iter().collect();
-            crate::memory::in_stream_order(&homes, stream, queue)?;
-        }
-        if !self.extras.is_empty() {
+            crate::memory::in_stream_order(&homes, stream, queue)
+        };
+        // A launch the driver took is the last that may use the extras, even where ordering
+        // the homes after it then failed (and this reports that error).
+        if queued && !self.extras.is_empty() {
             self.last.set(Some(stream.clone()));
         }
-        Ok(())
+        launched
     }
 
     /// Makes the graph's device-side setup ahead of its first launch, in `stream`'s order
