@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::graph::CaptureStatus;
 use crate::memory::{Buffer, DevicePtr, Pod};
 use crate::stream::Stream;
 use crate::view::{Owner, StridedView, ViewMemory};
@@ -648,9 +649,16 @@ unsafe extern "C" fn release_exported(tensor: *mut DLManagedTensorVersioned) {
 /// another thread than its own), for its whole context. `false` where none of these could be
 /// done, or the consumer's stream captures a graph (whose work queued before the capture
 /// cannot be waited for then, and must not be overtaken by the free): the memory must then
-/// be kept, and the log says so.
+/// be kept, and the log says so. Whether it captures is asked of the driver too, for a capture
+/// this value did not begin (another wrapper of the stream, or a capture it joined), where an
+/// event recorded on it would pull the memory's stream, and its free, into the capture.
 fn ordered_release(consumer: &Stream, home: &Stream) -> bool {
-    if consumer.capturing() {
+    let capturing = consumer.capturing()
+        || matches!(
+            consumer.capture_status(),
+            Ok(CaptureStatus::Active | CaptureStatus::Invalidated)
+        );
+    if capturing {
         log::error!(
             "a released DLPack tensor's memory is kept (leaked): its consumer's stream captures \
              a graph, so the work queued there before cannot be waited for"

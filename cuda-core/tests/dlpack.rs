@@ -737,7 +737,8 @@ fn an_exported_buffer_is_released_by_the_c_consumer_in_stream_order() {
 /// memory under the consumer's work. A per-thread default stream released on another thread
 /// than its own (whose handle means that thread's stream there) is waited for through the
 /// whole context before the free; a consumer's stream that captures a graph (whose work
-/// queued before the capture cannot be waited for) keeps the buffer for good.
+/// queued before the capture cannot be waited for), through its own value or not, keeps the
+/// buffer for good.
 #[test]
 fn an_export_released_where_its_stream_cannot_be_ordered_is_not_freed_under_it() {
     standin::run(
@@ -767,23 +768,29 @@ fn an_export_released_where_its_stream_cannot_be_ordered_is_not_freed_under_it()
                 &["cuMemFreeAsync", &format!("{address:#x} on {home_name}")],
             );
 
+            // The capture begun through the consumer's own value, and through another wrapper
+            // of its handle (which the consumer's value only learns of from the driver).
             let other = device.create_stream(StreamOptions::default()).unwrap();
-            let buffer = Arc::new(memory.allocate(BIG, &home).unwrap());
-            let weak = Arc::downgrade(&buffer);
-            let tensor =
-                DlpackTensor::from_buffer::<f32>(buffer, &[BIG / 4], Some(&other)).unwrap();
-            // SAFETY: nothing is queued while it captures but the release under test (and the
-            // stand-in runs nothing).
-            unsafe { other.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
-            standin::clear_log();
-            drop(tensor);
-            let text = standin::log();
-            assert!(weak.upgrade().is_some(), "freed under a capture: {text}");
-            assert!(
-                !text.contains("cuMemFreeAsync") && !text.contains("cuEventRecord"),
-                "{text}"
-            );
-            other.end_capture().unwrap();
+            // SAFETY: the handle of `other`, which outlives the wrapper.
+            let wrapper = unsafe { Stream::from_raw(other.as_raw(), device) }.unwrap();
+            for capturing in [&other, &wrapper] {
+                let buffer = Arc::new(memory.allocate(BIG, &home).unwrap());
+                let weak = Arc::downgrade(&buffer);
+                let tensor =
+                    DlpackTensor::from_buffer::<f32>(buffer, &[BIG / 4], Some(&other)).unwrap();
+                // SAFETY: nothing is queued while it captures but the release under test (and
+                // the stand-in runs nothing).
+                unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                standin::clear_log();
+                drop(tensor);
+                let text = standin::log();
+                assert!(weak.upgrade().is_some(), "freed under a capture: {text}");
+                assert!(
+                    !text.contains("cuMemFreeAsync") && !text.contains("cuEventRecord"),
+                    "{text}"
+                );
+                capturing.end_capture().unwrap();
+            }
         },
     );
 }
