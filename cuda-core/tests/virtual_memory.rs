@@ -513,6 +513,46 @@ fn physical_memory_goes_out_as_a_file_descriptor_and_comes_back_as_the_same_memo
     );
 }
 
+#[test]
+fn a_growable_buffer_shrinks_to_nothing_and_grows_again_at_the_same_place() {
+    on_both_abis(
+        "a_growable_buffer_shrinks_to_nothing_and_grows_again_at_the_same_place",
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let memory = VirtualMemoryResource::new(
+                device,
+                VirtualMemoryResourceOptions::default()
+                    .with_granularity(AllocationGranularity::Minimum),
+            )
+            .unwrap();
+            let mut buffer = memory.growable(4 * G, &stream).unwrap();
+            let ptr = buffer.ptr();
+            buffer.grow(G).unwrap();
+            buffer.grow(3 * G - 1).unwrap();
+            assert_eq!(buffer.mapped(), 3 * G);
+            standin::clear_log();
+            // Size 0, which a growable buffer starts at: every piece is unmapped and released.
+            buffer.shrink(0).unwrap();
+            assert_eq!((buffer.size(), buffer.mapped()), (0, 0));
+            assert_eq!(buffer.as_buffer().size(), 0);
+            assert_eq!(count("cuMemUnmap"), 2, "{}", standin::log());
+            assert_eq!(count("cuMemRelease"), 2, "{}", standin::log());
+            assert_eq!(count("cuMemAddressFree"), 0, "{}", standin::log());
+            // And grown again from the start of its range.
+            standin::clear_log();
+            buffer.grow(G + 1).unwrap();
+            assert_eq!((buffer.ptr(), buffer.mapped()), (ptr, 2 * G));
+            assert!(
+                standin::log().contains(&format!("cuMemMap {ptr} size={}", 2 * G)),
+                "{}",
+                standin::log()
+            );
+        },
+    );
+}
+
 /// The error of a synchronisation that the stand-in fails (an illegal address, as work that
 /// failed on the device gives).
 const SYNC_FAILED: i32 = 700;

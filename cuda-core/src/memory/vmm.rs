@@ -1264,14 +1264,14 @@ impl GrowableBuffer {
                     .to_owned(),
             });
         }
-        let keep = checks::round_up("new_size", new_size, self.granularity())?;
         let unmapped = {
             let mut inner = self.state.lock();
             let done = inner
                 .sync_streams(Some(self.view.deallocation_stream()))
                 .and_then(|()| {
                     let context = &self.state.resource.context;
-                    context.with_current(|_| inner.unmap_down_to(keep))
+                    // The pieces that start at or past `new_size` (all of them for 0).
+                    context.with_current(|_| inner.unmap_down_to(new_size))
                 });
             done.map_err(|e| (e, inner.mapped()))
         };
