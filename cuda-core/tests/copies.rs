@@ -534,8 +534,8 @@ fn bad_pitched_copies_are_refused_before_the_driver() {
             for (w, h, d, e, name) in [
                 (100, 10, 1, 3, "element_bytes"),
                 (0, 10, 1, 4, "width"),
-                (100, 0, 1, 4, "width"),
-                (100, 10, 0, 4, "width"),
+                (100, 0, 1, 4, "height"),
+                (100, 10, 0, 4, "depth"),
                 (1 << 31, 1, 1, 4, "width"),
                 (4096, usize::MAX, 2, 4, "depth"),
                 (1 << 20, 1 << 20, 1, 4, "height"),

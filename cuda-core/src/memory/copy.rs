@@ -677,11 +677,15 @@ impl PitchedBuffer {
                 reason: format!("{element_bytes}: cuMemAllocPitch takes 4, 8 or 16"),
             });
         }
-        if width == 0 || height == 0 || depth == 0 {
-            return Err(Error::InvalidArgument {
-                name: "width",
-                reason: format!("a {width} x {height} x {depth} allocation holds nothing"),
-            });
+        for (name, value) in [("width", width), ("height", height), ("depth", depth)] {
+            if value == 0 {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: format!(
+                        "cannot be zero: a {width} x {height} x {depth} allocation holds nothing"
+                    ),
+                });
+            }
         }
         let max_pitch = max_pitch(stream.device())?;
         if width > max_pitch {
