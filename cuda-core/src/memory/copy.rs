@@ -172,14 +172,15 @@ impl<'a> CopyBatch<'a> {
         CopyBatch::with_capacity(stream, 0)
     }
 
-    /// An empty batch with room for `copies` copies.
+    /// An empty batch with room for `copies` copies (or for none, where that much room cannot
+    /// be had: the copies are then made room for as they come).
     pub fn with_capacity(stream: &'a Stream, copies: usize) -> CopyBatch<'a> {
         let current = CopyAttributes::default();
         CopyBatch {
             stream,
-            dsts: Vec::with_capacity(copies),
-            srcs: Vec::with_capacity(copies),
-            sizes: Vec::with_capacity(copies),
+            dsts: room_for(copies),
+            srcs: room_for(copies),
+            sizes: room_for(copies),
             attributes: Vec::new(),
             attribute_starts: Vec::new(),
             current,
@@ -482,6 +483,15 @@ impl<'a> CopyBatch<'a> {
         }
         Ok(())
     }
+}
+
+/// An empty vector with room for `n` values, or with none where that is more than can be had
+/// (a capacity is a hint: `Vec::with_capacity` would panic).
+fn room_for<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    // Refused room leaves the vector empty, as wanted.
+    let _ = v.try_reserve_exact(n);
+    v
 }
 
 /// The bytes of a host slice, which must not be empty.
@@ -1429,6 +1439,15 @@ mod tests {
             copies in proptest::collection::vec((0u64..400, 0u64..400, 1usize..40), 1..12)
         ) {
             proptest::prop_assert_eq!(spans(&copies).is_err(), overlaps_by_pairs(&copies));
+        }
+    }
+
+    #[test]
+    fn room_beyond_what_can_be_had_is_none_rather_than_a_panic() {
+        assert!(room_for::<u64>(100).capacity() >= 100);
+        for n in [usize::MAX, usize::MAX / 8 + 1, isize::MAX as usize] {
+            let v = room_for::<u64>(n);
+            assert_eq!((v.len(), v.capacity()), (0, 0), "{n}");
         }
     }
 
