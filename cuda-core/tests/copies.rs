@@ -544,6 +544,18 @@ fn bad_pitched_copies_are_refused_before_the_driver() {
             ] {
                 refused(PitchedBuffer::new_3d(&stream, w, h, d, e), name);
             }
+            // A capturing stream: the synchronous allocation is not a call a capture takes.
+            standin::clear_log();
+            // SAFETY: nothing is queued on the stream while it captures.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let r = refused(PitchedBuffer::new(&stream, 100, 10, 4), "stream");
+            assert!(r.contains("capturing"), "{r}");
+            stream.end_capture().unwrap();
+            assert!(
+                standin::calls("cuMemAllocPitch").is_empty(),
+                "{}",
+                standin::log()
+            );
             let mut p = PitchedBuffer::new(&stream, 100, 10, 4).unwrap();
             let q = PitchedBuffer::new_3d(&stream, 100, 10, 3, 4).unwrap();
             let mut host = vec![0u8; 1000];

@@ -661,6 +661,8 @@ impl Drop for PitchedBuffer {
 impl PitchedBuffer {
     /// `height` rows of `width` bytes, whose elements are `element_bytes` wide (4, 8 or 16:
     /// the driver aligns rows for that access size); on `stream`'s device, freed on `stream`.
+    /// A zero size, a row wider than the device's largest pitch, more bytes than the device has
+    /// and a capturing stream are [`Error::InvalidArgument`], before the driver.
     #[doc(alias = "cuMemAllocPitch")]
     pub fn new(
         stream: &Stream,
@@ -696,6 +698,14 @@ impl PitchedBuffer {
                     ),
                 });
             }
+        }
+        if stream.capturing() {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: "it is capturing, and cuMemAllocPitch is not a call a capture takes (the \
+                         driver would refuse it and invalidate the capture)"
+                    .to_owned(),
+            });
         }
         let max_pitch = max_pitch(stream.device())?;
         if width > max_pitch {
