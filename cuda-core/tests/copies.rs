@@ -668,6 +668,21 @@ fn bad_pitched_copies_are_refused_before_the_driver() {
                 ),
                 "src",
             );
+            // A copy with the host on a capturing stream: it would be waited for, which a
+            // capture does not allow.
+            // SAFETY: nothing reaches the capture.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let r = refused(
+                attempt(
+                    PitchedSrc::from(&q),
+                    PitchedDst::host(&mut host, 100, 10),
+                    CopyRegion::new(10, 1),
+                ),
+                "stream",
+            );
+            assert!(r.contains("capturing"), "{r}");
+            refused(p.copy_from_host(&[0u8; 1000], &stream), "stream");
+            stream.end_capture().unwrap();
             // Whole copies need the packed size.
             refused(p.copy_from_host(&[0u8; 999], &stream), "src");
             refused(p.copy_to_host(&mut [0u32; 250 + 1], &stream), "dst");

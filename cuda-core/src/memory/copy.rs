@@ -1183,7 +1183,8 @@ impl PitchedDst<'_> {
 }
 
 /// Copies `region` from `src` to `dst` in order on `stream` (`cuMemcpy2DAsync`), and where
-/// either side is a host slice waits for the copy before returning.
+/// either side is a host slice waits for the copy before returning (so such a copy refuses a
+/// capturing stream, which cannot be waited for).
 ///
 /// Checked before the driver, each [`Error::InvalidArgument`] naming the side: a zero extent,
 /// a depth or `z` other than 0 and 1, a pitch of zero or larger than the device's
@@ -1305,6 +1306,15 @@ unsafe fn pitched_copy(
         buffer.check_reachable(stream, "dst", true)?;
     }
     let host = src_side.home.is_none() || dst_side.home.is_none();
+    if host && wait_for_host && stream.capturing() {
+        return Err(Error::InvalidArgument {
+            name: "stream",
+            reason: "it is capturing, and a copy with host memory is waited for before \
+                     returning, which a capture does not allow (the wait would invalidate it); \
+                     capture the copy with copy_2d_async or copy_3d_async"
+                .to_owned(),
+        });
+    }
     let copy = PitchedCopy {
         src: PitchedSide {
             memory: src_side.memory,
