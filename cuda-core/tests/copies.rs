@@ -935,7 +935,10 @@ fn returns_only_after_its_copy(
             let _ = capturing.end_capture();
         }
     });
-    assert!(begun_rx.recv().unwrap(), "{what}: the capture did not begin");
+    assert!(
+        begun_rx.recv().unwrap(),
+        "{what}: the capture did not begin"
+    );
     let opened = Arc::new(AtomicBool::new(false));
     let opener = {
         let opened = Arc::clone(&opened);
@@ -960,10 +963,7 @@ fn returns_only_after_its_copy(
             "{what} returned {e:?} while its copy was held at the gate: the host memory it \
              was lent would be freed under the driver"
         ),
-        Ok(()) => assert!(
-            open_at_return,
-            "{what} returned before its copy could run"
-        ),
+        Ok(()) => assert!(open_at_return, "{what} returned before its copy could run"),
     }
 }
 

@@ -606,7 +606,11 @@ fn memory_whose_stream_does_not_synchronise_stays_mapped_for_good() {
             drop((range, physical, memory));
             let text = standin::log();
             for call in ["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"] {
-                assert_eq!(count(call), 0, "{call} while work may use the memory:\n{text}");
+                assert_eq!(
+                    count(call),
+                    0,
+                    "{call} while work may use the memory:\n{text}"
+                );
             }
         },
     );

@@ -996,7 +996,8 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         };
         // Where the stream does not synchronise, its work may still use the memory: it stays
         // mapped for good (left in the live set, the resource's drop would unmap it at once).
-        self.context.with_current(|_| mapping.unmap_after(Some(stream)))
+        self.context
+            .with_current(|_| mapping.unmap_after(Some(stream)))
     }
 
     fn is_device_accessible(&self) -> bool {
