@@ -268,6 +268,8 @@ fn bad_batches_are_refused_before_the_driver_naming_the_copy() {
             let (empty, large) = ([0u8; 0], [0u8; 101]);
             standin::clear_log();
 
+            // Room for more copies than memory holds is a hint not taken, not a panic.
+            assert!(CopyBatch::with_capacity(&stream, usize::MAX).is_empty());
             let mut batch = CopyBatch::new(&stream);
             let r = refused(batch.submit(), "self");
             assert!(r.contains("no copy"), "{r}");
@@ -534,14 +536,26 @@ fn bad_pitched_copies_are_refused_before_the_driver() {
             for (w, h, d, e, name) in [
                 (100, 10, 1, 3, "element_bytes"),
                 (0, 10, 1, 4, "width"),
-                (100, 0, 1, 4, "width"),
-                (100, 10, 0, 4, "width"),
+                (100, 0, 1, 4, "height"),
+                (100, 10, 0, 4, "depth"),
                 (1 << 31, 1, 1, 4, "width"),
                 (4096, usize::MAX, 2, 4, "depth"),
                 (1 << 20, 1 << 20, 1, 4, "height"),
             ] {
                 refused(PitchedBuffer::new_3d(&stream, w, h, d, e), name);
             }
+            // A capturing stream: the synchronous allocation is not a call a capture takes.
+            standin::clear_log();
+            // SAFETY: nothing is queued on the stream while it captures.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let r = refused(PitchedBuffer::new(&stream, 100, 10, 4), "stream");
+            assert!(r.contains("capturing"), "{r}");
+            stream.end_capture().unwrap();
+            assert!(
+                standin::calls("cuMemAllocPitch").is_empty(),
+                "{}",
+                standin::log()
+            );
             let mut p = PitchedBuffer::new(&stream, 100, 10, 4).unwrap();
             let q = PitchedBuffer::new_3d(&stream, 100, 10, 3, 4).unwrap();
             let mut host = vec![0u8; 1000];
@@ -654,6 +668,21 @@ fn bad_pitched_copies_are_refused_before_the_driver() {
                 ),
                 "src",
             );
+            // A copy with the host on a capturing stream: it would be waited for, which a
+            // capture does not allow.
+            // SAFETY: nothing reaches the capture.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let r = refused(
+                attempt(
+                    PitchedSrc::from(&q),
+                    PitchedDst::host(&mut host, 100, 10),
+                    CopyRegion::new(10, 1),
+                ),
+                "stream",
+            );
+            assert!(r.contains("capturing"), "{r}");
+            refused(p.copy_from_host(&[0u8; 1000], &stream), "stream");
+            stream.end_capture().unwrap();
             // Whole copies need the packed size.
             refused(p.copy_from_host(&[0u8; 999], &stream), "src");
             refused(p.copy_to_host(&mut [0u32; 250 + 1], &stream), "dst");
@@ -873,6 +902,115 @@ fn bad_batches_are_refused_and_nothing_leaks() {
         pool.usage().unwrap().used_current,
         0,
         "every buffer was freed"
+    );
+}
+
+/// Runs `op`, a safe copy into host memory on `stream` (held at a gate meanwhile), while another
+/// thread has a stream capturing in [`CaptureMode::Global`] (which makes the driver refuse some
+/// calls from every thread), and checks that `op` did not return while its copy could still
+/// run: had it, the host memory it was lent would be free again with the driver still to write
+/// it. The gate is opened from another thread after two seconds (a deadline, not an ordering:
+/// however long it is, `op` must not return before it); an error of the copy call itself (the
+/// driver refusing it, so nothing was queued) is allowed.
+fn returns_only_after_its_copy(
+    what: &str,
+    stream: &Stream,
+    op: impl FnOnce() -> cuda_core::Result<()>,
+    queue_call: &str,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let device = stream.device();
+    let gate = Gate::close(stream);
+    let capturing = device.create_stream(StreamOptions::default()).unwrap();
+    let (begun_tx, begun_rx) = mpsc::channel();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let capturer = std::thread::spawn(move || {
+        // SAFETY: nothing is captured: the capture is begun and ended, with no work between.
+        let begun = unsafe { capturing.begin_capture(CaptureMode::Global) };
+        begun_tx.send(begun.is_ok()).unwrap();
+        let _ = end_rx.recv();
+        if begun.is_ok() {
+            // Possibly invalidated by what the other thread did meanwhile: either is fine.
+            let _ = capturing.end_capture();
+        }
+    });
+    assert!(
+        begun_rx.recv().unwrap(),
+        "{what}: the capture did not begin"
+    );
+    let opened = Arc::new(AtomicBool::new(false));
+    let opener = {
+        let opened = Arc::clone(&opened);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            opened.store(true, Ordering::SeqCst);
+            gate.open();
+        })
+    };
+    let result = op();
+    let open_at_return = opened.load(Ordering::SeqCst);
+    end_tx.send(()).unwrap();
+    capturer.join().unwrap();
+    opener.join().unwrap();
+    stream.sync().unwrap();
+    match result {
+        Err(e) if e.to_string().starts_with(&format!("{queue_call} failed")) => {
+            println!("{what}: refused during the capture, nothing queued ({e})");
+        }
+        Err(e) => assert!(
+            open_at_return,
+            "{what} returned {e:?} while its copy was held at the gate: the host memory it \
+             was lent would be freed under the driver"
+        ),
+        Ok(()) => assert!(open_at_return, "{what} returned before its copy could run"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_copies_do_not_return_while_their_copy_may_run_during_another_threads_capture() {
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the global capture test");
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    // Allocated before the captures: stream-ordered allocation is refused during them.
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4096, &stream)
+        .unwrap();
+    buffer.fill(7u8, &stream).unwrap();
+    stream.sync().unwrap();
+
+    let mut host = vec![0u8; 4096];
+    returns_only_after_its_copy(
+        "CopyBatch::submit",
+        &stream,
+        || {
+            let mut batch = CopyBatch::new(&stream);
+            batch.copy_to_host(&buffer, 0, &mut host)?;
+            batch.submit()
+        },
+        "cuMemcpyBatchAsync",
+    );
+    assert!(
+        host.iter().all(|&b| b == 7) || host.iter().all(|&b| b == 0),
+        "the batch wrote all or nothing"
+    );
+
+    let mut rows = vec![0u8; 4096];
+    returns_only_after_its_copy(
+        "copy_2d",
+        &stream,
+        || {
+            copy_2d(
+                PitchedSrc::buffer(&buffer, 64, 64),
+                PitchedDst::host(&mut rows, 64, 64),
+                &CopyRegion::new(64, 64),
+                &stream,
+            )
+        },
+        "cuMemcpy2DAsync",
     );
 }
 

@@ -513,6 +513,109 @@ fn physical_memory_goes_out_as_a_file_descriptor_and_comes_back_as_the_same_memo
     );
 }
 
+#[test]
+fn a_growable_buffer_shrinks_to_nothing_and_grows_again_at_the_same_place() {
+    on_both_abis(
+        "a_growable_buffer_shrinks_to_nothing_and_grows_again_at_the_same_place",
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let memory = VirtualMemoryResource::new(
+                device,
+                VirtualMemoryResourceOptions::default()
+                    .with_granularity(AllocationGranularity::Minimum),
+            )
+            .unwrap();
+            let mut buffer = memory.growable(4 * G, &stream).unwrap();
+            let ptr = buffer.ptr();
+            buffer.grow(G).unwrap();
+            buffer.grow(3 * G - 1).unwrap();
+            assert_eq!(buffer.mapped(), 3 * G);
+            standin::clear_log();
+            // Size 0, which a growable buffer starts at: every piece is unmapped and released.
+            buffer.shrink(0).unwrap();
+            assert_eq!((buffer.size(), buffer.mapped()), (0, 0));
+            assert_eq!(buffer.as_buffer().size(), 0);
+            assert_eq!(count("cuMemUnmap"), 2, "{}", standin::log());
+            assert_eq!(count("cuMemRelease"), 2, "{}", standin::log());
+            assert_eq!(count("cuMemAddressFree"), 0, "{}", standin::log());
+            // And grown again from the start of its range.
+            standin::clear_log();
+            buffer.grow(G + 1).unwrap();
+            assert_eq!((buffer.ptr(), buffer.mapped()), (ptr, 2 * G));
+            assert!(
+                standin::log().contains(&format!("cuMemMap {ptr} size={}", 2 * G)),
+                "{}",
+                standin::log()
+            );
+        },
+    );
+}
+
+/// The error of a synchronisation that the stand-in fails (an illegal address, as work that
+/// failed on the device gives).
+const SYNC_FAILED: i32 = 700;
+
+/// Whether `result` is the stand-in's failed synchronisation.
+fn sync_failed(result: Result<impl std::fmt::Debug, Error>) -> bool {
+    match result {
+        Err(e) => e.driver_code() == Some(cuda_core::DriverCode(SYNC_FAILED)),
+        Ok(_) => false,
+    }
+}
+
+#[test]
+fn memory_whose_stream_does_not_synchronise_stays_mapped_for_good() {
+    on_both_abis(
+        "memory_whose_stream_does_not_synchronise_stays_mapped_for_good",
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let memory =
+                VirtualMemoryResource::new(device, VirtualMemoryResourceOptions::default())
+                    .unwrap();
+            let buffer = memory.allocate(1000, &stream).unwrap();
+            let options = PhysicalMemoryOptions::default();
+            let range = AddressRange::reserve(device, 2 * G, None).unwrap();
+            let physical = PhysicalMemory::new(device, 2 * G, &options).unwrap();
+            let mapping = range.map(0, &physical).unwrap();
+            let mut growable = memory.growable(4 * G, &stream).unwrap();
+            growable.grow(3 * G).unwrap();
+            standin::clear_log();
+            // From here the stream's work "failed": it may still use its memory.
+            standin::set_sync_status(SYNC_FAILED);
+
+            // A buffer of the resource, freed: the sync fails, nothing is unmapped, and the
+            // resource dropping after it unmaps nothing either.
+            drop(buffer);
+            assert_eq!(count("cuStreamSynchronize"), 1, "{}", standin::log());
+            assert_eq!(count("cuMemUnmap"), 0, "{}", standin::log());
+
+            // A mapping unmapped after the stream: the error, and nothing unmapped.
+            assert!(sync_failed(mapping.unmap_after(Some(&stream))));
+            assert_eq!(count("cuMemUnmap"), 0, "{}", standin::log());
+            assert_eq!(range.mapped_bytes(), 2 * G, "still mapped");
+
+            // A growable buffer: shrinking fails before any unmap, and so does its drop.
+            assert!(sync_failed(growable.shrink(G)));
+            assert_eq!((growable.size(), growable.mapped()), (3 * G, 4 * G));
+            drop(growable);
+
+            drop((range, physical, memory));
+            let text = standin::log();
+            for call in ["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"] {
+                assert_eq!(
+                    count(call),
+                    0,
+                    "{call} while work may use the memory:\n{text}"
+                );
+            }
+        },
+    );
+}
+
 // ---- on the GPU -----------------------------------------------------------------------------
 
 const SOURCE: &str = r#"

@@ -172,14 +172,15 @@ impl<'a> CopyBatch<'a> {
         CopyBatch::with_capacity(stream, 0)
     }
 
-    /// An empty batch with room for `copies` copies.
+    /// An empty batch with room for `copies` copies (or for none, where that much room cannot
+    /// be had: the copies are then made room for as they come).
     pub fn with_capacity(stream: &'a Stream, copies: usize) -> CopyBatch<'a> {
         let current = CopyAttributes::default();
         CopyBatch {
             stream,
-            dsts: Vec::with_capacity(copies),
-            srcs: Vec::with_capacity(copies),
-            sizes: Vec::with_capacity(copies),
+            dsts: room_for(copies),
+            srcs: room_for(copies),
+            sizes: room_for(copies),
             attributes: Vec::new(),
             attribute_starts: Vec::new(),
             current,
@@ -484,6 +485,15 @@ impl<'a> CopyBatch<'a> {
     }
 }
 
+/// An empty vector with room for `n` values, or with none where that is more than can be had
+/// (a capacity is a hint: `Vec::with_capacity` would panic).
+fn room_for<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    // Refused room leaves the vector empty, as wanted.
+    let _ = v.try_reserve_exact(n);
+    v
+}
+
 /// The bytes of a host slice, which must not be empty.
 fn host_bytes(bytes: usize, name: &'static str, index: usize) -> Result<usize> {
     if bytes == 0 {
@@ -651,6 +661,8 @@ impl Drop for PitchedBuffer {
 impl PitchedBuffer {
     /// `height` rows of `width` bytes, whose elements are `element_bytes` wide (4, 8 or 16:
     /// the driver aligns rows for that access size); on `stream`'s device, freed on `stream`.
+    /// A zero size, a row wider than the device's largest pitch, more bytes than the device has
+    /// and a capturing stream are [`Error::InvalidArgument`], before the driver.
     #[doc(alias = "cuMemAllocPitch")]
     pub fn new(
         stream: &Stream,
@@ -677,10 +689,22 @@ impl PitchedBuffer {
                 reason: format!("{element_bytes}: cuMemAllocPitch takes 4, 8 or 16"),
             });
         }
-        if width == 0 || height == 0 || depth == 0 {
+        for (name, value) in [("width", width), ("height", height), ("depth", depth)] {
+            if value == 0 {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: format!(
+                        "cannot be zero: a {width} x {height} x {depth} allocation holds nothing"
+                    ),
+                });
+            }
+        }
+        if stream.capturing() {
             return Err(Error::InvalidArgument {
-                name: "width",
-                reason: format!("a {width} x {height} x {depth} allocation holds nothing"),
+                name: "stream",
+                reason: "it is capturing, and cuMemAllocPitch is not a call a capture takes (the \
+                         driver would refuse it and invalidate the capture)"
+                    .to_owned(),
             });
         }
         let max_pitch = max_pitch(stream.device())?;
@@ -1159,7 +1183,8 @@ impl PitchedDst<'_> {
 }
 
 /// Copies `region` from `src` to `dst` in order on `stream` (`cuMemcpy2DAsync`), and where
-/// either side is a host slice waits for the copy before returning.
+/// either side is a host slice waits for the copy before returning (so such a copy refuses a
+/// capturing stream, which cannot be waited for).
 ///
 /// Checked before the driver, each [`Error::InvalidArgument`] naming the side: a zero extent,
 /// a depth or `z` other than 0 and 1, a pitch of zero or larger than the device's
@@ -1281,6 +1306,15 @@ unsafe fn pitched_copy(
         buffer.check_reachable(stream, "dst", true)?;
     }
     let host = src_side.home.is_none() || dst_side.home.is_none();
+    if host && wait_for_host && stream.capturing() {
+        return Err(Error::InvalidArgument {
+            name: "stream",
+            reason: "it is capturing, and a copy with host memory is waited for before \
+                     returning, which a capture does not allow (the wait would invalidate it); \
+                     capture the copy with copy_2d_async or copy_3d_async"
+                .to_owned(),
+        });
+    }
     let copy = PitchedCopy {
         src: PitchedSide {
             memory: src_side.memory,
@@ -1425,6 +1459,15 @@ mod tests {
             copies in proptest::collection::vec((0u64..400, 0u64..400, 1usize..40), 1..12)
         ) {
             proptest::prop_assert_eq!(spans(&copies).is_err(), overlaps_by_pairs(&copies));
+        }
+    }
+
+    #[test]
+    fn room_beyond_what_can_be_had_is_none_rather_than_a_panic() {
+        assert!(room_for::<u64>(100).capacity() >= 100);
+        for n in [usize::MAX, usize::MAX / 8 + 1, isize::MAX as usize] {
+            let v = room_for::<u64>(n);
+            assert_eq!((v.len(), v.capacity()), (0, 0), "{n}");
         }
     }
 

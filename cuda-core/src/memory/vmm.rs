@@ -607,15 +607,12 @@ impl fmt::Debug for Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        if self.size == 0 {
+        let (ptr, size) = (self.ptr, self.size);
+        if size == 0 {
             return;
         }
         if let Err(e) = self.unmap_now() {
-            log::error!(
-                "unmapping {} bytes at {:#x}: {e}; its memory and range are kept",
-                self.size,
-                self.ptr
-            );
+            log::error!("unmapping {size} bytes at {ptr:#x}: {e}; its memory and range are kept");
         }
     }
 }
@@ -679,11 +676,16 @@ impl Mapping {
     }
 
     /// Unmaps once the work queued on `stream` so far is done (it synchronises `stream`
-    /// first), reporting an error that dropping would only log.
+    /// first), reporting an error that dropping would only log. Where the synchronisation
+    /// fails, that work may still be using the memory: it is then kept mapped for good (with
+    /// its physical memory and range), and the error returned.
     #[doc(alias("cuMemUnmap", "cuStreamSynchronize"))]
     pub fn unmap_after(mut self, stream: Option<&Stream>) -> Result<()> {
         if let Some(stream) = stream {
-            stream.sync()?;
+            if let Err(e) = stream.sync() {
+                self.keep_for_good();
+                return Err(e);
+            }
         }
         let result = self.unmap_now();
         // Unmapped, or kept for good on failure: either way drop has nothing left to do.
@@ -705,11 +707,18 @@ impl Mapping {
                 Ok(())
             }
             Err(e) => {
-                std::mem::forget(Arc::clone(&self.physical));
-                std::mem::forget(Arc::clone(&self.range));
+                self.keep_for_good();
                 Err(e)
             }
         }
+    }
+
+    /// Leaves the memory mapped for good: its physical memory and range are never released
+    /// (one reference of each is leaked), and dropping the mapping does nothing.
+    fn keep_for_good(&mut self) {
+        std::mem::forget(Arc::clone(&self.physical));
+        std::mem::forget(Arc::clone(&self.range));
+        self.size = 0;
     }
 }
 
@@ -768,7 +777,8 @@ crate::options::chainers!(VirtualMemoryResourceOptions {
 /// device and the peers its options name. It also makes [`GrowableBuffer`]s.
 ///
 /// Allocation is synchronous (reserve, create, map, set access); freeing waits for the
-/// deallocation stream, then unmaps and releases.
+/// deallocation stream, then unmaps and releases (where the wait fails, the memory is kept
+/// mapped for good).
 ///
 /// ```no_run
 /// use cuda_core::{Allocate, Device, StreamOptions, VirtualMemoryResource,
@@ -964,7 +974,8 @@ impl VirtualMemoryResource {
 
 // SAFETY: each allocation is a range of its own with fresh physical memory of at least `size`
 // bytes mapped over it and accessible from the resource's device (and its peers), unmapped
-// only in `deallocate` after its stream is synchronised; the answers are this memory kind's.
+// only in `deallocate` after its stream is synchronised (kept mapped for good where that
+// fails); the answers are this memory kind's.
 unsafe impl MemoryResource for VirtualMemoryResource {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, Some(self.device))?;
@@ -977,15 +988,16 @@ unsafe impl MemoryResource for VirtualMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
-        let mapping = self.live().remove(&ptr.0);
-        match mapping {
-            Some(mapping) => self.context.with_current(|_| mapping.unmap_after(None)),
-            None => Err(Error::InvalidArgument {
+        let Some(mapping) = self.live().remove(&ptr.0) else {
+            return Err(Error::InvalidArgument {
                 name: "ptr",
                 reason: format!("{ptr} is not a live allocation of this resource"),
-            }),
-        }
+            });
+        };
+        // Where the stream does not synchronise, its work may still use the memory: it stays
+        // mapped for good (left in the live set, the resource's drop would unmap it at once).
+        self.context
+            .with_current(|_| mapping.unmap_after(Some(stream)))
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -1253,14 +1265,14 @@ impl GrowableBuffer {
                     .to_owned(),
             });
         }
-        let keep = checks::round_up("new_size", new_size, self.granularity())?;
         let unmapped = {
             let mut inner = self.state.lock();
             let done = inner
                 .sync_streams(Some(self.view.deallocation_stream()))
                 .and_then(|()| {
                     let context = &self.state.resource.context;
-                    context.with_current(|_| inner.unmap_down_to(keep))
+                    // The pieces that start at or past `new_size` (all of them for 0).
+                    context.with_current(|_| inner.unmap_down_to(new_size))
                 });
             done.map_err(|e| (e, inner.mapped()))
         };

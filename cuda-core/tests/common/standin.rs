@@ -134,6 +134,14 @@ pub fn clear_log() {
     unsafe { clear() }
 }
 
+/// Makes every `cuStreamSynchronize` from now on answer `code` (0: succeed again), as work
+/// that failed on the device makes it answer.
+pub fn set_sync_status(code: i32) {
+    let set: unsafe extern "C" fn(i32) = symbol(b"standin_set_sync_status\0");
+    // SAFETY: the stand-in's own function, taking an `int`.
+    unsafe { set(code) }
+}
+
 /// The logged calls that contain `needle`.
 pub fn calls(needle: &str) -> Vec<String> {
     log()

@@ -19,6 +19,7 @@
  *                            the CUDA headers describe)
  *   STANDIN_BATCH_FAIL=I     cuMemcpyBatchAsync fails (CUDA_ERROR_INVALID_VALUE) naming copy I
  *   STANDIN_CONCURRENT_MANAGED=0 devices do not access managed memory concurrently
+ * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
  * maps are at the end: their calls are logged with their arguments.
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
@@ -245,7 +246,17 @@ int cuStreamCreate(void **s, unsigned flags) {
 }
 int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
 int cuStreamDestroy_v2(void *s) { char b[16]; note("cuStreamDestroy %s", name(s, b)); return 0; }
-int cuStreamSynchronize(void *s) { char b[16]; note("cuStreamSynchronize %s", name(s, b)); run_host_functions(); return 0; }
+/* What cuStreamSynchronize answers from now on (0 by default): standin_set_sync_status(CODE),
+ * called by a test once what it sets up is made, stands for work that failed on the device. */
+static int sync_status;
+void standin_set_sync_status(int code) { sync_status = code; }
+int cuStreamSynchronize(void *s) {
+    char b[16];
+    note("cuStreamSynchronize %s", name(s, b));
+    if (sync_status) return sync_status;
+    run_host_functions();
+    return 0;
+}
 int cuStreamQuery(void *s) {
     char b[16];
     note("cuStreamQuery %s", name(s, b));
