@@ -8,7 +8,7 @@ use std::thread::ThreadId;
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, StreamHandle};
-use crate::error::{Error, Result};
+use crate::error::{DriverCode, Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::lifetime::current::with_current;
 use crate::memory::small::SmallCache;
@@ -439,6 +439,43 @@ impl Stream {
         self.ask(|driver, handle| driver.stream_synchronize(handle))
     }
 
+    /// [`Stream::sync`] after queueing work that uses borrowed host memory, before the borrow
+    /// ends. While another thread captures in [`CaptureMode::Global`](crate::CaptureMode), the
+    /// driver refuses a synchronisation of any stream (with a capture error) although the work
+    /// queued here runs: returning then would hand the memory back while the driver may still
+    /// read or write it. So a capture refusal on a stream that is not capturing itself is
+    /// retried until the other capture has ended; anything else is returned (on a stream that
+    /// captures, the work was recorded into the graph, not queued).
+    pub(crate) fn sync_for_host(&self) -> Result<()> {
+        let start = std::time::Instant::now();
+        let mut warned = false;
+        loop {
+            let Err(error) = self.sync() else {
+                return Ok(());
+            };
+            if !is_capture_refusal(&error) || self.capturing() || self.captures_now() {
+                return Err(error);
+            }
+            if !warned && start.elapsed() > std::time::Duration::from_secs(1) {
+                log::warn!(
+                    "waiting for host memory's copy: the driver refuses to synchronise while \
+                     another thread's global capture is open ({error}); retrying until it ends"
+                );
+                warned = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Whether the driver says this stream captures (a failed question counts as yes, so that
+    /// the caller does not wait for work that may never run).
+    fn captures_now(&self) -> bool {
+        !matches!(
+            self.ask(|driver, handle| driver.stream_is_capturing(handle)),
+            Ok(0)
+        )
+    }
+
     /// Whether all work queued on the stream has finished (`cuStreamQuery`).
     #[inline]
     #[doc(alias = "cuStreamQuery")]
@@ -641,4 +678,16 @@ mod recycle {
     ) -> bool {
         recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
     }
+}
+
+/// Whether `error` is the driver's refusal of a call because of a stream capture.
+fn is_capture_refusal(error: &Error) -> bool {
+    matches!(
+        error.driver_code(),
+        Some(
+            DriverCode::STREAM_CAPTURE_UNSUPPORTED
+                | DriverCode::STREAM_CAPTURE_INVALIDATED
+                | DriverCode::STREAM_CAPTURE_IMPLICIT
+        )
+    )
 }

@@ -907,11 +907,13 @@ fn bad_batches_are_refused_and_nothing_leaks() {
 
 /// Runs `op`, a safe copy into host memory on `stream` (held at a gate meanwhile), while another
 /// thread has a stream capturing in [`CaptureMode::Global`] (which makes the driver refuse some
-/// calls from every thread), and checks that `op` did not return while its copy could still
-/// run: had it, the host memory it was lent would be free again with the driver still to write
-/// it. The gate is opened from another thread after two seconds (a deadline, not an ordering:
-/// however long it is, `op` must not return before it); an error of the copy call itself (the
-/// driver refusing it, so nothing was queued) is allowed.
+/// calls from every thread, synchronisations among them), and checks that `op` did not return
+/// while its copy could still run: had it, the host memory it was lent would be free again with
+/// the driver still to write it. The gate is opened from another thread after two seconds, and
+/// the capture ended after three (deadlines, not orderings: however long they are, `op` must
+/// not return before the gate opens; the crate waits out a refused synchronisation until the
+/// capture ends). An error of the copy call itself (the driver refusing it, so nothing was
+/// queued) is allowed.
 fn returns_only_after_its_copy(
     what: &str,
     stream: &Stream,
@@ -924,12 +926,11 @@ fn returns_only_after_its_copy(
     let gate = Gate::close(stream);
     let capturing = device.create_stream(StreamOptions::default()).unwrap();
     let (begun_tx, begun_rx) = mpsc::channel();
-    let (end_tx, end_rx) = mpsc::channel::<()>();
     let capturer = std::thread::spawn(move || {
         // SAFETY: nothing is captured: the capture is begun and ended, with no work between.
         let begun = unsafe { capturing.begin_capture(CaptureMode::Global) };
         begun_tx.send(begun.is_ok()).unwrap();
-        let _ = end_rx.recv();
+        std::thread::sleep(Duration::from_secs(3));
         if begun.is_ok() {
             // Possibly invalidated by what the other thread did meanwhile: either is fine.
             let _ = capturing.end_capture();
@@ -950,7 +951,6 @@ fn returns_only_after_its_copy(
     };
     let result = op();
     let open_at_return = opened.load(Ordering::SeqCst);
-    end_tx.send(()).unwrap();
     capturer.join().unwrap();
     opener.join().unwrap();
     stream.sync().unwrap();

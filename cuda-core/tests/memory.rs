@@ -626,3 +626,49 @@ fn a_kept_small_buffer_is_reused_in_stream_order() {
         &words[..4]
     );
 }
+
+/// A host copy does not return while the driver may still use the host memory: a
+/// synchronisation refused for another thread's global capture (`CUDA_ERROR_STREAM_CAPTURE_*`)
+/// is retried until it succeeds, so the copy waits for the capture's end instead of ending the
+/// borrow early; any other failure is returned at once. (A wrong implementation returns the
+/// capture error while the copy may still run: the first assertion catches it.)
+#[test]
+fn a_host_copy_waits_out_a_synchronisation_refused_for_a_capture() {
+    standin::run(
+        module_path!(),
+        "a_host_copy_waits_out_a_synchronisation_refused_for_a_capture",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            let mut host = [0u8; 64];
+            // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, lifted after 100 ms.
+            standin::set_sync_status(900);
+            let lifter = std::thread::spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                standin::set_sync_status(0);
+            });
+            let start = std::time::Instant::now();
+            buffer.copy_to_host(&mut host, &stream).unwrap();
+            assert!(
+                start.elapsed() >= std::time::Duration::from_millis(100),
+                "returned before the synchronisation succeeded"
+            );
+            lifter.join().unwrap();
+            // Another failure (CUDA_ERROR_LAUNCH_FAILED) is returned, not retried.
+            standin::set_sync_status(719);
+            let failed = buffer.copy_to_host(&mut host, &stream);
+            standin::set_sync_status(0);
+            assert!(
+                matches!(&failed, Err(e) if e.driver_code().map(|c| c.0) == Some(719)),
+                "{failed:?}"
+            );
+        },
+    );
+}

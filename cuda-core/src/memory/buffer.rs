@@ -361,7 +361,7 @@ impl Buffer {
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         // SAFETY: `src` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_from_host_async(src, stream)? };
-        stream.sync()
+        stream.sync_for_host()
     }
 
     /// Queues a copy of a host slice of the buffer's size into it (`cuMemcpyHtoDAsync`).
@@ -392,7 +392,7 @@ impl Buffer {
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         // SAFETY: `dst` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_to_host_async(dst, stream)? };
-        stream.sync()
+        stream.sync_for_host()
     }
 
     /// Queues a copy of the buffer into a host slice of its size (`cuMemcpyDtoHAsync`).

@@ -402,7 +402,7 @@ impl<'a> CopyBatch<'a> {
         // sources are read in stream order (checked above).
         unsafe { self.queue()? };
         if self.host_after_call {
-            self.stream.sync()?;
+            self.stream.sync_for_host()?;
         }
         Ok(())
     }
@@ -446,7 +446,7 @@ impl<'a> CopyBatch<'a> {
             })
         });
         if result.is_err() && self.host_after_call {
-            if let Err(e) = stream.sync() {
+            if let Err(e) = stream.sync_for_host() {
                 log::error!("synchronising after a failed copy batch: {e}");
             }
         }
@@ -1359,7 +1359,7 @@ unsafe fn pitched_copy(
         })
     });
     if host && (wait_for_host || result.is_err()) {
-        let synced = stream.sync();
+        let synced = stream.sync_for_host();
         result?;
         return synced;
     }

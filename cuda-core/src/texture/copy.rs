@@ -322,7 +322,7 @@ impl Array {
     ) -> Result<()> {
         // SAFETY: `src` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_region_from_host_async(region, src, layout, stream)? };
-        stream.sync()
+        stream.sync_for_host()
     }
 
     /// Copies `region` of the array into a host slice laid out by `layout`, and waits for the
@@ -337,7 +337,7 @@ impl Array {
     ) -> Result<()> {
         // SAFETY: `dst` outlives the copy: the stream is synchronised before returning.
         unsafe { self.copy_region_to_host_async(region, dst, layout, stream)? };
-        stream.sync()
+        stream.sync_for_host()
     }
 
     /// Queues a copy of `region` of the array from a host slice laid out by `layout`.

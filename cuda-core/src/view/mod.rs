@@ -550,7 +550,7 @@ impl<T: Pod> StridedView<'_, T> {
                 driver.memcpy_dtoh_async(out, self.ptr, bytes, handle)
             })
         })?;
-        stream.sync()
+        stream.sync_for_host()
     }
 
     /// The elements of a contiguous view, copied to a new vector (see
