@@ -8,6 +8,7 @@ use crate::common;
 use crate::common::standin;
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::process::Child;
 use std::sync::Arc;
@@ -278,7 +279,12 @@ fn a_child_imports_the_parents_pool_buffer_and_orders_its_writes_with_an_ipc_eve
                 .unwrap();
             stream.sync().unwrap();
             let event = ipc_event(device);
-            children.channels[0].send_pool(&pool.share().unwrap());
+            let shared = pool.share().unwrap();
+            assert!(
+                close_on_exec(shared.as_fd()),
+                "the shared pool's descriptor"
+            );
+            children.channels[0].send_pool(&shared);
             children.channels[0].send(&pool.export_buffer(&buffer).unwrap().to_bytes());
             children.channels[0].send(&event.ipc_handle().unwrap().to_bytes());
             parent_waits_for_the_child(&buffer, &stream, &event, children);
@@ -651,6 +657,17 @@ fn own_gpu_memory(device: Device) -> Option<u64> {
         .and_then(|p| p.used_memory)
 }
 
+/// Whether `fd` is close-on-exec (`O_CLOEXEC` in its `/proc/self/fdinfo` flags, octal).
+fn close_on_exec(fd: impl std::os::fd::AsRawFd) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .expect("the descriptor's fdinfo");
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .expect("a flags line");
+    u32::from_str_radix(flags.trim(), 8).expect("octal flags") & 0o2_000_000 != 0
+}
+
 /// The number of this process's open file descriptors.
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
@@ -918,6 +935,12 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             let exporter_ptr = buffer.ptr();
             let handle = pool.share().unwrap();
             assert_eq!(standin::calls("cuMemPoolExportToShareableHandle").len(), 1);
+            // The stand-in's descriptor is not close-on-exec; the handle's is, so that a
+            // program this process starts does not inherit the pool.
+            assert!(
+                close_on_exec(handle.as_fd()),
+                "the shared pool's descriptor"
+            );
             let descriptor = pool.export_buffer(&buffer).unwrap();
             assert_eq!(descriptor.size(), 4096);
 

@@ -348,7 +348,14 @@ pub(crate) fn share_pool(
     }
     // SAFETY: the driver made this descriptor for the caller, who owns it from here on and
     // closes it once (the `OwnedFd`).
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let made = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
+    // that a program this process starts does not inherit the pool; the driver's is closed.
+    let fd = made.try_clone().map_err(|e| Error::Socket {
+        operation: "fcntl(F_DUPFD_CLOEXEC)",
+        source: crate::error::Cause::new(e),
+    })?;
+    drop(made);
     Ok(SharedPoolHandle { fd, identity })
 }
 

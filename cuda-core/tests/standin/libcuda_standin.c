@@ -1059,7 +1059,8 @@ int cuMemPoolGetAccess(int *flags, void *pool, struct location *location) {
 }
 int cuMemPoolExportToShareableHandle(void *out, void *pool, int type, unsigned long long flags) {
     char b[16];
-    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* Without O_CLOEXEC: the driver does not promise it, and cuda-core must not rely on it. */
+    int fd = open("/dev/null", O_RDONLY);
     if (fd < 0) return 2;
     *(int *)out = fd;
     note("cuMemPoolExportToShareableHandle %s type=%d flags=%llu", pool_name(pool, b), type, flags);
