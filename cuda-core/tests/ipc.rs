@@ -1026,6 +1026,53 @@ fn sharing_a_pool_makes_the_calls_it_names() {
     );
 }
 
+/// A driver that answers this process's import of its own pool with that pool's handle: the
+/// import is refused and destroys nothing, so the pool is destroyed once, by its owner.
+#[test]
+fn importing_its_own_pool_as_the_same_handle_is_refused_and_destroys_nothing() {
+    standin::run(
+        module_path!(),
+        "importing_its_own_pool_as_the_same_handle_is_refused_and_destroys_nothing",
+        &[],
+        &[("STANDIN_IMPORT_OWN", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pinned = PinnedMemoryPool::new(
+                device,
+                PinnedMemoryPoolOptions::default()
+                    .with_numa_node(0)
+                    .with_shareable(true),
+            )
+            .unwrap();
+            let pool = shareable_pool(device);
+            for share in [pool.share().unwrap(), pinned.share().unwrap()] {
+                standin::clear_log();
+                let err = ImportedPool::import(device, share).unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidArgument { name: "handle", reason } if reason.contains("made")),
+                    "{err}"
+                );
+                assert_eq!(
+                    standin::calls("cuMemPoolImportFromShareableHandle").len(),
+                    1
+                );
+                assert!(
+                    standin::calls("cuMemPoolDestroy").is_empty(),
+                    "{}",
+                    standin::log()
+                );
+            }
+            // Both pools work on, and each is destroyed once, by its own drop.
+            drop(pool.allocate(64, &stream).unwrap());
+            drop(pinned.allocate(64, &stream).unwrap());
+            standin::clear_log();
+            drop((pool, pinned));
+            assert_eq!(standin::calls("cuMemPoolDestroy").len(), 2);
+        },
+    );
+}
+
 #[test]
 fn a_descriptor_the_driver_refuses_or_too_large_is_a_clear_error() {
     standin::run(

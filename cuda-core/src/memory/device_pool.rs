@@ -117,7 +117,12 @@ impl fmt::Debug for DeviceMemoryResource {
 impl Drop for DeviceMemoryResource {
     fn drop(&mut self) {
         if self.owned {
-            if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+            let destroyed = if self.sharing.is_some() {
+                ipc::destroy_own(self.driver, self.pool)
+            } else {
+                self.driver.mem_pool_destroy(self.pool)
+            };
+            if let Err(e) = destroyed {
                 log::error!(
                     "destroying a memory pool of device {}: {e}",
                     self.device.ordinal()
@@ -183,8 +188,9 @@ impl DeviceMemoryResource {
             driver.mem_pool_create(device.handle(), max_size)?
         };
         let mut resource = Self::wrap(pool, device, true, context)?;
-        if let Some(resource) = Arc::get_mut(&mut resource) {
-            resource.sharing = sharing;
+        if let (Some(resource), Some(identity)) = (Arc::get_mut(&mut resource), sharing) {
+            resource.sharing = Some(identity);
+            ipc::register_own(pool, identity);
         }
         if let Some(threshold) = options.release_threshold {
             resource.set_release_threshold(threshold)?;

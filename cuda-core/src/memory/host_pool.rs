@@ -109,7 +109,12 @@ impl fmt::Debug for PinnedMemoryPool {
 
 impl Drop for PinnedMemoryPool {
     fn drop(&mut self) {
-        if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+        let destroyed = if self.sharing.is_some() {
+            ipc::destroy_own(self.driver, self.pool)
+        } else {
+            self.driver.mem_pool_destroy(self.pool)
+        };
+        if let Err(e) = destroyed {
             log::error!("destroying a pinned memory pool: {e}");
         }
     }
@@ -202,16 +207,20 @@ impl PinnedMemoryPool {
                 max_size: options.max_size.unwrap_or(0),
             })
         })?;
+        let sharing = options
+            .shareable
+            .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32)));
         let made = Arc::new(PinnedMemoryPool {
             pool,
             numa_node: options.numa_node,
-            sharing: options
-                .shareable
-                .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32))),
+            sharing,
             access: AtomicU64::new(0),
             driver,
             context,
         });
+        if let Some(identity) = sharing {
+            ipc::register_own(pool, identity);
+        }
         grant(driver, pool, device)?;
         made.access
             .fetch_or(access_bit(device).unwrap_or(0), Ordering::Relaxed);

@@ -497,18 +497,40 @@ impl Imports {
     }
 }
 
-/// A pool this process imported: its name, its handle, and the import while it lives.
+/// A pool this process imported (its name, its handle, and the import while it lives), or a
+/// shareable pool it made itself (`own`: its handle only).
 struct Registered {
     token: [u8; 16],
     pool: PoolHandle,
     import: Weak<ImportedPool>,
+    own: bool,
 }
 
-/// The pools this process imported, for [`ImportedPool::import`]: one import per pool. An
-/// entry leaves only in its pool's drop, after the driver destroyed the import, so that no
-/// new import of the pool meets one half destroyed. Nothing that can drop an `ImportedPool`
-/// runs while this is locked (its drop locks it).
+/// The pools this process imported, for [`ImportedPool::import`]: one import per pool; and
+/// the shareable pools it made, so that an import the driver answers with one of their
+/// handles (this process importing its own pool) is refused rather than destroyed twice. An
+/// entry leaves only in its pool's drop, after the driver destroyed the pool, so that no new
+/// import of the pool meets one half destroyed. Nothing that can drop an `ImportedPool` runs
+/// while this is locked (its drop locks it).
 static IMPORTED: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+/// Notes a shareable pool this process made (see [`IMPORTED`]); [`destroy_own`] destroys it.
+pub(crate) fn register_own(pool: PoolHandle, identity: PoolIdentity) {
+    imported().push(Registered {
+        token: identity.token,
+        pool,
+        import: Weak::new(),
+        own: true,
+    });
+}
+
+/// Destroys a shareable pool this process made, and forgets it, under the registry's lock.
+pub(crate) fn destroy_own(driver: &'static dyn Driver, pool: PoolHandle) -> Result<()> {
+    let mut registry = imported();
+    let destroyed = driver.mem_pool_destroy(pool);
+    registry.retain(|entry| !(entry.own && entry.pool == pool));
+    destroyed
+}
 
 fn imported() -> MutexGuard<'static, Vec<Registered>> {
     IMPORTED.lock().unwrap_or_else(|e| e.into_inner())
@@ -550,7 +572,7 @@ impl Drop for ImportedPool {
                 self.device.ordinal()
             );
         }
-        registry.retain(|entry| entry.pool != self.pool);
+        registry.retain(|entry| entry.own || entry.pool != self.pool);
     }
 }
 
@@ -595,7 +617,10 @@ impl ImportedPool {
         let context = device.primary_context()?;
         let mut registry = loop {
             let registry = imported();
-            let Some(entry) = registry.iter().find(|e| e.token == identity.token) else {
+            let Some(entry) = registry
+                .iter()
+                .find(|e| !e.own && e.token == identity.token)
+            else {
                 break registry;
             };
             match entry.import.upgrade() {
@@ -625,14 +650,19 @@ impl ImportedPool {
         let fd = handle.fd.as_raw_fd();
         let pool = context.with_current(|driver| driver.ipc_pool_import_fd(fd))?;
         drop(handle);
-        if registry.iter().any(|entry| entry.pool == pool) {
-            // The driver gave back a pool this process holds under another name: that one's
-            // owner destroys it, not this call.
+        if let Some(entry) = registry.iter().find(|entry| entry.pool == pool) {
+            // The driver gave back a pool this process holds (its own, or one imported under
+            // another name): that one's owner destroys it, not this call.
             return Err(Error::InvalidArgument {
                 name: "handle",
-                reason: "the driver imported it as a pool this process imported already under \
-                         another name; import that pool's handle instead"
-                    .to_owned(),
+                reason: if entry.own {
+                    "the driver imported it as a pool this process made: use that pool itself"
+                        .to_owned()
+                } else {
+                    "the driver imported it as a pool this process imported already under \
+                     another name; import that pool's handle instead"
+                        .to_owned()
+                },
             });
         }
         if identity.kind == SharedKind::PinnedHost {
@@ -662,6 +692,7 @@ impl ImportedPool {
             token: identity.token,
             pool,
             import: Arc::downgrade(&imported),
+            own: false,
         });
         drop(registry);
         Ok(imported)

@@ -1000,7 +1000,9 @@ int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
  * 1 << 32, opened legacy memory at its address plus 2 << 32. Settings:
  *   STANDIN_RANGE_SIZE=BYTES what cuPointerGetAttributes answers as an allocation's size
  *                            (default 1 MiB)
- *   STANDIN_UUID_SAME=1      every device has device 0's UUID */
+ *   STANDIN_UUID_SAME=1      every device has device 0's UUID
+ *   STANDIN_IMPORT_OWN=1     an import of a pool is answered with the pool exported last (as a
+ *                            driver might answer a process importing its own pool) */
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -1057,8 +1059,10 @@ int cuMemPoolGetAccess(int *flags, void *pool, struct location *location) {
     *flags = own || (o->params >> location->id) & 1 ? 3 : 0;
     return 0;
 }
+static void *exported_last;
 int cuMemPoolExportToShareableHandle(void *out, void *pool, int type, unsigned long long flags) {
     char b[16];
+    exported_last = pool;
     /* Without O_CLOEXEC: the driver does not promise it, and cuda-core must not rely on it. */
     int fd = open("/dev/null", O_RDONLY);
     if (fd < 0) return 2;
@@ -1070,7 +1074,7 @@ int cuMemPoolImportFromShareableHandle(void **pool, void *handle, int type, unsi
     int fd = (int)(intptr_t)handle;
     char b[16];
     if (fcntl(fd, F_GETFD) < 0) return 1;
-    struct object *o = make(POOL, current);
+    struct object *o = setting("STANDIN_IMPORT_OWN", 0) && exported_last ? exported_last : make(POOL, current);
     *pool = o;
     note("cuMemPoolImportFromShareableHandle %s type=%d flags=%llu", pool_name(o, b), type, flags);
     return 0;
