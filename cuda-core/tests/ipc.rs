@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use cuda_core::{
     Allocate, Buffer, BufferDescriptor, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
-    Error, Event, EventOptions, ImportedPool, IpcEventHandle, IpcMemHandle, PinnedMemoryPool,
-    PinnedMemoryPoolOptions, SharedPoolHandle, Stream, StreamOptions, SyncMemoryResource,
+    Error, Event, EventOptions, ImportedPool, IpcEventHandle, IpcMemHandle, MemoryResource,
+    PinnedMemoryPool, PinnedMemoryPoolOptions, SharedPoolHandle, Stream, StreamOptions,
+    SyncMemoryResource,
 };
 
 const MIB: usize = 1 << 20;
@@ -1022,6 +1023,45 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             drop(buffer);
             drop(pool);
             assert_eq!(standin::calls("cuMemPoolDestroy").len(), 2);
+        },
+    );
+}
+
+/// An imported pool's memory is accessible from the device it was imported through, and from
+/// no other: a pinned pool's import grants access to that device only.
+#[test]
+fn an_imported_pool_is_accessible_from_its_own_device_only() {
+    standin::run(
+        module_path!(),
+        "an_imported_pool_is_accessible_from_its_own_device_only",
+        &[],
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let pinned = PinnedMemoryPool::new(
+                d0,
+                PinnedMemoryPoolOptions::default()
+                    .with_numa_node(0)
+                    .with_shareable(true),
+            )
+            .unwrap();
+            standin::clear_log();
+            let imported = ImportedPool::import(d1, pinned.share().unwrap()).unwrap();
+            assert!(imported.is_host_memory());
+            let access = standin::calls("cuMemPoolSetAccess");
+            assert_eq!(access.len(), 1, "{access:?}");
+            assert!(access[0].ends_with("location=1:1 flags=3"), "{access:?}");
+            assert_eq!(imported.device(), d1);
+            assert_eq!(MemoryResource::device(&*imported), None);
+            assert!(imported.is_accessible_from(d1).unwrap());
+            assert!(
+                !imported.is_accessible_from(d0).unwrap(),
+                "device 0 was granted no access to the import"
+            );
+            let device_pool = shareable_pool(d0);
+            let imported = ImportedPool::import(d0, device_pool.share().unwrap()).unwrap();
+            assert!(imported.is_accessible_from(d0).unwrap());
+            assert!(!imported.is_accessible_from(d1).unwrap());
         },
     );
 }

@@ -884,6 +884,13 @@ unsafe impl MemoryResource for ImportedPool {
             SharedKind::PinnedHost => None,
         }
     }
+
+    /// The device it was imported through only: an imported pool's memory is accessible
+    /// from no other device of this process (the import grants a pinned pool's access to
+    /// that device alone, and a device pool's memory is its own device's).
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        Ok(device == self.device)
+    }
 }
 
 /// `cuMemAlloc` memory of another process, described for this one (`cuIpcGetMemHandle`):
