@@ -1027,6 +1027,97 @@ fn sharing_a_pool_makes_the_calls_it_names() {
     );
 }
 
+/// What the driver says of an imported buffer's memory must be what the pool's handle named
+/// (its bytes came from another process): device memory of the device imported through, or
+/// host memory for a pinned pool. Otherwise the import is refused, and released.
+#[test]
+fn an_import_of_other_memory_than_the_pool_handle_named_is_refused() {
+    const TEST: &str = "an_import_of_other_memory_than_the_pool_handle_named_is_refused";
+    type Exported = (
+        Arc<dyn MemoryResource>,
+        Buffer,
+        SharedPoolHandle,
+        BufferDescriptor,
+    );
+    /// Imports a buffer of `pool` through device 0, expecting `refusal` (or success).
+    fn import_one(pool: &dyn Fn() -> Exported, refusal: Option<&str>) {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        // The exporter's pool and buffer live while the import is tried.
+        let (_pool, _buffer, handle, descriptor) = pool();
+        let imported = ImportedPool::import(device, handle).unwrap();
+        standin::clear_log();
+        match (imported.import_buffer(&descriptor, &stream), refusal) {
+            (Ok(buffer), None) => drop(buffer),
+            (Err(err), Some(found)) => {
+                assert!(
+                    matches!(&err, Error::InvalidArgument { name: "self", reason } if reason.contains(found)),
+                    "{err}"
+                );
+                assert_eq!(standin::calls("cuMemFreeAsync").len(), 1, "released");
+                assert_eq!(imported.imported_buffers(), 0);
+            }
+            (got, _) => panic!("{got:?}, where {refusal:?} was expected"),
+        }
+    }
+    let device_pool = || {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        let pool = shareable_pool(device);
+        let buffer = pool.allocate(4096, &stream).unwrap();
+        let descriptor = pool.export_buffer(&buffer).unwrap();
+        let handle = pool.share().unwrap();
+        (pool as Arc<dyn MemoryResource>, buffer, handle, descriptor)
+    };
+    let pinned_pool = || {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        let pool = PinnedMemoryPool::new(
+            device,
+            PinnedMemoryPoolOptions::default()
+                .with_numa_node(0)
+                .with_shareable(true),
+        )
+        .unwrap();
+        let buffer = pool.allocate(4096, &stream).unwrap();
+        let descriptor = pool.export_buffer(&buffer).unwrap();
+        let handle = pool.share().unwrap();
+        (pool as Arc<dyn MemoryResource>, buffer, handle, descriptor)
+    };
+    // Device memory of another device than the one the handle named.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_DEVICE", "1")],
+        || {
+            import_one(&device_pool, Some("device memory of device 1"));
+        },
+    );
+    // Host memory where the handle named device memory.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_TYPE", "1")],
+        || {
+            import_one(&device_pool, Some("memory of type 1"));
+            import_one(&pinned_pool, None);
+        },
+    );
+    // Device memory where the handle named pinned host memory.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_TYPE", "2")],
+        || {
+            import_one(&pinned_pool, Some("device memory of device 0"));
+            import_one(&device_pool, None);
+        },
+    );
+}
+
 /// An imported pool's memory is accessible from the device it was imported through, and from
 /// no other: a pinned pool's import grants access to that device only.
 #[test]

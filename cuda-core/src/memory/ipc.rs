@@ -78,7 +78,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::{Device, Uuid};
-use crate::driver::{Driver, PoolHandle};
+use crate::driver::{Driver, PointerRange, PoolHandle};
 use crate::error::{DriverCode, Error, Result};
 use crate::lifetime::Held;
 use crate::stream::Stream;
@@ -705,7 +705,9 @@ impl ImportedPool {
     /// Refused with [`Error::InvalidArgument`]: a descriptor of another pool; a buffer this
     /// process has imported and not released (share that [`Buffer`] instead); a size larger
     /// than the allocation the descriptor names; a descriptor the driver refuses, such as one
-    /// of a buffer its exporter freed.
+    /// of a buffer its exporter freed; memory the driver imports as another kind than the
+    /// pool's handle named (device memory of another device, or device memory for a pinned
+    /// pool: the handle's bytes were not this pool's).
     #[doc(alias = "cuMemPoolImportPointer")]
     pub fn import_buffer(
         self: &Arc<Self>,
@@ -758,21 +760,7 @@ impl ImportedPool {
             imports.finish_release(ptr)?;
             (ptr, range) = self.import_pointer(&descriptor.data)?;
         }
-        let checked = range.and_then(|(start, bytes)| {
-            let end = start.saturating_add(bytes as u64);
-            if ptr >= start && ptr.saturating_add(descriptor.size) <= end {
-                Ok(())
-            } else {
-                Err(Error::InvalidArgument {
-                    name: "descriptor",
-                    reason: format!(
-                        "its size, {} bytes, exceeds the allocation it names ({} bytes from \
-                         {:#x}, the import at {ptr:#x})",
-                        descriptor.size, bytes, start
-                    ),
-                })
-            }
-        });
+        let checked = range.and_then(|range| self.check_import(ptr, descriptor.size, range));
         imports.by_key.insert(descriptor.data, ptr);
         imports.by_ptr.insert(
             ptr,
@@ -799,10 +787,51 @@ impl ImportedPool {
         Ok(Buffer::new(ptr, size, resource, stream.clone()))
     }
 
-    /// `cuMemPoolImportPointer`, with the driver's refusal named, and the extent of the
-    /// allocation imported (`cuPointerGetAttributes`), in one visit of the context.
-    #[allow(clippy::type_complexity)]
-    fn import_pointer(&self, data: &[u8; 64]) -> Result<(u64, Result<(u64, usize)>)> {
+    /// Checks an import at `ptr` of `size` bytes against what the driver says of its memory:
+    /// the size fits the allocation, and the memory is of the kind (and, device memory, of
+    /// the device) the pool's handle named. The handle's bytes came from another process:
+    /// a buffer that says pinned host memory is read by the host, and one that says device
+    /// memory of this device is used by its kernels.
+    fn check_import(&self, ptr: u64, size: u64, range: PointerRange) -> Result<()> {
+        let end = range.start.saturating_add(range.bytes as u64);
+        if ptr < range.start || ptr.saturating_add(size) > end {
+            return Err(Error::InvalidArgument {
+                name: "descriptor",
+                reason: format!(
+                    "its size, {size} bytes, exceeds the allocation it names ({} bytes from \
+                     {:#x}, the import at {ptr:#x})",
+                    range.bytes, range.start
+                ),
+            });
+        }
+        let device_memory = range.memory_type == PointerRange::DEVICE_MEMORY;
+        let (named, as_named) = match self.identity.kind {
+            SharedKind::Device => (
+                format!("device memory of device {}", self.device.ordinal()),
+                device_memory && usize::try_from(range.device_ordinal) == Ok(self.device.ordinal()),
+            ),
+            SharedKind::PinnedHost => ("pinned host memory".to_owned(), !device_memory),
+        };
+        if as_named {
+            return Ok(());
+        }
+        let found = if device_memory {
+            format!("device memory of device {}", range.device_ordinal)
+        } else {
+            format!("memory of type {} (CUmemorytype)", range.memory_type)
+        };
+        Err(Error::InvalidArgument {
+            name: "self",
+            reason: format!(
+                "the pool's handle named {named}, and the driver imported this buffer as \
+                 {found}: the handle's bytes are not this pool's"
+            ),
+        })
+    }
+
+    /// `cuMemPoolImportPointer`, with the driver's refusal named, and the extent and kind of
+    /// the allocation imported (`cuPointerGetAttributes`), in one visit of the context.
+    fn import_pointer(&self, data: &[u8; 64]) -> Result<(u64, Result<PointerRange>)> {
         self.context
             .with_current(|driver| {
                 let ptr = driver.ipc_pool_import_pointer(self.pool, data)?;
@@ -987,7 +1016,7 @@ impl IpcMemHandle {
         let ptr = context.with_current(|driver| driver.ipc_open_mem_handle(&self.handle))?;
         let checked = context
             .with_current(|driver| driver.ipc_pointer_range(ptr))
-            .and_then(|(start, bytes)| {
+            .and_then(|PointerRange { start, bytes, .. }| {
                 if ptr >= start
                     && ptr.saturating_add(self.size) <= start.saturating_add(bytes as u64)
                 {

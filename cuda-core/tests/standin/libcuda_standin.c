@@ -1000,6 +1000,8 @@ int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
  * 1 << 32, opened legacy memory at its address plus 2 << 32. Settings:
  *   STANDIN_RANGE_SIZE=BYTES what cuPointerGetAttributes answers as an allocation's size
  *                            (default 1 MiB)
+ *   STANDIN_POINTER_TYPE=T   the memory type it answers (default 2: device memory)
+ *   STANDIN_POINTER_DEVICE=D the device ordinal it answers (default: the current context's)
  *   STANDIN_UUID_SAME=1      every device has device 0's UUID
  *   STANDIN_IMPORT_OWN=1     an import of a pool is answered with the pool exported last (as a
  *                            driver might answer a process importing its own pool) */
@@ -1100,6 +1102,8 @@ int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr)
     for (unsigned i = 0; i < n; i++) {
         if (attributes[i] == 11) *(devptr *)data[i] = ptr;
         else if (attributes[i] == 12) *(size_t *)data[i] = (size_t)setting("STANDIN_RANGE_SIZE", 1 << 20);
+        else if (attributes[i] == 2) *(unsigned *)data[i] = (unsigned)setting("STANDIN_POINTER_TYPE", 2);
+        else if (attributes[i] == 9) *(int *)data[i] = (int)setting("STANDIN_POINTER_DEVICE", current ? current->device : 0);
         else return 1;
     }
     note("cuPointerGetAttributes %#llx", ptr);
