@@ -654,6 +654,31 @@ fn a_pinned_pool_allocates_only_on_streams_of_devices_with_access() {
     );
 }
 
+/// A pool whose making fails after the driver made it is destroyed, not left behind.
+#[test]
+fn a_pool_that_fails_to_be_made_leaves_no_pool_behind() {
+    standin::run(
+        module_path!(),
+        "a_pool_that_fails_to_be_made_leaves_no_pool_behind",
+        &[],
+        &[("STANDIN_TOTAL_MEM_FAILS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            for shareable in [false, true] {
+                standin::clear_log();
+                let options = DeviceMemoryResourceOptions::default().with_shareable(shareable);
+                assert!(DeviceMemoryResource::new(device, options).is_err());
+                assert_eq!(
+                    standin::calls("cuMemPoolCreate").len(),
+                    standin::calls("cuMemPoolDestroy").len(),
+                    "{}",
+                    standin::log()
+                );
+            }
+        },
+    );
+}
+
 /// A pinned pool's buffer is used only on streams of devices with access: a fill or a copy on
 /// another device's stream is refused before the driver, and allowed once access is granted.
 #[test]

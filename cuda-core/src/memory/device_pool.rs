@@ -139,7 +139,7 @@ impl DeviceMemoryResource {
         let context = device.primary_context()?;
         let driver = context.driver();
         let pool = driver.device_get_default_mem_pool(device.handle())?;
-        let mut resource = Self::wrap(pool, device, false, context)?;
+        let mut resource = Self::wrap(pool, device, false, context, device.total_memory()?);
         if let Some(resource) = Arc::get_mut(&mut resource) {
             resource.caches_small = true;
         }
@@ -176,6 +176,8 @@ impl DeviceMemoryResource {
         };
         let context = device.primary_context()?;
         let driver = context.driver();
+        // Asked before the pool exists, so that no failure after leaves it undestroyed.
+        let total_memory = device.total_memory()?;
         let max_size = options.max_size.unwrap_or(0);
         let pool = if sharing.is_some() {
             driver.pool_create(&PoolSpec {
@@ -187,7 +189,7 @@ impl DeviceMemoryResource {
         } else {
             driver.mem_pool_create(device.handle(), max_size)?
         };
-        let mut resource = Self::wrap(pool, device, true, context)?;
+        let mut resource = Self::wrap(pool, device, true, context, total_memory);
         if let (Some(resource), Some(identity)) = (Arc::get_mut(&mut resource), sharing) {
             resource.sharing = Some(identity);
             ipc::register_own(pool, identity);
@@ -203,17 +205,18 @@ impl DeviceMemoryResource {
         device: Device,
         owned: bool,
         context: Context,
-    ) -> Result<Arc<DeviceMemoryResource>> {
-        Ok(Arc::new(DeviceMemoryResource {
+        total_memory: usize,
+    ) -> Arc<DeviceMemoryResource> {
+        Arc::new(DeviceMemoryResource {
             pool,
             device,
-            total_memory: device.total_memory()?,
+            total_memory,
             owned,
             caches_small: false,
             sharing: None,
             driver: context.driver(),
             _context: context,
-        }))
+        })
     }
 
     /// Wraps a memory pool made elsewhere (by another library) without taking ownership:
@@ -227,7 +230,13 @@ impl DeviceMemoryResource {
         pool: *mut std::ffi::c_void,
         device: Device,
     ) -> Result<Arc<DeviceMemoryResource>> {
-        Self::wrap(PoolHandle(pool), device, false, device.primary_context()?)
+        Ok(Self::wrap(
+            PoolHandle(pool),
+            device,
+            false,
+            device.primary_context()?,
+            device.total_memory()?,
+        ))
     }
 
     /// Whether this is a pool made, and destroyed, by this value: a pool of its own rather than

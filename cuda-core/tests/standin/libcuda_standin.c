@@ -185,7 +185,13 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
     }
     return 0;
 }
-int cuDeviceTotalMem_v2(size_t *bytes, int device) { (void)device; *bytes = (size_t)1 << 34; return 0; }
+/* STANDIN_TOTAL_MEM_FAILS=1: it answers CUDA_ERROR_INVALID_VALUE. */
+int cuDeviceTotalMem_v2(size_t *bytes, int device) {
+    (void)device;
+    if (setting("STANDIN_TOTAL_MEM_FAILS", 0)) return 1;
+    *bytes = (size_t)1 << 34;
+    return 0;
+}
 int cuDevicePrimaryCtxRetain(void **ctx, int device) {
     note("cuDevicePrimaryCtxRetain device=%d", device);
     *ctx = &primaries[device];
