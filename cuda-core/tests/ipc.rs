@@ -67,22 +67,101 @@ impl Channel {
     }
 }
 
-/// The parent's view of its children: a channel to each, in the order of their roles.
+/// How long a whole test may take: the parent's watchdog ends it then. A child's ends it a
+/// little sooner, so that a child stuck in the driver does not outlive its parent.
+const TEST_LIMIT: Duration = Duration::from_secs(300);
+
+/// A child process whose output is read as it comes, so that a child writing much never
+/// blocks on a full pipe while the parent waits for its next message; shown when it ends.
+struct Running {
+    child: Child,
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    fn start(command: &mut std::process::Command) -> Running {
+        fn drain(
+            pipe: Option<impl Read + Send + 'static>,
+        ) -> Option<std::thread::JoinHandle<Vec<u8>>> {
+            pipe.map(|mut pipe| {
+                std::thread::spawn(move || {
+                    let mut bytes = Vec::new();
+                    let _ = pipe.read_to_end(&mut bytes);
+                    bytes
+                })
+            })
+        }
+        let mut child = command.spawn().expect("a child starts");
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn has_ended(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    /// Waits for the child (killed first where `kill`), shows its output, and returns how it
+    /// ended and its standard output.
+    fn finish(mut self, kill: bool) -> (Option<std::process::ExitStatus>, String) {
+        if kill {
+            let _ = self.child.kill();
+        }
+        let status = self.child.wait().ok();
+        let read = |pipe: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            pipe.and_then(|thread| thread.join().ok())
+                .unwrap_or_default()
+        };
+        let stdout = String::from_utf8_lossy(&read(self.stdout.take())).into_owned();
+        let stderr = read(self.stderr.take());
+        print!("{stdout}");
+        eprint!("{}", String::from_utf8_lossy(&stderr));
+        (status, stdout)
+    }
+
+    /// Waits for the child, which must pass and have run its body (printed `marker`).
+    fn wait(self, test: &str, marker: &str) {
+        let (status, stdout) = self.finish(false);
+        let status = status.expect("waiting for the child");
+        assert!(
+            status.success(),
+            "{test} failed in its own process ({status})"
+        );
+        assert!(
+            stdout.contains(marker),
+            "{test} did not run its body in its own process (no {marker:?} in its output)"
+        );
+    }
+}
+
+/// The parent's view of its children: a channel to each, in the order of their roles. A
+/// child still running when this drops (the parent's side failed) is killed, its output
+/// shown, so that no child outlives the test holding the GPU.
 struct Children {
     test: String,
     marker: String,
     channels: Vec<Channel>,
-    processes: Vec<Option<Child>>,
+    processes: Vec<Option<Running>>,
 }
 
 impl Children {
-    /// A message from child `i`; should it have gone, its output is shown and the test fails.
+    /// A message from child `i`; should none come, that child's output is shown first (it is
+    /// killed if it is still running after `PATIENCE`) and the test fails.
     fn recv(&mut self, i: usize) -> Vec<u8> {
         match self.channels[i].try_recv() {
             Ok(bytes) => bytes,
             Err(e) => {
-                self.wait_all();
-                panic!("child {i} sent nothing more ({e})");
+                let silent = matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+                let ended = self.processes[i].take().map(|child| child.finish(silent).0);
+                panic!("child {i} sent nothing more ({e}); it ended: {ended:?}");
             }
         }
     }
@@ -96,7 +175,21 @@ impl Children {
     fn wait_all(&mut self) {
         for process in &mut self.processes {
             if let Some(child) = process.take() {
-                common::wait_child(child, &self.test, &self.marker);
+                child.wait(&self.test, &self.marker);
+            }
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (i, process) in self.processes.iter_mut().enumerate() {
+            if let Some(child) = process.take() {
+                eprintln!(
+                    "ending child {i} of {}, which the parent did not wait for",
+                    self.test
+                );
+                child.finish(true);
             }
         }
     }
@@ -114,6 +207,10 @@ fn processes(
     let test = common::test_name(module_path!(), function);
     let marker = format!("ipc child: {test} done");
     if let Some(role) = common::child_role(&test) {
+        let _watchdog = common::Watchdog::new(
+            TEST_LIMIT - Duration::from_secs(20),
+            &format!("{test} as {role}"),
+        );
         let path = std::env::var(SOCKET).expect("the socket's path");
         let socket = UnixStream::connect(path).expect("connecting to the parent");
         socket.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -123,22 +220,24 @@ fn processes(
         println!("{marker}");
         return;
     }
-    let _watchdog = common::Watchdog::new(Duration::from_secs(300), &test);
+    let _watchdog = common::Watchdog::new(TEST_LIMIT, &test);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("socket");
     let listener = UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
-    let mut processes: Vec<Option<Child>> = roles
-        .iter()
-        .map(|role| {
-            Some(
-                common::child_command(&test, role)
-                    .env(SOCKET, &path)
-                    .spawn()
-                    .expect("a child starts"),
-            )
-        })
-        .collect();
+    let mut children = Children {
+        processes: roles
+            .iter()
+            .map(|role| {
+                Some(Running::start(
+                    common::child_command(&test, role).env(SOCKET, &path),
+                ))
+            })
+            .collect(),
+        test,
+        marker,
+        channels: Vec::new(),
+    };
     // Each child connects and names its role; one that ends first fails the test with its
     // output.
     let deadline = std::time::Instant::now() + PATIENCE;
@@ -153,14 +252,10 @@ fn processes(
                 accepted.push((role, channel));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                for process in &mut processes {
-                    let ended = process
-                        .as_mut()
-                        .is_some_and(|child| child.try_wait().ok().flatten().is_some());
-                    if ended {
-                        let child = process.take().unwrap();
-                        common::wait_child(child, &test, &marker);
-                        panic!("a child ended before it connected");
+                for process in &mut children.processes {
+                    if process.as_mut().is_some_and(Running::has_ended) {
+                        let (status, _) = process.take().unwrap().finish(false);
+                        panic!("a child ended ({status:?}) before it connected");
                     }
                 }
                 assert!(
@@ -172,19 +267,16 @@ fn processes(
             Err(e) => panic!("accepting a child: {e}"),
         }
     }
-    let channels = roles
+    children.channels = roles
         .iter()
         .map(|role| {
-            let at = accepted.iter().position(|(r, _)| r == role).unwrap();
+            let at = accepted
+                .iter()
+                .position(|(r, _)| r == role)
+                .expect("each role connected once");
             accepted.swap_remove(at).1
         })
         .collect();
-    let mut children = Children {
-        test,
-        marker,
-        channels,
-        processes,
-    };
     parent(&mut children);
     children.wait_all();
 }
@@ -873,7 +965,9 @@ fn interprocess_events_refuse_what_the_driver_cannot_do() {
 
 /// The harness the GPU tests above use, without a GPU: two children, each told apart by its
 /// role, exchange messages with the parent, and a pool handle (here of a plain file, built
-/// from its parts) crosses to each with its file descriptor.
+/// from its parts) crosses to each with its file descriptor. Each child writes more output
+/// than a pipe holds before it answers: the parent reads it meanwhile (else the child would
+/// block on its output while the parent waits for its answer).
 #[test]
 fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
     processes(
@@ -908,6 +1002,10 @@ fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
             file.rewind().unwrap();
             let mut text = String::new();
             file.read_to_string(&mut text).unwrap();
+            let line = "x".repeat(1023);
+            for _ in 0..256 {
+                println!("{line}");
+            }
             channel.say(&format!("{role}: {text} on node {node}"));
         },
     );
