@@ -1216,6 +1216,45 @@ fn an_import_of_other_memory_than_the_pool_handle_named_is_refused() {
     );
 }
 
+/// A driver that answers a process's import of its own pool's buffer with the buffer's own
+/// allocation: the import is refused and nothing is freed (a release would free the
+/// exporter's memory under its buffer).
+#[test]
+fn importing_its_own_allocation_is_refused_and_frees_nothing() {
+    standin::run(
+        module_path!(),
+        "importing_its_own_allocation_is_refused_and_frees_nothing",
+        &[],
+        &[("STANDIN_POINTER_POOL_EXPORTED", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = shareable_pool(device);
+            let buffer = pool.allocate(4096, &stream).unwrap();
+            let descriptor = pool.export_buffer(&buffer).unwrap();
+            let imported = ImportedPool::import(device, pool.share().unwrap()).unwrap();
+            standin::clear_log();
+            let err = imported.import_buffer(&descriptor, &stream).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "descriptor", reason } if reason.contains("this process made")),
+                "{err}"
+            );
+            assert!(
+                standin::calls("cuMemFreeAsync").is_empty(),
+                "{}",
+                standin::log()
+            );
+            assert_eq!(imported.imported_buffers(), 0);
+            // The exporter's buffer is freed once, by its own drop.
+            let ptr = buffer.ptr();
+            drop(buffer);
+            let frees = standin::calls("cuMemFreeAsync");
+            assert_eq!(frees.len(), 1);
+            assert!(frees[0].contains(&format!("{:#x}", ptr.0)), "{frees:?}");
+        },
+    );
+}
+
 /// An imported pool's memory is accessible from the device it was imported through, and from
 /// no other: a pinned pool's import grants access to that device only.
 #[test]

@@ -524,6 +524,14 @@ pub(crate) fn register_own(pool: PoolHandle, identity: PoolIdentity) {
     });
 }
 
+/// Whether `pool` is a shareable pool this process made (and has not destroyed).
+fn is_own_pool(pool: PoolHandle) -> bool {
+    !pool.0.is_null()
+        && imported()
+            .iter()
+            .any(|entry| entry.own && entry.pool == pool)
+}
+
 /// Destroys a shareable pool this process made, and forgets it, under the registry's lock.
 pub(crate) fn destroy_own(driver: &'static dyn Driver, pool: PoolHandle) -> Result<()> {
     let mut registry = imported();
@@ -759,6 +767,16 @@ impl ImportedPool {
             // has run, import afresh.
             imports.finish_release(ptr)?;
             (ptr, range) = self.import_pointer(&descriptor.data)?;
+        }
+        if range.as_ref().is_ok_and(|range| is_own_pool(range.pool)) {
+            // The driver answered with an allocation of a pool this process made (it imported
+            // its own pool): releasing it would free the exporter's memory, so nothing is.
+            return Err(Error::InvalidArgument {
+                name: "descriptor",
+                reason: "the driver imported it as an allocation of a pool this process made: \
+                         use that pool's buffer itself"
+                    .to_owned(),
+            });
         }
         let checked = range.and_then(|range| self.check_import(ptr, descriptor.size, range));
         imports.by_key.insert(descriptor.data, ptr);

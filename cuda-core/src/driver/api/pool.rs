@@ -54,6 +54,8 @@ pub(crate) struct PointerRange {
     pub(crate) memory_type: u32,
     /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`: for device memory, the device that holds it.
     pub(crate) device_ordinal: i32,
+    /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`: the pool the allocation is of (null where none).
+    pub(crate) pool: PoolHandle,
 }
 
 impl PointerRange {
@@ -85,7 +87,8 @@ pub(crate) trait PoolApi {
     /// `cuMemPoolImportPointer`.
     fn ipc_pool_import_pointer(&self, pool: PoolHandle, data: &[u8; 64]) -> Result<DevicePtr>;
     /// `cuPointerGetAttributes` of `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`, `_RANGE_SIZE`,
-    /// `_MEMORY_TYPE` and `_DEVICE_ORDINAL`: the allocation that holds `ptr`, and its kind.
+    /// `_MEMORY_TYPE`, `_DEVICE_ORDINAL` and `_MEMPOOL_HANDLE`: the allocation that holds
+    /// `ptr`, its kind and its pool.
     fn ipc_pointer_range(&self, ptr: DevicePtr) -> Result<PointerRange>;
     /// `cuIpcGetEventHandle`.
     fn ipc_get_event_handle(&self, event: EventHandle) -> Result<[u8; 64]>;

@@ -115,17 +115,20 @@ macro_rules! impl_pool_api {
                     Attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                     Attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                     Attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    Attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
                 ];
                 let mut start: $sys::CUdeviceptr = 0;
                 let mut bytes: usize = 0;
                 // `CUmemorytype` and `int`, as the driver writes them.
                 let mut memory_type: std::ffi::c_uint = 0;
                 let mut device_ordinal: std::ffi::c_int = -1;
-                let mut data: [*mut std::ffi::c_void; 4] = [
+                let mut pool: $sys::CUmemoryPool = std::ptr::null_mut();
+                let mut data: [*mut std::ffi::c_void; 5] = [
                     (&mut start as *mut $sys::CUdeviceptr).cast(),
                     (&mut bytes as *mut usize).cast(),
                     (&mut memory_type as *mut std::ffi::c_uint).cast(),
                     (&mut device_ordinal as *mut std::ffi::c_int).cast(),
+                    (&mut pool as *mut $sys::CUmemoryPool).cast(),
                 ];
                 call!(self.cuPointerGetAttributes(
                     attributes.len() as std::ffi::c_uint,
@@ -138,6 +141,7 @@ macro_rules! impl_pool_api {
                     bytes,
                     memory_type,
                     device_ordinal,
+                    pool: PoolHandle(pool.cast()),
                 })
             }
 
