@@ -963,6 +963,70 @@ fn interprocess_events_refuse_what_the_driver_cannot_do() {
     );
 }
 
+/// What the driver does when a process imports its own pool and buffer is not documented: a
+/// refusal, or an import of its own. Either way the exporter's buffer keeps its memory and
+/// the pool works on; an import at the exporter's own address is refused (its release would
+/// free the exporter's memory). In a process of its own, should the driver do worse.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_process_importing_its_own_pool_never_frees_the_exporters_memory() {
+    common::alone(
+        module_path!(),
+        "a_process_importing_its_own_pool_never_frees_the_exporters_memory",
+        || {
+            let device = common::device();
+            let stream = stream(device);
+            let pool = shareable_pool(device);
+            let mut buffer = pool.allocate(MIB, &stream).unwrap();
+            buffer.fill(5u8, &stream).unwrap();
+            stream.sync().unwrap();
+            let descriptor = pool.export_buffer(&buffer).unwrap();
+            match ImportedPool::import(device, pool.share().unwrap()) {
+                Ok(imported) => {
+                    assert_ne!(imported.as_raw(), pool.as_raw(), "an import of its own");
+                    match imported.import_buffer(&descriptor, &stream) {
+                        Ok(import) => {
+                            assert_ne!(
+                                import.ptr(),
+                                buffer.ptr(),
+                                "an import at the exporter's address was handed out"
+                            );
+                            assert!(import
+                                .to_vec::<u8>(&stream)
+                                .unwrap()
+                                .iter()
+                                .all(|&b| b == 5));
+                            drop(import);
+                            stream.sync().unwrap();
+                            println!("the driver imported this process's own buffer");
+                        }
+                        Err(e) => println!("the import of its own buffer was refused: {e}"),
+                    }
+                }
+                Err(e) => println!("the import of its own pool was refused: {e}"),
+            }
+            // The exporter's buffer kept its memory; the pool allocates and frees on.
+            assert!(buffer
+                .to_vec::<u8>(&stream)
+                .unwrap()
+                .iter()
+                .all(|&b| b == 5));
+            let mut other = pool.allocate(MIB, &stream).unwrap();
+            other.fill(7u8, &stream).unwrap();
+            buffer.fill(6u8, &stream).unwrap();
+            assert!(buffer
+                .to_vec::<u8>(&stream)
+                .unwrap()
+                .iter()
+                .all(|&b| b == 6));
+            assert!(other.to_vec::<u8>(&stream).unwrap().iter().all(|&b| b == 7));
+            drop((buffer, other));
+            stream.sync().unwrap();
+            assert_eq!(pool.usage().unwrap().used_current, 0);
+        },
+    );
+}
+
 /// The harness the GPU tests above use, without a GPU: two children, each told apart by its
 /// role, exchange messages with the parent, and a pool handle (here of a plain file, built
 /// from its parts) crosses to each with its file descriptor. Each child writes more output
