@@ -339,6 +339,50 @@ mod tests {
         );
     }
 
+    /// The descriptors that come with a refused message are closed: none is left open in
+    /// this process, whether one came with foreign bytes, two came, or sixteen (more than the
+    /// control buffer holds: the kernel closes the rest and says so).
+    #[test]
+    fn the_descriptors_of_a_refused_message_are_closed() {
+        use std::os::unix::fs::MetadataExt;
+        let (here, there) = UnixStream::pair().unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let inode = file.metadata().unwrap().ino();
+        // This process's descriptors of `file` (other tests' files are other inodes).
+        let open_fds = || {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|entry| std::fs::metadata(entry.ok()?.path()).ok())
+                .filter(|meta| meta.ino() == inode)
+                .count()
+        };
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
+        assert_eq!(open_fds(), 1);
+        for (count, payload) in [(1, [1u8; 48]), (2, bytes), (16, bytes)] {
+            let fds = vec![file.as_fd(); count];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(
+                &here,
+                &[IoSlice::new(&payload)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .unwrap();
+            let err = SharedPoolHandle::recv(&there).unwrap_err();
+            let expected = match count {
+                1 => "not a shared pool",
+                2 => "2 file descriptors",
+                _ => "cut short",
+            };
+            assert!(err.to_string().contains(expected), "{count}: {err}");
+            assert_eq!(open_fds(), 1, "{count} descriptors received: {err}");
+        }
+    }
+
     #[test]
     fn two_descriptors_or_foreign_bytes_are_refused() {
         let (here, there) = UnixStream::pair().unwrap();
