@@ -99,8 +99,16 @@ impl Drop for Event {
             return;
         }
         if self.options.interprocess {
-            ipc::forget(self.handle);
-        } else if self.context.is_primary() {
+            // Destroyed before a new open of its handle can begin (see `ipc::destroy`).
+            if let Err(e) = ipc::destroy(self.handle, || self.driver.event_destroy(self.handle)) {
+                log::error!(
+                    "destroying an interprocess event of device {}: {e}",
+                    self.device().ordinal()
+                );
+            }
+            return;
+        }
+        if self.context.is_primary() {
             let complete = *self.records.get_mut() == *self.done_at.get_mut();
             let flags = flags_of(self.options);
             if recycle::give(
@@ -514,10 +522,20 @@ mod ipc {
         Ok(event)
     }
 
-    /// Forgets an opened event that is being destroyed (nothing for others).
-    pub(super) fn forget(event: EventHandle) {
+    /// Destroys an interprocess event with `destroy`, and forgets it if it was opened here,
+    /// under the lock: no open of the same handle runs until the driver has destroyed this
+    /// one (should the driver answer a new open with the handle being destroyed).
+    pub(super) fn destroy(event: EventHandle, destroy: impl FnOnce() -> Result<()>) -> Result<()> {
         let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+        let destroyed = destroy();
         opened.retain(|(_, e)| *e != event);
+        destroyed
+    }
+
+    /// Whether an open or a destroy is under way (for tests).
+    #[cfg(test)]
+    pub(super) fn busy() -> bool {
+        OPENED.try_lock().is_err()
     }
 }
 
@@ -617,15 +635,29 @@ mod tests {
             "{second:?}"
         );
         assert!(!called, "refused before the driver");
-        // Once the first is destroyed, the handle opens again.
-        ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x10)));
+        // Once the first is destroyed, the handle opens again; no open runs while the driver
+        // destroys it (the registry is held).
+        let mut destroyed = false;
+        ipc::destroy(EventHandle(std::ptr::without_provenance_mut(0x10)), || {
+            assert!(
+                ipc::busy(),
+                "the registry is held while the driver destroys"
+            );
+            destroyed = true;
+            Ok(())
+        })
+        .unwrap();
+        assert!(destroyed);
         assert!(
             ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(
                 0x30
             ))))
             .is_ok()
         );
-        ipc::forget(EventHandle(std::ptr::without_provenance_mut(0x30)));
+        ipc::destroy(EventHandle(std::ptr::without_provenance_mut(0x30)), || {
+            Ok(())
+        })
+        .unwrap();
     }
 
     /// A burst of events alive at once, then dropped, leaves at most 64 handles kept.

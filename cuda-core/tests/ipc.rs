@@ -8,6 +8,7 @@ use crate::common;
 use crate::common::standin;
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::process::Child;
 use std::sync::Arc;
@@ -15,8 +16,9 @@ use std::time::Duration;
 
 use cuda_core::{
     Allocate, Buffer, BufferDescriptor, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
-    Error, Event, EventOptions, ImportedPool, IpcEventHandle, IpcMemHandle, PinnedMemoryPool,
-    PinnedMemoryPoolOptions, SharedPoolHandle, Stream, StreamOptions, SyncMemoryResource,
+    Error, Event, EventOptions, ImportedPool, IpcEventHandle, IpcMemHandle, MemoryResource,
+    PinnedMemoryPool, PinnedMemoryPoolOptions, SharedPoolHandle, Stream, StreamOptions,
+    SyncMemoryResource,
 };
 
 const MIB: usize = 1 << 20;
@@ -65,22 +67,101 @@ impl Channel {
     }
 }
 
-/// The parent's view of its children: a channel to each, in the order of their roles.
+/// How long a whole test may take: the parent's watchdog ends it then. A child's ends it a
+/// little sooner, so that a child stuck in the driver does not outlive its parent.
+const TEST_LIMIT: Duration = Duration::from_secs(300);
+
+/// A child process whose output is read as it comes, so that a child writing much never
+/// blocks on a full pipe while the parent waits for its next message; shown when it ends.
+struct Running {
+    child: Child,
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    fn start(command: &mut std::process::Command) -> Running {
+        fn drain(
+            pipe: Option<impl Read + Send + 'static>,
+        ) -> Option<std::thread::JoinHandle<Vec<u8>>> {
+            pipe.map(|mut pipe| {
+                std::thread::spawn(move || {
+                    let mut bytes = Vec::new();
+                    let _ = pipe.read_to_end(&mut bytes);
+                    bytes
+                })
+            })
+        }
+        let mut child = command.spawn().expect("a child starts");
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn has_ended(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    /// Waits for the child (killed first where `kill`), shows its output, and returns how it
+    /// ended and its standard output.
+    fn finish(mut self, kill: bool) -> (Option<std::process::ExitStatus>, String) {
+        if kill {
+            let _ = self.child.kill();
+        }
+        let status = self.child.wait().ok();
+        let read = |pipe: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            pipe.and_then(|thread| thread.join().ok())
+                .unwrap_or_default()
+        };
+        let stdout = String::from_utf8_lossy(&read(self.stdout.take())).into_owned();
+        let stderr = read(self.stderr.take());
+        print!("{stdout}");
+        eprint!("{}", String::from_utf8_lossy(&stderr));
+        (status, stdout)
+    }
+
+    /// Waits for the child, which must pass and have run its body (printed `marker`).
+    fn wait(self, test: &str, marker: &str) {
+        let (status, stdout) = self.finish(false);
+        let status = status.expect("waiting for the child");
+        assert!(
+            status.success(),
+            "{test} failed in its own process ({status})"
+        );
+        assert!(
+            stdout.contains(marker),
+            "{test} did not run its body in its own process (no {marker:?} in its output)"
+        );
+    }
+}
+
+/// The parent's view of its children: a channel to each, in the order of their roles. A
+/// child still running when this drops (the parent's side failed) is killed, its output
+/// shown, so that no child outlives the test holding the GPU.
 struct Children {
     test: String,
     marker: String,
     channels: Vec<Channel>,
-    processes: Vec<Option<Child>>,
+    processes: Vec<Option<Running>>,
 }
 
 impl Children {
-    /// A message from child `i`; should it have gone, its output is shown and the test fails.
+    /// A message from child `i`; should none come, that child's output is shown first (it is
+    /// killed if it is still running after `PATIENCE`) and the test fails.
     fn recv(&mut self, i: usize) -> Vec<u8> {
         match self.channels[i].try_recv() {
             Ok(bytes) => bytes,
             Err(e) => {
-                self.wait_all();
-                panic!("child {i} sent nothing more ({e})");
+                let silent = matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+                let ended = self.processes[i].take().map(|child| child.finish(silent).0);
+                panic!("child {i} sent nothing more ({e}); it ended: {ended:?}");
             }
         }
     }
@@ -94,7 +175,21 @@ impl Children {
     fn wait_all(&mut self) {
         for process in &mut self.processes {
             if let Some(child) = process.take() {
-                common::wait_child(child, &self.test, &self.marker);
+                child.wait(&self.test, &self.marker);
+            }
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (i, process) in self.processes.iter_mut().enumerate() {
+            if let Some(child) = process.take() {
+                eprintln!(
+                    "ending child {i} of {}, which the parent did not wait for",
+                    self.test
+                );
+                child.finish(true);
             }
         }
     }
@@ -112,6 +207,10 @@ fn processes(
     let test = common::test_name(module_path!(), function);
     let marker = format!("ipc child: {test} done");
     if let Some(role) = common::child_role(&test) {
+        let _watchdog = common::Watchdog::new(
+            TEST_LIMIT - Duration::from_secs(20),
+            &format!("{test} as {role}"),
+        );
         let path = std::env::var(SOCKET).expect("the socket's path");
         let socket = UnixStream::connect(path).expect("connecting to the parent");
         socket.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -121,22 +220,24 @@ fn processes(
         println!("{marker}");
         return;
     }
-    let _watchdog = common::Watchdog::new(Duration::from_secs(300), &test);
+    let _watchdog = common::Watchdog::new(TEST_LIMIT, &test);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("socket");
     let listener = UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
-    let mut processes: Vec<Option<Child>> = roles
-        .iter()
-        .map(|role| {
-            Some(
-                common::child_command(&test, role)
-                    .env(SOCKET, &path)
-                    .spawn()
-                    .expect("a child starts"),
-            )
-        })
-        .collect();
+    let mut children = Children {
+        processes: roles
+            .iter()
+            .map(|role| {
+                Some(Running::start(
+                    common::child_command(&test, role).env(SOCKET, &path),
+                ))
+            })
+            .collect(),
+        test,
+        marker,
+        channels: Vec::new(),
+    };
     // Each child connects and names its role; one that ends first fails the test with its
     // output.
     let deadline = std::time::Instant::now() + PATIENCE;
@@ -151,14 +252,10 @@ fn processes(
                 accepted.push((role, channel));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                for process in &mut processes {
-                    let ended = process
-                        .as_mut()
-                        .is_some_and(|child| child.try_wait().ok().flatten().is_some());
-                    if ended {
-                        let child = process.take().unwrap();
-                        common::wait_child(child, &test, &marker);
-                        panic!("a child ended before it connected");
+                for process in &mut children.processes {
+                    if process.as_mut().is_some_and(Running::has_ended) {
+                        let (status, _) = process.take().unwrap().finish(false);
+                        panic!("a child ended ({status:?}) before it connected");
                     }
                 }
                 assert!(
@@ -170,19 +267,16 @@ fn processes(
             Err(e) => panic!("accepting a child: {e}"),
         }
     }
-    let channels = roles
+    children.channels = roles
         .iter()
         .map(|role| {
-            let at = accepted.iter().position(|(r, _)| r == role).unwrap();
+            let at = accepted
+                .iter()
+                .position(|(r, _)| r == role)
+                .expect("each role connected once");
             accepted.swap_remove(at).1
         })
         .collect();
-    let mut children = Children {
-        test,
-        marker,
-        channels,
-        processes,
-    };
     parent(&mut children);
     children.wait_all();
 }
@@ -278,7 +372,12 @@ fn a_child_imports_the_parents_pool_buffer_and_orders_its_writes_with_an_ipc_eve
                 .unwrap();
             stream.sync().unwrap();
             let event = ipc_event(device);
-            children.channels[0].send_pool(&pool.share().unwrap());
+            let shared = pool.share().unwrap();
+            assert!(
+                close_on_exec(shared.as_fd()),
+                "the shared pool's descriptor"
+            );
+            children.channels[0].send_pool(&shared);
             children.channels[0].send(&pool.export_buffer(&buffer).unwrap().to_bytes());
             children.channels[0].send(&event.ipc_handle().unwrap().to_bytes());
             parent_waits_for_the_child(&buffer, &stream, &event, children);
@@ -651,6 +750,17 @@ fn own_gpu_memory(device: Device) -> Option<u64> {
         .and_then(|p| p.used_memory)
 }
 
+/// Whether `fd` is close-on-exec (`O_CLOEXEC` in its `/proc/self/fdinfo` flags, octal).
+fn close_on_exec(fd: impl std::os::fd::AsRawFd) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .expect("the descriptor's fdinfo");
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .expect("a flags line");
+    u32::from_str_radix(flags.trim(), 8).expect("octal flags") & 0o2_000_000 != 0
+}
+
 /// The number of this process's open file descriptors.
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
@@ -853,9 +963,75 @@ fn interprocess_events_refuse_what_the_driver_cannot_do() {
     );
 }
 
+/// What the driver does when a process imports its own pool and buffer is not documented: a
+/// refusal, or an import of its own. Either way the exporter's buffer keeps its memory and
+/// the pool works on; an import at the exporter's own address is refused (its release would
+/// free the exporter's memory). In a process of its own, should the driver do worse.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_process_importing_its_own_pool_never_frees_the_exporters_memory() {
+    common::alone(
+        module_path!(),
+        "a_process_importing_its_own_pool_never_frees_the_exporters_memory",
+        || {
+            let device = common::device();
+            let stream = stream(device);
+            let pool = shareable_pool(device);
+            let mut buffer = pool.allocate(MIB, &stream).unwrap();
+            buffer.fill(5u8, &stream).unwrap();
+            stream.sync().unwrap();
+            let descriptor = pool.export_buffer(&buffer).unwrap();
+            match ImportedPool::import(device, pool.share().unwrap()) {
+                Ok(imported) => {
+                    assert_ne!(imported.as_raw(), pool.as_raw(), "an import of its own");
+                    match imported.import_buffer(&descriptor, &stream) {
+                        Ok(import) => {
+                            assert_ne!(
+                                import.ptr(),
+                                buffer.ptr(),
+                                "an import at the exporter's address was handed out"
+                            );
+                            assert!(import
+                                .to_vec::<u8>(&stream)
+                                .unwrap()
+                                .iter()
+                                .all(|&b| b == 5));
+                            drop(import);
+                            stream.sync().unwrap();
+                            println!("the driver imported this process's own buffer");
+                        }
+                        Err(e) => println!("the import of its own buffer was refused: {e}"),
+                    }
+                }
+                Err(e) => println!("the import of its own pool was refused: {e}"),
+            }
+            // The exporter's buffer kept its memory; the pool allocates and frees on.
+            assert!(buffer
+                .to_vec::<u8>(&stream)
+                .unwrap()
+                .iter()
+                .all(|&b| b == 5));
+            let mut other = pool.allocate(MIB, &stream).unwrap();
+            other.fill(7u8, &stream).unwrap();
+            buffer.fill(6u8, &stream).unwrap();
+            assert!(buffer
+                .to_vec::<u8>(&stream)
+                .unwrap()
+                .iter()
+                .all(|&b| b == 6));
+            assert!(other.to_vec::<u8>(&stream).unwrap().iter().all(|&b| b == 7));
+            drop((buffer, other));
+            stream.sync().unwrap();
+            assert_eq!(pool.usage().unwrap().used_current, 0);
+        },
+    );
+}
+
 /// The harness the GPU tests above use, without a GPU: two children, each told apart by its
 /// role, exchange messages with the parent, and a pool handle (here of a plain file, built
-/// from its parts) crosses to each with its file descriptor.
+/// from its parts) crosses to each with its file descriptor. Each child writes more output
+/// than a pipe holds before it answers: the parent reads it meanwhile (else the child would
+/// block on its output while the parent waits for its answer).
 #[test]
 fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
     processes(
@@ -881,15 +1057,19 @@ fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
             children.expect(1, "right: shared on node 2");
         },
         |role, mut channel| {
-            use std::io::Seek;
+            use std::os::unix::fs::FileExt;
             channel.expect(role);
             let handle = channel.recv_pool();
             let node = handle.numa_node().unwrap();
             let (fd, _) = handle.into_parts();
-            let mut file = std::fs::File::from(fd);
-            file.rewind().unwrap();
-            let mut text = String::new();
-            file.read_to_string(&mut text).unwrap();
+            // Read at an offset: both children's descriptors share one file position.
+            let mut text = [0u8; 6];
+            std::fs::File::from(fd).read_exact_at(&mut text, 0).unwrap();
+            let text = String::from_utf8_lossy(&text);
+            let line = "x".repeat(1023);
+            for _ in 0..256 {
+                println!("{line}");
+            }
             channel.say(&format!("{role}: {text} on node {node}"));
         },
     );
@@ -918,6 +1098,12 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             let exporter_ptr = buffer.ptr();
             let handle = pool.share().unwrap();
             assert_eq!(standin::calls("cuMemPoolExportToShareableHandle").len(), 1);
+            // The stand-in's descriptor is not close-on-exec; the handle's is, so that a
+            // program this process starts does not inherit the pool.
+            assert!(
+                close_on_exec(handle.as_fd()),
+                "the shared pool's descriptor"
+            );
             let descriptor = pool.export_buffer(&buffer).unwrap();
             assert_eq!(descriptor.size(), 4096);
 
@@ -931,6 +1117,12 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             assert!(standin::calls("cuMemPoolImportFromShareableHandle").is_empty());
 
             let imported = ImportedPool::import(device, handle.try_clone().unwrap()).unwrap();
+            // The import's name in the log (P<n>), for its destroy below.
+            let import_name = standin::calls("cuMemPoolImportFromShareableHandle")[0]
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .to_owned();
             // Imported again while alive: the same import, no second driver import.
             let again = ImportedPool::import(device, handle).unwrap();
             assert!(Arc::ptr_eq(&imported, &again));
@@ -986,7 +1178,6 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             );
             assert_eq!(standin::log(), "");
             // The exporter's pool is destroyed only after its buffer; the import after its.
-            let imported_raw = imported.as_raw();
             drop(imported);
             assert!(
                 standin::calls("cuMemPoolDestroy").is_empty(),
@@ -994,10 +1185,229 @@ fn sharing_a_pool_makes_the_calls_it_names() {
                 standin::log()
             );
             drop(second);
-            assert_eq!(standin::calls("cuMemPoolDestroy").len(), 1);
-            assert!(!imported_raw.is_null());
+            assert_eq!(
+                standin::calls("cuMemPoolDestroy"),
+                [format!("cuMemPoolDestroy {import_name}")],
+                "the import is destroyed, not the exporter's pool"
+            );
             drop(buffer);
             drop(pool);
+            assert_eq!(standin::calls("cuMemPoolDestroy").len(), 2);
+        },
+    );
+}
+
+/// What the driver says of an imported buffer's memory must be what the pool's handle named
+/// (its bytes came from another process): device memory of the device imported through, or
+/// host memory for a pinned pool. Otherwise the import is refused, and released.
+#[test]
+fn an_import_of_other_memory_than_the_pool_handle_named_is_refused() {
+    const TEST: &str = "an_import_of_other_memory_than_the_pool_handle_named_is_refused";
+    type Exported = (
+        Arc<dyn MemoryResource>,
+        Buffer,
+        SharedPoolHandle,
+        BufferDescriptor,
+    );
+    /// Imports a buffer of `pool` through device 0, expecting `refusal` (or success).
+    fn import_one(pool: &dyn Fn() -> Exported, refusal: Option<&str>) {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        // The exporter's pool and buffer live while the import is tried.
+        let (_pool, _buffer, handle, descriptor) = pool();
+        let imported = ImportedPool::import(device, handle).unwrap();
+        standin::clear_log();
+        match (imported.import_buffer(&descriptor, &stream), refusal) {
+            (Ok(buffer), None) => drop(buffer),
+            (Err(err), Some(found)) => {
+                assert!(
+                    matches!(&err, Error::InvalidArgument { name: "self", reason } if reason.contains(found)),
+                    "{err}"
+                );
+                assert_eq!(standin::calls("cuMemFreeAsync").len(), 1, "released");
+                assert_eq!(imported.imported_buffers(), 0);
+            }
+            (got, _) => panic!("{got:?}, where {refusal:?} was expected"),
+        }
+    }
+    let device_pool = || {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        let pool = shareable_pool(device);
+        let buffer = pool.allocate(4096, &stream).unwrap();
+        let descriptor = pool.export_buffer(&buffer).unwrap();
+        let handle = pool.share().unwrap();
+        (pool as Arc<dyn MemoryResource>, buffer, handle, descriptor)
+    };
+    let pinned_pool = || {
+        let device = Device::new(0).unwrap();
+        let stream = device.create_stream(StreamOptions::default()).unwrap();
+        let pool = PinnedMemoryPool::new(
+            device,
+            PinnedMemoryPoolOptions::default()
+                .with_numa_node(0)
+                .with_shareable(true),
+        )
+        .unwrap();
+        let buffer = pool.allocate(4096, &stream).unwrap();
+        let descriptor = pool.export_buffer(&buffer).unwrap();
+        let handle = pool.share().unwrap();
+        (pool as Arc<dyn MemoryResource>, buffer, handle, descriptor)
+    };
+    // Device memory of another device than the one the handle named.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_DEVICE", "1")],
+        || {
+            import_one(&device_pool, Some("device memory of device 1"));
+        },
+    );
+    // Host memory where the handle named device memory.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_TYPE", "1")],
+        || {
+            import_one(&device_pool, Some("memory of type 1"));
+            import_one(&pinned_pool, None);
+        },
+    );
+    // Device memory where the handle named pinned host memory.
+    standin::run(
+        module_path!(),
+        TEST,
+        &[],
+        &[("STANDIN_POINTER_TYPE", "2")],
+        || {
+            import_one(&pinned_pool, Some("device memory of device 0"));
+            import_one(&device_pool, None);
+        },
+    );
+}
+
+/// A driver that answers a process's import of its own pool's buffer with the buffer's own
+/// allocation: the import is refused and nothing is freed (a release would free the
+/// exporter's memory under its buffer).
+#[test]
+fn importing_its_own_allocation_is_refused_and_frees_nothing() {
+    standin::run(
+        module_path!(),
+        "importing_its_own_allocation_is_refused_and_frees_nothing",
+        &[],
+        &[("STANDIN_POINTER_POOL_EXPORTED", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = shareable_pool(device);
+            let buffer = pool.allocate(4096, &stream).unwrap();
+            let descriptor = pool.export_buffer(&buffer).unwrap();
+            let imported = ImportedPool::import(device, pool.share().unwrap()).unwrap();
+            standin::clear_log();
+            let err = imported.import_buffer(&descriptor, &stream).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "descriptor", reason } if reason.contains("this process made")),
+                "{err}"
+            );
+            assert!(
+                standin::calls("cuMemFreeAsync").is_empty(),
+                "{}",
+                standin::log()
+            );
+            assert_eq!(imported.imported_buffers(), 0);
+            // The exporter's buffer is freed once, by its own drop.
+            let ptr = buffer.ptr();
+            drop(buffer);
+            let frees = standin::calls("cuMemFreeAsync");
+            assert_eq!(frees.len(), 1);
+            assert!(frees[0].contains(&format!("{:#x}", ptr.0)), "{frees:?}");
+        },
+    );
+}
+
+/// An imported pool's memory is accessible from the device it was imported through, and from
+/// no other: a pinned pool's import grants access to that device only.
+#[test]
+fn an_imported_pool_is_accessible_from_its_own_device_only() {
+    standin::run(
+        module_path!(),
+        "an_imported_pool_is_accessible_from_its_own_device_only",
+        &[],
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let pinned = PinnedMemoryPool::new(
+                d0,
+                PinnedMemoryPoolOptions::default()
+                    .with_numa_node(0)
+                    .with_shareable(true),
+            )
+            .unwrap();
+            standin::clear_log();
+            let imported = ImportedPool::import(d1, pinned.share().unwrap()).unwrap();
+            assert!(imported.is_host_memory());
+            let access = standin::calls("cuMemPoolSetAccess");
+            assert_eq!(access.len(), 1, "{access:?}");
+            assert!(access[0].ends_with("location=1:1 flags=3"), "{access:?}");
+            assert_eq!(imported.device(), d1);
+            assert_eq!(MemoryResource::device(&*imported), None);
+            assert!(imported.is_accessible_from(d1).unwrap());
+            assert!(
+                !imported.is_accessible_from(d0).unwrap(),
+                "device 0 was granted no access to the import"
+            );
+            let device_pool = shareable_pool(d0);
+            let imported = ImportedPool::import(d0, device_pool.share().unwrap()).unwrap();
+            assert!(imported.is_accessible_from(d0).unwrap());
+            assert!(!imported.is_accessible_from(d1).unwrap());
+        },
+    );
+}
+
+/// A driver that answers this process's import of its own pool with that pool's handle: the
+/// import is refused and destroys nothing, so the pool is destroyed once, by its owner.
+#[test]
+fn importing_its_own_pool_as_the_same_handle_is_refused_and_destroys_nothing() {
+    standin::run(
+        module_path!(),
+        "importing_its_own_pool_as_the_same_handle_is_refused_and_destroys_nothing",
+        &[],
+        &[("STANDIN_IMPORT_OWN", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pinned = PinnedMemoryPool::new(
+                device,
+                PinnedMemoryPoolOptions::default()
+                    .with_numa_node(0)
+                    .with_shareable(true),
+            )
+            .unwrap();
+            let pool = shareable_pool(device);
+            for share in [pool.share().unwrap(), pinned.share().unwrap()] {
+                standin::clear_log();
+                let err = ImportedPool::import(device, share).unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidArgument { name: "handle", reason } if reason.contains("made")),
+                    "{err}"
+                );
+                assert_eq!(
+                    standin::calls("cuMemPoolImportFromShareableHandle").len(),
+                    1
+                );
+                assert!(
+                    standin::calls("cuMemPoolDestroy").is_empty(),
+                    "{}",
+                    standin::log()
+                );
+            }
+            // Both pools work on, and each is destroyed once, by its own drop.
+            drop(pool.allocate(64, &stream).unwrap());
+            drop(pinned.allocate(64, &stream).unwrap());
+            standin::clear_log();
+            drop((pool, pinned));
             assert_eq!(standin::calls("cuMemPoolDestroy").len(), 2);
         },
     );

@@ -654,6 +654,70 @@ fn a_pinned_pool_allocates_only_on_streams_of_devices_with_access() {
     );
 }
 
+/// A pool whose making fails after the driver made it is destroyed, not left behind.
+#[test]
+fn a_pool_that_fails_to_be_made_leaves_no_pool_behind() {
+    standin::run(
+        module_path!(),
+        "a_pool_that_fails_to_be_made_leaves_no_pool_behind",
+        &[],
+        &[("STANDIN_TOTAL_MEM_FAILS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            for shareable in [false, true] {
+                standin::clear_log();
+                let options = DeviceMemoryResourceOptions::default().with_shareable(shareable);
+                assert!(DeviceMemoryResource::new(device, options).is_err());
+                assert_eq!(
+                    standin::calls("cuMemPoolCreate").len(),
+                    standin::calls("cuMemPoolDestroy").len(),
+                    "{}",
+                    standin::log()
+                );
+            }
+        },
+    );
+}
+
+/// A pinned pool's buffer is used only on streams of devices with access: a fill or a copy on
+/// another device's stream is refused before the driver, and allowed once access is granted.
+#[test]
+fn a_pinned_pool_buffer_is_used_only_on_streams_of_devices_with_access() {
+    standin::run(
+        module_path!(),
+        "a_pinned_pool_buffer_is_used_only_on_streams_of_devices_with_access",
+        &[],
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let s0 = d0.create_stream(StreamOptions::default()).unwrap();
+            let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(d0, PinnedMemoryPoolOptions::default()).unwrap();
+            let mut pinned = pool.allocate(4096, &s0).unwrap();
+            let mut on_d1 = d1.memory_resource().unwrap().allocate(4096, &s1).unwrap();
+            standin::clear_log();
+            let err = pinned.fill(1u8, &s1).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "self", reason } if reason.contains("set_access")),
+                "{err}"
+            );
+            let err = on_d1.copy_from(&pinned, &s1).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidArgument { name: "src", .. }),
+                "{err}"
+            );
+            assert!(standin::calls("cuMemset").is_empty(), "{}", standin::log());
+            assert!(standin::calls("cuMemcpy").is_empty(), "{}", standin::log());
+            // Its own device's stream, and device 1's once granted.
+            pinned.fill(1u8, &s0).unwrap();
+            pool.set_access(&[d0, d1]).unwrap();
+            pinned.fill(2u8, &s1).unwrap();
+            on_d1.copy_from(&pinned, &s1).unwrap();
+            assert_eq!(standin::calls("cuMemsetD8Async").len(), 2);
+        },
+    );
+}
+
 #[test]
 fn a_replaced_default_resource_is_the_one_handed_out() {
     standin::run(
@@ -665,7 +729,6 @@ fn a_replaced_default_resource_is_the_one_handed_out() {
             let device = Device::new(0).unwrap();
             let stream = device.create_stream(StreamOptions::default()).unwrap();
             let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
-            let raw = pool.as_raw();
             device.set_memory_resource(pool.clone()).unwrap();
             let now = device.memory_resource().unwrap();
             let count = Arc::strong_count(&pool);
@@ -682,7 +745,6 @@ fn a_replaced_default_resource_is_the_one_handed_out() {
             );
             let allocs = standin::calls("cuMemAllocFromPoolAsync");
             assert!(allocs[0].contains("size=100000"), "{allocs:?}");
-            assert!(!raw.is_null());
             drop(buffer);
             // Another device's resource is refused; device 1's default is untouched.
             let theirs = DeviceMemoryResource::new(

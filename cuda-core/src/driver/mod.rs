@@ -44,7 +44,7 @@ pub(crate) use self::api::{
     ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, Im2colSpec, Im2colWideSpec,
     MipmappedArrayHandle, ResourceSpec, TensorMapBytes, TensorSpec, TextureSpec,
 };
-pub(crate) use self::api::{PoolLocation, PoolSpec};
+pub(crate) use self::api::{PointerRange, PoolLocation, PoolSpec};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,
     FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,

@@ -295,8 +295,27 @@ impl Buffer {
     ) -> Result<()> {
         match self.device() {
             Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy),
-            _ => Ok(()),
+            Some(_) => Ok(()),
+            // Host memory: a pool's is accessible only from the devices granted access.
+            None => self.host_reachable(stream, name),
         }
+    }
+
+    #[inline]
+    fn host_reachable(&self, stream: &Stream, name: &'static str) -> Result<()> {
+        let resource = self.resource.arc();
+        if resource.is_accessible_from(stream.device())? {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            name,
+            reason: format!(
+                "its host memory ({resource:?}) is not accessible from the stream's device {}; \
+                 grant access with PinnedMemoryPool::set_access, or use a stream of a device \
+                 that has it",
+                stream.device().ordinal()
+            ),
+        })
     }
 
     #[cold]

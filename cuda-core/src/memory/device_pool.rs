@@ -117,7 +117,12 @@ impl fmt::Debug for DeviceMemoryResource {
 impl Drop for DeviceMemoryResource {
     fn drop(&mut self) {
         if self.owned {
-            if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+            let destroyed = if self.sharing.is_some() {
+                ipc::destroy_own(self.driver, self.pool)
+            } else {
+                self.driver.mem_pool_destroy(self.pool)
+            };
+            if let Err(e) = destroyed {
                 log::error!(
                     "destroying a memory pool of device {}: {e}",
                     self.device.ordinal()
@@ -134,7 +139,7 @@ impl DeviceMemoryResource {
         let context = device.primary_context()?;
         let driver = context.driver();
         let pool = driver.device_get_default_mem_pool(device.handle())?;
-        let mut resource = Self::wrap(pool, device, false, context)?;
+        let mut resource = Self::wrap(pool, device, false, context, device.total_memory()?);
         if let Some(resource) = Arc::get_mut(&mut resource) {
             resource.caches_small = true;
         }
@@ -171,6 +176,8 @@ impl DeviceMemoryResource {
         };
         let context = device.primary_context()?;
         let driver = context.driver();
+        // Asked before the pool exists, so that no failure after leaves it undestroyed.
+        let total_memory = device.total_memory()?;
         let max_size = options.max_size.unwrap_or(0);
         let pool = if sharing.is_some() {
             driver.pool_create(&PoolSpec {
@@ -182,9 +189,10 @@ impl DeviceMemoryResource {
         } else {
             driver.mem_pool_create(device.handle(), max_size)?
         };
-        let mut resource = Self::wrap(pool, device, true, context)?;
-        if let Some(resource) = Arc::get_mut(&mut resource) {
-            resource.sharing = sharing;
+        let mut resource = Self::wrap(pool, device, true, context, total_memory);
+        if let (Some(resource), Some(identity)) = (Arc::get_mut(&mut resource), sharing) {
+            resource.sharing = Some(identity);
+            ipc::register_own(pool, identity);
         }
         if let Some(threshold) = options.release_threshold {
             resource.set_release_threshold(threshold)?;
@@ -197,17 +205,18 @@ impl DeviceMemoryResource {
         device: Device,
         owned: bool,
         context: Context,
-    ) -> Result<Arc<DeviceMemoryResource>> {
-        Ok(Arc::new(DeviceMemoryResource {
+        total_memory: usize,
+    ) -> Arc<DeviceMemoryResource> {
+        Arc::new(DeviceMemoryResource {
             pool,
             device,
-            total_memory: device.total_memory()?,
+            total_memory,
             owned,
             caches_small: false,
             sharing: None,
             driver: context.driver(),
             _context: context,
-        }))
+        })
     }
 
     /// Wraps a memory pool made elsewhere (by another library) without taking ownership:
@@ -221,7 +230,13 @@ impl DeviceMemoryResource {
         pool: *mut std::ffi::c_void,
         device: Device,
     ) -> Result<Arc<DeviceMemoryResource>> {
-        Self::wrap(PoolHandle(pool), device, false, device.primary_context()?)
+        Ok(Self::wrap(
+            PoolHandle(pool),
+            device,
+            false,
+            device.primary_context()?,
+            device.total_memory()?,
+        ))
     }
 
     /// Whether this is a pool made, and destroyed, by this value: a pool of its own rather than

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::device_pool::POSIX_FD_HANDLES;
 use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
@@ -93,6 +93,8 @@ pub struct PinnedMemoryPool {
     sharing: Option<PoolIdentity>,
     /// Bit `d` set: device `d` has read-write access (devices 0 to 63; others are asked).
     access: AtomicU64,
+    /// Held by `set_access`.
+    changing: Mutex<()>,
     driver: &'static dyn Driver,
     context: Context,
 }
@@ -109,7 +111,12 @@ impl fmt::Debug for PinnedMemoryPool {
 
 impl Drop for PinnedMemoryPool {
     fn drop(&mut self) {
-        if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
+        let destroyed = if self.sharing.is_some() {
+            ipc::destroy_own(self.driver, self.pool)
+        } else {
+            self.driver.mem_pool_destroy(self.pool)
+        };
+        if let Err(e) = destroyed {
             log::error!("destroying a pinned memory pool: {e}");
         }
     }
@@ -202,16 +209,21 @@ impl PinnedMemoryPool {
                 max_size: options.max_size.unwrap_or(0),
             })
         })?;
+        let sharing = options
+            .shareable
+            .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32)));
         let made = Arc::new(PinnedMemoryPool {
             pool,
             numa_node: options.numa_node,
-            sharing: options
-                .shareable
-                .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32))),
+            sharing,
             access: AtomicU64::new(0),
+            changing: Mutex::new(()),
             driver,
             context,
         });
+        if let Some(identity) = sharing {
+            ipc::register_own(pool, identity);
+        }
         grant(driver, pool, device)?;
         made.access
             .fetch_or(access_bit(device).unwrap_or(0), Ordering::Relaxed);
@@ -231,9 +243,15 @@ impl PinnedMemoryPool {
     /// devices may then use its buffers, and their streams allocate from it.
     #[doc(alias = "cuMemPoolSetAccess")]
     pub fn set_access(&self, devices: &[Device]) -> Result<()> {
+        // One change at a time, so that `access` follows the driver's calls in their order.
+        let _changing = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         for device in Device::all()? {
             let wanted = devices.contains(&device);
-            if wanted || self.is_accessible_from(device)? {
+            if wanted
+                || self
+                    .driver
+                    .mem_pool_get_access(self.pool, device.handle())?
+            {
                 self.driver
                     .mem_pool_set_access(self.pool, device.handle(), wanted)?;
             }
@@ -334,11 +352,7 @@ unsafe impl MemoryResource for PinnedMemoryPool {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         let device = stream.device();
-        let granted = match access_bit(device) {
-            Some(bit) => self.access.load(Ordering::Relaxed) & bit != 0,
-            None => self.is_accessible_from(device)?,
-        };
-        if !granted {
+        if !self.is_accessible_from(device)? {
             return Err(self.no_access(device));
         }
         stream
@@ -363,8 +377,14 @@ unsafe impl MemoryResource for PinnedMemoryPool {
         None
     }
 
+    /// From the access this value granted (devices 0 to 63: no driver call), else the
+    /// driver's answer.
+    #[inline]
     fn is_accessible_from(&self, device: Device) -> Result<bool> {
-        self.driver.mem_pool_get_access(self.pool, device.handle())
+        match access_bit(device) {
+            Some(bit) => Ok(self.access.load(Ordering::Relaxed) & bit != 0),
+            None => self.driver.mem_pool_get_access(self.pool, device.handle()),
+        }
     }
 }
 

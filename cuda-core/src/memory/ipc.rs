@@ -78,7 +78,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::{Device, Uuid};
-use crate::driver::{Driver, PoolHandle};
+use crate::driver::{Driver, PointerRange, PoolHandle};
 use crate::error::{DriverCode, Error, Result};
 use crate::lifetime::Held;
 use crate::stream::Stream;
@@ -348,7 +348,14 @@ pub(crate) fn share_pool(
     }
     // SAFETY: the driver made this descriptor for the caller, who owns it from here on and
     // closes it once (the `OwnedFd`).
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let made = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
+    // that a program this process starts does not inherit the pool; the driver's is closed.
+    let fd = made.try_clone().map_err(|e| Error::Socket {
+        operation: "fcntl(F_DUPFD_CLOEXEC)",
+        source: crate::error::Cause::new(e),
+    })?;
+    drop(made);
     Ok(SharedPoolHandle { fd, identity })
 }
 
@@ -490,18 +497,48 @@ impl Imports {
     }
 }
 
-/// A pool this process imported: its name, its handle, and the import while it lives.
+/// A pool this process imported (its name, its handle, and the import while it lives), or a
+/// shareable pool it made itself (`own`: its handle only).
 struct Registered {
     token: [u8; 16],
     pool: PoolHandle,
     import: Weak<ImportedPool>,
+    own: bool,
 }
 
-/// The pools this process imported, for [`ImportedPool::import`]: one import per pool. An
-/// entry leaves only in its pool's drop, after the driver destroyed the import, so that no
-/// new import of the pool meets one half destroyed. Nothing that can drop an `ImportedPool`
-/// runs while this is locked (its drop locks it).
+/// The pools this process imported, for [`ImportedPool::import`]: one import per pool; and
+/// the shareable pools it made, so that an import the driver answers with one of their
+/// handles (this process importing its own pool) is refused rather than destroyed twice. An
+/// entry leaves only in its pool's drop, after the driver destroyed the pool, so that no new
+/// import of the pool meets one half destroyed. Nothing that can drop an `ImportedPool` runs
+/// while this is locked (its drop locks it).
 static IMPORTED: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+/// Notes a shareable pool this process made (see [`IMPORTED`]); [`destroy_own`] destroys it.
+pub(crate) fn register_own(pool: PoolHandle, identity: PoolIdentity) {
+    imported().push(Registered {
+        token: identity.token,
+        pool,
+        import: Weak::new(),
+        own: true,
+    });
+}
+
+/// Whether `pool` is a shareable pool this process made (and has not destroyed).
+fn is_own_pool(pool: PoolHandle) -> bool {
+    !pool.0.is_null()
+        && imported()
+            .iter()
+            .any(|entry| entry.own && entry.pool == pool)
+}
+
+/// Destroys a shareable pool this process made, and forgets it, under the registry's lock.
+pub(crate) fn destroy_own(driver: &'static dyn Driver, pool: PoolHandle) -> Result<()> {
+    let mut registry = imported();
+    let destroyed = driver.mem_pool_destroy(pool);
+    registry.retain(|entry| !(entry.own && entry.pool == pool));
+    destroyed
+}
 
 fn imported() -> MutexGuard<'static, Vec<Registered>> {
     IMPORTED.lock().unwrap_or_else(|e| e.into_inner())
@@ -543,7 +580,7 @@ impl Drop for ImportedPool {
                 self.device.ordinal()
             );
         }
-        registry.retain(|entry| entry.pool != self.pool);
+        registry.retain(|entry| entry.own || entry.pool != self.pool);
     }
 }
 
@@ -588,7 +625,10 @@ impl ImportedPool {
         let context = device.primary_context()?;
         let mut registry = loop {
             let registry = imported();
-            let Some(entry) = registry.iter().find(|e| e.token == identity.token) else {
+            let Some(entry) = registry
+                .iter()
+                .find(|e| !e.own && e.token == identity.token)
+            else {
                 break registry;
             };
             match entry.import.upgrade() {
@@ -618,14 +658,19 @@ impl ImportedPool {
         let fd = handle.fd.as_raw_fd();
         let pool = context.with_current(|driver| driver.ipc_pool_import_fd(fd))?;
         drop(handle);
-        if registry.iter().any(|entry| entry.pool == pool) {
-            // The driver gave back a pool this process holds under another name: that one's
-            // owner destroys it, not this call.
+        if let Some(entry) = registry.iter().find(|entry| entry.pool == pool) {
+            // The driver gave back a pool this process holds (its own, or one imported under
+            // another name): that one's owner destroys it, not this call.
             return Err(Error::InvalidArgument {
                 name: "handle",
-                reason: "the driver imported it as a pool this process imported already under \
-                         another name; import that pool's handle instead"
-                    .to_owned(),
+                reason: if entry.own {
+                    "the driver imported it as a pool this process made: use that pool itself"
+                        .to_owned()
+                } else {
+                    "the driver imported it as a pool this process imported already under \
+                     another name; import that pool's handle instead"
+                        .to_owned()
+                },
             });
         }
         if identity.kind == SharedKind::PinnedHost {
@@ -655,6 +700,7 @@ impl ImportedPool {
             token: identity.token,
             pool,
             import: Arc::downgrade(&imported),
+            own: false,
         });
         drop(registry);
         Ok(imported)
@@ -667,7 +713,9 @@ impl ImportedPool {
     /// Refused with [`Error::InvalidArgument`]: a descriptor of another pool; a buffer this
     /// process has imported and not released (share that [`Buffer`] instead); a size larger
     /// than the allocation the descriptor names; a descriptor the driver refuses, such as one
-    /// of a buffer its exporter freed.
+    /// of a buffer its exporter freed; memory the driver imports as another kind than the
+    /// pool's handle named (device memory of another device, or device memory for a pinned
+    /// pool: the handle's bytes were not this pool's).
     #[doc(alias = "cuMemPoolImportPointer")]
     pub fn import_buffer(
         self: &Arc<Self>,
@@ -720,21 +768,17 @@ impl ImportedPool {
             imports.finish_release(ptr)?;
             (ptr, range) = self.import_pointer(&descriptor.data)?;
         }
-        let checked = range.and_then(|(start, bytes)| {
-            let end = start.saturating_add(bytes as u64);
-            if ptr >= start && ptr.saturating_add(descriptor.size) <= end {
-                Ok(())
-            } else {
-                Err(Error::InvalidArgument {
-                    name: "descriptor",
-                    reason: format!(
-                        "its size, {} bytes, exceeds the allocation it names ({} bytes from \
-                         {:#x}, the import at {ptr:#x})",
-                        descriptor.size, bytes, start
-                    ),
-                })
-            }
-        });
+        if range.as_ref().is_ok_and(|range| is_own_pool(range.pool)) {
+            // The driver answered with an allocation of a pool this process made (it imported
+            // its own pool): releasing it would free the exporter's memory, so nothing is.
+            return Err(Error::InvalidArgument {
+                name: "descriptor",
+                reason: "the driver imported it as an allocation of a pool this process made: \
+                         use that pool's buffer itself"
+                    .to_owned(),
+            });
+        }
+        let checked = range.and_then(|range| self.check_import(ptr, descriptor.size, range));
         imports.by_key.insert(descriptor.data, ptr);
         imports.by_ptr.insert(
             ptr,
@@ -761,10 +805,51 @@ impl ImportedPool {
         Ok(Buffer::new(ptr, size, resource, stream.clone()))
     }
 
-    /// `cuMemPoolImportPointer`, with the driver's refusal named, and the extent of the
-    /// allocation imported (`cuPointerGetAttributes`), in one visit of the context.
-    #[allow(clippy::type_complexity)]
-    fn import_pointer(&self, data: &[u8; 64]) -> Result<(u64, Result<(u64, usize)>)> {
+    /// Checks an import at `ptr` of `size` bytes against what the driver says of its memory:
+    /// the size fits the allocation, and the memory is of the kind (and, device memory, of
+    /// the device) the pool's handle named. The handle's bytes came from another process:
+    /// a buffer that says pinned host memory is read by the host, and one that says device
+    /// memory of this device is used by its kernels.
+    fn check_import(&self, ptr: u64, size: u64, range: PointerRange) -> Result<()> {
+        let end = range.start.saturating_add(range.bytes as u64);
+        if ptr < range.start || ptr.saturating_add(size) > end {
+            return Err(Error::InvalidArgument {
+                name: "descriptor",
+                reason: format!(
+                    "its size, {size} bytes, exceeds the allocation it names ({} bytes from \
+                     {:#x}, the import at {ptr:#x})",
+                    range.bytes, range.start
+                ),
+            });
+        }
+        let device_memory = range.memory_type == PointerRange::DEVICE_MEMORY;
+        let (named, as_named) = match self.identity.kind {
+            SharedKind::Device => (
+                format!("device memory of device {}", self.device.ordinal()),
+                device_memory && usize::try_from(range.device_ordinal) == Ok(self.device.ordinal()),
+            ),
+            SharedKind::PinnedHost => ("pinned host memory".to_owned(), !device_memory),
+        };
+        if as_named {
+            return Ok(());
+        }
+        let found = if device_memory {
+            format!("device memory of device {}", range.device_ordinal)
+        } else {
+            format!("memory of type {} (CUmemorytype)", range.memory_type)
+        };
+        Err(Error::InvalidArgument {
+            name: "self",
+            reason: format!(
+                "the pool's handle named {named}, and the driver imported this buffer as \
+                 {found}: the handle's bytes are not this pool's"
+            ),
+        })
+    }
+
+    /// `cuMemPoolImportPointer`, with the driver's refusal named, and the extent and kind of
+    /// the allocation imported (`cuPointerGetAttributes`), in one visit of the context.
+    fn import_pointer(&self, data: &[u8; 64]) -> Result<(u64, Result<PointerRange>)> {
         self.context
             .with_current(|driver| {
                 let ptr = driver.ipc_pool_import_pointer(self.pool, data)?;
@@ -845,6 +930,13 @@ unsafe impl MemoryResource for ImportedPool {
             SharedKind::Device => Some(self.device),
             SharedKind::PinnedHost => None,
         }
+    }
+
+    /// The device it was imported through only: an imported pool's memory is accessible
+    /// from no other device of this process (the import grants a pinned pool's access to
+    /// that device alone, and a device pool's memory is its own device's).
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        Ok(device == self.device)
     }
 }
 
@@ -942,7 +1034,7 @@ impl IpcMemHandle {
         let ptr = context.with_current(|driver| driver.ipc_open_mem_handle(&self.handle))?;
         let checked = context
             .with_current(|driver| driver.ipc_pointer_range(ptr))
-            .and_then(|(start, bytes)| {
+            .and_then(|PointerRange { start, bytes, .. }| {
                 if ptr >= start
                     && ptr.saturating_add(self.size) <= start.saturating_add(bytes as u64)
                 {

@@ -186,7 +186,13 @@ int cuDeviceGetAttribute(int *value, int attribute, int device) {
     }
     return 0;
 }
-int cuDeviceTotalMem_v2(size_t *bytes, int device) { (void)device; *bytes = (size_t)1 << 34; return 0; }
+/* STANDIN_TOTAL_MEM_FAILS=1: it answers CUDA_ERROR_INVALID_VALUE. */
+int cuDeviceTotalMem_v2(size_t *bytes, int device) {
+    (void)device;
+    if (setting("STANDIN_TOTAL_MEM_FAILS", 0)) return 1;
+    *bytes = (size_t)1 << 34;
+    return 0;
+}
 int cuDevicePrimaryCtxRetain(void **ctx, int device) {
     note("cuDevicePrimaryCtxRetain device=%d", device);
     *ctx = &primaries[device];
@@ -1011,7 +1017,13 @@ int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
  * 1 << 32, opened legacy memory at its address plus 2 << 32. Settings:
  *   STANDIN_RANGE_SIZE=BYTES what cuPointerGetAttributes answers as an allocation's size
  *                            (default 1 MiB)
- *   STANDIN_UUID_SAME=1      every device has device 0's UUID */
+ *   STANDIN_POINTER_TYPE=T   the memory type it answers (default 2: device memory)
+ *   STANDIN_POINTER_DEVICE=D the device ordinal it answers (default: the current context's)
+ *   STANDIN_POINTER_POOL_EXPORTED=1 the pool it answers is the one exported last (default:
+ *                            none), as for a process's own allocation
+ *   STANDIN_UUID_SAME=1      every device has device 0's UUID
+ *   STANDIN_IMPORT_OWN=1     an import of a pool is answered with the pool exported last (as a
+ *                            driver might answer a process importing its own pool) */
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -1068,9 +1080,12 @@ int cuMemPoolGetAccess(int *flags, void *pool, struct location *location) {
     *flags = own || (o->params >> location->id) & 1 ? 3 : 0;
     return 0;
 }
+static void *exported_last;
 int cuMemPoolExportToShareableHandle(void *out, void *pool, int type, unsigned long long flags) {
     char b[16];
-    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    exported_last = pool;
+    /* Without O_CLOEXEC: the driver does not promise it, and cuda-core must not rely on it. */
+    int fd = open("/dev/null", O_RDONLY);
     if (fd < 0) return 2;
     *(int *)out = fd;
     note("cuMemPoolExportToShareableHandle %s type=%d flags=%llu", pool_name(pool, b), type, flags);
@@ -1080,7 +1095,7 @@ int cuMemPoolImportFromShareableHandle(void **pool, void *handle, int type, unsi
     int fd = (int)(intptr_t)handle;
     char b[16];
     if (fcntl(fd, F_GETFD) < 0) return 1;
-    struct object *o = make(POOL, current);
+    struct object *o = setting("STANDIN_IMPORT_OWN", 0) && exported_last ? exported_last : make(POOL, current);
     *pool = o;
     note("cuMemPoolImportFromShareableHandle %s type=%d flags=%llu", pool_name(o, b), type, flags);
     return 0;
@@ -1106,6 +1121,9 @@ int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr)
     for (unsigned i = 0; i < n; i++) {
         if (attributes[i] == 11) *(devptr *)data[i] = ptr;
         else if (attributes[i] == 12) *(size_t *)data[i] = (size_t)setting("STANDIN_RANGE_SIZE", 1 << 20);
+        else if (attributes[i] == 2) *(unsigned *)data[i] = (unsigned)setting("STANDIN_POINTER_TYPE", 2);
+        else if (attributes[i] == 9) *(int *)data[i] = (int)setting("STANDIN_POINTER_DEVICE", current ? current->device : 0);
+        else if (attributes[i] == 17) *(void **)data[i] = setting("STANDIN_POINTER_POOL_EXPORTED", 0) ? exported_last : NULL;
         else return 1;
     }
     note("cuPointerGetAttributes %#llx", ptr);

@@ -39,7 +39,7 @@ pub(crate) use self::hot::HotPath;
 pub(crate) use self::managed::ManagedApi;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
-pub(crate) use self::pool::{PoolApi, PoolLocation, PoolSpec};
+pub(crate) use self::pool::{PointerRange, PoolApi, PoolLocation, PoolSpec};
 pub(crate) use self::stream::StreamApi;
 pub(crate) use self::tensor_map::{
     Im2colSpec, Im2colWideSpec, TensorMapApi, TensorMapBytes, TensorSpec,

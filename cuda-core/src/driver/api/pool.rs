@@ -41,6 +41,28 @@ pub(crate) struct PoolSpec {
     pub(crate) max_size: usize,
 }
 
+/// What `cuPointerGetAttributes` says of an address another process's memory was imported
+/// or opened at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PointerRange {
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`: where the allocation that holds it starts.
+    pub(crate) start: DevicePtr,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`: the allocation's size in bytes.
+    pub(crate) bytes: usize,
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (`CUmemorytype`: 1 host, 2 device; 0 where the
+    /// driver does not say).
+    pub(crate) memory_type: u32,
+    /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`: for device memory, the device that holds it.
+    pub(crate) device_ordinal: i32,
+    /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`: the pool the allocation is of (null where none).
+    pub(crate) pool: PoolHandle,
+}
+
+impl PointerRange {
+    /// `CU_MEMORYTYPE_DEVICE`.
+    pub(crate) const DEVICE_MEMORY: u32 = 2;
+}
+
 /// Pools beyond the device's default one, their attributes, and interprocess sharing.
 ///
 /// Every method is prefixed `pool_` or `ipc_`, so that none meets a name of another area's
@@ -64,9 +86,10 @@ pub(crate) trait PoolApi {
     fn ipc_pool_export_pointer(&self, ptr: DevicePtr) -> Result<[u8; 64]>;
     /// `cuMemPoolImportPointer`.
     fn ipc_pool_import_pointer(&self, pool: PoolHandle, data: &[u8; 64]) -> Result<DevicePtr>;
-    /// `cuPointerGetAttributes` of `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR` and `_RANGE_SIZE`:
-    /// the allocation that holds `ptr`, as `(start, bytes)`.
-    fn ipc_pointer_range(&self, ptr: DevicePtr) -> Result<(DevicePtr, usize)>;
+    /// `cuPointerGetAttributes` of `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`, `_RANGE_SIZE`,
+    /// `_MEMORY_TYPE`, `_DEVICE_ORDINAL` and `_MEMPOOL_HANDLE`: the allocation that holds
+    /// `ptr`, its kind and its pool.
+    fn ipc_pointer_range(&self, ptr: DevicePtr) -> Result<PointerRange>;
     /// `cuIpcGetEventHandle`.
     fn ipc_get_event_handle(&self, event: EventHandle) -> Result<[u8; 64]>;
     /// `cuIpcOpenEventHandle` in the current context.

@@ -105,25 +105,44 @@ macro_rules! impl_pool_api {
                 Ok(ptr)
             }
 
-            fn ipc_pointer_range(&self, ptr: DevicePtr) -> Result<(DevicePtr, usize)> {
+            fn ipc_pointer_range(
+                &self,
+                ptr: DevicePtr,
+            ) -> Result<$crate::driver::api::PointerRange> {
                 use $sys::CUpointer_attribute as Attribute;
                 let mut attributes = [
                     Attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                     Attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                    Attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    Attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    Attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
                 ];
                 let mut start: $sys::CUdeviceptr = 0;
                 let mut bytes: usize = 0;
-                let mut data: [*mut std::ffi::c_void; 2] = [
+                // `CUmemorytype` and `int`, as the driver writes them.
+                let mut memory_type: std::ffi::c_uint = 0;
+                let mut device_ordinal: std::ffi::c_int = -1;
+                let mut pool: $sys::CUmemoryPool = std::ptr::null_mut();
+                let mut data: [*mut std::ffi::c_void; 5] = [
                     (&mut start as *mut $sys::CUdeviceptr).cast(),
                     (&mut bytes as *mut usize).cast(),
+                    (&mut memory_type as *mut std::ffi::c_uint).cast(),
+                    (&mut device_ordinal as *mut std::ffi::c_int).cast(),
+                    (&mut pool as *mut $sys::CUmemoryPool).cast(),
                 ];
                 call!(self.cuPointerGetAttributes(
-                    2,
+                    attributes.len() as std::ffi::c_uint,
                     attributes.as_mut_ptr(),
                     data.as_mut_ptr(),
                     ptr
                 ))?;
-                Ok((start, bytes))
+                Ok($crate::driver::api::PointerRange {
+                    start,
+                    bytes,
+                    memory_type,
+                    device_ordinal,
+                    pool: PoolHandle(pool.cast()),
+                })
             }
 
             fn ipc_get_event_handle(&self, event: EventHandle) -> Result<[u8; 64]> {

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags,
+    SendAncillaryMessage, SendFlags, SocketType,
 };
 
 use super::SharedPoolHandle;
@@ -90,8 +90,9 @@ impl SharedPoolHandle {
 
     /// Receives a handle sent with [`send`](Self::send) from a connected Unix socket,
     /// blocking until it comes; the file descriptor arrives close-on-exec. A message without a
-    /// file descriptor, with more than one, cut short, or whose bytes are no pool's is an
-    /// error (any descriptors that came with it are closed).
+    /// file descriptor, with more than one, cut short (on a datagram or seq-packet socket: a
+    /// message shorter or longer than a pool's), or whose bytes are no pool's is an error (any
+    /// descriptors that came with it are closed).
     #[doc(alias("recvmsg", "SCM_RIGHTS"))]
     pub fn recv(socket: impl AsFd) -> Result<SharedPoolHandle> {
         let mut bytes = [0u8; SharedPoolHandle::INFO_BYTES];
@@ -113,6 +114,31 @@ impl SharedPoolHandle {
             if let RecvAncillaryMessage::ScmRights(fds) = ancillary {
                 received.extend(fds);
             }
+        }
+        if message.flags.contains(ReturnFlags::TRUNC) {
+            return Err(Error::InvalidArgument {
+                name: "socket",
+                reason: format!(
+                    "the message was longer than a shared pool's {} bytes: was it sent with \
+                     SharedPoolHandle::send?",
+                    bytes.len()
+                ),
+            });
+        }
+        if message.bytes < bytes.len()
+            && rustix::net::sockopt::socket_type(&socket).map_err(errno("getsockopt"))?
+                != SocketType::STREAM
+        {
+            // A datagram or sequenced packet is one whole message: the rest of a short one
+            // is not in the next (reading on would take another message's bytes).
+            return Err(short(
+                "recvmsg",
+                format!(
+                    "a message of {} bytes, where a shared pool has {}",
+                    message.bytes,
+                    bytes.len()
+                ),
+            ));
         }
         if message.bytes == 0 {
             return Err(short(
@@ -251,6 +277,110 @@ mod tests {
         // Nothing at all.
         let err = SharedPoolHandle::recv(&there).unwrap_err();
         assert!(err.to_string().contains("closed before"), "{err}");
+    }
+
+    /// On a datagram socket each message is whole: a short one is refused, not completed
+    /// with the next one's bytes, and a long one is refused, not cut to size.
+    #[test]
+    fn a_datagram_of_the_wrong_length_is_refused_and_the_next_one_kept() {
+        use std::os::unix::net::UnixDatagram;
+
+        let (here, there) = UnixDatagram::pair().unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
+        let send_with_fd = |payload: &[u8]| {
+            let fds = [file.as_fd()];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(
+                &here,
+                &[IoSlice::new(payload)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .unwrap();
+        };
+        // The pool's bytes in two datagrams: the first is refused alone.
+        send_with_fd(&bytes[..20]);
+        here.send(&bytes[20..]).unwrap();
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Socket {
+                    operation: "recvmsg",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("20 bytes"), "{err}");
+        // The second is a message of its own, refused as such.
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(err.to_string().contains("28 bytes"), "{err}");
+        // Longer than a pool's.
+        let mut long = bytes.to_vec();
+        long.extend_from_slice(&[0; 8]);
+        send_with_fd(&long);
+        let err = SharedPoolHandle::recv(&there).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "socket", reason } if reason.contains("longer")),
+            "{err}"
+        );
+        // A handle sent whole crosses a datagram socket.
+        let handle = handle_of(tempfile::tempfile().unwrap());
+        handle.send(&here).unwrap();
+        assert_eq!(
+            SharedPoolHandle::recv(&there).unwrap().identity(),
+            handle.identity()
+        );
+    }
+
+    /// The descriptors that come with a refused message are closed: none is left open in
+    /// this process, whether one came with foreign bytes, two came, or sixteen (more than the
+    /// control buffer holds: the kernel closes the rest and says so).
+    #[test]
+    fn the_descriptors_of_a_refused_message_are_closed() {
+        use std::os::unix::fs::MetadataExt;
+        let (here, there) = UnixStream::pair().unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let inode = file.metadata().unwrap().ino();
+        // This process's descriptors of `file` (other tests' files are other inodes).
+        let open_fds = || {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|entry| std::fs::metadata(entry.ok()?.path()).ok())
+                .filter(|meta| meta.ino() == inode)
+                .count()
+        };
+        let bytes = handle_of(tempfile::tempfile().unwrap())
+            .identity()
+            .to_bytes();
+        assert_eq!(open_fds(), 1);
+        for (count, payload) in [(1, [1u8; 48]), (2, bytes), (16, bytes)] {
+            let fds = vec![file.as_fd(); count];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(
+                &here,
+                &[IoSlice::new(&payload)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .unwrap();
+            let err = SharedPoolHandle::recv(&there).unwrap_err();
+            let expected = match count {
+                1 => "not a shared pool",
+                2 => "2 file descriptors",
+                _ => "cut short",
+            };
+            assert!(err.to_string().contains(expected), "{count}: {err}");
+            assert_eq!(open_fds(), 1, "{count} descriptors received: {err}");
+        }
     }
 
     #[test]
