@@ -440,26 +440,45 @@ impl Stream {
     }
 
     /// [`Stream::sync`] after queueing work that uses borrowed host memory, before the borrow
-    /// ends. While another thread captures in [`CaptureMode::Global`](crate::CaptureMode), the
-    /// driver refuses a synchronisation of any stream (with a capture error) although the work
-    /// queued here runs: returning then would hand the memory back while the driver may still
-    /// read or write it. So a capture refusal on a stream that is not capturing itself is
-    /// retried until the other capture has ended; anything else is returned (on a stream that
-    /// captures, the work was recorded into the graph, not queued).
+    /// ends. While a thread captures in [`CaptureMode::Global`](crate::CaptureMode) (or this
+    /// thread captures in any mode but relaxed), the driver refuses a synchronisation of any
+    /// stream with a capture error, although the work queued here runs: returning then would
+    /// hand the memory back while the driver may still read or write it. So on such a refusal,
+    /// for a stream that is not capturing itself, the wait is made again with this thread's
+    /// capture mode relaxed for it (`cuThreadExchangeStreamCaptureMode`, restored after), and,
+    /// should the driver still refuse, retried until the other capture has ended. Any other
+    /// failure is returned (on a stream that captures, the work was recorded, not queued).
     pub(crate) fn sync_for_host(&self) -> Result<()> {
+        let Err(error) = self.sync() else {
+            return Ok(());
+        };
+        if !is_capture_refusal(&error) || self.capturing() || self.captures_now() {
+            return Err(error);
+        }
+        let driver = self.inner.driver;
+        if let Ok(previous) = driver.thread_exchange_capture_mode(RELAXED) {
+            let waited = self.sync();
+            if let Err(e) = driver.thread_exchange_capture_mode(previous) {
+                log::error!("restoring this thread's stream capture mode: {e}");
+            }
+            match waited {
+                Err(e) if is_capture_refusal(&e) => {}
+                other => return other,
+            }
+        }
         let start = std::time::Instant::now();
         let mut warned = false;
         loop {
             let Err(error) = self.sync() else {
                 return Ok(());
             };
-            if !is_capture_refusal(&error) || self.capturing() || self.captures_now() {
+            if !is_capture_refusal(&error) {
                 return Err(error);
             }
             if !warned && start.elapsed() > std::time::Duration::from_secs(1) {
                 log::warn!(
                     "waiting for host memory's copy: the driver refuses to synchronise while \
-                     another thread's global capture is open ({error}); retrying until it ends"
+                     a stream capture is open ({error}); retrying until it ends"
                 );
                 warned = true;
             }
@@ -679,6 +698,9 @@ mod recycle {
         recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
     }
 }
+
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`.
+const RELAXED: u32 = 2;
 
 /// Whether `error` is the driver's refusal of a call because of a stream capture.
 fn is_capture_refusal(error: &Error) -> bool {

@@ -672,3 +672,39 @@ fn a_host_copy_waits_out_a_synchronisation_refused_for_a_capture() {
         },
     );
 }
+
+/// Where the driver lets a relaxed thread synchronise during a capture, a refused wait is made
+/// again once with this thread's capture mode relaxed, and the mode is restored after: the copy
+/// returns at once, without waiting for the capture to end. (Catches a missing retry, which
+/// would wait forever here, and a mode left relaxed, which the log shows.)
+#[test]
+fn a_host_copy_refused_for_a_capture_waits_with_the_thread_relaxed() {
+    standin::run(
+        module_path!(),
+        "a_host_copy_refused_for_a_capture_waits_with_the_thread_relaxed",
+        &[],
+        &[("STANDIN_RELAXED_SYNCS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            let mut host = [0u8; 64];
+            standin::set_sync_status(900);
+            standin::clear_log();
+            let _watchdog = common::Watchdog::new(
+                std::time::Duration::from_secs(30),
+                "a copy waiting out a capture",
+            );
+            buffer.copy_to_host(&mut host, &stream).unwrap();
+            standin::set_sync_status(0);
+            let exchanges = standin::calls("cuThreadExchangeStreamCaptureMode");
+            assert_eq!(exchanges.len(), 2, "{}", standin::log());
+            assert!(exchanges[0].contains(" 2 (was 0)"), "{exchanges:?}");
+            assert!(exchanges[1].contains(" 0 (was 2)"), "{exchanges:?}");
+        },
+    );
+}

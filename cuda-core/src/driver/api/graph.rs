@@ -17,6 +17,9 @@ pub(crate) trait GraphApi {
     fn device_graph_mem_trim(&self, device: DeviceHandle) -> Result<()>;
     /// `cuStreamBeginCapture` with a `CUstreamCaptureMode`.
     fn stream_begin_capture(&self, stream: StreamHandle, mode: u32) -> Result<()>;
+    /// `cuThreadExchangeStreamCaptureMode`: sets this thread's `CUstreamCaptureMode`, giving
+    /// the one it had.
+    fn thread_exchange_capture_mode(&self, mode: u32) -> Result<u32>;
     /// `cuStreamEndCapture`: the captured graph.
     fn stream_end_capture(&self, stream: StreamHandle) -> Result<GraphHandle>;
     /// `cuStreamIsCapturing`: the raw `CUstreamCaptureStatus`.

@@ -26,6 +26,12 @@ macro_rules! impl_graph_api {
                 call!(self.cuStreamBeginCapture(stream.0.cast(), $sys::CUstreamCaptureMode(mode)))
             }
 
+            fn thread_exchange_capture_mode(&self, mode: u32) -> Result<u32> {
+                let mut mode = $sys::CUstreamCaptureMode(mode);
+                call!(self.cuThreadExchangeStreamCaptureMode(&mut mode))?;
+                Ok(mode.0)
+            }
+
             fn stream_end_capture(&self, stream: StreamHandle) -> Result<GraphHandle> {
                 let mut graph = std::ptr::null_mut();
                 call!(self.cuStreamEndCapture(stream.0.cast(), &mut graph))?;
