@@ -3,6 +3,7 @@
 //! the GPU that the copies move the bytes they name.
 
 use crate::common;
+use crate::common::stream;
 use crate::common::{standin, Gate};
 
 use std::time::Duration;
@@ -46,10 +47,6 @@ fn batch_call() -> &'static str {
         Abi::Cuda12 => "cuMemcpyBatchAsync count",
         _ => "cuMemcpyBatchAsync_v2 count",
     }
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
 }
 
 /// Runs a stand-in test under both ABIs (the stand-in reports a 13.0 driver).

@@ -3,6 +3,7 @@
 //! driver, the calls they make and the inputs refused before any call; with NVRTC, the device
 //! code of the GPU tests compiled for sm_90 in each of its three forms.
 
+use crate::common::standin::last_call;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -163,14 +164,6 @@ fn the_device_code_compiles_for_sm_90_in_each_form() {
         matches!(&err, Error::Compile { log, .. } if log.contains("cudaGraphSetConditional")),
         "{err}"
     );
-}
-
-/// The stand-in's log line of the last call that contains `needle`.
-fn last_call(needle: &str) -> String {
-    let log = standin::log();
-    standin::calls(needle)
-        .pop()
-        .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
 }
 
 /// The graph a `cuGraphCreate` line names (`g7`).

@@ -2,6 +2,7 @@
 //! structural lifetimes (a queued graph keeps what it uses, and lets it go after), updates in
 //! place, memory nodes, and bad inputs refused before the driver.
 
+use crate::common::stream;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use crate::common;
 use cuda_core::{
     graph_releases, launch, wait_for_graph_releases, Allocate, Buffer, BuildGraph, CaptureMode,
     CodeType, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error, EventOptions,
-    Graph, GraphOptions, LaunchConfig, NodeKind, Program, ProgramOptions, Stream, StreamOptions,
+    Graph, GraphOptions, LaunchConfig, NodeKind, Program, ProgramOptions, Stream,
 };
 
 const KERNELS: &str = r#"
@@ -63,10 +64,6 @@ pub(crate) fn compile(source: &str) -> cuda_core::ObjectCode {
     Program::new(source, ProgramOptions::default())
         .compile(CodeType::Cubin, &[])
         .unwrap()
-}
-
-pub(crate) fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
 }
 
 fn floats(device: Device, stream: &Stream, values: &[f32]) -> Arc<Buffer> {

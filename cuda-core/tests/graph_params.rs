@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::common;
-use crate::graph_nodes::{self, invalid_name, stream};
+use crate::common::stream;
+use crate::graph_nodes::{self, invalid_name};
 
 use cuda_core::{
     Allocate, Buffer, BuildGraph, CaptureMode, CopyEnd, Device, Error, EventOptions, Graph,
@@ -271,7 +272,7 @@ fn a_capture_allocates_graph_memory_and_refuses_buffers() {
     );
 
     // An allocation of one capture freed in another: refused, nothing recorded there.
-    let third = graph_nodes::stream(device);
+    let third = crate::common::stream(device);
     // SAFETY: as above.
     unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     // SAFETY: as above.

@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::common::standin;
+use crate::common::stream;
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -287,10 +288,6 @@ fn shareable_pool(device: Device) -> Arc<DeviceMemoryResource> {
         DeviceMemoryResourceOptions::default().with_shareable(true),
     )
     .expect("a shareable pool")
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
 }
 
 fn ipc_event(device: Device) -> Event {

@@ -4,11 +4,12 @@
 
 use crate::common;
 use crate::common::standin;
+use crate::common::stream;
 
 use cuda_core::memory::{discard_and_prefetch_batch, discard_batch, prefetch_batch};
 use cuda_core::{
     driver_info, Abi, Advice, Allocate, Device, Error, ManagedMemoryResource, ManagedRange,
-    MemoryLocation, Stream, StreamOptions,
+    MemoryLocation, StreamOptions,
 };
 
 /// The reason of an [`Error::InvalidArgument`] named `name`, or a panic saying what came.
@@ -43,10 +44,6 @@ fn find(log: &[&str], from: usize, needles: &[&str]) -> usize {
                 log.join("\n")
             )
         })
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
 }
 
 /// The last logged line containing `needle`.

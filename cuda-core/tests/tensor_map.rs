@@ -2,6 +2,9 @@
 //! what is refused before the driver, and on the GPU a TMA kernel that copies tiles through
 //! shared memory with each swizzle, checked against the CPU.
 
+use crate::common::shared_buffer as buffer;
+use crate::common::standin::last_call;
+use crate::common::stream;
 use std::sync::Arc;
 
 use crate::common::{self, standin};
@@ -9,7 +12,7 @@ use crate::common::{self, standin};
 use cuda_core::{
     launch, Allocate, Buffer, BuildGraph, CodeType, Device, Error, Graph, GraphOptions,
     Im2colOptions, Im2colWideOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
-    StreamOptions, TensorDataType, TensorMap, TensorMapDescriptor, TensorMapSwizzle, TiledOptions,
+    TensorDataType, TensorMap, TensorMapDescriptor, TensorMapSwizzle, TiledOptions,
 };
 
 /// One block loads the box at `(x, y)` of `src` into shared memory with
@@ -116,28 +119,6 @@ fn the_tma_kernel_compiles_for_sm_90() {
 fn matrix(swizzle: TensorMapSwizzle, box_width: u32) -> TiledOptions {
     TiledOptions::new(TensorDataType::F32, &[N as u64, N as u64], &[box_width, 32])
         .with_swizzle(swizzle)
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
-}
-
-fn buffer(device: Device, stream: &Stream, bytes: usize) -> Arc<Buffer> {
-    Arc::new(
-        device
-            .memory_resource()
-            .unwrap()
-            .allocate(bytes, stream)
-            .unwrap(),
-    )
-}
-
-/// The last logged call that contains `needle`.
-fn last_call(needle: &str) -> String {
-    let log = standin::log();
-    standin::calls(needle)
-        .pop()
-        .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
 }
 
 /// A tiled map reaches `cuTensorMapEncodeTiled` with every field as given (packed strides

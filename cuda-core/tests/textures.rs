@@ -3,6 +3,9 @@
 //! host move real data), and on the GPU kernels that sample arrays and linear memory through
 //! textures (bilinear filtering against a CPU reference) and write arrays through surfaces.
 
+use crate::common::shared_buffer as buffer;
+use crate::common::standin::last_call;
+use crate::common::stream;
 use std::sync::Arc;
 
 use crate::common::{self, standin};
@@ -13,7 +16,7 @@ use cuda_core::texture::{
 };
 use cuda_core::{
     launch, Allocate, Buffer, BuildGraph, CodeType, Device, Error, Graph, GraphOptions,
-    LaunchConfig, ObjectCode, Program, ProgramOptions, Stream, StreamOptions,
+    LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
 };
 
 const KERNELS: &str = r#"
@@ -75,28 +78,6 @@ fn refused<T: std::fmt::Debug>(result: cuda_core::Result<T>, name: &str, says: &
         }
         other => panic!("expected a refusal of {name} ({says}), got {other:?}"),
     }
-}
-
-fn stream(device: Device) -> Stream {
-    device.create_stream(StreamOptions::default()).unwrap()
-}
-
-fn buffer(device: Device, stream: &Stream, bytes: usize) -> Arc<Buffer> {
-    Arc::new(
-        device
-            .memory_resource()
-            .unwrap()
-            .allocate(bytes, stream)
-            .unwrap(),
-    )
-}
-
-/// The last logged call that contains `needle`.
-fn last_call(needle: &str) -> String {
-    let log = standin::log();
-    standin::calls(needle)
-        .pop()
-        .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
 }
 
 /// The name a stand-in creation line gives its object (`a5`, `s3`).

@@ -208,3 +208,26 @@ impl Drop for Watchdog {
         }
     }
 }
+
+/// A stream of `device` with the default options.
+pub fn stream(device: Device) -> cuda_core::Stream {
+    device
+        .create_stream(cuda_core::StreamOptions::default())
+        .unwrap()
+}
+
+/// A shared buffer of `bytes` from `device`'s default resource, on `stream`.
+pub fn shared_buffer(
+    device: Device,
+    stream: &cuda_core::Stream,
+    bytes: usize,
+) -> std::sync::Arc<cuda_core::Buffer> {
+    use cuda_core::Allocate;
+    std::sync::Arc::new(
+        device
+            .memory_resource()
+            .unwrap()
+            .allocate(bytes, stream)
+            .unwrap(),
+    )
+}

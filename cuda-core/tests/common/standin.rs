@@ -167,3 +167,11 @@ pub fn cubin() -> Vec<u8> {
     elf[58] = 64; // e_shentsize
     elf
 }
+
+/// The last logged call that contains `needle`.
+pub fn last_call(needle: &str) -> String {
+    let log = log();
+    calls(needle)
+        .pop()
+        .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
+}
