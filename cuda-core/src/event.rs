@@ -227,7 +227,12 @@ impl Event {
                 reason: "the event was made without EventOptions::interprocess".to_owned(),
             });
         }
-        let handle = self.driver.ipc_get_event_handle(self.handle)?;
+        // The driver asks for the event's context to be current (CUDA_ERROR_INVALID_CONTEXT
+        // otherwise, seen on the 580 driver).
+        let event = self.handle;
+        let handle = self
+            .context
+            .with_current(|driver| driver.ipc_get_event_handle(event))?;
         Ok(IpcEventHandle {
             uuid: self.device().uuid()?.0,
             handle,

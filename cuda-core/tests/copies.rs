@@ -837,31 +837,41 @@ fn batch_attributes_and_location_hints_are_taken_by_the_driver() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_batch_on_another_stream_waits_for_its_buffers_stream() {
-    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the batch ordering test");
-    let device = common::device();
-    let (s1, s2) = (
-        device.create_stream(StreamOptions::default()).unwrap(),
-        device.create_stream(StreamOptions::default()).unwrap(),
+    // In a process of its own: a stream held at a gate while this test calls the driver
+    // deadlocked beside other tests' module loads and frees, which wait for every stream of
+    // the context (a minute, until the gate opened by itself, on the H200).
+    common::alone(
+        module_path!(),
+        "a_batch_on_another_stream_waits_for_its_buffers_stream",
+        || {
+            let _watchdog =
+                common::Watchdog::new(Duration::from_secs(120), "the batch ordering test");
+            let device = common::device();
+            let (s1, s2) = (
+                device.create_stream(StreamOptions::default()).unwrap(),
+                device.create_stream(StreamOptions::default()).unwrap(),
+            );
+            let memory = device.memory_resource().unwrap();
+            let mut src = memory.allocate(1 << 20, &s1).unwrap();
+            let mut dst = memory.allocate(1 << 20, &s1).unwrap();
+            src.fill(1u8, &s1).unwrap();
+            dst.fill(0u8, &s1).unwrap();
+            s1.sync().unwrap();
+            // s1 held at a host function, a fill of the source queued behind it.
+            let gate = Gate::close(&s1);
+            src.fill(9u8, &s1).unwrap();
+            let mut batch = CopyBatch::new(&s2);
+            batch.copy_whole(&src, &dst).unwrap();
+            batch.submit().unwrap();
+            drop(batch);
+            assert!(
+                !s2.is_done().unwrap(),
+                "the batch waits for the source's stream, which is held"
+            );
+            gate.open();
+            assert!(dst.to_vec::<u8>(&s2).unwrap().iter().all(|&b| b == 9));
+        },
     );
-    let memory = device.memory_resource().unwrap();
-    let mut src = memory.allocate(1 << 20, &s1).unwrap();
-    let mut dst = memory.allocate(1 << 20, &s1).unwrap();
-    src.fill(1u8, &s1).unwrap();
-    dst.fill(0u8, &s1).unwrap();
-    s1.sync().unwrap();
-    // s1 held at a host function, a fill of the source queued behind it.
-    let gate = Gate::close(&s1);
-    src.fill(9u8, &s1).unwrap();
-    let mut batch = CopyBatch::new(&s2);
-    batch.copy_whole(&src, &dst).unwrap();
-    batch.submit().unwrap();
-    drop(batch);
-    assert!(
-        !s2.is_done().unwrap(),
-        "the batch waits for the source's stream, which is held"
-    );
-    gate.open();
-    assert!(dst.to_vec::<u8>(&s2).unwrap().iter().all(|&b| b == 9));
 }
 
 #[test]
@@ -967,47 +977,56 @@ fn returns_only_after_its_copy(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn host_copies_do_not_return_while_their_copy_may_run_during_another_threads_capture() {
-    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the global capture test");
-    let device = common::device();
-    let stream = device.create_stream(StreamOptions::default()).unwrap();
-    // Allocated before the captures: stream-ordered allocation is refused during them.
-    let mut buffer = device
-        .memory_resource()
-        .unwrap()
-        .allocate(4096, &stream)
-        .unwrap();
-    buffer.fill(7u8, &stream).unwrap();
-    stream.sync().unwrap();
-
-    let mut host = vec![0u8; 4096];
-    returns_only_after_its_copy(
-        "CopyBatch::submit",
-        &stream,
+    // In a process of its own: a capture in global mode makes the driver refuse unsafe calls
+    // of every thread of the process, which failed 70 other tests running beside it.
+    common::alone(
+        module_path!(),
+        "host_copies_do_not_return_while_their_copy_may_run_during_another_threads_capture",
         || {
-            let mut batch = CopyBatch::new(&stream);
-            batch.copy_to_host(&buffer, 0, &mut host)?;
-            batch.submit()
-        },
-        "cuMemcpyBatchAsync",
-    );
-    assert!(
-        host.iter().all(|&b| b == 7) || host.iter().all(|&b| b == 0),
-        "the batch wrote all or nothing"
-    );
+            let _watchdog =
+                common::Watchdog::new(Duration::from_secs(120), "the global capture test");
+            let device = common::device();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            // Allocated before the captures: stream-ordered allocation is refused during them.
+            let mut buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(4096, &stream)
+                .unwrap();
+            buffer.fill(7u8, &stream).unwrap();
+            stream.sync().unwrap();
 
-    let mut rows = vec![0u8; 4096];
-    returns_only_after_its_copy(
-        "copy_2d",
-        &stream,
-        || {
-            copy_2d(
-                PitchedSrc::buffer(&buffer, 64, 64),
-                PitchedDst::host(&mut rows, 64, 64),
-                &CopyRegion::new(64, 64),
+            let mut host = vec![0u8; 4096];
+            returns_only_after_its_copy(
+                "CopyBatch::submit",
                 &stream,
-            )
+                || {
+                    let mut batch = CopyBatch::new(&stream);
+                    batch.copy_to_host(&buffer, 0, &mut host)?;
+                    batch.submit()
+                },
+                "cuMemcpyBatchAsync",
+            );
+            assert!(
+                host.iter().all(|&b| b == 7) || host.iter().all(|&b| b == 0),
+                "the batch wrote all or nothing"
+            );
+
+            let mut rows = vec![0u8; 4096];
+            returns_only_after_its_copy(
+                "copy_2d",
+                &stream,
+                || {
+                    copy_2d(
+                        PitchedSrc::buffer(&buffer, 64, 64),
+                        PitchedDst::host(&mut rows, 64, 64),
+                        &CopyRegion::new(64, 64),
+                        &stream,
+                    )
+                },
+                "cuMemcpy2DAsync",
+            );
         },
-        "cuMemcpy2DAsync",
     );
 }
 
@@ -1157,33 +1176,43 @@ fn pitched_buffers_copy_rows_to_and_from_buffers_and_the_host_in_2d_and_3d() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn pitched_copies_on_another_stream_wait_for_their_buffers_streams() {
-    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "the pitched ordering test");
-    let device = common::device();
-    let (s1, s2) = (
-        device.create_stream(StreamOptions::default()).unwrap(),
-        device.create_stream(StreamOptions::default()).unwrap(),
+    // In a process of its own: a stream held at a gate while this test calls the driver
+    // deadlocked beside other tests' module loads and frees, which wait for every stream of
+    // the context (a minute, until the gate opened by itself, on the H200).
+    common::alone(
+        module_path!(),
+        "pitched_copies_on_another_stream_wait_for_their_buffers_streams",
+        || {
+            let _watchdog =
+                common::Watchdog::new(Duration::from_secs(120), "the pitched ordering test");
+            let device = common::device();
+            let (s1, s2) = (
+                device.create_stream(StreamOptions::default()).unwrap(),
+                device.create_stream(StreamOptions::default()).unwrap(),
+            );
+            let mut p = PitchedBuffer::new(&s1, 64, 16, 4).unwrap();
+            p.copy_from_host(&[1u8; 64 * 16], &s1).unwrap();
+            // Laid out with the pitched buffer's pitch (the driver may refuse others device to device).
+            let pitch = p.pitch();
+            let mut source: Buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(pitch * 16, &s1)
+                .unwrap();
+            source.fill(1u8, &s1).unwrap();
+            s1.sync().unwrap();
+            let gate = Gate::close(&s1);
+            source.fill(8u8, &s1).unwrap();
+            copy_2d(
+                PitchedSrc::buffer(&source, pitch, 16),
+                PitchedDst::from(&mut p),
+                &CopyRegion::new(64, 16),
+                &s2,
+            )
+            .unwrap();
+            assert!(!s2.is_done().unwrap(), "the copy waits for the held stream");
+            gate.open();
+            assert!(p.to_vec::<u8>(&s2).unwrap().iter().all(|&b| b == 8));
+        },
     );
-    let mut p = PitchedBuffer::new(&s1, 64, 16, 4).unwrap();
-    p.copy_from_host(&[1u8; 64 * 16], &s1).unwrap();
-    // Laid out with the pitched buffer's pitch (the driver may refuse others device to device).
-    let pitch = p.pitch();
-    let mut source: Buffer = device
-        .memory_resource()
-        .unwrap()
-        .allocate(pitch * 16, &s1)
-        .unwrap();
-    source.fill(1u8, &s1).unwrap();
-    s1.sync().unwrap();
-    let gate = Gate::close(&s1);
-    source.fill(8u8, &s1).unwrap();
-    copy_2d(
-        PitchedSrc::buffer(&source, pitch, 16),
-        PitchedDst::from(&mut p),
-        &CopyRegion::new(64, 16),
-        &s2,
-    )
-    .unwrap();
-    assert!(!s2.is_done().unwrap(), "the copy waits for the held stream");
-    gate.open();
-    assert!(p.to_vec::<u8>(&s2).unwrap().iter().all(|&b| b == 8));
 }

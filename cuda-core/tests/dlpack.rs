@@ -970,62 +970,89 @@ fn pinned_and_managed_tensors_are_read_by_the_c_consumer_on_the_host() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_exported_tensor_round_trips_in_process_in_stream_order() {
-    let device = common::device();
-    device.set_current().unwrap();
-    let code = gather_code().unwrap();
-    let home = device.create_stream(StreamOptions::default()).unwrap();
-    let other = device.create_stream(StreamOptions::default()).unwrap();
-    let memory = device.memory_resource().unwrap();
-    let mut buffer = memory.allocate(4 * 12, &home).unwrap();
-    buffer.fill(0u32, &home).unwrap();
-    home.sync().unwrap();
-    let gate = common::Gate::close(&home);
-    buffer.fill(2.0f32.to_bits(), &home).unwrap();
-    let buffer = Arc::new(buffer);
-    let weak = Arc::downgrade(&buffer);
-    let tensor =
-        DlpackTensor::from_buffer::<f32>(Arc::clone(&buffer), &[3, 4], Some(&other)).unwrap();
-    drop(buffer);
-    // SAFETY: the tensor was just exported by this crate; ownership passes back.
-    let view = unsafe { DlpackTensor::from_raw(tensor.into_raw()) }
-        .unwrap()
-        .into_view::<f32>()
-        .unwrap();
-    assert_eq!(view.memory(), ViewMemory::Device(device));
-    assert_eq!((view.shape(), view.strides()), (&[3, 4][..], &[4, 1][..]));
-    let out = memory.allocate(4 * 12, &other).unwrap();
-    let config = LaunchConfig::for_elements(12, 64);
-    // SAFETY: the kernel reads the 3 x 4 view and writes 12 floats of `out`.
-    unsafe {
-        launch(
-            &other,
-            &config,
-            &code.get_kernel("gather").unwrap(),
-            &[&view, &4i64, &1i64, &3u32, &4u32, &out],
-        )
-    }
-    .unwrap();
-    gate.open();
-    assert_eq!(out.to_vec::<f32>(&other).unwrap(), [2.0; 12]);
-    // SAFETY: the kernel scales the view's 12 floats in place.
-    unsafe {
-        launch(
-            &other,
-            &config,
-            &code.get_kernel("scale").unwrap(),
-            &[&view, &3.0f32, &12u32],
-        )
-    }
-    .unwrap();
-    other.sync().unwrap();
-    assert_eq!(view.to_vec(&other).unwrap(), [6.0; 12]);
-    assert!(
-        weak.upgrade().is_some(),
-        "the imported view keeps the buffer"
+    // In a process of its own: a stream held at a gate while this test calls the driver
+    // deadlocked beside other tests' module loads and frees, which wait for every stream of
+    // the context (a minute, until the gate opened by itself, on the H200).
+    common::alone(
+        module_path!(),
+        "an_exported_tensor_round_trips_in_process_in_stream_order",
+        || {
+            let device = common::device();
+            device.set_current().unwrap();
+            let code = gather_code().unwrap();
+            let home = device.create_stream(StreamOptions::default()).unwrap();
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            let memory = device.memory_resource().unwrap();
+            let mut buffer = memory.allocate(4 * 12, &home).unwrap();
+            buffer.fill(0u32, &home).unwrap();
+            // The kernel launched once before the gate closes: a kernel's first launch in a context
+            // loads it (lazy loading), and that waited for the gated stream on the H200 (a minute,
+            // until the gate opened by itself).
+            let warm = memory.allocate(4 * 12, &other).unwrap();
+            let zeros = StridedView::<f32>::new(&buffer, 0, &[3, 4], None).unwrap();
+            // SAFETY: the kernel reads the 3 x 4 view and writes 12 floats of `warm`.
+            unsafe {
+                launch(
+                    &other,
+                    &LaunchConfig::for_elements(12, 64),
+                    &code.get_kernel("gather").unwrap(),
+                    &[&zeros, &4i64, &1i64, &3u32, &4u32, &warm],
+                )
+            }
+            .unwrap();
+            drop(zeros);
+            other.sync().unwrap();
+            home.sync().unwrap();
+            let gate = common::Gate::close(&home);
+            buffer.fill(2.0f32.to_bits(), &home).unwrap();
+            let buffer = Arc::new(buffer);
+            let weak = Arc::downgrade(&buffer);
+            let tensor =
+                DlpackTensor::from_buffer::<f32>(Arc::clone(&buffer), &[3, 4], Some(&other))
+                    .unwrap();
+            drop(buffer);
+            // SAFETY: the tensor was just exported by this crate; ownership passes back.
+            let view = unsafe { DlpackTensor::from_raw(tensor.into_raw()) }
+                .unwrap()
+                .into_view::<f32>()
+                .unwrap();
+            assert_eq!(view.memory(), ViewMemory::Device(device));
+            assert_eq!((view.shape(), view.strides()), (&[3, 4][..], &[4, 1][..]));
+            let out = memory.allocate(4 * 12, &other).unwrap();
+            let config = LaunchConfig::for_elements(12, 64);
+            // SAFETY: the kernel reads the 3 x 4 view and writes 12 floats of `out`.
+            unsafe {
+                launch(
+                    &other,
+                    &config,
+                    &code.get_kernel("gather").unwrap(),
+                    &[&view, &4i64, &1i64, &3u32, &4u32, &out],
+                )
+            }
+            .unwrap();
+            gate.open();
+            assert_eq!(out.to_vec::<f32>(&other).unwrap(), [2.0; 12]);
+            // SAFETY: the kernel scales the view's 12 floats in place.
+            unsafe {
+                launch(
+                    &other,
+                    &config,
+                    &code.get_kernel("scale").unwrap(),
+                    &[&view, &3.0f32, &12u32],
+                )
+            }
+            .unwrap();
+            other.sync().unwrap();
+            assert_eq!(view.to_vec(&other).unwrap(), [6.0; 12]);
+            assert!(
+                weak.upgrade().is_some(),
+                "the imported view keeps the buffer"
+            );
+            drop(view);
+            assert!(weak.upgrade().is_none());
+            home.sync().unwrap();
+        },
     );
-    drop(view);
-    assert!(weak.upgrade().is_none());
-    home.sync().unwrap();
 }
 
 /// A CUDA tensor of a device this machine does not have is refused by the import.

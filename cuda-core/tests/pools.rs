@@ -718,6 +718,64 @@ fn a_pinned_pool_buffer_is_used_only_on_streams_of_devices_with_access() {
     );
 }
 
+/// Host copies of a pinned pool's buffer go through the unified `cuMemcpyAsync`: the 580
+/// driver refuses a pool's host memory to `cuMemcpyHtoDAsync` and `cuMemcpyDtoHAsync`
+/// (`CUDA_ERROR_INVALID_VALUE`); device memory keeps the typed calls.
+#[test]
+fn host_copies_of_pinned_pool_memory_use_the_unified_copy() {
+    standin::run(
+        module_path!(),
+        "host_copies_of_pinned_pool_memory_use_the_unified_copy",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            let mut pinned = pool.allocate(64, &stream).unwrap();
+            let mut on_device = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            standin::clear_log();
+            pinned.copy_from_host(&[3u8; 64], &stream).unwrap();
+            let _ = pinned.to_vec::<u8>(&stream).unwrap();
+            assert_eq!(
+                standin::calls("cuMemcpyAsync").len(),
+                2,
+                "{}",
+                standin::log()
+            );
+            assert!(
+                standin::calls("cuMemcpyHtoD").is_empty(),
+                "{}",
+                standin::log()
+            );
+            assert!(
+                standin::calls("cuMemcpyDtoH").is_empty(),
+                "{}",
+                standin::log()
+            );
+            standin::clear_log();
+            on_device.copy_from_host(&[3u8; 64], &stream).unwrap();
+            let _ = on_device.to_vec::<u8>(&stream).unwrap();
+            assert_eq!(
+                standin::calls("cuMemcpyHtoDAsync").len(),
+                1,
+                "{}",
+                standin::log()
+            );
+            assert_eq!(
+                standin::calls("cuMemcpyDtoHAsync").len(),
+                1,
+                "{}",
+                standin::log()
+            );
+        },
+    );
+}
+
 #[test]
 fn a_replaced_default_resource_is_the_one_handed_out() {
     standin::run(

@@ -399,9 +399,16 @@ impl Buffer {
         self.same_size(size_of_val(src), "src")?;
         self.check_reachable(stream, "self", true)?;
         let ptr = src.as_ptr().cast();
+        let host_memory = self.device().is_none();
         in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
-                driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
+                if host_memory {
+                    // Host memory of a pool is no device pointer to cuMemcpyHtoDAsync
+                    // (CUDA_ERROR_INVALID_VALUE on the 580 driver): the unified copy infers it.
+                    driver.memcpy_async(self.ptr, ptr as u64, self.size, handle)
+                } else {
+                    driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
+                }
             })
         })
     }
@@ -424,9 +431,15 @@ impl Buffer {
         self.same_size(size_of_val(dst), "dst")?;
         self.check_reachable(stream, "self", true)?;
         let ptr = dst.as_mut_ptr().cast();
+        let host_memory = self.device().is_none();
         in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
-                driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
+                if host_memory {
+                    // As in `copy_from_host_async`.
+                    driver.memcpy_async(ptr as u64, self.ptr, self.size, handle)
+                } else {
+                    driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
+                }
             })
         })
     }

@@ -1,6 +1,7 @@
 //! Device memory from a memory pool, allocated and freed in stream order.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
@@ -98,6 +99,8 @@ pub struct DeviceMemoryResource {
     caches_small: bool,
     /// What names a shareable pool to other processes.
     sharing: Option<PoolIdentity>,
+    /// Whether the pool was exported to a shareable handle once (see [`ipc::export_buffer`]).
+    exported: AtomicBool,
     driver: &'static dyn Driver,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
@@ -214,6 +217,7 @@ impl DeviceMemoryResource {
             owned,
             caches_small: false,
             sharing: None,
+            exported: AtomicBool::new(false),
             driver: context.driver(),
             _context: context,
         })
@@ -255,7 +259,9 @@ impl DeviceMemoryResource {
     /// See [`memory::ipc`](crate::memory::ipc).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self._context, self.pool, self.identity()?)
+        let shared = ipc::share_pool(&self._context, self.pool, self.identity()?)?;
+        self.exported.store(true, Ordering::Release);
+        Ok(shared)
     }
 
     /// Describes `buffer`, one of this pool's, for a process that imported the pool
@@ -278,7 +284,7 @@ impl DeviceMemoryResource {
                 ),
             });
         }
-        ipc::export_buffer(&self._context, buffer, identity)
+        ipc::export_buffer(&self._context, buffer, self.pool, identity, &self.exported)
     }
 
     fn identity(&self) -> Result<PoolIdentity> {

@@ -2,7 +2,7 @@
 //! memory ([`PinnedMemoryPool`]) and managed memory ([`ManagedMemoryPool`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::device_pool::POSIX_FD_HANDLES;
@@ -91,6 +91,8 @@ pub struct PinnedMemoryPool {
     pool: PoolHandle,
     numa_node: Option<u32>,
     sharing: Option<PoolIdentity>,
+    /// Whether the pool was exported to a shareable handle once (see `ipc::export_buffer`).
+    exported: AtomicBool,
     /// Bit `d` set: device `d` has read-write access (devices 0 to 63; others are asked).
     access: AtomicU64,
     /// Held by `set_access`.
@@ -216,6 +218,7 @@ impl PinnedMemoryPool {
             pool,
             numa_node: options.numa_node,
             sharing,
+            exported: AtomicBool::new(false),
             access: AtomicU64::new(0),
             changing: Mutex::new(()),
             driver,
@@ -290,7 +293,9 @@ impl PinnedMemoryPool {
     /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self.context, self.pool, self.identity()?)
+        let shared = ipc::share_pool(&self.context, self.pool, self.identity()?)?;
+        self.exported.store(true, Ordering::Release);
+        Ok(shared)
     }
 
     /// Describes one of the pool's buffers for a process that imported the pool: see
@@ -307,7 +312,7 @@ impl PinnedMemoryPool {
                 ),
             });
         }
-        ipc::export_buffer(&self.context, buffer, identity)
+        ipc::export_buffer(&self.context, buffer, self.pool, identity, &self.exported)
     }
 
     fn identity(&self) -> Result<PoolIdentity> {

@@ -368,11 +368,21 @@ pub(crate) fn allocated_by<R>(buffer: &Buffer, resource: &R) -> bool {
 }
 
 /// A buffer's descriptor, for a pool of `identity`.
+///
+/// The driver refuses `cuMemPoolExportPointer` (`CUDA_ERROR_INVALID_VALUE`, seen on the 580
+/// driver) until the pool itself was exported once; a pool never shared yet is exported here
+/// first, and its descriptor closed. `exported` records that it was.
 pub(crate) fn export_buffer(
     context: &Context,
     buffer: &Buffer,
+    pool: PoolHandle,
     identity: PoolIdentity,
+    exported: &std::sync::atomic::AtomicBool,
 ) -> Result<BufferDescriptor> {
+    if !exported.load(std::sync::atomic::Ordering::Acquire) {
+        drop(share_pool(context, pool, identity)?);
+        exported.store(true, std::sync::atomic::Ordering::Release);
+    }
     let data = context.with_current(|driver| driver.ipc_pool_export_pointer(buffer.ptr().0))?;
     Ok(BufferDescriptor {
         token: identity.token,
@@ -811,8 +821,11 @@ impl ImportedPool {
     /// a buffer that says pinned host memory is read by the host, and one that says device
     /// memory of this device is used by its kernels.
     fn check_import(&self, ptr: u64, size: u64, range: PointerRange) -> Result<()> {
-        let end = range.start.saturating_add(range.bytes as u64);
-        if ptr < range.start || ptr.saturating_add(size) > end {
+        // For an import of pinned host memory the 580 driver gives the range's size but a
+        // start of 0: an imported allocation starts at the import, so that is the start.
+        let start = if range.start == 0 { ptr } else { range.start };
+        let end = start.saturating_add(range.bytes as u64);
+        if ptr < start || ptr.saturating_add(size) > end {
             return Err(Error::InvalidArgument {
                 name: "descriptor",
                 reason: format!(

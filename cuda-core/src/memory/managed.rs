@@ -270,6 +270,10 @@ impl<'a> ManagedRange<'a> {
     /// The range's attributes (`cuMemRangeGetAttribute`, once per attribute): on drivers 12.2
     /// and newer, locations come as a type and an id (so host NUMA nodes show); older drivers
     /// name devices and the host only.
+    ///
+    /// The 580 driver does not report a host NUMA node given as the preferred location
+    /// ([`Advice::SetPreferredLocation`] with [`MemoryLocation::HostNuma`]): it reads as
+    /// what was preferred before (none, or a device). Prefetches to a node do show.
     #[doc(alias = "cuMemRangeGetAttribute")]
     pub fn attributes(&self) -> Result<RangeAttributes> {
         let (context, driver) = self.context()?;

@@ -102,7 +102,8 @@ pub struct TextureOptions {
     pub normalized_coordinates: bool,
     /// sRGB to linear conversion on fetch (`CU_TRSF_SRGB`).
     pub srgb: bool,
-    /// The colour [`AddressMode::Border`] reads.
+    /// The colour [`AddressMode::Border`] reads, held in the texels' format: with 8-bit
+    /// unsigned normalized texels, 0.25 reads back as 64/255 (about 0.25098).
     pub border_color: [f32; 4],
     /// The largest anisotropy ratio (the driver clamps it to 1 to 16).
     pub max_anisotropy: u32,

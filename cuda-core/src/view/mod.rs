@@ -521,7 +521,7 @@ impl<T: Pod> StridedView<'_, T> {
     /// slice of as many elements, in order on `stream`, and waits for the copy. Device
     /// memory is copied on a stream of its own device; a view of a buffer is ordered after
     /// the work queued on the buffer's deallocation stream.
-    #[doc(alias = "cuMemcpyDtoHAsync")]
+    #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check_contiguous("dst", dst.len())?;
         if let ViewMemory::Device(device) = self.memory {
@@ -540,22 +540,23 @@ impl<T: Pod> StridedView<'_, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let out = dst.as_mut_ptr().cast();
+        let out = dst.as_mut_ptr() as u64;
         let homes: &[&Stream] = match self.home() {
             Some(home) => &[home],
             None => &[],
         };
         crate::memory::in_stream_order(homes, stream, || {
-            stream.call_in_context(|driver, handle| {
-                driver.memcpy_dtoh_async(out, self.ptr, bytes, handle)
-            })
+            // The unified copy: the view may be of host memory (a pool's is no device pointer
+            // to cuMemcpyDtoHAsync).
+            stream
+                .call_in_context(|driver, handle| driver.memcpy_async(out, self.ptr, bytes, handle))
         })?;
         stream.sync_for_host()
     }
 
     /// The elements of a contiguous view, copied to a new vector (see
     /// [`copy_to_host`](StridedView::copy_to_host)).
-    #[doc(alias = "cuMemcpyDtoHAsync")]
+    #[doc(alias = "cuMemcpyAsync")]
     pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>>
     where
         T: Default,

@@ -193,7 +193,13 @@ impl Watchdog {
         let what = what.to_owned();
         std::thread::spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("watchdog: {what} did not finish within {limit:?}; ending the run");
+                // Straight to the process's stderr: `eprintln!` in a thread a test spawned
+                // goes to that test's captured output, which the exit below would discard.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "watchdog: {what} did not finish within {limit:?}; ending the run"
+                );
                 std::process::exit(101);
             }
         });
@@ -230,4 +236,17 @@ pub fn shared_buffer(
             .allocate(bytes, stream)
             .unwrap(),
     )
+}
+
+/// The device memory NVML counts for this process, where it tells (not in a PID namespace
+/// whose process ids NVML does not know). Unlike the device's free memory, other processes,
+/// and other tests of this binary when the caller runs [`alone`], do not move it.
+#[cfg(feature = "nvml")]
+pub fn own_gpu_memory(device: Device) -> Option<u64> {
+    let gpu = device.system_device().ok()?;
+    let processes = gpu.compute_processes().ok()?;
+    processes
+        .iter()
+        .find(|p| p.pid == std::process::id())
+        .and_then(|p| p.used_memory)
 }

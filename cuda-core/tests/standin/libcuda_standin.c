@@ -1115,8 +1115,10 @@ int cuMemPoolImportFromShareableHandle(void **pool, void *handle, int type, unsi
     return 0;
 }
 /* Export data: the address, then 0x5a bytes; an import of data whose byte 8 is not 0x5a is
- * refused as the driver refuses freed memory. */
+ * refused as the driver refuses freed memory. Refused, as the 580 driver refuses it, while no
+ * pool was exported to a shareable handle yet. */
 int cuMemPoolExportPointer(unsigned char *data, devptr ptr) {
+    if (!exported_last) return 1;
     memcpy(data, &ptr, sizeof ptr);
     memset(data + 8, 0x5a, 56);
     note("cuMemPoolExportPointer %#llx", ptr);
@@ -1133,7 +1135,7 @@ int cuMemPoolImportPointer(devptr *ptr, void *pool, unsigned char *data) {
 }
 int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr) {
     for (unsigned i = 0; i < n; i++) {
-        if (attributes[i] == 11) *(devptr *)data[i] = ptr;
+        if (attributes[i] == 11) *(devptr *)data[i] = setting("STANDIN_RANGE_START_ZERO", 0) ? 0 : ptr;
         else if (attributes[i] == 12) *(size_t *)data[i] = (size_t)setting("STANDIN_RANGE_SIZE", 1 << 20);
         else if (attributes[i] == 2) *(unsigned *)data[i] = (unsigned)setting("STANDIN_POINTER_TYPE", 2);
         else if (attributes[i] == 9) *(int *)data[i] = (int)setting("STANDIN_POINTER_DEVICE", current ? current->device : 0);
@@ -1145,6 +1147,7 @@ int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr)
 }
 int cuIpcGetEventHandle(ipc64 *handle, void *event) {
     char b[16];
+    if (!current) return 201; /* as the 580 driver: the event's context must be current */
     memset(handle, 0, sizeof *handle);
     memcpy(handle->reserved, &event, sizeof event);
     note("cuIpcGetEventHandle %s", name(event, b));
