@@ -726,6 +726,11 @@ impl ImportedPool {
     /// of a buffer its exporter freed; memory the driver imports as another kind than the
     /// pool's handle named (device memory of another device, or device memory for a pinned
     /// pool: the handle's bytes were not this pool's).
+    ///
+    /// The driver refuses a freed buffer only once its pool has given the memory back (a
+    /// trim, or its release threshold): while the exporter's pool keeps it, the 580 driver
+    /// imports it, and the import may see whatever the exporter allocates there next. Keep
+    /// the exporter's buffer until every importer has released it.
     #[doc(alias = "cuMemPoolImportPointer")]
     pub fn import_buffer(
         self: &Arc<Self>,
