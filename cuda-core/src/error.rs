@@ -294,6 +294,17 @@ pub enum Error {
         source: Cause,
     },
 
+    /// An operation on a file descriptor the driver made failed (its duplicate with
+    /// close-on-exec, say, when the process has no descriptor left).
+    #[error("{operation} on a file descriptor failed: {source}")]
+    FileDescriptor {
+        /// The system call.
+        operation: &'static str,
+        /// The system's error.
+        #[source]
+        source: Cause,
+    },
+
     /// A file could not be read.
     #[error("reading {}: {source}", path.display())]
     Io {

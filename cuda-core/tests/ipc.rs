@@ -371,7 +371,7 @@ fn a_child_imports_the_parents_pool_buffer_and_orders_its_writes_with_an_ipc_eve
             let event = ipc_event(device);
             let shared = pool.share().unwrap();
             assert!(
-                close_on_exec(shared.as_fd()),
+                common::close_on_exec(shared.as_fd()),
                 "the shared pool's descriptor"
             );
             children.channels[0].send_pool(&shared);
@@ -738,17 +738,6 @@ fn bad_imports_are_clear_errors() {
             channel.say("done");
         },
     );
-}
-
-/// Whether `fd` is close-on-exec (`O_CLOEXEC` in its `/proc/self/fdinfo` flags, octal).
-fn close_on_exec(fd: impl std::os::fd::AsRawFd) -> bool {
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
-        .expect("the descriptor's fdinfo");
-    let flags = info
-        .lines()
-        .find_map(|line| line.strip_prefix("flags:"))
-        .expect("a flags line");
-    u32::from_str_radix(flags.trim(), 8).expect("octal flags") & 0o2_000_000 != 0
 }
 
 /// The number of this process's open file descriptors.
@@ -1143,7 +1132,7 @@ fn sharing_a_pool_makes_the_calls_it_names() {
             // The stand-in's descriptor is not close-on-exec; the handle's is, so that a
             // program this process starts does not inherit the pool.
             assert!(
-                close_on_exec(handle.as_fd()),
+                common::close_on_exec(handle.as_fd()),
                 "the shared pool's descriptor"
             );
             let descriptor = pool.export_buffer(&buffer).unwrap();

@@ -462,6 +462,9 @@ fn physical_memory_goes_out_as_a_file_descriptor_and_comes_back_as_the_same_memo
             refused(memory.physical_memory(&pooled), "buffer");
 
             let fd = physical.export_fd().unwrap();
+            // The stand-in's descriptor is not close-on-exec (the driver does not promise it);
+            // the exported one is, so that a program this process starts does not inherit it.
+            assert!(common::close_on_exec(fd.as_fd()), "the exported descriptor");
             // SAFETY: the descriptor is of memory of that size.
             let imported =
                 unsafe { PhysicalMemory::import_fd(d0, fd.as_fd(), physical.size()) }.unwrap();

@@ -351,7 +351,7 @@ pub(crate) fn share_pool(
     let made = unsafe { OwnedFd::from_raw_fd(fd) };
     // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
     // that a program this process starts does not inherit the pool; the driver's is closed.
-    let fd = made.try_clone().map_err(|e| Error::Socket {
+    let fd = made.try_clone().map_err(|e| Error::FileDescriptor {
         operation: "fcntl(F_DUPFD_CLOEXEC)",
         source: crate::error::Cause::new(e),
     })?;

@@ -362,8 +362,8 @@ impl PhysicalMemory {
     /// Exports the memory as a POSIX file descriptor (`cuMemExportToShareableHandle`), which
     /// another process (or this one) imports with [`import_fd`](PhysicalMemory::import_fd).
     /// The memory must have been made with [`ShareableHandleType::PosixFileDescriptor`]. The
-    /// memory lives until it is released here and every descriptor is closed and every import
-    /// of it released.
+    /// descriptor is close-on-exec. The memory lives until it is released here and every
+    /// descriptor is closed and every import of it released.
     #[cfg(unix)]
     #[doc(alias = "cuMemExportToShareableHandle")]
     pub fn export_fd(&self) -> Result<std::os::fd::OwnedFd> {
@@ -387,8 +387,16 @@ impl PhysicalMemory {
                 reason: format!("the driver exported the memory as file descriptor {fd}"),
             });
         }
-        // SAFETY: the driver made a new descriptor for the caller, who owns it from here.
-        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+        // SAFETY: the driver made a new descriptor for the caller, who owns it from here and
+        // closes it once (the `OwnedFd`).
+        let made = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
+        // that a program this process starts does not inherit the memory; the driver's is
+        // closed.
+        made.try_clone().map_err(|e| Error::FileDescriptor {
+            operation: "fcntl(F_DUPFD_CLOEXEC)",
+            source: crate::error::Cause::new(e),
+        })
     }
 
     /// Imports physical memory of `device` from a POSIX file descriptor made by

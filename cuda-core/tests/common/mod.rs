@@ -250,3 +250,14 @@ pub fn own_gpu_memory(device: Device) -> Option<u64> {
         .find(|p| p.pid == std::process::id())
         .and_then(|p| p.used_memory)
 }
+
+/// Whether `fd` is close-on-exec (`O_CLOEXEC` in its `/proc/self/fdinfo` flags, octal).
+pub fn close_on_exec(fd: impl std::os::fd::AsRawFd) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .expect("the descriptor's fdinfo");
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .expect("a flags line");
+    u32::from_str_radix(flags.trim(), 8).expect("octal flags") & 0o2_000_000 != 0
+}

@@ -635,6 +635,7 @@ int cuGraphDestroyNode(void *node) {
  * Each physical allocation is a handle hN (a retained or imported handle names the allocation
  * it refers to); exported file descriptors are of /dev/null, remembered with their handle. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct vmm_location { int type; int id; };
@@ -654,7 +655,8 @@ static struct { unsigned long long of; size_t size; struct vmm_prop prop; } vmm_
 static unsigned long long vmm_next_handle = 1;
 static struct { devptr ptr; size_t size; unsigned long long handle; } vmm_maps[VMM_MAX];
 static struct { devptr ptr; size_t size; int device, flags; } vmm_rights[VMM_MAX];
-static struct { int fd; unsigned long long handle; } vmm_fds[VMM_MAX];
+/* Exported descriptors by inode (a pipe's read end each), so that a duplicate imports too. */
+static struct { unsigned long long ino; unsigned long long handle; } vmm_fds[VMM_MAX];
 static devptr vmm_next_address = 0x7f0000000000ull;
 
 static size_t vmm_granularity(void) { return (size_t)setting("STANDIN_VMM_GRANULARITY", 2 << 20); }
@@ -765,12 +767,17 @@ int cuMemGetAccess(unsigned long long *flags, const struct vmm_location *locatio
 }
 int cuMemExportToShareableHandle(void *out, unsigned long long handle, int type, unsigned long long flags) {
     if (type != 1 || flags || !vmm_known(handle) || !(vmm_handles[handle].prop.handle_types & 1)) return 1;
-    int fd = open("/dev/null", O_RDONLY);
-    if (fd < 0) return 2;
+    /* Without O_CLOEXEC, as the driver does not promise it. */
+    int pipe_fds[2];
+    struct stat st;
+    if (pipe(pipe_fds)) return 2;
+    close(pipe_fds[1]);
+    int fd = pipe_fds[0];
+    if (fstat(fd, &st)) return 2;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < VMM_MAX; i++) {
         if (vmm_fds[i].handle == 0) {
-            vmm_fds[i].fd = fd;
+            vmm_fds[i].ino = (unsigned long long)st.st_ino;
             vmm_fds[i].handle = vmm_handles[handle].of;
             break;
         }
@@ -783,9 +790,11 @@ int cuMemExportToShareableHandle(void *out, unsigned long long handle, int type,
 int cuMemImportFromShareableHandle(unsigned long long *handle, void *os_handle, int type) {
     int fd = (int)(intptr_t)os_handle;
     unsigned long long of = 0;
+    struct stat st;
+    if (fstat(fd, &st)) return 1;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < VMM_MAX; i++)
-        if (vmm_fds[i].handle && vmm_fds[i].fd == fd) of = vmm_fds[i].handle;
+        if (vmm_fds[i].handle && vmm_fds[i].ino == (unsigned long long)st.st_ino) of = vmm_fds[i].handle;
     pthread_mutex_unlock(&lock);
     if (type != 1 || !of) return 1;
     *handle = vmm_handle(of, vmm_handles[of].size, &vmm_handles[of].prop);
