@@ -623,10 +623,26 @@ impl TensorMap {
 
     /// Points the map at the same tensor layout at `offset` bytes into `buffer`
     /// (`cuTensorMapReplaceAddress`), which it then keeps instead. Checked before the driver:
-    /// the address's alignment, as for the map's encoding, and that the tensor lies within the
-    /// buffer. On an error the map is left as it was.
+    /// the buffer is of the device the map was encoded for (its deallocation stream's, as for
+    /// the encoding), the address's alignment, as for the map's encoding, and that the tensor
+    /// lies within the buffer. On an error the map is left as it was.
     #[doc(alias = "cuTensorMapReplaceAddress")]
     pub fn replace_address(&mut self, buffer: &Arc<Buffer>, offset: usize) -> Result<()> {
+        let (own, new) = (
+            self.buffer.deallocation_stream().device(),
+            buffer.deallocation_stream().device(),
+        );
+        if own != new {
+            return Err(Error::InvalidArgument {
+                name: "buffer",
+                reason: format!(
+                    "the map was encoded for device {}, and the buffer is of device {}'s \
+                     stream; encode a map for it",
+                    own.ordinal(),
+                    new.ordinal()
+                ),
+            });
+        }
         let address = address_in(buffer, offset)?;
         check_alignment(address, self.align, "offset")?;
         fits(buffer, offset, self.span)?;

@@ -486,6 +486,15 @@ fn the_address_is_replaced_within_the_rules_and_the_map_keeps_the_new_buffer() {
                 "not aligned to 16 bytes",
             );
             refused(map.replace_address(&small, 0), "buffer", "past the end");
+            // A buffer of another device: the map's rules were checked for device 0.
+            let d1 = Device::new(1).unwrap();
+            let elsewhere = buffer(d1, &stream(d1), N * N * 4);
+            standin::clear_log();
+            refused(
+                map.replace_address(&elsewhere, 0),
+                "buffer",
+                "encoded for device 0, and the buffer is of device 1",
+            );
             assert!(standin::log().is_empty(), "{}", standin::log());
             assert!(Arc::ptr_eq(map.buffer(), &a));
             assert_eq!(map.descriptor().as_words()[0], a.ptr().0);

@@ -389,13 +389,13 @@ pub(crate) fn check_options(options: &TextureOptions, reads: Reads) -> Result<()
     Ok(())
 }
 
-/// The device's texture alignments and 2D linear limits: `[alignment, pitch alignment,
-/// width, height, pitch]`.
-pub(crate) type LinearLimits = [u64; 5];
+/// The device's texture alignments and linear limits: `[alignment, pitch alignment, 2D
+/// width, 2D height, 2D pitch, 1D width]` (widths in elements).
+pub(crate) type LinearLimits = [u64; 6];
 
 fn linear_limits(device: Device) -> Result<LinearLimits> {
     let a = |code: i32| -> Result<u64> { Ok(u64::try_from(device.attribute(code)?).unwrap_or(0)) };
-    Ok([a(14)?, a(51)?, a(70)?, a(71)?, a(72)?])
+    Ok([a(14)?, a(51)?, a(70)?, a(71)?, a(72)?, a(69)?])
 }
 
 /// Linear memory for a texture checked against the buffer's `size` and `address` and the
@@ -413,7 +413,7 @@ pub(crate) fn check_linear_memory(
         })
     };
     check_channels(linear.channels.max(1), "linear.channels")?;
-    let [alignment, pitch_alignment, max_width, max_height, max_pitch] = *limits;
+    let [alignment, pitch_alignment, max_width, max_height, max_pitch, max_width_1d] = *limits;
     if linear.width == 0 {
         return invalid("the width is 0 elements".to_owned());
     }
@@ -435,6 +435,12 @@ pub(crate) fn check_linear_memory(
     let element = linear.element_bytes();
     let row = linear.width.checked_mul(element);
     let needed = if linear.height == 0 {
+        if max_width_1d > 0 && linear.width as u64 > max_width_1d {
+            return invalid(format!(
+                "{} elements is past the device's 1D linear texture limit of {max_width_1d}",
+                linear.width
+            ));
+        }
         row
     } else {
         if linear.width as u64 > max_width || linear.height as u64 > max_height {

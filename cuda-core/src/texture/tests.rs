@@ -494,8 +494,21 @@ fn mipmapped_textures_need_normalized_coordinates_and_cubemap_filtering_a_cubema
     );
 }
 
-/// Alignment 512, pitch alignment 32, 2D limits 4096 x 4096 and a pitch of 1 MiB.
-const LIMITS: [u64; 5] = [512, 32, 4096, 4096, 1 << 20];
+/// Alignment 512, pitch alignment 32, 2D limits 4096 x 4096 and a pitch of 1 MiB, 1D
+/// limit 2^20 elements.
+const LIMITS: [u64; 6] = [512, 32, 4096, 4096, 1 << 20, 1 << 20];
+
+#[test]
+fn a_1d_linear_texture_is_refused_past_the_devices_width() {
+    let at_limit = TextureLinear::one_d(ArrayFormat::U8, 1 << 20);
+    check_linear_memory(&at_limit, 0x1000, 1 << 20, &LIMITS).unwrap();
+    let past = TextureLinear::one_d(ArrayFormat::U8, (1 << 20) + 1);
+    refused(
+        check_linear_memory(&past, 0x1000, 2 << 20, &LIMITS),
+        "linear",
+        "1048577 elements is past the device's 1D linear texture limit of 1048576",
+    );
+}
 
 #[test]
 fn linear_texture_memory_is_aligned_and_within_the_buffer() {
