@@ -148,6 +148,20 @@ impl Device {
         self.primary_context()?.set_current()
     }
 
+    /// Waits for all work on this device's primary context if the process holds it (nothing
+    /// can be queued there otherwise), without making one: before a device loses access to
+    /// memory, so that no kernel or copy already queued loses it midway.
+    pub(crate) fn sync_if_held(&self) -> Result<()> {
+        match self.primary_if_ready() {
+            Some(primary) => {
+                crate::lifetime::current::with_current(primary.driver, primary.handle, |driver| {
+                    driver.ctx_synchronize()
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The primary context if the process holds it already; `None` otherwise (and on any
     /// error, which [`Device::primary_context`] reports).
     #[inline]

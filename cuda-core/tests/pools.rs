@@ -718,6 +718,64 @@ fn a_pinned_pool_buffer_is_used_only_on_streams_of_devices_with_access() {
     );
 }
 
+/// Whether `log` has a `cuCtxSynchronize` before the first line that starts with `call`
+/// and contains `containing`.
+fn synced_before(log: &str, call: &str, containing: &str) -> bool {
+    let lines: Vec<&str> = log.lines().collect();
+    let Some(at) = lines
+        .iter()
+        .position(|l| l.starts_with(call) && l.contains(containing))
+    else {
+        return false;
+    };
+    lines[..at]
+        .iter()
+        .any(|l| l.starts_with("cuCtxSynchronize"))
+}
+
+/// Taking a device's access to a pool away waits for the work queued in that device's primary
+/// context first (a kernel queued there would lose the memory midway); a grant waits for
+/// nothing.
+#[test]
+fn revoking_a_devices_pool_access_waits_for_its_queued_work_first() {
+    standin::run(
+        module_path!(),
+        "revoking_a_devices_pool_access_waits_for_its_queued_work_first",
+        &[],
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            // Device 1's primary context held, as it is once work was queued there.
+            let _s1 = d1.create_stream(StreamOptions::default()).unwrap();
+            let pool =
+                DeviceMemoryResource::new(d0, DeviceMemoryResourceOptions::default()).unwrap();
+            let pinned = PinnedMemoryPool::new(d0, PinnedMemoryPoolOptions::default()).unwrap();
+            standin::clear_log();
+            pool.set_peer_access(&[d1]).unwrap();
+            pinned.set_access(&[d0, d1]).unwrap();
+            assert!(
+                standin::calls("cuCtxSynchronize").is_empty(),
+                "a grant waited: {}",
+                standin::log()
+            );
+            standin::clear_log();
+            pool.set_peer_access(&[]).unwrap();
+            let log = standin::log();
+            assert!(
+                synced_before(&log, "cuMemPoolSetAccess", "location=1:1 flags=0"),
+                "device 1 lost access before its work was waited for: {log}"
+            );
+            standin::clear_log();
+            pinned.set_access(&[d0]).unwrap();
+            let log = standin::log();
+            assert!(
+                synced_before(&log, "cuMemPoolSetAccess", "location=1:1 flags=0"),
+                "device 1 lost access before its work was waited for: {log}"
+            );
+        },
+    );
+}
+
 /// Host copies of a pinned pool's buffer go through the unified `cuMemcpyAsync`: the 580
 /// driver refuses a pool's host memory to `cuMemcpyHtoDAsync` and `cuMemcpyDtoHAsync`
 /// (`CUDA_ERROR_INVALID_VALUE`); device memory keeps the typed calls.

@@ -252,6 +252,23 @@ fn bad_sizes_maps_and_devices_are_refused_before_the_driver_naming_the_granulari
                 "{}",
                 standin::log()
             );
+            // A right taken away waits for the device's queued work first; one given does not.
+            // (The log is read from here on, not cleared: the accounting below counts it all.)
+            let from = standin::log().len();
+            mapping.set_access(&[(d0, MemoryAccess::Read)]).unwrap();
+            let log = standin::log()[from..].to_owned();
+            let synced = log.find("cuCtxSynchronize");
+            let set = log.find("cuMemSetAccess");
+            assert!(
+                matches!((synced, set), (Some(a), Some(b)) if a < b),
+                "device 0 lost write access before its work was waited for: {log}"
+            );
+            let from = standin::log().len();
+            mapping
+                .set_access(&[(d0, MemoryAccess::ReadWrite)])
+                .unwrap();
+            let log = standin::log()[from..].to_owned();
+            assert!(!log.contains("cuCtxSynchronize"), "a grant waited: {log}");
 
             // A resource: its own device as a peer, a peer that cannot reach it.
             let peers = |peers| VirtualMemoryResourceOptions::default().with_peers(peers);

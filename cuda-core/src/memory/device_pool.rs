@@ -302,6 +302,10 @@ impl DeviceMemoryResource {
     /// [`Error::InvalidArgument`], before anything changes. The pool's own device always has
     /// access and may be listed.
     ///
+    /// Before a device loses access, the work queued in its primary context is waited for
+    /// (`cuCtxSynchronize`), so that no kernel or copy already queued there loses it midway;
+    /// work of its green contexts, or of contexts made elsewhere, is the caller's to finish.
+    ///
     /// ```no_run
     /// use cuda_core::{Allocate, Device, DeviceMemoryResource, StreamOptions};
     ///
@@ -336,6 +340,9 @@ impl DeviceMemoryResource {
             }
             let wanted = peers.contains(&other);
             if wanted || self.is_accessible_from(other)? {
+                if !wanted {
+                    other.sync_if_held()?;
+                }
                 self.driver
                     .mem_pool_set_access(self.pool, other.handle(), wanted)?;
             }

@@ -243,7 +243,10 @@ impl PinnedMemoryPool {
 
     /// Grants `devices` read-write access to all of the pool's memory, present and future, and
     /// revokes it from every other device (`cuMemPoolSetAccess`): kernels and copies of those
-    /// devices may then use its buffers, and their streams allocate from it.
+    /// devices may then use its buffers, and their streams allocate from it. Before a device
+    /// loses access, the work queued in its primary context is waited for, as
+    /// [`DeviceMemoryResource::set_peer_access`](crate::DeviceMemoryResource::set_peer_access)
+    /// does.
     #[doc(alias = "cuMemPoolSetAccess")]
     pub fn set_access(&self, devices: &[Device]) -> Result<()> {
         // One change at a time, so that `access` follows the driver's calls in their order.
@@ -255,6 +258,9 @@ impl PinnedMemoryPool {
                     .driver
                     .mem_pool_get_access(self.pool, device.handle())?
             {
+                if !wanted {
+                    device.sync_if_held()?;
+                }
                 self.driver
                     .mem_pool_set_access(self.pool, device.handle(), wanted)?;
             }

@@ -655,10 +655,19 @@ impl Mapping {
     /// not listed keep what they had (a new mapping: nothing). A device other than the
     /// memory's own must be able to access it ([`Device::can_access_peer`]) unless it is given
     /// [`MemoryAccess::None`]; an empty list, a device listed twice, or one that cannot reach
-    /// the memory is refused before anything changes.
+    /// the memory is refused before anything changes. Before a device loses a right it had
+    /// (read-write to read, or any to none), the work queued in its primary context is
+    /// waited for (`cuCtxSynchronize`), so that no kernel or copy already queued loses it
+    /// midway; work of its green contexts is the caller's to finish.
     #[doc(alias = "cuMemSetAccess")]
     pub fn set_access(&self, access: &[(Device, MemoryAccess)]) -> Result<()> {
         check_access(self.physical.device(), access, "access")?;
+        for &(device, wanted) in access {
+            let had = self.access(device)?;
+            if had.flags() & !wanted.flags() != 0 {
+                device.sync_if_held()?;
+            }
+        }
         self.set_access_checked(access)
     }
 
