@@ -132,7 +132,21 @@ fn node_parameters_change_on_the_graph_and_on_the_executable_graph() {
 
     // On the graph: fill 9 and copy into `b` again; the executable graph is unchanged until
     // updated from it.
-    graph.set_fill(fill, &a, 9u32).unwrap();
+    if let Err(e) = graph.set_fill(fill, &a, 9u32) {
+        // Refused by the 580 driver (CUDA_ERROR_INVALID_VALUE) in the first GPU run, where raw
+        // calls of the same shape were not: what else is refused says where to look.
+        let own_value = graph.set_fill(fill, &a, 1u32);
+        let mut fresh = Graph::new(device).unwrap();
+        let node = fresh.add_fill(&[], &a, 1u32).unwrap();
+        let on_a_fresh_graph = fresh.set_fill(node, &a, 9u32);
+        let other = words(device, &stream, n, 0);
+        let into_another_buffer = graph.set_fill(fill, &other, 9u32);
+        panic!(
+            "graph.set_fill: {e}; with the node's own value: {own_value:?}; on a fresh graph: \
+             {on_a_fresh_graph:?}; into another buffer: {into_another_buffer:?}; the node: {:?}",
+            graph.fill_node(fill)
+        );
+    }
     assert_eq!(graph.fill_node(fill).unwrap().value, 9);
     exec.launch(&stream).unwrap();
     stream.sync().unwrap();
