@@ -663,7 +663,9 @@ impl Mapping {
     pub fn set_access(&self, access: &[(Device, MemoryAccess)]) -> Result<()> {
         check_access(self.physical.device(), access, "access")?;
         for &(device, wanted) in access {
-            let had = self.access(device)?;
+            // Unknown (the driver would not say) counts as every right: the wait is the safe
+            // side.
+            let had = self.access(device).unwrap_or(MemoryAccess::ReadWrite);
             if had.flags() & !wanted.flags() != 0 {
                 device.sync_if_held()?;
             }
