@@ -285,20 +285,23 @@ impl Buffer {
 
     /// Refuses, before any driver call, work on `stream` that this buffer's memory cannot be
     /// used by: memory of another device that is not accessible from the stream's device (and
-    /// for a copy, that the driver does not copy across devices anyway).
+    /// for a copy, that the driver does not copy across devices anyway). Returns the memory's
+    /// device (`None` for host memory), asked of the resource once.
     #[inline]
     pub(crate) fn check_reachable(
         &self,
         stream: &Stream,
         name: &'static str,
         copy: bool,
-    ) -> Result<()> {
-        match self.device() {
-            Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy),
-            Some(_) => Ok(()),
+    ) -> Result<Option<Device>> {
+        let device = self.device();
+        match device {
+            Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy)?,
+            Some(_) => {}
             // Host memory: a pool's is accessible only from the devices granted access.
-            None => self.host_reachable(stream, name),
+            None => self.host_reachable(stream, name)?,
         }
+        Ok(device)
     }
 
     #[inline]
@@ -397,9 +400,8 @@ impl Buffer {
         stream: &Stream,
     ) -> Result<()> {
         self.same_size(size_of_val(src), "src")?;
-        self.check_reachable(stream, "self", true)?;
+        let host_memory = self.check_reachable(stream, "self", true)?.is_none();
         let ptr = src.as_ptr().cast();
-        let host_memory = self.device().is_none();
         in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 if host_memory {
@@ -429,9 +431,8 @@ impl Buffer {
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.same_size(size_of_val(dst), "dst")?;
-        self.check_reachable(stream, "self", true)?;
+        let host_memory = self.check_reachable(stream, "self", true)?.is_none();
         let ptr = dst.as_mut_ptr().cast();
-        let host_memory = self.device().is_none();
         in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 if host_memory {
