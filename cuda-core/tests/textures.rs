@@ -1294,6 +1294,21 @@ fn a_surface_kernel_writes_an_array_read_back_by_copy() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn textures_outlive_their_launches_and_graphs_keep_them() {
+    // In a process of its own: a stream is held at a gate while the test calls the driver
+    // (see the copies module's ordering tests).
+    common::alone(
+        module_path!(),
+        "textures_outlive_their_launches_and_graphs_keep_them",
+        textures_outlive_their_launches_and_graphs_keep_them_alone,
+    );
+}
+
+fn textures_outlive_their_launches_and_graphs_keep_them_alone() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _watchdog = common::Watchdog::new(
+        std::time::Duration::from_secs(120),
+        "the texture lifetime test",
+    );
     let gpu = Gpu::new();
     let (w, h) = (32usize, 32usize);
     let img = image(w, h);
@@ -1307,19 +1322,45 @@ fn textures_outlive_their_launches_and_graphs_keep_them() {
     let xs = gpu.floats(&points.iter().map(|p| p.0).collect::<Vec<_>>());
     let ys = gpu.floats(&points.iter().map(|p| p.1).collect::<Vec<_>>());
     let out = gpu.zeros(256);
-    {
-        let texture = Texture::from_array(&array, &TextureOptions::default()).unwrap();
-        // SAFETY: 256 points and results; the texture's drop below waits for the kernel.
+    let sample = gpu.code.get_kernel("sample_2d").unwrap();
+    let run = |texture: &Texture| {
+        // SAFETY: 256 points and results; the texture's drop waits for the kernel.
         unsafe {
             launch(
                 &other,
                 &LaunchConfig::for_elements(256, 128),
-                &gpu.code.get_kernel("sample_2d").unwrap(),
-                &[&texture, &xs, &ys, &out, &256u32],
+                &sample,
+                &[texture, &xs, &ys, &out, &256u32],
             )
             .unwrap();
         }
-    }
+    };
+    // Once before the gate: a kernel's first launch in a context loads it, which waits for
+    // every stream of the context (the gated one too).
+    run(&Texture::from_array(&array, &TextureOptions::default()).unwrap());
+    other.sync().unwrap();
+    gpu.stream.sync().unwrap();
+    // The kernel queued behind a gate: dropping the texture (its last handle) must wait for
+    // it, so the drop returns only after the gate opens, a second later from another thread.
+    // A drop that destroyed the object at once would return before.
+    let gate = common::Gate::close(&other);
+    let texture = Texture::from_array(&array, &TextureOptions::default()).unwrap();
+    run(&texture);
+    let opened = Arc::new(AtomicBool::new(false));
+    let opener = {
+        let opened = Arc::clone(&opened);
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            opened.store(true, Ordering::SeqCst);
+            gate.open();
+        })
+    };
+    drop(texture);
+    assert!(
+        opened.load(Ordering::SeqCst),
+        "the texture was destroyed while a kernel that samples it was queued"
+    );
+    opener.join().unwrap();
     assert_eq!(out.to_vec::<f32>(&other).unwrap(), &img[..256]);
 
     let out = Arc::new(gpu.zeros(256));
@@ -1333,7 +1374,7 @@ fn textures_outlive_their_launches_and_graphs_keep_them() {
                 .add_kernel(
                     &[],
                     &LaunchConfig::for_elements(256, 128),
-                    &gpu.code.get_kernel("sample_2d").unwrap(),
+                    &sample,
                     &[&texture, &xs, &ys, &out, &256u32],
                 )
                 .unwrap();
