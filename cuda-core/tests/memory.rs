@@ -605,25 +605,34 @@ fn a_stream_keeps_its_small_buffers_for_its_next_allocations() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_kept_small_buffer_is_reused_in_stream_order() {
-    let device = common::device();
-    let stream = device.create_stream(StreamOptions::default()).unwrap();
-    let memory = device.memory_resource().unwrap();
-    let _watchdog = common::Watchdog::new(std::time::Duration::from_secs(60), "a gated stream");
-    let gate = common::Gate::close(&stream);
-    let mut old = memory.allocate(4096, &stream).unwrap();
-    old.fill(0xAAAA_AAAAu32, &stream).unwrap();
-    let ptr = old.ptr();
-    drop(old);
-    let mut new = memory.allocate(4000, &stream).unwrap();
-    assert_eq!(new.ptr(), ptr, "the kept buffer was not reused");
-    new.fill(0x5555_5555u32, &stream).unwrap();
-    gate.open();
-    let words = new.to_vec::<u32>(&stream).unwrap();
-    assert_eq!(words.len(), 1000);
-    assert!(
-        words.iter().all(|&w| w == 0x5555_5555),
-        "{:x?}",
-        &words[..4]
+    // In a process of its own: it holds a stream at a gate while calling the driver, which
+    // can deadlock beside other tests' module loads (they wait for every stream of the context).
+    common::alone(
+        module_path!(),
+        "a_kept_small_buffer_is_reused_in_stream_order",
+        || {
+            let device = common::device();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let memory = device.memory_resource().unwrap();
+            let _watchdog =
+                common::Watchdog::new(std::time::Duration::from_secs(60), "a gated stream");
+            let gate = common::Gate::close(&stream);
+            let mut old = memory.allocate(4096, &stream).unwrap();
+            old.fill(0xAAAA_AAAAu32, &stream).unwrap();
+            let ptr = old.ptr();
+            drop(old);
+            let mut new = memory.allocate(4000, &stream).unwrap();
+            assert_eq!(new.ptr(), ptr, "the kept buffer was not reused");
+            new.fill(0x5555_5555u32, &stream).unwrap();
+            gate.open();
+            let words = new.to_vec::<u32>(&stream).unwrap();
+            assert_eq!(words.len(), 1000);
+            assert!(
+                words.iter().all(|&w| w == 0x5555_5555),
+                "{:x?}",
+                &words[..4]
+            );
+        },
     );
 }
 

@@ -28,77 +28,81 @@ fn resident_bytes() -> u64 {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_recycled_event_is_a_fresh_one() {
-    // A thread of its own: recycling is per thread, so no other test's events mix in.
-    std::thread::spawn(|| {
-        let device = common::device();
-        let stream = device.create_stream(StreamOptions::default()).unwrap();
-        // Dropped, then made again with the same options: the same handle, no driver call.
-        let first = device.create_event(EventOptions::default()).unwrap();
-        let handle = handle_of(&first);
-        drop(first);
-        let again = device.create_event(EventOptions::default()).unwrap();
-        assert_eq!(handle_of(&again), handle, "not recycled");
-        assert!(again.is_done().unwrap(), "a fresh event is done");
-        // Other options never get it: a timing event times, a blocking one blocks.
-        drop(again);
-        let timed = device.create_event(EventOptions::timing()).unwrap();
-        assert_ne!(
-            handle_of(&timed),
-            handle,
-            "an untimed handle became a timing event"
-        );
-        let end = device.create_event(EventOptions::timing()).unwrap();
-        stream.record(&timed).unwrap();
-        stream.record(&end).unwrap();
-        end.sync().unwrap();
-        end.elapsed_since(&timed).unwrap();
-        let blocking = device
-            .create_event(EventOptions::default().with_blocking_sync(true))
-            .unwrap();
-        assert_ne!(handle_of(&blocking), handle);
-        // An event dropped with its record pending is not reused until it completes: the
-        // event made meanwhile is another, and done.
-        let gate = Gate::close(&stream);
-        let pending = stream.record_new(EventOptions::default()).unwrap();
-        let pending_handle = handle_of(&pending);
-        assert!(!pending.is_done().unwrap());
-        drop(pending);
-        let meanwhile = device.create_event(EventOptions::default()).unwrap();
-        assert_ne!(
-            handle_of(&meanwhile),
-            pending_handle,
-            "a pending handle was reused"
-        );
-        assert!(meanwhile.is_done().unwrap());
-        // A wait queued on the old event before it was dropped keeps its own record: it ends
-        // with that record, not with a later record of the handle's next event.
-        let other = device.create_stream(StreamOptions::default()).unwrap();
-        let waited = stream.record_new(EventOptions::default()).unwrap();
-        let waited_handle = handle_of(&waited);
-        other.wait(&waited).unwrap();
-        gate.open();
-        stream.sync().unwrap();
-        drop(waited);
-        drop(meanwhile);
-        // Both handles are complete now: the next events take them.
-        let reused: HashSet<String> = (0..2)
-            .map(|_| device.create_event(EventOptions::default()).unwrap())
-            .map(|e| {
-                let h = handle_of(&e);
-                std::mem::forget(e);
-                h
-            })
-            .collect();
-        assert!(
-            reused.contains(&waited_handle) || reused.contains(&pending_handle),
-            "completed handles were not reused: {reused:?}"
-        );
-        // `other`'s wait was on the old record, which completed: it is done, even though the
-        // handle was taken again.
-        other.sync().unwrap();
-    })
-    .join()
-    .unwrap();
+    // In a process of its own: it holds a stream at a gate while calling the driver, which
+    // can deadlock beside other tests' module loads (they wait for every stream of the context).
+    common::alone(module_path!(), "a_recycled_event_is_a_fresh_one", || {
+        // A thread of its own: recycling is per thread, so no other test's events mix in.
+        std::thread::spawn(|| {
+            let device = common::device();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            // Dropped, then made again with the same options: the same handle, no driver call.
+            let first = device.create_event(EventOptions::default()).unwrap();
+            let handle = handle_of(&first);
+            drop(first);
+            let again = device.create_event(EventOptions::default()).unwrap();
+            assert_eq!(handle_of(&again), handle, "not recycled");
+            assert!(again.is_done().unwrap(), "a fresh event is done");
+            // Other options never get it: a timing event times, a blocking one blocks.
+            drop(again);
+            let timed = device.create_event(EventOptions::timing()).unwrap();
+            assert_ne!(
+                handle_of(&timed),
+                handle,
+                "an untimed handle became a timing event"
+            );
+            let end = device.create_event(EventOptions::timing()).unwrap();
+            stream.record(&timed).unwrap();
+            stream.record(&end).unwrap();
+            end.sync().unwrap();
+            end.elapsed_since(&timed).unwrap();
+            let blocking = device
+                .create_event(EventOptions::default().with_blocking_sync(true))
+                .unwrap();
+            assert_ne!(handle_of(&blocking), handle);
+            // An event dropped with its record pending is not reused until it completes: the
+            // event made meanwhile is another, and done.
+            let gate = Gate::close(&stream);
+            let pending = stream.record_new(EventOptions::default()).unwrap();
+            let pending_handle = handle_of(&pending);
+            assert!(!pending.is_done().unwrap());
+            drop(pending);
+            let meanwhile = device.create_event(EventOptions::default()).unwrap();
+            assert_ne!(
+                handle_of(&meanwhile),
+                pending_handle,
+                "a pending handle was reused"
+            );
+            assert!(meanwhile.is_done().unwrap());
+            // A wait queued on the old event before it was dropped keeps its own record: it ends
+            // with that record, not with a later record of the handle's next event.
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            let waited = stream.record_new(EventOptions::default()).unwrap();
+            let waited_handle = handle_of(&waited);
+            other.wait(&waited).unwrap();
+            gate.open();
+            stream.sync().unwrap();
+            drop(waited);
+            drop(meanwhile);
+            // Both handles are complete now: the next events take them.
+            let reused: HashSet<String> = (0..2)
+                .map(|_| device.create_event(EventOptions::default()).unwrap())
+                .map(|e| {
+                    let h = handle_of(&e);
+                    std::mem::forget(e);
+                    h
+                })
+                .collect();
+            assert!(
+                reused.contains(&waited_handle) || reused.contains(&pending_handle),
+                "completed handles were not reused: {reused:?}"
+            );
+            // `other`'s wait was on the old record, which completed: it is done, even though the
+            // handle was taken again.
+            other.sync().unwrap();
+        })
+        .join()
+        .unwrap();
+    });
 }
 
 #[test]
@@ -227,55 +231,59 @@ fn a_million_event_and_stream_cycles_keep_no_memory() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_recycled_stream_is_an_idle_one() {
-    std::thread::spawn(|| {
-        let device = common::device();
-        let first = device.create_stream(StreamOptions::default()).unwrap();
-        let handle = handle_of(&first);
-        drop(first);
-        let again = device.create_stream(StreamOptions::default()).unwrap();
-        assert_eq!(handle_of(&again), handle, "an idle stream was not recycled");
-        assert!(again.is_non_blocking().unwrap());
-        // Another priority never gets it.
-        let (_, greatest) = device.stream_priority_range().unwrap();
-        drop(again);
-        let urgent = device
-            .create_stream(StreamOptions::default().with_priority(greatest))
-            .unwrap();
-        if greatest != 0 {
-            assert_ne!(handle_of(&urgent), handle);
-            assert_eq!(urgent.priority().unwrap(), greatest);
-        }
-        // Nor does a blocking stream.
-        let blocking = device
-            .create_stream(StreamOptions::default().with_non_blocking(false))
-            .unwrap();
-        assert_ne!(handle_of(&blocking), handle);
-        assert!(!blocking.is_non_blocking().unwrap());
-        // A busy stream waits apart: the stream made meanwhile is another, and runs at once.
-        let busy = device.create_stream(StreamOptions::default()).unwrap();
-        assert_eq!(handle_of(&busy), handle);
-        let _watchdog = common::Watchdog::new(Duration::from_secs(60), "a gated stream");
-        let gate = Gate::close(&busy);
-        drop(busy);
-        let meanwhile = device.create_stream(StreamOptions::default()).unwrap();
-        assert_ne!(handle_of(&meanwhile), handle, "a busy stream was reused");
-        meanwhile.sync().unwrap();
-        // Once the old stream's work is done, it is reused.
-        gate.open();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let next = device.create_stream(StreamOptions::default()).unwrap();
-            if handle_of(&next) == handle {
-                break;
+    // In a process of its own: it holds a stream at a gate while calling the driver, which
+    // can deadlock beside other tests' module loads (they wait for every stream of the context).
+    common::alone(module_path!(), "a_recycled_stream_is_an_idle_one", || {
+        std::thread::spawn(|| {
+            let device = common::device();
+            let first = device.create_stream(StreamOptions::default()).unwrap();
+            let handle = handle_of(&first);
+            drop(first);
+            let again = device.create_stream(StreamOptions::default()).unwrap();
+            assert_eq!(handle_of(&again), handle, "an idle stream was not recycled");
+            assert!(again.is_non_blocking().unwrap());
+            // Another priority never gets it.
+            let (_, greatest) = device.stream_priority_range().unwrap();
+            drop(again);
+            let urgent = device
+                .create_stream(StreamOptions::default().with_priority(greatest))
+                .unwrap();
+            if greatest != 0 {
+                assert_ne!(handle_of(&urgent), handle);
+                assert_eq!(urgent.priority().unwrap(), greatest);
             }
-            std::mem::forget(next);
-            assert!(Instant::now() < deadline, "the idle stream never came back");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        drop(meanwhile);
-    })
-    .join()
-    .unwrap();
+            // Nor does a blocking stream.
+            let blocking = device
+                .create_stream(StreamOptions::default().with_non_blocking(false))
+                .unwrap();
+            assert_ne!(handle_of(&blocking), handle);
+            assert!(!blocking.is_non_blocking().unwrap());
+            // A busy stream waits apart: the stream made meanwhile is another, and runs at once.
+            let busy = device.create_stream(StreamOptions::default()).unwrap();
+            assert_eq!(handle_of(&busy), handle);
+            let _watchdog = common::Watchdog::new(Duration::from_secs(60), "a gated stream");
+            let gate = Gate::close(&busy);
+            drop(busy);
+            let meanwhile = device.create_stream(StreamOptions::default()).unwrap();
+            assert_ne!(handle_of(&meanwhile), handle, "a busy stream was reused");
+            meanwhile.sync().unwrap();
+            // Once the old stream's work is done, it is reused.
+            gate.open();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let next = device.create_stream(StreamOptions::default()).unwrap();
+                if handle_of(&next) == handle {
+                    break;
+                }
+                std::mem::forget(next);
+                assert!(Instant::now() < deadline, "the idle stream never came back");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(meanwhile);
+        })
+        .join()
+        .unwrap();
+    });
 }
 
 /// Streams and events of green contexts are not recycled: a context made again can have the

@@ -49,47 +49,55 @@ fn options_are_what_the_driver_reports() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn record_wait_query_and_sync_follow_the_work() {
-    let device = common::device();
-    let a = device.create_stream(StreamOptions::default()).unwrap();
-    let b = device.create_stream(StreamOptions::default()).unwrap();
-    let _watchdog = crate::common::Watchdog::new(
-        std::time::Duration::from_secs(60),
-        "a stream held at a gate",
+    // In a process of its own: it holds a stream at a gate while calling the driver, which
+    // can deadlock beside other tests' module loads (they wait for every stream of the context).
+    common::alone(
+        module_path!(),
+        "record_wait_query_and_sync_follow_the_work",
+        || {
+            let device = common::device();
+            let a = device.create_stream(StreamOptions::default()).unwrap();
+            let b = device.create_stream(StreamOptions::default()).unwrap();
+            let _watchdog = crate::common::Watchdog::new(
+                std::time::Duration::from_secs(60),
+                "a stream held at a gate",
+            );
+            let gate = Gate::close(&a);
+            let event = device.create_event(EventOptions::default()).unwrap();
+            a.record(&event).unwrap();
+            b.wait(&event).unwrap();
+            let c = device.create_stream(StreamOptions::default()).unwrap();
+            c.wait_stream(&a).unwrap();
+            // Nothing can finish while the gate holds stream a.
+            assert!(!a.is_done().unwrap());
+            assert!(!event.is_done().unwrap());
+            assert!(!b.is_done().unwrap());
+            assert!(!c.is_done().unwrap());
+            gate.open();
+            b.sync().unwrap();
+            c.sync().unwrap();
+            assert!(event.is_done().unwrap());
+            event.sync().unwrap();
+            a.sync().unwrap();
+            assert!(a.is_done().unwrap() && b.is_done().unwrap() && c.is_done().unwrap());
+            // record_new makes and records an event of the stream's context.
+            let _watchdog = crate::common::Watchdog::new(
+                std::time::Duration::from_secs(60),
+                "a stream held at a gate",
+            );
+            let gate = Gate::close(&a);
+            let marker = a
+                .record_new(EventOptions {
+                    blocking_sync: true,
+                    ..Default::default()
+                })
+                .unwrap();
+            assert!(!marker.is_done().unwrap());
+            gate.open();
+            marker.sync().unwrap();
+            assert!(marker.is_done().unwrap());
+        },
     );
-    let gate = Gate::close(&a);
-    let event = device.create_event(EventOptions::default()).unwrap();
-    a.record(&event).unwrap();
-    b.wait(&event).unwrap();
-    let c = device.create_stream(StreamOptions::default()).unwrap();
-    c.wait_stream(&a).unwrap();
-    // Nothing can finish while the gate holds stream a.
-    assert!(!a.is_done().unwrap());
-    assert!(!event.is_done().unwrap());
-    assert!(!b.is_done().unwrap());
-    assert!(!c.is_done().unwrap());
-    gate.open();
-    b.sync().unwrap();
-    c.sync().unwrap();
-    assert!(event.is_done().unwrap());
-    event.sync().unwrap();
-    a.sync().unwrap();
-    assert!(a.is_done().unwrap() && b.is_done().unwrap() && c.is_done().unwrap());
-    // record_new makes and records an event of the stream's context.
-    let _watchdog = crate::common::Watchdog::new(
-        std::time::Duration::from_secs(60),
-        "a stream held at a gate",
-    );
-    let gate = Gate::close(&a);
-    let marker = a
-        .record_new(EventOptions {
-            blocking_sync: true,
-            ..Default::default()
-        })
-        .unwrap();
-    assert!(!marker.is_done().unwrap());
-    gate.open();
-    marker.sync().unwrap();
-    assert!(marker.is_done().unwrap());
 }
 
 #[test]
@@ -189,22 +197,30 @@ fn default_streams_work_from_a_thread_without_a_context() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_foreign_stream_is_used_but_not_destroyed() {
-    let device = common::device();
-    let owner = device.create_stream(StreamOptions::default()).unwrap();
-    // SAFETY: `owner` outlives `wrapped`.
-    let wrapped = unsafe { Stream::from_raw(owner.as_raw(), device) }.unwrap();
-    let _watchdog = crate::common::Watchdog::new(
-        std::time::Duration::from_secs(60),
-        "a stream held at a gate",
+    // In a process of its own: it holds a stream at a gate while calling the driver, which
+    // can deadlock beside other tests' module loads (they wait for every stream of the context).
+    common::alone(
+        module_path!(),
+        "a_foreign_stream_is_used_but_not_destroyed",
+        || {
+            let device = common::device();
+            let owner = device.create_stream(StreamOptions::default()).unwrap();
+            // SAFETY: `owner` outlives `wrapped`.
+            let wrapped = unsafe { Stream::from_raw(owner.as_raw(), device) }.unwrap();
+            let _watchdog = crate::common::Watchdog::new(
+                std::time::Duration::from_secs(60),
+                "a stream held at a gate",
+            );
+            let gate = Gate::close(&owner);
+            assert!(!wrapped.is_done().unwrap());
+            gate.open();
+            wrapped.sync().unwrap();
+            drop(wrapped);
+            // Still alive: the wrapper did not destroy it.
+            owner.record_new(EventOptions::default()).unwrap();
+            owner.sync().unwrap();
+        },
     );
-    let gate = Gate::close(&owner);
-    assert!(!wrapped.is_done().unwrap());
-    gate.open();
-    wrapped.sync().unwrap();
-    drop(wrapped);
-    // Still alive: the wrapper did not destroy it.
-    owner.record_new(EventOptions::default()).unwrap();
-    owner.sync().unwrap();
 }
 
 #[test]
