@@ -1,7 +1,7 @@
 //! Device memory from a memory pool, allocated and freed in stream order.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
@@ -259,9 +259,7 @@ impl DeviceMemoryResource {
     /// See [`memory::ipc`](crate::memory::ipc).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        let shared = ipc::share_pool(&self._context, self.pool, self.identity()?)?;
-        self.exported.store(true, Ordering::Release);
-        Ok(shared)
+        ipc::share_pool(&self._context, self.pool, self.identity()?, &self.exported)
     }
 
     /// Describes `buffer`, one of this pool's, for a process that imported the pool
@@ -275,16 +273,14 @@ impl DeviceMemoryResource {
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
         let identity = self.identity()?;
-        if !ipc::allocated_by(buffer, self) {
-            return Err(Error::InvalidArgument {
-                name: "buffer",
-                reason: format!(
-                    "it was allocated by {:?}, not by this pool",
-                    buffer.memory_resource()
-                ),
-            });
-        }
-        ipc::export_buffer(&self._context, buffer, self.pool, identity, &self.exported)
+        ipc::export_buffer(
+            &self._context,
+            self,
+            buffer,
+            self.pool,
+            identity,
+            &self.exported,
+        )
     }
 
     fn identity(&self) -> Result<PoolIdentity> {

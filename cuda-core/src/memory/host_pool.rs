@@ -299,9 +299,7 @@ impl PinnedMemoryPool {
     /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        let shared = ipc::share_pool(&self.context, self.pool, self.identity()?)?;
-        self.exported.store(true, Ordering::Release);
-        Ok(shared)
+        ipc::share_pool(&self.context, self.pool, self.identity()?, &self.exported)
     }
 
     /// Describes one of the pool's buffers for a process that imported the pool: see
@@ -309,16 +307,14 @@ impl PinnedMemoryPool {
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
         let identity = self.identity()?;
-        if !ipc::allocated_by(buffer, self) {
-            return Err(Error::InvalidArgument {
-                name: "buffer",
-                reason: format!(
-                    "it was allocated by {:?}, not by this pool",
-                    buffer.memory_resource()
-                ),
-            });
-        }
-        ipc::export_buffer(&self.context, buffer, self.pool, identity, &self.exported)
+        ipc::export_buffer(
+            &self.context,
+            self,
+            buffer,
+            self.pool,
+            identity,
+            &self.exported,
+        )
     }
 
     fn identity(&self) -> Result<PoolIdentity> {

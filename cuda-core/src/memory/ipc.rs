@@ -72,7 +72,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
@@ -331,11 +331,13 @@ impl AsFd for SharedPoolHandle {
     }
 }
 
-/// Exports `pool` for another process.
+/// Exports `pool` for another process, and records in `exported` that it was (see
+/// [`export_buffer`]).
 pub(crate) fn share_pool(
     context: &Context,
     pool: PoolHandle,
     identity: PoolIdentity,
+    exported: &AtomicBool,
 ) -> Result<SharedPoolHandle> {
     let fd = context.with_current(|driver| driver.ipc_pool_export_fd(pool))?;
     if fd < 0 {
@@ -356,6 +358,7 @@ pub(crate) fn share_pool(
         source: crate::error::Cause::new(e),
     })?;
     drop(made);
+    exported.store(true, Ordering::Release);
     Ok(SharedPoolHandle { fd, identity })
 }
 
@@ -367,21 +370,30 @@ pub(crate) fn allocated_by<R>(buffer: &Buffer, resource: &R) -> bool {
     )
 }
 
-/// A buffer's descriptor, for a pool of `identity`.
+/// The descriptor of `buffer`, which must be `resource`'s, for `pool` of `identity`.
 ///
 /// The driver refuses `cuMemPoolExportPointer` (`CUDA_ERROR_INVALID_VALUE`, seen on the 580
-/// driver) until the pool itself was exported once; a pool never shared yet is exported here
-/// first, and its descriptor closed. `exported` records that it was.
-pub(crate) fn export_buffer(
+/// driver) until the pool itself was exported once; a pool never shared yet (`exported`) is
+/// exported here first, and its descriptor closed.
+pub(crate) fn export_buffer<R>(
     context: &Context,
+    resource: &R,
     buffer: &Buffer,
     pool: PoolHandle,
     identity: PoolIdentity,
-    exported: &std::sync::atomic::AtomicBool,
+    exported: &AtomicBool,
 ) -> Result<BufferDescriptor> {
-    if !exported.load(std::sync::atomic::Ordering::Acquire) {
-        drop(share_pool(context, pool, identity)?);
-        exported.store(true, std::sync::atomic::Ordering::Release);
+    if !allocated_by(buffer, resource) {
+        return Err(Error::InvalidArgument {
+            name: "buffer",
+            reason: format!(
+                "it was allocated by {:?}, not by this pool",
+                buffer.memory_resource()
+            ),
+        });
+    }
+    if !exported.load(Ordering::Acquire) {
+        drop(share_pool(context, pool, identity, exported)?);
     }
     let data = context.with_current(|driver| driver.ipc_pool_export_pointer(buffer.ptr().0))?;
     Ok(BufferDescriptor {
