@@ -225,6 +225,7 @@ fn node_parameters_change_on_the_graph_and_on_the_executable_graph() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_capture_allocates_graph_memory_and_refuses_buffers() {
+    let _graph_memory = common::graph_memory();
     let device = common::device();
     let code = compile();
     let (iota, copy) = (

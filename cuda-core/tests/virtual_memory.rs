@@ -702,24 +702,6 @@ fn grid() -> LaunchConfig {
     LaunchConfig::new([264, 1, 1], [256, 1, 1])
 }
 
-/// The device memory this process holds, as NVML counts it; `None` (said as not run) where
-/// NVML does not know this process. The device's free memory would not do: other tests of
-/// the binary allocate and free meanwhile (seen on the H200: it rose by 1.7 GB while 24 MiB
-/// were mapped), and these tests run alone in a process of their own.
-fn own_memory(device: Device) -> Option<usize> {
-    #[cfg(feature = "nvml")]
-    if let Some(used) = common::own_gpu_memory(device) {
-        return usize::try_from(used).ok();
-    }
-    let _ = device;
-    common::not_run(
-        "host-pids",
-        "NVML does not report this process's memory (the nvml feature is off, or its process \
-         ids are not this PID namespace's)",
-    );
-    None
-}
-
 /// A buffer grown four times in place, every byte written by a kernel and checked by the next
 /// round's kernel and by the host; returns the bytes mapped at its largest.
 fn grow_four_times(memory: &std::sync::Arc<VirtualMemoryResource>, device: Device) -> usize {
@@ -812,13 +794,13 @@ fn a_virtual_buffer_grows_four_times_in_place_and_a_kernel_touches_every_byte() 
             // Loaded once before counting (the module, the first launch's state).
             let mapped = grow_four_times(&memory, device);
             assert_eq!(mapped, 12 * g);
-            let Some(before) = own_memory(device) else {
+            let Some(before) = common::own_memory(device) else {
                 return;
             };
             let mut after = Vec::new();
             for _ in 0..3 {
                 grow_four_times(&memory, device);
-                after.push(own_memory(device).unwrap());
+                after.push(common::own_memory(device).unwrap());
             }
             println!("this process's memory: {before} before, {after:?} after each cycle");
             for (cycle, &used) in after.iter().enumerate() {
@@ -832,7 +814,7 @@ fn a_virtual_buffer_grows_four_times_in_place_and_a_kernel_touches_every_byte() 
             let stream = device.create_stream(StreamOptions::default()).unwrap();
             let mut held = memory.growable(16 * g, &stream).unwrap();
             held.grow(12 * g).unwrap();
-            let during = own_memory(device).unwrap();
+            let during = common::own_memory(device).unwrap();
             println!("while 12 granules are mapped: {during}");
             assert!(
                 during.saturating_sub(before) >= 11 * g,
@@ -1012,13 +994,13 @@ fn bad_virtual_memory_inputs_give_clear_errors_and_leak_nothing() {
                 drop((unused, mapping, growable));
             };
             round();
-            let Some(before) = own_memory(device) else {
+            let Some(before) = common::own_memory(device) else {
                 return;
             };
             for _ in 0..8 {
                 round();
             }
-            let after = own_memory(device).unwrap();
+            let after = common::own_memory(device).unwrap();
             println!(
                 "this process's memory: {before} before, {after} after 8 rounds of bad inputs"
             );

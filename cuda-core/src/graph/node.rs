@@ -866,10 +866,11 @@ pub trait BuildGraph: seal::Buildable {
         let mut target = self.target();
         target.check_kind(node, params::kinds::FILL, "a fill node")?;
         let memset = params::fill_spec(dst, value, target.context)?;
+        // In the graph's context: the call names none, and the 580 driver refuses pool
+        // memory (CUDA_ERROR_INVALID_VALUE) with no context current.
         target
             .context
-            .driver()
-            .graph_memset_node_set(node.handle, &memset)?;
+            .with_current(|driver| driver.graph_memset_node_set(node.handle, &memset))?;
         target.keep_buffer(dst);
         Ok(())
     }
@@ -882,10 +883,10 @@ pub trait BuildGraph: seal::Buildable {
         let mut target = self.target();
         target.check_kind(node, params::kinds::COPY, "a copy node")?;
         let copy = params::copy_spec(src, dst, target.context)?;
+        // In the graph's context, as in `set_fill`.
         target
             .context
-            .driver()
-            .graph_memcpy_node_set(node.handle, &copy)?;
+            .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
         target.keep_buffer(src);
         target.keep_buffer(dst);
         Ok(())
@@ -905,10 +906,10 @@ pub trait BuildGraph: seal::Buildable {
         let mut target = self.target();
         target.check_kind(node, params::kinds::COPY, "a copy node")?;
         let copy = params::host_copy_spec(&src, dst, target.context)?;
+        // In the graph's context, as in `set_fill`.
         target
             .context
-            .driver()
-            .graph_memcpy_node_set(node.handle, &copy)?;
+            .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
         target.keep(src);
         target.keep_buffer(dst);
         Ok(())
