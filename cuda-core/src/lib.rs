@@ -86,7 +86,7 @@ pub use memory::{
 pub use memory::{
     BufferDescriptor, ImportedPool, IpcMemHandle, ManagedLocation, ManagedMemoryPool,
     ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions, ReusePolicy,
-    SharedPoolHandle,
+    SharedPoolHandle, SharedPoolParts,
 };
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{

@@ -675,9 +675,10 @@ fn bad_imports_are_clear_errors() {
             let stream = stream(device);
             let handle = channel.recv_pool();
             // A handle that claims another GPU, one this process does not see.
-            let (fd, mut info) = handle.try_clone().unwrap().into_parts();
-            info[28..44].copy_from_slice(&[0xee; 16]);
-            let elsewhere = SharedPoolHandle::from_parts(fd, &info).unwrap();
+            let mut parts = handle.try_clone().unwrap().into_parts();
+            parts.info[28..44].copy_from_slice(&[0xee; 16]);
+            let elsewhere =
+                SharedPoolHandle::from_parts(parts.pool, parts.liveness, &parts.info).unwrap();
             let err = ImportedPool::import(device, elsewhere).unwrap_err();
             assert!(
                 matches!(&err, Error::InvalidArgument { name: "device", reason } if reason.contains("does not see")),
@@ -1025,6 +1026,8 @@ fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
         |children| {
             let mut file = tempfile::tempfile().unwrap();
             file.write_all(b"shared").unwrap();
+            let mut record = tempfile::tempfile().unwrap();
+            record.write_all(b"record").unwrap();
             let info = {
                 // Bytes of a shared pool's form (a pinned pool of NUMA node 2).
                 let mut info = [0u8; SharedPoolHandle::INFO_BYTES];
@@ -1033,7 +1036,7 @@ fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
                 info[44] = 2;
                 info
             };
-            let handle = SharedPoolHandle::from_parts(file.into(), &info).unwrap();
+            let handle = SharedPoolHandle::from_parts(file.into(), record.into(), &info).unwrap();
             for (i, name) in ["left", "right"].iter().enumerate() {
                 children.channels[i].say(name);
                 children.channels[i].send_pool(&handle);
@@ -1046,10 +1049,18 @@ fn the_parent_and_its_children_talk_and_pass_file_descriptors() {
             channel.expect(role);
             let handle = channel.recv_pool();
             let node = handle.numa_node().unwrap();
-            let (fd, _) = handle.into_parts();
-            // Read at an offset: both children's descriptors share one file position.
+            let parts = handle.into_parts();
+            // Read at an offset: both children's descriptors share one file position. Each
+            // descriptor arrives as its own (catches the two swapped or one sent twice).
             let mut text = [0u8; 6];
-            std::fs::File::from(fd).read_exact_at(&mut text, 0).unwrap();
+            std::fs::File::from(parts.pool)
+                .read_exact_at(&mut text, 0)
+                .unwrap();
+            let mut record = [0u8; 6];
+            std::fs::File::from(parts.liveness)
+                .read_exact_at(&mut record, 0)
+                .unwrap();
+            assert_eq!(&record, b"record");
             let text = String::from_utf8_lossy(&text);
             let line = "x".repeat(1023);
             for _ in 0..256 {
@@ -1091,7 +1102,9 @@ fn a_buffer_exported_before_its_pool_was_shared_exports_the_pool_first_once() {
                 matches!((pool_at, pointer_at), (Some(p), Some(q)) if p < q),
                 "the pool is exported before its buffer: {log}"
             );
-            assert_eq!(open_fds(), fds, "the pool's descriptor was closed");
+            // The pool's descriptor was closed; the pool's record of its exported buffers
+            // (one file) stays open as long as the pool.
+            assert_eq!(open_fds(), fds + 1, "the pool's descriptor was closed");
             // Once is enough: neither the next buffer nor a share export it a second time
             // for the buffer's sake.
             pool.export_buffer(&b).unwrap();
@@ -1104,8 +1117,10 @@ fn a_buffer_exported_before_its_pool_was_shared_exports_the_pool_first_once() {
                 standin::log()
             );
             assert_eq!(standin::calls("cuMemPoolExportPointer").len(), 3);
-            drop((a, b));
+            drop((a, b, _handle));
             stream.sync().unwrap();
+            drop(pool);
+            assert_eq!(open_fds(), fds, "the pool's record outlived the pool");
         },
     );
 }
@@ -1544,6 +1559,61 @@ fn a_descriptor_the_driver_refuses_or_too_large_is_a_clear_error() {
                 imported.import_buffer(&descriptor, &elsewhere),
                 Err(Error::InvalidArgument { name: "stream", .. })
             ));
+        },
+    );
+}
+
+/// The driver imports a buffer its exporter freed (seen on the 580 driver, even after a
+/// trim): the exporter's record, which came with the pool's handle, refuses it before the
+/// driver, for good, while the pool's other buffers import.
+#[test]
+fn a_buffer_its_exporter_freed_is_refused_before_the_driver() {
+    standin::run(
+        module_path!(),
+        "a_buffer_its_exporter_freed_is_refused_before_the_driver",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = shareable_pool(device);
+            let imported = ImportedPool::import(device, pool.share().unwrap()).unwrap();
+            let first = pool.allocate(4096, &stream).unwrap();
+            let descriptor = pool.export_buffer(&first).unwrap();
+            // Exported twice, the same descriptor (catches a second record per export).
+            assert_eq!(pool.export_buffer(&first).unwrap(), descriptor);
+            let second = pool.allocate(4096, &stream).unwrap();
+            let kept = pool.export_buffer(&second).unwrap();
+            // Live: imports (catches a record that refuses everything).
+            drop(imported.import_buffer(&descriptor, &stream).unwrap());
+            stream.sync().unwrap();
+            drop(first);
+            stream.sync().unwrap();
+            standin::clear_log();
+            let err = imported.import_buffer(&descriptor, &stream).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "descriptor", reason } if reason.contains("freed")),
+                "{err}"
+            );
+            assert!(
+                standin::calls("cuMemPoolImportPointer").is_empty(),
+                "{}",
+                standin::log()
+            );
+            // The freed buffer's record goes to the next export, which imports; the freed
+            // one's descriptor stays refused (catches a reused record that revives it).
+            let third = pool.allocate(4096, &stream).unwrap();
+            let third_descriptor = pool.export_buffer(&third).unwrap();
+            assert!(imported.import_buffer(&descriptor, &stream).is_err());
+            let a = imported.import_buffer(&third_descriptor, &stream).unwrap();
+            let b = imported.import_buffer(&kept, &stream).unwrap();
+            drop((a, b, second, third));
+            stream.sync().unwrap();
+            // Closed rather than dropped: the same.
+            let fourth = pool.allocate(4096, &stream).unwrap();
+            let fourth_descriptor = pool.export_buffer(&fourth).unwrap();
+            fourth.close(Some(&stream)).unwrap();
+            assert!(imported.import_buffer(&fourth_descriptor, &stream).is_err());
         },
     );
 }

@@ -1,7 +1,6 @@
 //! Device memory from a memory pool, allocated and freed in stream order.
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
@@ -99,8 +98,9 @@ pub struct DeviceMemoryResource {
     caches_small: bool,
     /// What names a shareable pool to other processes.
     sharing: Option<PoolIdentity>,
-    /// Whether the pool was exported to a shareable handle once (see [`ipc::export_buffer`]).
-    exported: AtomicBool,
+    /// Whether the pool was exported once, and its record of the exported buffers still
+    /// allocated (see `ipc::Exports`).
+    exports: ipc::Exports,
     driver: &'static dyn Driver,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
@@ -217,7 +217,7 @@ impl DeviceMemoryResource {
             owned,
             caches_small: false,
             sharing: None,
-            exported: AtomicBool::new(false),
+            exports: ipc::Exports::default(),
             driver: context.driver(),
             _context: context,
         })
@@ -259,7 +259,7 @@ impl DeviceMemoryResource {
     /// See [`memory::ipc`](crate::memory::ipc).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self._context, self.pool, self.identity()?, &self.exported)
+        ipc::share_pool(&self._context, self.pool, self.identity()?, &self.exports)
     }
 
     /// Describes `buffer`, one of this pool's, for a process that imported the pool
@@ -279,7 +279,7 @@ impl DeviceMemoryResource {
             buffer,
             self.pool,
             identity,
-            &self.exported,
+            &self.exports,
         )
     }
 
@@ -396,6 +396,11 @@ unsafe impl MemoryResource for DeviceMemoryResource {
 
     #[inline]
     unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()> {
+        // Before the memory can be reused (the small-size cache included): importers refuse
+        // the buffer's descriptors from here on.
+        if self.sharing.is_some() {
+            self.exports.freeing(ptr.0);
+        }
         if self.caches_small && stream.device() == self.device {
             if let (Some((index, _)), Some(cache)) = (small::class_of(size), stream.small_cache()) {
                 if cache.give(index, ptr.0) {

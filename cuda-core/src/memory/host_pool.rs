@@ -2,7 +2,7 @@
 //! memory ([`PinnedMemoryPool`]) and managed memory ([`ManagedMemoryPool`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::device_pool::POSIX_FD_HANDLES;
@@ -91,8 +91,9 @@ pub struct PinnedMemoryPool {
     pool: PoolHandle,
     numa_node: Option<u32>,
     sharing: Option<PoolIdentity>,
-    /// Whether the pool was exported to a shareable handle once (see `ipc::export_buffer`).
-    exported: AtomicBool,
+    /// Whether the pool was exported once, and its record of the exported buffers still
+    /// allocated (see `ipc::Exports`).
+    exports: ipc::Exports,
     /// Bit `d` set: device `d` has read-write access (devices 0 to 63; others are asked).
     access: AtomicU64,
     /// Held by `set_access`.
@@ -218,7 +219,7 @@ impl PinnedMemoryPool {
             pool,
             numa_node: options.numa_node,
             sharing,
-            exported: AtomicBool::new(false),
+            exports: ipc::Exports::default(),
             access: AtomicU64::new(0),
             changing: Mutex::new(()),
             driver,
@@ -299,7 +300,7 @@ impl PinnedMemoryPool {
     /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self.context, self.pool, self.identity()?, &self.exported)
+        ipc::share_pool(&self.context, self.pool, self.identity()?, &self.exports)
     }
 
     /// Describes one of the pool's buffers for a process that imported the pool: see
@@ -313,7 +314,7 @@ impl PinnedMemoryPool {
             buffer,
             self.pool,
             identity,
-            &self.exported,
+            &self.exports,
         )
     }
 
@@ -369,6 +370,8 @@ unsafe impl MemoryResource for PinnedMemoryPool {
 
     #[inline]
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        // Importers refuse the buffer's descriptors from here on.
+        self.exports.freeing(ptr.0);
         stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 

@@ -5,7 +5,8 @@
 //!
 //! A pool made shareable ([`DeviceMemoryResourceOptions::shareable`], or
 //! [`PinnedMemoryPoolOptions::shareable`] with a NUMA node) exports itself as a
-//! [`SharedPoolHandle`]: a POSIX file descriptor and a few bytes naming the pool. Another
+//! [`SharedPoolHandle`]: a POSIX file descriptor, a second one for the exporter's record of
+//! which exported buffers are still allocated, and a few bytes naming the pool. Another
 //! process receives it (a file descriptor crosses processes only as `SCM_RIGHTS` over a Unix
 //! socket, or by `pidfd_getfd`: [`SharedPoolHandle::send`] and [`SharedPoolHandle::recv`] do
 //! the first) and imports the pool with [`ImportedPool::import`]. Each buffer of the pool
@@ -39,7 +40,9 @@
 //! ```
 //!
 //! What this process can rely on: an imported buffer's drop (or close) releases this
-//! process's mapping of the memory and never frees the exporter's allocation; a buffer cannot
+//! process's mapping of the memory and never frees the exporter's allocation; a buffer the
+//! exporter freed before the import is refused (by the exporter's record: the driver would
+//! import it); a buffer cannot
 //! be imported twice at once in one process (the driver does not count imports of one buffer,
 //! so the first release would unmap the second); a descriptor's size is checked against the
 //! allocation it names; the imported pool stays alive as long as any of its buffers.
@@ -65,6 +68,7 @@
 //! [`DeviceMemoryResourceOptions::shareable`]: crate::DeviceMemoryResourceOptions::shareable
 //! [`PinnedMemoryPoolOptions::shareable`]: crate::PinnedMemoryPoolOptions::shareable
 
+mod liveness;
 #[cfg(feature = "fd-passing")]
 mod socket;
 
@@ -73,7 +77,9 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use liveness::{Entry, Liveness};
 
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
@@ -263,6 +269,8 @@ impl PoolIdentity {
 #[doc(alias = "cuMemPoolExportToShareableHandle")]
 pub struct SharedPoolHandle {
     fd: OwnedFd,
+    /// The exporter's record of which exported buffers are still allocated.
+    liveness: OwnedFd,
     identity: PoolIdentity,
 }
 
@@ -270,6 +278,7 @@ impl fmt::Debug for SharedPoolHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedPoolHandle")
             .field("fd", &self.fd.as_raw_fd())
+            .field("liveness", &self.liveness.as_raw_fd())
             .field("pool", &self.identity)
             .finish()
     }
@@ -279,17 +288,25 @@ impl SharedPoolHandle {
     /// The length of the bytes that name the pool ([`into_parts`](Self::into_parts)).
     pub const INFO_BYTES: usize = 48;
 
-    /// The file descriptor, and the bytes that name the pool: send both to the other process,
+    /// The pool's file descriptor, the descriptor of the exporter's record of which exported
+    /// buffers are still allocated (which lets an importer refuse a freed buffer: the driver
+    /// imports one), and the bytes that name the pool: send all three to the other process,
     /// which rebuilds the handle with [`from_parts`](Self::from_parts).
-    pub fn into_parts(self) -> (OwnedFd, [u8; Self::INFO_BYTES]) {
-        (self.fd, self.identity.to_bytes())
+    pub fn into_parts(self) -> SharedPoolParts {
+        SharedPoolParts {
+            pool: self.fd,
+            liveness: self.liveness,
+            info: self.identity.to_bytes(),
+        }
     }
 
-    /// A handle from a received file descriptor and the bytes sent with it; bytes that are no
-    /// shared pool's are [`Error::InvalidArgument`].
-    pub fn from_parts(fd: OwnedFd, info: &[u8]) -> Result<SharedPoolHandle> {
+    /// A handle from the received file descriptors and the bytes sent with them, as
+    /// [`into_parts`](Self::into_parts) gave them; bytes that are no shared pool's are
+    /// [`Error::InvalidArgument`].
+    pub fn from_parts(pool: OwnedFd, liveness: OwnedFd, info: &[u8]) -> Result<SharedPoolHandle> {
         Ok(SharedPoolHandle {
-            fd,
+            fd: pool,
+            liveness,
             identity: PoolIdentity::from_bytes(info)?,
         })
     }
@@ -308,21 +325,41 @@ impl SharedPoolHandle {
         }
     }
 
-    /// A second handle to the same pool, with a duplicate of the file descriptor.
+    /// A second handle to the same pool, with duplicates of the file descriptors.
     pub fn try_clone(&self) -> Result<SharedPoolHandle> {
-        let fd = self.fd.try_clone().map_err(|e| Error::Socket {
-            operation: "dup",
-            source: crate::error::Cause::new(e),
-        })?;
+        let dup = |fd: &OwnedFd| {
+            fd.try_clone().map_err(|e| Error::FileDescriptor {
+                operation: "fcntl(F_DUPFD_CLOEXEC)",
+                source: crate::error::Cause::new(e),
+            })
+        };
         Ok(SharedPoolHandle {
-            fd,
+            fd: dup(&self.fd)?,
+            liveness: dup(&self.liveness)?,
             identity: self.identity,
         })
+    }
+
+    /// The descriptor of the exporter's record of its live buffers.
+    pub(crate) fn liveness_fd(&self) -> BorrowedFd<'_> {
+        self.liveness.as_fd()
     }
 
     pub(crate) fn identity(&self) -> PoolIdentity {
         self.identity
     }
+}
+
+/// A [`SharedPoolHandle`] taken apart ([`SharedPoolHandle::into_parts`]), to send some other
+/// way than [`SharedPoolHandle::send`]: both file descriptors and the bytes.
+#[derive(Debug)]
+pub struct SharedPoolParts {
+    /// The pool (`cuMemPoolExportToShareableHandle`).
+    pub pool: OwnedFd,
+    /// The exporter's record of which exported buffers are still allocated.
+    pub liveness: OwnedFd,
+    /// The bytes that name the pool.
+    pub info: [u8; SharedPoolHandle::INFO_BYTES],
 }
 
 impl AsFd for SharedPoolHandle {
@@ -331,14 +368,47 @@ impl AsFd for SharedPoolHandle {
     }
 }
 
-/// Exports `pool` for another process, and records in `exported` that it was (see
-/// [`export_buffer`]).
+/// What a shareable pool keeps of its exports: whether it was exported once (see
+/// [`export_buffer`]), and its record of the exported buffers still allocated, made at the
+/// first export.
+#[derive(Default)]
+pub(crate) struct Exports {
+    exported: AtomicBool,
+    liveness: OnceLock<Liveness>,
+}
+
+impl Exports {
+    fn liveness(&self) -> Result<&Liveness> {
+        if let Some(record) = self.liveness.get() {
+            return Ok(record);
+        }
+        let made = Liveness::new()?;
+        // Another thread may have made one meanwhile: the first kept is the one.
+        let _ = self.liveness.set(made);
+        self.liveness.get().ok_or_else(|| Error::InvalidArgument {
+            name: "self",
+            reason: "the pool's record of exported buffers could not be kept".to_owned(),
+        })
+    }
+
+    /// Records that the buffer at `ptr` is being freed, before its memory goes back to the
+    /// pool: importers refuse its descriptors from now on.
+    #[inline]
+    pub(crate) fn freeing(&self, ptr: u64) {
+        if let Some(record) = self.liveness.get() {
+            record.clear(ptr);
+        }
+    }
+}
+
+/// Exports `pool` for another process, and records in `exports` that it was.
 pub(crate) fn share_pool(
     context: &Context,
     pool: PoolHandle,
     identity: PoolIdentity,
-    exported: &AtomicBool,
+    exports: &Exports,
 ) -> Result<SharedPoolHandle> {
+    let liveness = exports.liveness()?.fd()?;
     let fd = context.with_current(|driver| driver.ipc_pool_export_fd(pool))?;
     if fd < 0 {
         return Err(Error::InvalidArgument {
@@ -358,8 +428,12 @@ pub(crate) fn share_pool(
         source: crate::error::Cause::new(e),
     })?;
     drop(made);
-    exported.store(true, Ordering::Release);
-    Ok(SharedPoolHandle { fd, identity })
+    exports.exported.store(true, Ordering::Release);
+    Ok(SharedPoolHandle {
+        fd,
+        liveness,
+        identity,
+    })
 }
 
 /// Whether `buffer` was allocated by `resource` (the same value).
@@ -370,18 +444,19 @@ pub(crate) fn allocated_by<R>(buffer: &Buffer, resource: &R) -> bool {
     )
 }
 
-/// The descriptor of `buffer`, which must be `resource`'s, for `pool` of `identity`.
+/// The descriptor of `buffer`, which must be `resource`'s, for `pool` of `identity`; the
+/// buffer is recorded as live for importers until it is freed.
 ///
 /// The driver refuses `cuMemPoolExportPointer` (`CUDA_ERROR_INVALID_VALUE`, seen on the 580
-/// driver) until the pool itself was exported once; a pool never shared yet (`exported`) is
-/// exported here first, and its descriptor closed.
+/// driver) until the pool itself was exported once; a pool never shared yet is exported here
+/// first, and its descriptor closed.
 pub(crate) fn export_buffer<R>(
     context: &Context,
     resource: &R,
     buffer: &Buffer,
     pool: PoolHandle,
     identity: PoolIdentity,
-    exported: &AtomicBool,
+    exports: &Exports,
 ) -> Result<BufferDescriptor> {
     if !allocated_by(buffer, resource) {
         return Err(Error::InvalidArgument {
@@ -392,14 +467,16 @@ pub(crate) fn export_buffer<R>(
             ),
         });
     }
-    if !exported.load(Ordering::Acquire) {
-        drop(share_pool(context, pool, identity, exported)?);
+    if !exports.exported.load(Ordering::Acquire) {
+        drop(share_pool(context, pool, identity, exports)?);
     }
     let data = context.with_current(|driver| driver.ipc_pool_export_pointer(buffer.ptr().0))?;
+    let live = exports.liveness()?.mark(buffer.ptr().0)?;
     Ok(BufferDescriptor {
         token: identity.token,
         size: buffer.size() as u64,
         data,
+        live,
     })
 }
 
@@ -411,6 +488,8 @@ pub struct BufferDescriptor {
     token: [u8; 16],
     size: u64,
     data: [u8; 64],
+    /// Where the exporter records whether the buffer is still allocated.
+    live: Entry,
 }
 
 impl fmt::Debug for BufferDescriptor {
@@ -426,7 +505,7 @@ const BUFFER_MAGIC: &[u8; 4] = b"CCBF";
 
 impl BufferDescriptor {
     /// The length of [`to_bytes`](Self::to_bytes).
-    pub const BYTES: usize = 96;
+    pub const BYTES: usize = 112;
 
     /// The buffer's size in bytes.
     pub fn size(&self) -> usize {
@@ -439,7 +518,9 @@ impl BufferDescriptor {
         bytes[..8].copy_from_slice(&form_header(BUFFER_MAGIC));
         bytes[8..24].copy_from_slice(&self.token);
         bytes[24..32].copy_from_slice(&self.size.to_le_bytes());
-        bytes[32..].copy_from_slice(&self.data);
+        bytes[32..96].copy_from_slice(&self.data);
+        bytes[96..100].copy_from_slice(&self.live.slot.to_le_bytes());
+        bytes[104..].copy_from_slice(&self.live.serial.to_le_bytes());
         bytes
     }
 
@@ -447,10 +528,20 @@ impl BufferDescriptor {
     /// size that does not fit the buffer they name is refused at import.)
     pub fn from_bytes(bytes: &[u8]) -> Result<BufferDescriptor> {
         check_form(bytes, BUFFER_MAGIC, Self::BYTES, "buffer descriptor")?;
+        if bytes[100..104] != [0; 4] {
+            return Err(Error::InvalidArgument {
+                name: "bytes",
+                reason: "a buffer descriptor's reserved bytes 100 to 103 are not zero".to_owned(),
+            });
+        }
         Ok(BufferDescriptor {
             token: field(bytes, 8),
             size: u64::from_le_bytes(field(bytes, 24)),
             data: field(bytes, 32),
+            live: Entry {
+                slot: u32::from_le_bytes(field(bytes, 96)),
+                serial: u64::from_le_bytes(field(bytes, 104)),
+            },
         })
     }
 }
@@ -579,6 +670,8 @@ pub struct ImportedPool {
     driver: &'static dyn Driver,
     context: Context,
     imports: Mutex<Imports>,
+    /// The exporter's record of its live buffers.
+    liveness: std::fs::File,
 }
 
 impl fmt::Debug for ImportedPool {
@@ -677,6 +770,14 @@ impl ImportedPool {
             }
         };
         let driver = context.driver();
+        let liveness =
+            handle
+                .liveness_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::FileDescriptor {
+                    operation: "fcntl(F_DUPFD_CLOEXEC)",
+                    source: crate::error::Cause::new(e),
+                })?;
         let fd = handle.fd.as_raw_fd();
         let pool = context.with_current(|driver| driver.ipc_pool_import_fd(fd))?;
         drop(handle);
@@ -717,6 +818,7 @@ impl ImportedPool {
             driver,
             context,
             imports: Mutex::new(Imports::default()),
+            liveness: liveness.into(),
         });
         registry.push(Registered {
             token: identity.token,
@@ -732,17 +834,18 @@ impl ImportedPool {
     /// of it: never the exporter's memory) on `stream` when dropped. `stream` must be of the
     /// pool's device.
     ///
-    /// Refused with [`Error::InvalidArgument`]: a descriptor of another pool; a buffer this
-    /// process has imported and not released (share that [`Buffer`] instead); a size larger
-    /// than the allocation the descriptor names; a descriptor the driver refuses, such as one
-    /// of a buffer its exporter freed; memory the driver imports as another kind than the
+    /// Refused with [`Error::InvalidArgument`]: a descriptor of another pool; a buffer its
+    /// exporter freed; a buffer this process has imported and not released (share that
+    /// [`Buffer`] instead); a size larger than the allocation the descriptor names; a
+    /// descriptor the driver refuses; memory the driver imports as another kind than the
     /// pool's handle named (device memory of another device, or device memory for a pinned
     /// pool: the handle's bytes were not this pool's).
     ///
-    /// The driver refuses a freed buffer only once its pool has given the memory back (a
-    /// trim, or its release threshold): while the exporter's pool keeps it, the 580 driver
-    /// imports it, and the import may see whatever the exporter allocates there next. Keep
-    /// the exporter's buffer until every importer has released it.
+    /// A buffer its exporter freed is refused by the exporter's record of its live buffers,
+    /// which came with the pool's handle: the 580 driver imports a freed buffer, even after
+    /// the pool was trimmed. The record is read when the import is made; a buffer the
+    /// exporter frees after that stays imported here and may see whatever the exporter
+    /// allocates there next. Keep the exporter's buffer until every importer has released it.
     #[doc(alias = "cuMemPoolImportPointer")]
     pub fn import_buffer(
         self: &Arc<Self>,
@@ -753,6 +856,14 @@ impl ImportedPool {
             return Err(Error::InvalidArgument {
                 name: "descriptor",
                 reason: "it describes a buffer of another pool than this one".to_owned(),
+            });
+        }
+        if !liveness::is_live(&self.liveness, descriptor.live)? {
+            return Err(Error::InvalidArgument {
+                name: "descriptor",
+                reason: "the exporting process freed the buffer (its record of exported \
+                         buffers says so; the driver would import the memory anyway)"
+                    .to_owned(),
             });
         }
         let size = descriptor.size();
@@ -1237,13 +1348,24 @@ mod tests {
             token: [1; 16],
             size: 3 << 33,
             data: std::array::from_fn(|i| i as u8),
+            live: Entry {
+                slot: 0x0102_0304,
+                serial: 0x0a0b_0c0d_0e0f_1011,
+            },
         };
         let bytes = descriptor.to_bytes();
         let back = BufferDescriptor::from_bytes(&bytes).unwrap();
+        // Catches a field lost or misplaced in either direction.
         assert_eq!(back, descriptor);
         assert_eq!(back.size(), 3 << 33);
-        assert_eq!(&bytes[32..], &descriptor.data);
-        for len in [0, 95, 97] {
+        assert_eq!(&bytes[32..96], &descriptor.data);
+        assert_eq!(back.live, descriptor.live);
+        // The reserved bytes must be zero.
+        let mut reserved = bytes;
+        reserved[101] = 1;
+        let err = BufferDescriptor::from_bytes(&reserved).unwrap_err();
+        assert!(err.to_string().contains("reserved"), "{err}");
+        for len in [0, 95, 96, 111, 113] {
             let mut v = bytes.to_vec();
             v.resize(len, 0);
             assert!(BufferDescriptor::from_bytes(&v).is_err(), "{len} bytes");
@@ -1274,17 +1396,26 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         let handle = SharedPoolHandle {
             fd: OwnedFd::from(file),
+            liveness: OwnedFd::from(tempfile::tempfile().unwrap()),
             identity: identity(),
         };
         assert_eq!(handle.gpu(), Some(Uuid([0xab; 16])));
         assert_eq!(handle.numa_node(), None);
         let copy = handle.try_clone().unwrap();
         assert_ne!(copy.as_fd().as_raw_fd(), handle.as_fd().as_raw_fd());
-        let (fd, info) = handle.into_parts();
-        let back = SharedPoolHandle::from_parts(fd, &info).unwrap();
+        assert_ne!(
+            copy.liveness_fd().as_raw_fd(),
+            handle.liveness_fd().as_raw_fd()
+        );
+        let (pool_fd, liveness_fd) = (handle.as_fd().as_raw_fd(), handle.liveness_fd().as_raw_fd());
+        let parts = handle.into_parts();
+        // Each descriptor comes out in its own place (catches the two swapped).
+        assert_eq!(parts.pool.as_raw_fd(), pool_fd);
+        assert_eq!(parts.liveness.as_raw_fd(), liveness_fd);
+        let back = SharedPoolHandle::from_parts(parts.pool, parts.liveness, &parts.info).unwrap();
         assert_eq!(back.identity(), identity());
         assert!(format!("{back:?}").contains("gpu"));
-        let (fd, _) = back.into_parts();
-        assert!(SharedPoolHandle::from_parts(fd, &[0; 48]).is_err());
+        let parts = back.into_parts();
+        assert!(SharedPoolHandle::from_parts(parts.pool, parts.liveness, &[0; 48]).is_err());
     }
 }

@@ -66,7 +66,7 @@ pub use host_pool::{
     ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
     PinnedMemoryPoolOptions,
 };
-pub use ipc::{BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle};
+pub use ipc::{BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle, SharedPoolParts};
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,

@@ -1,6 +1,7 @@
-//! [`SharedPoolHandle::send`] and [`SharedPoolHandle::recv`]: a pool's file descriptor and its
-//! bytes as one message over a Unix socket, the descriptor as `SCM_RIGHTS` ancillary data
-//! (through `rustix`, which keeps the control-message handling safe).
+//! [`SharedPoolHandle::send`] and [`SharedPoolHandle::recv`]: a pool's two file descriptors
+//! (the pool's, and the exporter's record of its live buffers) and its bytes as one message
+//! over a Unix socket, the descriptors as `SCM_RIGHTS` ancillary data (through `rustix`, which
+//! keeps the control-message handling safe).
 
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -37,7 +38,7 @@ fn short(operation: &'static str, what: String) -> Error {
 impl SharedPoolHandle {
     /// Sends the handle over a connected Unix socket (a `UnixStream`, or a `UnixDatagram` or
     /// seq-packet socket that is connected): its bytes, with a copy of its file descriptor as
-    /// `SCM_RIGHTS` ancillary data. The handle stays usable here: send it to as many
+    /// `SCM_RIGHTS` ancillary data (the pool's, then the record of its live buffers). The handle stays usable here: send it to as many
     /// processes as need it. The other end receives it with [`recv`](Self::recv).
     ///
     /// ```no_run
@@ -56,13 +57,13 @@ impl SharedPoolHandle {
     #[doc(alias("sendmsg", "SCM_RIGHTS"))]
     pub fn send(&self, socket: impl AsFd) -> Result<()> {
         let bytes = self.identity().to_bytes();
-        let fds = [self.as_fd()];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let fds = [self.as_fd(), self.liveness_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
             return Err(socket_error(
                 "sendmsg",
-                std::io::Error::other("no room for the file descriptor's control message"),
+                std::io::Error::other("no room for the file descriptors' control message"),
             ));
         }
         let sent = loop {
@@ -89,14 +90,14 @@ impl SharedPoolHandle {
     }
 
     /// Receives a handle sent with [`send`](Self::send) from a connected Unix socket,
-    /// blocking until it comes; the file descriptor arrives close-on-exec. A message without a
-    /// file descriptor, with more than one, cut short (on a datagram or seq-packet socket: a
+    /// blocking until it comes; the file descriptors arrive close-on-exec. A message without
+    /// the pool's two file descriptors, with more, cut short (on a datagram or seq-packet socket: a
     /// message shorter or longer than a pool's), or whose bytes are no pool's is an error (any
     /// descriptors that came with it are closed).
     #[doc(alias("recvmsg", "SCM_RIGHTS"))]
     pub fn recv(socket: impl AsFd) -> Result<SharedPoolHandle> {
         let mut bytes = [0u8; SharedPoolHandle::INFO_BYTES];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let message = loop {
             match rustix::net::recvmsg(
@@ -149,7 +150,7 @@ impl SharedPoolHandle {
         if message.flags.contains(ReturnFlags::CTRUNC) {
             return Err(short(
                 "recvmsg",
-                "the message's file descriptors were cut short (more came than one)".to_owned(),
+                "the message's file descriptors were cut short (more came than two)".to_owned(),
             ));
         }
         let mut got = message.bytes;
@@ -171,18 +172,19 @@ impl SharedPoolHandle {
         }
         let count = received.len();
         let mut fds = received.into_iter();
-        match (fds.next(), count) {
-            (Some(fd), 1) => SharedPoolHandle::from_parts(fd, &bytes),
-            (None, _) => Err(Error::InvalidArgument {
+        match (fds.next(), fds.next(), count) {
+            (Some(pool), Some(liveness), 2) => SharedPoolHandle::from_parts(pool, liveness, &bytes),
+            (None, _, _) => Err(Error::InvalidArgument {
                 name: "socket",
                 reason: "the message carried no file descriptor: was it sent with \
                          SharedPoolHandle::send?"
                     .to_owned(),
             }),
-            (Some(_), n) => Err(Error::InvalidArgument {
+            (_, _, n) => Err(Error::InvalidArgument {
                 name: "socket",
                 reason: format!(
-                    "the message carried {n} file descriptors, where a shared pool has one"
+                    "the message carried {n} file descriptor{}, where a shared pool has two",
+                    if n == 1 { "" } else { "s" }
                 ),
             }),
         }
@@ -205,12 +207,15 @@ mod tests {
             uuid: [0; 16],
             numa: 1,
         };
-        let (_, info) = SharedPoolHandle {
+        let info = SharedPoolHandle {
             fd: tempfile::tempfile().unwrap().into(),
+            liveness: tempfile::tempfile().unwrap().into(),
             identity,
         }
-        .into_parts();
-        SharedPoolHandle::from_parts(file.into(), &info).unwrap()
+        .into_parts()
+        .info;
+        SharedPoolHandle::from_parts(file.into(), tempfile::tempfile().unwrap().into(), &info)
+            .unwrap()
     }
 
     /// The received descriptor is a new one for the same open file: what one writes through
@@ -229,8 +234,7 @@ mod tests {
             assert_eq!(received.identity(), handle.identity());
             assert_eq!(received.numa_node(), Some(1));
             assert_ne!(received.as_fd().as_raw_fd(), handle.as_fd().as_raw_fd());
-            let (fd, _) = received.into_parts();
-            let mut same = std::fs::File::from(fd);
+            let mut same = std::fs::File::from(received.into_parts().pool);
             same.rewind().unwrap();
             let mut text = String::new();
             same.read_to_string(&mut text).unwrap();
@@ -360,7 +364,7 @@ mod tests {
             .identity()
             .to_bytes();
         assert_eq!(open_fds(), 1);
-        for (count, payload) in [(1, [1u8; 48]), (2, bytes), (16, bytes)] {
+        for (count, payload) in [(2, [1u8; 48]), (1, bytes), (3, bytes), (16, bytes)] {
             let fds = vec![file.as_fd(); count];
             let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
             let mut control = SendAncillaryBuffer::new(&mut space);
@@ -374,8 +378,9 @@ mod tests {
             .unwrap();
             let err = SharedPoolHandle::recv(&there).unwrap_err();
             let expected = match count {
-                1 => "not a shared pool",
-                2 => "2 file descriptors",
+                2 => "not a shared pool",
+                1 => "1 file descriptor,",
+                3 => "3 file descriptors",
                 _ => "cut short",
             };
             assert!(err.to_string().contains(expected), "{count}: {err}");
@@ -384,28 +389,30 @@ mod tests {
     }
 
     #[test]
-    fn two_descriptors_or_foreign_bytes_are_refused() {
+    fn one_or_three_descriptors_or_foreign_bytes_are_refused() {
         let (here, there) = UnixStream::pair().unwrap();
         let (a, b) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
         let bytes = handle_of(tempfile::tempfile().unwrap())
             .identity()
             .to_bytes();
+        for fds in [vec![a.as_fd()], vec![a.as_fd(), b.as_fd(), a.as_fd()]] {
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(
+                &here,
+                &[IoSlice::new(&bytes)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .unwrap();
+            let err = SharedPoolHandle::recv(&there).unwrap_err();
+            let expected = format!("carried {} file descriptor", fds.len());
+            assert!(err.to_string().contains(&expected), "{err}");
+        }
+        // Two descriptors with bytes that are no pool's.
         let fds = [a.as_fd(), b.as_fd()];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
-        rustix::net::sendmsg(
-            &here,
-            &[IoSlice::new(&bytes)],
-            &mut control,
-            SendFlags::empty(),
-        )
-        .unwrap();
-        let err = SharedPoolHandle::recv(&there).unwrap_err();
-        assert!(err.to_string().contains("2 file descriptors"), "{err}");
-        // A descriptor with bytes that are no pool's.
-        let fds = [a.as_fd()];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
         rustix::net::sendmsg(
