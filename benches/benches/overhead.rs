@@ -1872,7 +1872,7 @@ fn ipc_import_case<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &Ra
         .expect("the buffer's descriptor");
     let descriptor = BufferDescriptor::from_bytes(&bytes).expect("a descriptor");
     let pool = ImportedPool::import(core.device, handle).expect("importing the pool");
-    let export_data: [u8; 64] = bytes[32..].try_into().expect("64 bytes of export data");
+    let export_data: [u8; 64] = bytes[32..96].try_into().expect("64 bytes of export data");
     let raw_pool = pool.as_raw();
     Case::new("ipc_import")
         .variant("raw", |b| {
