@@ -235,9 +235,10 @@ const UNEQUAL_WORK: &[(&str, Work, &str)] = &[
     (
         "ipc_import",
         Work::More,
-        "cuda-core also checks the descriptor's size against the import's extent \
-         (`cuPointerGetAttributes`) and reads the current context (`cuCtxGetCurrent`); \
-         it waits for the previous release at the next import, where raw waits after each.",
+        "cuda-core also reads the exporter's record of its live buffers (one `pread`), \
+         checks the descriptor's size against the import's extent (`cuPointerGetAttributes`) \
+         and reads the current context (`cuCtxGetCurrent`); it waits for the previous release \
+         at the next import, where raw waits after each.",
     ),
     (
         "copy_htod_4k",
