@@ -397,10 +397,8 @@ unsafe impl MemoryResource for DeviceMemoryResource {
     #[inline]
     unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()> {
         // Before the memory can be reused (the small-size cache included): importers refuse
-        // the buffer's descriptors from here on.
-        if self.sharing.is_some() {
-            self.exports.freeing(ptr.0);
-        }
+        // the buffer's descriptors from here on (one load for a pool never exported).
+        self.exports.freeing(ptr.0);
         if self.caches_small && stream.device() == self.device {
             if let (Some((index, _)), Some(cache)) = (small::class_of(size), stream.small_cache()) {
                 if cache.give(index, ptr.0) {

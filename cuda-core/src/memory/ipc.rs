@@ -75,7 +75,7 @@ mod socket;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
@@ -327,15 +327,9 @@ impl SharedPoolHandle {
 
     /// A second handle to the same pool, with duplicates of the file descriptors.
     pub fn try_clone(&self) -> Result<SharedPoolHandle> {
-        let dup = |fd: &OwnedFd| {
-            fd.try_clone().map_err(|e| Error::FileDescriptor {
-                operation: "fcntl(F_DUPFD_CLOEXEC)",
-                source: crate::error::Cause::new(e),
-            })
-        };
         Ok(SharedPoolHandle {
-            fd: dup(&self.fd)?,
-            liveness: dup(&self.liveness)?,
+            fd: super::duplicate_fd(self.fd.as_fd())?,
+            liveness: super::duplicate_fd(self.liveness.as_fd())?,
             identity: self.identity,
         })
     }
@@ -418,16 +412,8 @@ pub(crate) fn share_pool(
             ),
         });
     }
-    // SAFETY: the driver made this descriptor for the caller, who owns it from here on and
-    // closes it once (the `OwnedFd`).
-    let made = unsafe { OwnedFd::from_raw_fd(fd) };
-    // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
-    // that a program this process starts does not inherit the pool; the driver's is closed.
-    let fd = made.try_clone().map_err(|e| Error::FileDescriptor {
-        operation: "fcntl(F_DUPFD_CLOEXEC)",
-        source: crate::error::Cause::new(e),
-    })?;
-    drop(made);
+    // SAFETY: the driver made this descriptor for the caller, who owns it from here on.
+    let fd = unsafe { super::adopt_driver_fd(fd) }?;
     exports.exported.store(true, Ordering::Release);
     Ok(SharedPoolHandle {
         fd,
@@ -770,17 +756,15 @@ impl ImportedPool {
             }
         };
         let driver = context.driver();
-        let liveness =
-            handle
-                .liveness_fd()
-                .try_clone_to_owned()
-                .map_err(|e| Error::FileDescriptor {
-                    operation: "fcntl(F_DUPFD_CLOEXEC)",
-                    source: crate::error::Cause::new(e),
-                })?;
-        let fd = handle.fd.as_raw_fd();
+        // The record's descriptor stays with the import; the pool's is closed once imported.
+        let SharedPoolHandle {
+            fd: pool_fd,
+            liveness,
+            ..
+        } = handle;
+        let fd = pool_fd.as_raw_fd();
         let pool = context.with_current(|driver| driver.ipc_pool_import_fd(fd))?;
-        drop(handle);
+        drop(pool_fd);
         if let Some(entry) = registry.iter().find(|entry| entry.pool == pool) {
             // The driver gave back a pool this process holds (its own, or one imported under
             // another name): that one's owner destroys it, not this call.

@@ -288,6 +288,31 @@ pub(crate) fn set_default_resource(
     Ok(())
 }
 
+/// A close-on-exec duplicate of `fd` (`fcntl(F_DUPFD_CLOEXEC)`); a failure is
+/// [`Error::FileDescriptor`].
+#[cfg(unix)]
+pub(crate) fn duplicate_fd(fd: std::os::fd::BorrowedFd<'_>) -> Result<std::os::fd::OwnedFd> {
+    fd.try_clone_to_owned().map_err(|e| Error::FileDescriptor {
+        operation: "fcntl(F_DUPFD_CLOEXEC)",
+        source: crate::error::Cause::new(e),
+    })
+}
+
+/// Takes `fd`, a descriptor the driver made for the caller, and gives a close-on-exec
+/// duplicate of it, closing the driver's: the driver does not promise close-on-exec, and a
+/// program this process starts must not inherit the memory.
+///
+/// # Safety
+///
+/// `fd` is open, and owned by the caller alone (nothing else closes it).
+#[cfg(unix)]
+pub(crate) unsafe fn adopt_driver_fd(fd: std::os::raw::c_int) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+    // SAFETY: the caller's promise; the `OwnedFd` closes it once, below.
+    let made = unsafe { OwnedFd::from_raw_fd(fd) };
+    duplicate_fd(made.as_fd())
+}
+
 /// Rejects, before any driver call, what no resource can allocate.
 pub(crate) fn check_request(size: usize, stream: &Stream, device: Option<Device>) -> Result<()> {
     if size == 0 {

@@ -367,7 +367,6 @@ impl PhysicalMemory {
     #[cfg(unix)]
     #[doc(alias = "cuMemExportToShareableHandle")]
     pub fn export_fd(&self) -> Result<std::os::fd::OwnedFd> {
-        use std::os::fd::FromRawFd;
         if self.handle_type() != ShareableHandleType::PosixFileDescriptor {
             return Err(Error::InvalidArgument {
                 name: "self",
@@ -387,16 +386,8 @@ impl PhysicalMemory {
                 reason: format!("the driver exported the memory as file descriptor {fd}"),
             });
         }
-        // SAFETY: the driver made a new descriptor for the caller, who owns it from here and
-        // closes it once (the `OwnedFd`).
-        let made = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        // The driver does not promise close-on-exec: a duplicate has it (`F_DUPFD_CLOEXEC`), so
-        // that a program this process starts does not inherit the memory; the driver's is
-        // closed.
-        made.try_clone().map_err(|e| Error::FileDescriptor {
-            operation: "fcntl(F_DUPFD_CLOEXEC)",
-            source: crate::error::Cause::new(e),
-        })
+        // SAFETY: the driver made a new descriptor for the caller, who owns it from here.
+        unsafe { super::adopt_driver_fd(fd) }
     }
 
     /// Imports physical memory of `device` from a POSIX file descriptor made by

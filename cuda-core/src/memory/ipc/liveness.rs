@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -67,10 +67,7 @@ impl Liveness {
 
     /// A close-on-exec duplicate of the record's descriptor, for a handle.
     pub(crate) fn fd(&self) -> Result<OwnedFd> {
-        self.file
-            .try_clone()
-            .map(OwnedFd::from)
-            .map_err(|e| file_error("fcntl(F_DUPFD_CLOEXEC)", e))
+        crate::memory::duplicate_fd(self.file.as_fd())
     }
 
     /// Records the buffer at `ptr` as live (again the same entry for a buffer marked before).
