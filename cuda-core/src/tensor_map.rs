@@ -599,26 +599,17 @@ impl TensorMap {
 
     #[inline]
     fn encode_in(buffer: &Arc<Buffer>, offset: usize, layout: &Layout<'_>) -> Result<TensorMap> {
+        let address = address_in(buffer, offset)?;
         let stream = buffer.deallocation_stream();
-        let device = stream.device();
-        // Every check of `prepare`, in place and without messages; where one fails,
-        // `prepare` again for the error (or, should it pass after all, its answer).
         let mut checked = Checked::EMPTY;
-        let address = DevicePtr(buffer.ptr().0.wrapping_add(offset as u64));
-        let passed = offset < buffer.size()
-            && fast_check_into(layout, &mut checked)
-            && address.0 & (checked.align - 1) == 0
-            && checked.span <= (buffer.size() - offset) as u64
-            && device_can_encode(device, layout.kind);
-        if passed {
-            debug_assert_eq!(
-                check_detailed(layout).as_ref(),
-                Ok(&checked),
-                "the fast check passed a layout the detailed check does not"
-            );
-        } else {
-            checked = refused_encode(buffer, offset, layout)?;
-        }
+        prepare(
+            stream.device(),
+            address,
+            layout,
+            ("offset", "buffer"),
+            Some((buffer, offset)),
+            &mut checked,
+        )?;
         // Encoded in place, into the map returned.
         let mut map = TensorMap {
             descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
@@ -792,7 +783,8 @@ fn encode(
     names: (&'static str, &'static str),
     within: Option<(&Buffer, usize)>,
 ) -> Result<(TensorMapDescriptor, Checked)> {
-    let checked = prepare(device, address, layout, names, within)?;
+    let mut checked = Checked::EMPTY;
+    prepare(device, address, layout, names, within, &mut checked)?;
     let mut descriptor = TensorMapDescriptor(TensorMapBytes::ZERO);
     encode_into(
         &device.primary_context()?,
@@ -804,9 +796,40 @@ fn encode(
     Ok((descriptor, checked))
 }
 
-/// [`encode`]'s checks.
+/// [`encode`]'s checks, filling `checked` in place (moving it out of an `Option` and
+/// `Result`s was a quarter of cuda-core's own time on the encode, by perf against the stand-in
+/// driver): every rule as one condition without messages, and where one fails,
+/// [`prepare_detailed`] for the error (or, should every rule hold after all, its answer).
+/// `within`'s offset is within its buffer.
 #[inline]
 fn prepare(
+    device: Device,
+    address: DevicePtr,
+    layout: &Layout<'_>,
+    names: (&'static str, &'static str),
+    within: Option<(&Buffer, usize)>,
+    checked: &mut Checked,
+) -> Result<()> {
+    let passed = fast_check_into(layout, checked)
+        && address.0 & (checked.align - 1) == 0
+        && within.is_none_or(|(buffer, offset)| checked.span <= (buffer.size() - offset) as u64)
+        && device_can_encode(device, layout.kind);
+    if passed {
+        debug_assert_eq!(
+            check_detailed(layout).as_ref(),
+            Ok(&*checked),
+            "the fast check passed a layout the detailed check does not"
+        );
+        return Ok(());
+    }
+    *checked = prepare_detailed(device, address, layout, names, within)?;
+    Ok(())
+}
+
+/// [`prepare`]'s checks one by one: the error of the first rule broken.
+#[cold]
+#[inline(never)]
+fn prepare_detailed(
     device: Device,
     address: DevicePtr,
     layout: &Layout<'_>,
@@ -820,21 +843,6 @@ fn prepare(
         fits(buffer, offset, checked.span)?;
     }
     Ok(checked)
-}
-
-/// [`TensorMap`]'s checks where its fast path refused: the error of the first rule broken.
-#[cold]
-#[inline(never)]
-fn refused_encode(buffer: &Buffer, offset: usize, layout: &Layout<'_>) -> Result<Checked> {
-    let address = address_in(buffer, offset)?;
-    let device = buffer.deallocation_stream().device();
-    prepare(
-        device,
-        address,
-        layout,
-        ("offset", "buffer"),
-        Some((buffer, offset)),
-    )
 }
 
 /// Whether `device`'s compute capability takes maps of `kind` ([`check_device`] without the
@@ -1153,10 +1161,8 @@ pub(crate) fn fast_check(layout: &Layout<'_>) -> Option<Checked> {
     fast_check_into(layout, &mut checked).then_some(checked)
 }
 
-/// [`fast_check`] writing into `c`: whether every rule holds (then `c` holds the arrays).
-/// The encode's path uses it to fill a value in place rather than move one out of an
-/// `Option` and `Result`s (a quarter of cuda-core's own time on the encode, by perf against
-/// the stand-in driver).
+/// [`fast_check`] writing into `c`: whether every rule holds (then `c` holds the arrays), for
+/// [`prepare`].
 #[inline]
 pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
     use TensorMapInterleave as I;
