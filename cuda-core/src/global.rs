@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::device::Device;
+use crate::driver::ContextHandle;
 use crate::error::{Error, Result};
 use crate::memory::{DevicePtr, Pod};
 use crate::object_code::ObjectCode;
@@ -12,9 +13,17 @@ use crate::stream::Stream;
 /// context: its address and size (`cuLibraryGetGlobal`, `cuLibraryGetManaged`). It keeps its [`ObjectCode`] loaded, so the address
 /// stays valid while the value lives.
 ///
-/// Copies from and to the host are made on a stream of the variable's device and waited for.
-/// They are not ordered against kernels on other streams that use the variable: order those
-/// with events, as for any memory a kernel reads.
+/// Copies from and to the host are made on a stream of the variable's context (the device's
+/// primary context, where [`ObjectCode::global`] looks it up) and waited for. A stream of
+/// another context, a green context's among them, is refused: each context has its own
+/// instance of a module's variables, so a copy there would reach another instance than the
+/// one the stream's kernels use.
+///
+/// The copies take `&self`: a variable is shared by every kernel of its module and every
+/// clone of this value, and the driver's copies and kernels race on it like on any memory
+/// they share. Nothing here orders them against kernels on other streams, or against copies
+/// from other threads: order those with events, as for any memory a kernel reads or writes.
+/// The bytes are [`Pod`], so a race gives a wrong value, never an invalid one.
 ///
 /// ```no_run
 /// use cuda_core::{CodeType, Device, Program, ProgramOptions, StreamOptions};
@@ -36,6 +45,8 @@ pub struct Global {
     ptr: DevicePtr,
     size: usize,
     device: Device,
+    /// The context the variable was looked up in.
+    context: ContextHandle,
     managed: bool,
 }
 
@@ -58,6 +69,7 @@ impl Global {
         ptr: DevicePtr,
         size: usize,
         device: Device,
+        context: ContextHandle,
         managed: bool,
     ) -> Global {
         Global {
@@ -66,6 +78,7 @@ impl Global {
             ptr,
             size,
             device,
+            context,
             managed,
         }
     }
@@ -122,10 +135,25 @@ impl Global {
                 ),
             });
         }
+        if stream.context().handle() != self.context {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: format!(
+                    "it is of another context than the one {} was looked up in (device {}'s \
+                     primary context); each context has its own instance of a module's \
+                     variables, so a copy there would miss the one this value names",
+                    self.name,
+                    self.device.ordinal()
+                ),
+            });
+        }
         Ok(())
     }
 
-    /// Copies a host slice of the variable's size into it (`cuMemcpyHtoDAsync`) and waits.
+    /// Copies a host slice of the variable's size into it (`cuMemcpyHtoDAsync`) and waits,
+    /// also through a synchronisation refused during another thread's capture (as
+    /// [`Buffer`](crate::Buffer)'s host copies do). A stream of another device or context
+    /// than the variable's is [`Error::InvalidArgument`].
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub fn copy_from_host<T: Pod>(&self, src: &[T], stream: &Stream) -> Result<()> {
         self.check(size_of_val(src), "src", stream)?;
@@ -133,11 +161,12 @@ impl Global {
         stream.call_in_context(|driver, handle| {
             driver.memcpy_htod_async(ptr, src.as_ptr().cast(), size, handle)
         })?;
-        // `src` is borrowed until the copy is done.
-        stream.sync()
+        // `src` is borrowed until the copy is done, through a capture's refusal too.
+        stream.sync_for_host()
     }
 
-    /// Copies the variable into a host slice of its size (`cuMemcpyDtoHAsync`) and waits.
+    /// Copies the variable into a host slice of its size (`cuMemcpyDtoHAsync`) and waits, as
+    /// [`copy_from_host`](Self::copy_from_host) does.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check(size_of_val(dst), "dst", stream)?;
@@ -145,7 +174,8 @@ impl Global {
         stream.call_in_context(|driver, handle| {
             driver.memcpy_dtoh_async(dst.as_mut_ptr().cast(), ptr, size, handle)
         })?;
-        stream.sync()
+        // As in `copy_from_host`, for `dst`.
+        stream.sync_for_host()
     }
 
     /// The variable's contents as `T`s (its size must be a whole number of them).

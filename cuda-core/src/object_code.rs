@@ -451,6 +451,7 @@ impl ObjectCode {
             DevicePtr(ptr),
             size,
             device,
+            primary.handle,
             managed,
         ))
     }

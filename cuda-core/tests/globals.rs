@@ -1,9 +1,11 @@
 //! A module's contents: `__constant__` and `__device__` variables by name, and its kernels.
 
 use crate::common;
+use crate::common::standin;
 
 use cuda_core::{
-    launch, Allocate, CodeType, Error, LaunchConfig, Program, ProgramOptions, StreamOptions,
+    launch, Allocate, CodeType, ContextOptions, Device, Error, LaunchConfig, ObjectCode, Program,
+    ProgramOptions, SmSplitOptions, StreamOptions,
 };
 
 const SOURCE: &str = r#"
@@ -159,4 +161,70 @@ fn a_managed_variable_is_shared_by_the_host_and_kernels() {
     drop(code);
     scale.copy_from_host(&[5i32], &stream).unwrap();
     assert_eq!(scale.to_vec::<i32>(&stream).unwrap(), [5]);
+}
+
+/// A variable's host copy does not return while the driver may still use the host memory: a
+/// synchronisation refused for another thread's global capture is waited out as for a
+/// buffer's copy (here: made again with the thread relaxed, which the stand-in then lets
+/// pass). Before the fix, `Global` used a plain synchronisation and returned the capture
+/// error with the copy still queued.
+#[test]
+fn a_variables_host_copy_waits_out_a_synchronisation_refused_for_a_capture() {
+    standin::run(
+        module_path!(),
+        "a_variables_host_copy_waits_out_a_synchronisation_refused_for_a_capture",
+        &[],
+        &[("STANDIN_RELAXED_SYNCS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let table = code.global("table", device).unwrap();
+            assert_eq!(table.size(), 16);
+            // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED for a thread in global mode.
+            standin::set_sync_status(900);
+            let read = table.to_vec::<u32>(&stream);
+            let written = table.copy_from_host(&[1u32, 2, 3, 4], &stream);
+            standin::set_sync_status(0);
+            assert_eq!(read.unwrap(), [0; 4]);
+            written.unwrap();
+        },
+    );
+}
+
+/// A stream of another context than the variable's (a green context's) is refused: each
+/// context holds its own instance of the module's variables, and the copy would write the
+/// primary context's instance, which the green context's kernels do not read.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_variables_copy_refuses_a_green_context_stream() {
+    let device = common::device();
+    let code = Program::new(SOURCE, ProgramOptions::default())
+        .with_name("globals.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let calls = code.global("calls", device).unwrap();
+    let _green = common::green_contexts();
+    let sms = device.resources().sm().unwrap();
+    let split = sms
+        .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions::default().with_resources(split.groups))
+        .unwrap();
+    let stream = green.create_stream(StreamOptions::default()).unwrap();
+    let err = calls.copy_from_host(&[1u32], &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "stream", reason } if reason.contains("another context")),
+        "{err}"
+    );
+    let err = calls.to_vec::<u32>(&stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "stream", .. }),
+        "{err}"
+    );
+    // The primary context's stream still works.
+    let primary = device.create_stream(StreamOptions::default()).unwrap();
+    calls.copy_from_host(&[5u32], &primary).unwrap();
+    assert_eq!(calls.to_vec::<u32>(&primary).unwrap(), [5]);
 }
