@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use cuda_core::{
     launch, Allocate, Buffer, CodeType, Device, DevicePtr, Error, LaunchConfig, MemoryResource,
-    ObjectCode, PinnedMemoryResource, Program, ProgramOptions, Stream, StreamOptions, StridedView,
-    ViewMemory,
+    ObjectCode, PinnedMemoryPool, PinnedMemoryPoolOptions, PinnedMemoryResource, Program,
+    ProgramOptions, Stream, StreamOptions, StridedView, ViewMemory,
 };
 
 fn assert_refused<T: std::fmt::Debug>(result: cuda_core::Result<T>, argument: &str, says: &[&str]) {
@@ -726,4 +726,37 @@ fn bad_views_of_a_device_buffer_are_refused_with_their_reason() {
     let tensor = view.to_dlpack(Some(&stream)).unwrap();
     assert_refused(tensor.view::<u32>(), "T", &["float32", "uint32"]);
     assert_eq!(tensor.view::<f32>().unwrap().ptr(), buffer.ptr());
+}
+
+/// A view's copy makes its buffer's reachability check: once a pinned pool's access is taken
+/// from every device, `Buffer::to_vec` is refused before the driver (which crashed on such
+/// memory on the H200), and so is `StridedView::to_vec` of the same buffer. Before the fix the
+/// view checked device memory only, and its copy went to the driver.
+#[test]
+fn a_view_copy_of_pool_memory_without_access_is_refused_like_the_buffers() {
+    standin::run(
+        module_path!(),
+        "a_view_copy_of_pool_memory_without_access_is_refused_like_the_buffers",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            let buffer = pool.allocate(64, &stream).unwrap();
+            let view = StridedView::<u32>::new(&buffer, 0, &[16], None).unwrap();
+            assert_eq!(view.to_vec(&stream).unwrap().len(), 16);
+            pool.set_access(&[]).unwrap();
+            assert_refused(buffer.to_vec::<u32>(&stream), "self", &["accessible"]);
+            standin::clear_log();
+            assert_refused(view.to_vec(&stream), "self", &["accessible"]);
+            let mut out = [0u32; 16];
+            assert_refused(
+                view.copy_to_host(&mut out, &stream),
+                "self",
+                &["accessible"],
+            );
+            assert!(standin::calls("cuMemcpy").is_empty(), "{}", standin::log());
+        },
+    );
 }

@@ -520,10 +520,17 @@ impl<T: Pod> StridedView<'_, T> {
     /// Copies a contiguous view ([`is_contiguous`](StridedView::is_contiguous)) into a host
     /// slice of as many elements, in order on `stream`, and waits for the copy. Device
     /// memory is copied on a stream of its own device; a view of a buffer is ordered after
-    /// the work queued on the buffer's deallocation stream.
+    /// the work queued on the buffer's deallocation stream, and refused where the buffer's
+    /// own copies are (memory the stream's device cannot reach, such as a pinned pool's
+    /// without access granted to it).
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check_contiguous("dst", dst.len())?;
+        // A buffer's own check first, as for its copies: a pool's host memory that the
+        // stream's device was not granted must not reach the driver, which crashed on it.
+        if let Some(buffer) = self.owner.buffer() {
+            buffer.check_reachable(stream, "self", true)?;
+        }
         if let ViewMemory::Device(device) = self.memory {
             if device != stream.device() {
                 return Err(invalid(
