@@ -221,7 +221,7 @@ fn host_copies_move_regions_between_pitched_host_memory_and_the_array() {
             let s = stream(device);
             // 8 x 4 x 3 elements of two u16 channels (4 bytes): as u32s, one per element.
             let options = ArrayOptions::three_d(ArrayFormat::U16, 8, 4, 3).with_channels(2);
-            let array = Array::new(&s, &options).unwrap();
+            let mut array = Array::new(&s, &options).unwrap();
             let whole: Vec<u32> = (0..8 * 4 * 3).collect();
             array.copy_from_host(&whole, &s).unwrap();
             assert_eq!(array.to_vec::<u32>(&s).unwrap(), whole);
@@ -349,7 +349,8 @@ fn buffer_and_array_copies_are_checked_and_ordered_around_their_homes() {
             let device = Device::new(0).unwrap();
             let (home, other) = (stream(device), stream(device));
             let other_name = made(&last_call("cuStreamCreate"));
-            let array = Array::new(&home, &ArrayOptions::two_d(ArrayFormat::F32, 16, 8)).unwrap();
+            let mut array =
+                Array::new(&home, &ArrayOptions::two_d(ArrayFormat::F32, 16, 8)).unwrap();
             let source = device
                 .memory_resource()
                 .unwrap()
@@ -398,10 +399,16 @@ fn buffer_and_array_copies_are_checked_and_ordered_around_their_homes() {
                 "stream",
                 "the array is on device 0, the stream on device 1",
             );
-            let bytes = Array::new(&home, &ArrayOptions::two_d(ArrayFormat::U8, 16, 8)).unwrap();
+            let mut bytes =
+                Array::new(&home, &ArrayOptions::two_d(ArrayFormat::U8, 16, 8)).unwrap();
             standin::clear_log();
             refused(
-                array.copy_region_to_array(&ArrayRegion::whole([16, 8, 1]), &bytes, [0; 3], &home),
+                array.copy_region_to_array(
+                    &ArrayRegion::whole([16, 8, 1]),
+                    &mut bytes,
+                    [0; 3],
+                    &home,
+                ),
                 "dst",
                 "its elements are 1 bytes, this array's 4",
             );
@@ -414,14 +421,15 @@ fn buffer_and_array_copies_are_checked_and_ordered_around_their_homes() {
             // Array to array: a 4 x 2 block from (1, 1) to (10, 5) of another array.
             let values: Vec<f32> = (0..16 * 8).map(|i| i as f32).collect();
             array.copy_from_host(&values, &home).unwrap();
-            let target = Array::new(&home, &ArrayOptions::two_d(ArrayFormat::F32, 16, 8)).unwrap();
+            let mut target =
+                Array::new(&home, &ArrayOptions::two_d(ArrayFormat::F32, 16, 8)).unwrap();
             target
                 .copy_from_host(&vec![-1.0f32; 16 * 8], &home)
                 .unwrap();
             refused(
                 array.copy_region_to_array(
                     &ArrayRegion::new([1, 1, 0], [4, 2, 1]),
-                    &target,
+                    &mut target,
                     [13, 5, 0],
                     &home,
                 ),
@@ -431,7 +439,7 @@ fn buffer_and_array_copies_are_checked_and_ordered_around_their_homes() {
             array
                 .copy_region_to_array(
                     &ArrayRegion::new([1, 1, 0], [4, 2, 1]),
-                    &target,
+                    &mut target,
                     [10, 5, 0],
                     &home,
                 )
@@ -477,13 +485,18 @@ fn mipmap_levels_are_arrays_that_keep_their_mipmapped_array() {
                 "level",
                 "level 4 of a mipmapped array of 4 levels",
             );
-            let level = mip.level(2).unwrap();
+            let mut level = mip.level(2).unwrap();
             assert_eq!(
                 level.extent(),
                 [16, 8, 1],
                 "the driver's extent for level 2"
             );
             assert_eq!(level.mipmap_level(), Some(2));
+            // One array at a time holds a level, so that its `&mut` copies have no other
+            // writer; other levels are free, and a dropped level can be had again.
+            refused(mip.level(2), "level", "level 2 is held by another Array");
+            drop(mip.level(1).unwrap());
+            drop(mip.level(1).unwrap());
             // A level's copies move its own bytes.
             let values: Vec<f32> = (0..16 * 8).map(|i| i as f32 * 0.5).collect();
             level.copy_from_host(&values, &s).unwrap();
@@ -918,9 +931,12 @@ fn a_texture_kernel_samples_a_2d_array_with_linear_filtering_like_a_cpu_bilinear
     let gpu = Gpu::new();
     let (w, h) = (64usize, 48usize);
     let img = image(w, h);
-    let array =
+    let mut array =
         Arc::new(Array::new(&gpu.stream, &ArrayOptions::two_d(ArrayFormat::F32, w, h)).unwrap());
-    array.copy_from_host(&img, &gpu.stream).unwrap();
+    Arc::get_mut(&mut array)
+        .unwrap()
+        .copy_from_host(&img, &gpu.stream)
+        .unwrap();
     let texture = Texture::from_array(
         &array,
         &TextureOptions::default().with_filter(FilterMode::Linear),
@@ -966,9 +982,12 @@ fn normalized_coordinates_wrap_and_read_modes_return_what_they_promise() {
     let gpu = Gpu::new();
     let (w, h) = (16usize, 8usize);
     let bytes: Vec<u8> = (0..w * h).map(|i| (i * 2 % 256) as u8).collect();
-    let array =
+    let mut array =
         Arc::new(Array::new(&gpu.stream, &ArrayOptions::two_d(ArrayFormat::U8, w, h)).unwrap());
-    array.copy_from_host(&bytes, &gpu.stream).unwrap();
+    Arc::get_mut(&mut array)
+        .unwrap()
+        .copy_from_host(&bytes, &gpu.stream)
+        .unwrap();
     let wrapped = Texture::from_array(
         &array,
         &TextureOptions::default()
@@ -1024,9 +1043,12 @@ fn normalized_coordinates_wrap_and_read_modes_return_what_they_promise() {
     assert!((got[1] - f32::from(bytes[4 * w + 4]) / 255.0).abs() < 1e-6);
 
     let words: Vec<u32> = (0..w * h).map(|i| 0x0101_0101 * i as u32 + 7).collect();
-    let array =
+    let mut array =
         Arc::new(Array::new(&gpu.stream, &ArrayOptions::two_d(ArrayFormat::U32, w, h)).unwrap());
-    array.copy_from_host(&words, &gpu.stream).unwrap();
+    Arc::get_mut(&mut array)
+        .unwrap()
+        .copy_from_host(&words, &gpu.stream)
+        .unwrap();
     let exact = Texture::from_array(&array, &TextureOptions::default()).unwrap();
     let got: Vec<u32> = gpu.sample(
         "sample_2d_u32",
@@ -1114,7 +1136,7 @@ fn every_kind_of_array_round_trips_host_and_buffer_copies() {
         ArrayOptions::layered_2d(ArrayFormat::U8, 32, 16, 5).with_channels(4),
         ArrayOptions::cubemap(ArrayFormat::F32, 8),
     ] {
-        let array = Array::new(s, &options).unwrap();
+        let mut array = Array::new(s, &options).unwrap();
         let count = options.bytes().unwrap() / 4;
         let values: Vec<u32> = (0..count as u32)
             .map(|i| i.wrapping_mul(2654435761))
@@ -1132,7 +1154,7 @@ fn every_kind_of_array_round_trips_host_and_buffer_copies() {
             values,
             "{options:?} into a buffer"
         );
-        let again = Array::new(s, &options).unwrap();
+        let mut again = Array::new(s, &options).unwrap();
         again.copy_from_buffer(&b, s).unwrap();
         assert_eq!(
             again.to_vec::<u32>(s).unwrap(),
@@ -1182,12 +1204,15 @@ fn layered_and_mipmapped_textures_read_each_layer_and_level() {
     let gpu = Gpu::new();
     let s = &gpu.stream;
     let (w, h, layers) = (8usize, 8usize, 5usize);
-    let array =
+    let mut array =
         Arc::new(Array::new(s, &ArrayOptions::layered_2d(ArrayFormat::F32, w, h, layers)).unwrap());
     let values: Vec<f32> = (0..w * h * layers)
         .map(|i| (i / (w * h)) as f32 * 10.0 + 1.0)
         .collect();
-    array.copy_from_host(&values, s).unwrap();
+    Arc::get_mut(&mut array)
+        .unwrap()
+        .copy_from_host(&values, s)
+        .unwrap();
     let texture = Texture::from_array(&array, &TextureOptions::default()).unwrap();
     let out = gpu.zeros(layers);
     // SAFETY: `layers` results in out.
@@ -1207,7 +1232,7 @@ fn layered_and_mipmapped_textures_read_each_layer_and_level() {
         MipmappedArray::new(s, &ArrayOptions::two_d(ArrayFormat::F32, 64, 64), levels).unwrap(),
     );
     for level in 0..levels {
-        let array = mip.level(level).unwrap();
+        let mut array = mip.level(level).unwrap();
         let [lw, lh, _] = array.extent();
         assert_eq!(
             (lw, lh),
@@ -1248,14 +1273,15 @@ fn a_surface_kernel_writes_an_array_read_back_by_copy() {
     let gpu = Gpu::new();
     let s = &gpu.stream;
     let (w, h) = (40u32, 24u32);
-    let array = Arc::new(
+    let mut array = Arc::new(
         Array::new(
             s,
             &ArrayOptions::two_d(ArrayFormat::F32, w as usize, h as usize).with_surface(true),
         )
         .unwrap(),
     );
-    array
+    Arc::get_mut(&mut array)
+        .unwrap()
         .copy_from_host(&vec![-1.0f32; (w * h) as usize], s)
         .unwrap();
     let surface = Surface::new(&array).unwrap();
@@ -1312,9 +1338,12 @@ fn textures_outlive_their_launches_and_graphs_keep_them_alone() {
     let gpu = Gpu::new();
     let (w, h) = (32usize, 32usize);
     let img = image(w, h);
-    let array =
+    let mut array =
         Arc::new(Array::new(&gpu.stream, &ArrayOptions::two_d(ArrayFormat::F32, w, h)).unwrap());
-    array.copy_from_host(&img, &gpu.stream).unwrap();
+    Arc::get_mut(&mut array)
+        .unwrap()
+        .copy_from_host(&img, &gpu.stream)
+        .unwrap();
     let other = stream(gpu.device);
     let points: Vec<(f32, f32)> = (0..256)
         .map(|i| ((i % 32) as f32 + 0.5, (i / 32) as f32 + 0.5))

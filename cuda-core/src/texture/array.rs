@@ -1,6 +1,7 @@
 //! CUDA arrays and mipmapped arrays.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{check_channels, settle, ArrayFormat};
@@ -354,7 +355,7 @@ enum Owner {
     Own,
     /// Its mipmapped array, which this level keeps alive.
     Level {
-        _owner: Arc<MipmappedArray>,
+        mipmapped: Arc<MipmappedArray>,
         level: u32,
     },
 }
@@ -394,7 +395,10 @@ impl fmt::Debug for Array {
 
 impl Drop for Array {
     fn drop(&mut self) {
-        if let Owner::Level { .. } = self.owner {
+        if let Owner::Level { mipmapped, level } = &self.owner {
+            mipmapped
+                .taken
+                .fetch_and(!(1u64 << level), Ordering::AcqRel);
             return;
         }
         let context = self.home.context();
@@ -486,6 +490,9 @@ pub struct MipmappedArray {
     kind: ArrayKind,
     levels: u32,
     home: Stream,
+    /// One bit per level held by an [`Array`] now (levels are at most 64): a level is handed
+    /// out once at a time, so that its `&mut` copies exclude every other writer.
+    taken: AtomicU64,
 }
 
 impl fmt::Debug for MipmappedArray {
@@ -578,11 +585,14 @@ impl MipmappedArray {
             kind,
             levels,
             home: stream.clone(),
+            taken: AtomicU64::new(0),
         })
     }
 
     /// Level `level` (`cuMipmappedArrayGetLevel`), as an array that keeps this one alive.
-    /// Its extent is the driver's (`cuArray3DGetDescriptor`).
+    /// Its extent is the driver's (`cuArray3DGetDescriptor`). One array at a time holds a
+    /// level, so that copies into it (which take the array by `&mut`) have no other writer:
+    /// while it lives, asking for the level again is [`Error::InvalidArgument`].
     #[doc(alias("cuMipmappedArrayGetLevel", "cuArray3DGetDescriptor"))]
     pub fn level(self: &Arc<Self>, level: u32) -> Result<Array> {
         if level >= self.levels {
@@ -594,9 +604,22 @@ impl MipmappedArray {
                 ),
             });
         }
-        let (handle, spec) = self.home.context().with_current(|driver| {
+        let bit = 1u64 << level;
+        if self.taken.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
+            return Err(Error::InvalidArgument {
+                name: "level",
+                reason: format!(
+                    "level {level} is held by another Array now; drop it (or use that one) \
+                     first: one array at a time writes a level"
+                ),
+            });
+        }
+        let got = self.home.context().with_current(|driver| {
             let handle = driver.mipmapped_array_get_level(self.handle, level)?;
             Ok((handle, driver.array_get_descriptor(handle)?))
+        });
+        let (handle, spec) = got.inspect_err(|_| {
+            self.taken.fetch_and(!bit, Ordering::AcqRel);
         })?;
         let options = ArrayOptions {
             width: spec.width,
@@ -610,7 +633,7 @@ impl MipmappedArray {
             kind: self.kind,
             home: self.home.clone(),
             owner: Owner::Level {
-                _owner: self.clone(),
+                mipmapped: self.clone(),
                 level,
             },
         })

@@ -1,5 +1,7 @@
 //! Copies between arrays and host slices, buffers and other arrays (`cuMemcpy3DAsync`), each
-//! region and linear layout checked against both sides before the driver.
+//! region and linear layout checked against both sides before the driver. A copy into an
+//! array takes it by `&mut`, as a copy into a [`Buffer`] does: two threads' copies into one
+//! array from different streams would otherwise run at the same time.
 
 use std::mem::size_of_val;
 
@@ -246,7 +248,7 @@ impl Array {
     /// Copies a host slice holding the whole array, packed (rows of its width, slices of its
     /// height), into it, and waits for the copy.
     #[doc(alias = "cuMemcpy3DAsync")]
-    pub fn copy_from_host<T: Pod>(&self, src: &[T], stream: &Stream) -> Result<()> {
+    pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         self.copy_region_from_host(
             &ArrayRegion::whole(self.extent()),
             src,
@@ -290,7 +292,7 @@ impl Array {
 
     /// Copies the whole of `src`'s start, packed, into the array, in order on `stream`.
     #[doc(alias = "cuMemcpy3DAsync")]
-    pub fn copy_from_buffer(&self, src: &Buffer, stream: &Stream) -> Result<()> {
+    pub fn copy_from_buffer(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.copy_region_from_buffer(
             &ArrayRegion::whole(self.extent()),
             src,
@@ -314,7 +316,7 @@ impl Array {
     /// copy.
     #[doc(alias = "cuMemcpy3DAsync")]
     pub fn copy_region_from_host<T: Pod>(
-        &self,
+        &mut self,
         region: &ArrayRegion,
         src: &[T],
         layout: &LinearLayout,
@@ -347,7 +349,7 @@ impl Array {
     /// `src` must stay alive and unmodified until the copy is done (synchronise `stream`).
     #[doc(alias = "cuMemcpy3DAsync")]
     pub unsafe fn copy_region_from_host_async<T: Pod>(
-        &self,
+        &mut self,
         region: &ArrayRegion,
         src: &[T],
         layout: &LinearLayout,
@@ -400,7 +402,7 @@ impl Array {
     /// (and around the homes of both, as for [`Buffer::copy_to`]).
     #[doc(alias = "cuMemcpy3DAsync")]
     pub fn copy_region_from_buffer(
-        &self,
+        &mut self,
         region: &ArrayRegion,
         src: &Buffer,
         layout: &LinearLayout,
@@ -469,7 +471,7 @@ impl Array {
     pub fn copy_region_to_array(
         &self,
         region: &ArrayRegion,
-        dst: &Array,
+        dst: &mut Array,
         dst_origin: [usize; 3],
         stream: &Stream,
     ) -> Result<()> {

@@ -28,8 +28,10 @@
 //!
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(StreamOptions::default())?;
-//! let image = Arc::new(Array::new(&stream, &ArrayOptions::two_d(ArrayFormat::F32, 64, 32))?);
+//! let mut image = Array::new(&stream, &ArrayOptions::two_d(ArrayFormat::F32, 64, 32))?;
+//! // Written before it is shared: copies into an array take it by `&mut`.
 //! image.copy_from_host(&vec![0.5f32; 64 * 32], &stream)?;
+//! let image = Arc::new(image);
 //! let texture = Texture::from_array(&image, &TextureOptions::default().with_filter(FilterMode::Linear))?;
 //! // `&texture` is a kernel argument: `__global__ void k(cudaTextureObject_t t)`.
 //! # let _ = texture;
