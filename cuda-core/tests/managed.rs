@@ -262,8 +262,11 @@ fn discard_and_batched_prefetch_reach_the_driver_through_the_13_abi() {
                 ManagedRange::new(&buffer, 8192..).unwrap(),
             ];
             standin::clear_log();
-            ManagedRange::whole(&buffer).unwrap().discard(&s).unwrap();
-            discard_batch(&[parts[0], parts[2]], &s).unwrap();
+            // SAFETY: no other thread or stream uses the buffer while the discards run.
+            unsafe {
+                ManagedRange::whole(&buffer).unwrap().discard(&s).unwrap();
+                discard_batch(&[parts[0], parts[2]], &s).unwrap();
+            }
             let text = standin::log();
             let log: Vec<&str> = text.lines().collect();
             let one = find(
@@ -316,14 +319,17 @@ fn discard_and_batched_prefetch_reach_the_driver_through_the_13_abi() {
             );
 
             standin::clear_log();
-            parts[1]
-                .discard_and_prefetch(MemoryLocation::Device(d1), &s)
+            // SAFETY: as above.
+            unsafe {
+                parts[1]
+                    .discard_and_prefetch(MemoryLocation::Device(d1), &s)
+                    .unwrap();
+                discard_and_prefetch_batch(
+                    &[(parts[0], host), (parts[2], MemoryLocation::HostNuma(7))],
+                    &s,
+                )
                 .unwrap();
-            discard_and_prefetch_batch(
-                &[(parts[0], host), (parts[2], MemoryLocation::HostNuma(7))],
-                &s,
-            )
-            .unwrap();
+            }
             let text = standin::log();
             let log: Vec<&str> = text.lines().collect();
             let at = find(
@@ -341,7 +347,8 @@ fn discard_and_batched_prefetch_reach_the_driver_through_the_13_abi() {
 
             // Refused before the driver, naming the range.
             standin::clear_log();
-            let r = refused(discard_batch(&[], &s), "ranges");
+            // SAFETY: no range to discard.
+            let r = refused(unsafe { discard_batch(&[], &s) }, "ranges");
             assert!(r.contains("no ranges"), "{r}");
             let r = refused(
                 prefetch_batch(
@@ -378,13 +385,18 @@ fn batched_prefetch_and_discard_are_named_where_the_driver_or_the_abi_lacks_them
             standin::clear_log();
             let host = MemoryLocation::Host;
             for (f, name) in [
-                (unsupported(range.discard(&s)), "cuMemDiscardBatchAsync"),
+                // SAFETY: this thread alone uses the buffer, on this one stream.
+                (
+                    unsupported(unsafe { range.discard(&s) }),
+                    "cuMemDiscardBatchAsync",
+                ),
                 (
                     unsupported(prefetch_batch(&[(range, host)], &s)),
                     "cuMemPrefetchBatchAsync",
                 ),
                 (
-                    unsupported(range.discard_and_prefetch(host, &s)),
+                    // SAFETY: this thread alone uses the buffer, on this one stream.
+                    unsupported(unsafe { range.discard_and_prefetch(host, &s) }),
                     "cuMemDiscardAndPrefetchBatchAsync",
                 ),
             ] {
@@ -411,13 +423,18 @@ fn batched_prefetch_and_discard_are_named_where_the_driver_or_the_abi_lacks_them
                 .unwrap();
             let range = ManagedRange::whole(&buffer).unwrap();
             let host = MemoryLocation::Host;
-            assert_eq!(unsupported(range.discard(&s)), "cuMemDiscardBatchAsync");
+            // SAFETY: this thread alone uses the buffer, on this one stream.
+            assert_eq!(
+                unsupported(unsafe { range.discard(&s) }),
+                "cuMemDiscardBatchAsync"
+            );
             assert_eq!(
                 unsupported(prefetch_batch(&[(range, host)], &s)),
                 "cuMemPrefetchBatchAsync"
             );
             assert_eq!(
-                unsupported(range.discard_and_prefetch(host, &s)),
+                // SAFETY: this thread alone uses the buffer, on this one stream.
+                unsupported(unsafe { range.discard_and_prefetch(host, &s) }),
                 "cuMemDiscardAndPrefetchBatchAsync"
             );
         },
@@ -450,7 +467,8 @@ fn devices_without_concurrent_managed_access_are_refused_before_the_driver() {
                 "location",
             );
             assert!(r.starts_with("range 0: "), "{r}");
-            let r = refused(range.discard(&s), "ranges");
+            // SAFETY: this thread alone uses the buffer, on this one stream.
+            let r = refused(unsafe { range.discard(&s) }, "ranges");
             assert!(r.contains("every device"), "{r}");
             assert!(standin::calls("cuMem").is_empty(), "{}", standin::log());
             // To the host it goes.
@@ -658,7 +676,8 @@ fn discard_and_batched_prefetch_run_where_the_driver_has_them() {
         let whole = ManagedRange::whole(&buffer).unwrap();
         if driver_info().unwrap().abi == Abi::Cuda12 {
             // The 12.9 header has none of them: the answer through the 12 ABI.
-            let f = unsupported(whole.discard(&stream));
+            // SAFETY: this thread alone uses the buffer, on this one stream.
+            let f = unsupported(unsafe { whole.discard(&stream) });
             assert!(f.starts_with("cuMemDiscardBatchAsync ("), "{f}");
             let f = unsupported(prefetch_batch(&[(whole, dev)], &stream));
             assert!(f.starts_with("cuMemPrefetchBatchAsync ("), "{f}");
@@ -680,7 +699,8 @@ fn discard_and_batched_prefetch_run_where_the_driver_has_them() {
                 true
             }
         };
-        if !ran(whole.discard(&stream)) {
+        // SAFETY: this thread alone uses the buffer, on this one stream.
+        if !ran(unsafe { whole.discard(&stream) }) {
             return;
         }
         let halves = [
@@ -702,7 +722,8 @@ fn discard_and_batched_prefetch_run_where_the_driver_has_them() {
             halves[1].attributes().unwrap().last_prefetch_location,
             Some(host)
         );
-        if !ran(halves[1].discard_and_prefetch(dev, &stream)) {
+        // SAFETY: this thread alone uses the buffer, on this one stream.
+        if !ran(unsafe { halves[1].discard_and_prefetch(dev, &stream) }) {
             return;
         }
         stream.sync().unwrap();
@@ -710,13 +731,16 @@ fn discard_and_batched_prefetch_run_where_the_driver_has_them() {
             halves[1].attributes().unwrap().last_prefetch_location,
             Some(dev)
         );
-        discard_and_prefetch_batch(&[(halves[0], host), (halves[1], host)], &stream).unwrap();
+        // SAFETY: this thread alone uses the buffer, on this one stream.
+        unsafe { discard_and_prefetch_batch(&[(halves[0], host), (halves[1], host)], &stream) }
+            .unwrap();
         stream.sync().unwrap();
         assert_eq!(
             whole.attributes().unwrap().last_prefetch_location,
             Some(host)
         );
-        discard_batch(&halves, &stream).unwrap();
+        // SAFETY: as above.
+        unsafe { discard_batch(&halves, &stream) }.unwrap();
     }
     // Written after the discards, the memory holds what was written.
     let pattern = common::random_u32(3, BYTES / 4);

@@ -322,22 +322,40 @@ impl<'a> ManagedRange<'a> {
 
     /// Discards the range's contents, in order on `stream` (`cuMemDiscardBatchAsync`): the
     /// driver may drop its pages without migrating them, and reads before the next write or
-    /// prefetch give unspecified bytes, as does work on another stream that touches the range
-    /// while the discard runs (order such work with events). A CUDA 13 function, needing
-    /// every device to access
+    /// prefetch give unspecified bytes. A CUDA 13 function, needing every device to access
     /// managed memory concurrently with the host; through the 12 ABI, or on a driver without
     /// it, [`Error::NotSupported`] names it.
+    ///
+    /// # Safety
+    ///
+    /// NVIDIA documents any read, write or prefetch of any part of the range that runs
+    /// concurrently with the discard as undefined behaviour. The caller makes sure that none
+    /// does: no other thread uses the buffer (a copy, a prefetch, a kernel, a view) until this
+    /// returns, and work queued on other streams than `stream` and the buffer's deallocation
+    /// stream (which this orders itself after and before) that touches the range is ordered
+    /// against it with events. Reads after it, before the next write or prefetch, give
+    /// unspecified bytes (of no undefined value: the bytes are plain data).
     #[doc(alias = "cuMemDiscardBatchAsync")]
-    pub fn discard(&self, stream: &Stream) -> Result<()> {
-        discard_batch(&[*self], stream)
+    pub unsafe fn discard(&self, stream: &Stream) -> Result<()> {
+        // SAFETY: the caller's promise, for this one range.
+        unsafe { discard_batch(&[*self], stream) }
     }
 
     /// Discards the range's contents and prefetches it to `location`, in order on `stream`
     /// (`cuMemDiscardAndPrefetchBatchAsync`): the pages are made at `location` without their
     /// old contents. As [`discard`](Self::discard) for the driver it needs.
+    ///
+    /// # Safety
+    ///
+    /// As for [`discard`](Self::discard).
     #[doc(alias = "cuMemDiscardAndPrefetchBatchAsync")]
-    pub fn discard_and_prefetch(&self, location: MemoryLocation, stream: &Stream) -> Result<()> {
-        discard_and_prefetch_batch(&[(*self, location)], stream)
+    pub unsafe fn discard_and_prefetch(
+        &self,
+        location: MemoryLocation,
+        stream: &Stream,
+    ) -> Result<()> {
+        // SAFETY: the caller's promise, for this one range.
+        unsafe { discard_and_prefetch_batch(&[(*self, location)], stream) }
     }
 }
 
@@ -509,8 +527,12 @@ pub fn prefetch_batch(
 
 /// Discards the ranges in one call, in order on `stream` (`cuMemDiscardBatchAsync`): see
 /// [`ManagedRange::discard`].
+///
+/// # Safety
+///
+/// As for [`ManagedRange::discard`], for every range.
 #[doc(alias = "cuMemDiscardBatchAsync")]
-pub fn discard_batch(ranges: &[ManagedRange<'_>], stream: &Stream) -> Result<()> {
+pub unsafe fn discard_batch(ranges: &[ManagedRange<'_>], stream: &Stream) -> Result<()> {
     let batch = Batch::new(ranges.iter().map(|&r| (r, None)))?;
     check_discard()?;
     in_stream_order(&batch.homes, stream, || {
@@ -522,8 +544,12 @@ pub fn discard_batch(ranges: &[ManagedRange<'_>], stream: &Stream) -> Result<()>
 
 /// Discards each range and prefetches it to its location, in one call in order on `stream`
 /// (`cuMemDiscardAndPrefetchBatchAsync`): see [`ManagedRange::discard_and_prefetch`].
+///
+/// # Safety
+///
+/// As for [`ManagedRange::discard`], for every range.
 #[doc(alias = "cuMemDiscardAndPrefetchBatchAsync")]
-pub fn discard_and_prefetch_batch(
+pub unsafe fn discard_and_prefetch_batch(
     ranges: &[(ManagedRange<'_>, MemoryLocation)],
     stream: &Stream,
 ) -> Result<()> {
