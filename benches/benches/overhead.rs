@@ -1646,7 +1646,7 @@ fn copy_batch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &R
         .run(c);
 
     let mut prebuilt = CopyBatch::with_capacity(&core.stream, BATCH_COPIES);
-    for (src, dst) in sources.iter().zip(&targets) {
+    for (src, dst) in sources.iter().zip(targets.iter_mut()) {
         prebuilt.copy_whole(src, dst).unwrap();
     }
     Case::new("copy_batch_1000")
@@ -1705,7 +1705,7 @@ fn copy_batch_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &R
         .variant("cuda-core", |b| {
             b.iter(|| {
                 let mut batch = CopyBatch::with_capacity(&core.stream, BATCH_COPIES);
-                for (src, dst) in sources.iter().zip(&targets) {
+                for (src, dst) in sources.iter().zip(targets.iter_mut()) {
                     batch.copy_whole(src, dst).unwrap();
                 }
                 batch.submit().unwrap();

@@ -72,19 +72,20 @@ fn a_batch_reaches_the_driver_as_its_copies_and_runs_of_attributes() {
             let stream = stream(device);
             let memory = device.memory_resource().unwrap();
             let src = memory.allocate(1 << 20, &stream).unwrap();
-            let dst = memory.allocate(1 << 20, &stream).unwrap();
+            let mut dst = memory.allocate(1 << 20, &stream).unwrap();
             let (s, d) = (src.ptr().0, dst.ptr().0);
             let hinted = CopyAttributes::default()
                 .with_prefer_overlap_with_compute(true)
                 .with_dst_location_hint(MemoryLocation::Device(Device::new(1).unwrap()));
             let mut batch = CopyBatch::new(&stream);
-            batch.copy(&src, 0, &dst, 4096, 64).unwrap();
-            batch.copy(&src, 64, &dst, 8192, 32).unwrap();
+            let dst = batch.destination(&mut dst);
+            batch.copy(&src, 0, dst, 4096, 64).unwrap();
+            batch.copy(&src, 64, dst, 8192, 32).unwrap();
             batch.set_attributes(hinted).unwrap();
-            batch.copy(&src, 128, &dst, 0, 16).unwrap();
+            batch.copy(&src, 128, dst, 0, 16).unwrap();
             // The same attributes again: no new run.
             batch.set_attributes(hinted).unwrap();
-            batch.copy(&src, 1000, &dst, 20000, 8).unwrap();
+            batch.copy(&src, 1000, dst, 20000, 8).unwrap();
             batch
                 .set_attributes(
                     CopyAttributes::default()
@@ -92,7 +93,7 @@ fn a_batch_reaches_the_driver_as_its_copies_and_runs_of_attributes() {
                         .with_src_access_order(SrcAccessOrder::Stream),
                 )
                 .unwrap();
-            batch.copy(&src, 2000, &dst, 30000, 1).unwrap();
+            batch.copy(&src, 2000, dst, 30000, 1).unwrap();
             assert_eq!((batch.len(), batch.attribute_runs()), (5, 3));
 
             standin::clear_log();
@@ -140,11 +141,12 @@ fn a_batch_with_host_memory_waits_where_the_driver_may_use_it_after_the_call() {
             let device = Device::new(0).unwrap();
             let stream = stream(device);
             let s = made("cuStreamCreate");
-            let buffer = device
+            let mut buffer = device
                 .memory_resource()
                 .unwrap()
                 .allocate(4096, &stream)
                 .unwrap();
+            let ptr = buffer.ptr().0;
             let input = vec![3u32; 256];
             let mut output = vec![0u16; 100];
             let synced = || {
@@ -155,7 +157,8 @@ fn a_batch_with_host_memory_waits_where_the_driver_may_use_it_after_the_call() {
 
             // A host source read in stream order: the driver may read it after the call.
             let mut batch = CopyBatch::new(&stream);
-            batch.copy_from_host(&input, &buffer, 0).unwrap();
+            let to = batch.destination(&mut buffer);
+            batch.copy_from_host(&input, to, 0).unwrap();
             standin::clear_log();
             batch.submit().unwrap();
             let text = standin::log();
@@ -165,7 +168,7 @@ fn a_batch_with_host_memory_waits_where_the_driver_may_use_it_after_the_call() {
             assert!(
                 log[at + 2].ends_with(&format!(
                     "copy 0: {:#x} <- {:#x} size=1024",
-                    buffer.ptr().0,
+                    ptr,
                     input.as_ptr() as u64
                 )),
                 "{text}"
@@ -179,7 +182,8 @@ fn a_batch_with_host_memory_waits_where_the_driver_may_use_it_after_the_call() {
                     CopyAttributes::default().with_src_access_order(SrcAccessOrder::DuringCall),
                 )
                 .unwrap();
-            batch.copy_from_host(&input, &buffer, 1024).unwrap();
+            let to = batch.destination(&mut buffer);
+            batch.copy_from_host(&input, to, 1024).unwrap();
             standin::clear_log();
             batch.submit().unwrap();
             assert!(standin::log().contains("order=2"), "{}", standin::log());
@@ -216,12 +220,13 @@ fn a_batch_on_another_stream_is_ordered_after_and_before_its_buffers_streams() {
             let (s3, other) = (stream(device), made("cuStreamCreate"));
             let memory = device.memory_resource().unwrap();
             let a = memory.allocate(1 << 20, &s1).unwrap();
-            let b = memory.allocate(1 << 20, &s1).unwrap();
-            let c = memory.allocate(1 << 20, &s2).unwrap();
+            let mut b = memory.allocate(1 << 20, &s1).unwrap();
+            let mut c = memory.allocate(1 << 20, &s2).unwrap();
             let mut batch = CopyBatch::new(&s3);
-            batch.copy(&a, 0, &b, 0, 64).unwrap();
-            batch.copy(&a, 64, &c, 0, 64).unwrap();
-            batch.copy(&b, 128, &c, 128, 64).unwrap();
+            let (b, c) = (batch.destination(&mut b), batch.destination(&mut c));
+            batch.copy(&a, 0, b, 0, 64).unwrap();
+            batch.copy(&a, 64, c, 0, 64).unwrap();
+            batch.copy_within(b, 128, c, 128, 64).unwrap();
             standin::clear_log();
             batch.submit().unwrap();
             let text = standin::log();
@@ -260,56 +265,71 @@ fn bad_batches_are_refused_before_the_driver_naming_the_copy() {
             let stream = stream(device);
             let memory = device.memory_resource().unwrap();
             let a = memory.allocate(4096, &stream).unwrap();
-            let b = memory.allocate(4096, &stream).unwrap();
-            let small = memory.allocate(100, &stream).unwrap();
+            let mut b = memory.allocate(4096, &stream).unwrap();
+            let mut c = memory.allocate(4096, &stream).unwrap();
+            let mut small = memory.allocate(100, &stream).unwrap();
             let (empty, large) = ([0u8; 0], [0u8; 101]);
             standin::clear_log();
 
             // Room for more copies than memory holds is a hint not taken, not a panic.
             assert!(CopyBatch::with_capacity(&stream, usize::MAX).is_empty());
-            let mut batch = CopyBatch::new(&stream);
-            let r = refused(batch.submit(), "self");
-            assert!(r.contains("no copy"), "{r}");
-            let r = refused(batch.copy(&a, 0, &b, 0, 0).map(|_| ()), "bytes");
-            assert!(r.contains("copy 0") && r.contains("zero bytes"), "{r}");
-            batch.copy(&a, 0, &b, 0, 64).unwrap();
-            let r = refused(batch.copy(&a, 4000, &b, 0, 97).map(|_| ()), "src");
-            assert!(
-                r.contains("copy 1") && r.contains("4096-byte buffer"),
-                "{r}"
-            );
-            let r = refused(batch.copy(&a, 0, &b, usize::MAX, 2).map(|_| ()), "dst");
-            assert!(r.contains("copy 1"), "{r}");
-            let r = refused(batch.copy_whole(&a, &small).map(|_| ()), "dst");
-            assert!(r.contains("copy 1") && r.contains("equal sizes"), "{r}");
-            let r = refused(batch.copy_from_host(&empty, &b, 0).map(|_| ()), "src");
-            assert!(r.contains("copy 1") && r.contains("empty"), "{r}");
-            let r = refused(batch.copy_from_host(&large, &small, 0).map(|_| ()), "dst");
-            assert!(r.contains("copy 1") && r.contains("100-byte"), "{r}");
-            assert_eq!(batch.len(), 1, "refused copies are not added");
+            {
+                let mut batch = CopyBatch::new(&stream);
+                let r = refused(batch.submit(), "self");
+                assert!(r.contains("no copy"), "{r}");
+                let to_b = batch.destination(&mut b);
+                let r = refused(batch.copy(&a, 0, to_b, 0, 0).map(|_| ()), "bytes");
+                assert!(r.contains("copy 0") && r.contains("zero bytes"), "{r}");
+                batch.copy(&a, 0, to_b, 0, 64).unwrap();
+                let r = refused(batch.copy(&a, 4000, to_b, 0, 97).map(|_| ()), "src");
+                assert!(
+                    r.contains("copy 1") && r.contains("4096-byte buffer"),
+                    "{r}"
+                );
+                let r = refused(batch.copy(&a, 0, to_b, usize::MAX, 2).map(|_| ()), "dst");
+                assert!(r.contains("copy 1"), "{r}");
+                let r = refused(batch.copy_whole(&a, &mut small).map(|_| ()), "dst");
+                assert!(r.contains("copy 1") && r.contains("equal sizes"), "{r}");
+                let r = refused(batch.copy_from_host(&empty, to_b, 0).map(|_| ()), "src");
+                assert!(r.contains("copy 1") && r.contains("empty"), "{r}");
+                // A destination of another batch names another buffer: refused.
+                let mut other = CopyBatch::new(&stream);
+                let to_c = other.destination(&mut c);
+                let r = refused(batch.copy(&a, 0, to_c, 0, 8).map(|_| ()), "dst");
+                assert!(r.contains("copy 1") && r.contains("another batch"), "{r}");
+                assert_eq!(batch.len(), 1, "refused copies are not added");
 
-            // Copy 1 reads what copy 0 writes: the copies run in no order.
-            batch.copy(&b, 32, &a, 1000, 8).unwrap();
-            let r = refused(batch.submit(), "copies");
-            assert!(
-                r.contains("copy 0's destination overlaps copy 1's source"),
-                "{r}"
-            );
-            // A copy onto itself.
-            let mut batch = CopyBatch::new(&stream);
-            batch.copy(&a, 0, &a, 32, 64).unwrap();
-            let r = refused(batch.submit(), "copies");
-            assert!(r.contains("copy 0's source and destination overlap"), "{r}");
+                // Copy 1 reads what copy 0 writes: the copies run in no order.
+                batch.copy_within(to_b, 32, to_b, 1000, 8).unwrap();
+                let r = refused(batch.submit(), "copies");
+                assert!(
+                    r.contains("copy 0's destination overlaps copy 1's source"),
+                    "{r}"
+                );
+                // A copy onto itself.
+                let mut batch = CopyBatch::new(&stream);
+                let to_c = batch.destination(&mut c);
+                batch.copy_within(to_c, 0, to_c, 32, 64).unwrap();
+                let r = refused(batch.submit(), "copies");
+                assert!(r.contains("copy 0's source and destination overlap"), "{r}");
+            }
+            let r = {
+                let mut batch = CopyBatch::new(&stream);
+                let to_small = batch.destination(&mut small);
+                refused(batch.copy_from_host(&large, to_small, 0).map(|_| ()), "dst")
+            };
+            assert!(r.contains("copy 0") && r.contains("100-byte"), "{r}");
 
             // A buffer source read out of stream order, by safe code.
             let mut batch = CopyBatch::new(&stream);
-            batch.copy(&a, 0, &b, 0, 8).unwrap();
+            let to_b = batch.destination(&mut b);
+            batch.copy(&a, 0, to_b, 0, 8).unwrap();
             batch
                 .set_attributes(
                     CopyAttributes::default().with_src_access_order(SrcAccessOrder::Any),
                 )
                 .unwrap();
-            batch.copy(&a, 8, &b, 8, 8).unwrap();
+            batch.copy(&a, 8, to_b, 8, 8).unwrap();
             let r = refused(batch.submit(), "attributes");
             assert!(
                 r.contains("copy 1 reads a buffer out of stream order"),
@@ -329,13 +349,15 @@ fn bad_batches_are_refused_before_the_driver_naming_the_copy() {
             // The legacy default stream, and a capturing stream.
             let legacy = device.default_stream().unwrap();
             let mut batch = CopyBatch::new(&legacy);
-            batch.copy(&a, 0, &b, 0, 8).unwrap();
+            let to_b = batch.destination(&mut b);
+            batch.copy(&a, 0, to_b, 0, 8).unwrap();
             let r = refused(batch.submit(), "stream");
             assert!(r.contains("legacy default stream"), "{r}");
             // SAFETY: nothing is allocated or freed on the stream while it captures.
             unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
             let mut batch = CopyBatch::new(&stream);
-            batch.copy(&a, 0, &b, 0, 8).unwrap();
+            let to_b = batch.destination(&mut b);
+            batch.copy(&a, 0, to_b, 0, 8).unwrap();
             let r = refused(batch.submit(), "stream");
             assert!(r.contains("capturing"), "{r}");
             drop(batch);
@@ -354,7 +376,8 @@ fn bad_batches_are_refused_before_the_driver_naming_the_copy() {
                     CopyAttributes::default().with_src_access_order(SrcAccessOrder::DuringCall),
                 )
                 .unwrap();
-            batch.copy(&a, 0, &b, 0, 8).unwrap();
+            let to_b = batch.destination(&mut b);
+            batch.copy(&a, 0, to_b, 0, 8).unwrap();
             // SAFETY: the stand-in moves no bytes.
             unsafe { batch.submit_async() }.unwrap();
             assert_eq!(standin::calls("cuMemcpyBatchAsync").len(), 1);
@@ -731,7 +754,7 @@ fn a_batch_of_1000_small_copies_matches_1000_single_copies() {
         single.push(b);
     }
     let mut batch = CopyBatch::with_capacity(&stream, 1000);
-    for (src, dst) in sources.iter().zip(&batched) {
+    for (src, dst) in sources.iter().zip(&mut batched) {
         batch.copy_whole(src, dst).unwrap();
     }
     assert_eq!((batch.len(), batch.attribute_runs()), (1000, 1));
@@ -760,9 +783,10 @@ fn a_batch_of_1000_small_copies_matches_1000_single_copies() {
     dst.fill(0u8, &stream).unwrap();
     let to = |i: usize| (i * 7 + 3) % N;
     let mut batch = CopyBatch::with_capacity(&stream, N);
+    let into = batch.destination(&mut dst);
     for i in 0..N {
         batch
-            .copy(&src, i * PIECE, &dst, to(i) * PIECE, PIECE)
+            .copy(&src, i * PIECE, into, to(i) * PIECE, PIECE)
             .unwrap();
     }
     batch.submit().unwrap();
@@ -799,7 +823,8 @@ fn batch_attributes_and_location_hints_are_taken_by_the_driver() {
     let host_data = random_bytes(6, 512);
     let mut back = vec![0u8; 1024];
     let mut batch = CopyBatch::new(&stream);
-    batch.copy(&src, 0, &dst, 0, 1024).unwrap();
+    let into = batch.destination(&mut dst);
+    batch.copy(&src, 0, into, 0, 1024).unwrap();
     batch
         .set_attributes(
             CopyAttributes::default()
@@ -808,7 +833,7 @@ fn batch_attributes_and_location_hints_are_taken_by_the_driver() {
                 .with_prefer_overlap_with_compute(true),
         )
         .unwrap();
-    batch.copy(&src, 1024, &dst, 1024, 1024).unwrap();
+    batch.copy(&src, 1024, into, 1024, 1024).unwrap();
     batch
         .set_attributes(
             CopyAttributes::default()
@@ -816,7 +841,7 @@ fn batch_attributes_and_location_hints_are_taken_by_the_driver() {
                 .with_src_access_order(SrcAccessOrder::DuringCall),
         )
         .unwrap();
-    batch.copy_from_host(&host_data, &dst, 2048).unwrap();
+    batch.copy_from_host(&host_data, into, 2048).unwrap();
     batch
         .set_attributes(CopyAttributes::default().with_dst_location_hint(MemoryLocation::Host))
         .unwrap();
@@ -861,7 +886,7 @@ fn a_batch_on_another_stream_waits_for_its_buffers_stream() {
             let gate = Gate::close(&s1);
             src.fill(9u8, &s1).unwrap();
             let mut batch = CopyBatch::new(&s2);
-            batch.copy_whole(&src, &dst).unwrap();
+            batch.copy_whole(&src, &mut dst).unwrap();
             batch.submit().unwrap();
             drop(batch);
             assert!(
@@ -882,12 +907,13 @@ fn bad_batches_are_refused_and_nothing_leaks() {
     let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
     {
         let a = pool.allocate(4096, &stream).unwrap();
-        let b = pool.allocate(4096, &stream).unwrap();
+        let mut b = pool.allocate(4096, &stream).unwrap();
         let mut batch = CopyBatch::new(&stream);
-        refused(batch.copy(&a, 4095, &b, 0, 2).map(|_| ()), "src");
+        let to_b = batch.destination(&mut b);
+        refused(batch.copy(&a, 4095, to_b, 0, 2).map(|_| ()), "src");
         refused(batch.submit(), "self");
-        batch.copy(&a, 0, &b, 0, 4096).unwrap();
-        batch.copy(&a, 0, &b, 100, 1).unwrap();
+        batch.copy(&a, 0, to_b, 0, 4096).unwrap();
+        batch.copy(&a, 0, to_b, 100, 1).unwrap();
         let r = refused(batch.submit(), "copies");
         assert!(
             r.contains("copy 0's destination overlaps copy 1's destination"),
@@ -895,12 +921,12 @@ fn bad_batches_are_refused_and_nothing_leaks() {
         );
         let legacy = device.default_stream().unwrap();
         let mut batch = CopyBatch::new(&legacy);
-        batch.copy_whole(&a, &b).unwrap();
+        batch.copy_whole(&a, &mut b).unwrap();
         refused(batch.submit(), "stream");
         // The per-thread default stream is a stream of the driver's: it takes a batch.
         let per_thread = Stream::per_thread_default(device).unwrap();
         let mut batch = CopyBatch::new(&per_thread);
-        batch.copy_whole(&a, &b).unwrap();
+        batch.copy_whole(&a, &mut b).unwrap();
         batch.submit().unwrap();
         per_thread.sync().unwrap();
     }

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of_val;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::managed::MemoryLocation;
 use super::{in_stream_order, Buffer, DevicePtr, Pod};
@@ -108,10 +109,15 @@ enum Operand {
 /// deallocation stream is another stream than the batch's, the batch waits for the work
 /// queued there so far, and that stream waits for the batch before its free.
 ///
-/// Destinations are borrowed shared (`&Buffer`), so that one buffer can take many copies into
-/// parts of it; the overlap check keeps the copies apart. Host slices are borrowed for as long
-/// as the batch lives, and `submit` waits for the copies before returning when the driver may
-/// still use host memory afterwards (see [`submit`](Self::submit)).
+/// A destination buffer is borrowed exclusively (`&mut Buffer`) for as long as the batch
+/// lives, as every writer of a buffer is: [`destination`](Self::destination) hands the batch
+/// the buffer once and gives back a [`BatchDestination`], which any number of the batch's copies
+/// then write parts of (the overlap check keeps them apart), and
+/// [`copy_within`](Self::copy_within) copies between parts of it. No other thread can then use
+/// the buffer while the batch may write it. Sources are borrowed shared. Host slices are
+/// borrowed for as long as the batch lives, and `submit` waits for the copies before
+/// returning when the driver may still use host memory afterwards (see
+/// [`submit`](Self::submit)).
 ///
 /// ```no_run
 /// use cuda_core::memory::CopyBatch;
@@ -121,20 +127,26 @@ enum Operand {
 /// let stream = device.create_stream(StreamOptions::default())?;
 /// let memory = device.memory_resource()?;
 /// let mut src = memory.allocate(64 * 1000, &stream)?;
-/// let dst = memory.allocate(64 * 1000, &stream)?;
+/// let mut dst = memory.allocate(64 * 1000, &stream)?;
 /// src.fill(7u8, &stream)?;
 /// let mut batch = CopyBatch::with_capacity(&stream, 1000);
+/// let to = batch.destination(&mut dst);
 /// for i in 0..1000 {
 ///     // Copy i moves the 64 bytes at i * 64 to the mirrored place.
-///     batch.copy(&src, i * 64, &dst, (999 - i) * 64, 64)?;
+///     batch.copy(&src, i * 64, to, (999 - i) * 64, 64)?;
 /// }
 /// batch.submit()?;
+/// drop(batch);
 /// assert!(dst.to_vec::<u8>(&stream)?.iter().all(|&b| b == 7));
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[doc(alias = "cuMemcpyBatchAsync")]
 pub struct CopyBatch<'a> {
     stream: &'a Stream,
+    /// This batch's number, which its [`BatchDestination`]s carry.
+    id: u64,
+    /// The destination buffers, each borrowed `&'a mut` by [`CopyBatch::destination`].
+    destinations: Vec<&'a Buffer>,
     dsts: Vec<u64>,
     srcs: Vec<u64>,
     sizes: Vec<usize>,
@@ -153,6 +165,15 @@ pub struct CopyBatch<'a> {
     checked: bool,
     /// The host slices are borrowed for `'a`.
     _host: PhantomData<&'a mut [u8]>,
+}
+
+/// A destination buffer of a [`CopyBatch`], which holds it borrowed exclusively
+/// ([`CopyBatch::destination`]): it names the buffer in that batch's copies. A destination of
+/// another batch is refused by the copy it is given to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchDestination {
+    batch: u64,
+    index: usize,
 }
 
 impl fmt::Debug for CopyBatch<'_> {
@@ -176,8 +197,12 @@ impl<'a> CopyBatch<'a> {
     /// be had: the copies are then made room for as they come).
     pub fn with_capacity(stream: &'a Stream, copies: usize) -> CopyBatch<'a> {
         let current = CopyAttributes::default();
+        // Numbers for batches; 2^64 of them are not made in a process's life.
+        static BATCHES: AtomicU64 = AtomicU64::new(0);
         CopyBatch {
             stream,
+            id: BATCHES.fetch_add(1, Ordering::Relaxed),
+            destinations: Vec::new(),
             dsts: room_for(copies),
             srcs: room_for(copies),
             sizes: room_for(copies),
@@ -229,26 +254,76 @@ impl<'a> CopyBatch<'a> {
         self.current
     }
 
+    /// Takes `buffer` as a destination of this batch, borrowed exclusively for the batch's
+    /// life: the [`BatchDestination`] names it in the batch's copies, as many as write disjoint
+    /// parts of it.
+    pub fn destination(&mut self, buffer: &'a mut Buffer) -> BatchDestination {
+        let buffer: &'a Buffer = buffer;
+        self.home(buffer);
+        self.destinations.push(buffer);
+        BatchDestination {
+            batch: self.id,
+            index: self.destinations.len() - 1,
+        }
+    }
+
+    /// The buffer `dst` names; one of another batch is [`Error::InvalidArgument`].
+    fn held(&self, dst: BatchDestination, name: &'static str) -> Result<&'a Buffer> {
+        match self.destinations.get(dst.index) {
+            Some(&buffer) if dst.batch == self.id => Ok(buffer),
+            _ => Err(Error::InvalidArgument {
+                name,
+                reason: format!(
+                    "copy {}: a destination of another batch; take the buffer with this \
+                     batch's destination()",
+                    self.len()
+                ),
+            }),
+        }
+    }
+
     /// Adds a copy of `bytes` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
     pub fn copy(
         &mut self,
         src: &'a Buffer,
         src_offset: usize,
-        dst: &'a Buffer,
+        dst: BatchDestination,
         dst_offset: usize,
         bytes: usize,
     ) -> Result<&mut Self> {
         let index = self.len();
+        let dst = self.held(dst, "dst")?;
         let src_ptr = self.buffer_part(src, src_offset, bytes, "src", index)?;
         let dst_ptr = self.buffer_part(dst, dst_offset, bytes, "dst", index)?;
         self.push(src_ptr, Operand::Buffer, dst_ptr, Operand::Buffer, bytes);
         self.home(src);
-        self.home(dst);
         Ok(self)
     }
 
-    /// Adds a copy of the whole of `src` to the whole of `dst`, which must be of its size.
-    pub fn copy_whole(&mut self, src: &'a Buffer, dst: &'a Buffer) -> Result<&mut Self> {
+    /// Adds a copy of `bytes` bytes from the destination `src` at `src_offset` to the
+    /// destination `dst` at `dst_offset`: between parts of one buffer the batch holds (which
+    /// must not overlap: [`submit`](Self::submit) refuses that, as any overlap), or between two.
+    pub fn copy_within(
+        &mut self,
+        src: BatchDestination,
+        src_offset: usize,
+        dst: BatchDestination,
+        dst_offset: usize,
+        bytes: usize,
+    ) -> Result<&mut Self> {
+        let index = self.len();
+        let src = self.held(src, "src")?;
+        let dst = self.held(dst, "dst")?;
+        let src_ptr = self.buffer_part(src, src_offset, bytes, "src", index)?;
+        let dst_ptr = self.buffer_part(dst, dst_offset, bytes, "dst", index)?;
+        self.push(src_ptr, Operand::Buffer, dst_ptr, Operand::Buffer, bytes);
+        Ok(self)
+    }
+
+    /// Adds a copy of the whole of `src` to the whole of `dst`, which must be of its size and
+    /// is taken as a [`destination`](Self::destination) of the batch (only where the sizes
+    /// match).
+    pub fn copy_whole(&mut self, src: &'a Buffer, dst: &'a mut Buffer) -> Result<&mut Self> {
         if src.size() != dst.size() {
             return Err(Error::InvalidArgument {
                 name: "dst",
@@ -261,6 +336,7 @@ impl<'a> CopyBatch<'a> {
                 ),
             });
         }
+        let dst = self.destination(dst);
         self.copy(src, 0, dst, 0, src.size())
     }
 
@@ -268,10 +344,11 @@ impl<'a> CopyBatch<'a> {
     pub fn copy_from_host<T: Pod>(
         &mut self,
         src: &'a [T],
-        dst: &'a Buffer,
+        dst: BatchDestination,
         dst_offset: usize,
     ) -> Result<&mut Self> {
         let index = self.len();
+        let dst = self.held(dst, "dst")?;
         let bytes = host_bytes(size_of_val(src), "src", index)?;
         let dst_ptr = self.buffer_part(dst, dst_offset, bytes, "dst", index)?;
         self.push(
@@ -281,7 +358,6 @@ impl<'a> CopyBatch<'a> {
             Operand::Buffer,
             bytes,
         );
-        self.home(dst);
         Ok(self)
     }
 

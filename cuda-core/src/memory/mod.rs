@@ -56,8 +56,8 @@ pub(crate) use buffer::in_stream_order;
 pub(crate) use buffer::order_homes_after;
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use copy::{
-    copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyAttributes, CopyBatch, CopyRegion,
-    PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
+    copy_2d, copy_2d_async, copy_3d, copy_3d_async, BatchDestination, CopyAttributes, CopyBatch,
+    CopyRegion, PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
 };
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
 pub use device_ptr::DevicePtr;
