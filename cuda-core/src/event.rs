@@ -1,7 +1,7 @@
 //! Events: markers recorded in streams, for ordering and timing.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::context::Context;
@@ -91,6 +91,9 @@ pub struct Event {
     /// `records` as it was before a wait or query that found the event complete: when the two
     /// are equal, the last record is known complete.
     done_at: AtomicU32,
+    /// Set once a record of it went into a stream capture: the driver then refuses queries of
+    /// it while the capture is open, so its handle is destroyed at the drop, not reused.
+    captured: AtomicBool,
 }
 
 impl Drop for Event {
@@ -108,7 +111,7 @@ impl Drop for Event {
             }
             return;
         }
-        if self.context.is_primary() {
+        if self.context.is_primary() && !*self.captured.get_mut() {
             let complete = *self.records.get_mut() == *self.done_at.get_mut();
             let flags = flags_of(self.options);
             if recycle::give(
@@ -292,19 +295,27 @@ impl Event {
             owned,
             records: AtomicU32::new(0),
             done_at: AtomicU32::new(0),
+            captured: AtomicBool::new(false),
         }
     }
 
-    /// Notes a record of this event, queued by the caller.
+    /// Notes a record of this event, queued by the caller (after the driver took it, so that a
+    /// query that reads the new count is made after the record: release here, acquire there).
     #[inline]
     pub(crate) fn note_record(&self) {
-        self.records.fetch_add(1, Ordering::Relaxed);
+        self.records.fetch_add(1, Ordering::Release);
+    }
+
+    /// Notes that a record of this event went into a stream capture.
+    #[cold]
+    pub(crate) fn note_captured(&self) {
+        self.captured.store(true, Ordering::Relaxed);
     }
 
     /// The record count before a wait or query, for [`Event::note_done`].
     #[inline]
     fn records_now(&self) -> u32 {
-        self.records.load(Ordering::Relaxed)
+        self.records.load(Ordering::Acquire)
     }
 
     /// Notes that the records counted in `records` (read before the wait or query that found
@@ -385,6 +396,16 @@ impl Event {
             });
         }
         let records = (start.records_now(), self.records_now());
+        // A recycled handle keeps its last life's record: an event never recorded in this one
+        // is refused here, as a fresh event is (the driver would time the old record).
+        for (name, count, event) in [("start", records.0, start), ("self", records.1, self)] {
+            if count == 0 && event.owned {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "the event was never recorded; record it on a stream first".to_owned(),
+                });
+            }
+        }
         let ms = self.driver.event_elapsed_time(start.handle, self.handle)?;
         // The driver times only completed events.
         start.note_done(records.0);

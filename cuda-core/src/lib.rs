@@ -40,6 +40,7 @@ mod linker;
 pub mod memory;
 mod object_code;
 mod options;
+mod order;
 mod program;
 mod program_sources;
 mod resources;

@@ -135,13 +135,22 @@ impl Drop for StreamInner {
             // the frees below run instead of being captured, and, for a global capture, lets
             // every other thread make the calls it forbids again.
             match self.driver.stream_end_capture(self.handle) {
-                Ok(graph) if !graph.0.is_null() => {
-                    if let Err(e) = self.driver.graph_destroy(graph) {
-                        log::error!("destroying the graph of an unended capture: {e}");
+                Ok(graph) => {
+                    crate::order::capture_ended();
+                    if !graph.0.is_null() {
+                        if let Err(e) = self.driver.graph_destroy(graph) {
+                            log::error!("destroying the graph of an unended capture: {e}");
+                        }
                     }
                 }
-                Ok(_) => {}
-                Err(e) => log::debug!("ending the capture of a dropped stream: {e}"),
+                Err(e) => {
+                    // Counted open still where the driver keeps it open (another thread's):
+                    // the crate then asks the driver rather than assume no capture.
+                    if e.driver_code() != Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD) {
+                        crate::order::capture_ended();
+                    }
+                    log::debug!("ending the capture of a dropped stream: {e}");
+                }
             }
         }
         for ptr in self.small.drain() {
@@ -378,10 +387,13 @@ impl Stream {
         self.ask(f)
     }
 
-    /// Whether a capture begun through this stream is open.
+    /// Whether the stream captures: a capture begun through it is open, or (asked of the
+    /// driver, `cuStreamIsCapturing`, only while some capture begun through this crate is open:
+    /// see `order`) it joined one through an event wait. Outside captures, two loads.
     #[inline]
     pub(crate) fn capturing(&self) -> bool {
         self.inner.capturing.load(Ordering::Relaxed)
+            || (crate::order::captures_open() && self.captures_now())
     }
 
     /// Whether this is the legacy default stream (which `cuMemcpyBatchAsync` refuses).
@@ -390,9 +402,16 @@ impl Stream {
         self.inner.kind == Kind::Legacy
     }
 
-    /// Notes whether a capture begun through this stream is open (see `capturing`).
+    /// Notes whether a capture begun through this stream is open (see `capturing`), and counts
+    /// it in the process's open captures.
     pub(crate) fn set_capturing(&self, open: bool) {
-        self.inner.capturing.store(open, Ordering::Relaxed);
+        if self.inner.capturing.swap(open, Ordering::AcqRel) != open {
+            if open {
+                crate::order::capture_began();
+            } else {
+                crate::order::capture_ended();
+            }
+        }
     }
 
     /// Notes that work may be queued on the handle (a load, and a store the first time only,
@@ -452,7 +471,10 @@ impl Stream {
         let Err(error) = self.sync() else {
             return Ok(());
         };
-        if !is_capture_refusal(&error) || self.capturing() || self.captures_now() {
+        if !is_capture_refusal(&error)
+            || self.inner.capturing.load(Ordering::Relaxed)
+            || self.captures_now()
+        {
             return Err(error);
         }
         let driver = self.inner.driver;
@@ -510,8 +532,14 @@ impl Stream {
         if event.context_handle() != self.inner.context.handle() {
             return Err(self.foreign_event(event));
         }
+        self.call(|driver, handle| driver.event_record(event.handle(), handle))?;
+        // Counted after the driver took it: a query racing this record then never counts it
+        // as complete before it was queued.
         event.note_record();
-        self.call(|driver, handle| driver.event_record(event.handle(), handle))
+        if crate::order::captures_open() && self.capturing() {
+            event.note_captured();
+        }
+        Ok(())
     }
 
     #[cold]
@@ -555,13 +583,30 @@ impl Stream {
     /// work queued after it until `f` returns (`cuLaunchHostFunc`).
     ///
     /// `f` must not call CUDA (the driver forbids it in host functions and may deadlock); a
-    /// panic in `f` aborts the process, as unwinding into the driver would be undefined.
+    /// panic in `f` aborts the process, as unwinding into the driver would be undefined. What
+    /// `f` captured is dropped after it ran, on a thread of the crate's, not the driver's: so a
+    /// [`Buffer`](crate::Buffer), [`Stream`] or [`Event`] moved into `f` is freed where CUDA
+    /// may be called (which is why `f` is `FnMut`: it cannot drop what it captured itself).
     ///
-    /// Refused on a stream that captures ([`Stream::begin_capture`]): a graph may run its
-    /// host functions many times, and `f` runs once. A graph's host node
+    /// Refused on a stream that captures (itself, or as a stream that joined a capture): a
+    /// graph may run its host functions many times, and `f` runs once. A graph's host node
     /// ([`BuildGraph::add_host`](crate::BuildGraph::add_host)) takes a closure that can.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let scratch = device.memory_resource()?.allocate(1 << 20, &stream)?;
+    /// // `scratch` lives until the stream reaches this point, then is freed off the driver's thread.
+    /// stream.launch_host_func(move || {
+    ///     let _kept = &scratch;
+    /// })?;
+    /// stream.sync()?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     #[doc(alias = "cuLaunchHostFunc")]
-    pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+    pub fn launch_host_func<F: FnMut() + Send + 'static>(&self, f: F) -> Result<()> {
         if self.capturing() {
             return Err(Error::InvalidArgument {
                 name: "self",
@@ -570,12 +615,14 @@ impl Stream {
                     .to_owned(),
             });
         }
-        unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut std::ffi::c_void) {
+        unsafe extern "C" fn trampoline<F: FnMut() + Send + 'static>(data: *mut std::ffi::c_void) {
             // SAFETY: `data` is the box leaked below, handed to the driver once and run once.
-            let f = unsafe { Box::from_raw(data.cast::<F>()) };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            let mut f = unsafe { Box::from_raw(data.cast::<F>()) };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut *f)).is_err() {
                 std::process::abort();
             }
+            // Its captures are dropped off the driver's thread (dropping may call CUDA).
+            crate::graph::release_later(vec![f]);
         }
         let data = Box::into_raw(Box::new(f)).cast::<std::ffi::c_void>();
         let result =

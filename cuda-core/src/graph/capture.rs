@@ -92,9 +92,13 @@ impl Stream {
     /// [`Error::Capture`]; so is ending a stream that was not capturing.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
-        // The capture ends here whatever the driver answers (an invalidated one too).
         let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
-        self.set_capturing(false);
+        // An invalidated or unjoined capture ends with its error; one ended from another
+        // thread than its own (global, thread-local) stays open, and so does the flag.
+        match &ended {
+            Err(e) if e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD) => {}
+            _ => self.set_capturing(false),
+        }
         let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
         Ok(Graph::from_handle(handle, self.context().clone()))
     }

@@ -49,6 +49,7 @@ use std::path::Path;
 pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
+pub(crate) use keep::release_later;
 pub use keep::{graph_releases, wait_for_graph_releases};
 pub(crate) use node::sealed;
 pub use node::{

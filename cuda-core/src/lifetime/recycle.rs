@@ -92,6 +92,11 @@ pub(crate) fn take<H: Recycled>(
             if let Some(handle) = list.idle.pop() {
                 return Some(handle);
             }
+            // A query is a call that an open capture may forbid (and be invalidated by): while
+            // one may be open, a pending handle waits, and the caller makes a new one.
+            if crate::order::captures_open() {
+                return None;
+            }
             take_pending(list)
         })
         .ok()

@@ -106,7 +106,7 @@ macro_rules! fill_pattern {
                 }
                 buffer.check_reachable(stream, "self", false)?;
                 let count = buffer.size / width;
-                in_stream_order(&[&buffer.stream], stream, || {
+                crate::order::in_stream_order(&[&buffer.stream], stream, || {
                     stream.call_in_context(|driver, handle| {
                         driver.$method(buffer.ptr, self, count, handle)
                     })
@@ -357,7 +357,7 @@ impl Buffer {
         self.same_size(dst.size, "dst")?;
         self.check_reachable(stream, "self", true)?;
         dst.check_reachable(stream, "dst", true)?;
-        in_stream_order(&[&self.stream, &dst.stream], stream, || {
+        crate::order::in_stream_order(&[&self.stream, &dst.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
             })
@@ -371,7 +371,7 @@ impl Buffer {
         self.same_size(src.size, "src")?;
         self.check_reachable(stream, "self", true)?;
         src.check_reachable(stream, "src", true)?;
-        in_stream_order(&[&self.stream, &src.stream], stream, || {
+        crate::order::in_stream_order(&[&self.stream, &src.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
             })
@@ -402,7 +402,7 @@ impl Buffer {
         self.same_size(size_of_val(src), "src")?;
         let host_memory = self.check_reachable(stream, "self", true)?.is_none();
         let ptr = src.as_ptr().cast();
-        in_stream_order(&[&self.stream], stream, || {
+        crate::order::in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 if host_memory {
                     // Host memory of a pool is no device pointer to cuMemcpyHtoDAsync
@@ -433,7 +433,7 @@ impl Buffer {
         self.same_size(size_of_val(dst), "dst")?;
         let host_memory = self.check_reachable(stream, "self", true)?.is_none();
         let ptr = dst.as_mut_ptr().cast();
-        in_stream_order(&[&self.stream], stream, || {
+        crate::order::in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 if host_memory {
                     // As in `copy_from_host_async`.
@@ -517,68 +517,5 @@ impl Buffer {
         let len = self.host_view::<T>()?;
         // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique on the host.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, len) })
-    }
-}
-
-/// Queues `op`, work on `stream` that uses memory whose deallocation streams are `homes`, so
-/// that the stream-order contract holds: where a home is another stream, `stream` first waits
-/// for the work queued there so far (the allocation among it), and the home then waits for
-/// `op` (so its free cannot overtake it). On the same stream this is `op` alone.
-#[inline]
-pub(crate) fn in_stream_order<T>(
-    homes: &[&Stream],
-    stream: &Stream,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    if homes.iter().all(|home| home.same_as(stream)) {
-        return op();
-    }
-    across_streams(homes, stream, op)
-}
-
-#[cold]
-#[inline(never)]
-fn across_streams<T>(
-    homes: &[&Stream],
-    stream: &Stream,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    if stream.capturing() {
-        // Captured work runs when its graph is launched, which the capture's caller orders
-        // (`Stream::begin_capture`'s contract); an event wait across would pull the other
-        // streams into the capture instead.
-        return op();
-    }
-    for home in homes {
-        stream.wait_for(home)?;
-    }
-    let value = op()?;
-    order_homes_after(homes, stream).map(|()| value)
-}
-
-/// After work was queued on `stream`: each home that is another stream waits for it (one
-/// record of `stream`'s order event, a wait on each). Should that fail, the work is queued but
-/// its homes do not wait for it: then `stream` is synchronised, so that nothing queued later on
-/// a home can overtake the work, and the work is reported done.
-pub(crate) fn order_homes_after(homes: &[&Stream], stream: &Stream) -> Result<()> {
-    let ordered = (|| -> Result<()> {
-        let event = stream.order_event()?;
-        stream.record(event)?;
-        for home in homes {
-            if !home.same_as(stream) {
-                home.wait(event)?;
-            }
-        }
-        Ok(())
-    })();
-    match ordered {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            log::warn!(
-                "ordering a buffer's stream after work on another failed ({e}); synchronising \
-                 that work instead"
-            );
-            stream.sync()
-        }
     }
 }

@@ -52,8 +52,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-pub(crate) use buffer::in_stream_order;
-pub(crate) use buffer::order_homes_after;
+pub(crate) use crate::order::{in_stream_order, order_homes_after};
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use copy::{
     copy_2d, copy_2d_async, copy_3d, copy_3d_async, BatchDestination, CopyAttributes, CopyBatch,

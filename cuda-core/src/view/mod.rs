@@ -526,9 +526,13 @@ impl<T: Pod> StridedView<'_, T> {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check_contiguous("dst", dst.len())?;
-        // A buffer's own check first, as for its copies: a pool's host memory that the
-        // stream's device was not granted must not reach the driver, which crashed on it.
-        if let Some(buffer) = self.owner.buffer() {
+        // A buffer's own check, as for its copies: a pool's host memory that the stream's
+        // device was not granted must not reach the driver, which crashed on it. (Device
+        // memory is checked against the stream's device below, naming the stream.)
+        if let (Some(buffer), false) = (
+            self.owner.buffer(),
+            matches!(self.memory, ViewMemory::Device(_)),
+        ) {
             buffer.check_reachable(stream, "self", true)?;
         }
         if let ViewMemory::Device(device) = self.memory {

@@ -1,0 +1,327 @@
+//! Features that meet: captures forked over streams whose buffers live elsewhere, recycled
+//! handles, host functions and other threads, each checked in what a user observes.
+
+use std::sync::mpsc;
+use std::thread::ThreadId;
+
+use crate::common;
+
+use cuda_core::{
+    launch, Allocate, Buffer, CaptureMode, CaptureStatus, CodeType, Error, EventOptions,
+    GraphOptions, LaunchConfig, Program, ProgramOptions, Stream, StreamOptions,
+};
+
+const KERNELS: &str = r#"
+extern "C" __global__ void add(const float* a, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a[i];
+}
+extern "C" __global__ void twice(const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+extern "C" __global__ void sum(const float* x, float* out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(out, x[i]);
+}
+"#;
+
+fn streams(n: usize) -> Vec<Stream> {
+    let device = common::device();
+    (0..n)
+        .map(|_| device.create_stream(StreamOptions::default()).unwrap())
+        .collect()
+}
+
+/// A capture begun on s0 and forked to s1 and s2 by event waits, whose work fills and reads
+/// buffers homed on each of the three streams and on a fourth that is not in the capture,
+/// joined back, instantiates and replays with the right numbers. Catches the cross-stream
+/// ordering recording events across the capture's boundary (the capture invalidated, or
+/// `CUDA_ERROR_STREAM_CAPTURE_ISOLATION` at the wait) and fills that ran instead of being
+/// captured (the second replay would then not refill).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_forked_capture_over_buffers_homed_on_any_stream_replays_right() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let code = Program::new(KERNELS, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (add, twice) = (
+        code.get_kernel("add").unwrap(),
+        code.get_kernel("twice").unwrap(),
+    );
+    let all = streams(4);
+    let [s0, s1, s2, p] = [&all[0], &all[1], &all[2], &all[3]];
+    let n = 1u32 << 16;
+    let bytes = 4 * n as usize;
+    let memory = device.memory_resource().unwrap();
+    let mut a = memory.allocate(bytes, s0).unwrap();
+    let mut b = memory.allocate(bytes, s1).unwrap();
+    let c = memory.allocate(bytes, s2).unwrap();
+    let mut d = memory.allocate(bytes, p).unwrap();
+    for s in &all {
+        s.sync().unwrap();
+    }
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    let event = || device.create_event(EventOptions::default()).unwrap();
+    let (fork, join1, join2) = (event(), event(), event());
+    // SAFETY: nothing is allocated or freed on the streams while they capture, and the
+    // buffers and kernels outlive every launch (synchronised below).
+    unsafe { s0.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    s0.record(&fork).unwrap();
+    s1.wait(&fork).unwrap();
+    s2.wait(&fork).unwrap();
+    assert_eq!(s2.capture_status().unwrap(), CaptureStatus::Active);
+    a.fill(1.0f32.to_bits(), s1).unwrap(); // home s0, in the capture
+    b.fill(2.0f32.to_bits(), s2).unwrap(); // home s1, in the capture
+    d.fill(10.0f32.to_bits(), s2).unwrap(); // home p, outside it
+    s1.record(&join1).unwrap();
+    s2.record(&join2).unwrap();
+    s0.wait(&join1).unwrap();
+    s0.wait(&join2).unwrap();
+    // SAFETY: n floats in each buffer.
+    unsafe {
+        launch(s0, &config, &add, &[&b, &a, &n]).unwrap();
+        launch(s0, &config, &add, &[&d, &a, &n]).unwrap();
+        launch(s0, &config, &twice, &[&a, &c, &n]).unwrap(); // c: home s2, joined
+    }
+    let graph = s0.end_capture().unwrap();
+    assert_eq!(
+        graph.node_count().unwrap(),
+        6,
+        "3 fills and 3 kernels captured"
+    );
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    for round in 0..3 {
+        exec.launch(s0).unwrap();
+        let got = c.to_vec::<f32>(s0).unwrap();
+        assert!(
+            got.iter().all(|&x| x == 26.0),
+            "round {round}: c = {:?}...",
+            &got[..4]
+        );
+        // Spoil the inputs: the next replay refills them.
+        a.fill(0u32, s0).unwrap();
+        d.fill(0u32, s0).unwrap(); // ordered after p's work and before its next
+    }
+    for s in &all {
+        s.sync().unwrap();
+    }
+}
+
+/// NVIDIA's `simpleCudaGraphs` pattern as that sample does it: the buffers are made on the
+/// program's stream, the capture stream forks two streams, one copies the input and one
+/// clears the output, both join back, and the capture stream reduces. Each replay gives the
+/// input's sum. Catches the wait of a forked stream on an event of the program's stream
+/// (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`, 905, on the H200 before).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_simple_cuda_graphs_pattern_captures_and_replays_its_sum() {
+    // (A global capture, as the sample's: in a process of its own, where no other test's
+    // allocation meets it.)
+    common::alone(
+        module_path!(),
+        "the_simple_cuda_graphs_pattern_captures_and_replays_its_sum",
+        || {
+            let device = common::device();
+            device.set_current().unwrap();
+            let code = Program::new(KERNELS, ProgramOptions::default())
+                .compile(CodeType::Cubin, &[])
+                .unwrap();
+            let sum = code.get_kernel("sum").unwrap();
+            let all = streams(4);
+            let [program, graph_stream, s1, s2] = [&all[0], &all[1], &all[2], &all[3]];
+            let n = 4096u32;
+            let memory = device.memory_resource().unwrap();
+            let input_host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+            let expected: f32 = input_host.iter().sum();
+            let mut staging = memory.allocate(4 * n as usize, program).unwrap();
+            staging.copy_from_host(&input_host, program).unwrap();
+            let mut input = memory.allocate(4 * n as usize, program).unwrap();
+            let mut out = memory.allocate(4, program).unwrap();
+            program.sync().unwrap();
+            let config = LaunchConfig::for_elements(n.into(), 256);
+            let event = || device.create_event(EventOptions::default()).unwrap();
+            let (fork, copied, cleared) = (event(), event(), event());
+            // SAFETY: no buffer is allocated or freed on the capture's streams meanwhile; the buffers
+            // and the kernel outlive every launch (synchronised below).
+            unsafe { graph_stream.begin_capture(CaptureMode::Global) }.unwrap();
+            graph_stream.record(&fork).unwrap();
+            s1.wait(&fork).unwrap();
+            s2.wait(&fork).unwrap();
+            input.copy_from(&staging, s1).unwrap();
+            out.fill(0u32, s2).unwrap();
+            s1.record(&copied).unwrap();
+            s2.record(&cleared).unwrap();
+            graph_stream.wait(&copied).unwrap();
+            graph_stream.wait(&cleared).unwrap();
+            // SAFETY: n floats in `input`, one in `out`.
+            unsafe { launch(graph_stream, &config, &sum, &[&input, &out, &n]).unwrap() };
+            let graph = graph_stream.end_capture().unwrap();
+            let exec = graph.instantiate(GraphOptions::default()).unwrap();
+            for round in 0..3 {
+                exec.launch(graph_stream).unwrap();
+                let got = out.to_vec::<f32>(graph_stream).unwrap()[0];
+                assert_eq!(got, expected, "round {round}");
+            }
+            graph_stream.sync().unwrap();
+        },
+    );
+}
+
+/// Work on a stream that does not capture, over a buffer whose deallocation stream captures,
+/// is refused and pulls nothing into the capture: before, the fill was recorded into the
+/// capture (the other stream joined it) and did not run.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn work_over_a_capturing_streams_buffer_on_another_stream_is_refused() {
+    let device = common::device();
+    let all = streams(2);
+    let [s1, s2] = [&all[0], &all[1]];
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4096, s1)
+        .unwrap();
+    s1.sync().unwrap();
+    // SAFETY: nothing is queued on s1 during the capture; the buffer outlives it.
+    unsafe { s1.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    let err = buffer.fill(7u8, s2).unwrap_err();
+    assert!(matches!(err, Error::Capture { .. }), "{err}");
+    assert_eq!(s2.capture_status().unwrap(), CaptureStatus::None);
+    let graph = s1.end_capture().unwrap();
+    assert_eq!(graph.node_count().unwrap(), 0, "nothing was captured");
+    buffer.fill(7u8, s2).unwrap();
+    assert!(buffer.to_vec::<u8>(s2).unwrap().iter().all(|&x| x == 7));
+}
+
+/// An end of a thread-local capture from another thread is refused and leaves the capture
+/// open, to the crate as to the driver: a host function is still refused on the stream (it
+/// would run once per graph launch), and the capture's own thread ends it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_end_from_the_wrong_thread_leaves_the_capture_open() {
+    let all = streams(1);
+    let s = &all[0];
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    std::thread::scope(|t| {
+        let err = t.spawn(|| s.end_capture().unwrap_err()).join().unwrap();
+        assert!(matches!(err, Error::Capture { .. }), "{err}");
+    });
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
+    let refused = s.launch_host_func(|| {});
+    assert!(refused.is_err(), "a host function queued into the capture");
+    let graph = s.end_capture().unwrap();
+    assert_eq!(graph.node_count().unwrap(), 0);
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+}
+
+/// An event made after a recorded timing event was dropped (so, on this thread, the same
+/// handle recycled) is as fresh as a new one: done, and refused as a start or an end of a
+/// time, instead of timing the old handle's record.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_recycled_event_shows_nothing_of_its_last_life() {
+    std::thread::spawn(|| {
+        let device = common::device();
+        let s = &streams(1)[0];
+        let fresh = device.create_event(EventOptions::timing()).unwrap();
+        let start = s.record_new(EventOptions::timing()).unwrap();
+        let end = s.record_new(EventOptions::timing()).unwrap();
+        end.sync().unwrap();
+        end.elapsed_since(&start).unwrap();
+        // Both errors of a fresh event: kept to compare with the recycled one's.
+        let fresh_err = end.elapsed_since(&fresh).unwrap_err().to_string();
+        let old = start.as_raw();
+        drop(start);
+        let never = device.create_event(EventOptions::timing()).unwrap();
+        assert!(never.is_done().unwrap());
+        let err = end.elapsed_since(&never).unwrap_err();
+        assert_eq!(err.to_string(), fresh_err, "as a fresh event's");
+        assert!(never.elapsed_since(&end).is_err());
+        if never.as_raw() != old {
+            common::not_run("gpu", "the dropped event's handle was not reused");
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+/// What a host function captured is dropped after it ran on a thread that is not the
+/// driver's (a buffer dropped there would make a CUDA call in a host function).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_host_functions_captures_are_dropped_off_the_drivers_thread() {
+    struct Probe(Option<Buffer>, mpsc::Sender<ThreadId>);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            drop(self.0.take());
+            let _ = self.1.send(std::thread::current().id());
+        }
+    }
+    let device = common::device();
+    let s = &streams(1)[0];
+    let buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(1 << 20, s)
+        .unwrap();
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let (dropped_tx, dropped_rx) = mpsc::channel();
+    let probe = Probe(Some(buffer), dropped_tx);
+    s.launch_host_func(move || {
+        let _kept = &probe;
+        let _ = ran_tx.send(std::thread::current().id());
+    })
+    .unwrap();
+    s.sync().unwrap();
+    let ran = ran_rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    let dropped = dropped_rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    assert_ne!(ran, dropped, "dropped on the driver's callback thread");
+    assert_ne!(dropped, std::thread::current().id());
+}
+
+/// During another thread's global capture, this thread drops an event with a record pending
+/// and makes another: the recycling asks the driver nothing the capture forbids, so the
+/// capture ends with its graph (a query of the pending handle invalidated it before).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn making_events_during_another_threads_global_capture_leaves_it_valid() {
+    common::alone(
+        module_path!(),
+        "making_events_during_another_threads_global_capture_leaves_it_valid",
+        || {
+            let device = common::device();
+            device.set_current().unwrap();
+            let all = streams(2);
+            let (capturing, other) = (all[0].clone(), all[1].clone());
+            let (began_tx, began_rx) = mpsc::channel();
+            let (made_tx, made_rx) = mpsc::channel::<()>();
+            let capturer = std::thread::spawn(move || {
+                device.set_current().unwrap();
+                // SAFETY: nothing is allocated or freed on the stream while it captures.
+                unsafe { capturing.begin_capture(CaptureMode::Global) }.unwrap();
+                began_tx.send(()).unwrap();
+                made_rx.recv().unwrap();
+                capturing.end_capture()
+            });
+            began_rx.recv().unwrap();
+            for _ in 0..4 {
+                let pending = other.record_new(EventOptions::default()).unwrap();
+                drop(pending);
+                let again = device.create_event(EventOptions::default()).unwrap();
+                other.record(&again).unwrap();
+            }
+            made_tx.send(()).unwrap();
+            let ended = capturer.join().unwrap();
+            assert!(ended.is_ok(), "{:?}", ended.err());
+            other.sync().unwrap();
+        },
+    );
+}
