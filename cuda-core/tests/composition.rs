@@ -196,25 +196,38 @@ fn work_over_a_capturing_streams_buffer_on_another_stream_is_refused() {
     assert!(buffer.to_vec::<u8>(s2).unwrap().iter().all(|&x| x == 7));
 }
 
-/// An end of a thread-local capture from another thread is refused and leaves the capture
-/// open, to the crate as to the driver: a host function is still refused on the stream (it
-/// would run once per graph launch), and the capture's own thread ends it.
+/// An end of a thread-local capture from another thread is refused, and the crate's view of
+/// the capture stays the driver's: where the driver keeps the capture open, a host function is
+/// still refused on the stream (it would run once per graph launch) and the capture's own
+/// thread ends it; where the driver ended it, the stream runs work again. Before, the crate
+/// took every refused end as ended and accepted host functions into an open capture.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn an_end_from_the_wrong_thread_leaves_the_capture_open() {
+fn an_end_from_the_wrong_thread_leaves_the_crate_as_the_driver_says() {
     let all = streams(1);
     let s = &all[0];
     // SAFETY: nothing is allocated or freed on the stream while it captures.
     unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     std::thread::scope(|t| {
         let err = t.spawn(|| s.end_capture().unwrap_err()).join().unwrap();
+        println!("an end from another thread: {err}");
         assert!(matches!(err, Error::Capture { .. }), "{err}");
     });
-    assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
-    let refused = s.launch_host_func(|| {});
-    assert!(refused.is_err(), "a host function queued into the capture");
-    let graph = s.end_capture().unwrap();
-    assert_eq!(graph.node_count().unwrap(), 0);
+    let status = s.capture_status().unwrap();
+    println!("the driver's capture status after it: {status:?}");
+    let host = s.launch_host_func(|| {});
+    match status {
+        CaptureStatus::None => {
+            assert!(host.is_ok(), "{host:?}");
+            assert!(s.end_capture().is_err(), "nothing to end");
+            s.sync().unwrap();
+        }
+        _ => {
+            assert!(host.is_err(), "a host function queued into the capture");
+            let graph = s.end_capture().unwrap();
+            assert_eq!(graph.node_count().unwrap(), 0);
+        }
+    }
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
 }
 
@@ -224,6 +237,16 @@ fn an_end_from_the_wrong_thread_leaves_the_capture_open() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_recycled_event_shows_nothing_of_its_last_life() {
+    // In a process of its own: while another test's capture is open, a pending handle is not
+    // reused (by design), and this test needs it reused.
+    common::alone(
+        module_path!(),
+        "a_recycled_event_shows_nothing_of_its_last_life",
+        a_recycled_event_body,
+    );
+}
+
+fn a_recycled_event_body() {
     std::thread::spawn(|| {
         let device = common::device();
         let s = &streams(1)[0];

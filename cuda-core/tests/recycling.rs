@@ -444,3 +444,81 @@ fn recycling_asks_the_driver_only_what_it_must() {
         },
     );
 }
+
+/// A recycled timing event is refused as a start or end of a time before the driver is asked,
+/// as a fresh one is, and not timed by its old handle's record: the stand-in answers any
+/// `cuEventElapsedTime` with 10 ms, which the old code returned for the never-recorded event.
+#[test]
+fn a_recycled_timing_event_is_never_timed_by_its_old_record() {
+    common::standin::run(
+        module_path!(),
+        "a_recycled_timing_event_is_never_timed_by_its_old_record",
+        &[],
+        &[("STANDIN_ELAPSED", "10")],
+        || {
+            std::thread::spawn(|| {
+                let device = Device::new(0).unwrap();
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                let start = stream.record_new(EventOptions::timing()).unwrap();
+                let end = stream.record_new(EventOptions::timing()).unwrap();
+                end.sync().unwrap();
+                start.sync().unwrap();
+                assert!(end.elapsed_since(&start).is_ok());
+                let fresh = device.create_event(EventOptions::timing()).unwrap();
+                let fresh_err = end.elapsed_since(&fresh).unwrap_err().to_string();
+                drop(fresh);
+                drop(start);
+                common::standin::clear_log();
+                let never = device.create_event(EventOptions::timing()).unwrap();
+                assert_eq!(common::standin::calls("cuEventCreate").len(), 0, "recycled");
+                let err = end.elapsed_since(&never).unwrap_err();
+                assert_eq!(err.to_string(), fresh_err);
+                assert!(never.elapsed_since(&end).is_err());
+                assert_eq!(common::standin::calls("cuEventElapsedTime").len(), 0);
+                assert!(never.is_done().unwrap());
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}
+
+/// While a capture begun through the crate is open, a pending handle is not queried for
+/// reuse (a query is a call the capture may forbid, and be invalidated by): a new event is
+/// made instead, and after the end the pending one is reused again.
+#[test]
+fn no_recycled_handle_is_queried_while_a_capture_is_open() {
+    common::standin::run(
+        module_path!(),
+        "no_recycled_handle_is_queried_while_a_capture_is_open",
+        &[],
+        &[],
+        || {
+            std::thread::spawn(|| {
+                let device = Device::new(0).unwrap();
+                let capturing = device.create_stream(StreamOptions::default()).unwrap();
+                let other = device.create_stream(StreamOptions::default()).unwrap();
+                // SAFETY: nothing is allocated or freed on the stream while it captures.
+                unsafe { capturing.begin_capture(cuda_core::CaptureMode::Global) }.unwrap();
+                drop(other.record_new(EventOptions::default()).unwrap());
+                common::standin::clear_log();
+                let made = device.create_event(EventOptions::default()).unwrap();
+                assert_eq!(common::standin::calls("cuEventQuery").len(), 0);
+                assert_eq!(common::standin::calls("cuEventCreate").len(), 1);
+                drop(made);
+                capturing.end_capture().unwrap();
+                common::standin::clear_log();
+                let again = device.create_event(EventOptions::default()).unwrap();
+                other.record(&again).unwrap();
+                let _second = device.create_event(EventOptions::default()).unwrap();
+                assert_eq!(
+                    common::standin::calls("cuEventCreate").len(),
+                    0,
+                    "both reused"
+                );
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}

@@ -93,12 +93,15 @@ impl Stream {
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
         let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
-        // An invalidated or unjoined capture ends with its error; one ended from another
-        // thread than its own (global, thread-local) stays open, and so does the flag.
-        match &ended {
-            Err(e) if e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD) => {}
-            _ => self.set_capturing(false),
-        }
+        // A refused end may or may not have ended the capture (an invalidated or unjoined one
+        // ends with its error; one ended from another thread than its own stays open by the
+        // documentation, and the 580 driver ends a thread-local one): the driver says which.
+        let open = ended.is_err()
+            && !matches!(
+                self.call(|driver, handle| driver.stream_is_capturing(handle)),
+                Ok(0)
+            );
+        self.set_capturing(open);
         let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
         Ok(Graph::from_handle(handle, self.context().clone()))
     }

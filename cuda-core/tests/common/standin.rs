@@ -43,6 +43,25 @@ pub fn run(
             std::env::join_paths(path).expect("a library path"),
         )
         .env_remove("CUDA_CORE_DRIVER_ABI");
+    // Under compute-sanitizer (`--target-processes all`) the child would get the sanitizer's
+    // injection too, which needs the real driver: the stand-in is not CUDA, so it is kept out.
+    for (name, value) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("CUDA_INJECTION")
+            || name_text.starts_with("NV_SANITIZER")
+            || name_text.starts_with("COMPUTE_SANITIZER")
+        {
+            child.env_remove(&name);
+        } else if name_text == "LD_PRELOAD" && value.to_string_lossy().contains("sanitizer") {
+            let kept: Vec<String> = value
+                .to_string_lossy()
+                .split([':', ' '])
+                .filter(|l| !l.is_empty() && !l.contains("sanitizer"))
+                .map(str::to_owned)
+                .collect();
+            child.env("LD_PRELOAD", kept.join(":"));
+        }
+    }
     for (name, value) in settings {
         child.env(name, value);
     }
