@@ -324,23 +324,108 @@ fn count_records(records: &[u8], attribute: u8) -> Option<usize> {
     (at == records.len()).then_some(count)
 }
 
+/// The count of `kernel`'s parameters in PTX text: the `.param`s of its `.entry`, read in the
+/// code alone (comments and string literals blanked, so that an old signature in a comment or
+/// a `.file` path counts for nothing), the name matched whole. Every `.entry` of that name (a
+/// definition, or a declaration of it) must declare the same count; where they disagree, or
+/// none is found, the text says nothing.
 fn ptx_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
-    let text = std::str::from_utf8(bytes.strip_suffix(&[0]).unwrap_or(bytes)).ok()?;
-    let mut rest = text;
-    while let Some(at) = rest.find(".entry") {
-        rest = &rest[at + ".entry".len()..];
-        let declared = rest.trim_start();
-        let Some(after) = declared.strip_prefix(kernel) else {
+    let code = ptx_code(bytes.strip_suffix(&[0]).unwrap_or(bytes));
+    let mut found = None;
+    let mut at = 0;
+    while let Some(next) = find_token(&code, at, b".entry") {
+        at = next + b".entry".len();
+        let rest = &code[at..];
+        let declared = &rest[rest.iter().position(|b| !b.is_ascii_whitespace())?..];
+        let name_len = declared
+            .iter()
+            .position(|&b| b.is_ascii_whitespace() || b == b'(')
+            .unwrap_or(declared.len());
+        if &declared[..name_len] != kernel.as_bytes() {
+            continue;
+        }
+        let after = &declared[name_len..];
+        let after = &after[after
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(after.len())..];
+        let Some(params) = after.strip_prefix(b"(") else {
             continue;
         };
-        let after = after.trim_start();
-        let Some(params) = after.strip_prefix('(') else {
+        let params = &params[..params.iter().position(|&b| b == b')')?];
+        let count = count_tokens(params, b".param");
+        match found {
+            None => found = Some(count),
+            Some(earlier) if earlier == count => {}
+            Some(_) => return None,
+        }
+    }
+    found
+}
+
+/// PTX text with its `//` and `/* */` comments and its `"..."` string literals each replaced
+/// by one space. Only ASCII delimiters are looked at, so the rest keeps its bytes as they were.
+fn ptx_code(text: &[u8]) -> Vec<u8> {
+    let mut code = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let skip = if rest.starts_with(b"//") {
+            // To the end of the line; the newline stays.
+            rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())
+        } else if rest.starts_with(b"/*") {
+            rest[2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(rest.len(), |end| end + 4)
+        } else if rest[0] == b'"' {
+            let mut end = 1;
+            while end < rest.len() && rest[end] != b'"' {
+                end += if rest[end] == b'\\' { 2 } else { 1 };
+            }
+            (end + 1).min(rest.len())
+        } else {
+            code.push(rest[0]);
+            at += 1;
             continue;
         };
-        let params = &params[..params.find(')')?];
-        return Some(params.matches(".param").count());
+        code.push(b' ');
+        at += skip;
+    }
+    code
+}
+
+/// Whether `b` may be part of a PTX identifier. A `.` ends a word, so that `.param.u64`
+/// counts as a `.param` (a count too low would let too few arguments through).
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'%')
+}
+
+/// Where the next `token` at or after `from` is, standing alone (no word character next to it).
+fn find_token(code: &[u8], from: usize, token: &[u8]) -> Option<usize> {
+    let mut at = from;
+    while at + token.len() <= code.len() {
+        let found = at + code[at..].windows(token.len()).position(|w| w == token)?;
+        let end = found + token.len();
+        let alone_before = found == 0 || !is_word(code[found - 1]);
+        let alone_after = end == code.len() || !is_word(code[end]);
+        if alone_before && alone_after {
+            return Some(found);
+        }
+        at = found + 1;
     }
     None
+}
+
+/// How many times `token` stands alone in `code`.
+fn count_tokens(code: &[u8], token: &[u8]) -> usize {
+    let mut count = 0;
+    let mut at = 0;
+    while let Some(found) = find_token(code, at, token) {
+        count += 1;
+        at = found + token.len();
+    }
+    count
 }
 
 #[cfg(test)]
@@ -536,6 +621,52 @@ mod tests {
         assert_eq!(param_count(CodeType::Ptx, ptx, "none"), Some(0));
         assert_eq!(param_count(CodeType::Ptx, ptx, "sax"), None);
         assert_eq!(param_count(CodeType::Fatbin, ptx, "saxpy"), None);
+    }
+
+    #[test]
+    fn an_entry_in_a_ptx_comment_or_string_is_not_the_kernels() {
+        let real =
+            ".visible .entry k(\n.param .u64 a,\n.param .u64 b,\n.param .u32 c\n)\n{\nret;\n}\n";
+        // A commented old signature above the real one.
+        let line = format!("// old signature: .entry k(.param .u64 x)\n{real}\0");
+        assert_eq!(param_count(CodeType::Ptx, line.as_bytes(), "k"), Some(3));
+        // A block comment, across lines, and one inside the parameter list itself.
+        let block = format!(
+            "/* was:\n.entry k(\n.param .u64 x\n)\n*/\n.visible .entry k(\n.param .u64 a, /* .param .u64 gone ) */\n.param .u64 b,\n// .param .u64 old)\n.param .u32 c\n)\n{{\n}}\n\0"
+        );
+        assert_eq!(param_count(CodeType::Ptx, block.as_bytes(), "k"), Some(3));
+        // A string (a `.file` path) holding a comment opener or an `.entry`.
+        let string = format!(
+            ".file 1 \"/src//a.cu /* \\\" .entry k(.param .u64 x)\"\n{real}.file 2 \"*/\"\n\0"
+        );
+        assert_eq!(param_count(CodeType::Ptx, string.as_bytes(), "k"), Some(3));
+        // An `.entry` whose name begins with the kernel's, before the kernel's own; and the
+        // other way round.
+        let prefixed =
+            format!(".entry k_old(\n.param .u64 x\n)\n{{}}\n.entry kk(\n)\n{{}}\n{real}\0");
+        assert_eq!(
+            param_count(CodeType::Ptx, prefixed.as_bytes(), "k"),
+            Some(3)
+        );
+        assert_eq!(
+            param_count(CodeType::Ptx, prefixed.as_bytes(), "k_old"),
+            Some(1)
+        );
+        assert_eq!(
+            param_count(CodeType::Ptx, prefixed.as_bytes(), "kk"),
+            Some(0)
+        );
+        // A word that merely contains `.entry` or `.param` is neither.
+        let words = format!(".entryx k(.param .u64 x)\n.visible .entry k(.param.u64 a, .param .u64 a.params)\n{{}}\0");
+        assert_eq!(param_count(CodeType::Ptx, words.as_bytes(), "k"), Some(2));
+        // Only a comment names the kernel: the text says nothing.
+        assert_eq!(
+            param_count(CodeType::Ptx, b"// .entry k(.param .u64 x)\n\0", "k"),
+            None
+        );
+        // Two entries of one name that disagree: nothing either.
+        let twice = format!(".entry k(.param .u64 x)\n{{}}\n{real}\0");
+        assert_eq!(param_count(CodeType::Ptx, twice.as_bytes(), "k"), None);
     }
 
     #[test]

@@ -922,6 +922,44 @@ fn parameters_are_read_without_asking_past_the_last() {
 }
 
 #[test]
+fn an_old_signature_in_a_ptx_comment_does_not_set_the_checked_count() {
+    // A driver without cuKernelGetParamCount (the 13.0 driver) takes the count from the PTX:
+    // a commented-out one-parameter `.entry k4` above the real four-parameter one must not
+    // make a one-argument launch pass the count check.
+    common::standin::run(
+        module_path!(),
+        "an_old_signature_in_a_ptx_comment_does_not_set_the_checked_count",
+        &["STANDIN_NO_PARAM_COUNT"],
+        &[],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(0).unwrap();
+            device.set_current().unwrap();
+            let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+                // old signature: .entry k4(.param .u64 x)\n\
+                /* .entry k4(.param .u64 y) */\n\
+                .visible .entry k4(\n.param .u64 a,\n.param .u64 b,\n.param .u64 c,\n\
+                .param .u64 d\n)\n{\nret;\n}\n";
+            let code = ObjectCode::from_ptx(ptx);
+            let k4 = code.get_kernel("k4").unwrap();
+            assert_eq!(k4.params().unwrap().len(), 4);
+            // Exactly the four questions the real entry declares: none past the last.
+            let asked = standin::calls("cuKernelGetParamInfo k4");
+            assert_eq!(asked.len(), 4, "{asked:?}");
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+            // SAFETY: refused before the driver; the stand-in runs nothing anyway.
+            let one = unsafe { launch(&stream, &config, &k4, &[&0u64]) };
+            assert!(
+                matches!(one, Err(Error::InvalidArgument { name: "args", .. })),
+                "{one:?}"
+            );
+            assert!(standin::calls("cuLaunchKernel").is_empty());
+        },
+    );
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_images_parameter_counts_are_the_drivers() {
     // Each kernel's parameters read with the count from its image, against the same kernel
