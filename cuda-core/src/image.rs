@@ -631,9 +631,7 @@ mod tests {
         let line = format!("// old signature: .entry k(.param .u64 x)\n{real}\0");
         assert_eq!(param_count(CodeType::Ptx, line.as_bytes(), "k"), Some(3));
         // A block comment, across lines, and one inside the parameter list itself.
-        let block = format!(
-            "/* was:\n.entry k(\n.param .u64 x\n)\n*/\n.visible .entry k(\n.param .u64 a, /* .param .u64 gone ) */\n.param .u64 b,\n// .param .u64 old)\n.param .u32 c\n)\n{{\n}}\n\0"
-        );
+        let block = "/* was:\n.entry k(\n.param .u64 x\n)\n*/\n.visible .entry k(\n.param .u64 a, /* .param .u64 gone ) */\n.param .u64 b,\n// .param .u64 old)\n.param .u32 c\n)\n{\n}\n\0".to_string();
         assert_eq!(param_count(CodeType::Ptx, block.as_bytes(), "k"), Some(3));
         // A string (a `.file` path) holding a comment opener or an `.entry`.
         let string = format!(
@@ -657,7 +655,9 @@ mod tests {
             Some(0)
         );
         // A word that merely contains `.entry` or `.param` is neither.
-        let words = format!(".entryx k(.param .u64 x)\n.visible .entry k(.param.u64 a, .param .u64 a.params)\n{{}}\0");
+        let words =
+            ".entryx k(.param .u64 x)\n.visible .entry k(.param.u64 a, .param .u64 a.params)\n{}\0"
+                .to_string();
         assert_eq!(param_count(CodeType::Ptx, words.as_bytes(), "k"), Some(2));
         // Only a comment names the kernel: the text says nothing.
         assert_eq!(

@@ -385,8 +385,8 @@ fn batched_prefetch_and_discard_are_named_where_the_driver_or_the_abi_lacks_them
             standin::clear_log();
             let host = MemoryLocation::Host;
             for (f, name) in [
-                // SAFETY: this thread alone uses the buffer, on this one stream.
                 (
+                    // SAFETY: this thread alone uses the buffer, on this one stream.
                     unsupported(unsafe { range.discard(&s) }),
                     "cuMemDiscardBatchAsync",
                 ),
@@ -423,8 +423,8 @@ fn batched_prefetch_and_discard_are_named_where_the_driver_or_the_abi_lacks_them
                 .unwrap();
             let range = ManagedRange::whole(&buffer).unwrap();
             let host = MemoryLocation::Host;
-            // SAFETY: this thread alone uses the buffer, on this one stream.
             assert_eq!(
+                // SAFETY: this thread alone uses the buffer, on this one stream.
                 unsupported(unsafe { range.discard(&s) }),
                 "cuMemDiscardBatchAsync"
             );
