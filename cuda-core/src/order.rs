@@ -77,7 +77,7 @@ fn across_streams<T>(
         stream.wait_for(home)?;
     }
     let value = op()?;
-    order_homes_after(homes, stream).map(|()| value)
+    homes_wait_for(homes, stream).map(|()| value)
 }
 
 /// Refuses work on `stream` (which does not capture) over memory whose home captures.
@@ -109,6 +109,12 @@ pub(crate) fn order_homes_after(homes: &[&Stream], stream: &Stream) -> Result<()
         return Ok(());
     }
     check_homes(homes, stream)?;
+    homes_wait_for(homes, stream)
+}
+
+/// [`order_homes_after`] once its checks were made (by it, or by [`across_streams`] before
+/// the work was queued).
+fn homes_wait_for(homes: &[&Stream], stream: &Stream) -> Result<()> {
     let ordered = (|| -> Result<()> {
         let event = stream.order_event()?;
         stream.record(event)?;
