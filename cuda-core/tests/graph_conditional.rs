@@ -825,3 +825,65 @@ fn bad_conditional_inputs_are_refused_on_the_device_too() {
     assert_eq!(counter.to_vec::<u32>(&s.stream).unwrap(), [3]);
     drop(other);
 }
+
+/// A kept value never names what the driver made later at the same address (review N1):
+/// with the stand-in giving a destroyed node's and graph's address to the next one made, a
+/// removed IF node's `ConditionalNode`, a dropped graph's node and conditional handle are
+/// refused, where a check by address alone passed them and `body()` handed out the destroyed
+/// body graph for the driver to build in.
+#[test]
+fn kept_graph_values_never_name_what_reuses_their_address() {
+    standin::run(
+        module_path!(),
+        "kept_graph_values_never_name_what_reuses_their_address",
+        &[],
+        &[("STANDIN_REUSE", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let mut graph = Graph::new(device).unwrap();
+            let handle = graph.conditional_handle(Some(0)).unwrap();
+            let stale = graph.add_if(&[], handle).unwrap();
+            graph.remove_node(stale.node()).unwrap();
+            // The stand-in reuses the removed node's address at once.
+            let empty = graph.add_empty(&[]).unwrap();
+            assert_eq!(
+                empty.as_raw(),
+                stale.node().as_raw(),
+                "the stand-in did not reuse the address: this test shows nothing"
+            );
+            standin::clear_log();
+            // Bug caught: `body` passed the reused address and built in a destroyed graph.
+            assert_refused(graph.body(&stale, 0), "node", "removed");
+            // Bug caught: a removed node's value as a dependency of a new node.
+            assert_refused(graph.add_empty(&[stale.node()]), "deps", "removed");
+            let log = standin::log();
+            assert!(log.is_empty(), "driver calls for stale values:\n{log}");
+            // The live node at that address is still the graph's.
+            graph.add_empty(&[empty]).unwrap();
+
+            // A whole graph dropped: the next graph gets its address, and so might its nodes.
+            let mut first = Graph::new(device).unwrap();
+            let first_raw = first.as_raw();
+            let old_handle = first.conditional_handle(None).unwrap();
+            let old_node = first.add_empty(&[]).unwrap();
+            // (The stand-in frees a node's address only when the node is removed.)
+            first.remove_node(old_node).unwrap();
+            drop(first);
+            let mut second = Graph::new(device).unwrap();
+            assert_eq!(
+                second.as_raw(),
+                first_raw,
+                "the stand-in did not reuse the graph"
+            );
+            let new_node = second.add_empty(&[]).unwrap();
+            assert_eq!(new_node.as_raw(), old_node.as_raw());
+            standin::clear_log();
+            // Bugs caught: the dropped graph's node and handle passed checks by address.
+            assert_refused(second.add_empty(&[old_node]), "deps", "removed");
+            assert_refused(second.add_if(&[], old_handle), "handle", "dropped");
+            let log = standin::log();
+            assert!(log.is_empty(), "driver calls for stale values:\n{log}");
+            second.add_empty(&[new_node]).unwrap();
+        },
+    );
+}

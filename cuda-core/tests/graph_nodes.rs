@@ -601,3 +601,40 @@ fn bad_graph_inputs_are_refused_naming_the_argument() {
     exec.launch(&stream).unwrap();
     stream.sync().unwrap();
 }
+
+/// A copy node over pinned-pool memory the graph's device has no access to is refused when
+/// it is made, as `Buffer`'s own copies are (review N11): the driver faults on such a copy
+/// rather than refuse it. Bug caught: host memory skipped the check, and the node reached
+/// `cuGraphAddMemcpyNode`.
+#[test]
+fn a_copy_node_of_pool_memory_without_access_is_refused_like_the_buffers() {
+    common::standin::run(
+        module_path!(),
+        "a_copy_node_of_pool_memory_without_access_is_refused_like_the_buffers",
+        &[],
+        &[],
+        || {
+            use cuda_core::{PinnedMemoryPool, PinnedMemoryPoolOptions, StreamOptions};
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            let host = Arc::new(pool.allocate(64, &stream).unwrap());
+            let other = Arc::new(pool.allocate(64, &stream).unwrap());
+            pool.set_access(&[]).unwrap();
+            let mut graph = Graph::new(device).unwrap();
+            common::standin::clear_log();
+            for made in [
+                graph.add_copy(&[], &host, &other),
+                graph.add_copy_from_host(&[], vec![0u32; 16], &host),
+            ] {
+                let err = made.unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("not accessible")),
+                    "{err:?}"
+                );
+            }
+            let log = common::standin::log();
+            assert!(!log.contains("cuGraphAddMemcpyNode"), "{log}");
+        },
+    );
+}

@@ -389,3 +389,52 @@ fn a_stream_dropped_mid_capture_ends_it_and_is_not_reused() {
         },
     );
 }
+
+/// A graph of the primary context is refused on a green context's stream (review N15): it
+/// would run its kernels on every SM, outside the green context's. Bug caught: only the device
+/// was compared, and the launch went to the driver. The stream's own context's graph launches.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_is_refused_on_a_stream_of_another_context() {
+    use cuda_core::{BuildGraph, ContextOptions, SmSplitOptions};
+    let _green = common::green_contexts();
+    let device = common::device();
+    let sms = device.resources().sm().unwrap();
+    let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
+    let split = sms
+        .split(SmSplitOptions::groups_of(align).with_groups(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions {
+            resources: split.groups,
+        })
+        .unwrap();
+    let green_stream = green.create_stream(StreamOptions::default()).unwrap();
+    let mut graph = Graph::new(device).unwrap();
+    graph.add_empty(&[]).unwrap();
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    for refused in [
+        exec.launch(&green_stream).map(|_| ()),
+        exec.upload(&green_stream).map(|_| ()),
+        graph
+            .instantiate_uploaded(GraphOptions::default(), &green_stream)
+            .map(|_| ()),
+    ] {
+        let err = refused.unwrap_err();
+        assert!(
+            matches!(&err, cuda_core::Error::InvalidArgument { name: "stream", reason } if reason.contains("green context")),
+            "{err:?}"
+        );
+    }
+    // A graph captured on the green context's stream is its own, and launches there.
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { green_stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    let captured = green_stream.end_capture().unwrap();
+    let mine = captured.instantiate(GraphOptions::default()).unwrap();
+    mine.launch(&green_stream).unwrap();
+    green_stream.sync().unwrap();
+    // And the primary context's graph still launches on its own streams.
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    exec.launch(&stream).unwrap();
+    stream.sync().unwrap();
+}

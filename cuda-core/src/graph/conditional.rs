@@ -65,6 +65,9 @@ use crate::info::DriverVersion;
 pub struct ConditionalHandle {
     raw: u64,
     graph: GraphHandle,
+    /// Which making this is ([`serial`](super::serial)): one of a removed body or a dropped
+    /// graph never matches a later graph at the same address.
+    serial: u64,
 }
 
 impl ConditionalHandle {
@@ -196,9 +199,12 @@ pub(super) fn handle(target: Target<'_>, default: Option<u32>) -> Result<Conditi
         context.handle(),
         default,
     )?;
+    let serial = super::serial();
+    target.state.handles.insert((target.graph, raw), serial);
     Ok(ConditionalHandle {
         raw,
         graph: target.graph,
+        serial,
     })
 }
 
@@ -212,11 +218,14 @@ pub(super) fn add(
     cases: u32,
 ) -> Result<ConditionalNode> {
     let deps = target.deps(deps)?;
-    if handle.graph != target.graph {
+    if handle.graph != target.graph
+        || target.state.handles.get(&(handle.graph, handle.raw)) != Some(&handle.serial)
+    {
         return Err(Error::InvalidArgument {
             name: "handle",
-            reason: "the conditional handle was made for another graph (or body): a \
-                     conditional node takes a handle of the graph it is added to"
+            reason: "the conditional handle was made for another graph (or body), or for one \
+                     since dropped or removed: a conditional node takes a handle of the graph \
+                     it is added to"
                 .to_owned(),
         });
     }
@@ -257,14 +266,21 @@ pub(super) fn body<'a>(
     index: usize,
 ) -> Result<GraphBody<'a>> {
     check_node(target.state, target.graph, node.node, "node")?;
-    let Some(&graph) = node.bodies.get(index) else {
+    // The node is the one handed out (its serial matched): its bodies are the graph's own
+    // record of them, never the caller's copy.
+    let bodies = target
+        .state
+        .bodies
+        .get(&node.node.handle)
+        .map_or(&[][..], Vec::as_slice);
+    let Some(&graph) = bodies.get(index) else {
         return Err(Error::InvalidArgument {
             name: "index",
             reason: format!(
                 "the {:?} node has {} bod{}, numbered from 0; there is no body {index}",
                 node.kind,
-                node.bodies.len(),
-                if node.bodies.len() == 1 { "y" } else { "ies" }
+                bodies.len(),
+                if bodies.len() == 1 { "y" } else { "ies" }
             ),
         });
     };

@@ -40,7 +40,7 @@ mod node;
 mod params;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
@@ -117,9 +117,23 @@ pub(crate) struct GraphState {
     /// (a graph is not `Sync`).
     keep: RefCell<Keep>,
     homes: Vec<Stream>,
-    nodes: HashSet<(GraphHandle, GraphNodeHandle)>,
+    /// The nodes handed out, each with the serial its [`GraphNode`] carries: a value kept
+    /// from a removed node never matches, even where the driver gives its address to a new
+    /// node (or a new graph lands at a dropped one's address).
+    nodes: HashMap<(GraphHandle, GraphNodeHandle), u64>,
     /// The bodies of the conditional nodes handed out, which go with their node.
     bodies: HashMap<GraphNodeHandle, Vec<GraphHandle>>,
+    /// The conditional handles made, by the graph (root or body) they were made for, with
+    /// the serial each [`ConditionalHandle`] carries.
+    handles: HashMap<(GraphHandle, u64), u64>,
+}
+
+/// A number never handed out before in this process, for the values that name a graph, a
+/// node or a conditional handle: the driver reuses the addresses of destroyed ones, so a
+/// kept value is matched by its serial, not by its address. Never 0.
+pub(crate) fn serial() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl GraphState {
@@ -128,9 +142,10 @@ impl GraphState {
     fn forget(&mut self, graph: GraphHandle, node: GraphNodeHandle) {
         self.nodes.remove(&(graph, node));
         for body in self.bodies.remove(&node).unwrap_or_default() {
+            self.handles.retain(|&(of, _), _| of != body);
             let inside: Vec<GraphNodeHandle> = self
                 .nodes
-                .iter()
+                .keys()
                 .filter(|&&(of, _)| of == body)
                 .map(|&(_, node)| node)
                 .collect();
@@ -164,6 +179,8 @@ fn add_home(homes: &mut Vec<Stream>, stream: &Stream) {
 /// nothing refers to them any more (see [`graph_releases`]).
 pub struct Graph {
     handle: GraphHandle,
+    /// Which graph this is, whatever address a later graph gets ([`serial`]).
+    serial: u64,
     context: Context,
     state: GraphState,
     _not_sync: PhantomData<Cell<()>>,
@@ -192,6 +209,7 @@ impl Graph {
     fn from_handle(handle: GraphHandle, context: Context) -> Graph {
         Graph {
             handle,
+            serial: serial(),
             context,
             state: GraphState::default(),
             _not_sync: PhantomData,
@@ -333,6 +351,7 @@ impl Graph {
             Err(e) => {
                 let (reason, node) = refusal(
                     driver,
+                    &self.state,
                     self.handle,
                     answer,
                     instantiate_reason(answer.code),
@@ -356,7 +375,7 @@ impl Graph {
         GraphExec {
             handle,
             context: self.context.clone(),
-            source: self.handle,
+            source: self.serial,
             homes: self.state.homes.clone(),
             device_launch: options.device_launch,
             extras: Vec::new(),
@@ -368,16 +387,20 @@ impl Graph {
 
 /// A refusal's words and node: `why` (the driver's result in words), the kind of the node the
 /// driver names in `answer` (a node of `graph`) where it names one, and the driver's error.
+/// The node passes the graph's checks if it was handed out (a captured graph's nodes were
+/// not, and stay names only).
 fn refusal(
     driver: &'static dyn crate::driver::Driver,
+    state: &GraphState,
     graph: GraphHandle,
     answer: crate::driver::UpdateResult,
     why: &str,
     error: Error,
 ) -> (String, Option<GraphNode>) {
-    let node = (!answer.node.0.is_null()).then_some(GraphNode {
+    let node = (!answer.node.0.is_null()).then(|| GraphNode {
         handle: answer.node,
         graph,
+        serial: state.nodes.get(&(graph, answer.node)).copied().unwrap_or(0),
     });
     let kind = node
         .and_then(|node| driver.graph_node_type(node.handle).ok())
@@ -431,8 +454,8 @@ fn instantiate_reason(code: u32) -> &'static str {
 pub struct GraphExec {
     handle: GraphExecHandle,
     context: Context,
-    /// The graph it was instantiated from (whose nodes name its nodes).
-    source: GraphHandle,
+    /// The graph it was instantiated from (whose nodes name its nodes), by its serial.
+    source: u64,
     /// The streams its buffers are ordered on.
     homes: Vec<Stream>,
     /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
@@ -552,8 +575,14 @@ impl GraphExec {
             .context
             .with_current(|driver| driver.graph_exec_update(self.handle, graph.handle))?;
         if let Err(e) = updated {
-            let (reason, node) =
-                refusal(driver, graph.handle, answer, &update_reason(answer.code), e);
+            let (reason, node) = refusal(
+                driver,
+                &graph.state,
+                graph.handle,
+                answer,
+                &update_reason(answer.code),
+                e,
+            );
             return Err(Error::GraphUpdate { reason, node });
         }
         for home in &graph.state.homes {
@@ -580,7 +609,7 @@ impl GraphExec {
         kernel: &Kernel,
         args: &[&dyn GraphArg],
     ) -> Result<()> {
-        if graph.handle != self.source {
+        if graph.serial != self.source {
             return Err(Error::InvalidArgument {
                 name: "graph",
                 reason: "it is not the graph this executable graph was instantiated from"
@@ -615,7 +644,9 @@ impl GraphExec {
     }
 }
 
-/// Refuses a stream of another device than the graph's.
+/// Refuses a stream of another device than the graph's, or of another context of it (a
+/// graph of the primary context would run its kernels on every SM from a green context's
+/// stream, outside the green context's SMs).
 fn check_device(stream: &Stream, context: &Context) -> Result<()> {
     if stream.device() != context.device() {
         return Err(Error::InvalidArgument {
@@ -624,6 +655,25 @@ fn check_device(stream: &Stream, context: &Context) -> Result<()> {
                 "it is device {}'s, and the graph is device {}'s",
                 stream.device().ordinal(),
                 context.device().ordinal()
+            ),
+        });
+    }
+    if stream.context().handle() != context.handle() {
+        let kind = |c: &Context| {
+            if c.is_green() {
+                "a green context"
+            } else {
+                "the primary context"
+            }
+        };
+        return Err(Error::InvalidArgument {
+            name: "stream",
+            reason: format!(
+                "it is a stream of {}, and the graph is of {} of the same device: a graph \
+                 runs in its own context, so launch it on a stream of that context (or \
+                 build or capture it in the stream's)",
+                kind(stream.context()),
+                kind(context)
             ),
         });
     }
@@ -700,12 +750,12 @@ mod tests {
             (body_a, node(21)),   // in body a
             (graph(9), node(90)), // another conditional node's body, untouched
         ];
-        state.nodes.extend(noted);
+        state.nodes.extend(noted.map(|key| (key, serial())));
         state.bodies.insert(node(10), vec![body_a, body_b]);
         state.bodies.insert(node(20), vec![nested]);
         state.bodies.insert(node(91), vec![graph(9)]);
         state.forget(root, node(10));
-        let mut left: Vec<_> = state.nodes.iter().copied().collect();
+        let mut left: Vec<_> = state.nodes.keys().copied().collect();
         left.sort_by_key(|&(_, n)| n.0 as usize);
         assert_eq!(left, [(root, node(11)), (graph(9), node(90))]);
         assert_eq!(state.bodies.keys().copied().collect::<Vec<_>>(), [node(91)]);

@@ -22,6 +22,9 @@ use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
 pub struct GraphNode {
     pub(crate) handle: GraphNodeHandle,
     pub(crate) graph: GraphHandle,
+    /// Which handing-out this is ([`serial`](super::serial)): a node removed, or of a graph
+    /// dropped, never matches a later one at the same address.
+    pub(crate) serial: u64,
 }
 
 impl GraphNode {
@@ -282,7 +285,7 @@ pub(crate) fn check_node(
             reason: "the node belongs to another graph".to_owned(),
         });
     }
-    if !state.nodes.contains(&(graph, node.handle)) {
+    if state.nodes.get(&(graph, node.handle)) != Some(&node.serial) {
         return Err(Error::InvalidArgument {
             name,
             reason: "the node was removed from the graph, or not handed out by it".to_owned(),
@@ -297,8 +300,13 @@ pub(crate) fn note(
     graph: GraphHandle,
     handle: GraphNodeHandle,
 ) -> GraphNode {
-    state.nodes.insert((graph, handle));
-    GraphNode { handle, graph }
+    let serial = super::serial();
+    state.nodes.insert((graph, handle), serial);
+    GraphNode {
+        handle,
+        graph,
+        serial,
+    }
 }
 
 /// Where [`BuildGraph`]'s methods add nodes: a graph (`graph`), the root graph whose driver

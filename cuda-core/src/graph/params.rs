@@ -97,13 +97,36 @@ pub(super) fn fill_spec<P: FillPattern>(
     })
 }
 
+/// Refuses a buffer a copy node of `context`'s graph cannot reach: device memory as
+/// [`check_buffer`] does, host memory that `context`'s device has no access to (a pinned pool
+/// whose access was not granted to it: the driver faults on such a copy, where it does not
+/// refuse it). Access is checked when the node is made; revoking it later, while the graph
+/// may launch, is the caller's to order (as for any work queued on the memory).
+fn check_copied(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
+    if !buffer.is_host_accessible() {
+        return check_buffer(buffer, context, name);
+    }
+    if buffer.device().is_none() {
+        let resource = buffer.memory_resource();
+        if !resource.is_accessible_from(context.device())? {
+            return Err(Error::InvalidArgument {
+                name,
+                reason: format!(
+                    "its host memory ({resource:?}) is not accessible from the graph's device {}; \
+                     grant access with PinnedMemoryPool::set_access",
+                    context.device().ordinal()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A copy of `src` into `dst`, checked for `context`'s device.
 pub(super) fn copy_spec(src: &Buffer, dst: &Buffer, context: &Context) -> Result<CopySpec> {
     same_size(src.size(), dst.size(), "dst")?;
     for (buffer, name) in [(src, "src"), (dst, "dst")] {
-        if !buffer.is_host_accessible() {
-            check_buffer(buffer, context, name)?;
-        }
+        check_copied(buffer, context, name)?;
     }
     Ok(CopySpec {
         dst: dst.ptr().0,
@@ -122,9 +145,7 @@ pub(super) fn host_copy_spec<T: Pod>(
 ) -> Result<CopySpec> {
     let bytes = std::mem::size_of_val(src);
     same_size(bytes, dst.size(), "dst")?;
-    if !dst.is_host_accessible() {
-        check_buffer(dst, context, "dst")?;
-    }
+    check_copied(dst, context, "dst")?;
     Ok(CopySpec {
         dst: dst.ptr().0,
         src: src.as_ptr() as usize as u64,
@@ -333,7 +354,7 @@ impl GraphExec {
         wanted: &[NodeKind],
         what: &str,
     ) -> Result<NodeKind> {
-        if graph.handle != self.source {
+        if graph.serial != self.source {
             return Err(Error::InvalidArgument {
                 name: "graph",
                 reason: "it is not the graph this executable graph was instantiated from"

@@ -101,8 +101,34 @@ static int devices(void) {
     return n < 1 ? 1 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
 }
 
+/* With STANDIN_REUSE=1, destroyed graphs and nodes go to a free list and the next one made of
+ * their kind gets the same address (and name), as the real driver's allocator may give it. */
+#define FREED_MAX 256
+static struct object *freed[FREED_MAX];
+static int freed_count;
+static void release(struct object *o) {
+    if (!setting("STANDIN_REUSE", 0)) return;
+    pthread_mutex_lock(&lock);
+    if (freed_count < FREED_MAX) freed[freed_count++] = o;
+    pthread_mutex_unlock(&lock);
+}
 static struct object *make(int kind, struct object *context) {
-    struct object *o = calloc(1, sizeof *o);
+    struct object *o = NULL;
+    pthread_mutex_lock(&lock);
+    for (int i = freed_count - 1; i >= 0; i--) {
+        if (freed[i]->kind == kind) {
+            o = freed[i];
+            freed[i] = freed[--freed_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (o) {
+        o->context = context;
+        o->device = context ? context->device : 0;
+        return o;
+    }
+    o = calloc(1, sizeof *o);
     pthread_mutex_lock(&lock);
     o->id = next_id++;
     pthread_mutex_unlock(&lock);
@@ -315,6 +341,7 @@ int cuStreamIsCapturing(void *s, int *status) { *status = capturing == s ? 1 : 0
 int cuGraphDestroy(void *graph) {
     char b[16];
     note("cuGraphDestroy %s", graph == &graph_token ? "g" : name(graph, b));
+    if (graph != &graph_token) release(graph);
     return 0;
 }
 int cuStreamGetPriority(void *s, int *priority) { (void)s; *priority = 0; return 0; }
@@ -633,6 +660,7 @@ int cuGraphExecDestroy(void *exec) {
 int cuGraphDestroyNode(void *node) {
     char b[16];
     note("cuGraphDestroyNode %s", name(node, b));
+    release(node);
     return 0;
 }
 
