@@ -85,7 +85,9 @@ impl Process {
         Process { pid }
     }
 
-    /// This process.
+    /// This process: for [`state`](Self::state) and
+    /// [`restore_thread_id`](Self::restore_thread_id); the calls that lock, checkpoint,
+    /// restore or unlock refuse it.
     #[must_use]
     pub fn current() -> Process {
         Process {
@@ -99,6 +101,23 @@ impl Process {
         self.pid
     }
 
+    /// Refuses `what` on the calling process: a locked process's CUDA calls wait until it is
+    /// unlocked, so a process that locks itself stops its own calls (a drop suffices) with
+    /// nothing to unlock it. Checkpointing tools act on another process.
+    fn not_self(&self, what: &str) -> Result<()> {
+        if i32::try_from(std::process::id()).is_ok_and(|own| own == self.pid) {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!(
+                    "it is the calling process: {what} of one's own process stops its CUDA \
+                     calls, this one's included (lock, checkpoint, restore and unlock are for \
+                     a tool acting on another process)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Where its CUDA state is (`cuCheckpointProcessGetState`).
     #[doc(alias = "cuCheckpointProcessGetState")]
     pub fn state(&self) -> Result<ProcessState> {
@@ -109,9 +128,11 @@ impl Process {
 
     /// Locks its CUDA calls, waiting for the work it queued to finish, at most `timeout` (none:
     /// no limit) (`cuCheckpointProcessLock`). A timeout over `u32::MAX` milliseconds, or of
-    /// zero, is refused (the driver reads 0 as "no limit").
+    /// zero, is refused (the driver reads 0 as "no limit"), and so is the calling process
+    /// (its own calls would wait for an unlock it cannot make).
     #[doc(alias = "cuCheckpointProcessLock")]
     pub fn lock(&self, timeout: Option<Duration>) -> Result<()> {
+        self.not_self("a lock")?;
         let ms = match timeout {
             None => 0,
             Some(t) => match u32::try_from(t.as_millis()) {
@@ -131,24 +152,28 @@ impl Process {
     }
 
     /// Moves its device memory to host memory and releases its GPUs; the process must be
-    /// locked (`cuCheckpointProcessCheckpoint`).
+    /// locked (`cuCheckpointProcessCheckpoint`). The calling process is refused.
     #[doc(alias = "cuCheckpointProcessCheckpoint")]
     pub fn checkpoint(&self) -> Result<()> {
+        self.not_self("a checkpoint")?;
         driver()?.checkpoint_checkpoint(self.pid)
     }
 
     /// Brings a checkpointed process's state back onto GPUs (`cuCheckpointProcessRestore`); it
-    /// stays locked until [`unlock`](Self::unlock).
+    /// stays locked until [`unlock`](Self::unlock). The calling process is refused.
     #[doc(alias = "cuCheckpointProcessRestore")]
     pub fn restore(&self, options: &RestoreOptions) -> Result<()> {
+        self.not_self("a restore")?;
         let pairs: Vec<([u8; 16], [u8; 16])> =
             options.gpu_pairs.iter().map(|(a, b)| (a.0, b.0)).collect();
         driver()?.checkpoint_restore(self.pid, &pairs)
     }
 
-    /// Lets its CUDA calls run again (`cuCheckpointProcessUnlock`).
+    /// Lets its CUDA calls run again (`cuCheckpointProcessUnlock`). The calling process is
+    /// refused (locked, its own calls could not run to unlock it).
     #[doc(alias = "cuCheckpointProcessUnlock")]
     pub fn unlock(&self) -> Result<()> {
+        self.not_self("an unlock")?;
         driver()?.checkpoint_unlock(self.pid)
     }
 
@@ -163,6 +188,26 @@ impl Process {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review N14: a process that locked itself stopped its own CUDA calls. Bug caught: the
+    /// calls reached the driver for the calling process's own pid.
+    #[test]
+    fn the_calling_process_is_never_locked_checkpointed_or_unlocked() {
+        let me = Process::current();
+        for (what, result) in [
+            ("lock", me.lock(Some(Duration::from_secs(1)))),
+            ("lock", me.lock(None)),
+            ("checkpoint", me.checkpoint()),
+            ("restore", me.restore(&RestoreOptions::default())),
+            ("unlock", me.unlock()),
+        ] {
+            let err = result.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "self", reason } if reason.contains("calling process")),
+                "{what}: {err}"
+            );
+        }
+    }
 
     #[test]
     fn states_are_read_by_their_numbers() {
@@ -182,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_zero_or_huge_timeout_is_refused_before_the_driver() {
-        let process = Process::current();
+        let process = Process::new(1);
         for timeout in [Duration::ZERO, Duration::from_secs(u64::from(u32::MAX))] {
             let err = process.lock(Some(timeout)).unwrap_err();
             assert!(

@@ -423,6 +423,13 @@ impl Stream {
         }
     }
 
+    /// Whether this is another thread's per-thread default stream, whose handle would name
+    /// the calling thread's own stream here.
+    #[inline]
+    pub(crate) fn is_other_threads(&self) -> bool {
+        matches!(self.inner.kind, Kind::PerThread(thread) if thread != std::thread::current().id())
+    }
+
     /// [`Stream::call`] for a call that queues no work (a query, a synchronisation).
     #[inline]
     fn ask<T>(&self, f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>) -> Result<T> {

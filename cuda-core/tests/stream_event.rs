@@ -508,3 +508,50 @@ fn event_flags_reach_the_driver() {
         "the blocking-sync wait used {blocked:?} of CPU in {blocked_wall:?}"
     );
 }
+
+/// A buffer whose deallocation stream is a per-thread default stream, dropped on another
+/// thread, is freed there after its context is waited for (review N12). Bug caught: the free
+/// on the other thread's stream was refused (that handle names the dropping thread's own
+/// stream) and the memory was never released.
+#[test]
+fn a_buffer_of_a_per_thread_stream_dropped_on_another_thread_is_freed() {
+    crate::common::standin::run(
+        module_path!(),
+        "a_buffer_of_a_per_thread_stream_dropped_on_another_thread_is_freed",
+        &[],
+        &[],
+        || {
+            use cuda_core::Allocate;
+            let device = cuda_core::Device::new(0).unwrap();
+            let mine = Stream::per_thread_default(device).unwrap();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(256, &mine)
+                .unwrap();
+            let address = buffer.ptr().0;
+            crate::common::standin::clear_log();
+            std::thread::spawn(move || drop(buffer)).join().unwrap();
+            let log = crate::common::standin::log();
+            let frees = crate::common::standin::calls("cuMemFreeAsync");
+            assert_eq!(frees.len(), 1, "{log}");
+            assert!(frees[0].contains(&format!("{address:#x}")), "{log}");
+            // Bug caught: a free on the dropping thread's stream without waiting for the
+            // allocating thread's: its queued work could still use the memory.
+            let sync = log
+                .find("cuCtxSynchronize")
+                .expect("the context is waited for");
+            assert!(sync < log.find("cuMemFreeAsync").unwrap(), "{log}");
+            // On its own thread, a drop frees in stream order, with no wait.
+            let again = device
+                .memory_resource()
+                .unwrap()
+                .allocate(256, &mine)
+                .unwrap();
+            crate::common::standin::clear_log();
+            drop(again);
+            assert!(crate::common::standin::calls("cuCtxSynchronize").is_empty());
+            assert_eq!(crate::common::standin::calls("cuMemFreeAsync").len(), 1);
+        },
+    );
+}

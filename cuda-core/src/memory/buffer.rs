@@ -119,7 +119,10 @@ fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_
 
 /// One allocation from a [`MemoryResource`], freed through it when dropped: in stream order,
 /// on its deallocation stream (the allocation stream unless changed), or explicitly with
-/// [`Buffer::close`].
+/// [`Buffer::close`]. A buffer whose deallocation stream is a per-thread default stream
+/// ([`Stream::per_thread_default`]), dropped on another thread, waits for that stream's whole
+/// context first (that thread's stream cannot be named from this one), then frees on the
+/// dropping thread's own per-thread stream.
 ///
 /// ```no_run
 /// use cuda_core::{Allocate, Device, StreamOptions};
@@ -159,11 +162,40 @@ impl Drop for Buffer {
         if self.ptr == 0 {
             return;
         }
+        let own;
+        let stream = if self.stream.is_other_threads() {
+            // Sent away from the thread whose per-thread default stream frees it: that stream
+            // cannot be named here, so wait for its whole context (every thread's per-thread
+            // stream with it) and free on this thread's own.
+            match self
+                .stream
+                .context()
+                .sync()
+                .and_then(|()| Stream::per_thread_default(self.stream.device()))
+            {
+                Ok(stream) => {
+                    own = stream;
+                    &own
+                }
+                Err(e) => {
+                    log::error!(
+                        "a buffer of {} bytes is kept (leaked): its deallocation stream is \
+                         another thread's per-thread default stream, and waiting for its \
+                         context failed ({e})",
+                        self.size
+                    );
+                    return;
+                }
+            }
+        } else {
+            &self.stream
+        };
         // SAFETY: the allocation came from this resource and is freed only here or in `close`,
-        // which zeroes `ptr`.
+        // which zeroes `ptr`; a stream other than its own is used only after the whole context
+        // (its own stream with it) was waited for.
         if let Err(e) = unsafe {
             self.resource
-                .deallocate(DevicePtr(self.ptr), self.size, &self.stream)
+                .deallocate(DevicePtr(self.ptr), self.size, stream)
         } {
             log::error!("freeing a buffer of {} bytes: {e}", self.size);
         }
