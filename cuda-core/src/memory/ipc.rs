@@ -301,9 +301,11 @@ impl SharedPoolHandle {
     }
 
     /// A handle from the received file descriptors and the bytes sent with them, as
-    /// [`into_parts`](Self::into_parts) gave them; bytes that are no shared pool's are
-    /// [`Error::InvalidArgument`].
+    /// [`into_parts`](Self::into_parts) gave them; bytes that are no shared pool's, or a
+    /// record descriptor that is not of a regular file (a pipe or socket, whose reads could
+    /// wait for the peer forever), are [`Error::InvalidArgument`].
     pub fn from_parts(pool: OwnedFd, liveness: OwnedFd, info: &[u8]) -> Result<SharedPoolHandle> {
+        liveness::check_record(&liveness)?;
         Ok(SharedPoolHandle {
             fd: pool,
             liveness,

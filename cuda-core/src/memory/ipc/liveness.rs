@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -65,9 +65,14 @@ impl Liveness {
         })
     }
 
-    /// A close-on-exec duplicate of the record's descriptor, for a handle.
+    /// A read-only, close-on-exec descriptor of the record, for a handle: the record's file
+    /// opened anew through `/proc/self/fd` (its name is unlinked), so that an importer, or
+    /// anything it passes the handle to, can read the record but never write a freed
+    /// buffer's serial back (only the exporter's own descriptor writes).
     pub(crate) fn fd(&self) -> Result<OwnedFd> {
-        crate::memory::duplicate_fd(self.file.as_fd())
+        let path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+        let read_only = File::open(&path).map_err(|e| file_error("open /proc/self/fd", e))?;
+        Ok(read_only.into())
     }
 
     /// Records the buffer at `ptr` as live (again the same entry for a buffer marked before).
@@ -124,6 +129,24 @@ impl Liveness {
             Err(e) => log::error!("recording an exported buffer as freed for its importers: {e}"),
         }
     }
+}
+
+/// Refuses a received record descriptor that is not of a regular file: reads of a pipe, a
+/// socket or a device could wait for its peer forever (or mean something else).
+pub(crate) fn check_record(fd: &OwnedFd) -> Result<()> {
+    let file = File::from(fd.try_clone().map_err(|e| file_error("dup", e))?);
+    let meta = file.metadata().map_err(|e| file_error("fstat", e))?;
+    if !meta.file_type().is_file() {
+        return Err(Error::InvalidArgument {
+            name: "liveness",
+            reason: format!(
+                "the record's descriptor is not of a regular file ({:?}): it is not an \
+                 exporter's record",
+                meta.file_type()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Whether `entry` is live in the record `file` (the importing side). A slot past the end of
@@ -237,7 +260,6 @@ mod tests {
     /// The record's file has no name left and is close-on-exec.
     #[test]
     fn the_record_is_unlinked_and_close_on_exec() {
-        use std::os::fd::AsRawFd;
         let record = Liveness::new().unwrap();
         let fd = record.fd().unwrap();
         let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
@@ -248,6 +270,48 @@ mod tests {
         assert_ne!(
             u32::from_str_radix(flags.trim(), 8).unwrap() & 0o2_000_000,
             0
+        );
+    }
+
+    /// Review N13: the descriptor a handle carries is read-only, so that no importer can
+    /// write a freed buffer's serial back and revive it for every importer. Bug caught: the
+    /// handle held a duplicate of the exporter's read-write descriptor.
+    #[test]
+    fn an_importers_descriptor_cannot_write_the_record() {
+        let record = Liveness::new().unwrap();
+        let a = record.mark(0x1000).unwrap();
+        let theirs = File::from(record.fd().unwrap());
+        record.clear(0x1000);
+        assert!(!is_live(&theirs, a).unwrap());
+        // What a holder of the handle would do: write the old serial back into its slot.
+        let written = theirs.write_all_at(&a.serial.to_le_bytes(), u64::from(a.slot) * SLOT_BYTES);
+        assert!(
+            written.is_err(),
+            "an importer's descriptor wrote the record"
+        );
+        assert!(!is_live(&theirs, a).unwrap(), "a freed buffer was revived");
+        // The exporter's own writes still reach the importer's descriptor.
+        let b = record.mark(0x2000).unwrap();
+        assert!(is_live(&theirs, b).unwrap());
+    }
+
+    /// A received record that is not a regular file is refused (a pipe's reads could wait
+    /// for the peer forever); the exporter's record passes.
+    #[test]
+    fn a_record_that_is_not_a_regular_file_is_refused() {
+        let record = Liveness::new().unwrap();
+        assert!(check_record(&record.fd().unwrap()).is_ok());
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let err = check_record(&OwnedFd::from(reader)).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::InvalidArgument {
+                    name: "liveness",
+                    ..
+                }
+            ),
+            "{err}"
         );
     }
 }
