@@ -475,25 +475,29 @@ impl Stream {
     /// should the driver still refuse, retried until the other capture has ended. Any other
     /// failure is returned (on a stream that captures, the work was recorded, not queued).
     pub(crate) fn sync_for_host(&self) -> Result<()> {
-        let Err(error) = self.sync() else {
-            return Ok(());
-        };
-        if !is_capture_refusal(&error)
-            || self.inner.capturing.load(Ordering::Relaxed)
-            || self.captures_now()
-        {
-            return Err(error);
-        }
         let driver = self.inner.driver;
-        if let Ok(previous) = driver.thread_exchange_capture_mode(RELAXED) {
-            let waited = self.sync();
-            if let Err(e) = driver.thread_exchange_capture_mode(previous) {
-                log::error!("restoring this thread's stream capture mode: {e}");
+        // While a capture this crate began is open, a refused synchronisation may invalidate
+        // it (the driver counts a global capture's forbidden calls from other threads against
+        // it): wait in relaxed mode at once, unless this stream itself captures.
+        let open = crate::order::captures_open();
+        if !open {
+            let Err(error) = self.sync() else {
+                return Ok(());
+            };
+            if !is_capture_refusal(&error) {
+                return Err(error);
             }
-            match waited {
-                Err(e) if is_capture_refusal(&e) => {}
-                other => return other,
-            }
+        }
+        if self.inner.capturing.load(Ordering::Relaxed) || self.captures_now() {
+            return Err(Error::Capture {
+                reason: "the stream captures a graph: the work queued on it before the \
+                         capture cannot be waited for until the capture ends"
+                    .to_owned(),
+            });
+        }
+        match relaxed(driver, || self.sync()) {
+            Err(e) if is_capture_refusal(&e) => {}
+            other => return other,
         }
         let start = std::time::Instant::now();
         let mut warned = false;
@@ -755,6 +759,21 @@ mod recycle {
 
 /// `CU_STREAM_CAPTURE_MODE_RELAXED`.
 const RELAXED: u32 = 2;
+
+/// Runs `f` with this thread's stream capture mode relaxed
+/// (`cuThreadExchangeStreamCaptureMode`, restored after): for a call that another thread's
+/// global capture would forbid (a synchronisation, a synchronous free) on work that is not
+/// the capture's. Where the mode cannot be changed, `f` runs as it is.
+pub(crate) fn relaxed<T>(driver: &'static dyn Driver, f: impl FnOnce() -> T) -> T {
+    let Ok(previous) = driver.thread_exchange_capture_mode(RELAXED) else {
+        return f();
+    };
+    let done = f();
+    if let Err(e) = driver.thread_exchange_capture_mode(previous) {
+        log::error!("restoring this thread's stream capture mode: {e}");
+    }
+    done
+}
 
 /// Whether `error` is the driver's refusal of a call because of a stream capture.
 fn is_capture_refusal(error: &Error) -> bool {

@@ -717,3 +717,36 @@ fn a_host_copy_refused_for_a_capture_waits_with_the_thread_relaxed() {
         },
     );
 }
+
+/// A buffer of a synchronous resource (managed memory here; pinned and `cuMemAlloc` memory
+/// free the same way) dropped while another thread's global capture refuses synchronisation
+/// waits with this thread relaxed and is freed (review N15). Bug caught: its free began with a
+/// plain `sync`, whose refusal left the memory allocated for good (logged as a leak).
+#[test]
+fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
+    standin::run(
+        module_path!(),
+        "a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere",
+        &[],
+        &[("STANDIN_RELAXED_SYNCS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let managed = cuda_core::ManagedMemoryResource::new(device).unwrap();
+            let buffer = managed.allocate(64, &stream).unwrap();
+            let address = buffer.ptr().0;
+            // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED for a thread not in relaxed mode.
+            standin::set_sync_status(900);
+            standin::clear_log();
+            drop(buffer);
+            standin::set_sync_status(0);
+            let log = standin::log();
+            let frees = standin::calls("cuMemFree ");
+            assert_eq!(frees.len(), 1, "{log}");
+            assert!(frees[0].contains(&format!("{address:#x}")), "{log}");
+            // The wait came first, relaxed (mode 2), and the mode was restored after.
+            let relaxed = log.find("cuThreadExchangeStreamCaptureMode").expect("relaxed");
+            assert!(relaxed < log.find("cuMemFree ").unwrap(), "{log}");
+        },
+    );
+}

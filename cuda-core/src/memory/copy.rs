@@ -720,10 +720,10 @@ impl fmt::Debug for PitchedBuffer {
 
 impl Drop for PitchedBuffer {
     fn drop(&mut self) {
-        let freed = self.stream.sync().and_then(|()| {
+        let freed = self.stream.sync_for_host().and_then(|()| {
             self.stream
                 .context()
-                .with_current(|driver| driver.mem_free(self.ptr))
+                .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(self.ptr)))
         });
         if let Err(e) = freed {
             log::error!(

@@ -51,9 +51,13 @@ unsafe impl MemoryResource for PinnedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
-        self.context
-            .with_current(|driver| driver.mem_free_host(ptr.0 as *mut std::ffi::c_void))
+        stream.sync_for_host()?;
+        // A synchronous free: under another thread's global capture, made relaxed.
+        self.context.with_current(|driver| {
+            crate::stream::relaxed(driver, || {
+                driver.mem_free_host(ptr.0 as *mut std::ffi::c_void)
+            })
+        })
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -106,8 +110,10 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
-        self.context.with_current(|driver| driver.mem_free(ptr.0))
+        stream.sync_for_host()?;
+        // A synchronous free: under another thread's global capture, made relaxed.
+        self.context
+            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -571,7 +571,7 @@ impl Imports {
             .get(&ptr)
             .and_then(|import| import.released_on.clone())
         {
-            stream.sync()?;
+            stream.sync_for_host()?;
         }
         self.forget(ptr);
         Ok(())
@@ -1267,9 +1267,10 @@ unsafe impl MemoryResource for OpenedIpcMemory {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
-        self.context
-            .with_current(|driver| driver.ipc_close_mem_handle(ptr.0))
+        stream.sync_for_host()?;
+        self.context.with_current(|driver| {
+            crate::stream::relaxed(driver, || driver.ipc_close_mem_handle(ptr.0))
+        })
     }
 
     fn is_device_accessible(&self) -> bool {

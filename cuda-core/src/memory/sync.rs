@@ -47,8 +47,10 @@ unsafe impl MemoryResource for SyncMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
-        self.context.with_current(|driver| driver.mem_free(ptr.0))
+        stream.sync_for_host()?;
+        // A synchronous free: under another thread's global capture, made relaxed.
+        self.context
+            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -692,7 +692,7 @@ impl Mapping {
     #[doc(alias("cuMemUnmap", "cuStreamSynchronize"))]
     pub fn unmap_after(mut self, stream: Option<&Stream>) -> Result<()> {
         if let Some(stream) = stream {
-            if let Err(e) = stream.sync() {
+            if let Err(e) = stream.sync_for_host() {
                 self.keep_for_good();
                 return Err(e);
             }
@@ -1056,11 +1056,11 @@ impl GrowInner {
     /// Synchronises the streams views were freed on (and `also`), forgetting them.
     fn sync_streams(&mut self, also: Option<&Stream>) -> Result<()> {
         if let Some(stream) = also {
-            stream.sync()?;
+            stream.sync_for_host()?;
         }
         while let Some(stream) = self.streams.last() {
             if also.is_none_or(|also| !also.same_as(stream)) {
-                stream.sync()?;
+                stream.sync_for_host()?;
             }
             self.streams.pop();
         }
