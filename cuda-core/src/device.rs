@@ -92,6 +92,22 @@ impl Device {
         }
     }
 
+    /// The calling thread's current device, else the first whose primary context this
+    /// process holds already, else device 0: a device to ask a context-free question in,
+    /// without making a context nobody uses.
+    pub(crate) fn in_use() -> Result<Device> {
+        if let Some(ordinal) = driver()?.ctx_get_device()? {
+            return Ok(Device { ordinal });
+        }
+        let held = (0..Device::count()?).map(|ordinal| Device {
+            ordinal: ordinal as i32,
+        });
+        Ok(held
+            .into_iter()
+            .find(|device| device.primary_if_ready().is_some())
+            .map_or(Device { ordinal: 0 }, |device| device))
+    }
+
     /// The ordinal.
     pub fn ordinal(&self) -> usize {
         self.ordinal as usize

@@ -142,7 +142,9 @@ fn includes(text: &str) -> Result<Vec<Include>, String> {
 struct Known {
     len: u64,
     modified: SystemTime,
-    inode: u64,
+    /// The inode and the status-change time (which no one can set back, unlike the
+    /// modification time: `cp -p` or `touch -d` restore that after a rewrite).
+    inode: (u64, i64, i64),
     hash: [u8; 32],
     includes: Vec<Include>,
 }
@@ -159,6 +161,8 @@ fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<Include>), String> {
     let metadata = std::fs::metadata(path).map_err(cannot)?;
     let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let inode = inode(&metadata);
+    // The later of the two times: a rewrite whose modification time was set back is recent.
+    let changed = changed(&metadata).max(modified);
     {
         let memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(known) = memo.as_ref().and_then(|m| m.get(path)) {
@@ -172,7 +176,7 @@ fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<Include>), String> {
     let nested = includes(&String::from_utf8_lossy(&bytes))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let settled = SystemTime::now()
-        .duration_since(modified)
+        .duration_since(changed)
         .is_ok_and(|age| age >= SETTLED);
     if settled && bytes.len() as u64 == metadata.len() {
         let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
@@ -191,14 +195,32 @@ fn fingerprint(path: &Path) -> Result<([u8; 32], Vec<Include>), String> {
 }
 
 #[cfg(unix)]
-fn inode(metadata: &std::fs::Metadata) -> u64 {
+fn inode(metadata: &std::fs::Metadata) -> (u64, i64, i64) {
     use std::os::unix::fs::MetadataExt;
-    metadata.ino()
+    (metadata.ino(), metadata.ctime(), metadata.ctime_nsec())
 }
 
 #[cfg(not(unix))]
-fn inode(_: &std::fs::Metadata) -> u64 {
-    0
+fn inode(_: &std::fs::Metadata) -> (u64, i64, i64) {
+    (0, 0, 0)
+}
+
+/// The status-change time, as a `SystemTime` (the epoch where it is not known).
+#[cfg(unix)]
+fn changed(metadata: &std::fs::Metadata) -> SystemTime {
+    use std::os::unix::fs::MetadataExt;
+    let (secs, nanos) = (metadata.ctime(), metadata.ctime_nsec());
+    match (u64::try_from(secs), u32::try_from(nanos)) {
+        (Ok(secs), Ok(nanos)) => {
+            SystemTime::UNIX_EPOCH + Duration::new(secs, nanos.min(999_999_999))
+        }
+        _ => SystemTime::UNIX_EPOCH,
+    }
+}
+
+#[cfg(not(unix))]
+fn changed(_: &std::fs::Metadata) -> SystemTime {
+    SystemTime::UNIX_EPOCH
 }
 
 #[cfg(test)]
@@ -305,6 +327,28 @@ mod tests {
         );
     }
 
+    /// Puts `path`'s present state into the memo, as a settled header's (what a header left
+    /// alone for two seconds gets), without waiting the two seconds; then lets the kernel's
+    /// clock tick past that state's times (it stamps files with a coarse clock), as they have
+    /// for a settled header.
+    fn memo_insert_settled(path: &Path) {
+        let metadata = std::fs::metadata(path).unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        let mut memo = MEMO.lock().unwrap();
+        memo.get_or_insert_with(HashMap::new).insert(
+            path.to_path_buf(),
+            Known {
+                len: metadata.len(),
+                modified: metadata.modified().unwrap(),
+                inode: inode(&metadata),
+                hash: Sha256::digest(&bytes).into(),
+                includes: Vec::new(),
+            },
+        );
+        drop(memo);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+
     #[test]
     fn the_memo_trusts_size_time_and_inode_of_settled_headers_only() {
         use std::time::{Duration, SystemTime};
@@ -322,19 +366,42 @@ mod tests {
             file.set_modified(SystemTime::now() - Duration::from_secs(ago))
                 .unwrap();
         };
-        // A settled header is remembered: a rewrite it cannot see (same size, time and inode)
-        // is answered from the memo, without reading the file.
+        let remembered = |path: &Path| {
+            let memo = MEMO.lock().unwrap();
+            memo.as_ref().is_some_and(|m| m.contains_key(path))
+        };
+        // A header whose modification time is old but which changed status just now (made,
+        // or rewritten with its time set back) is not remembered yet: its rewrite is seen.
         let settled = dir.path().join("settled.h");
         std::fs::write(&settled, "int a;\n").unwrap();
         aged(&settled, 100);
         let first = hash(&settled);
+        assert!(
+            !remembered(&settled),
+            "a header changed just now was remembered"
+        );
         rewrite(&settled, "int b;\n");
-        assert_eq!(hash(&settled), first, "a settled header was read again");
-        // ... but not across a change of size.
-        rewrite(&settled, "int bb;\n");
+        let second = hash(&settled);
+        assert_ne!(
+            second, first,
+            "a rewrite with its time set back kept the old hash"
+        );
+        // Remembered, a rewrite of the same size with the modification time set back is seen
+        // too (review N15): the status-change time cannot be set back.
+        memo_insert_settled(&settled);
+        assert!(remembered(&settled));
+        rewrite(&settled, "int c;\n");
         assert_ne!(
             hash(&settled),
-            first,
+            second,
+            "a remembered header kept a stale hash"
+        );
+        // ... and across a change of size.
+        memo_insert_settled(&settled);
+        rewrite(&settled, "int cc;\n");
+        assert_ne!(
+            hash(&settled),
+            second,
             "a header that changed size kept its hash"
         );
         // A header modified within the last two seconds is not remembered: a rewrite in the

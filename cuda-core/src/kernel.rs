@@ -370,16 +370,18 @@ impl Kernel {
     /// PTX `.entry`), so no call asks past the last parameter; only for a kernel of neither
     /// (wrapped by [`Kernel::from_raw`], or from a fatbin) on an older driver is the count
     /// found by asking until the driver answers "past the last", a failing call that
-    /// compute-sanitizer reports. Read once, then cached; the first read is made in the
-    /// calling thread's current device's primary context (device 0 where none is current),
-    /// which the driver wants for it: the layout is the same on every device.
+    /// compute-sanitizer reports. Read once, then cached; the first read is made in a
+    /// primary context, which the driver wants for it (the layout is the same on every
+    /// device): the calling thread's current device's, else one this process uses already,
+    /// so that no device's context is made for the question; device 0's only where the
+    /// process uses none yet.
     #[doc(alias = "cuKernelGetParamInfo")]
     #[inline]
     pub fn params(&self) -> Result<&[ParamInfo]> {
         if let Some(params) = self.inner.params.get() {
             return Ok(params);
         }
-        self.read_params(Device::current()?)
+        self.read_params(Device::in_use()?)
     }
 
     /// [`Kernel::params`], read (the first time) in `device`'s primary context: what launches

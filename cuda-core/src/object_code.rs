@@ -79,7 +79,12 @@ pub struct ObjectCode {
 
 struct ObjectInner {
     code_type: CodeType,
+    /// The code, and after it, for binary images, one NUL byte that is not part of it: a
+    /// string table whose last name lacks its NUL (image checks cover extents, not content)
+    /// then ends there rather than in memory past the allocation the driver reads.
     code: Vec<u8>,
+    /// The code's length (without the spare NUL).
+    len: usize,
     name: String,
     log: String,
     lowered: Vec<(String, String)>,
@@ -103,7 +108,7 @@ impl fmt::Debug for ObjectCode {
         f.debug_struct("ObjectCode")
             .field("name", &self.inner.name)
             .field("code_type", &self.inner.code_type)
-            .field("bytes", &self.inner.code.len())
+            .field("bytes", &self.inner.len)
             .field("loaded", &self.inner.library.get().is_some())
             .finish()
     }
@@ -121,10 +126,15 @@ impl ObjectCode {
         if code_type == CodeType::Ptx && code.last() != Some(&0) {
             code.push(0);
         }
+        let len = code.len();
+        if code_type != CodeType::Ptx {
+            code.push(0);
+        }
         ObjectCode {
             inner: Arc::new(ObjectInner {
                 code_type,
                 code,
+                len,
                 name,
                 log,
                 lowered,
@@ -216,7 +226,7 @@ impl ObjectCode {
 
     /// The code (PTX with its terminating NUL).
     pub fn code(&self) -> &[u8] {
-        &self.inner.code
+        &self.inner.code[..self.inner.len]
     }
 
     /// The name it was compiled or read as.
@@ -322,7 +332,7 @@ impl ObjectCode {
             });
         }
         // The driver follows the image's own headers: check them against our bytes first.
-        crate::image::check(self.inner.code_type, &self.inner.code)?;
+        crate::image::check(self.inner.code_type, self.code())?;
         let driver = driver()?;
         let library = driver.library_load_data(&self.inner.code)?;
         if self.inner.library.set((library, driver)).is_err() {
@@ -474,5 +484,28 @@ impl ObjectCode {
             .kernels
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary image is what it was given, with a NUL byte after it in the memory the
+    /// driver reads (review N15: a last string-table name without its NUL would otherwise
+    /// leave the driver's string reads running past the allocation); PTX ends in its one NUL.
+    /// Bugs caught: no spare byte; the spare byte showing in `code()`; PTX given two NULs.
+    #[test]
+    fn images_end_in_a_nul_the_driver_can_read_and_code_does_not_show() {
+        let bytes = b"\x7fELF\x02\x01\x01 names: .text\0.nv.info".to_vec();
+        for code_type in [CodeType::Cubin, CodeType::Fatbin, CodeType::LtoIr] {
+            let code = ObjectCode::from_bytes(code_type, bytes.clone());
+            assert_eq!(code.code(), &bytes[..], "{code_type:?}");
+            assert_eq!(code.inner.code.len(), bytes.len() + 1);
+            assert_eq!(code.inner.code.last(), Some(&0));
+        }
+        let ptx = ObjectCode::from_ptx(".version 8.0");
+        assert_eq!(ptx.code(), b".version 8.0\0");
+        assert_eq!(ptx.inner.code, b".version 8.0\0");
     }
 }

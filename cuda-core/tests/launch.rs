@@ -1316,3 +1316,35 @@ fn a_buffer_is_its_device_pointer_whatever_the_parameters_size() {
         },
     );
 }
+
+/// On a thread with no context current, a kernel's parameters are read in a primary context
+/// the process already uses, not device 0's made for the question (review N15), and without a
+/// failing `cuCtxGetDevice` (which compute-sanitizer reports). Bugs caught: `Kernel::params`
+/// fell back to device 0 and retained its primary context; the current device was asked by a
+/// call that fails when none is current.
+#[test]
+fn parameters_are_read_in_a_context_in_use_not_device_0s() {
+    common::standin::run(
+        module_path!(),
+        "parameters_are_read_in_a_context_in_use_not_device_0s",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(1).unwrap();
+            let _stream = device.create_stream(StreamOptions::default()).unwrap();
+            std::thread::spawn(|| {
+                let code = ObjectCode::from_cubin(standin::cubin());
+                let k4 = code.get_kernel("k4").unwrap();
+                standin::clear_log();
+                assert_eq!(k4.params().unwrap().len(), 4);
+                let log = standin::log();
+                assert!(!log.contains("cuDevicePrimaryCtxRetain device=0"), "{log}");
+                assert!(!log.contains("cuCtxGetDevice -> 201"), "{log}");
+                assert!(log.contains("cuCtxPushCurrent c1"), "{log}");
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}

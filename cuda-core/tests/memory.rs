@@ -745,7 +745,9 @@ fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
             assert_eq!(frees.len(), 1, "{log}");
             assert!(frees[0].contains(&format!("{address:#x}")), "{log}");
             // The wait came first, relaxed (mode 2), and the mode was restored after.
-            let relaxed = log.find("cuThreadExchangeStreamCaptureMode").expect("relaxed");
+            let relaxed = log
+                .find("cuThreadExchangeStreamCaptureMode")
+                .expect("relaxed");
             assert!(relaxed < log.find("cuMemFree ").unwrap(), "{log}");
         },
     );
