@@ -62,6 +62,11 @@ crate::options::chainers!(ContextOptions {
     with_resources(resources: Vec<SmResource>);
 });
 
+/// The green contexts made, for [`Context::sync_device`] (dead ones are pruned as new ones
+/// are made).
+static GREEN: std::sync::Mutex<Vec<std::sync::Weak<ContextCore>>> =
+    std::sync::Mutex::new(Vec::new());
+
 impl Context {
     /// The primary context the process keeps, held without counting.
     #[inline]
@@ -96,14 +101,38 @@ impl Context {
         let raw: Vec<_> = options.resources.iter().map(|r| r.raw).collect();
         let sm_count = options.resources.iter().map(SmResource::sm_count).sum();
         let (green, handle) = driver.green_ctx_create(&raw, device.handle())?;
+        let core = Arc::new(ContextCore {
+            handle,
+            device: device.handle(),
+            driver,
+            kind: ContextKind::Green { green, sm_count },
+        });
+        let mut live = GREEN.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|weak| weak.strong_count() > 0);
+        live.push(Arc::downgrade(&core));
+        drop(live);
         Ok(Context {
-            core: Held::counted(Arc::new(ContextCore {
-                handle,
-                device: device.handle(),
-                driver,
-                kind: ContextKind::Green { green, sm_count },
-            })),
+            core: Held::counted(core),
         })
+    }
+
+    /// Waits for all work in every context of `device` this process made or holds: its
+    /// primary context if held, and its green contexts alive: before the device loses access
+    /// to memory, so that no kernel or copy already queued loses it midway. (Contexts made
+    /// elsewhere and wrapped by [`Context::from_raw`] are their maker's.)
+    pub(crate) fn sync_device(device: Device) -> Result<()> {
+        device.sync_if_held()?;
+        let green: Vec<Arc<ContextCore>> = GREEN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|core| core.device == device.handle())
+            .collect();
+        for core in green {
+            current::with_current(core.driver, core.handle, |driver| driver.ctx_synchronize())?;
+        }
+        Ok(())
     }
 
     /// Wraps a context made elsewhere (by another library) without taking ownership: dropping

@@ -276,7 +276,7 @@ impl ObjectCode {
             put(expression.as_bytes());
             put(lowered.as_bytes());
         }
-        put(&i.code);
+        put(&i.code[..i.len]);
         out
     }
 
@@ -504,6 +504,11 @@ mod tests {
             assert_eq!(code.inner.code.len(), bytes.len() + 1);
             assert_eq!(code.inner.code.last(), Some(&0));
         }
+        // Through a cache entry and back: the same code, the spare byte not stored with it.
+        let cubin = ObjectCode::from_cubin(bytes.clone());
+        let back = ObjectCode::from_cache_bytes(&cubin.to_cache_bytes()).unwrap();
+        assert_eq!(back.code(), &bytes[..]);
+        assert_eq!(back.inner.code.len(), bytes.len() + 1);
         let ptx = ObjectCode::from_ptx(".version 8.0");
         assert_eq!(ptx.code(), b".version 8.0\0");
         assert_eq!(ptx.inner.code, b".version 8.0\0");

@@ -892,3 +892,76 @@ fn a_replaced_default_resource_is_the_one_handed_out() {
         },
     );
 }
+
+/// Revoking a device's access to a pinned pool waits for the work a green context of that
+/// device queued on the pool's memory (review N6), and a copy checked on another thread
+/// meanwhile is refused, not queued without access. Bugs caught: only the primary context
+/// was waited for, so `set_access` returned while the green context's copy was still held
+/// at its gate (and the copy then ran without access); a copy made during the revocation
+/// reached the driver.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn revoking_a_pools_access_waits_for_green_contexts_work() {
+    use cuda_core::{ContextOptions, SmSplitOptions};
+    let _green = common::green_contexts();
+    let _watchdog = common::Watchdog::new(std::time::Duration::from_secs(60), "revocation");
+    let device = common::device();
+    let Ok(pool) =
+        PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+    else {
+        common::not_run("host-pools", "no pool of host NUMA memory");
+        return;
+    };
+    let pool = Arc::new(pool);
+    let sms = device.resources().sm().unwrap();
+    let align = sms.coscheduled_alignment().unwrap_or(8).max(1);
+    let split = sms
+        .split(SmSplitOptions::groups_of(align).with_groups(1))
+        .unwrap();
+    let green = device
+        .create_context(ContextOptions {
+            resources: split.groups,
+        })
+        .unwrap();
+    let stream = green.create_stream(StreamOptions::default()).unwrap();
+    let words = 16 << 20; // 64 MiB
+    let data = common::random_u32(7, words);
+    let mut host = pool.allocate(words * 4, &stream).unwrap();
+    host.copy_from_host(&data, &stream).unwrap();
+    let mut on_device = device
+        .memory_resource()
+        .unwrap()
+        .allocate(words * 4, &stream)
+        .unwrap();
+    let gate = common::Gate::close(&stream);
+    host.copy_to(&mut on_device, &stream).unwrap();
+    let revoker = {
+        let pool = Arc::clone(&pool);
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            pool.set_access(&[]).unwrap();
+            start.elapsed()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !revoker.is_finished(),
+        "access was revoked while a green context's copy of the memory was still queued"
+    );
+    gate.open();
+    let waited = revoker.join().unwrap();
+    assert!(
+        waited >= std::time::Duration::from_millis(300),
+        "{waited:?}"
+    );
+    assert_eq!(pool.access().unwrap(), Vec::<Device>::new());
+    // The copy ran with access: the bytes arrived.
+    assert_eq!(on_device.to_vec::<u32>(&stream).unwrap(), data);
+    // And a copy made now is refused before the driver.
+    let err = host.copy_to(&mut on_device, &stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("not accessible")),
+        "{err}"
+    );
+    pool.set_access(&[device]).unwrap();
+}

@@ -761,6 +761,23 @@ mod tests {
         assert_eq!(state.bodies.keys().copied().collect::<Vec<_>>(), [node(91)]);
     }
 
+    /// A node named again (by a walk of the graph) is the value handed out before; once
+    /// removed, a new node at its address is another value. Bugs caught: a walk's nodes that
+    /// compare unequal to the ones the builder returned; a removed node's value matching the
+    /// next node at its address.
+    #[test]
+    fn a_node_named_again_is_the_same_value_until_removed() {
+        let mut state = GraphState::default();
+        let first = node::note(&mut state, graph(1), node(10));
+        assert_eq!(node::note(&mut state, graph(1), node(10)), first);
+        assert!(node::check_node(&state, graph(1), first, "node").is_ok());
+        state.forget(graph(1), node(10));
+        let reused = node::note(&mut state, graph(1), node(10));
+        assert_ne!(reused, first);
+        assert!(node::check_node(&state, graph(1), first, "node").is_err());
+        assert!(node::check_node(&state, graph(1), reused, "node").is_ok());
+    }
+
     /// Each option sets its own `CUgraphInstantiate_flags` bit (AUTO_FREE_ON_LAUNCH 1,
     /// DEVICE_LAUNCH 4, USE_NODE_PRIORITY 8), and none sets UPLOAD (2), which only
     /// `instantiate_uploaded` adds: a swapped or missing bit instantiates another graph kind.

@@ -294,14 +294,18 @@ pub(crate) fn check_node(
     Ok(())
 }
 
-/// Notes `handle` as a node of `graph` handed out.
+/// Notes `handle` as a node of `graph` handed out (again the same value for a node handed
+/// out before and not removed).
 pub(crate) fn note(
     state: &mut GraphState,
     graph: GraphHandle,
     handle: GraphNodeHandle,
 ) -> GraphNode {
-    let serial = super::serial();
-    state.nodes.insert((graph, handle), serial);
+    // A node handed out before (a walk of the graph names it again) keeps its serial.
+    let serial = *state
+        .nodes
+        .entry((graph, handle))
+        .or_insert_with(super::serial);
     GraphNode {
         handle,
         graph,

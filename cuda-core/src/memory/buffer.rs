@@ -104,7 +104,7 @@ macro_rules! fill_pattern {
                         reason: format!("a {width}-byte pattern needs a {width}-byte aligned buffer"),
                     });
                 }
-                buffer.check_reachable(stream, "self", false)?;
+                let _reach = buffer.check_reachable(stream, "self", false)?;
                 let count = buffer.size / width;
                 crate::order::in_stream_order(&[&buffer.stream], stream, || {
                     stream.call_in_context(|driver, handle| {
@@ -155,6 +155,13 @@ impl fmt::Debug for Buffer {
             .field("resource", self.resource.arc())
             .finish()
     }
+}
+
+/// What [`Buffer::check_reachable`] found: the memory's device, and the place in its access
+/// gate that the work must be queued within.
+pub(crate) struct Reach<'a> {
+    pub(crate) device: Option<Device>,
+    pub(crate) inside: Option<super::access::Inside<'a>>,
 }
 
 impl Drop for Buffer {
@@ -318,22 +325,41 @@ impl Buffer {
     /// Refuses, before any driver call, work on `stream` that this buffer's memory cannot be
     /// used by: memory of another device that is not accessible from the stream's device (and
     /// for a copy, that the driver does not copy across devices anyway). Returns the memory's
-    /// device (`None` for host memory), asked of the resource once.
+    /// device (`None` for host memory), asked of the resource once, and, for memory used from
+    /// another device (or host memory), a place in its resource's access gate: hold it until
+    /// the work is queued, so that no revocation of access comes between the check and the
+    /// work (see `memory::access`).
     #[inline]
     pub(crate) fn check_reachable(
         &self,
         stream: &Stream,
         name: &'static str,
         copy: bool,
-    ) -> Result<Option<Device>> {
+    ) -> Result<Reach<'_>> {
         let device = self.device();
-        match device {
-            Some(own) if own != stream.device() => self.reachable_from(own, stream, name, copy)?,
-            Some(_) => {}
+        let inside = match device {
+            Some(own) if own != stream.device() => {
+                let inside = self.enter_gate();
+                self.reachable_from(own, stream, name, copy)?;
+                inside
+            }
+            Some(_) => None,
             // Host memory: a pool's is accessible only from the devices granted access.
-            None => self.host_reachable(stream, name)?,
-        }
-        Ok(device)
+            None => {
+                let inside = self.enter_gate();
+                self.host_reachable(stream, name)?;
+                inside
+            }
+        };
+        Ok(Reach { device, inside })
+    }
+
+    #[inline]
+    fn enter_gate(&self) -> Option<super::access::Inside<'_>> {
+        self.resource
+            .arc()
+            .access_gate()
+            .map(super::access::AccessGate::enter)
     }
 
     #[inline]
@@ -387,8 +413,8 @@ impl Buffer {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
         self.same_size(dst.size, "dst")?;
-        self.check_reachable(stream, "self", true)?;
-        dst.check_reachable(stream, "dst", true)?;
+        let _reach = self.check_reachable(stream, "self", true)?;
+        let _dst_reach = dst.check_reachable(stream, "dst", true)?;
         crate::order::in_stream_order(&[&self.stream, &dst.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
@@ -401,8 +427,8 @@ impl Buffer {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.same_size(src.size, "src")?;
-        self.check_reachable(stream, "self", true)?;
-        src.check_reachable(stream, "src", true)?;
+        let _reach = self.check_reachable(stream, "self", true)?;
+        let _src_reach = src.check_reachable(stream, "src", true)?;
         crate::order::in_stream_order(&[&self.stream, &src.stream], stream, || {
             stream.call_in_context(|driver, handle| {
                 driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
@@ -432,7 +458,8 @@ impl Buffer {
         stream: &Stream,
     ) -> Result<()> {
         self.same_size(size_of_val(src), "src")?;
-        let host_memory = self.check_reachable(stream, "self", true)?.is_none();
+        let reach = self.check_reachable(stream, "self", true)?;
+        let host_memory = reach.device.is_none();
         let ptr = src.as_ptr().cast();
         crate::order::in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {
@@ -463,7 +490,8 @@ impl Buffer {
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.same_size(size_of_val(dst), "dst")?;
-        let host_memory = self.check_reachable(stream, "self", true)?.is_none();
+        let reach = self.check_reachable(stream, "self", true)?;
+        let host_memory = reach.device.is_none();
         let ptr = dst.as_mut_ptr().cast();
         crate::order::in_stream_order(&[&self.stream], stream, || {
             stream.call_in_context(|driver, handle| {

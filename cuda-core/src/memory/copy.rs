@@ -163,6 +163,9 @@ pub struct CopyBatch<'a> {
     unordered_buffer_read: Option<usize>,
     /// Whether the copies as they are now passed the overlap check.
     checked: bool,
+    /// The buffers whose memory's access can change (memory used from another device, or
+    /// host memory): checked again, within their access gates, when the batch is queued.
+    gated: Vec<&'a Buffer>,
     /// The host slices are borrowed for `'a`.
     _host: PhantomData<&'a mut [u8]>,
 }
@@ -217,6 +220,7 @@ impl<'a> CopyBatch<'a> {
             host_after_call: false,
             unordered_buffer_read: None,
             checked: false,
+            gated: Vec::new(),
             _host: PhantomData,
         }
     }
@@ -386,8 +390,8 @@ impl<'a> CopyBatch<'a> {
     /// The address of `bytes` bytes of `buffer` at `offset`, checked against its size and
     /// the stream's device.
     fn buffer_part(
-        &self,
-        buffer: &Buffer,
+        &mut self,
+        buffer: &'a Buffer,
         offset: usize,
         bytes: usize,
         name: &'static str,
@@ -412,9 +416,12 @@ impl<'a> CopyBatch<'a> {
                 })
             }
         }
-        buffer
+        let reach = buffer
             .check_reachable(self.stream, name, true)
             .map_err(|e| at_copy(e, index))?;
+        if reach.inside.is_some() && !self.gated.iter().any(|b| std::ptr::eq(*b, buffer)) {
+            self.gated.push(buffer);
+        }
         Ok(buffer.ptr().0 + offset as u64)
     }
 
@@ -509,6 +516,13 @@ impl<'a> CopyBatch<'a> {
     unsafe fn queue(&mut self) -> Result<()> {
         self.check()?;
         let stream = self.stream;
+        // Access may have been revoked since the copies were added: checked again, within
+        // the access gates until the call has queued the work.
+        let _reach = self
+            .gated
+            .iter()
+            .map(|buffer| buffer.check_reachable(stream, "self", true))
+            .collect::<Result<Vec<_>>>()?;
         let result = in_stream_order(&self.homes, stream, || {
             stream.call_in_context(|driver, handle| {
                 driver.memcpy_batch_async(
@@ -1375,12 +1389,14 @@ unsafe fn pitched_copy(
     let dst_side = dst.side(rows);
     check_side(&src_side, region.src_origin, extent, max_pitch, "src")?;
     check_side(&dst_side, region.dst_origin, extent, max_pitch, "dst")?;
-    if let Some(buffer) = src_side.buffer {
-        buffer.check_reachable(stream, "src", true)?;
-    }
-    if let Some(buffer) = dst_side.buffer {
-        buffer.check_reachable(stream, "dst", true)?;
-    }
+    let _src_reach = src_side
+        .buffer
+        .map(|buffer| buffer.check_reachable(stream, "src", true))
+        .transpose()?;
+    let _dst_reach = dst_side
+        .buffer
+        .map(|buffer| buffer.check_reachable(stream, "dst", true))
+        .transpose()?;
     let host = src_side.home.is_none() || dst_side.home.is_none();
     if host && wait_for_host && stream.capturing() {
         return Err(Error::InvalidArgument {

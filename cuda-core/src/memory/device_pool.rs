@@ -104,6 +104,8 @@ pub struct DeviceMemoryResource {
     driver: &'static dyn Driver,
     // Keeps the primary context alive as long as memory of it may be handed out.
     _context: Context,
+    /// Orders other devices' access checks before a revocation (see `memory::access`).
+    gate: super::access::AccessGate,
 }
 
 impl fmt::Debug for DeviceMemoryResource {
@@ -220,6 +222,7 @@ impl DeviceMemoryResource {
             exports: ipc::Exports::default(),
             driver: context.driver(),
             _context: context,
+            gate: super::access::AccessGate::default(),
         })
     }
 
@@ -298,9 +301,11 @@ impl DeviceMemoryResource {
     /// [`Error::InvalidArgument`], before anything changes. The pool's own device always has
     /// access and may be listed.
     ///
-    /// Before a device loses access, the work queued in its primary context is waited for
-    /// (`cuCtxSynchronize`), so that no kernel or copy already queued there loses it midway;
-    /// work of its green contexts, or of contexts made elsewhere, is the caller's to finish.
+    /// Before a device loses access, copies being queued from other threads finish queueing
+    /// (their checks refuse it from then on), and the work queued in its contexts (its primary
+    /// context and the green contexts this process made) is waited for (`cuCtxSynchronize`),
+    /// so that no kernel or copy already queued there loses it midway; work of contexts made
+    /// elsewhere is the caller's to finish.
     ///
     /// ```no_run
     /// use cuda_core::{Allocate, Device, DeviceMemoryResource, StreamOptions};
@@ -335,12 +340,15 @@ impl DeviceMemoryResource {
                 continue;
             }
             let wanted = peers.contains(&other);
-            if wanted || self.is_accessible_from(other)? {
-                if !wanted {
-                    other.sync_if_held()?;
-                }
+            if wanted {
                 self.driver
-                    .mem_pool_set_access(self.pool, other.handle(), wanted)?;
+                    .mem_pool_set_access(self.pool, other.handle(), true)?;
+            } else if self.is_accessible_from(other)? {
+                self.gate.revoke(other, || {
+                    crate::context::Context::sync_device(other)?;
+                    self.driver
+                        .mem_pool_set_access(self.pool, other.handle(), false)
+                })?;
             }
         }
         Ok(())
@@ -425,6 +433,13 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         if device == self.device {
             return Ok(true);
         }
+        if self.gate.is_revoking(device) {
+            return Ok(false);
+        }
         self.driver.mem_pool_get_access(self.pool, device.handle())
+    }
+
+    fn access_gate(&self) -> Option<&super::access::AccessGate> {
+        Some(&self.gate)
     }
 }

@@ -98,6 +98,8 @@ pub struct PinnedMemoryPool {
     access: AtomicU64,
     /// Held by `set_access`.
     changing: Mutex<()>,
+    /// Orders copies' access checks before a revocation (see `memory::access`).
+    gate: super::access::AccessGate,
     driver: &'static dyn Driver,
     context: Context,
 }
@@ -222,6 +224,7 @@ impl PinnedMemoryPool {
             exports: ipc::Exports::default(),
             access: AtomicU64::new(0),
             changing: Mutex::new(()),
+            gate: super::access::AccessGate::default(),
             driver,
             context,
         });
@@ -245,32 +248,38 @@ impl PinnedMemoryPool {
     /// Grants `devices` read-write access to all of the pool's memory, present and future, and
     /// revokes it from every other device (`cuMemPoolSetAccess`): kernels and copies of those
     /// devices may then use its buffers, and their streams allocate from it. Before a device
-    /// loses access, the work queued in its primary context is waited for, as
-    /// [`DeviceMemoryResource::set_peer_access`](crate::DeviceMemoryResource::set_peer_access)
-    /// does.
+    /// loses access, copies being queued from other threads finish queueing (their checks
+    /// refuse it from then on), and the work queued in its contexts (its primary context and
+    /// the green contexts this process made) is waited for, so that none loses access midway.
+    /// Work queued in contexts made elsewhere is the caller's to finish.
     #[doc(alias = "cuMemPoolSetAccess")]
     pub fn set_access(&self, devices: &[Device]) -> Result<()> {
         // One change at a time, so that `access` follows the driver's calls in their order.
         let _changing = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         for device in Device::all()? {
             let wanted = devices.contains(&device);
-            if wanted
-                || self
-                    .driver
-                    .mem_pool_get_access(self.pool, device.handle())?
-            {
-                if !wanted {
-                    device.sync_if_held()?;
-                }
+            let has = self
+                .driver
+                .mem_pool_get_access(self.pool, device.handle())?;
+            let bit = access_bit(device);
+            if wanted {
                 self.driver
-                    .mem_pool_set_access(self.pool, device.handle(), wanted)?;
-            }
-            if let Some(bit) = access_bit(device) {
-                if wanted {
+                    .mem_pool_set_access(self.pool, device.handle(), true)?;
+                if let Some(bit) = bit {
                     self.access.fetch_or(bit, Ordering::Relaxed);
-                } else {
-                    self.access.fetch_and(!bit, Ordering::Relaxed);
                 }
+            } else if has {
+                self.gate.revoke(device, || {
+                    crate::context::Context::sync_device(device)?;
+                    self.driver
+                        .mem_pool_set_access(self.pool, device.handle(), false)?;
+                    if let Some(bit) = bit {
+                        self.access.fetch_and(!bit, Ordering::Relaxed);
+                    }
+                    Ok(())
+                })?;
+            } else if let Some(bit) = bit {
+                self.access.fetch_and(!bit, Ordering::Relaxed);
             }
         }
         Ok(())
@@ -391,10 +400,17 @@ unsafe impl MemoryResource for PinnedMemoryPool {
     /// driver's answer.
     #[inline]
     fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        if self.gate.is_revoking(device) {
+            return Ok(false);
+        }
         match access_bit(device) {
             Some(bit) => Ok(self.access.load(Ordering::Relaxed) & bit != 0),
             None => self.driver.mem_pool_get_access(self.pool, device.handle()),
         }
+    }
+
+    fn access_gate(&self) -> Option<&super::access::AccessGate> {
+        Some(&self.gate)
     }
 }
 

@@ -35,6 +35,7 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 
+pub(crate) mod access;
 mod buffer;
 mod copy;
 mod device_pool;
@@ -201,6 +202,14 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// is no.
     fn copies_across_devices(&self) -> bool {
         false
+    }
+
+    /// The gate that orders this memory's access checks before a revocation of access
+    /// (crate resources whose access can change have one). Not for implementations outside
+    /// the crate: the default, none, is right for them.
+    #[doc(hidden)]
+    fn access_gate(&self) -> Option<&access::AccessGate> {
+        None
     }
 }
 

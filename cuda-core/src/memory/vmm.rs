@@ -647,9 +647,11 @@ impl Mapping {
     /// memory's own must be able to access it ([`Device::can_access_peer`]) unless it is given
     /// [`MemoryAccess::None`]; an empty list, a device listed twice, or one that cannot reach
     /// the memory is refused before anything changes. Before a device loses a right it had
-    /// (read-write to read, or any to none), the work queued in its primary context is
-    /// waited for (`cuCtxSynchronize`), so that no kernel or copy already queued loses it
-    /// midway; work of its green contexts is the caller's to finish.
+    /// (read-write to read, or any to none), the work queued in its contexts (its primary
+    /// context and the green contexts this process made) is waited for (`cuCtxSynchronize`),
+    /// so that no kernel or copy already queued loses it midway. A mapping is raw memory, not
+    /// a buffer: work being queued on it by other threads at the same time is the caller's to
+    /// order.
     #[doc(alias = "cuMemSetAccess")]
     pub fn set_access(&self, access: &[(Device, MemoryAccess)]) -> Result<()> {
         check_access(self.physical.device(), access, "access")?;
@@ -658,7 +660,7 @@ impl Mapping {
             // side.
             let had = self.access(device).unwrap_or(MemoryAccess::ReadWrite);
             if had.flags() & !wanted.flags() != 0 {
-                device.sync_if_held()?;
+                crate::context::Context::sync_device(device)?;
             }
         }
         self.set_access_checked(access)

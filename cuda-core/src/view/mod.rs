@@ -529,12 +529,13 @@ impl<T: Pod> StridedView<'_, T> {
         // A buffer's own check, as for its copies: a pool's host memory that the stream's
         // device was not granted must not reach the driver, which crashed on it. (Device
         // memory is checked against the stream's device below, naming the stream.)
-        if let (Some(buffer), false) = (
+        let _reach = match (
             self.owner.buffer(),
             matches!(self.memory, ViewMemory::Device(_)),
         ) {
-            buffer.check_reachable(stream, "self", true)?;
-        }
+            (Some(buffer), false) => Some(buffer.check_reachable(stream, "self", true)?),
+            _ => None,
+        };
         if let ViewMemory::Device(device) = self.memory {
             if device != stream.device() {
                 return Err(invalid(
