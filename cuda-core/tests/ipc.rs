@@ -306,7 +306,11 @@ fn child_writes_behind_the_event(buffer: &mut Buffer, stream: &Stream, channel: 
     let event_handle = IpcEventHandle::from_bytes(&channel.recv()).unwrap();
     // SAFETY: the parent keeps the event until this child has said "done".
     let event = unsafe { Event::open_ipc(&event_handle, device) }.expect("opening the event");
-    let gate = common::Gate::close(stream);
+    // Closed until the parent says "go", however slowly a full test run gets there: a gate
+    // that opened by itself after a minute let the fill run before the parent's check (the
+    // test failed once so, under the 12 ABI, after running past 60 s among the others). The
+    // child's watchdog ends a hang.
+    let gate = common::Gate::close_for(stream, TEST_LIMIT);
     buffer.fill(0xB0u8, stream).unwrap();
     stream.record(&event).unwrap();
     channel.say("recorded");

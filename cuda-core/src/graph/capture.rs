@@ -92,6 +92,16 @@ impl Stream {
     /// [`Error::Capture`]; so is ending a stream that was not capturing.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
+        // A stream the driver says captures nothing is refused before the end, which would
+        // fail (a failed call compute-sanitizer reports as the caller's error).
+        if let Ok(0) = self.call(|driver, handle| driver.stream_is_capturing(handle)) {
+            self.set_capturing(false);
+            return Err(Error::Capture {
+                reason: "the stream was not capturing (end_capture: cuStreamIsCapturing says \
+                         no capture is open on it)"
+                    .to_owned(),
+            });
+        }
         let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
         // ends with its error; one ended from another thread than its own stays open by the

@@ -175,10 +175,17 @@ pub struct Gate(mpsc::Sender<()>);
 
 impl Gate {
     pub fn close(stream: &Stream) -> Gate {
+        Gate::close_for(stream, std::time::Duration::from_secs(60))
+    }
+
+    /// A gate that opens by itself only after `limit`: for a test whose pass depends on the
+    /// gate staying closed until it is opened (a test that runs slowly among many must not
+    /// see it open by itself), with a watchdog longer than that to fail it instead of a hang.
+    pub fn close_for(stream: &Stream, limit: std::time::Duration) -> Gate {
         let (tx, rx) = mpsc::channel::<()>();
         stream
             .launch_host_func(move || {
-                let _ = rx.recv_timeout(std::time::Duration::from_secs(60));
+                let _ = rx.recv_timeout(limit);
             })
             .expect("cuLaunchHostFunc");
         Gate(tx)
