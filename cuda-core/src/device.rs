@@ -82,11 +82,29 @@ impl Device {
     }
 
     /// The device of the calling thread's current context, or device 0 when no context is
-    /// current: one `cuCtxGetDevice` (whose invalid-context answer means "none current").
+    /// current: one `cuCtxGetCurrent`, and, for a context other than a primary one this
+    /// process holds, `cuCtxGetDevice` (never asked with no context current, where it fails).
     #[inline]
     #[doc(alias = "cuCtxGetDevice")]
     pub fn current() -> Result<Device> {
-        match driver()?.ctx_get_device()? {
+        let driver = driver()?;
+        if let (Some(ctx), Some(states)) =
+            (driver.ctx_current_or_none(), registry::states_if_ready())
+        {
+            if ctx.0.is_null() {
+                return Device::new(0);
+            }
+            if let Some(ordinal) = states.iter().position(|state| {
+                state
+                    .primary_if_ready()
+                    .is_some_and(|primary| primary.handle == ctx)
+            }) {
+                return Ok(Device {
+                    ordinal: ordinal as i32,
+                });
+            }
+        }
+        match driver.ctx_get_device()? {
             Some(ordinal) => Ok(Device { ordinal }),
             None => Device::new(0),
         }
