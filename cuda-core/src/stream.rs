@@ -144,9 +144,15 @@ impl Drop for StreamInner {
                     }
                 }
                 Err(e) => {
-                    // Counted open still where the driver keeps it open (another thread's):
-                    // the crate then asks the driver rather than assume no capture.
-                    if e.driver_code() != Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD) {
+                    // Counted open still where the driver keeps it open: a refused end may or
+                    // may not have ended it (one ended from another thread than its own stays
+                    // open by the documentation, and the 580 driver ends it), so the driver
+                    // says which, as for `end_capture`. Counted open for good, it would make
+                    // every later question of capture go to the driver, and keep busy handles
+                    // from being recycled.
+                    let open = e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD)
+                        && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0));
+                    if !open {
                         crate::order::capture_ended();
                     }
                     log::debug!("ending the capture of a dropped stream: {e}");

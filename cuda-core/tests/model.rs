@@ -1,0 +1,1190 @@
+//! A model-based test of the stream-order and capture contract: generated programs of a few
+//! threads run streams, events, buffers, captures, graphs and host functions through cuda-core
+//! against the stand-in driver in its strict model (`STANDIN_MODEL=1`, described in
+//! `tests/standin/libcuda_standin.c`), and the driver calls they make are checked, over the
+//! stand-in's log, against invariants that safe code relies on (README, "What safe code can
+//! rely on"). Library calls may fail (refusing is allowed); they must not panic, and the
+//! invariants must hold.
+//!
+//! A program is 2 to 4 threads and 3 to 6 stream slots, and a list of operations, each on one
+//! thread: streams and events made (blocking or not, timing or not) and dropped (so recycled),
+//! records, waits, stream-to-stream waits (forks and joins of captures), queries and
+//! synchronisations; buffers allocated (small ones, which streams keep, and large ones), filled,
+//! copied, read back to the host and re-homed on other streams, and dropped; captures begun in
+//! each mode and ended (from the thread that began them or another); host functions; graphs
+//! built node by node (an empty node, a fill of a buffer, a host node), a node removed,
+//! instantiated, launched, dropped while a launch is queued; captured graphs instantiated and
+//! launched. Operations run one at a time, in program order, each on its thread (a baton passed
+//! over channels), so that a failing program replays and shrinks.
+//!
+//! Checked after every program (each check names the bug it catches):
+//! - no call on a handle or address that is not live (the stand-in's `!stale`);
+//! - no call that an open capture forbids, unless the operation asked for that very call (a
+//!   synchronisation or query the test made, say): cuda-core must never make such a call on
+//!   its own (`!refused`), nor put a buffer's allocation or free, or a host function, into a
+//!   capture (`!captured`);
+//! - every use of a buffer's memory (fills, copies, graph launches) is ordered after its
+//!   allocation and before its free, in stream order (records, waits and host
+//!   synchronisations, as vector clocks over the log);
+//! - a stream or event handed out (new or recycled) is idle: no work pending, not in a capture;
+//! - no two live buffers share an address;
+//! - every host function ran as often as the API promises (once per accepted
+//!   `launch_host_func`, once per graph launch for a host node);
+//! - nothing leaked: once everything is dropped and the program's threads have ended (their
+//!   recycled handles destroyed), no stream, event, graph, executable graph, allocation, user
+//!   object, queued host work or capture lives;
+//! - once no capture is open, recycling queries again (the crate's count of open captures went
+//!   back to zero).
+//!
+//! What it does not cover: real concurrency (operations never overlap, so races inside
+//! cuda-core are not exercised); kernels (no launches), copies to host memory other than reads
+//! back, pools other than the device's default, managed, pinned and virtual memory, several
+//! devices, green contexts, conditional nodes, graph updates, event nodes and captured
+//! allocations (`capture_alloc`); the legacy and per-thread default streams; the driver's
+//! asynchrony beyond host functions (work completes at once, host functions run only at a
+//! synchronisation); and what the driver does where its documentation is silent (the stand-in
+//! states its assumptions). The buffers and events a capture used are kept to the program's
+//! end, as `begin_capture`'s safety contract asks, so its violations are not tried.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+use cuda_core::{
+    Buffer, BuildGraph, CaptureMode, CaptureStatus, Device, Event, EventOptions, Graph, GraphExec,
+    GraphOptions, Stream, StreamOptions,
+};
+
+use crate::common::standin;
+
+/// Slots of each kind a program names (indices are taken modulo the count).
+const EVENTS: usize = 6;
+const BUFFERS: usize = 6;
+const GRAPHS: usize = 3;
+
+/// One operation of a program.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    NewStream {
+        s: usize,
+        blocking: bool,
+    },
+    DropStream {
+        s: usize,
+    },
+    NewEvent {
+        e: usize,
+        timing: bool,
+    },
+    DropEvent {
+        e: usize,
+    },
+    Record {
+        e: usize,
+        s: usize,
+    },
+    Wait {
+        s: usize,
+        e: usize,
+    },
+    WaitStream {
+        s: usize,
+        other: usize,
+    },
+    QueryEvent {
+        e: usize,
+    },
+    SyncEvent {
+        e: usize,
+    },
+    QueryStream {
+        s: usize,
+    },
+    SyncStream {
+        s: usize,
+    },
+    Alloc {
+        b: usize,
+        s: usize,
+        large: bool,
+    },
+    DropBuffer {
+        b: usize,
+    },
+    Fill {
+        b: usize,
+        s: usize,
+    },
+    Copy {
+        from: usize,
+        to: usize,
+        s: usize,
+    },
+    ToHost {
+        b: usize,
+        s: usize,
+    },
+    SetHome {
+        b: usize,
+        s: usize,
+    },
+    Begin {
+        s: usize,
+        mode: u8,
+    },
+    End {
+        s: usize,
+    },
+    HostFunc {
+        s: usize,
+    },
+    BuildGraph {
+        g: usize,
+        fill: Option<usize>,
+        host: bool,
+    },
+    RemoveNode {
+        g: usize,
+    },
+    Instantiate {
+        g: usize,
+        x: usize,
+    },
+    Launch {
+        x: usize,
+        s: usize,
+    },
+    DropGraph {
+        g: usize,
+    },
+    DropExec {
+        x: usize,
+    },
+}
+
+/// A program: its threads and stream slots, and its operations (thread, operation).
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    pub threads: usize,
+    pub streams: usize,
+    pub steps: Vec<(usize, Op)>,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let i = || 0usize..6;
+    prop_oneof![
+        3 => (i(), any::<bool>()).prop_map(|(s, b)| Op::NewStream { s, blocking: b && s == 5 }),
+        1 => i().prop_map(|s| Op::DropStream { s }),
+        2 => (i(), any::<bool>()).prop_map(|(e, timing)| Op::NewEvent { e, timing }),
+        1 => i().prop_map(|e| Op::DropEvent { e }),
+        3 => (i(), i()).prop_map(|(e, s)| Op::Record { e, s }),
+        3 => (i(), i()).prop_map(|(s, e)| Op::Wait { s, e }),
+        3 => (i(), i()).prop_map(|(s, other)| Op::WaitStream { s, other }),
+        1 => i().prop_map(|e| Op::QueryEvent { e }),
+        1 => i().prop_map(|e| Op::SyncEvent { e }),
+        1 => i().prop_map(|s| Op::QueryStream { s }),
+        1 => i().prop_map(|s| Op::SyncStream { s }),
+        3 => (i(), i(), any::<bool>()).prop_map(|(b, s, large)| Op::Alloc { b, s, large }),
+        2 => i().prop_map(|b| Op::DropBuffer { b }),
+        3 => (i(), i()).prop_map(|(b, s)| Op::Fill { b, s }),
+        2 => (i(), i(), i()).prop_map(|(from, to, s)| Op::Copy { from, to, s }),
+        1 => (i(), i()).prop_map(|(b, s)| Op::ToHost { b, s }),
+        1 => (i(), i()).prop_map(|(b, s)| Op::SetHome { b, s }),
+        3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
+        3 => i().prop_map(|s| Op::End { s }),
+        2 => i().prop_map(|s| Op::HostFunc { s }),
+        2 => (0..GRAPHS, proptest::option::of(i()), any::<bool>())
+            .prop_map(|(g, fill, host)| Op::BuildGraph { g, fill, host }),
+        1 => (0..GRAPHS).prop_map(|g| Op::RemoveNode { g }),
+        2 => (0..GRAPHS, 0..GRAPHS).prop_map(|(g, x)| Op::Instantiate { g, x }),
+        2 => (0..GRAPHS, i()).prop_map(|(x, s)| Op::Launch { x, s }),
+        1 => (0..GRAPHS).prop_map(|g| Op::DropGraph { g }),
+        1 => (0..GRAPHS).prop_map(|x| Op::DropExec { x }),
+    ]
+}
+
+fn program_strategy() -> impl Strategy<Value = Program> {
+    (2usize..=4, 3usize..=6).prop_flat_map(|(threads, streams)| {
+        proptest::collection::vec((0..threads, op_strategy()), 1..40).prop_map(move |steps| {
+            Program {
+                threads,
+                streams,
+                steps,
+            }
+        })
+    })
+}
+
+/// A built graph: its nodes' kinds in order ("empty", "fill", "host"), and the counter of its
+/// host node's runs.
+struct Built {
+    graph: Graph,
+    nodes: Vec<&'static str>,
+    counter: Arc<AtomicUsize>,
+}
+
+/// An executable graph: how many host nodes it runs per launch, and their counter.
+struct Exec {
+    exec: GraphExec,
+    hosts: usize,
+    counter: Arc<AtomicUsize>,
+}
+
+/// Everything a program's operations act on, shared by its threads (one at a time).
+struct World {
+    device: Device,
+    streams: Vec<Option<Stream>>,
+    events: Vec<Option<Arc<Event>>>,
+    buffers: Vec<Option<Arc<Buffer>>>,
+    graphs: Vec<Option<Built>>,
+    execs: Vec<Option<Exec>>,
+    /// What a capture used, kept to the end (`begin_capture`'s contract), and streams whose
+    /// drop was put off while the driver held user objects (so that none drops on the
+    /// release thread).
+    kept_buffers: Vec<Arc<Buffer>>,
+    kept_events: Vec<Arc<Event>>,
+    kept_streams: Vec<Stream>,
+    /// Every host function counter, with the runs the API promises.
+    promised: Vec<(Arc<AtomicUsize>, usize, String)>,
+}
+
+impl World {
+    fn new(device: Device, streams: usize) -> World {
+        World {
+            device,
+            streams: (0..streams).map(|_| None).collect(),
+            events: (0..EVENTS).map(|_| None).collect(),
+            buffers: (0..BUFFERS).map(|_| None).collect(),
+            graphs: (0..GRAPHS).map(|_| None).collect(),
+            execs: (0..GRAPHS).map(|_| None).collect(),
+            kept_buffers: Vec::new(),
+            kept_events: Vec::new(),
+            kept_streams: Vec::new(),
+            promised: Vec::new(),
+        }
+    }
+
+    fn stream(&self, s: usize) -> Option<Stream> {
+        self.streams[s % self.streams.len()].clone()
+    }
+
+    fn event(&self, e: usize) -> Option<Arc<Event>> {
+        self.events[e % EVENTS].clone()
+    }
+}
+
+/// Whether `stream` is in a capture, as the crate says (an error counts as yes).
+fn capturing(stream: &Stream) -> bool {
+    !matches!(stream.capture_status(), Ok(CaptureStatus::None))
+}
+
+/// The handle a stream's or event's `Debug` shows (`as_raw` would mark it handed out).
+fn handle_of(value: &impl std::fmt::Debug) -> usize {
+    let text = format!("{value:?}");
+    let start = text.find("handle: 0x").expect("Debug shows the handle") + "handle: 0x".len();
+    let hex: String = text[start..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    usize::from_str_radix(&hex, 16).expect("a hexadecimal handle")
+}
+
+/// Runs one operation on the calling thread (`thread`); an `Err` is a broken invariant.
+fn apply(world: &mut World, op: &Op) -> Result<(), String> {
+    let n = world.streams.len();
+    match *op {
+        Op::NewStream { s, blocking } => {
+            let options = StreamOptions::default().with_non_blocking(!blocking);
+            if let Ok(stream) = world.device.create_stream(options) {
+                // Catches a recycled stream handed out with work pending or in a capture.
+                if standin::model_busy(handle_of(&stream)) {
+                    return Err(format!("a new stream is busy: {stream:?}"));
+                }
+                let old = world.streams[s % n].replace(stream);
+                drop_stream(world, old);
+            }
+        }
+        Op::DropStream { s } => {
+            let old = world.streams[s % n].take();
+            drop_stream(world, old);
+        }
+        Op::NewEvent { e, timing } => {
+            let options = EventOptions::default().with_timing(timing);
+            if let Ok(event) = world.device.create_event(options) {
+                // Catches a recycled event handed out while its last record is pending (or in
+                // a capture): it would not be done, as a fresh event is.
+                if standin::model_busy(handle_of(&event)) {
+                    return Err(format!("a new event is busy: {event:?}"));
+                }
+                world.events[e % EVENTS] = Some(Arc::new(event));
+            }
+        }
+        Op::DropEvent { e } => world.events[e % EVENTS] = None,
+        Op::Record { e, s } => {
+            if let (Some(event), Some(stream)) = (world.event(e), world.stream(s)) {
+                if capturing(&stream) {
+                    world.kept_events.push(event.clone());
+                }
+                let _ = stream.record(&event);
+            }
+        }
+        Op::Wait { s, e } => {
+            if let (Some(event), Some(stream)) = (world.event(e), world.stream(s)) {
+                if capturing(&stream) {
+                    world.kept_events.push(event.clone());
+                }
+                let _ = stream.wait(&event);
+            }
+        }
+        Op::WaitStream { s, other } => {
+            if let (Some(stream), Some(other)) = (world.stream(s), world.stream(other)) {
+                let _ = stream.wait_stream(&other);
+            }
+        }
+        Op::QueryEvent { e } => {
+            if let Some(event) = world.event(e) {
+                let _ = event.is_done();
+            }
+        }
+        Op::SyncEvent { e } => {
+            if let Some(event) = world.event(e) {
+                let _ = event.sync();
+            }
+        }
+        Op::QueryStream { s } => {
+            if let Some(stream) = world.stream(s) {
+                let _ = stream.is_done();
+            }
+        }
+        Op::SyncStream { s } => {
+            if let Some(stream) = world.stream(s) {
+                let _ = stream.sync();
+            }
+        }
+        Op::Alloc { b, s, large } => {
+            if let Some(stream) = world.stream(s) {
+                let size = if large { 128 << 10 } else { 256 };
+                let memory = world.device.memory_resource().map_err(|e| e.to_string())?;
+                if let Ok(buffer) = cuda_core::Allocate::allocate(&memory, size, &stream) {
+                    // Catches an allocation handed out twice (a stream's small-buffer cache
+                    // giving one address to two buffers).
+                    let live = world.buffers.iter().flatten().chain(&world.kept_buffers);
+                    if let Some(other) = live.into_iter().find(|o| o.ptr() == buffer.ptr()) {
+                        return Err(format!("two live buffers at one address: {other:?}"));
+                    }
+                    let old = world.buffers[b % BUFFERS].replace(Arc::new(buffer));
+                    drop_buffer(world, old);
+                }
+            }
+        }
+        Op::DropBuffer { b } => {
+            let old = world.buffers[b % BUFFERS].take();
+            drop_buffer(world, old);
+        }
+        Op::Fill { b, s } => {
+            if let Some(stream) = world.stream(s) {
+                let captured = capturing(&stream);
+                if let Some(slot) = world.buffers[b % BUFFERS].as_mut() {
+                    if captured {
+                        world.kept_buffers.push(slot.clone());
+                    }
+                    if let Some(buffer) = Arc::get_mut(slot) {
+                        let _ = buffer.fill(7u32, &stream);
+                    }
+                }
+            }
+        }
+        Op::Copy { from, to, s } => {
+            let (from, to) = (from % BUFFERS, to % BUFFERS);
+            if from == to {
+                return Ok(());
+            }
+            if let (Some(stream), Some(src)) = (world.stream(s), world.buffers[from].clone()) {
+                if capturing(&stream) {
+                    world.kept_buffers.push(src.clone());
+                    if let Some(dst) = &world.buffers[to] {
+                        world.kept_buffers.push(dst.clone());
+                    }
+                }
+                if let Some(dst) = world.buffers[to].as_mut().and_then(Arc::get_mut) {
+                    let _ = src.copy_to(dst, &stream);
+                }
+            }
+        }
+        Op::ToHost { b, s } => {
+            if let (Some(stream), Some(buffer)) =
+                (world.stream(s), world.buffers[b % BUFFERS].clone())
+            {
+                if capturing(&stream) {
+                    world.kept_buffers.push(buffer.clone());
+                }
+                let _ = buffer.to_vec::<u8>(&stream);
+            }
+        }
+        Op::SetHome { b, s } => {
+            if let Some(stream) = world.stream(s) {
+                if let Some(buffer) = world.buffers[b % BUFFERS].as_mut().and_then(Arc::get_mut) {
+                    let _ = buffer.set_deallocation_stream(&stream);
+                }
+            }
+        }
+        Op::Begin { s, mode } => {
+            if let Some(stream) = world.stream(s) {
+                let mode = match mode {
+                    0 => CaptureMode::Global,
+                    1 => CaptureMode::ThreadLocal,
+                    _ => CaptureMode::Relaxed,
+                };
+                // SAFETY: the test keeps what a capture uses to the program's end, allocates
+                // and frees no buffer on a stream in a capture (drops of such buffers are put
+                // off), and queues host functions only where the crate lets it.
+                let _ = unsafe { stream.begin_capture(mode) };
+            }
+        }
+        Op::End { s } => {
+            if let Some(stream) = world.stream(s) {
+                let ended = stream.end_capture();
+                if !capturing(&stream) {}
+                if let Ok(graph) = ended {
+                    let counter = Arc::new(AtomicUsize::new(0));
+                    let built = Built {
+                        graph,
+                        nodes: Vec::new(),
+                        counter,
+                    };
+                    world.graphs[s % GRAPHS] = Some(built);
+                }
+            }
+        }
+        Op::HostFunc { s } => {
+            if let Some(stream) = world.stream(s) {
+                let counter = Arc::new(AtomicUsize::new(0));
+                let theirs = counter.clone();
+                let queued = stream.launch_host_func(move || {
+                    theirs.fetch_add(1, Ordering::SeqCst);
+                });
+                let what = format!("host function on {stream:?}");
+                world
+                    .promised
+                    .push((counter, usize::from(queued.is_ok()), what));
+            }
+        }
+        Op::BuildGraph { g, fill, host } => {
+            let Ok(mut graph) = Graph::new(world.device) else {
+                return Ok(());
+            };
+            let mut nodes = Vec::new();
+            let counter = Arc::new(AtomicUsize::new(0));
+            if graph.add_empty(&[]).is_ok() {
+                nodes.push("empty");
+            }
+            if let Some(buffer) = fill.and_then(|b| world.buffers[b % BUFFERS].clone()) {
+                if graph.add_fill(&[], &buffer, 3u32).is_ok() {
+                    nodes.push("fill");
+                }
+            }
+            if host {
+                let theirs = counter.clone();
+                let added = graph.add_host(&[], move || {
+                    theirs.fetch_add(1, Ordering::SeqCst);
+                });
+                if added.is_ok() {
+                    nodes.push("host");
+                }
+            }
+            world.graphs[g % GRAPHS] = Some(Built {
+                graph,
+                nodes,
+                counter,
+            });
+        }
+        Op::RemoveNode { g } => {
+            if let Some(built) = world.graphs[g % GRAPHS].as_mut() {
+                if let Ok(nodes) = built.graph.nodes() {
+                    // The node added last (the driver's order of nodes is not promised: the
+                    // stand-in's is the order of adding).
+                    if let Some(&last) = nodes.last() {
+                        if built.graph.remove_node(last).is_ok() {
+                            built.nodes.pop();
+                        }
+                    }
+                }
+            }
+        }
+        Op::Instantiate { g, x } => {
+            if let Some(built) = world.graphs[g % GRAPHS].as_ref() {
+                if let Ok(exec) = built.graph.instantiate(GraphOptions::default()) {
+                    let hosts = built.nodes.iter().filter(|&&k| k == "host").count();
+                    let counter = built.counter.clone();
+                    world.execs[x % GRAPHS] = Some(Exec {
+                        exec,
+                        hosts,
+                        counter,
+                    });
+                }
+            }
+        }
+        Op::Launch { x, s } => {
+            if let (Some(exec), Some(stream)) = (world.execs[x % GRAPHS].as_ref(), world.stream(s))
+            {
+                // A launch into a capture would need the executable graph kept for the
+                // capture's launches: not tried.
+                if !capturing(&stream) && exec.exec.launch(&stream).is_ok() && exec.hosts > 0 {
+                    let counter = exec.counter.clone();
+                    let what = format!("a graph's host node (launched on {stream:?})");
+                    world.promised.push((counter, exec.hosts, what));
+                }
+            }
+        }
+        Op::DropGraph { g } => world.graphs[g % GRAPHS] = None,
+        Op::DropExec { x } => world.execs[x % GRAPHS] = None,
+    }
+    Ok(())
+}
+
+/// Drops a stream now, or keeps it to the program's end while the driver holds user objects
+/// (whose release could drop its last clone, a buffer's, on the release thread, where the
+/// test cannot see its handle destroyed).
+fn drop_stream(world: &mut World, stream: Option<Stream>) {
+    if let Some(stream) = stream {
+        if standin::model_live(5) > 0 {
+            world.kept_streams.push(stream);
+        }
+    }
+}
+
+/// Drops a buffer now, or keeps it while its deallocation stream is in a capture (where its
+/// free would be captured: `begin_capture`'s contract forbids that drop).
+fn drop_buffer(world: &mut World, buffer: Option<Arc<Buffer>>) {
+    if let Some(buffer) = buffer {
+        if capturing(buffer.deallocation_stream()) {
+            world.kept_buffers.push(buffer);
+        }
+    }
+}
+
+/// The driver calls whose capture refusals an operation asked for itself.
+fn direct_calls(op: &Op) -> &'static [&'static str] {
+    match op {
+        Op::SyncStream { .. } => &["cuStreamSynchronize"],
+        Op::QueryStream { .. } => &["cuStreamQuery"],
+        Op::SyncEvent { .. } => &["cuEventSynchronize"],
+        Op::QueryEvent { .. } => &["cuEventQuery"],
+        Op::Wait { .. } => &["cuStreamWaitEvent"],
+        Op::WaitStream { .. } => &["cuEventRecord", "cuStreamWaitEvent"],
+        Op::Record { .. } => &["cuEventRecord"],
+        Op::Begin { .. } => &["cuStreamBeginCapture"],
+        Op::End { .. } => &["cuStreamEndCapture"],
+        Op::Fill { .. } => &["cuMemsetD32Async"],
+        Op::Copy { .. } => &["cuMemcpyAsync"],
+        // A read back synchronises the stream: refused in a capture, or under another thread's
+        // global capture (then retried with this thread relaxed, as documented).
+        Op::ToHost { .. } => &["cuMemcpyDtoHAsync", "cuStreamSynchronize"],
+        Op::HostFunc { .. } => &["cuLaunchHostFunc"],
+        Op::Launch { .. } => &["cuGraphLaunch"],
+        Op::Alloc { .. } => &["cuMemAllocFromPoolAsync"],
+        _ => &[],
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A thread of a program, running the jobs it is handed in turn.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let thread = std::thread::spawn(move || {
+            for job in queue {
+                job();
+            }
+        });
+        Worker { jobs, thread }
+    }
+
+    /// Runs `f` on this worker and waits for it (the baton); a panic is an `Err`.
+    fn run(&self, f: impl FnOnce() -> Result<(), String> + Send + 'static) -> Result<(), String> {
+        let (done, result) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    Err(format!("panicked: {text}"))
+                });
+            let _ = done.send(outcome);
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| "a worker ended".to_owned())?;
+        result.recv().map_err(|_| "a worker ended".to_owned())?
+    }
+
+    fn end(self) {
+        drop(self.jobs);
+        // Joined: its thread-local recycled handles are destroyed by then.
+        let _ = self.thread.join();
+    }
+}
+
+/// Waits until the crate's release thread has taken every batch the stand-in gave it (host
+/// functions' closures and user objects' values), so that its driver calls belong to the
+/// operation that caused them. `base` is (host functions run, destructors run, releases) at
+/// the program's start.
+fn settle(base: (u64, u64, u64)) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let due = (standin::model_count(0) - base.0) + (standin::model_count(2) - base.1);
+        let released = cuda_core::graph_releases() - base.2;
+        if released >= due {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the release thread got {released} of {due} batches within 10 s"
+            ));
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Runs `program` and checks it; `Err` says which invariant broke, with the log.
+pub(crate) fn run_program(device: Device, program: &Program) -> Result<(), String> {
+    standin::clear_log();
+    let base = (
+        standin::model_count(0),
+        standin::model_count(2),
+        cuda_core::graph_releases(),
+    );
+    let world = Arc::new(Mutex::new(World::new(device, program.streams)));
+    let workers: Vec<Worker> = (0..program.threads).map(|_| Worker::start()).collect();
+    let mut ops: Vec<&Op> = Vec::new();
+    let mut failure = None;
+    for (index, (thread, op)) in program.steps.iter().enumerate() {
+        let (thread, op) = (*thread % program.threads, op.clone());
+        ops.push(&program.steps[index].1);
+        let world = world.clone();
+        let ran = workers[thread].run(move || {
+            standin::mark(&format!("op {index}: {op:?}"));
+            let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+            let applied = apply(&mut world, &op);
+            drop(world);
+            settle(base)?;
+            applied
+        });
+        if let Err(e) = ran {
+            failure = Some(format!(
+                "operation {index} ({:?}): {e}",
+                program.steps[index].1
+            ));
+            break;
+        }
+    }
+    let cleaned = cleanup(&world, &workers, base);
+    for worker in workers {
+        worker.end();
+    }
+    let probe = if failure.is_none() && cleaned.is_ok() {
+        probe_recycling(device)
+    } else {
+        Ok(())
+    };
+    let log = standin::log();
+    let checked = failure
+        .map_or(Ok(()), Err)
+        .and(cleaned)
+        .and(probe)
+        .and_then(|()| check_end(&world))
+        .and_then(|()| check_log(&log, &ops));
+    checked.map_err(|e| format!("{e}\n--- the stand-in's log:\n{log}"))
+}
+
+/// Ends every capture still open on a stream the program can reach (its slots, and the
+/// deallocation streams of its buffers: a stream dropped by the program lives on in them).
+fn end_captures(world: &World) {
+    let mut streams: Vec<Stream> = world.streams.iter().flatten().cloned().collect();
+    streams.extend(world.kept_streams.iter().cloned());
+    for buffer in world.buffers.iter().flatten().chain(&world.kept_buffers) {
+        streams.push(buffer.deallocation_stream().clone());
+    }
+    for stream in streams {
+        if capturing(&stream) {
+            let _ = stream.end_capture();
+        }
+    }
+}
+
+/// Ends what the program left: captures (from each thread in turn, so that the one that
+/// began a capture ends it where it still can), graphs, then a synchronisation of the device,
+/// then buffers, events and streams, on the first thread.
+fn cleanup(
+    world: &Arc<Mutex<World>>,
+    workers: &[Worker],
+    base: (u64, u64, u64),
+) -> Result<(), String> {
+    for (thread, worker) in workers.iter().enumerate() {
+        let world = world.clone();
+        worker.run(move || {
+            standin::mark(&format!("cleanup: end captures from thread {thread}"));
+            end_captures(&world.lock().unwrap_or_else(|e| e.into_inner()));
+            Ok(())
+        })?;
+    }
+    let world = world.clone();
+    workers[0].run(move || {
+        standin::mark("cleanup: drop graphs and executable graphs, synchronise");
+        let mut guard = world.lock().unwrap_or_else(|e| e.into_inner());
+        guard.execs.iter_mut().for_each(|x| *x = None);
+        guard.graphs.iter_mut().for_each(|g| *g = None);
+        drop(guard);
+        settle(base)?;
+        let guard = world.lock().unwrap_or_else(|e| e.into_inner());
+        end_captures(&guard);
+        let synced = guard.device.sync();
+        drop(guard);
+        settle(base)?;
+        synced.map_err(|e| format!("the device's synchronisation at the end failed: {e}"))?;
+        standin::mark("cleanup: drop buffers, events and streams");
+        let mut guard = world.lock().unwrap_or_else(|e| e.into_inner());
+        guard.buffers.iter_mut().for_each(|b| *b = None);
+        guard.kept_buffers.clear();
+        guard.events.iter_mut().for_each(|e| *e = None);
+        guard.kept_events.clear();
+        guard.streams.iter_mut().for_each(|s| *s = None);
+        guard.kept_streams.clear();
+        drop(guard);
+        settle(base)
+    })
+}
+
+/// Once no capture is open, a recorded and dropped event is reused after one query: catches a
+/// count of open captures left above zero (by an end refused from another thread, say), which
+/// turns recycling of busy handles off for good.
+fn probe_recycling(device: Device) -> Result<(), String> {
+    std::thread::spawn(move || -> Result<(), String> {
+        standin::mark("probe: recycling after the program");
+        let stream = device
+            .create_stream(StreamOptions::default())
+            .map_err(|e| e.to_string())?;
+        let event = device
+            .create_event(EventOptions::default())
+            .map_err(|e| e.to_string())?;
+        stream.record(&event).map_err(|e| e.to_string())?;
+        drop(event);
+        let since = standin::log().len();
+        let again = device
+            .create_event(EventOptions::default())
+            .map_err(|e| e.to_string())?;
+        let log = standin::log();
+        let made = log[since..].contains("cuEventCreate");
+        drop((again, stream));
+        if made {
+            return Err(
+                "after the program, with no capture open, a recorded event was not \
+                        reused (the crate counts a capture open that is not)"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the probe panicked".to_owned()))
+}
+
+/// What lives once the program and its threads ended, and the host functions' runs.
+fn check_end(world: &Arc<Mutex<World>>) -> Result<(), String> {
+    let world = world.lock().unwrap_or_else(|e| e.into_inner());
+    // Catches a host function run twice or never (a closure freed early, or run per launch
+    // of a graph it was captured into), and a graph host node not run once per launch.
+    for (counter, promised, what) in &world.promised {
+        let ran = counter.load(Ordering::SeqCst);
+        if ran != *promised {
+            return Err(format!("{what} ran {ran} times, promised {promised}"));
+        }
+    }
+    // Catches leaks: handles neither destroyed nor kept by a live thread, allocations never
+    // freed, user objects never released (a graph's values kept for good), host work queued
+    // for ever, captures left open.
+    let names = [
+        "streams",
+        "events",
+        "graphs",
+        "executable graphs",
+        "allocations",
+        "user objects",
+        "queued host works",
+        "open captures",
+    ];
+    for (what, name) in names.iter().enumerate() {
+        let live = standin::model_live(what as i32);
+        if live != 0 {
+            return Err(format!("{live} {name} live after the program"));
+        }
+    }
+    if standin::log_full() {
+        return Err("the stand-in's log overflowed".to_owned());
+    }
+    Ok(())
+}
+
+/// A vector clock: how much of each stream's work (by stream number) is known to come before.
+#[derive(Clone, Default, Debug)]
+struct Clock(Vec<u32>);
+
+impl Clock {
+    fn get(&self, stream: usize) -> u32 {
+        self.0.get(stream).copied().unwrap_or(0)
+    }
+
+    fn join(&mut self, other: &Clock) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (mine, theirs) in self.0.iter_mut().zip(&other.0) {
+            *mine = (*mine).max(*theirs);
+        }
+    }
+
+    fn tick(&mut self, stream: usize) -> u32 {
+        if self.0.len() <= stream {
+            self.0.resize(stream + 1, 0);
+        }
+        self.0[stream] += 1;
+        self.0[stream]
+    }
+}
+
+/// An allocation as the log shows it: where, made on which stream at which point, and its
+/// uses so far (stream, point, operation).
+struct Allocation {
+    ptr: u64,
+    size: u64,
+    made: (usize, u32, usize),
+    uses: Vec<(usize, u32, usize)>,
+}
+
+/// The stream order of the log: each stream's clock, each event's at its last record, what
+/// the host knows complete.
+#[derive(Default)]
+struct Order {
+    streams: HashMap<String, usize>,
+    clocks: Vec<Clock>,
+    events: HashMap<String, Clock>,
+    host: Clock,
+    allocations: Vec<Allocation>,
+}
+
+impl Order {
+    /// The stream number of `name`'s current life.
+    fn stream(&mut self, name: &str) -> usize {
+        if let Some(&s) = self.streams.get(name) {
+            return s;
+        }
+        self.born(name)
+    }
+
+    fn born(&mut self, name: &str) -> usize {
+        let s = self.clocks.len();
+        self.clocks.push(Clock::default());
+        self.streams.insert(name.to_owned(), s);
+        s
+    }
+
+    /// Work queued on `name`: after what the host knows complete; its point.
+    fn queue(&mut self, name: &str) -> (usize, u32) {
+        let s = self.stream(name);
+        let host = self.host.clone();
+        self.clocks[s].join(&host);
+        let at = self.clocks[s].tick(s);
+        (s, at)
+    }
+
+    fn find(&mut self, ptr: u64) -> Option<&mut Allocation> {
+        self.allocations
+            .iter_mut()
+            .find(|a| ptr >= a.ptr && ptr < a.ptr + a.size)
+    }
+
+    /// A use of `ptr` on `stream` at `at` (operation `op`): after the allocation.
+    fn use_at(&mut self, ptr: u64, stream: usize, at: u32, op: usize) -> Result<(), String> {
+        let clock = self.clocks[stream].clone();
+        let Some(allocation) = self.find(ptr) else {
+            return Ok(()); // The stand-in says "!stale use".
+        };
+        let (made_on, made_at, made_op) = allocation.made;
+        if clock.get(made_on) < made_at {
+            return Err(format!(
+                "a use of {ptr:#x} (operation {op}) is not ordered after its allocation \
+                 (operation {made_op})"
+            ));
+        }
+        allocation.uses.push((stream, at, op));
+        Ok(())
+    }
+}
+
+/// The word after "on": the stream a logged call queued on.
+fn on<'a>(words: &[&'a str]) -> Option<&'a str> {
+    words
+        .iter()
+        .position(|w| *w == "on")
+        .and_then(|i| words.get(i + 1).copied())
+}
+
+fn hex(text: &str) -> Option<u64> {
+    u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
+}
+
+/// The log's checks: forbidden calls, stale handles, and the memory's stream order.
+fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
+    let mut order = Order::default();
+    let mut op: Option<usize> = None;
+    let mut problems = String::new();
+    for line in log.lines() {
+        let Some((_thread, text)) = line.split_once(' ') else {
+            continue;
+        };
+        if let Some(marker) = text.strip_prefix("## ") {
+            op = marker
+                .strip_prefix("op ")
+                .and_then(|m| m.split(':').next())
+                .and_then(|n| n.parse().ok());
+            continue;
+        }
+        let at = op.unwrap_or(usize::MAX);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if text.starts_with('!') {
+            // `!refused CODE CALL`: allowed where the operation asked for that call itself.
+            let allowed = words[0] == "!refused"
+                && op.is_some_and(|i| direct_calls(ops[i]).iter().any(|c| words.get(2) == Some(c)));
+            if !allowed {
+                let _ = writeln!(problems, "operation {at}: {line}");
+            }
+            continue;
+        }
+        if text.contains("captured=") {
+            continue; // Recorded into a graph: not run.
+        }
+        let result = match words.first().copied() {
+            Some("cuStreamCreate") => {
+                order.born(words[1]);
+                Ok(())
+            }
+            Some("cuEventCreate") => {
+                order.events.insert(words[1].to_owned(), Clock::default());
+                Ok(())
+            }
+            Some("cuEventRecord") => {
+                let stream = words[3];
+                let s = order.stream(stream);
+                let host = order.host.clone();
+                order.clocks[s].join(&host);
+                let clock = order.clocks[s].clone();
+                order.events.insert(words[1].to_owned(), clock);
+                Ok(())
+            }
+            Some("cuStreamWaitEvent") if words.len() == 5 => {
+                let s = order.stream(words[1]);
+                let event = order.events.get(words[4]).cloned().unwrap_or_default();
+                let host = order.host.clone();
+                order.clocks[s].join(&host);
+                order.clocks[s].join(&event);
+                Ok(())
+            }
+            Some("cuStreamSynchronize") => {
+                let s = order.stream(words[1]);
+                let clock = order.clocks[s].clone();
+                order.host.join(&clock);
+                Ok(())
+            }
+            Some("cuEventSynchronize") => {
+                let event = order.events.get(words[1]).cloned().unwrap_or_default();
+                order.host.join(&event);
+                Ok(())
+            }
+            Some("cuCtxSynchronize") => {
+                for clock in order.clocks.clone() {
+                    order.host.join(&clock);
+                }
+                Ok(())
+            }
+            Some("cuMemAllocFromPoolAsync") => {
+                let (ptr, size) = (hex(words[1]), words[2].strip_prefix("size="));
+                let (s, point) = order.queue(on(&words).unwrap_or("null"));
+                if let (Some(ptr), Some(size)) = (ptr, size.and_then(|n| n.parse().ok())) {
+                    order.allocations.push(Allocation {
+                        ptr,
+                        size,
+                        made: (s, point, at),
+                        uses: Vec::new(),
+                    });
+                }
+                Ok(())
+            }
+            Some("cuMemFreeAsync") => {
+                let ptr = hex(words[1]).unwrap_or(0);
+                let (s, _) = order.queue(on(&words).unwrap_or("null"));
+                let clock = order.clocks[s].clone();
+                match order.allocations.iter().position(|a| a.ptr == ptr) {
+                    Some(i) => {
+                        let allocation = order.allocations.remove(i);
+                        // Catches a free that can overtake a use on another stream: the
+                        // buffer's memory reused while work still reads or writes it.
+                        match allocation
+                            .uses
+                            .iter()
+                            .find(|(u, point, _)| clock.get(*u) < *point)
+                        {
+                            Some((_, _, use_op)) => Err(format!(
+                                "the free of {ptr:#x} (operation {at}) is not ordered after \
+                                 its use by operation {use_op}"
+                            )),
+                            None => Ok(()),
+                        }
+                    }
+                    None => Ok(()),
+                }
+            }
+            Some(call) if call.starts_with("cuMemset") || call.starts_with("cuMemcpy") => {
+                let (s, point) = order.queue(on(&words).unwrap_or("null"));
+                let mut checked = Ok(());
+                for word in &words[1..] {
+                    if let Some(ptr) = hex(word) {
+                        checked = checked.and(order.use_at(ptr, s, point, at));
+                    }
+                }
+                checked
+            }
+            Some("cuGraphLaunch") => {
+                order.queue(on(&words).unwrap_or("null"));
+                Ok(())
+            }
+            Some("graph-use") => {
+                let s = order.stream(on(&words).unwrap_or("null"));
+                let point = order.clocks[s].get(s);
+                match hex(words[1]) {
+                    Some(ptr) => order.use_at(ptr, s, point, at),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            let _ = writeln!(problems, "{e}: {line}");
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// How many programs to run: `CUDA_CORE_MODEL_CASES`, else 10,000.
+fn cases() -> u32 {
+    std::env::var("CUDA_CORE_MODEL_CASES")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(10_000)
+}
+
+/// Runs `program` in a stand-in child of its own with the strict model, for a regression test.
+fn replay(function: &str, program: Program) {
+    standin::run(
+        module_path!(),
+        function,
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        move || {
+            std::thread::spawn(move || {
+                let device = Device::new(0).unwrap();
+                if let Err(e) = run_program(device, &program) {
+                    panic!("{program:#?}\n{e}");
+                }
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}
+
+/// The model's run: generated programs, each checked; a failure is shrunk and shown with its
+/// log (replay it as a regression test below with [`replay`]).
+#[test]
+fn generated_programs_keep_the_invariants() {
+    standin::run(
+        module_path!(),
+        "generated_programs_keep_the_invariants",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let started = Instant::now();
+            let config = Config {
+                cases: cases(),
+                failure_persistence: None,
+                max_shrink_iters: 2048,
+                ..Config::default()
+            };
+            let mut runner = TestRunner::new(config);
+            // The first failing program as generated: what a failure leaves behind in the
+            // process (a count, a kept handle) can make the shrunk ones fail for it.
+            let first: Mutex<Option<String>> = Mutex::new(None);
+            let result = runner.run(&program_strategy(), |program| {
+                run_program(device, &program).map_err(|e| {
+                    let mut first = first.lock().unwrap_or_else(|e| e.into_inner());
+                    first.get_or_insert_with(|| format!("{program:#?}\n{e}"));
+                    TestCaseError::fail(e)
+                })
+            });
+            println!("model: {} programs in {:?}", cases(), started.elapsed());
+            if let Err(e) = result {
+                let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+                panic!(
+                    "{e}\n--- the first failing program, as generated:\n{}",
+                    first.unwrap_or_default()
+                );
+            }
+        },
+    );
+}
+
+// ---- the model's findings, as regression tests -------------------------------------------
+
+/// A stream dropped on another thread than the one that began its (thread-local) capture:
+/// the end is refused (`CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`) and the driver ends the
+/// capture all the same; the crate counted it open for good, which turned recycling of busy
+/// handles off for the rest of the process (the probe after the program sees it).
+#[test]
+fn model_a_capture_dropped_on_another_thread_is_not_counted_open() {
+    replay(
+        "model_a_capture_dropped_on_another_thread_is_not_counted_open",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (1, Op::DropStream { s: 0 }),
+            ],
+        },
+    );
+}
