@@ -355,14 +355,45 @@ impl Stream {
 
     /// Orders later work on this stream after the work queued on `other` so far: `other`
     /// records its order event, this stream waits on it (`cuEventRecord`, `cuStreamWaitEvent`).
-    /// Nothing when they are the same stream.
+    /// Nothing when they are the same stream. Refused ([`Error::Capture`], nothing queued)
+    /// where the two streams are not in the same capture (or both in none): the wait would
+    /// pull this stream into `other`'s capture, or, on a capturing stream, wait for an event
+    /// recorded outside its capture, which the driver refuses by invalidating the capture.
     pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
+        if self.same_as(other) {
+            return Ok(());
+        }
+        if crate::order::captures_open() && self.capture_now() != other.capture_now() {
+            return Err(Error::Capture {
+                reason: "ordering one stream after another across a capture's edge (one \
+                         captures and the other does not, or they are in two captures): a \
+                         wait would pull the stream into the capture, or break it; order them \
+                         before the capture begins or after it ends"
+                    .to_owned(),
+            });
+        }
+        self.wait_for_unchecked(other)
+    }
+
+    /// [`Stream::wait_for`] without its capture check: for a caller that checked already, and
+    /// for [`Stream::wait_stream`], whose waits fork and join captures on purpose.
+    pub(crate) fn wait_for_unchecked(&self, other: &Stream) -> Result<()> {
         if self.same_as(other) {
             return Ok(());
         }
         let event = other.order_event()?;
         other.record(event)?;
         self.wait(event)
+    }
+
+    /// The capture this stream is in, as the driver says (`cuStreamGetCaptureInfo`): `None`
+    /// outside captures; a failed question is an unknown capture (`Some(u64::MAX)`).
+    fn capture_now(&self) -> Option<u64> {
+        match self.ask(|driver, handle| driver.stream_capture_info(handle)) {
+            Ok((0, _)) => None,
+            Ok((_, id)) => Some(id),
+            Err(_) => Some(u64::MAX),
+        }
     }
 
     /// The stream's cache of small default-pool buffers, for a stream made here.
@@ -582,7 +613,7 @@ impl Stream {
     /// records an event it keeps for this (made on first use), and this stream waits on it.
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        self.wait_for(other)
+        self.wait_for_unchecked(other)
     }
 
     /// Runs `f` on a driver thread once the work queued before it is done, holding back the
