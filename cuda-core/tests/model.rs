@@ -448,9 +448,7 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
         }
         Op::End { s } => {
             if let Some(stream) = world.stream(s) {
-                let ended = stream.end_capture();
-                if !capturing(&stream) {}
-                if let Ok(graph) = ended {
+                if let Ok(graph) = stream.end_capture() {
                     let counter = Arc::new(AtomicUsize::new(0));
                     let built = Built {
                         graph,
