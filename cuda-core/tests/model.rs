@@ -77,6 +77,9 @@ pub(crate) enum Op {
     DropStream {
         s: usize,
     },
+    Legacy {
+        s: usize,
+    },
     NewEvent {
         e: usize,
         timing: bool,
@@ -117,6 +120,10 @@ pub(crate) enum Op {
         b: usize,
     },
     Fill {
+        b: usize,
+        s: usize,
+    },
+    Kernel {
         b: usize,
         s: usize,
     },
@@ -180,6 +187,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (i(), any::<bool>()).prop_map(|(s, b)| Op::NewStream { s, blocking: b && s == 5 }),
         1 => i().prop_map(|s| Op::DropStream { s }),
+        1 => i().prop_map(|s| Op::Legacy { s }),
         2 => (i(), any::<bool>()).prop_map(|(e, timing)| Op::NewEvent { e, timing }),
         1 => i().prop_map(|e| Op::DropEvent { e }),
         3 => (i(), i()).prop_map(|(e, s)| Op::Record { e, s }),
@@ -193,6 +201,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => i().prop_map(|b| Op::DropBuffer { b }),
         3 => (i(), i()).prop_map(|(b, s)| Op::Fill { b, s }),
         2 => (i(), i(), i()).prop_map(|(from, to, s)| Op::Copy { from, to, s }),
+        2 => (i(), i()).prop_map(|(b, s)| Op::Kernel { b, s }),
         1 => (i(), i()).prop_map(|(b, s)| Op::ToHost { b, s }),
         1 => (i(), i()).prop_map(|(b, s)| Op::SetHome { b, s }),
         3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
@@ -238,6 +247,8 @@ struct Exec {
 /// Everything a program's operations act on, shared by its threads (one at a time).
 struct World {
     device: Device,
+    /// The stand-in's `k1` (one 8-byte parameter), loaded on first use.
+    kernel: Option<cuda_core::Kernel>,
     streams: Vec<Option<Stream>>,
     events: Vec<Option<Arc<Event>>>,
     buffers: Vec<Option<Arc<Buffer>>>,
@@ -257,6 +268,7 @@ impl World {
     fn new(device: Device, streams: usize) -> World {
         World {
             device,
+            kernel: None,
             streams: (0..streams).map(|_| None).collect(),
             events: (0..EVENTS).map(|_| None).collect(),
             buffers: (0..BUFFERS).map(|_| None).collect(),
@@ -305,6 +317,12 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 if standin::model_busy(handle_of(&stream)) {
                     return Err(format!("a new stream is busy: {stream:?}"));
                 }
+                let old = world.streams[s % n].replace(stream);
+                drop_stream(world, old);
+            }
+        }
+        Op::Legacy { s } => {
+            if let Ok(stream) = world.device.default_stream() {
                 let old = world.streams[s % n].replace(stream);
                 drop_stream(world, old);
             }
@@ -397,6 +415,24 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                         let _ = buffer.fill(7u32, &stream);
                     }
                 }
+            }
+        }
+        Op::Kernel { b, s } => {
+            if world.kernel.is_none() {
+                let code = cuda_core::ObjectCode::from_cubin(standin::cubin());
+                world.kernel = code.get_kernel("k1").ok();
+            }
+            if let (Some(stream), Some(buffer), Some(kernel)) = (
+                world.stream(s),
+                world.buffers[b % BUFFERS].clone(),
+                world.kernel.clone(),
+            ) {
+                if capturing(&stream) {
+                    world.kept_buffers.push(buffer.clone());
+                }
+                let config = cuda_core::LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+                // SAFETY: the stand-in runs no kernel.
+                let _ = unsafe { cuda_core::launch(&stream, &config, &kernel, &[&*buffer]) };
             }
         }
         Op::Copy { from, to, s } => {
@@ -549,10 +585,15 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
 /// a user object of the driver's may hold a buffer of it: that buffer's drop, on the crate's
 /// release thread, would then drop the stream's last clone there, and the release thread keeps
 /// its recycled handles for good (so the leak check could not tell them from a leak).
+///
+/// A stream that joined a capture it did not begin is kept too (unless `STANDIN_MODEL_JOINED`
+/// is set): dropped, the crate destroys it (and frees its kept small buffers on it) while it
+/// captures, a finding left open (see `model_a_joined_stream_dropped_mid_capture_*` below).
 fn drop_stream(world: &mut World, stream: Option<Stream>) {
     if let Some(stream) = stream {
         let graphs = world.graphs.iter().flatten().count() + world.execs.iter().flatten().count();
-        if graphs > 0 || standin::model_live(5) > 0 {
+        let joined = capturing(&stream) && std::env::var_os("STANDIN_MODEL_JOINED").is_none();
+        if graphs > 0 || joined || standin::model_live(5) > 0 {
             world.kept_streams.push(stream);
         }
     }
@@ -581,6 +622,9 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         Op::Begin { .. } => &["cuStreamBeginCapture"],
         Op::End { .. } => &["cuStreamEndCapture"],
         Op::Fill { .. } => &["cuMemsetD32Async"],
+        Op::Kernel { .. } => &["cuLaunchKernel"],
+        // Dropping a stream whose capture is open ends it (refused from another thread).
+        Op::NewStream { .. } | Op::DropStream { .. } | Op::Legacy { .. } => &["cuStreamEndCapture"],
         Op::Copy { .. } => &["cuMemcpyAsync"],
         // A read back synchronises the stream: refused in a capture, or under another thread's
         // global capture (then retried with this thread relaxed, as documented).
@@ -984,6 +1028,24 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
             }
             continue;
         }
+        // "CALL ... -> CODE": a failing call (600, not ready, is an answer). Catches a
+        // failing driver call the crate makes of its own (README: "No failing driver call
+        // of its own"), as an end of a capture that is not open.
+        if let Some((_, code)) = text.rsplit_once(" -> ") {
+            let code = code.split_whitespace().next().unwrap_or("");
+            if !code.is_empty() && code.chars().all(|c| c.is_ascii_digit()) && code != "600" {
+                // The cleanup's own ends of captures (op None) may fail as they like.
+                let allowed = op.is_none_or(|i| {
+                    direct_calls(ops[i])
+                        .iter()
+                        .any(|c| words.first() == Some(c))
+                });
+                if !allowed {
+                    let _ = writeln!(problems, "operation {at}: a failing call: {line}");
+                }
+                continue;
+            }
+        }
         if text.contains("captured=") {
             continue; // Recorded into a graph: not run.
         }
@@ -1067,7 +1129,11 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
                     None => Ok(()),
                 }
             }
-            Some(call) if call.starts_with("cuMemset") || call.starts_with("cuMemcpy") => {
+            Some(call)
+                if call.starts_with("cuMemset")
+                    || call.starts_with("cuMemcpy")
+                    || call == "cuLaunchKernel" =>
+            {
                 let (s, point) = order.queue(on(&words).unwrap_or("null"));
                 let mut checked = Ok(());
                 for word in &words[1..] {
@@ -1117,6 +1183,26 @@ fn replay(function: &str, program: Program) {
         function,
         &[],
         &[("STANDIN_MODEL", "1")],
+        move || {
+            std::thread::spawn(move || {
+                let device = Device::new(0).unwrap();
+                if let Err(e) = run_program(device, &program) {
+                    panic!("{program:#?}\n{e}");
+                }
+            })
+            .join()
+            .unwrap();
+        },
+    );
+}
+
+/// [`replay`] with the joined streams' drops made, not put off (see [`drop_stream`]).
+fn replay_dropping_joined(function: &str, program: Program) {
+    standin::run(
+        module_path!(),
+        function,
+        &[],
+        &[("STANDIN_MODEL", "1"), ("STANDIN_MODEL_JOINED", "1")],
         move || {
             std::thread::spawn(move || {
                 let device = Device::new(0).unwrap();
@@ -1272,6 +1358,87 @@ fn model_a_buffer_rehomed_across_a_capture_breaks_no_capture() {
                 ),
                 (0, Op::Begin { s: 1, mode: 2 }),
                 (0, Op::SetHome { b: 0, s: 1 }),
+            ],
+        },
+    );
+}
+
+/// A blocking stream (never recycled) that joined another's capture (by waiting on an event
+/// recorded in it) dropped while the capture is open: the crate destroys it as if it were idle (`cuStreamDestroy` of
+/// a stream in a capture, which the stand-in refuses: the driver's behaviour there is not
+/// documented), and the capture can no longer be joined back. Not fixed: what the crate
+/// should do (keep the handle until the capture ends, or refuse the wait that joined it
+/// unless it is kept) is a design decision.
+#[test]
+#[ignore = "model finding: a stream that joined a capture is destroyed when dropped mid-capture"]
+fn model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it() {
+    replay_dropping_joined(
+        "model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: true,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (0, Op::WaitStream { s: 1, other: 0 }),
+                (0, Op::DropStream { s: 1 }),
+            ],
+        },
+    );
+}
+
+/// As above, with a small buffer kept by the joined stream's cache: its drop frees the kept
+/// buffer with `cuMemFreeAsync` on the capturing stream, which records the free into the
+/// graph instead of making it (the memory leaks now, and each launch of the graph would free
+/// it again), the stand-in's `!captured`. Not fixed, with the finding above.
+#[test]
+#[ignore = "model finding: a joined stream dropped mid-capture frees its kept small buffers into the capture"]
+fn model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it() {
+    replay_dropping_joined(
+        "model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 1,
+                        large: false,
+                    },
+                ),
+                (0, Op::DropBuffer { b: 0 }),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (0, Op::WaitStream { s: 1, other: 0 }),
+                (0, Op::DropStream { s: 1 }),
             ],
         },
     );

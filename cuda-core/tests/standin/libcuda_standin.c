@@ -622,45 +622,44 @@ static int m_stream_wait(void *s, void *e) {
     if (stale("cuStreamWaitEvent", s, STREAM) || stale("cuStreamWaitEvent", e, EVENT)) { M_UNLOCK; return 400; }
     struct object *ev = e, *st = s;
     struct capture *sc = capture_of(s), *ec = ev->recorded_in;
-    name(s, b);
-    name(e, c);
+    const char *sn = name(s, b), *en = name(e, c);
     if ((r = legacy_use("cuStreamWaitEvent", s))) {
     } else if (sc && sc->invalidated) {
-        r = refuse(901, "cuStreamWaitEvent", b, "a stream of an invalidated capture");
+        r = refuse(901, "cuStreamWaitEvent", sn, "a stream of an invalidated capture");
     } else if (ec && ec->open) {
         if (ec->invalidated) {
-            r = refuse(901, "cuStreamWaitEvent", c, "an event of an invalidated capture");
+            r = refuse(901, "cuStreamWaitEvent", en, "an event of an invalidated capture");
         } else if (!sc) {
             if ((uintptr_t)s <= 2) {
-                r = refuse(906, "cuStreamWaitEvent", b, "a default stream cannot join a capture");
+                r = refuse(906, "cuStreamWaitEvent", sn, "a default stream cannot join a capture");
             } else if (ec->count == IN_CAPTURE) {
-                r = refuse(900, "cuStreamWaitEvent", b, "more streams than the model holds in one capture");
+                r = refuse(900, "cuStreamWaitEvent", sn, "more streams than the model holds in one capture");
             } else {
                 st->capture = ec;
                 st->slot = ec->count;
                 ec->streams[ec->count++] = st;
                 memcpy(st->clock, ev->clock, sizeof st->clock);
-                note("cuStreamWaitEvent %s waits for %s captured=%d (joins)", b, c, ec->id);
+                note("cuStreamWaitEvent %s waits for %s captured=%d (joins)", sn, en, ec->id);
             }
         } else if (sc == ec) {
             for (int i = 0; i < IN_CAPTURE; i++)
                 if (ev->clock[i] > st->clock[i]) st->clock[i] = ev->clock[i];
-            note("cuStreamWaitEvent %s waits for %s captured=%d", b, c, ec->id);
+            note("cuStreamWaitEvent %s waits for %s captured=%d", sn, en, ec->id);
         } else {
             invalidate(sc, "cuStreamWaitEvent");
             invalidate(ec, "cuStreamWaitEvent");
-            r = refuse(902, "cuStreamWaitEvent", b, "an event of another capture");
+            r = refuse(902, "cuStreamWaitEvent", sn, "an event of another capture");
         }
     } else if (!ev->recorded) {
-        note("cuStreamWaitEvent %s waits for %s%s (never recorded)", b, c, tag(s));
+        note("cuStreamWaitEvent %s waits for %s%s (never recorded)", sn, en, tag(s));
     } else if (sc) {
         invalidate(sc, "cuStreamWaitEvent");
-        r = refuse(905, "cuStreamWaitEvent", b, "a capturing stream waiting for an event recorded outside its capture");
+        r = refuse(905, "cuStreamWaitEvent", sn, "a capturing stream waiting for an event recorded outside its capture");
     } else if (ec) {
-        r = refuse(905, "cuStreamWaitEvent", b, "an event whose last record was captured, after its capture ended");
+        r = refuse(905, "cuStreamWaitEvent", sn, "an event whose last record was captured, after its capture ended");
     } else {
         if ((uintptr_t)s > 2 && ev->pending > st->pending) st->pending = ev->pending;
-        note("cuStreamWaitEvent %s waits for %s", b, c);
+        note("cuStreamWaitEvent %s waits for %s", sn, en);
     }
     M_UNLOCK;
     return r;
