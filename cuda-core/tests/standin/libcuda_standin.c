@@ -255,7 +255,8 @@ static devptr next_address = 0x10000000;
  *     relaxed or another thread began a global one; in a thread-local thread, while it began
  *     one that is not relaxed; never in a relaxed thread;
  *   - work on the legacy default stream while a blocking stream captures is refused
- *     (_IMPLICIT, 906) and invalidates that capture;
+ *     (_IMPLICIT, 906) and invalidates that capture; asking whether the legacy stream
+ *     captures then fails with _IMPLICIT too, invalidating nothing;
  *   - a capturing stream waiting on an event recorded outside its capture (or in a capture
  *     since ended) is refused (_ISOLATION, 905) and invalidates its capture; a stream waiting
  *     on an event recorded in a capture since ended is refused likewise (an assumption: the
@@ -808,9 +809,23 @@ static int m_end_capture(void *s, void **graph) {
     run_dues();
     return r;
 }
+/* Whether a blocking stream takes part in an open capture (the legacy stream then may not be
+ * used, nor asked whether it captures). */
+static int blocking_captures(void) {
+    for (int i = 0; i < open_count; i++)
+        for (int j = 0; j < open_captures[i]->count; j++)
+            if (open_captures[i]->streams[j]->capture == open_captures[i]
+                && !(open_captures[i]->streams[j]->flags & 1))
+                return 1;
+    return 0;
+}
+/* cuStreamIsCapturing and cuStreamGetCaptureInfo: on the legacy stream while a blocking stream
+ * captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (as the runtime's documentation of
+ * cudaStreamIsCapturing says), without invalidating anything. */
 static int m_capture_info(void *s, int *status, unsigned long long *id) {
     M_LOCK;
     if (stale("cuStreamGetCaptureInfo", s, STREAM)) { M_UNLOCK; return 400; }
+    if ((s == NULL || (uintptr_t)s == 1) && blocking_captures()) { M_UNLOCK; return 906; }
     struct capture *c = capture_of(s);
     if (status) *status = !c ? 0 : c->invalidated ? 2 : 1;
     if (id) *id = c ? (unsigned long long)c->id : 0;
