@@ -287,6 +287,8 @@ struct World {
     kept_buffers: Vec<Arc<Buffer>>,
     kept_events: Vec<Arc<Event>>,
     kept_streams: Vec<Stream>,
+    /// The streams a capture was begun on (by `Debug` handle), while the test did not end it.
+    began: Vec<usize>,
     /// Every host function counter, with the runs the API promises.
     promised: Vec<(Arc<AtomicUsize>, usize, String)>,
 }
@@ -304,6 +306,7 @@ impl World {
             kept_buffers: Vec::new(),
             kept_events: Vec::new(),
             kept_streams: Vec::new(),
+            began: Vec::new(),
             promised: Vec::new(),
         }
     }
@@ -344,6 +347,8 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 if standin::model_busy(handle_of(&stream)) {
                     return Err(format!("a new stream is busy: {stream:?}"));
                 }
+                // Its handle may be a dropped stream's, whose capture the drop ended.
+                world.began.retain(|&h| h != handle_of(&stream));
                 let old = world.streams[s % n].replace(stream);
                 drop_stream(world, old);
             }
@@ -506,11 +511,22 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 // SAFETY: the test keeps what a capture uses to the program's end, allocates
                 // and frees no buffer on a stream in a capture (drops of such buffers are put
                 // off), and queues host functions only where the crate lets it.
-                let _ = unsafe { stream.begin_capture(mode) };
+                if unsafe { stream.begin_capture(mode) }.is_ok() {
+                    world.began.push(handle_of(&stream));
+                }
             }
         }
         Op::End { s } => {
             if let Some(stream) = world.stream(s) {
+                // Only captures the program began (see
+                // `model_ending_a_joined_stream_keeps_no_capture_open`), unless
+                // `STANDIN_MODEL_END_ANY` is set.
+                let handle = handle_of(&stream);
+                let any = std::env::var_os("STANDIN_MODEL_END_ANY").is_some();
+                if !any && !world.began.contains(&handle) {
+                    return Ok(());
+                }
+                world.began.retain(|&h| h != handle);
                 if let Ok(graph) = stream.end_capture() {
                     let counter = Arc::new(AtomicUsize::new(0));
                     let built = Built {
@@ -548,10 +564,17 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 if graph.add_fill(&[], &buffer, 3u32).is_ok() {
                     nodes.push("fill");
                     // The graph may drop the buffer, its deallocation stream's last clone
-                    // with it, on the release thread: see `drop_stream`.
+                    // with it, on the release thread: see `drop_stream`. And the buffer is
+                    // kept (unless `STANDIN_MODEL_GRAPH_FREES` is set): the graph's drop of
+                    // it frees it on its stream whenever the graph lets it go, in a capture
+                    // begun there meanwhile too, a finding left open (see
+                    // `model_a_graphs_buffer_is_never_freed_into_a_capture` below).
                     world
                         .kept_streams
                         .push(buffer.deallocation_stream().clone());
+                    if std::env::var_os("STANDIN_MODEL_GRAPH_FREES").is_none() {
+                        world.kept_buffers.push(buffer.clone());
+                    }
                 }
             }
             if host {
@@ -798,7 +821,8 @@ fn end_captures(world: &World) {
         streams.push(buffer.deallocation_stream().clone());
     }
     for stream in streams {
-        if capturing(&stream) {
+        // Only captures begun on it (see `Op::End`).
+        if capturing(&stream) && world.began.contains(&handle_of(&stream)) {
             let _ = stream.end_capture();
         }
     }
@@ -1272,11 +1296,16 @@ fn replay(function: &str, program: Program) {
 
 /// [`replay`] with the joined streams' drops made, not put off (see [`drop_stream`]).
 fn replay_dropping_joined(function: &str, program: Program) {
+    replay_with(function, program, ("STANDIN_MODEL_JOINED", "1"));
+}
+
+/// [`replay`] with one more setting.
+fn replay_with(function: &str, program: Program, setting: (&str, &str)) {
     standin::run(
         module_path!(),
         function,
         &[],
-        &[("STANDIN_MODEL", "1"), ("STANDIN_MODEL_JOINED", "1")],
+        &[("STANDIN_MODEL", "1"), setting],
         move || {
             std::thread::spawn(move || {
                 let device = Device::new(0).unwrap();
@@ -1613,4 +1642,114 @@ fn the_log_check_tells_asked_refusals_from_the_crates_own() {
         &["t1 ## op 0: NewStream", not_ready],
     )
     .unwrap();
+}
+
+/// A buffer that only an executable graph keeps (its fill node's), whose deallocation stream
+/// then begins a capture: when the executable graph is dropped, the driver releases its user
+/// object, and the crate's release thread drops the buffer, which frees it with
+/// `cuMemFreeAsync` on its stream, into the capture (the stand-in's `!captured`): the memory
+/// leaks, and each launch of the captured graph would free it again. The caller cannot keep
+/// to `begin_capture`'s contract ("no buffer dropped whose deallocation stream is in the
+/// capture") here: the release comes when the driver lets the graph's values go, after a
+/// launch too. Not fixed: the release would need to free such a buffer outside the capture
+/// (or later), a change to graph/keep.rs and memory/, outside this change's files.
+#[test]
+#[ignore = "model finding: a graph's released buffer is freed into a capture begun on its stream"]
+fn model_a_graphs_buffer_is_never_freed_into_a_capture() {
+    replay_with(
+        "model_a_graphs_buffer_is_never_freed_into_a_capture",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 0,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::BuildGraph {
+                        g: 0,
+                        fill: Some(0),
+                        host: false,
+                    },
+                ),
+                (0, Op::Instantiate { g: 0, x: 0 }),
+                (0, Op::DropBuffer { b: 0 }),
+                (0, Op::DropGraph { g: 0 }),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (0, Op::DropExec { x: 0 }),
+            ],
+        },
+        ("STANDIN_MODEL_GRAPH_FREES", "1"),
+    );
+}
+
+/// `end_capture` on a stream that joined another's capture (it did not begin one): refused
+/// (`CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`), and since the driver then says the stream is
+/// capturing, the crate notes it as a stream whose own capture is open. Once the origin ends
+/// the capture, the crate still takes the stream for a capturing one, for good: work on it over
+/// a buffer of another stream is queued without the cross-stream order (here a fill that does
+/// not wait for its buffer's allocation, and that the buffer's free would not wait for). Not
+/// fixed: the fix belongs in graph/capture.rs (`end_capture` should keep the stream's flag open
+/// only where it was set, by `begin_capture`), outside this change's files; the generated
+/// programs end only captures they began meanwhile (`STANDIN_MODEL_END_ANY` lifts that).
+#[test]
+#[ignore = "model finding: end_capture on a joined stream marks it capturing for good"]
+fn model_ending_a_joined_stream_keeps_no_capture_open() {
+    replay_with(
+        "model_ending_a_joined_stream_keeps_no_capture_open",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 2,
+                        large: true,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 2 }),
+                (0, Op::WaitStream { s: 1, other: 0 }),
+                (0, Op::End { s: 1 }),
+                (0, Op::End { s: 0 }),
+                (0, Op::Fill { b: 0, s: 1 }),
+            ],
+        },
+        ("STANDIN_MODEL_END_ANY", "1"),
+    );
 }
