@@ -144,9 +144,15 @@ impl Drop for StreamInner {
                     }
                 }
                 Err(e) => {
-                    // Counted open still where the driver keeps it open (another thread's):
-                    // the crate then asks the driver rather than assume no capture.
-                    if e.driver_code() != Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD) {
+                    // Counted open still where the driver keeps it open: a refused end may or
+                    // may not have ended it (one ended from another thread than its own stays
+                    // open by the documentation, and the 580 driver ends it), so the driver
+                    // says which, as for `end_capture`. Counted open for good, it would make
+                    // every later question of capture go to the driver, and keep busy handles
+                    // from being recycled.
+                    let open = e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD)
+                        && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0));
+                    if !open {
                         crate::order::capture_ended();
                     }
                     log::debug!("ending the capture of a dropped stream: {e}");
@@ -349,14 +355,45 @@ impl Stream {
 
     /// Orders later work on this stream after the work queued on `other` so far: `other`
     /// records its order event, this stream waits on it (`cuEventRecord`, `cuStreamWaitEvent`).
-    /// Nothing when they are the same stream.
+    /// Nothing when they are the same stream. Refused ([`Error::Capture`], nothing queued)
+    /// where the two streams are not in the same capture (or both in none): the wait would
+    /// pull this stream into `other`'s capture, or, on a capturing stream, wait for an event
+    /// recorded outside its capture, which the driver refuses by invalidating the capture.
     pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
+        if self.same_as(other) {
+            return Ok(());
+        }
+        if crate::order::captures_open() && self.capture_now() != other.capture_now() {
+            return Err(Error::Capture {
+                reason: "ordering one stream after another across a capture's edge (one \
+                         captures and the other does not, or they are in two captures): a \
+                         wait would pull the stream into the capture, or break it; order them \
+                         before the capture begins or after it ends"
+                    .to_owned(),
+            });
+        }
+        self.wait_for_unchecked(other)
+    }
+
+    /// [`Stream::wait_for`] without its capture check: for a caller that checked already, and
+    /// for [`Stream::wait_stream`], whose waits fork and join captures on purpose.
+    pub(crate) fn wait_for_unchecked(&self, other: &Stream) -> Result<()> {
         if self.same_as(other) {
             return Ok(());
         }
         let event = other.order_event()?;
         other.record(event)?;
         self.wait(event)
+    }
+
+    /// The capture this stream is in, as the driver says (`cuStreamGetCaptureInfo`): `None`
+    /// outside captures; a failed question is an unknown capture (`Some(u64::MAX)`).
+    fn capture_now(&self) -> Option<u64> {
+        match self.ask(|driver, handle| driver.stream_capture_info(handle)) {
+            Ok((0, _)) => None,
+            Ok((_, id)) => Some(id),
+            Err(_) => Some(u64::MAX),
+        }
     }
 
     /// The stream's cache of small default-pool buffers, for a stream made here.
@@ -404,6 +441,11 @@ impl Stream {
 
     /// Notes whether a capture begun through this stream is open (see `capturing`), and counts
     /// it in the process's open captures.
+    /// Whether a capture `begin_capture` began on this stream is open, by the crate's flag.
+    pub(crate) fn began_capture(&self) -> bool {
+        self.inner.capturing.load(Ordering::Acquire)
+    }
+
     pub(crate) fn set_capturing(&self, open: bool) {
         if self.inner.capturing.swap(open, Ordering::AcqRel) != open {
             if open {
@@ -489,11 +531,11 @@ impl Stream {
             }
         }
         if self.inner.capturing.load(Ordering::Relaxed) || self.captures_now() {
-            return Err(Error::Capture {
-                reason: "the stream captures a graph: the work queued on it before the \
-                         capture cannot be waited for until the capture ends"
-                    .to_owned(),
-            });
+            // The host work just queued was captured, not run: the graph would read or write
+            // host memory the caller gets back now. The refused synchronisation invalidates
+            // the capture, so no graph with that work can be made (the model test found the
+            // copy captured into a valid graph when this returned without it).
+            return self.sync();
         }
         match relaxed(driver, || self.sync()) {
             Err(e) if is_capture_refusal(&e) => {}
@@ -587,7 +629,7 @@ impl Stream {
     /// records an event it keeps for this (made on first use), and this stream waits on it.
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        self.wait_for(other)
+        self.wait_for_unchecked(other)
     }
 
     /// Runs `f` on a driver thread once the work queued before it is done, holding back the

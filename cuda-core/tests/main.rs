@@ -36,6 +36,7 @@ mod launch;
 mod linker;
 mod managed;
 mod memory;
+mod model;
 mod multi_device;
 mod nvrtc_preload;
 mod pools;

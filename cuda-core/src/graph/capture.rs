@@ -102,11 +102,16 @@ impl Stream {
                     .to_owned(),
             });
         }
+        // Only a capture begun here can stay open by the crate's flag: a stream that joined
+        // another's capture (whose end is refused, the driver still saying it captures) is no
+        // origin, and stays unflagged (the model test found it flagged for good).
+        let began = self.began_capture();
         let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
         // ends with its error; one ended from another thread than its own stays open by the
         // documentation, and the 580 driver ends a thread-local one): the driver says which.
-        let open = ended.is_err()
+        let open = began
+            && ended.is_err()
             && !matches!(
                 self.call(|driver, handle| driver.stream_is_capturing(handle)),
                 Ok(0)

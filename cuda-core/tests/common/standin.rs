@@ -212,3 +212,55 @@ pub fn last_call(needle: &str) -> String {
         .pop()
         .unwrap_or_else(|| panic!("no call with {needle:?} in:\n{log}"))
 }
+
+/// A stand-in function looked up once per process (the model's test calls these per
+/// operation, and [`symbol`] opens the library on each call).
+macro_rules! cached {
+    ($name:literal: $ty:ty) => {{
+        static F: OnceLock<usize> = OnceLock::new();
+        let address = *F.get_or_init(|| {
+            let f: $ty = symbol($name);
+            f as usize
+        });
+        // SAFETY: the address is that of the stand-in's function of this type, kept loaded.
+        unsafe { std::mem::transmute::<usize, $ty>(address) }
+    }};
+}
+
+/// Writes `## text` into the log, from the calling thread (the model's operation markers).
+pub fn mark(text: &str) {
+    let mark = cached!(b"standin_mark\0": unsafe extern "C" fn(*const c_char));
+    let text = std::ffi::CString::new(text).expect("a marker without NUL");
+    // SAFETY: a NUL-terminated string, read during the call.
+    unsafe { mark(text.as_ptr()) }
+}
+
+/// Whether a line was left out of the log since it was last cleared (the log was full).
+pub fn log_full() -> bool {
+    let full = cached!(b"standin_log_full\0": unsafe extern "C" fn() -> i32);
+    // SAFETY: the stand-in's own function, without arguments.
+    unsafe { full() != 0 }
+}
+
+/// What lives in the strict model (`STANDIN_MODEL=1`): 0 streams, 1 events, 2 graphs, 3
+/// executable graphs, 4 allocations, 5 user objects, 6 queued host work, 7 open captures.
+pub fn model_live(what: i32) -> i32 {
+    let live = cached!(b"standin_model_live\0": unsafe extern "C" fn(i32) -> i32);
+    // SAFETY: the stand-in's own function, taking an `int`.
+    unsafe { live(what) }
+}
+
+/// What ran in the strict model: 0 host functions, 1 host nodes, 2 user object destructors.
+pub fn model_count(what: i32) -> u64 {
+    let count = cached!(b"standin_model_count\0": unsafe extern "C" fn(i32) -> u64);
+    // SAFETY: the stand-in's own function, taking an `int`.
+    unsafe { count(what) }
+}
+
+/// Whether the stream or event at `handle` has work pending or is in a capture, in the strict
+/// model.
+pub fn model_busy(handle: usize) -> bool {
+    let busy = cached!(b"standin_model_busy\0": unsafe extern "C" fn(usize) -> i32);
+    // SAFETY: `handle` is a live stream or event of the stand-in (the caller's).
+    unsafe { busy(handle) != 0 }
+}

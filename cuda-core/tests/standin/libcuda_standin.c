@@ -41,14 +41,37 @@ typedef unsigned long long devptr;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[1 << 20];
 static size_t log_len;
+/* Set once a line did not fit (the model's test fails then rather than check half a log). */
+static int log_full;
+
+static long setting(const char *name, long fallback) {
+    const char *v = getenv(name);
+    return v ? atol(v) : fallback;
+}
+
+/* Whether the strict model is on (STANDIN_MODEL=1, see "the strict model" below). */
+static int model_on = -1;
+static int modeled(void) {
+    if (model_on < 0) model_on = setting("STANDIN_MODEL", 0) != 0;
+    return model_on;
+}
+/* The calling thread's number, from 1 in the order threads first call (the model's logs). */
+static int thread_count;
+static __thread int thread_no;
+static int me(void) {
+    if (!thread_no) thread_no = __atomic_add_fetch(&thread_count, 1, __ATOMIC_SEQ_CST);
+    return thread_no;
+}
 
 static void note(const char *format, ...) {
-    char line[256];
+    char line[320];
+    int at = modeled() ? snprintf(line, 16, "t%d ", me()) : 0;
     va_list args;
     va_start(args, format);
-    int n = vsnprintf(line, sizeof line - 1, format, args);
+    int n = vsnprintf(line + at, sizeof line - 1 - (size_t)at, format, args);
     va_end(args);
     if (n < 0) return;
+    n += at;
     if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
     line[n++] = '\n';
     pthread_mutex_lock(&lock);
@@ -56,6 +79,8 @@ static void note(const char *format, ...) {
         memcpy(log_text + log_len, line, (size_t)n);
         log_len += (size_t)n;
         log_text[log_len] = 0;
+    } else {
+        log_full = 1;
     }
     pthread_mutex_unlock(&lock);
 }
@@ -66,17 +91,34 @@ void standin_log_clear(void) {
     pthread_mutex_lock(&lock);
     log_len = 0;
     log_text[0] = 0;
+    log_full = 0;
     pthread_mutex_unlock(&lock);
 }
-
-static long setting(const char *name, long fallback) {
-    const char *v = getenv(name);
-    return v ? atol(v) : fallback;
-}
+/* Whether a line was left out since the last clear, the log being full. */
+int standin_log_full(void) { return log_full; }
+/* Writes a line of the caller's into the log (the model's test marks its operations). */
+void standin_mark(const char *text) { note("## %s", text); }
 
 /* ---- objects: each handle points at one of these, named in the log by kind and number ----- */
 
 enum kind { CONTEXT = 1, STREAM, EVENT, POOL, LIBRARY, KERNEL, GRAPH, NODE, EXEC };
+
+/* The model's (see "the strict model" below): what a graph node does, the streams one capture
+ * holds, a user object. */
+#define IN_CAPTURE 8
+enum node_type { G_EMPTY, G_FILL, G_COPY, G_HOST, G_RECORD, G_WAIT, G_KERNEL };
+typedef void (*host_fn)(void *);
+struct gnode {
+    int type;
+    int id;                /* the node's number, for the log */
+    devptr dst, src;       /* fills and copies (src: copies) */
+    size_t bytes;
+    host_fn fn;            /* host nodes */
+    void *data;
+    struct object *event;  /* record and wait nodes */
+};
+struct capture;
+struct uobj;
 
 struct object {
     int kind;
@@ -84,15 +126,37 @@ struct object {
     int device;            /* contexts, streams, events, pools */
     struct object *context; /* streams, events */
     int params;            /* kernels: the parameter count */
+    /* The model's state, all zero outside it. */
+    int live;                    /* made and not destroyed since */
+    struct object *next_free;    /* its kind's free list, once destroyed */
+    unsigned flags;              /* streams and events: their creation flags */
+    struct capture *capture;     /* streams: the capture they take part in */
+    int slot;                    /* streams: their index in that capture */
+    int clock[IN_CAPTURE];       /* streams: how much of each capture stream's captured work
+                                  * they follow; events: that of their stream at the record */
+    struct capture *recorded_in; /* events: the capture their last record went into */
+    int recorded;                /* events: recorded since made */
+    unsigned long long pending;  /* streams: the last host function their work waits for;
+                                  * events: their stream's at the record */
+    struct object *owner;        /* nodes: their graph */
+    struct gnode g;              /* nodes: what they do */
+    struct object **members;     /* graphs: their nodes */
+    int member_count, member_cap;
+    struct gnode *snap;          /* executable graphs: their graph's nodes when instantiated */
+    int snap_count;
+    struct uobj **uobjs;         /* graphs and executable graphs: the user object references
+                                  * they hold, one entry per reference */
+    int uobj_count, uobj_cap;
 };
 
 #define MAX_DEVICES 8
 static struct object primaries[MAX_DEVICES];
 static struct object pools[MAX_DEVICES];
-static struct object library = {LIBRARY, 1, 0, NULL, 0};
+static struct object library = {.kind = LIBRARY, .id = 1};
 /* k0, k1, k4 and k16: 0, 1, 4 and 16 parameters. */
 static struct object kernels[4] = {
-    {KERNEL, 0, 0, NULL, 0}, {KERNEL, 1, 0, NULL, 1}, {KERNEL, 4, 0, NULL, 4}, {KERNEL, 16, 0, NULL, 16}};
+    {.kind = KERNEL, .id = 0, .params = 0}, {.kind = KERNEL, .id = 1, .params = 1},
+    {.kind = KERNEL, .id = 4, .params = 4}, {.kind = KERNEL, .id = 16, .params = 16}};
 static int next_id = 1;
 static __thread struct object *current;
 
@@ -101,18 +165,19 @@ static int devices(void) {
     return n < 1 ? 1 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
 }
 
-/* With STANDIN_REUSE=1, destroyed graphs and nodes go to a free list and the next one made of
- * their kind gets the same address (and name), as the real driver's allocator may give it. */
+/* With STANDIN_REUSE=1 (outside the model), destroyed graphs and nodes go to a free list and
+ * the next one made of their kind gets the same address (and name), as the real driver's
+ * allocator may give it. */
 #define FREED_MAX 256
 static struct object *freed[FREED_MAX];
 static int freed_count;
-static void release(struct object *o) {
+static void reuse_later(struct object *o) {
     if (!setting("STANDIN_REUSE", 0)) return;
     pthread_mutex_lock(&lock);
     if (freed_count < FREED_MAX) freed[freed_count++] = o;
     pthread_mutex_unlock(&lock);
 }
-static struct object *make(int kind, struct object *context) {
+static struct object *reused(int kind, struct object *context) {
     struct object *o = NULL;
     pthread_mutex_lock(&lock);
     for (int i = freed_count - 1; i >= 0; i--) {
@@ -126,15 +191,32 @@ static struct object *make(int kind, struct object *context) {
     if (o) {
         o->context = context;
         o->device = context ? context->device : 0;
-        return o;
     }
-    o = calloc(1, sizeof *o);
+    return o;
+}
+
+/* The model's free lists, by kind: a destroyed object is the next one made of its kind. */
+static struct object *free_objects[16];
+
+static struct object *make(int kind, struct object *context) {
+    struct object *o = reused(kind, context);
+    if (o) return o;
     pthread_mutex_lock(&lock);
-    o->id = next_id++;
+    if (modeled() && kind < 16 && free_objects[kind]) {
+        o = free_objects[kind];
+        free_objects[kind] = o->next_free;
+        int id = o->id;
+        memset(o, 0, sizeof *o);
+        o->id = id;
+    } else {
+        o = calloc(1, sizeof *o);
+        o->id = next_id++;
+    }
     pthread_mutex_unlock(&lock);
     o->kind = kind;
     o->context = context;
     o->device = context ? context->device : 0;
+    o->live = 1;
     return o;
 }
 
@@ -151,14 +233,878 @@ static const char *name(const void *handle, char *buf) {
     return buf;
 }
 
+static devptr next_address = 0x10000000;
+
+/* ---- the strict model (STANDIN_MODEL=1) ----------------------------------------------------
+ * For the model-based test (tests/model.rs): with STANDIN_MODEL=1 the stand-in models what the
+ * driver itself checks, refuses and reuses, and logs in a stricter form. Without it nothing
+ * here runs, and every other test sees the stand-in as it was.
+ *
+ * The log: every line starts with the calling thread ("t3 ", numbered in the order threads
+ * first call). A call that succeeds logs its line; one that fails logs one line saying why:
+ *   "!stale CALL NAME"           a handle that is not live (destroyed, or never made), or a
+ *                                device address outside every live allocation ("!stale use",
+ *                                "!stale free"); the call fails with CUDA_ERROR_INVALID_HANDLE
+ *                                (a use is still made, as the driver would not notice);
+ *   "!refused CODE CALL ...: WHY" a call an open stream capture forbids (see below);
+ *   "!captured CALL ...: WHY"    work that cuda-core promises never to put into a capture (a
+ *                                host function, a buffer's allocation or free), refused;
+ *   "CALL ... -> CODE"           any other failure.
+ * Work queued on a capturing stream is logged with " captured=ID" (the capture's id).
+ *
+ * Reuse: destroyed streams, events, graphs, nodes and executable graphs go on free lists, and
+ * the next one made of their kind is the same object, at the same address and with the same
+ * name, as the driver hands addresses out again; freed device memory is handed out again to
+ * the next allocation of its size. So a handle or address used after its destruction is seen
+ * (while not yet reused), and one used after its reuse acts on its new owner.
+ *
+ * Streams and events: work completes at once, except host functions (cuLaunchHostFunc, and a
+ * launched graph's host nodes), which run only when a synchronisation (of a stream, an event
+ * or the context) runs every queued one, in order. A stream whose work (or an event whose
+ * record) follows a host function not yet run is not ready: cuStreamQuery and cuEventQuery
+ * answer CUDA_ERROR_NOT_READY. STANDIN_QUERY_STATUS and standin_set_sync_status do not apply.
+ *
+ * Stream capture, per stream, as the CUDA programming guide describes it:
+ *   - cuStreamBeginCapture starts a capture (an id, a mode, the thread that began it) on a
+ *     stream; a stream that waits on an event recorded in a capture joins that capture; work
+ *     queued on a stream of a capture is recorded into its graph, not run;
+ *   - cuStreamEndCapture on the stream that began it ends it: refused with
+ *     CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD (908) from another thread than the one that began
+ *     a global or thread-local capture (and the capture is ended all the same, as the H200's
+ *     580 driver does), with _INVALIDATED (901) for an invalidated capture and _UNJOINED (904)
+ *     where a stream that joined it was not joined back (the origin did not wait for an event
+ *     recorded after that stream's last captured work); each ends the capture, and every
+ *     stream of it leaves it. On another stream than the origin it is _UNMATCHED (903);
+ *   - a synchronisation or query of a capturing stream, or a query or synchronisation of an
+ *     event whose last record is in an open capture, is refused (_UNSUPPORTED, 900) and
+ *     invalidates that capture; a context synchronisation while any capture is open is refused
+ *     and invalidates them all;
+ *   - "potentially unsafe" calls (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize,
+ *     cuEventQuery, cuCtxSynchronize, cuMemAlloc, cuMemFree) are refused (900), invalidating
+ *     the captures that forbid them, by the rules of cuThreadExchangeStreamCaptureMode: in a
+ *     thread whose mode is global (the default), while that thread began a capture that is not
+ *     relaxed or another thread began a global one; in a thread-local thread, while it began
+ *     one that is not relaxed; never in a relaxed thread;
+ *   - work on the legacy default stream while a blocking stream captures is refused
+ *     (_IMPLICIT, 906) and invalidates that capture; asking whether the legacy stream
+ *     captures then fails with _IMPLICIT too, invalidating nothing;
+ *   - a capturing stream waiting on an event recorded outside its capture (or in a capture
+ *     since ended) is refused (_ISOLATION, 905) and invalidates its capture; a stream waiting
+ *     on an event recorded in a capture since ended is refused likewise (an assumption: the
+ *     guide says a dependency between captured and uncaptured work is an error); a stream of
+ *     one capture waiting on an event of another is refused (_MERGE, 902), invalidating both;
+ *     a wait on an event never recorded does nothing;
+ *   - any other work on a stream of an invalidated capture is refused (901) until it ends;
+ *   - cuStreamDestroy of a stream that takes part in a capture is refused (900) and
+ *     invalidates it (an assumption: the driver's behaviour there is not documented).
+ *
+ * Graphs: empty, fill (memset) and host nodes, node removal, instantiation (a copy of the
+ * nodes), launches (a fill is a use of its range at the launch, logged "graph-use"; a host
+ * node is queued as a host function), and user objects: counted references held by graphs,
+ * their executable graphs and each launch until it completes (after its host nodes ran); the
+ * destructor runs in the call that releases the last reference.
+ *
+ * Run-time functions for the test: standin_mark(TEXT) writes "## TEXT"; standin_model_live(W)
+ * counts what lives (0 streams, 1 events, 2 graphs, 3 executable graphs, 4 allocations, 5 user
+ * objects, 6 queued host work, 7 open captures); standin_model_count(W) counts what ran (0 host
+ * functions, 1 host nodes, 2 user object destructors); standin_model_busy(HANDLE) says whether a
+ * stream or an event has work pending or is in a capture. */
+
+static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+#define M_LOCK pthread_mutex_lock(&model_lock)
+#define M_UNLOCK pthread_mutex_unlock(&model_lock)
+
+/* This thread's stream capture mode (cuThreadExchangeStreamCaptureMode; 0 global by default). */
+static __thread int capture_mode;
+
+struct capture {
+    int id;
+    int mode;                /* 0 global, 1 thread-local, 2 relaxed */
+    int thread;              /* the thread that began it */
+    int open, invalidated;
+    struct object *origin;
+    struct object *streams[IN_CAPTURE]; /* by slot; the origin's is 0 */
+    int count;
+    struct object *graph;    /* what its work is recorded into */
+};
+#define MAX_OPEN 64
+static struct capture *open_captures[MAX_OPEN];
+static int open_count;
+static int next_capture = 1;
+
+struct uobj { int id; void *data; host_fn destroy; int refs; };
+static int next_uobj = 1, uobjs_live;
+static int live_count[16];
+
+/* Queued host work: host functions and host nodes (fn set), and a launch's release of its
+ * user object references (fn NULL), by id, run in order at a synchronisation. */
+struct work { unsigned long long id; host_fn fn; void *data; int node; struct uobj **refs; int nrefs; };
+static struct work *queue_;
+static int queue_count, queue_cap;
+static unsigned long long host_seq, host_ran;
+
+/* What runs once the model's lock is let go: host functions ('h'), host nodes ('n') and user
+ * object destructors ('u'). */
+struct due { int kind; unsigned long long id; host_fn fn; void *data; };
+static struct due *dues;
+static int due_count, due_cap;
+static unsigned long long ran_counts[3];
+
+/* Device memory: every range handed out, live or free. */
+struct range { devptr ptr; size_t size; int live; unsigned long long freed_at; };
+static struct range *ranges;
+static int range_count, range_cap, ranges_live;
+static unsigned long long frees;
+
+#define GROW(array, count, cap) \
+    do { if ((count) == (cap)) { (cap) = (cap) ? 2 * (cap) : 16; \
+         (array) = realloc((array), sizeof *(array) * (size_t)(cap)); } } while (0)
+
+static void retire(struct object *o) {
+    o->live = 0;
+    free(o->members); o->members = NULL; o->member_count = o->member_cap = 0;
+    free(o->snap); o->snap = NULL; o->snap_count = 0;
+    free(o->uobjs); o->uobjs = NULL; o->uobj_count = o->uobj_cap = 0;
+    pthread_mutex_lock(&lock);
+    if (o->kind < 16) {
+        live_count[o->kind]--;
+        o->next_free = free_objects[o->kind];
+        free_objects[o->kind] = o;
+    }
+    pthread_mutex_unlock(&lock);
+}
+static struct object *m_make(int kind, struct object *context) {
+    struct object *o = make(kind, context);
+    pthread_mutex_lock(&lock);
+    live_count[kind]++;
+    pthread_mutex_unlock(&lock);
+    return o;
+}
+
+static void due(int kind, unsigned long long id, host_fn fn, void *data) {
+    GROW(dues, due_count, due_cap);
+    dues[due_count++] = (struct due){kind, id, fn, data};
+}
+/* Runs what came due, without the model's lock (a destructor may make the release thread call
+ * the driver, a host function may block). */
+static void run_dues(void) {
+    for (;;) {
+        M_LOCK;
+        if (due_count == 0) { M_UNLOCK; return; }
+        struct due d = dues[0];
+        memmove(dues, dues + 1, sizeof *dues * (size_t)--due_count);
+        ran_counts[d.kind == 'h' ? 0 : d.kind == 'n' ? 1 : 2]++;
+        M_UNLOCK;
+        if (d.kind == 'u') note("user object u%llu destroyed", d.id);
+        else note("host %s h%llu runs", d.kind == 'h' ? "function" : "node", d.id);
+        d.fn(d.data);
+    }
+}
+
+static void release(struct uobj *u, int n) {
+    u->refs -= n;
+    if (u->refs < 0) note("!stale user object u%d released once too often", u->id);
+    if (u->refs == 0) {
+        uobjs_live--;
+        due('u', (unsigned long long)u->id, u->destroy, u->data);
+    }
+}
+static void hold(struct object *o, struct uobj *u) {
+    GROW(o->uobjs, o->uobj_count, o->uobj_cap);
+    o->uobjs[o->uobj_count++] = u;
+}
+static void release_all(struct object *o) {
+    for (int i = 0; i < o->uobj_count; i++) release(o->uobjs[i], 1);
+    o->uobj_count = 0;
+}
+
+/* Every queued host work comes due (a synchronisation: all work in the stand-in is done but
+ * for host functions). */
+static void drain(void) {
+    for (int i = 0; i < queue_count; i++) {
+        struct work *w = &queue_[i];
+        if (w->fn) due(w->node ? 'n' : 'h', w->id, w->fn, w->data);
+        for (int r = 0; r < w->nrefs; r++) release(w->refs[r], 1);
+        free(w->refs);
+        host_ran = w->id;
+    }
+    queue_count = 0;
+}
+static unsigned long long enqueue_work(host_fn fn, void *data, int node, struct uobj **refs, int nrefs) {
+    GROW(queue_, queue_count, queue_cap);
+    queue_[queue_count++] = (struct work){++host_seq, fn, data, node, refs, nrefs};
+    return host_seq;
+}
+
+/* Whether `h` is a live object of `kind`; logs "!stale" where it is not. The default streams
+ * (NULL, legacy and per-thread) always are. */
+static int stale(const char *call, const void *h, int kind) {
+    const struct object *o = h;
+    char b[16];
+    if (kind == STREAM && (uintptr_t)h <= 2) return 0;
+    if (h && o->live && o->kind == kind) return 0;
+    note("!stale %s %s", call, h ? name(h, b) : "null");
+    return 1;
+}
+static struct capture *capture_of(const void *s) {
+    return (uintptr_t)s <= 2 ? NULL : ((const struct object *)s)->capture;
+}
+/* " captured=ID" for work on a capturing stream, else "". */
+static const char *tag(const void *s) {
+    static __thread char text[32];
+    struct capture *c = capture_of(s);
+    if (!c) return "";
+    snprintf(text, sizeof text, " captured=%d", c->id);
+    return text;
+}
+static void invalidate(struct capture *c, const char *why) {
+    if (c && c->open && !c->invalidated) {
+        c->invalidated = 1;
+        note("capture %d invalidated by %s", c->id, why);
+    }
+}
+static int refuse(int code, const char *call, const char *what, const char *why) {
+    note("!refused %d %s %s: %s", code, call, what, why);
+    return code;
+}
+static void close_capture(struct capture *c) {
+    for (int i = 0; i < c->count; i++)
+        if (c->streams[i]->capture == c) c->streams[i]->capture = NULL;
+    c->open = 0;
+    for (int i = 0; i < open_count; i++)
+        if (open_captures[i] == c) { open_captures[i] = open_captures[--open_count]; break; }
+}
+
+/* cuThreadExchangeStreamCaptureMode's rules for a potentially unsafe call. */
+static int unsafe_call(const char *call, const char *what) {
+    int t = me(), refused = 0;
+    if (capture_mode == 2) return 0;
+    for (int i = 0; i < open_count; i++) {
+        struct capture *c = open_captures[i];
+        int own = c->thread == t && c->mode != 2;
+        int global = capture_mode == 0 && c->thread != t && c->mode == 0;
+        if (own || global) { refused = 1; invalidate(c, call); }
+    }
+    return refused ? refuse(900, call, what, "a potentially unsafe call while a capture forbids it") : 0;
+}
+/* Work on the legacy default stream while a blocking stream captures. */
+static int legacy_use(const char *call, const void *s) {
+    int refused = 0;
+    if (s != NULL && (uintptr_t)s != 1) return 0;
+    for (int i = 0; i < open_count; i++) {
+        struct capture *c = open_captures[i];
+        for (int j = 0; j < c->count; j++)
+            if (c->streams[j]->capture == c && !(c->streams[j]->flags & 1)) {
+                refused = 1;
+                invalidate(c, call);
+                break;
+            }
+    }
+    return refused ? refuse(906, call, "legacy", "the legacy stream while a blocking stream captures") : 0;
+}
+/* Before work is queued on `s`: 0 to run it, 1 when it is captured (into `*c`, its clock
+ * counted), or the failure. */
+static int queue_on(const char *call, void *s, struct capture **c) {
+    char b[16];
+    if (stale(call, s, STREAM)) return 400;
+    int r = legacy_use(call, s);
+    if (r) return r;
+    *c = capture_of(s);
+    if (!*c) return 0;
+    if ((*c)->invalidated) return refuse(901, call, name(s, b), "work on a stream of an invalidated capture");
+    struct object *o = s;
+    o->clock[o->slot]++;
+    return 1;
+}
+static struct object *add_member(struct object *g, struct gnode n) {
+    struct object *o = m_make(NODE, NULL);
+    o->owner = g;
+    o->g = n;
+    o->g.id = o->id;
+    GROW(g->members, g->member_count, g->member_cap);
+    g->members[g->member_count++] = o;
+    return o;
+}
+static void destroy_graph(struct object *g) {
+    release_all(g);
+    for (int i = 0; i < g->member_count; i++) retire(g->members[i]);
+    retire(g);
+}
+
+static struct range *live_range(devptr p, size_t n) {
+    for (int i = 0; i < range_count; i++)
+        if (ranges[i].live && p >= ranges[i].ptr && p + n <= ranges[i].ptr + ranges[i].size)
+            return &ranges[i];
+    return NULL;
+}
+static void check_use(const char *call, devptr p, size_t n) {
+    if (n && !live_range(p, n)) note("!stale use %s %#llx size=%zu", call, p, n);
+}
+/* A new allocation of `size` bytes: the range of that size freed last, else a new one. */
+static devptr alloc_range(size_t size) {
+    struct range *best = NULL;
+    size = (size + 0xff) & ~(size_t)0xff;
+    for (int i = 0; i < range_count; i++)
+        if (!ranges[i].live && ranges[i].size == size && (!best || ranges[i].freed_at > best->freed_at))
+            best = &ranges[i];
+    if (!best) {
+        GROW(ranges, range_count, range_cap);
+        best = &ranges[range_count++];
+        pthread_mutex_lock(&lock);
+        best->ptr = next_address;
+        next_address += (size + 0xfff) & ~(size_t)0xfff;
+        pthread_mutex_unlock(&lock);
+        best->size = size;
+    }
+    best->live = 1;
+    ranges_live++;
+    return best->ptr;
+}
+static int free_range(const char *call, devptr p) {
+    for (int i = 0; i < range_count; i++)
+        if (ranges[i].live && ranges[i].ptr == p) {
+            ranges[i].live = 0;
+            ranges[i].freed_at = ++frees;
+            ranges_live--;
+            return 0;
+        }
+    note("!stale free %s %#llx", call, p);
+    return 1;
+}
+
+int standin_model_live(int what) {
+    M_LOCK;
+    int n = what == 0 ? live_count[STREAM] : what == 1 ? live_count[EVENT] : what == 2 ? live_count[GRAPH]
+        : what == 3 ? live_count[EXEC] : what == 4 ? ranges_live : what == 5 ? uobjs_live
+        : what == 6 ? queue_count : what == 7 ? open_count : -1;
+    M_UNLOCK;
+    return n;
+}
+unsigned long long standin_model_count(int what) {
+    M_LOCK;
+    unsigned long long n = what >= 0 && what < 3 ? ran_counts[what] : 0;
+    M_UNLOCK;
+    return n;
+}
+int standin_model_busy(void *handle) {
+    struct object *o = handle;
+    M_LOCK;
+    int busy = o->kind == STREAM ? o->pending > host_ran || o->capture != NULL
+        : o->kind == EVENT ? o->pending > host_ran || (o->recorded_in && o->recorded_in->open) : -1;
+    M_UNLOCK;
+    return busy;
+}
+
+/* The model's side of each driver function the stand-in has (called in place of its plain side
+ * when the model is on). */
+
+static int m_stream_create(void **s, unsigned flags) {
+    char b[16], c[16];
+    if (!current) return 201;
+    M_LOCK;
+    struct object *o = m_make(STREAM, current);
+    o->flags = flags;
+    note("cuStreamCreate %s in %s flags=%u", name(o, b), name(current, c), flags);
+    M_UNLOCK;
+    *s = o;
+    return 0;
+}
+static int m_stream_destroy(void *s) {
+    char b[16];
+    int r = 0;
+    M_LOCK;
+    if ((uintptr_t)s <= 2 || stale("cuStreamDestroy", s, STREAM)) r = 400;
+    else if (capture_of(s)) {
+        invalidate(capture_of(s), "cuStreamDestroy");
+        r = refuse(900, "cuStreamDestroy", name(s, b), "a stream that takes part in a capture");
+    } else {
+        note("cuStreamDestroy %s", name(s, b));
+        retire(s);
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_stream_sync(void *s, int query) {
+    char b[16];
+    const char *call = query ? "cuStreamQuery" : "cuStreamSynchronize";
+    int r = 0;
+    M_LOCK;
+    if (stale(call, s, STREAM)) r = 400;
+    else if (capture_of(s)) {
+        invalidate(capture_of(s), call);
+        r = refuse(900, call, name(s, b), "a capturing stream");
+    } else if (!(r = unsafe_call(call, name(s, b)))) {
+        if (query) {
+            unsigned long long pending = (uintptr_t)s <= 2 ? host_seq : ((struct object *)s)->pending;
+            r = pending > host_ran ? 600 : 0;
+            note("%s %s%s", call, name(s, b), r ? " -> 600" : "");
+        } else {
+            note("%s %s", call, name(s, b));
+            drain();
+        }
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+static int m_stream_wait(void *s, void *e) {
+    char b[16], c[16];
+    int r = 0;
+    M_LOCK;
+    if (stale("cuStreamWaitEvent", s, STREAM) || stale("cuStreamWaitEvent", e, EVENT)) { M_UNLOCK; return 400; }
+    struct object *ev = e, *st = s;
+    struct capture *sc = capture_of(s), *ec = ev->recorded_in;
+    const char *sn = name(s, b), *en = name(e, c);
+    if ((r = legacy_use("cuStreamWaitEvent", s))) {
+    } else if (sc && sc->invalidated) {
+        r = refuse(901, "cuStreamWaitEvent", sn, "a stream of an invalidated capture");
+    } else if (ec && ec->open) {
+        if (ec->invalidated) {
+            r = refuse(901, "cuStreamWaitEvent", en, "an event of an invalidated capture");
+        } else if (!sc) {
+            if ((uintptr_t)s <= 2) {
+                r = refuse(906, "cuStreamWaitEvent", sn, "a default stream cannot join a capture");
+            } else if (ec->count == IN_CAPTURE) {
+                r = refuse(900, "cuStreamWaitEvent", sn, "more streams than the model holds in one capture");
+            } else {
+                st->capture = ec;
+                st->slot = ec->count;
+                ec->streams[ec->count++] = st;
+                memcpy(st->clock, ev->clock, sizeof st->clock);
+                note("cuStreamWaitEvent %s waits for %s captured=%d (joins)", sn, en, ec->id);
+            }
+        } else if (sc == ec) {
+            for (int i = 0; i < IN_CAPTURE; i++)
+                if (ev->clock[i] > st->clock[i]) st->clock[i] = ev->clock[i];
+            note("cuStreamWaitEvent %s waits for %s captured=%d", sn, en, ec->id);
+        } else {
+            invalidate(sc, "cuStreamWaitEvent");
+            invalidate(ec, "cuStreamWaitEvent");
+            r = refuse(902, "cuStreamWaitEvent", sn, "an event of another capture");
+        }
+    } else if (!ev->recorded) {
+        note("cuStreamWaitEvent %s waits for %s%s (never recorded)", sn, en, tag(s));
+    } else if (sc) {
+        invalidate(sc, "cuStreamWaitEvent");
+        r = refuse(905, "cuStreamWaitEvent", sn, "a capturing stream waiting for an event recorded outside its capture");
+    } else if (ec) {
+        r = refuse(905, "cuStreamWaitEvent", sn, "an event whose last record was captured, after its capture ended");
+    } else {
+        if ((uintptr_t)s > 2 && ev->pending > st->pending) st->pending = ev->pending;
+        note("cuStreamWaitEvent %s waits for %s", sn, en);
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_event_create(void **e, unsigned flags) {
+    char b[16];
+    if (!current) return 201;
+    M_LOCK;
+    struct object *o = m_make(EVENT, current);
+    o->flags = flags;
+    note("cuEventCreate %s flags=%u", name(o, b), flags);
+    M_UNLOCK;
+    *e = o;
+    return 0;
+}
+static int m_event_destroy(void *e) {
+    char b[16];
+    int r = 0;
+    M_LOCK;
+    if (stale("cuEventDestroy", e, EVENT)) r = 400;
+    else {
+        note("cuEventDestroy %s", name(e, b));
+        retire(e);
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_event_record(void *e, void *s) {
+    char b[16], c[16];
+    struct capture *cap = NULL;
+    int r;
+    M_LOCK;
+    if (stale("cuEventRecord", e, EVENT)) { M_UNLOCK; return 400; }
+    const char *t = tag(s);
+    r = queue_on("cuEventRecord", s, &cap);
+    struct object *ev = e;
+    if (r == 1) {
+        struct object *st = s;
+        ev->recorded_in = cap;
+        memcpy(ev->clock, st->clock, sizeof ev->clock);
+        ev->recorded = 1;
+        add_member(cap->graph, (struct gnode){.type = G_RECORD, .event = ev});
+        note("cuEventRecord %s on %s%s", name(e, b), name(s, c), t);
+        r = 0;
+    } else if (r == 0) {
+        ev->recorded_in = NULL;
+        ev->recorded = 1;
+        ev->pending = (uintptr_t)s <= 2 ? host_seq : ((struct object *)s)->pending;
+        note("cuEventRecord %s on %s", name(e, b), name(s, c));
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_event_sync(void *e, int query) {
+    char b[16];
+    const char *call = query ? "cuEventQuery" : "cuEventSynchronize";
+    int r = 0;
+    M_LOCK;
+    struct object *ev = e;
+    if (stale(call, e, EVENT)) r = 400;
+    else if (ev->recorded_in && ev->recorded_in->open) {
+        invalidate(ev->recorded_in, call);
+        r = refuse(900, call, name(e, b), "an event recorded in an open capture");
+    } else if (!(r = unsafe_call(call, name(e, b)))) {
+        if (query) {
+            r = !ev->recorded_in && ev->pending > host_ran ? 600 : 0;
+            note("%s %s%s", call, name(e, b), r ? " -> 600" : "");
+        } else {
+            note("%s %s", call, name(e, b));
+            drain();
+        }
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+static int m_ctx_sync(void) {
+    int r = 0;
+    M_LOCK;
+    if (open_count) {
+        for (int i = 0; i < open_count; i++) invalidate(open_captures[i], "cuCtxSynchronize");
+        r = refuse(900, "cuCtxSynchronize", "", "a context synchronisation while a capture is open");
+    } else if (!(r = unsafe_call("cuCtxSynchronize", ""))) {
+        note("cuCtxSynchronize");
+        drain();
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+static int m_begin_capture(void *s, int mode) {
+    char b[16];
+    int r = 0;
+    M_LOCK;
+    if (stale("cuStreamBeginCapture", s, STREAM)) r = 400;
+    else if ((uintptr_t)s <= 2) r = refuse(900, "cuStreamBeginCapture", name(s, b), "a default stream cannot capture");
+    else if (capture_of(s) || open_count == MAX_OPEN) {
+        note("cuStreamBeginCapture %s mode=%d -> 401", name(s, b), mode);
+        r = 401;
+    } else {
+        struct object *st = s;
+        struct capture *c = calloc(1, sizeof *c);
+        c->id = next_capture++;
+        c->mode = mode;
+        c->thread = me();
+        c->open = 1;
+        c->origin = st;
+        c->streams[0] = st;
+        c->count = 1;
+        c->graph = m_make(GRAPH, st->context);
+        st->capture = c;
+        st->slot = 0;
+        memset(st->clock, 0, sizeof st->clock);
+        open_captures[open_count++] = c;
+        note("cuStreamBeginCapture %s mode=%d captured=%d", name(s, b), mode, c->id);
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_end_capture(void *s, void **graph) {
+    char b[16], g[16];
+    int r = 0;
+    *graph = NULL;
+    M_LOCK;
+    struct capture *c = capture_of(s);
+    if (stale("cuStreamEndCapture", s, STREAM)) r = 400;
+    else if (!c || c->origin != s) {
+        note("cuStreamEndCapture %s -> 903", name(s, b));
+        r = 903;
+    } else {
+        if (c->mode != 2 && c->thread != me()) r = 908;
+        else if (c->invalidated) r = 901;
+        else
+            for (int i = 1; i < c->count; i++)
+                if (c->streams[i]->capture == c && c->origin->clock[i] < c->streams[i]->clock[i]) r = 904;
+        close_capture(c);
+        if (r) {
+            note("cuStreamEndCapture %s -> %d (capture %d ended, from t%d)", name(s, b), r, c->id, c->thread);
+            destroy_graph(c->graph);
+        } else {
+            *graph = c->graph;
+            note("cuStreamEndCapture %s captured=%d -> %s", name(s, b), c->id, name(c->graph, g));
+        }
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+/* Whether a blocking stream takes part in an open capture (the legacy stream then may not be
+ * used, nor asked whether it captures). */
+static int blocking_captures(void) {
+    for (int i = 0; i < open_count; i++)
+        for (int j = 0; j < open_captures[i]->count; j++)
+            if (open_captures[i]->streams[j]->capture == open_captures[i]
+                && !(open_captures[i]->streams[j]->flags & 1))
+                return 1;
+    return 0;
+}
+/* cuStreamIsCapturing and cuStreamGetCaptureInfo: on the legacy stream while a blocking stream
+ * captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (as the runtime's documentation of
+ * cudaStreamIsCapturing says), without invalidating anything. */
+static int m_capture_info(void *s, int *status, unsigned long long *id) {
+    M_LOCK;
+    if (stale("cuStreamGetCaptureInfo", s, STREAM)) { M_UNLOCK; return 400; }
+    if ((s == NULL || (uintptr_t)s == 1) && blocking_captures()) { M_UNLOCK; return 906; }
+    struct capture *c = capture_of(s);
+    if (status) *status = !c ? 0 : c->invalidated ? 2 : 1;
+    if (id) *id = c ? (unsigned long long)c->id : 0;
+    M_UNLOCK;
+    return 0;
+}
+static int m_alloc(devptr *ptr, size_t size, void *p, void *s, const char *call) {
+    char b[16], c[16];
+    struct capture *cap;
+    M_LOCK;
+    int r = queue_on(call, s, &cap);
+    if (r == 1) {
+        r = 900;
+        note("!captured %s size=%zu on %s: a buffer's allocation captured", call, size, name(s, b));
+    } else if (r == 0) {
+        *ptr = alloc_range(size);
+        note("%s %#llx size=%zu from %s on %s", call, *ptr, size, name(p, c), name(s, b));
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_free(devptr ptr, void *s, const char *call) {
+    char b[16];
+    struct capture *cap;
+    M_LOCK;
+    const char *t = tag(s);
+    int r = queue_on(call, s, &cap);
+    if (r == 1) {
+        r = 900;
+        note("!captured %s %#llx on %s%s: a free of memory allocated outside the capture", call, ptr, name(s, b), t);
+    } else if (r == 0) {
+        if (free_range(call, ptr)) r = 1;
+        else note("%s %#llx on %s", call, ptr, name(s, b));
+    }
+    M_UNLOCK;
+    return r;
+}
+/* A fill or copy on `s`: its line, or its refusal. */
+static int m_use(const char *line, void *s, int type, devptr dst, devptr src, size_t bytes) {
+    char b[16];
+    struct capture *cap;
+    M_LOCK;
+    const char *t = tag(s);
+    int r = queue_on(line, s, &cap);
+    if (r == 1) {
+        add_member(cap->graph, (struct gnode){.type = type, .dst = dst, .src = src, .bytes = bytes});
+        r = 0;
+    } else if (r == 0) {
+        check_use(line, dst, bytes);
+        if (src) check_use(line, src, bytes);
+    }
+    if (r == 0) note("%s on %s%s", line, name(s, b), t);
+    M_UNLOCK;
+    return r;
+}
+static int m_launch_host(void *s, host_fn fn, void *data) {
+    char b[16];
+    struct capture *cap;
+    M_LOCK;
+    int r = queue_on("cuLaunchHostFunc", s, &cap);
+    if (r == 1) {
+        r = 900;
+        note("!captured cuLaunchHostFunc on %s%s: a host function captured would run once per launch", name(s, b), tag(s));
+    } else if (r == 0) {
+        unsigned long long id = enqueue_work(fn, data, 0, NULL, 0);
+        if ((uintptr_t)s > 2) ((struct object *)s)->pending = id;
+        note("cuLaunchHostFunc %s -> h%llu", name(s, b), id);
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_graph_create(void **graph) {
+    char b[16];
+    M_LOCK;
+    struct object *g = m_make(GRAPH, current);
+    note("cuGraphCreate %s", name(g, b));
+    M_UNLOCK;
+    *graph = g;
+    return 0;
+}
+static int m_graph_destroy(void *graph) {
+    char b[16];
+    int r = 0;
+    M_LOCK;
+    if (stale("cuGraphDestroy", graph, GRAPH)) r = 400;
+    else {
+        note("cuGraphDestroy %s", name(graph, b));
+        destroy_graph(graph);
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+static int m_add_node(void **node, void *graph, struct gnode n, const char *what) {
+    char b[16], c[16];
+    M_LOCK;
+    if (stale(what, graph, GRAPH)) { M_UNLOCK; return 400; }
+    if (n.type == G_FILL) check_use(what, n.dst, n.bytes);
+    struct object *o = add_member(graph, n);
+    note("%s %s -> %s", what, name(graph, b), name(o, c));
+    M_UNLOCK;
+    *node = o;
+    return 0;
+}
+static int m_destroy_node(void *node) {
+    char b[16];
+    M_LOCK;
+    if (stale("cuGraphDestroyNode", node, NODE)) { M_UNLOCK; return 400; }
+    struct object *o = node, *g = o->owner;
+    for (int i = 0; i < g->member_count; i++)
+        if (g->members[i] == o) { g->members[i] = g->members[--g->member_count]; break; }
+    note("cuGraphDestroyNode %s", name(node, b));
+    retire(o);
+    M_UNLOCK;
+    return 0;
+}
+static int m_graph_nodes(void *graph, void **nodes, size_t *count) {
+    M_LOCK;
+    if (stale("cuGraphGetNodes", graph, GRAPH)) { M_UNLOCK; return 400; }
+    struct object *g = graph;
+    if (nodes)
+        for (size_t i = 0; i < *count && i < (size_t)g->member_count; i++) nodes[i] = g->members[i];
+    *count = (size_t)g->member_count;
+    M_UNLOCK;
+    return 0;
+}
+static int m_instantiate(void **exec, void *graph) {
+    char b[16], c[16];
+    M_LOCK;
+    if (stale("cuGraphInstantiateWithFlags", graph, GRAPH)) { M_UNLOCK; return 400; }
+    struct object *g = graph, *x = m_make(EXEC, current);
+    x->snap = calloc((size_t)g->member_count + 1, sizeof *x->snap);
+    for (int i = 0; i < g->member_count; i++) x->snap[i] = g->members[i]->g;
+    x->snap_count = g->member_count;
+    for (int i = 0; i < g->uobj_count; i++) {
+        g->uobjs[i]->refs++;
+        hold(x, g->uobjs[i]);
+    }
+    note("cuGraphInstantiateWithFlags %s -> %s", name(g, b), name(x, c));
+    M_UNLOCK;
+    *exec = x;
+    return 0;
+}
+static int m_exec_destroy(void *exec) {
+    char b[16];
+    int r = 0;
+    M_LOCK;
+    if (stale("cuGraphExecDestroy", exec, EXEC)) r = 400;
+    else {
+        note("cuGraphExecDestroy %s", name(exec, b));
+        release_all(exec);
+        retire(exec);
+    }
+    M_UNLOCK;
+    run_dues();
+    return r;
+}
+static int m_graph_launch(void *exec, void *s) {
+    char b[16], c[16];
+    struct capture *cap;
+    M_LOCK;
+    if (stale("cuGraphLaunch", exec, EXEC)) { M_UNLOCK; return 400; }
+    struct object *x = exec;
+    const char *t = tag(s);
+    int r = queue_on("cuGraphLaunch", s, &cap);
+    if (r == 1) {
+        for (int i = 0; i < x->snap_count; i++) add_member(cap->graph, x->snap[i]);
+        note("cuGraphLaunch %s on %s%s", name(x, b), name(s, c), t);
+        r = 0;
+    } else if (r == 0) {
+        note("cuGraphLaunch %s on %s", name(x, b), name(s, c));
+        unsigned long long last = 0;
+        for (int i = 0; i < x->snap_count; i++) {
+            struct gnode *n = &x->snap[i];
+            if (n->type == G_FILL || n->type == G_COPY) {
+                check_use("cuGraphLaunch", n->dst, n->bytes);
+                note("graph-use %#llx size=%zu on %s", n->dst, n->bytes, name(s, c));
+                if (n->type == G_COPY) {
+                    check_use("cuGraphLaunch", n->src, n->bytes);
+                    note("graph-use %#llx size=%zu on %s", n->src, n->bytes, name(s, c));
+                }
+            } else if (n->type == G_HOST) {
+                last = enqueue_work(n->fn, n->data, 1, NULL, 0);
+                note("graph %s queues host node h%llu on %s", name(x, b), last, name(s, c));
+            } else if (n->type == G_RECORD && n->event && n->event->live) {
+                n->event->recorded_in = NULL;
+                n->event->recorded = 1;
+                n->event->pending = last;
+            }
+        }
+        struct uobj **refs = calloc((size_t)x->uobj_count + 1, sizeof *refs);
+        for (int i = 0; i < x->uobj_count; i++) {
+            refs[i] = x->uobjs[i];
+            refs[i]->refs++;
+        }
+        last = enqueue_work(NULL, NULL, 0, refs, x->uobj_count);
+        if ((uintptr_t)s > 2) ((struct object *)s)->pending = last;
+    }
+    M_UNLOCK;
+    return r;
+}
+static int m_uobj_create(void **object, void *data, host_fn destroy, unsigned refs) {
+    M_LOCK;
+    struct uobj *u = calloc(1, sizeof *u);
+    u->id = next_uobj++;
+    u->data = data;
+    u->destroy = destroy;
+    u->refs = (int)refs;
+    uobjs_live++;
+    note("cuUserObjectCreate -> u%d", u->id);
+    M_UNLOCK;
+    *object = u;
+    return 0;
+}
+static int m_uobj_change(void *object, unsigned count, int retain) {
+    struct uobj *u = object;
+    M_LOCK;
+    if (u->refs <= 0) {
+        note("!stale %s u%d", retain ? "cuUserObjectRetain" : "cuUserObjectRelease", u->id);
+        M_UNLOCK;
+        return 400;
+    }
+    if (retain) u->refs += (int)count;
+    else release(u, (int)count);
+    M_UNLOCK;
+    run_dues();
+    return 0;
+}
+static int m_graph_retain_uobj(void *graph, void *object, unsigned count, unsigned flags) {
+    char b[16];
+    struct uobj *u = object;
+    M_LOCK;
+    if (stale("cuGraphRetainUserObject", graph, GRAPH)) { M_UNLOCK; return 400; }
+    for (unsigned i = 0; i < count; i++) hold(graph, u);
+    if (!(flags & 1)) u->refs += (int)count; /* without CU_GRAPH_USER_OBJECT_MOVE */
+    note("cuGraphRetainUserObject %s u%d count=%u", name(graph, b), u->id, count);
+    M_UNLOCK;
+    return 0;
+}
+
 /* ---- the driver's functions --------------------------------------------------------------- */
 
 int cuDriverGetVersion(int *v) { *v = (int)setting("STANDIN_VERSION", 13000); return 0; }
 int cuInit(unsigned flags) {
     (void)flags;
     for (int d = 0; d < MAX_DEVICES; d++) {
-        primaries[d] = (struct object){CONTEXT, 0, d, NULL, 0};
-        pools[d] = (struct object){POOL, 0, d, NULL, 0};
+        primaries[d] = (struct object){.kind = CONTEXT, .device = d};
+        pools[d] = (struct object){.kind = POOL, .device = d};
     }
     return 0;
 }
@@ -249,11 +1195,14 @@ int cuCtxGetDevice(int *device) {
     *device = current->device;
     return 0;
 }
-int cuCtxSynchronize(void) { note("cuCtxSynchronize"); return 0; }
+int cuCtxSynchronize(void) {
+    if (modeled()) return m_ctx_sync();
+    note("cuCtxSynchronize");
+    return 0;
+}
 int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
 
 /* Host functions wait in a queue until a synchronisation runs them. */
-typedef void (*host_fn)(void *);
 static struct { host_fn fn; void *data; } queued[64];
 static int queued_count;
 static void run_host_functions(void) {
@@ -270,6 +1219,7 @@ static void run_host_functions(void) {
 }
 
 int cuStreamCreate(void **s, unsigned flags) {
+    if (modeled()) return m_stream_create(s, flags);
     if (!current) return 201;
     struct object *o = make(STREAM, current);
     char b[16], c[16];
@@ -278,15 +1228,19 @@ int cuStreamCreate(void **s, unsigned flags) {
     return 0;
 }
 int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
-int cuStreamDestroy_v2(void *s) { char b[16]; note("cuStreamDestroy %s", name(s, b)); return 0; }
+int cuStreamDestroy_v2(void *s) {
+    char b[16];
+    if (modeled()) return m_stream_destroy(s);
+    note("cuStreamDestroy %s", name(s, b));
+    return 0;
+}
 /* What cuStreamSynchronize answers from now on (0 by default): standin_set_sync_status(CODE),
  * called by a test once what it sets up is made, stands for work that failed on the device. */
 static int sync_status;
 void standin_set_sync_status(int code) { sync_status = code; }
-/* This thread's stream capture mode (cuThreadExchangeStreamCaptureMode; 0 global by default).
- * With STANDIN_RELAXED_SYNCS=1, a capture refusal set above (900 to 906) does not apply to a
- * thread whose mode is relaxed (2), as the driver lets such a thread make unsafe calls. */
-static __thread int capture_mode;
+/* With STANDIN_RELAXED_SYNCS=1, a capture refusal set above (900 to 906) does not apply to a
+ * thread whose mode is relaxed (2; `capture_mode`, cuThreadExchangeStreamCaptureMode's), as
+ * the driver lets such a thread make unsafe calls. */
 int cuThreadExchangeStreamCaptureMode(int *mode) {
     note("cuThreadExchangeStreamCaptureMode %d (was %d)", *mode, capture_mode);
     int previous = capture_mode;
@@ -295,6 +1249,7 @@ int cuThreadExchangeStreamCaptureMode(int *mode) {
     return 0;
 }
 int cuStreamSynchronize(void *s) {
+    if (modeled()) return m_stream_sync(s, 0);
     char b[16];
     note("cuStreamSynchronize %s", name(s, b));
     if (sync_status >= 900 && sync_status <= 906 && capture_mode == 2 &&
@@ -305,11 +1260,13 @@ int cuStreamSynchronize(void *s) {
     return 0;
 }
 int cuStreamQuery(void *s) {
+    if (modeled()) return m_stream_sync(s, 1);
     char b[16];
     note("cuStreamQuery %s", name(s, b));
     return (int)setting("STANDIN_QUERY_STATUS", 0);
 }
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+    if (modeled()) return m_stream_wait(s, e);
     char b[16], c[16];
     (void)flags;
     note("cuStreamWaitEvent %s waits for %s", name(s, b), name(e, c));
@@ -325,12 +1282,14 @@ int cuStreamGetCtx(void *s, void **ctx) {
 static void *capturing;
 static char graph_token;
 int cuStreamBeginCapture_v2(void *s, int mode) {
+    if (modeled()) return m_begin_capture(s, mode);
     char b[16];
     note("cuStreamBeginCapture %s mode=%d", name(s, b), mode);
     capturing = s;
     return 0;
 }
 int cuStreamEndCapture(void *s, void **graph) {
+    if (modeled()) return m_end_capture(s, graph);
     char b[16];
     note("cuStreamEndCapture %s", name(s, b));
     if (capturing != s) { *graph = NULL; return 903; } /* CUDA_ERROR_STREAM_CAPTURE_UNMATCHED */
@@ -338,16 +1297,42 @@ int cuStreamEndCapture(void *s, void **graph) {
     *graph = &graph_token;
     return 0;
 }
-int cuStreamIsCapturing(void *s, int *status) { *status = capturing == s ? 1 : 0; return 0; }
+int cuStreamIsCapturing(void *s, int *status) {
+    if (modeled()) return m_capture_info(s, status, NULL);
+    *status = capturing == s ? 1 : 0;
+    return 0;
+}
+/* The 12 header's cuStreamGetCaptureInfo (status, id, graph, dependencies, their count) and
+ * the 13 header's (with edge data too): only the status and the id are answered. */
+static int capture_info(void *s, int *status, unsigned long long *id) {
+    if (modeled()) return m_capture_info(s, status, id);
+    if (status) *status = capturing == s ? 1 : 0;
+    if (id) *id = capturing == s ? 1 : 0;
+    return 0;
+}
+int cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void **graph,
+                              const void **deps, size_t *count) {
+    if (graph) *graph = NULL;
+    if (deps) *deps = NULL;
+    if (count) *count = 0;
+    return capture_info(s, status, id);
+}
+int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **graph,
+                              const void **deps, const void **edges, size_t *count) {
+    if (edges) *edges = NULL;
+    return cuStreamGetCaptureInfo_v2(s, status, id, graph, deps, count);
+}
 int cuGraphDestroy(void *graph) {
+    if (modeled()) return m_graph_destroy(graph);
     char b[16];
     note("cuGraphDestroy %s", graph == &graph_token ? "g" : name(graph, b));
-    if (graph != &graph_token) release(graph);
+    if (graph != &graph_token) reuse_later(graph);
     return 0;
 }
 int cuStreamGetPriority(void *s, int *priority) { (void)s; *priority = 0; return 0; }
 int cuStreamGetFlags(void *s, unsigned *flags) { (void)s; *flags = 1; return 0; }
 int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
+    if (modeled()) return m_launch_host(s, fn, data);
     char b[16];
     note("cuLaunchHostFunc %s", name(s, b));
     pthread_mutex_lock(&lock);
@@ -358,6 +1343,7 @@ int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
 }
 
 int cuEventCreate(void **e, unsigned flags) {
+    if (modeled()) return m_event_create(e, flags);
     if (!current) return 201;
     struct object *o = make(EVENT, current);
     char b[16];
@@ -365,18 +1351,31 @@ int cuEventCreate(void **e, unsigned flags) {
     *e = o;
     return 0;
 }
-int cuEventDestroy_v2(void *e) { char b[16]; note("cuEventDestroy %s", name(e, b)); return 0; }
+int cuEventDestroy_v2(void *e) {
+    char b[16];
+    if (modeled()) return m_event_destroy(e);
+    note("cuEventDestroy %s", name(e, b));
+    return 0;
+}
 int cuEventRecord(void *e, void *s) {
+    if (modeled()) return m_event_record(e, s);
     char b[16], c[16];
     note("cuEventRecord %s on %s", name(e, b), name(s, c));
     return 0;
 }
 int cuEventQuery(void *e) {
+    if (modeled()) return m_event_sync(e, 1);
     char b[16];
     note("cuEventQuery %s", name(e, b));
     return (int)setting("STANDIN_QUERY_STATUS", 0);
 }
-int cuEventSynchronize(void *e) { char b[16]; note("cuEventSynchronize %s", name(e, b)); run_host_functions(); return 0; }
+int cuEventSynchronize(void *e) {
+    char b[16];
+    if (modeled()) return m_event_sync(e, 0);
+    note("cuEventSynchronize %s", name(e, b));
+    run_host_functions();
+    return 0;
+}
 int cuEventElapsedTime_v2(float *ms, void *start, void *end) {
     (void)start; (void)end;
     const char *v = getenv("STANDIN_ELAPSED");
@@ -387,10 +1386,10 @@ int cuEventElapsedTime_v2(float *ms, void *start, void *end) {
     return 0;
 }
 
-static devptr next_address = 0x10000000;
 int cuDeviceGetDefaultMemPool(void **p, int device) { *p = &pools[device]; return 0; }
 int cuMemPoolGetAttribute(void *p, int attribute, void *value) { (void)p; (void)attribute; *(unsigned long long *)value = 0; return 0; }
 int cuMemAllocFromPoolAsync(devptr *ptr, size_t size, void *p, void *s) {
+    if (modeled()) return m_alloc(ptr, size, p, s, "cuMemAllocFromPoolAsync");
     char b[16], c[16];
     pthread_mutex_lock(&lock);
     *ptr = next_address;
@@ -399,37 +1398,113 @@ int cuMemAllocFromPoolAsync(devptr *ptr, size_t size, void *p, void *s) {
     note("cuMemAllocFromPoolAsync %#llx size=%zu from %s on %s", *ptr, size, name(p, c), name(s, b));
     return 0;
 }
-int cuMemFreeAsync(devptr ptr, void *s) { char b[16]; note("cuMemFreeAsync %#llx on %s", ptr, name(s, b)); return 0; }
-int cuMemAlloc_v2(devptr *ptr, size_t size) { return cuMemAllocFromPoolAsync(ptr, size, &pools[0], NULL); }
-int cuMemFree_v2(devptr ptr) { note("cuMemFree %#llx", ptr); return 0; }
+int cuMemFreeAsync(devptr ptr, void *s) {
+    char b[16];
+    if (modeled()) return m_free(ptr, s, "cuMemFreeAsync");
+    note("cuMemFreeAsync %#llx on %s", ptr, name(s, b));
+    return 0;
+}
+int cuMemAlloc_v2(devptr *ptr, size_t size) {
+    if (modeled()) {
+        M_LOCK;
+        int r = unsafe_call("cuMemAlloc", "");
+        M_UNLOCK;
+        if (r) return r;
+    }
+    return cuMemAllocFromPoolAsync(ptr, size, &pools[0], NULL);
+}
+/* cuMemAllocAsync (a captured one is a graph allocation: an address of graph memory). */
+static devptr next_graph_address = 0x500000000000ull;
+int cuMemAllocAsync(devptr *ptr, size_t size, void *s) {
+    char b[16];
+    if (modeled() && capture_of(s)) {
+        M_LOCK;
+        struct capture *cap;
+        const char *t = tag(s);
+        int r = queue_on("cuMemAllocAsync", s, &cap);
+        if (r == 1) {
+            *ptr = next_graph_address;
+            next_graph_address += (size + 0xfff) & ~(size_t)0xfff;
+            add_member(cap->graph, (struct gnode){.type = G_EMPTY});
+            note("cuMemAllocAsync %#llx size=%zu on %s%s", *ptr, size, name(s, b), t);
+            r = 0;
+        }
+        M_UNLOCK;
+        return r;
+    }
+    return cuMemAllocFromPoolAsync(ptr, size, &pools[0], s);
+}
+int cuMemFree_v2(devptr ptr) {
+    if (modeled()) {
+        M_LOCK;
+        int r = unsafe_call("cuMemFree", "");
+        if (!r && free_range("cuMemFree", ptr)) r = 1;
+        if (!r) note("cuMemFree %#llx", ptr);
+        M_UNLOCK;
+        return r;
+    }
+    note("cuMemFree %#llx", ptr);
+    return 0;
+}
 int cuMemcpyAsync(devptr dst, devptr src, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        snprintf(line, sizeof line, "cuMemcpyAsync %#llx <- %#llx size=%zu", dst, src, n);
+        return m_use(line, s, G_COPY, dst, src, n);
+    }
     char b[16];
     note("cuMemcpyAsync %#llx <- %#llx size=%zu on %s", dst, src, n, name(s, b));
     return 0;
 }
 int cuMemcpyHtoDAsync_v2(devptr dst, const void *src, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        snprintf(line, sizeof line, "cuMemcpyHtoDAsync %#llx size=%zu", dst, n);
+        return m_use(line, s, G_COPY, dst, 0, n);
+    }
     char b[16];
     (void)src;
     note("cuMemcpyHtoDAsync %#llx size=%zu on %s", dst, n, name(s, b));
     return 0;
 }
 int cuMemcpyDtoHAsync_v2(void *dst, devptr src, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        memset(dst, 0, n);
+        snprintf(line, sizeof line, "cuMemcpyDtoHAsync %#llx size=%zu", src, n);
+        return m_use(line, s, G_COPY, src, 0, n);
+    }
     char b[16];
     memset(dst, 0, n);
     note("cuMemcpyDtoHAsync %#llx size=%zu on %s", src, n, name(s, b));
     return 0;
 }
 int cuMemsetD8Async(devptr dst, unsigned char v, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        snprintf(line, sizeof line, "cuMemsetD8Async %#llx value=%u count=%zu", dst, (unsigned)v, n);
+        return m_use(line, s, G_FILL, dst, 0, n * 1);
+    }
     char b[16];
     note("cuMemsetD8Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
     return 0;
 }
 int cuMemsetD16Async(devptr dst, unsigned short v, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        snprintf(line, sizeof line, "cuMemsetD16Async %#llx value=%u count=%zu", dst, (unsigned)v, n);
+        return m_use(line, s, G_FILL, dst, 0, n * 2);
+    }
     char b[16];
     note("cuMemsetD16Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
     return 0;
 }
 int cuMemsetD32Async(devptr dst, unsigned v, size_t n, void *s) {
+    if (modeled()) {
+        char line[96];
+        snprintf(line, sizeof line, "cuMemsetD32Async %#llx value=%u count=%zu", dst, (unsigned)v, n);
+        return m_use(line, s, G_FILL, dst, 0, n * 4);
+    }
     char b[16];
     note("cuMemsetD32Async %#llx value=%u count=%zu on %s", dst, v, n, name(s, b));
     return 0;
@@ -504,6 +1579,16 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                    unsigned bz, unsigned shared, void *s, void **params, void **extra) {
     char b[16], c[16];
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)params; (void)extra;
+    if (modeled()) {
+        /* The first argument, where it is a device address, is used (a byte of it). */
+        const struct object *k = f;
+        devptr arg = 0;
+        char line[96];
+        if (k->params > 0 && params && params[0]) memcpy(&arg, params[0], sizeof arg);
+        if (arg < 0x10000000 || arg >= 0x100000000000ull) arg = 0;
+        snprintf(line, sizeof line, "cuLaunchKernel %s arg0=%#llx", name(f, c), arg);
+        return m_use(line, s, G_KERNEL, arg, 0, arg ? 1 : 0);
+    }
     note("cuLaunchKernel %s on %s", name(f, c), name(s, b));
     return 0;
 }
@@ -561,6 +1646,7 @@ int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params,
 /* ---- graphs built node by node: graphs, empty and kernel nodes, conditional nodes --------- */
 
 int cuGraphCreate(void **graph, unsigned flags) {
+    if (modeled()) return m_graph_create(graph);
     char b[16];
     struct object *g = make(GRAPH, current);
     *graph = g;
@@ -568,6 +1654,7 @@ int cuGraphCreate(void **graph, unsigned flags) {
     return 0;
 }
 int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
+    if (modeled()) return m_add_node(node, graph, (struct gnode){.type = G_EMPTY}, "cuGraphAddEmptyNode");
     char b[16], c[16];
     (void)deps;
     struct object *n = make(NODE, NULL);
@@ -647,6 +1734,7 @@ int cuGraphAddNode_v2(void **node, void *graph, void **deps, const void *edges, 
                     edges ? " edge-data=set" : " edge-data=null", params);
 }
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    if (modeled()) return m_instantiate(exec, graph);
     char b[16], c[16];
     struct object *e = make(EXEC, current);
     *exec = e;
@@ -654,15 +1742,80 @@ int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long fla
     return 0;
 }
 int cuGraphExecDestroy(void *exec) {
+    if (modeled()) return m_exec_destroy(exec);
     char b[16];
     note("cuGraphExecDestroy %s", name(exec, b));
     return 0;
 }
 int cuGraphDestroyNode(void *node) {
+    if (modeled()) return m_destroy_node(node);
     char b[16];
     note("cuGraphDestroyNode %s", name(node, b));
-    release(node);
+    reuse_later(node);
     return 0;
+}
+/* CUDA_MEMSET_NODE_PARAMS' and CUDA_HOST_NODE_PARAMS' layouts. */
+struct memset_params { devptr dst; size_t pitch; unsigned value, element; size_t width, height; };
+struct host_params { host_fn fn; void *data; };
+int cuGraphAddMemsetNode(void **node, void *graph, void **deps, size_t count,
+                         const struct memset_params *p, void *ctx) {
+    char b[16], c[16];
+    (void)deps; (void)ctx;
+    size_t bytes = (size_t)p->element * p->width * (p->height ? p->height : 1);
+    if (modeled()) {
+        char what[96];
+        snprintf(what, sizeof what, "cuGraphAddMemsetNode %#llx size=%zu", p->dst, bytes);
+        return m_add_node(node, graph, (struct gnode){.type = G_FILL, .dst = p->dst, .bytes = bytes}, what);
+    }
+    *node = make(NODE, NULL);
+    note("cuGraphAddMemsetNode %s deps=%zu %#llx size=%zu -> %s", name(graph, b), count, p->dst,
+         bytes, name(*node, c));
+    return 0;
+}
+int cuGraphAddHostNode(void **node, void *graph, void **deps, size_t count, const struct host_params *p) {
+    char b[16], c[16];
+    (void)deps;
+    if (modeled())
+        return m_add_node(node, graph, (struct gnode){.type = G_HOST, .fn = p->fn, .data = p->data}, "cuGraphAddHostNode");
+    *node = make(NODE, NULL);
+    note("cuGraphAddHostNode %s deps=%zu -> %s", name(graph, b), count, name(*node, c));
+    return 0;
+}
+int cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
+    if (modeled()) return m_graph_nodes(graph, nodes, count);
+    (void)graph; (void)nodes;
+    *count = 0;
+    return 0;
+}
+/* CUgraphNodeType: kernel 0, memcpy 1, memset 2, host 3, empty 5, wait 6, record 7. */
+int cuGraphNodeGetType(void *node, int *type) {
+    static const int types[] = {5, 2, 1, 3, 7, 6, 0};
+    const struct object *o = node;
+    *type = modeled() && o->g.type >= 0 && o->g.type <= G_KERNEL ? types[o->g.type] : 0;
+    return 0;
+}
+int cuGraphLaunch(void *exec, void *s) {
+    char b[16], c[16];
+    if (modeled()) return m_graph_launch(exec, s);
+    note("cuGraphLaunch %s on %s", name(exec, b), name(s, c));
+    return 0;
+}
+/* User objects: kept and counted in the model only (elsewhere their destructors never run). */
+static char user_object_token;
+int cuUserObjectCreate(void **object, void *data, host_fn destroy, unsigned refs, unsigned flags) {
+    (void)flags;
+    if (modeled()) return m_uobj_create(object, data, destroy, refs);
+    *object = &user_object_token;
+    return 0;
+}
+int cuUserObjectRetain(void *object, unsigned count) {
+    return modeled() ? m_uobj_change(object, count, 1) : 0;
+}
+int cuUserObjectRelease(void *object, unsigned count) {
+    return modeled() ? m_uobj_change(object, count, 0) : 0;
+}
+int cuGraphRetainUserObject(void *graph, void *object, unsigned count, unsigned flags) {
+    return modeled() ? m_graph_retain_uobj(graph, object, count, flags) : 0;
 }
 
 /* ---- virtual memory management (tests/virtual_memory.rs) ----------------------------------
