@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 
 use crate::context::Context;
@@ -110,7 +110,20 @@ struct StreamInner {
     /// and every record of this event is on this stream, so a later record only ever marks a
     /// later point of it.
     order: OnceLock<Event>,
+    /// Buffers dropped while this stream captured (by a graph's release, say), whose free
+    /// would have been captured: freed on this stream once it captures no more (see
+    /// [`Stream::defer_free`]).
+    deferred: Mutex<Vec<Deferred>>,
+    /// Whether `deferred` may hold any: one load on the paths that drain it.
+    has_deferred: AtomicBool,
 }
+
+/// A free put off while a capture was open: the memory's resource, address and size.
+pub(crate) type Deferred = (
+    crate::lifetime::Held<dyn crate::memory::MemoryResource>,
+    u64,
+    usize,
+);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -125,6 +138,40 @@ enum Kind {
     PerThread(ThreadId),
     /// Someone else's stream, wrapped without owning it.
     Borrowed,
+}
+
+impl Drop for Stream {
+    #[inline]
+    fn drop(&mut self) {
+        // The last value of the stream frees what was put off during a capture (the capture
+        // has ended by now, or ends below in StreamInner's drop, which cannot free through a
+        // resource without a Stream).
+        if self.inner.has_deferred.load(Ordering::Acquire) && Arc::strong_count(&self.inner) == 1 {
+            self.drop_deferred();
+        }
+    }
+}
+
+impl Stream {
+    #[cold]
+    fn drop_deferred(&self) {
+        if self.capturing() {
+            // Still capturing (a capture this stream joined, say): the frees cannot be
+            // ordered now, and the memory is kept.
+            let kept = self
+                .inner
+                .deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+            log::error!(
+                "{kept} buffer(s) freed while their stream captured are kept (leaked): the \
+                 stream is dropped with a capture still open"
+            );
+            return;
+        }
+        self.drain_deferred_slow();
+    }
 }
 
 impl Drop for StreamInner {
@@ -336,6 +383,8 @@ impl Stream {
                 worked: AtomicBool::new(false),
                 capturing: AtomicBool::new(false),
                 small: SmallCache::default(),
+                deferred: Mutex::new(Vec::new()),
+                has_deferred: AtomicBool::new(false),
                 order: OnceLock::new(),
             }),
         }
@@ -441,6 +490,55 @@ impl Stream {
 
     /// Notes whether a capture begun through this stream is open (see `capturing`), and counts
     /// it in the process's open captures.
+    /// Keeps a free for later: the memory's deallocation stream captures, and a free queued
+    /// now would be captured (freed by every launch of the graph, never now). Freed by
+    /// [`drain_deferred`](Self::drain_deferred) once the stream captures no more.
+    pub(crate) fn defer_free(&self, free: Deferred) {
+        let mut deferred = self
+            .inner
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        deferred.push(free);
+        self.inner.has_deferred.store(true, Ordering::Release);
+    }
+
+    /// Frees, in order on this stream, the buffers whose free was put off while it captured,
+    /// if it captures no more.
+    #[inline]
+    pub(crate) fn drain_deferred(&self) {
+        if self.inner.has_deferred.load(Ordering::Acquire) {
+            self.drain_deferred_slow();
+        }
+    }
+
+    #[cold]
+    fn drain_deferred_slow(&self) {
+        if self.capturing() {
+            return;
+        }
+        let frees = {
+            let mut deferred = self
+                .inner
+                .deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            self.inner.has_deferred.store(false, Ordering::Release);
+            std::mem::take(&mut *deferred)
+        };
+        for (resource, ptr, size) in frees {
+            // SAFETY: each came from a dropped Buffer of `resource`, whose free this replaces
+            // (the Buffer freed nothing); its deallocation stream is this one.
+            if let Err(e) = unsafe {
+                resource
+                    .arc()
+                    .deallocate(crate::memory::DevicePtr(ptr), size, self)
+            } {
+                log::error!("freeing a buffer of {size} bytes put off during a capture: {e}");
+            }
+        }
+    }
+
     /// Whether a capture `begin_capture` began on this stream is open, by the crate's flag.
     pub(crate) fn began_capture(&self) -> bool {
         self.inner.capturing.load(Ordering::Acquire)

@@ -117,6 +117,9 @@ impl Stream {
                 Ok(0)
             );
         self.set_capturing(open);
+        // What was freed while the stream captured is freed now, in order after the work
+        // queued before the capture (nothing, while a capture is still open on it).
+        self.drain_deferred();
         let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
         Ok(Graph::from_handle(handle, self.context().clone()))
     }

@@ -169,6 +169,16 @@ impl Drop for Buffer {
         if self.ptr == 0 {
             return;
         }
+        if self.stream.capturing() {
+            // A free queued now would be captured (the graph would free the memory on every
+            // launch, and never now): it is put off until the stream captures no more. (A
+            // graph's release drops its buffers whenever the driver lets them go, so this
+            // can happen while the caller keeps to `begin_capture`'s rules.)
+            self.stream
+                .defer_free((self.resource.clone(), self.ptr, self.size));
+            return;
+        }
+        self.stream.drain_deferred();
         let own;
         let stream = if self.stream.is_other_threads() {
             // Sent away from the thread whose per-thread default stream frees it: that stream
