@@ -206,6 +206,22 @@ impl Drop for StreamInner {
                 }
             }
         }
+        if !captured
+            && crate::order::captures_open()
+            && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0))
+        {
+            // In a capture it joined (another stream's): its kept buffers' frees and its
+            // destruction would go into that capture, and the capture could not be joined
+            // back. Both wait until no capture is open; the handle is never recycled.
+            crate::order::after_captures(crate::order::Later {
+                driver: self.driver,
+                handle: self.handle,
+                small: self.small.drain().collect(),
+                destroy: self.kind == Kind::Owned,
+                _context: self.context.clone(),
+            });
+            return;
+        }
         for ptr in self.small.drain() {
             *self.worked.get_mut() = true;
             if let Err(e) = self.driver.mem_free_async(ptr, self.handle) {

@@ -55,10 +55,8 @@
 //! states its assumptions: a model that differs from the driver can hide a bug or invent
 //! one). The buffers and events a capture used are kept to the program's end, as
 //! `begin_capture`'s safety contract asks, so its violations are not tried; streams a
-//! graph's buffers may hold are kept too (see `drop_stream`). While the findings recorded as
-//! ignored tests at the end are open, the generated programs step around them: streams that
-//! joined a capture are not dropped before it ends (`STANDIN_MODEL_JOINED` lifts that). The
-//! programs come from a fixed seed (the same ones on every run); explore others with
+//! graph's buffers may hold are kept too (see `drop_stream`). Each finding is a regression
+//! test at the end of the file. The programs come from a fixed seed (the same ones on every run); explore others with
 //! `CUDA_CORE_MODEL_SEED`; run fewer programs with `CUDA_CORE_MODEL_CASES`, and count what
 //! they reached with `CUDA_CORE_MODEL_STATS=1`.
 
@@ -634,15 +632,12 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
 /// a user object of the driver's may hold a buffer of it: that buffer's drop, on the crate's
 /// release thread, would then drop the stream's last clone there, and the release thread keeps
 /// its recycled handles for good (so the leak check could not tell them from a leak).
-///
-/// A stream that joined a capture it did not begin is kept too (unless `STANDIN_MODEL_JOINED`
-/// is set): dropped, the crate destroys it (and frees its kept small buffers on it) while it
-/// captures, a finding left open (see `model_a_joined_stream_dropped_mid_capture_*` below).
+/// A stream that joined a capture it did not begin is dropped like any other (see
+/// `model_a_joined_stream_dropped_mid_capture_*` below).
 fn drop_stream(world: &mut World, stream: Option<Stream>) {
     if let Some(stream) = stream {
         let graphs = world.graphs.iter().flatten().count() + world.execs.iter().flatten().count();
-        let joined = capturing(&stream) && std::env::var_os("STANDIN_MODEL_JOINED").is_none();
-        if graphs > 0 || joined || standin::model_live(5) > 0 {
+        if graphs > 0 || standin::model_live(5) > 0 {
             world.kept_streams.push(stream);
         }
     }
@@ -1483,13 +1478,12 @@ fn model_a_buffer_rehomed_across_a_capture_breaks_no_capture() {
 }
 
 /// A blocking stream (never recycled) that joined another's capture (by waiting on an event
-/// recorded in it) dropped while the capture is open: the crate destroys it as if it were idle (`cuStreamDestroy` of
-/// a stream in a capture, which the stand-in refuses: the driver's behaviour there is not
-/// documented), and the capture can no longer be joined back. Not fixed: what the crate
-/// should do (keep the handle until the capture ends, or refuse the wait that joined it
-/// unless it is kept) is a design decision.
+/// recorded in it) dropped while the capture is open: the crate destroyed it as if it were
+/// idle (`cuStreamDestroy` of a stream in a capture, which the stand-in refuses: the driver's
+/// behaviour there is not documented), and the capture could no longer be joined back.
+/// Fixed: such a stream's destruction (and its kept buffers' frees) wait until no capture the
+/// crate counts is open (`order::after_captures`).
 #[test]
-#[ignore = "model finding: a stream that joined a capture is destroyed when dropped mid-capture"]
 fn model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it() {
     replay_dropping_joined(
         "model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it",
@@ -1522,9 +1516,8 @@ fn model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it() {
 /// As above, with a small buffer kept by the joined stream's cache: its drop frees the kept
 /// buffer with `cuMemFreeAsync` on the capturing stream, which records the free into the
 /// graph instead of making it (the memory leaks now, and each launch of the graph would free
-/// it again), the stand-in's `!captured`. Not fixed, with the finding above.
+/// it again), the stand-in's `!captured`. Fixed with the finding above.
 #[test]
-#[ignore = "model finding: a joined stream dropped mid-capture frees its kept small buffers into the capture"]
 fn model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it() {
     replay_dropping_joined(
         "model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it",
