@@ -401,6 +401,15 @@ impl Target<'_> {
 /// host functions, host data copied from, and child graphs' contents. So every node but the
 /// kernel node is safe to add, and launching the graph is safe.
 ///
+/// A node that writes a buffer (a copy's or a fill's destination) writes it at each launch,
+/// through the shared `Arc<Buffer>`. A launch is ordered after the work queued so far on the
+/// streams its buffers are freed on, and those streams after it (as any work over another
+/// stream's buffer is); work that another thread queues on the same buffer on yet another
+/// stream at the same time is not ordered with the launch, and the bytes are then whichever
+/// write came last. Device memory holds plain bytes (`Pod` values), so such a race gives wrong
+/// values, never an invalid Rust value; order those uses (an event, one stream) as for two
+/// kernels on one buffer.
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use cuda_core::{Allocate, BuildGraph, Device, Graph, GraphOptions, StreamOptions};

@@ -222,29 +222,6 @@ impl Array {
         }
     }
 
-    /// Refuses a buffer the stream's device cannot copy.
-    fn check_buffer(buffer: &Buffer, stream: &Stream, name: &'static str) -> Result<()> {
-        let resource = buffer.memory_resource();
-        match buffer.device() {
-            Some(own)
-                if own != stream.device()
-                    && !resource.copies_across_devices()
-                    && !resource.is_accessible_from(stream.device())? =>
-            {
-                Err(Error::InvalidArgument {
-                    name,
-                    reason: format!(
-                        "its memory is on device {} and not accessible from the stream's \
-                         device {}",
-                        own.ordinal(),
-                        stream.device().ordinal()
-                    ),
-                })
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Copies a host slice holding the whole array, packed (rows of its width, slices of its
     /// height), into it, and waits for the copy.
     #[doc(alias = "cuMemcpy3DAsync")]
@@ -409,7 +386,9 @@ impl Array {
         stream: &Stream,
     ) -> Result<()> {
         self.check_stream(stream)?;
-        Array::check_buffer(src, stream, "src")?;
+        // The buffer's own check (another device's memory without access, a pool's host
+        // memory without access), held until the copy is queued (see `memory::access`).
+        let _reach = src.check_reachable(stream, "src", true)?;
         check_region(region, self.extent(), "region")?;
         let resolved = check_linear(
             region,
@@ -439,7 +418,8 @@ impl Array {
         stream: &Stream,
     ) -> Result<()> {
         self.check_stream(stream)?;
-        Array::check_buffer(dst, stream, "dst")?;
+        // As in `copy_region_from_buffer`.
+        let _reach = dst.check_reachable(stream, "dst", true)?;
         check_region(region, self.extent(), "region")?;
         let resolved = check_linear(
             region,
