@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Copy next to .gpu/run.sh (cp .ci/gpu/*.sh .gpu/) after bash ../shared/gpu/bundle.sh, then run
+# on the GPU machine with .gpu carried.
+# memcheck over the integration-test binary, module by module (so that each error is
+# attributed to a module), with the tests run as run.sh runs them. Usage: memcheck.sh [MODULES]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+cs=/usr/local/cuda/bin/compute-sanitizer
+bin=.gpu/tests/cuda_core_tests-test
+export CUDA_CORE_REQUIRE_NVRTC=13 CUDA_CORE_REQUIRE_NVJITLINK=13
+per=${PER_MODULE_S:-120}
+for m in ${1:-cache checkpoint composition copies default_resource device dlpack driver_info_example ecosystem globals graph_conditional graph_nodes graph_params graphs green_context hot_path_allocations inputs ipc kernel_effects launch linker managed memory multi_device nvrtc_preload pools program program_cache recycling sanitizer_clean sticky_error stream_event system tensor_map textures views virtual_memory}; do
+  log="$OUT/memcheck-$m.log"
+  timeout $per $cs --tool memcheck --target-processes all --print-limit 200 "$bin" --include-ignored --test-threads 4 "$m::" > "$log" 2>&1
+  rc=$?
+  errs=$(grep -E "ERROR SUMMARY" "$log" | awk '{s+=$4} END {print s+0}')
+  res=$(grep -E "^test result" "$log" | tail -1 | cut -c1-60)
+  echo "$m rc=$rc errors=$errs $res"
+  grep -E "Program hit|CUDA_ERROR" "$log" | sed 's/^========= *//' | sort | uniq -c | sort -rn | head -8 | sed 's/^/    /'
+done
