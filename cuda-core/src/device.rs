@@ -87,25 +87,8 @@ impl Device {
     #[inline]
     #[doc(alias = "cuCtxGetDevice")]
     pub fn current() -> Result<Device> {
-        let driver = driver()?;
-        if let (Some(ctx), Some(states)) =
-            (driver.ctx_current_or_none(), registry::states_if_ready())
-        {
-            if ctx.0.is_null() {
-                return Device::new(0);
-            }
-            if let Some(ordinal) = states.iter().position(|state| {
-                state
-                    .primary_if_ready()
-                    .is_some_and(|primary| primary.handle == ctx)
-            }) {
-                return Ok(Device {
-                    ordinal: ordinal as i32,
-                });
-            }
-        }
-        match driver.ctx_get_device()? {
-            Some(ordinal) => Ok(Device { ordinal }),
+        match Device::current_if_any()? {
+            Some(device) => Ok(device),
             None => Device::new(0),
         }
     }
@@ -114,16 +97,42 @@ impl Device {
     /// process holds already, else device 0: a device to ask a context-free question in,
     /// without making a context nobody uses.
     pub(crate) fn in_use() -> Result<Device> {
-        if let Some(ordinal) = driver()?.ctx_get_device()? {
-            return Ok(Device { ordinal });
+        if let Some(device) = Device::current_if_any()? {
+            return Ok(device);
         }
-        let held = (0..Device::count()?).map(|ordinal| Device {
-            ordinal: ordinal as i32,
-        });
-        Ok(held
-            .into_iter()
+        Ok((0..Device::count()?)
+            .map(|ordinal| Device {
+                ordinal: ordinal as i32,
+            })
             .find(|device| device.primary_if_ready().is_some())
-            .map_or(Device { ordinal: 0 }, |device| device))
+            .unwrap_or(Device { ordinal: 0 }))
+    }
+
+    /// The device of the calling thread's current context, `None` when none is current: a
+    /// primary context this process holds is found among them; any other is asked of the
+    /// driver (`cuCtxGetDevice`, only with a context current).
+    #[inline]
+    fn current_if_any() -> Result<Option<Device>> {
+        let driver = driver()?;
+        let Some(ctx) = driver.ctx_current_or_none() else {
+            // cuCtxGetCurrent failed: the driver's other answer (an invalid context: none).
+            return Ok(driver.ctx_get_device()?.map(|ordinal| Device { ordinal }));
+        };
+        if ctx.0.is_null() {
+            return Ok(None);
+        }
+        if let Some(ordinal) = registry::states_if_ready().and_then(|states| {
+            states.iter().position(|state| {
+                state
+                    .primary_if_ready()
+                    .is_some_and(|primary| primary.handle == ctx)
+            })
+        }) {
+            return Ok(Some(Device {
+                ordinal: ordinal as i32,
+            }));
+        }
+        Ok(driver.ctx_get_device()?.map(|ordinal| Device { ordinal }))
     }
 
     /// The ordinal.

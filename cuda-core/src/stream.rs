@@ -155,7 +155,7 @@ impl Drop for Stream {
 impl Stream {
     #[cold]
     fn drop_deferred(&self) {
-        if self.capturing() {
+        if !self.drain_deferred_slow() {
             // Still capturing (a capture this stream joined, say): the frees cannot be
             // ordered now, and the memory is kept.
             let kept = self
@@ -168,9 +168,7 @@ impl Stream {
                 "{kept} buffer(s) freed while their stream captured are kept (leaked): the \
                  stream is dropped with a capture still open"
             );
-            return;
         }
-        self.drain_deferred_slow();
     }
 }
 
@@ -528,10 +526,11 @@ impl Stream {
         }
     }
 
+    /// Frees what was put off, unless the stream still captures (`false` then).
     #[cold]
-    fn drain_deferred_slow(&self) {
+    fn drain_deferred_slow(&self) -> bool {
         if self.capturing() {
-            return;
+            return false;
         }
         let frees = {
             let mut deferred = self
@@ -553,6 +552,7 @@ impl Stream {
                 log::error!("freeing a buffer of {size} bytes put off during a capture: {e}");
             }
         }
+        true
     }
 
     /// Whether a capture `begin_capture` began on this stream is open, by the crate's flag.

@@ -1291,31 +1291,6 @@ fn replay(function: &str, program: Program) {
     );
 }
 
-/// [`replay`] with the joined streams' drops made, not put off (see [`drop_stream`]).
-fn replay_dropping_joined(function: &str, program: Program) {
-    replay_with(function, program, ("STANDIN_MODEL_JOINED", "1"));
-}
-
-/// [`replay`] with one more setting.
-fn replay_with(function: &str, program: Program, setting: (&str, &str)) {
-    standin::run(
-        module_path!(),
-        function,
-        &[],
-        &[("STANDIN_MODEL", "1"), setting],
-        move || {
-            std::thread::spawn(move || {
-                let device = Device::new(0).unwrap();
-                if let Err(e) = run_program(device, &program) {
-                    panic!("{program:#?}\n{e}");
-                }
-            })
-            .join()
-            .unwrap();
-        },
-    );
-}
-
 /// The model's run: generated programs, each checked; a failure is shrunk and shown with its
 /// log (replay it as a regression test below with [`replay`]).
 #[test]
@@ -1485,7 +1460,7 @@ fn model_a_buffer_rehomed_across_a_capture_breaks_no_capture() {
 /// crate counts is open (`order::after_captures`).
 #[test]
 fn model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it() {
-    replay_dropping_joined(
+    replay(
         "model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it",
         Program {
             threads: 2,
@@ -1519,7 +1494,7 @@ fn model_a_joined_stream_dropped_mid_capture_is_not_destroyed_in_it() {
 /// it again), the stand-in's `!captured`. Fixed with the finding above.
 #[test]
 fn model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it() {
-    replay_dropping_joined(
+    replay(
         "model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it",
         Program {
             threads: 2,
@@ -1658,7 +1633,7 @@ fn the_log_check_tells_asked_refusals_from_the_crates_own() {
 /// last value's drop).
 #[test]
 fn model_a_graphs_buffer_is_never_freed_into_a_capture() {
-    replay_with(
+    replay(
         "model_a_graphs_buffer_is_never_freed_into_a_capture",
         Program {
             threads: 2,
@@ -1694,7 +1669,6 @@ fn model_a_graphs_buffer_is_never_freed_into_a_capture() {
                 (0, Op::DropExec { x: 0 }),
             ],
         },
-        ("STANDIN_MODEL_GRAPH_FREES", "1"),
     );
 }
 
@@ -1707,7 +1681,7 @@ fn model_a_graphs_buffer_is_never_freed_into_a_capture() {
 /// `end_capture` keeps the stream's flag open only where `begin_capture` set it.
 #[test]
 fn model_ending_a_joined_stream_keeps_no_capture_open() {
-    replay_with(
+    replay(
         "model_ending_a_joined_stream_keeps_no_capture_open",
         Program {
             threads: 2,
@@ -1749,7 +1723,6 @@ fn model_ending_a_joined_stream_keeps_no_capture_open() {
                 (0, Op::Fill { b: 0, s: 1 }),
             ],
         },
-        ("STANDIN_MODEL_END_ANY", "1"),
     );
 }
 

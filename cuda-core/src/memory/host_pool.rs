@@ -258,9 +258,6 @@ impl PinnedMemoryPool {
         let _changing = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         for device in Device::all()? {
             let wanted = devices.contains(&device);
-            let has = self
-                .driver
-                .mem_pool_get_access(self.pool, device.handle())?;
             let bit = access_bit(device);
             if wanted {
                 self.driver
@@ -268,7 +265,10 @@ impl PinnedMemoryPool {
                 if let Some(bit) = bit {
                     self.access.fetch_or(bit, Ordering::Relaxed);
                 }
-            } else if has {
+            } else if self
+                .driver
+                .mem_pool_get_access(self.pool, device.handle())?
+            {
                 self.gate.revoke(device, || {
                     crate::context::Context::sync_device(device)?;
                     self.driver

@@ -32,13 +32,6 @@ macro_rules! impl_context_api {
             }
 
             fn ctx_get_device(&self) -> Result<Option<DeviceHandle>> {
-                // No context current: answered without the failing cuCtxGetDevice (which
-                // compute-sanitizer reports as an error of the caller's).
-                let mut ctx = std::ptr::null_mut();
-                call!(self.cuCtxGetCurrent(&mut ctx))?;
-                if ctx.is_null() {
-                    return Ok(None);
-                }
                 let f = $crate::driver::shared::function!(self.cuCtxGetDevice);
                 let mut device = 0;
                 // SAFETY: a writable out-pointer.
