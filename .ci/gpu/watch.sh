@@ -3,7 +3,7 @@
 # Runs one test binary under a watchdog; on a hang dumps the stacks of every thread.
 set -u
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
-t=$1; abi=$2; limit=${3:-220}; shift 3
+t=$1; abi=$2; limit=${3:-220}; shift $(( $# < 3 ? $# : 3 ))
 export CUDA_CORE_TEST_REQUIRE=gpu,nvrtc-13,nvjitlink-13,cc CUDA_CORE_REQUIRE_NVRTC=13 CUDA_CORE_REQUIRE_NVJITLINK=13
 if [ "$abi" = auto ]; then unset CUDA_CORE_DRIVER_ABI; else export CUDA_CORE_DRIVER_ABI=$abi; fi
 log=$OUT/$(basename $t)-$abi.log
