@@ -602,6 +602,15 @@ fn a_programmatic_dependent_launch_starts_before_the_first_kernel_ends() {
     let pdl: Vec<i64> = (0..3).map(|_| run(true)).collect();
     println!("second start - first end, ns: plain {plain:?}, programmatic {pdl:?}");
     assert!(plain.iter().all(|&d| d >= 0), "{plain:?}");
+    // compute-sanitizer runs launches one after another, so no overlap can show under it; the
+    // results above are still checked.
+    if let Some(sign) = common::standin::under_sanitizer() {
+        common::not_run(
+            "pdl-overlap",
+            &format!("the overlap, under compute-sanitizer ({sign})"),
+        );
+        return;
+    }
     // The driver allows the overlap but does not promise it each time (one run in three once
     // started 6 us after, with other tests on the GPU): at least two of three must overlap,
     // which the control never does.

@@ -65,7 +65,7 @@ pub fn run(
 /// What shows that this process runs under compute-sanitizer, if it does: its variables
 /// (`NV_SANITIZER*`, `COMPUTE_SANITIZER*`), or its injection libraries named in
 /// `CUDA_INJECTION64_PATH`, `NVTX_INJECTION64_PATH` or `LD_PRELOAD`.
-fn under_sanitizer() -> Option<String> {
+pub fn under_sanitizer() -> Option<String> {
     for (name, value) in std::env::vars_os() {
         let name = name.to_string_lossy();
         let value = value.to_string_lossy();
