@@ -31,6 +31,7 @@ mod error;
 mod event;
 mod global;
 mod graph;
+pub mod guide;
 mod headers;
 mod image;
 mod kernel;
@@ -49,6 +50,7 @@ mod stream;
 pub mod system;
 pub mod tensor_map;
 pub mod texture;
+mod trust;
 mod view;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};

@@ -145,8 +145,10 @@ pub struct ProgramOptions {
     /// NVRTC 13.1 and newer).
     pub warn_reorder: bool,
     /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
-    /// source includes first, or uses one it made before for the same ones. Give `pch_dir`
-    /// with it: NVRTC 12.9 otherwise writes the file to the working directory.
+    /// source includes first, or uses one it made before for the same ones, in `pch_dir`;
+    /// where that is not given, in `$XDG_CACHE_HOME/cuda-core/pch` (else
+    /// `$HOME/.cache/cuda-core/pch`, made `0700`), never in the working directory, where
+    /// NVRTC would otherwise put it.
     pub pch: bool,
     /// Create a precompiled header of the headers the source includes first, in this file
     /// (`-create-pch=<file>`). Where NVRTC cannot (its PCH heap too small, say), the compile
@@ -157,7 +159,10 @@ pub struct ProgramOptions {
     /// headers by the same NVRTC; a file that does not fit is a warning, and the headers are
     /// read as usual.
     pub use_pch: Option<PathBuf>,
-    /// Where automatic precompiled headers are written and looked for (`-pch-dir=<dir>`).
+    /// Where automatic precompiled headers are written and looked for (`-pch-dir=<dir>`):
+    /// made `0700` if missing, and refused at compile time ([`Error::InvalidArgument`]) unless
+    /// the effective user owns it and no one else can write it, since NVRTC loads what it finds
+    /// there.
     pub pch_dir: Option<PathBuf>,
     /// Whether the log says why a precompiled header was not created or used
     /// (`-pch-verbose`).
@@ -445,7 +450,39 @@ impl ProgramOptions {
         if options.arch.is_none() {
             options.arch = Some(Device::current()?.arch()?);
         }
+        options.check_pch_files()?;
         Ok(options)
+    }
+
+    /// Gives automatic precompiled headers a directory of the user's own where none is given
+    /// (NVRTC would use the working directory), and refuses precompiled-header files and
+    /// directories others could write: NVRTC loads what it finds there into the compile.
+    fn check_pch_files(&mut self) -> Result<()> {
+        if self.pch && self.pch_dir.is_none() {
+            self.pch_dir = Some(crate::cache::default_pch_dir()?);
+        }
+        if let Some(dir) = &self.pch_dir {
+            crate::trust::open_dir(dir, crate::trust::Trust::Private, true).map_err(|r| {
+                Error::InvalidArgument {
+                    name: "pch_dir",
+                    reason: format!("{}: {}", dir.display(), r.reason),
+                }
+            })?;
+        }
+        for (name, path, must_exist) in [
+            ("use_pch", &self.use_pch, true),
+            ("create_pch", &self.create_pch, false),
+        ] {
+            if let Some(path) = path {
+                crate::trust::check_named_file(path, must_exist).map_err(|reason| {
+                    Error::InvalidArgument {
+                        name,
+                        reason: format!("{}: {reason}", path.display()),
+                    }
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 

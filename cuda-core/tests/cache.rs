@@ -544,8 +544,8 @@ fn a_directory_that_cannot_be_made_is_an_error() {
 }
 
 /// A miss is quiet: getting or removing an entry that is not there logs nothing, while a
-/// failure of another kind (the directory replaced by a file) is logged at debug level, the
-/// positive control of the quiet case.
+/// failure of another kind (a directory in the entry's place) is logged, the positive control
+/// of the quiet case.
 #[test]
 fn a_plain_miss_logs_nothing() {
     record_logs();
@@ -557,12 +557,13 @@ fn a_plain_miss_logs_nothing() {
     assert_eq!(cache.get(&key), None);
     cache.remove(&key);
     assert_eq!((debug("cannot open"), debug("cannot remove")), (0, 0));
-    // The same calls where the directory is a file: neither is a plain miss.
-    fs::remove_dir_all(cache.dir()).unwrap();
-    fs::write(cache.dir(), b"a file").unwrap();
+    assert_eq!(cache.refused_entries(), 0);
+    // The same calls where a directory is in the entry's place: neither is a plain miss.
+    fs::create_dir(cache.dir().join(key.to_hex())).unwrap();
     assert_eq!(cache.get(&key), None);
     cache.remove(&key);
-    assert_eq!((debug("cannot open"), debug("cannot remove")), (1, 1));
+    assert_eq!(cache.refused_entries(), 1);
+    assert_eq!(debug("cannot remove"), 1);
 }
 
 #[test]
@@ -750,4 +751,277 @@ fn processes_share_one_directory() {
         common::wait_child(child, &test, &format!("cache child {seed} done"));
     }
     check_directory_after_workers(dir.path());
+}
+
+// ---------------------------------------------------------------------------------------------
+// File cache: whom it trusts
+
+/// A user id that is not this process's (nobody's, where this process is root).
+const OTHER_USER: u32 = 65534;
+
+/// Whether this process can give files to another user (`chown` needs root: CI and the GPU
+/// machine run as root); says "not run" where it cannot.
+fn can_chown() -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    common::not_run("root", "giving a file to another user needs root");
+    false
+}
+
+fn chown(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), None).unwrap();
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// The reason of a refused cache, or a panic naming what was made instead.
+fn refusal(result: cuda_core::Result<FileStreamProgramCache>) -> String {
+    match result {
+        Err(Error::Cache { reason, .. }) => reason,
+        other => panic!("expected the directory refused, got {other:?}"),
+    }
+}
+
+/// Bugs caught: a directory of another user accepted (their entries would run here); the
+/// refusal not saying whose it is; a shared cache refusing what it is documented to trust.
+#[test]
+fn a_cache_directory_another_user_owns_is_refused() {
+    if !can_chown() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("theirs");
+    fs::create_dir(&dir).unwrap();
+    chmod(&dir, 0o700);
+    chown(&dir, OTHER_USER);
+    let reason = refusal(FileStreamProgramCache::new(&dir, 1 << 20));
+    assert!(
+        reason.contains(&format!("owned by user {OTHER_USER}")) && reason.contains("your own"),
+        "{reason}"
+    );
+    assert!(FileStreamProgramCache::new_shared(&dir, 1 << 20).is_ok());
+    // The positive control: the same directory, given back, is accepted.
+    chown(&dir, rustix::process::geteuid().as_raw());
+    assert!(FileStreamProgramCache::new(&dir, 1 << 20).is_ok());
+}
+
+/// Bugs caught: a directory other users can write accepted; the fix not given; the check made
+/// on the mode before a `chmod` (or only on one of the two bits); `new_shared` refusing it.
+#[test]
+fn a_cache_directory_group_or_others_can_write_is_refused_with_the_fix() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("open");
+    fs::create_dir(&dir).unwrap();
+    for (mode, who) in [
+        (0o770, "its group"),
+        (0o757, "every user"),
+        (0o777, "group and others"),
+    ] {
+        chmod(&dir, mode);
+        let reason = refusal(FileStreamProgramCache::new(&dir, 1 << 20));
+        assert!(reason.contains(who), "{mode:o}: {reason}");
+        assert!(
+            reason.contains(&format!("chmod 700 {}", dir.display())),
+            "{reason}"
+        );
+        let shared = FileStreamProgramCache::new_shared(&dir, 1 << 20).unwrap();
+        assert!(shared.is_shared());
+    }
+    // Readable by others is not writable by them.
+    chmod(&dir, 0o755);
+    let cache = FileStreamProgramCache::new(&dir, 1 << 20).unwrap();
+    assert!(!cache.is_shared());
+}
+
+/// Bugs caught: a symbolic link followed (it can be pointed at another user's directory at
+/// any time), by the private or the shared constructor.
+#[test]
+fn a_symlinked_cache_directory_is_refused() {
+    let base = tempfile::tempdir().unwrap();
+    let target = base.path().join("target");
+    fs::create_dir(&target).unwrap();
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for shared in [false, true] {
+        let result = if shared {
+            FileStreamProgramCache::new_shared(&link, 1 << 20)
+        } else {
+            FileStreamProgramCache::new(&link, 1 << 20)
+        };
+        let reason = refusal(result);
+        assert!(reason.contains("symbolic link"), "{reason}");
+    }
+    assert!(FileStreamProgramCache::new(&target, 1 << 20).is_ok());
+}
+
+/// A valid entry of `value` under `key` in `cache`, and its path.
+fn stored(cache: &FileStreamProgramCache, key: &CacheKey, value: &[u8]) -> PathBuf {
+    cache.put(key, value);
+    let path = cache.dir().join(key.to_hex());
+    assert_eq!(cache.get(key).as_deref(), Some(value), "stored");
+    path
+}
+
+/// Bugs caught: an entry of another owner loaded; refused but deleted (it is not ours) or not
+/// logged; counted as anything but a refusal; a shared cache refusing it. The entry is
+/// well-formed, so only its owner can make it a miss.
+#[test]
+fn an_entry_another_user_owns_is_a_logged_miss() {
+    if !can_chown() {
+        return;
+    }
+    record_logs();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    let key = small_key(21);
+    let path = stored(&cache, &key, b"their code");
+    let needle = dir.path().display().to_string();
+    let warned = logged(log::Level::Warn, &[&needle, "not loading"]);
+    chown(&path, OTHER_USER);
+    assert_eq!(cache.get(&key), None);
+    assert_eq!(cache.refused_entries(), 1);
+    assert!(path.exists(), "a refused entry was deleted");
+    assert_eq!(
+        logged(
+            log::Level::Warn,
+            &[
+                &needle,
+                "not loading",
+                &format!("owned by user {OTHER_USER}")
+            ]
+        ) - warned,
+        1
+    );
+    // Logged once: the second refusal is at debug level.
+    assert_eq!(cache.get(&key), None);
+    assert_eq!(cache.refused_entries(), 2);
+    assert_eq!(
+        logged(log::Level::Warn, &[&needle, "not loading"]) - warned,
+        1
+    );
+    // A shared cache trusts every writer of its directory.
+    let shared = FileStreamProgramCache::new_shared(dir.path(), 1 << 20).unwrap();
+    assert_eq!(shared.get(&key).as_deref(), Some(&b"their code"[..]));
+    // A put replaces it with one of ours.
+    cache.put(&key, b"ours");
+    assert_eq!(cache.get(&key).as_deref(), Some(&b"ours"[..]));
+}
+
+/// Bugs caught: an entry that is a symbolic link followed (to a file anyone could have put
+/// anywhere), or the link's target deleted as corrupt.
+#[test]
+fn a_symlinked_entry_is_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    let other = FileStreamProgramCache::new(elsewhere.path(), 1 << 20).unwrap();
+    let key = small_key(22);
+    let target = stored(&other, &key, b"code from elsewhere");
+    std::os::unix::fs::symlink(&target, dir.path().join(key.to_hex())).unwrap();
+    assert_eq!(cache.get(&key), None);
+    assert_eq!(cache.refused_entries(), 1);
+    let shared = FileStreamProgramCache::new_shared(dir.path(), 1 << 20).unwrap();
+    assert_eq!(shared.get(&key), None);
+    assert_eq!(shared.refused_entries(), 1);
+    assert_eq!(
+        other.get(&key).as_deref(),
+        Some(&b"code from elsewhere"[..])
+    );
+}
+
+/// Bugs caught: an entry others can write loaded (its owner is us, but anyone in the group
+/// could have changed it); the check only at write time.
+#[test]
+fn an_entry_group_or_others_can_write_is_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+    let key = small_key(23);
+    let path = stored(&cache, &key, b"value");
+    assert_eq!(mode_of(&path), 0o600);
+    for mode in [0o620, 0o602, 0o666] {
+        chmod(&path, mode);
+        assert_eq!(cache.get(&key), None, "{mode:o}");
+    }
+    assert_eq!(cache.refused_entries(), 3);
+    // A shared cache refuses only what every user can write.
+    let shared = FileStreamProgramCache::new_shared(dir.path(), 1 << 20).unwrap();
+    chmod(&path, 0o660);
+    assert_eq!(shared.get(&key).as_deref(), Some(&b"value"[..]));
+    chmod(&path, 0o662);
+    assert_eq!(shared.get(&key), None);
+    chmod(&path, 0o600);
+    assert_eq!(cache.get(&key).as_deref(), Some(&b"value"[..]));
+}
+
+/// Bugs caught: entries reached by path, so that a directory renamed into the cache's place
+/// after it was opened (by whoever can write its parent) is read. The planted entry is ours
+/// and well-formed: only the directory it sits in differs.
+#[test]
+fn a_directory_renamed_into_the_caches_place_is_never_read() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("programs");
+    let cache = FileStreamProgramCache::new(&dir, 1 << 20).unwrap();
+    let planted = base.path().join("planted");
+    let key = small_key(24);
+    stored(
+        &FileStreamProgramCache::new(&planted, 1 << 20).unwrap(),
+        &key,
+        b"planted",
+    );
+    chmod(&planted, 0o777);
+    fs::rename(&dir, base.path().join("moved")).unwrap();
+    fs::rename(&planted, &dir).unwrap();
+    assert_eq!(cache.get(&key), None);
+    // Writes go where the cache was opened, too.
+    cache.put(&small_key(25), b"mine");
+    assert!(base
+        .path()
+        .join("moved")
+        .join(small_key(25).to_hex())
+        .is_file());
+    assert!(!dir.join(small_key(25).to_hex()).exists());
+}
+
+/// Bugs caught: directories or entries made as the umask allows (a umask of 000 would open
+/// them to every user). Runs in a process of its own: the umask is the process's.
+#[test]
+fn the_default_directory_and_entries_are_private_under_a_permissive_umask() {
+    common::alone(
+        module_path!(),
+        "the_default_directory_and_entries_are_private_under_a_permissive_umask",
+        || {
+            let base = tempfile::tempdir().unwrap();
+            let xdg = base.path().join("xdg");
+            rustix::process::umask(rustix::fs::Mode::empty());
+            // The positive control: the umask is in effect for a directory made plainly.
+            fs::create_dir(base.path().join("plain")).unwrap();
+            assert_eq!(mode_of(&base.path().join("plain")), 0o777);
+            // SAFETY: this child runs this test alone, and no other thread reads the environment.
+            unsafe { std::env::set_var("XDG_CACHE_HOME", &xdg) };
+            let cache = FileStreamProgramCache::open_default(1 << 20).unwrap();
+            assert_eq!(cache.dir(), xdg.join("cuda-core/programs"));
+            for made in [
+                xdg.clone(),
+                xdg.join("cuda-core"),
+                xdg.join("cuda-core/programs"),
+            ] {
+                assert_eq!(mode_of(&made), 0o700, "{}", made.display());
+            }
+            let path = stored(&cache, &small_key(26), b"value");
+            assert_eq!(mode_of(&path), 0o600);
+            // A directory made by hand the umask's way is refused, not used.
+            let open = base.path().join("open");
+            fs::create_dir(&open).unwrap();
+            assert!(refusal(FileStreamProgramCache::new(&open, 1 << 20)).contains("chmod 700"));
+        },
+    );
 }

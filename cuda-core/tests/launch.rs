@@ -581,6 +581,77 @@ fn a_cached_program_runs_like_a_fresh_one() {
     assert_eq!(x.to_vec::<f32>(&stream).unwrap(), [0.5, 1.0, 1.5, 2.0]);
 }
 
+/// Another local user who can write to a cache directory can place a well-formed entry under
+/// the key this process will look up (keys are computed from inputs anyone may know) and have
+/// their kernel run here. Bugs caught: an entry of another owner loaded (the marker appears);
+/// a test that could not plant at all (the positive control, an entry of ours under the same
+/// name, must run the planted kernel).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_well_formed_entry_another_user_planted_never_runs() {
+    if !rustix::process::geteuid().is_root() {
+        return common::not_run("root", "giving a file to another user needs root");
+    }
+    const MARKER: u32 = 0xBAD;
+    let device = common::device();
+    device.set_current().unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mine = Program::new(
+        "extern \"C\" __global__ void mark(unsigned* x) { *x = 1; }",
+        ProgramOptions::default(),
+    );
+    let theirs = Program::new(
+        format!("extern \"C\" __global__ void mark(unsigned* x) {{ *x = {MARKER}; }}"),
+        ProgramOptions::default(),
+    );
+    // Their entry, made by a cache of their own: a valid entry file.
+    let their_dir = tempfile::tempdir().unwrap();
+    let their_cache = cuda_core::FileStreamProgramCache::new(their_dir.path(), 16 << 20).unwrap();
+    theirs
+        .compile_cached(&their_cache, CodeType::Cubin, &[])
+        .unwrap();
+    let their_entry = their_dir
+        .path()
+        .join(theirs.cache_key(CodeType::Cubin, &[]).unwrap().to_hex());
+    let dir = tempfile::tempdir().unwrap();
+    let planted = dir
+        .path()
+        .join(mine.cache_key(CodeType::Cubin, &[]).unwrap().to_hex());
+    let run = |owner: u32| {
+        std::fs::copy(&their_entry, &planted).unwrap();
+        std::os::unix::fs::lchown(&planted, Some(owner), None).unwrap();
+        let cache = cuda_core::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
+        let code = mine.compile_cached(&cache, CodeType::Cubin, &[]).unwrap();
+        let mut x = device
+            .memory_resource()
+            .unwrap()
+            .allocate(4, &stream)
+            .unwrap();
+        x.copy_from_host(&[0u32], &stream).unwrap();
+        // SAFETY: one unsigned.
+        unsafe {
+            launch(
+                &stream,
+                &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+                &code.get_kernel("mark").unwrap(),
+                &[&x],
+            )
+        }
+        .unwrap();
+        (
+            x.to_vec::<u32>(&stream).unwrap()[0],
+            cache.refused_entries(),
+        )
+    };
+    let me = rustix::process::geteuid().as_raw();
+    assert_eq!(
+        run(me),
+        (MARKER, 0),
+        "the positive control: a planted entry of ours runs"
+    );
+    assert_eq!(run(65534), (1, 1), "another user's planted entry ran");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_raw_kernel_is_wrapped_and_launched_with_checked_arguments() {

@@ -919,3 +919,98 @@ fn a_syntax_check_gives_the_diagnostics_without_code() {
         );
     }
 }
+
+/// Precompiled headers are code NVRTC loads into the compile. Bugs caught: a `pch_dir` others
+/// can write, or a link, handed to NVRTC; a `use_pch` file others can write, or a link, read;
+/// a `create_pch` link followed (NVRTC would write through it). Refused before NVRTC, so this
+/// runs without one.
+#[test]
+fn precompiled_header_files_others_could_write_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = |path: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let refused = |options: ProgramOptions| match Program::new("__global__ void k() {}", options)
+        .compile(CodeType::Ptx, &[])
+    {
+        Err(Error::InvalidArgument { name, reason }) => (name, reason),
+        other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    chmod(&open, 0o777);
+    let (name, reason) = refused(options().with_pch(true).with_pch_dir(&open));
+    assert_eq!(name, "pch_dir");
+    assert!(reason.contains("chmod 700"), "{reason}");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&open, &link).unwrap();
+    let (name, reason) = refused(options().with_pch(true).with_pch_dir(&link));
+    assert_eq!(name, "pch_dir");
+    assert!(reason.contains("symbolic link"), "{reason}");
+    let pch = dir.path().join("h.pch");
+    std::fs::write(&pch, b"not really").unwrap();
+    chmod(&pch, 0o622);
+    let (name, reason) = refused(options().with_use_pch(&pch));
+    assert_eq!(name, "use_pch");
+    assert!(reason.contains("writable by"), "{reason}");
+    let pch_link = dir.path().join("l.pch");
+    std::os::unix::fs::symlink(&pch, &pch_link).unwrap();
+    for options in [
+        options().with_use_pch(&pch_link),
+        options().with_create_pch(&pch_link),
+    ] {
+        let (_, reason) = refused(options);
+        assert!(reason.contains("symbolic link"), "{reason}");
+    }
+    // A file in a directory every user can write (not sticky) could be swapped before NVRTC
+    // opens it.
+    let (name, reason) = refused(options().with_create_pch(open.join("new.pch")));
+    assert_eq!(name, "create_pch");
+    assert!(reason.contains("not sticky"), "{reason}");
+}
+
+/// Automatic precompiled headers without a `pch_dir` go to a directory of the user's own,
+/// never to the working directory (where NVRTC would put them, and read back what another user
+/// left there). Bugs caught: no directory given to NVRTC (the header lands in the working
+/// directory); the directory made as the umask allows. Alone: it changes the working
+/// directory, the umask and `XDG_CACHE_HOME`.
+#[test]
+fn automatic_precompiled_headers_never_use_the_working_directory() {
+    crate::common::alone(
+        module_path!(),
+        "automatic_precompiled_headers_never_use_the_working_directory",
+        || {
+            use std::os::unix::fs::PermissionsExt;
+            let base = tempfile::tempdir().unwrap();
+            let work = base.path().join("work");
+            std::fs::create_dir(&work).unwrap();
+            big_header(&work);
+            let xdg = base.path().join("xdg");
+            std::env::set_current_dir(&work).unwrap();
+            rustix::process::umask(rustix::fs::Mode::empty());
+            // SAFETY: this child runs this test alone, and no other thread reads the environment.
+            unsafe { std::env::set_var("XDG_CACHE_HOME", &xdg) };
+            let result = try_compile(
+                USES_BIG,
+                options()
+                    .with_include_paths(vec![work.clone()])
+                    .with_pch(true),
+            );
+            let made = xdg.join("cuda-core/pch");
+            let mode = std::fs::metadata(&made).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode, 0o700, "{}", made.display());
+            if !nvrtc() {
+                return;
+            }
+            let (_, log) = result.unwrap();
+            assert!(log.contains("creating precompiled header"), "{log}");
+            assert_eq!(std::fs::read_dir(&made).unwrap().count(), 1, "{log}");
+            let in_work: Vec<_> = std::fs::read_dir(&work)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(in_work, ["big.h"], "NVRTC wrote to the working directory");
+        },
+    );
+}

@@ -1,19 +1,22 @@
 //! `FileStreamProgramCache`: one file per entry in a directory, shared by threads and
-//! processes.
+//! processes, trusted only where its user alone can write (or where the user said otherwise).
 
 use std::collections::hash_map::RandomState;
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::hash::BuildHasher;
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
 use super::{CacheKey, ProgramCache};
 use crate::error::{Error, Result};
+use crate::trust::{self, Trust};
 
 /// The first bytes of every entry: a name and, in the last byte, the format's version.
 const MAGIC: [u8; 8] = *b"cucache\x01";
@@ -40,6 +43,31 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// the cache, call [`ProgramCache::clear`], or delete the directory
 /// (`rm -rf ~/.cache/cuda-core/programs`) while no program uses it; it is made again on the
 /// next write.
+///
+/// # Whom it trusts
+///
+/// An entry is code this process will load and run, and its name (the key) is computed from
+/// inputs anyone may know, so whoever can write to the directory can run code in this process.
+/// [`new`](Self::new) and [`open_default`](Self::open_default) therefore trust only the
+/// effective user:
+///
+/// - the directories they make (the cache's and missing parents) are made `0700`, whatever the
+///   umask;
+/// - the directory must be owned by the effective user and not writable by group or others,
+///   and must not be a symbolic link: otherwise opening fails with [`Error::Cache`], saying
+///   why and how to fix it (`chmod 700 DIR`);
+/// - it is then used only through its open descriptor (`openat`), so a directory renamed into
+///   its place later is never read;
+/// - an entry is opened without following a symbolic link and read only if it is a regular
+///   file owned by the effective user and not writable by group or others; any other is a
+///   miss, never loaded, logged once (as a warning; later ones at debug level) and counted by
+///   [`refused_entries`](Self::refused_entries);
+/// - entries are written `0600` to a new temporary file (`O_EXCL`) in the same directory, then
+///   renamed into place.
+///
+/// [`new_shared`](Self::new_shared) opens a directory several users share: it trusts **every
+/// user who can write to the directory** to run code in this process, and refuses only a
+/// symbolic link and entries writable by every user.
 ///
 /// # Guarantees
 ///
@@ -73,36 +101,62 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct FileStreamProgramCache {
     dir: PathBuf,
     max_bytes: u64,
+    trust: Trust,
+    /// The directory, open and checked: every entry is reached through it. Replaced where the
+    /// directory was deleted and is made (and checked) again.
+    handle: RwLock<Arc<OwnedFd>>,
     /// Whether a failed write has been warned about.
     warned: AtomicBool,
     failed_puts: AtomicU64,
+    /// Whether a refused entry has been warned about.
+    refusal_warned: AtomicBool,
+    refused_entries: AtomicU64,
 }
 
 impl FileStreamProgramCache {
     /// A reasonable bound for [`FileStreamProgramCache::open_default`]: 1 GiB.
     pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
-    /// A cache in `dir`, made (with its parents) if it does not exist, holding at most
-    /// `max_bytes` bytes of entry files.
+    /// A cache in `dir`, trusted as the effective user's alone, made (with its parents, each
+    /// `0700`) if it does not exist, holding at most `max_bytes` bytes of entry files.
     ///
-    /// Fails with [`Error::Cache`] if the directory cannot be made or is not a directory. An
-    /// existing directory that cannot be written is accepted: reads work and writes are
-    /// dropped with a warning.
+    /// Fails with [`Error::Cache`], saying why and how to fix it, if the directory cannot be
+    /// made, is not a directory, is a symbolic link, is owned by another user, or is writable
+    /// by group or others (see [Whom it trusts](Self#whom-it-trusts)). An existing directory
+    /// that cannot be written is accepted: reads work and writes are dropped with a warning.
     pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Result<Self> {
-        let dir = dir.into();
+        Self::open(dir.into(), max_bytes, Trust::Private)
+    }
+
+    /// A cache in a directory shared with other users, made if it does not exist (as the
+    /// umask says), holding at most `max_bytes` bytes of entry files.
+    ///
+    /// **Every user who can write to `dir` can run code in this process**: they can place an
+    /// entry under a key this process will look up. Use it only for a directory whose writers
+    /// you trust as much as yourself (a team's build cache with a group of its own, say), and
+    /// [`new`](Self::new) everywhere else. Entries are still opened without following a link,
+    /// must be regular files and must not be writable by every user; they are written as the
+    /// umask says, so that the other users can read them.
+    ///
+    /// Fails with [`Error::Cache`] if the directory cannot be made, is not a directory or is a
+    /// symbolic link.
+    pub fn new_shared(dir: impl Into<PathBuf>, max_bytes: u64) -> Result<Self> {
+        Self::open(dir.into(), max_bytes, Trust::Shared)
+    }
+
+    fn open(dir: PathBuf, max_bytes: u64, trust: Trust) -> Result<Self> {
         // An absolute path keeps its meaning if the process changes directory.
         let dir = std::path::absolute(&dir).unwrap_or(dir);
-        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, "cannot create the directory", e))?;
-        let metadata =
-            fs::metadata(&dir).map_err(|e| io_error(&dir, "cannot read the directory", e))?;
-        if !metadata.is_dir() {
-            return Err(cache_error(&dir, "not a directory".to_string()));
-        }
+        let handle = trust::open_dir(&dir, trust, true).map_err(|r| refused(&dir, r))?;
         Ok(FileStreamProgramCache {
             dir,
             max_bytes,
+            trust,
+            handle: RwLock::new(Arc::new(handle)),
             warned: AtomicBool::new(false),
             failed_puts: AtomicU64::new(0),
+            refusal_warned: AtomicBool::new(false),
+            refused_entries: AtomicU64::new(0),
         })
     }
 
@@ -125,7 +179,8 @@ impl FileStreamProgramCache {
         )
     }
 
-    /// A cache in [`FileStreamProgramCache::default_dir`].
+    /// A cache in [`FileStreamProgramCache::default_dir`], trusted as [`new`](Self::new)
+    /// trusts (the directories it makes there are `0700`).
     pub fn open_default(max_bytes: u64) -> Result<Self> {
         Self::new(Self::default_dir()?, max_bytes)
     }
@@ -140,6 +195,11 @@ impl FileStreamProgramCache {
         self.max_bytes
     }
 
+    /// Whether the cache was opened by [`new_shared`](Self::new_shared).
+    pub fn is_shared(&self) -> bool {
+        self.trust == Trust::Shared
+    }
+
     /// The sum of the sizes of the entry files in the directory now (0 if it cannot be read).
     ///
     /// Other processes may change it at any moment.
@@ -152,35 +212,60 @@ impl FileStreamProgramCache {
         self.failed_puts.load(Ordering::Relaxed)
     }
 
+    /// How many times this cache has refused to read an entry for who could have written it
+    /// (a symbolic link, not a regular file, another owner, writable by others: see
+    /// [Whom it trusts](Self#whom-it-trusts)); each was a miss.
+    pub fn refused_entries(&self) -> u64 {
+        self.refused_entries.load(Ordering::Relaxed)
+    }
+
+    /// The path of `key`'s entry file.
+    #[cfg(test)]
     fn entry_path(&self, key: &CacheKey) -> PathBuf {
         self.dir.join(key.to_hex())
     }
 
+    /// The open directory.
+    fn handle(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.handle.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Makes and opens the directory again (it was deleted: a user clearing the cache), with
+    /// the same checks as at first.
+    fn reopen(&self) -> io::Result<Arc<OwnedFd>> {
+        let fd = trust::open_dir(&self.dir, self.trust, true)
+            .map(Arc::new)
+            .map_err(|r| r.source.unwrap_or_else(|| io::Error::other(r.reason)))?;
+        *self.handle.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fd);
+        Ok(fd)
+    }
+
     /// Writes an entry to a temporary file and renames it over the entry's name.
     fn write_entry(&self, key: &CacheKey, value: &[u8]) -> io::Result<()> {
-        let (temp_path, file) = match self.create_temp() {
-            // The directory was deleted (a user clearing the cache): make it again.
+        let mut dir = self.handle();
+        let (temp, file) = match self.create_temp(&dir) {
+            // In a deleted directory nothing can be made: make it again.
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir_all(&self.dir)?;
-                self.create_temp()?
+                dir = self.reopen()?;
+                self.create_temp(&dir)?
             }
             other => other?,
         };
-        let result = write_and_rename(file, &temp_path, &self.entry_path(key), value);
+        let result = write_and_rename(file, &dir, &temp, &key.to_hex(), value);
         if result.is_err() {
             // Best effort: a temporary file left behind is deleted by a later scan.
-            let _ = fs::remove_file(&temp_path);
+            let _ = trust::remove_at(&*dir, &temp);
         }
         result?;
-        sync_dir(&self.dir);
+        sync_dir(&dir, &self.dir);
         Ok(())
     }
 
     /// Creates a new temporary file in the directory, named by this process's id, a counter
     /// and a random number.
-    fn create_temp(&self) -> io::Result<(PathBuf, File)> {
+    fn create_temp(&self, dir: &OwnedFd) -> io::Result<(String, File)> {
         let random = RandomState::new();
-        self.create_temp_named(|| {
+        self.create_temp_named(dir, || {
             let count = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
             format!(
                 "{TEMP_PREFIX}{}-{count}-{:016x}",
@@ -192,12 +277,16 @@ impl FileStreamProgramCache {
 
     /// Creates a new file named by `name` in the directory, trying up to eight names where
     /// one is taken.
-    fn create_temp_named(&self, mut name: impl FnMut() -> String) -> io::Result<(PathBuf, File)> {
+    fn create_temp_named(
+        &self,
+        dir: &OwnedFd,
+        mut name: impl FnMut() -> String,
+    ) -> io::Result<(String, File)> {
         let mut last_error = None;
         for _ in 0..8 {
-            let path = self.dir.join(name());
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => return Ok((path, file)),
+            let name = name();
+            match trust::create_file_at(dir, &name, self.trust) {
+                Ok(file) => return Ok((name, file)),
                 // Left by a dead process that had the same id: try another name.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
                 Err(e) => return Err(e),
@@ -220,6 +309,7 @@ impl FileStreamProgramCache {
         if total <= self.max_bytes {
             return;
         }
+        let dir = self.handle();
         let mut entries = scan.entries;
         entries.sort_by(|a, b| (a.modified, &a.key.0).cmp(&(b.modified, &b.key.0)));
         for entry in entries {
@@ -230,7 +320,7 @@ impl FileStreamProgramCache {
                 continue;
             }
             // Gone either way: another process may have deleted it first.
-            match delete(&self.entry_path(&entry.key)) {
+            match delete(&dir, &entry.key.to_hex()) {
                 Ok(()) => total = total.saturating_sub(entry.len),
                 Err(e) => log::debug!(
                     "program cache at {}: cannot evict {}: {e}",
@@ -248,37 +338,33 @@ impl FileStreamProgramCache {
             entries: Vec::new(),
             total: 0,
         };
+        let dir = self.handle();
         let now = SystemTime::now();
-        for dir_entry in fs::read_dir(&self.dir)? {
-            let Ok(dir_entry) = dir_entry else { continue };
-            let name = dir_entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(key) = entry_key(name) {
-                let Ok(metadata) = dir_entry.metadata() else {
+        for name in trust::names(&*dir)? {
+            if let Some(key) = entry_key(&name) {
+                let Ok(status) = trust::status_at(&*dir, &name) else {
                     continue;
                 };
-                if !metadata.is_file() {
+                if status.file_type != rustix::fs::FileType::RegularFile {
                     continue;
                 }
-                scan.total += metadata.len();
+                scan.total += status.len;
                 scan.entries.push(ScannedEntry {
                     key,
-                    len: metadata.len(),
-                    modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    len: status.len,
+                    modified: status.modified,
                 });
             } else if clean_temps && name.starts_with(TEMP_PREFIX) {
-                let stale = dir_entry
-                    .metadata()
-                    .and_then(|m| m.modified())
+                let stale = trust::status_at(&*dir, &name)
                     .ok()
-                    .and_then(|modified| now.duration_since(modified).ok())
+                    .and_then(|status| now.duration_since(status.modified).ok())
                     .is_some_and(|age| age > STALE_TEMP_AGE);
                 if stale {
                     log::debug!(
                         "program cache at {}: deleting the stale temporary file {name}",
                         self.dir.display()
                     );
-                    let _ = fs::remove_file(dir_entry.path());
+                    let _ = trust::remove_at(&*dir, &name);
                 }
             }
         }
@@ -302,26 +388,37 @@ impl FileStreamProgramCache {
         }
     }
 
-    /// Deletes the entry file `path` that `file` read, unless it has been replaced since.
-    fn remove_corrupt(&self, path: &Path, file: &File) {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let same = match (file.metadata(), fs::symlink_metadata(path)) {
-                (Ok(read), Ok(now)) => read.dev() == now.dev() && read.ino() == now.ino(),
-                _ => false,
-            };
-            if !same {
-                return;
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = file;
-        if let Err(e) = delete(path) {
+    /// An entry not read for who could have written it: a miss, counted and logged.
+    fn refuse(&self, key: &CacheKey, reason: &str) {
+        self.refused_entries.fetch_add(1, Ordering::Relaxed);
+        if self.refusal_warned.swap(true, Ordering::Relaxed) {
             log::debug!(
-                "program cache at {}: cannot delete the corrupt entry {}: {e}",
-                self.dir.display(),
-                path.display()
+                "program cache at {}: not loading {key}: {reason}",
+                self.dir.display()
+            );
+        } else {
+            log::warn!(
+                "program cache at {}: not loading the entry {key}: {reason}. It is a miss and \
+                 is compiled again; an entry that someone else could have written is never \
+                 loaded. Later refusals of this cache are logged at debug level only",
+                self.dir.display()
+            );
+        }
+    }
+
+    /// Deletes the entry file `name` that `file` read, unless it has been replaced since.
+    fn remove_corrupt(&self, dir: &OwnedFd, name: &str, file: &File) {
+        let same = match (trust::status(file), trust::status_at(dir, name)) {
+            (Ok(read), Ok(now)) => read.dev == now.dev && read.ino == now.ino,
+            _ => false,
+        };
+        if !same {
+            return;
+        }
+        if let Err(e) = delete(dir, name) {
+            log::debug!(
+                "program cache at {}: cannot delete the corrupt entry {name}: {e}",
+                self.dir.display()
             );
         }
     }
@@ -329,9 +426,14 @@ impl FileStreamProgramCache {
 
 impl ProgramCache for FileStreamProgramCache {
     fn get(&self, key: &CacheKey) -> Option<Vec<u8>> {
-        let path = self.entry_path(key);
-        let mut file = match open_entry(&path) {
+        let name = key.to_hex();
+        let dir = self.handle();
+        let mut file = match trust::open_file_at(&*dir, &name) {
             Ok(file) => file,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                self.refuse(key, "it is a symbolic link");
+                return None;
+            }
             Err(e) => {
                 if e.kind() != io::ErrorKind::NotFound {
                     log::debug!(
@@ -342,9 +444,9 @@ impl ProgramCache for FileStreamProgramCache {
                 return None;
             }
         };
-        match read_entry(&mut file, self.max_bytes) {
+        match read_entry(&mut file, self.max_bytes, self.trust) {
             Ok(value) => {
-                // Mark the use, for eviction. Fails on entries of another user: harmless.
+                // Mark the use, for eviction.
                 if let Err(e) = file.set_modified(SystemTime::now()) {
                     log::debug!(
                         "program cache at {}: cannot mark {key} as used: {e}",
@@ -358,7 +460,7 @@ impl ProgramCache for FileStreamProgramCache {
                     "program cache at {}: deleting the corrupt entry {key}: {reason}",
                     self.dir.display()
                 );
-                self.remove_corrupt(&path, &file);
+                self.remove_corrupt(&dir, &name, &file);
                 None
             }
             Err(EntryError::Io(e)) => {
@@ -368,11 +470,8 @@ impl ProgramCache for FileStreamProgramCache {
                 );
                 None
             }
-            Err(EntryError::NotAFile) => {
-                log::warn!(
-                    "program cache at {}: {key} is not a regular file; a miss",
-                    self.dir.display()
-                );
+            Err(EntryError::Untrusted(reason)) => {
+                self.refuse(key, &reason);
                 None
             }
         }
@@ -396,7 +495,7 @@ impl ProgramCache for FileStreamProgramCache {
     }
 
     fn remove(&self, key: &CacheKey) {
-        if let Err(e) = delete(&self.entry_path(key)) {
+        if let Err(e) = delete(&self.handle(), &key.to_hex()) {
             log::debug!(
                 "program cache at {}: cannot remove {key}: {e}",
                 self.dir.display()
@@ -405,31 +504,35 @@ impl ProgramCache for FileStreamProgramCache {
     }
 
     /// Deletes every entry file (and stale temporary files); other files in the directory are
-    /// left alone. A directory that does not exist is already clear.
+    /// left alone. A directory that does not exist is already clear; one deleted and made
+    /// again since the cache opened it is opened (and checked) again.
     fn clear(&self) -> Result<()> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
+        let mut dir = self.handle();
+        if trust::deleted(&*dir) {
+            match trust::open_dir(&self.dir, self.trust, false) {
+                Ok(fd) => {
+                    dir = Arc::new(fd);
+                    *self.handle.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&dir);
+                }
+                Err(r)
+                    if r.source.as_ref().map(io::Error::kind) == Some(io::ErrorKind::NotFound) =>
+                {
+                    return Ok(())
+                }
+                Err(r) => return Err(refused(&self.dir, r)),
+            }
+        }
+        let names = match trust::names(&*dir) {
+            Ok(names) => names,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(io_error(&self.dir, "cannot list the directory", e)),
         };
         let mut first_error = None;
-        for dir_entry in entries {
-            let Ok(dir_entry) = dir_entry else { continue };
-            let name = dir_entry.file_name();
-            if name.to_str().and_then(entry_key).is_none() {
-                continue;
-            }
-            match delete(&dir_entry.path()) {
-                Ok(()) => {}
-                Err(e) => {
-                    first_error.get_or_insert_with(|| {
-                        io_error(
-                            &self.dir,
-                            &format!("cannot delete {}", name.to_string_lossy()),
-                            e,
-                        )
-                    });
-                }
+        for name in names.iter().filter(|name| entry_key(name).is_some()) {
+            if let Err(e) = delete(&dir, name) {
+                first_error.get_or_insert_with(|| {
+                    io_error(&self.dir, &format!("cannot delete {name}"), e)
+                });
             }
         }
         // Also deletes temporary files left by dead writers.
@@ -457,8 +560,9 @@ enum EntryError {
     Corrupt(&'static str),
     /// Reading failed for another reason: the entry is left alone.
     Io(io::Error),
-    /// Not a regular file (a FIFO, a device, a directory): a miss, left alone.
-    NotAFile,
+    /// Not a file the cache trusts (not a regular file, another owner, writable by others):
+    /// a miss, left alone, never read.
+    Untrusted(String),
 }
 
 impl From<io::Error> for EntryError {
@@ -480,31 +584,15 @@ fn header(payload: &[u8]) -> [u8; HEADER_LEN] {
     header
 }
 
-/// Opens an entry for reading without waiting on it: a FIFO or device in its place would block
-/// an ordinary open until someone writes to it (`O_NONBLOCK`, which changes nothing for a
-/// regular file).
-fn open_entry(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        /// `O_NONBLOCK` on Linux.
-        const O_NONBLOCK: i32 = 0o4000;
-        options.custom_flags(O_NONBLOCK);
+/// Reads and checks a whole entry: a regular file the cache trusts (one `fstat`), no larger
+/// than the cache's bound (no entry put here is), whose header gives its own length and
+/// checksum. Who wrote it and its size are checked before a byte is read.
+fn read_entry(file: &mut File, max_bytes: u64, trust: Trust) -> Result<Vec<u8>, EntryError> {
+    let status = trust::status(&*file)?;
+    if let Some(reason) = trust::untrusted_file(&status, trust) {
+        return Err(EntryError::Untrusted(reason));
     }
-    options.open(path)
-}
-
-/// Reads and checks a whole entry: a regular file, no larger than the cache's bound (no entry
-/// put here is), whose header gives its own length and checksum. The size is checked before a
-/// byte of the payload is read.
-fn read_entry(file: &mut File, max_bytes: u64) -> Result<Vec<u8>, EntryError> {
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(EntryError::NotAFile);
-    }
-    let file_len = metadata.len();
+    let file_len = status.len;
     if file_len > max_bytes {
         return Err(EntryError::Corrupt("larger than the cache's bound"));
     }
@@ -544,8 +632,14 @@ fn read_entry(file: &mut File, max_bytes: u64) -> Result<Vec<u8>, EntryError> {
     Ok(payload)
 }
 
-/// Fills a temporary file, flushes it to disk and renames it to `path`.
-fn write_and_rename(mut file: File, temp_path: &Path, path: &Path, value: &[u8]) -> io::Result<()> {
+/// Fills a temporary file, flushes it to disk and renames it to `name`, both in `dir`.
+fn write_and_rename(
+    mut file: File,
+    dir: &OwnedFd,
+    temp: &str,
+    name: &str,
+    value: &[u8],
+) -> io::Result<()> {
     file.write_all(&header(value))?;
     file.write_all(value)?;
     // Writes set the time too, but only to the kernel's coarse clock (a tick, milliseconds):
@@ -553,13 +647,13 @@ fn write_and_rename(mut file: File, temp_path: &Path, path: &Path, value: &[u8])
     let _ = file.set_modified(SystemTime::now());
     file.sync_all()?;
     drop(file);
-    fs::rename(temp_path, path)
+    trust::rename_at(dir, temp, name)
 }
 
-/// Deletes a file; one already gone is what was wanted (another process may have deleted it
-/// first), not an error.
-fn delete(path: &Path) -> io::Result<()> {
-    gone_is_done(fs::remove_file(path))
+/// Deletes the file `name` in `dir`; one already gone is what was wanted (another process may
+/// have deleted it first), not an error.
+fn delete(dir: &OwnedFd, name: &str) -> io::Result<()> {
+    gone_is_done(trust::remove_at(dir, name))
 }
 
 /// A deletion's result, with "not found" counted as done.
@@ -570,17 +664,14 @@ fn gone_is_done(result: io::Result<()>) -> io::Result<()> {
     }
 }
 
-/// Flushes a directory's entries (the rename) to disk, where the platform allows it.
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+/// Flushes a directory's entries (the rename) to disk.
+fn sync_dir(dir: &OwnedFd, path: &Path) {
+    if let Err(e) = rustix::fs::fsync(dir) {
         log::debug!(
             "program cache at {}: cannot sync the directory: {e}",
-            dir.display()
+            path.display()
         );
     }
-    #[cfg(not(unix))]
-    let _ = dir;
 }
 
 /// The key of an entry's file name: 64 lowercase hexadecimal digits.
@@ -589,6 +680,13 @@ fn entry_key(name: &str) -> Option<CacheKey> {
         return None;
     }
     CacheKey::from_hex(name)
+}
+
+/// The directory for NVRTC's automatic precompiled headers: `pch` beside the default cache
+/// directory (`$XDG_CACHE_HOME/cuda-core/pch`, else `$HOME/.cache/cuda-core/pch`).
+pub(crate) fn default_pch_dir() -> Result<PathBuf> {
+    let programs = FileStreamProgramCache::default_dir()?;
+    Ok(programs.with_file_name("pch"))
 }
 
 fn default_dir_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
@@ -607,6 +705,15 @@ fn cache_error(path: &Path, reason: String) -> Error {
     }
 }
 
+/// The error for a directory the cache does not trust or cannot open.
+fn refused(path: &Path, refused: trust::Refused) -> Error {
+    Error::Cache {
+        path: path.to_path_buf(),
+        reason: refused.reason,
+        source: refused.source.map(crate::error::Cause::new),
+    }
+}
+
 /// A cache error caused by an I/O error, which it keeps as its source.
 fn io_error(path: &Path, what: &str, error: io::Error) -> Error {
     Error::Cache {
@@ -619,6 +726,7 @@ fn io_error(path: &Path, what: &str, error: io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn default_dir_prefers_an_absolute_xdg_cache_home() {
@@ -726,9 +834,10 @@ mod tests {
             Err(io::ErrorKind::PermissionDenied)
         );
         let dir = tempfile::tempdir().unwrap();
-        assert!(delete(&dir.path().join("never-there")).is_ok());
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        assert!(delete(&cache.handle(), "never-there").is_ok());
         fs::create_dir(dir.path().join("a-directory")).unwrap();
-        assert!(delete(&dir.path().join("a-directory")).is_err());
+        assert!(delete(&cache.handle(), "a-directory").is_err());
     }
 
     #[test]
@@ -776,10 +885,15 @@ mod tests {
             fs::write(dir.path().join(taken), b"left by a dead writer").unwrap();
         }
         let mut names = [".tmp-a", ".tmp-b", ".tmp-c"].into_iter().map(String::from);
-        let (path, _file) = cache.create_temp_named(|| names.next().unwrap()).unwrap();
-        assert_eq!(path, dir.path().join(".tmp-c"));
+        let handle = cache.handle();
+        let (name, _file) = cache
+            .create_temp_named(&handle, || names.next().unwrap())
+            .unwrap();
+        assert_eq!(name, ".tmp-c");
         // Eight taken names in a row: the error says so.
-        let err = cache.create_temp_named(|| ".tmp-a".to_owned()).unwrap_err();
+        let err = cache
+            .create_temp_named(&handle, || ".tmp-a".to_owned())
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
     }
 
@@ -838,11 +952,12 @@ mod tests {
         let good = dir.path().join(".tmp-good");
         fs::write(&good, b"good").unwrap();
         fs::rename(&good, &path).unwrap();
-        cache.remove_corrupt(&path, &read);
+        let name = key.to_hex();
+        cache.remove_corrupt(&cache.handle(), &name, &read);
         assert_eq!(fs::read(&path).unwrap(), b"good");
         // Not replaced: deleted.
         let read = File::open(&path).unwrap();
-        cache.remove_corrupt(&path, &read);
+        cache.remove_corrupt(&cache.handle(), &name, &read);
         assert!(!path.exists());
     }
 }

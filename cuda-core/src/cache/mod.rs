@@ -44,6 +44,7 @@ mod memory;
 
 use std::fmt;
 
+pub(crate) use file::default_pch_dir;
 pub use file::FileStreamProgramCache;
 pub use key::{CacheKey, CacheKeyBuilder};
 pub use memory::InMemoryProgramCache;

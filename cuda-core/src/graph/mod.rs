@@ -292,22 +292,19 @@ impl Graph {
             .graph_debug_dot_print(self.handle, &path_c, flags)
     }
 
-    /// The graph as Graphviz DOT text (written through a temporary file).
+    /// The graph as Graphviz DOT text, written by the driver into a new directory of this
+    /// process's own (`0700`, in the system's temporary directory, deleted afterwards), so that
+    /// no other user can put a file or a link where the driver writes.
     pub fn to_dot(&self, options: DotOptions) -> Result<String> {
-        let dir = std::env::temp_dir();
-        let path = dir.join(format!(
-            "cuda-core-graph-{}-{:p}.dot",
-            std::process::id(),
-            self.handle.0
-        ));
-        let written = self.write_dot(&path, options).and_then(|()| {
-            std::fs::read_to_string(&path).map_err(|e| Error::Io {
-                path: path.clone(),
-                source: crate::error::Cause::new(e),
-            })
-        });
-        let _ = std::fs::remove_file(&path);
-        written
+        let io = |path: &Path, e: std::io::Error| Error::Io {
+            path: path.to_path_buf(),
+            source: crate::error::Cause::new(e),
+        };
+        let dir = crate::trust::PrivateTempDir::new("cuda-core-graph")
+            .map_err(|e| io(&std::env::temp_dir(), e))?;
+        let path = dir.path().join("graph.dot");
+        self.write_dot(&path, options)?;
+        std::fs::read_to_string(&path).map_err(|e| io(&path, e))
     }
 
     /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`). The executable
