@@ -62,9 +62,7 @@ impl Nvrtc {
                 (None, library, PathBuf::from(name))
             }
             Candidate::File(path) => {
-                if !path.is_file() {
-                    return Err("no such file".to_owned());
-                }
+                crate::search::loadable_file(path)?;
                 let builtins = path.parent().and_then(|dir| load_builtins(dir, path));
                 // SAFETY: as above.
                 let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;

@@ -61,9 +61,7 @@ impl Candidate {
                 Ok((library, PathBuf::from(name)))
             }
             Candidate::File(path) => {
-                if !path.is_file() {
-                    return Err("no such file".to_owned());
-                }
+                loadable_file(path)?;
                 // SAFETY: the caller's promise.
                 let library =
                     unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
@@ -71,6 +69,21 @@ impl Candidate {
             }
         }
     }
+}
+
+/// Refuses, before the loader, a library file that is not there or is named by a relative
+/// path (which would name a file of the working directory).
+pub(crate) fn loadable_file(path: &Path) -> Result<(), String> {
+    if !path.is_absolute() {
+        return Err(
+            "not an absolute path: a relative one would name a file in the working directory"
+                .to_owned(),
+        );
+    }
+    if !path.is_file() {
+        return Err("no such file".to_owned());
+    }
+    Ok(())
 }
 
 impl fmt::Display for Candidate {
@@ -101,6 +114,13 @@ impl fmt::Display for Candidate {
 /// 4. the pip wheels' layouts (`nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib`) in each Python
 ///    `site-packages` directory: those of `$VIRTUAL_ENV` and `$CONDA_PREFIX`, then the
 ///    `sys.path` of `python3`, which is asked only when everything before has failed.
+///
+/// The working directory is never searched: relative toolkit roots, prefixes and `sys.path`
+/// entries are left out, the override must be an absolute path, and `python3` is found only
+/// in the absolute directories of `PATH` and run in `/`. Names handed to the loader are
+/// searched as the loader searches them, where an empty or relative entry of
+/// `LD_LIBRARY_PATH` does mean the working directory: that is the environment's choice, for
+/// every program it runs.
 pub struct Discovery<L> {
     /// The CUDA major to try first (that of the driver ABI in use); others follow.
     pub preferred_major: u32,
@@ -161,14 +181,16 @@ impl<L: Discoverable> Discovery<L> {
     /// The search a process gets from its environment, preferring `preferred_major`.
     pub fn from_env(preferred_major: u32) -> Self {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        // A relative directory would be looked for in the working directory: left out.
+        let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
         let mut toolkit_roots: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
             .into_iter()
-            .filter_map(|name| var(name).map(PathBuf::from))
+            .filter_map(absolute)
             .collect();
         toolkit_roots.push(PathBuf::from("/usr/local/cuda"));
         let site_packages = ["VIRTUAL_ENV", "CONDA_PREFIX"]
             .into_iter()
-            .filter_map(|name| var(name).map(PathBuf::from))
+            .filter_map(absolute)
             .flat_map(|prefix| python_lib_dirs(&prefix))
             .collect();
         Discovery {
@@ -325,13 +347,21 @@ fn python_lib_dirs(prefix: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Asks `python3` for its `sys.path`; nothing when there is no such program.
+/// Asks `python3` for its `sys.path`; nothing when there is no such program. The program is
+/// looked for only in the absolute directories of `PATH` (an empty or relative entry would be
+/// the working directory) and run in `/`, so that nothing of the working directory runs or is
+/// listed; relative entries of its answer are left out.
 fn python_sys_path() -> Vec<PathBuf> {
-    let output = std::process::Command::new("python3")
+    let Some(python) = std::env::var_os("PATH").and_then(|path| program_in(&path, "python3"))
+    else {
+        return Vec::new();
+    };
+    let output = std::process::Command::new(python)
         .args([
             "-c",
             "import sys; print('\\n'.join(p for p in sys.path if p))",
         ])
+        .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
@@ -339,9 +369,18 @@ fn python_sys_path() -> Vec<PathBuf> {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The first file `name` in the absolute directories of `path` (a `PATH` value).
+fn program_in(path: &std::ffi::OsStr, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|file| file.is_file())
 }
 
 /// The folders `dir` (relative, `/`-separated, `*` for every subfolder) names under `root`.

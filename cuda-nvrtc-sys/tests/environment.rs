@@ -154,3 +154,80 @@ fn the_search_reads_python_and_the_loader_from_the_environment() {
         "environment child done",
     );
 }
+
+/// Set in the child of the working-directory test, to the directory it works in.
+const CWD_CHILD: &str = "CUDA_CORE_CWD_TEST_DIR";
+const CWD_TEST: &str = "environment::the_working_directory_is_never_searched";
+
+fn cwd_child(dir: &Path) {
+    std::env::set_current_dir(dir.join("work")).unwrap();
+    // Relative roots and prefixes name folders of the working directory: left out, while the
+    // absolute ones beside them are kept (the control).
+    let search = Search::from_env(13);
+    assert_eq!(
+        search.toolkit_roots,
+        [dir.join("cuda"), PathBuf::from("/usr/local/cuda")]
+    );
+    assert!(
+        search.site_packages.is_empty(),
+        "{:?}",
+        search.site_packages
+    );
+    // PATH holds `.` and an empty entry (both the working directory, where a python3 waits)
+    // before the real one: only the absolute directory's python3 runs, in `/`, and the
+    // relative entry of its answer is left out.
+    let asked = Search::from_env(13).with_python_paths();
+    assert_eq!(asked.site_packages, [PathBuf::from("/")]);
+    // An override that names a file of the working directory is refused before the loader.
+    let err = Search {
+        explicit: Some(PathBuf::from("libnvrtc.so.13")),
+        ..Search::default()
+    }
+    .load()
+    .unwrap_err();
+    assert!(err.to_string().contains("not an absolute path"), "{err}");
+    println!("cwd child done");
+}
+
+/// Bugs caught: a relative `CUDA_HOME`, `VIRTUAL_ENV` or override searched in the working
+/// directory; `python3` run from it (through `.` or an empty entry of `PATH`), or run in it
+/// (its `sys.path` would list it); a relative `sys.path` entry kept.
+#[test]
+fn the_working_directory_is_never_searched() {
+    if let Some(dir) = std::env::var_os(CWD_CHILD) {
+        cwd_child(Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let work = root.join("work");
+    touch(&work.join("relcuda/lib64/libnvrtc.so.13"));
+    touch(&work.join("libnvrtc.so.13"));
+    std::fs::create_dir_all(work.join("venv/lib/python3.12/site-packages")).unwrap();
+    std::fs::create_dir_all(root.join("cuda")).unwrap();
+    // The working directory's python3 would say where it is looked for.
+    fake_python(&work, "/from/the/working/directory", 0);
+    // The real one prints where it runs, and a relative entry.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let good = root.join("good");
+        std::fs::create_dir_all(&good).unwrap();
+        std::fs::write(good.join("python3"), "#!/bin/sh\npwd\necho relative/sp\n").unwrap();
+        std::fs::set_permissions(good.join("python3"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let path = format!(".::{}", root.join("good").display());
+    let cuda = root.join("cuda");
+    crate::common::run_alone(
+        CWD_TEST,
+        &[
+            (CWD_CHILD, root.as_os_str()),
+            ("CUDA_HOME", std::ffi::OsStr::new("relcuda")),
+            ("CUDA_PATH", cuda.as_os_str()),
+            ("VIRTUAL_ENV", std::ffi::OsStr::new("venv")),
+            ("CONDA_PREFIX", std::ffi::OsStr::new("")),
+            ("PATH", std::ffi::OsStr::new(&path)),
+        ],
+        "cwd child done",
+    );
+}

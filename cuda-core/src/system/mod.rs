@@ -87,6 +87,17 @@ impl System {
         };
         let mut tried = Vec::new();
         for name in names {
+            // A relative path would name a file of the working directory (a bare name goes to
+            // the loader's search, which a path with a slash does not).
+            let path = std::path::Path::new(&name);
+            if path.components().count() > 1 && !path.is_absolute() {
+                tried.push(format!(
+                    "{}: not an absolute path: a relative one would name a file in the \
+                     working directory",
+                    name.to_string_lossy()
+                ));
+                continue;
+            }
             match Nvml::builder().lib_path(&name).init() {
                 Ok(nvml) => return Ok(System { nvml }),
                 Err(e) => tried.push(format!("{}: {e}", name.to_string_lossy())),
