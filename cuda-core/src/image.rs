@@ -250,14 +250,60 @@ fn check_fatbin(bytes: &[u8]) -> Result<()> {
 
 /// How many parameters `kernel` (its symbol) takes, as the image itself says, or `None` where
 /// it does not say: a cubin's `.nv.info.<kernel>` section holds one `EIATTR_KPARAM_INFO`
-/// record per parameter; PTX declares them in the kernel's `.entry`. A fatbin (its cubins may
-/// be compressed), or a section this reading does not follow to its end, says nothing.
+/// record per parameter; PTX declares them in the kernel's `.entry`; a fatbin says what its
+/// first cubin that is stored whole (not compressed: it starts as an ELF image does) and has
+/// the kernel's section says, the count being the same for every architecture. A fatbin of
+/// compressed cubins or PTX only, or a section this reading does not follow to its end, says
+/// nothing.
 pub(crate) fn param_count(code_type: CodeType, bytes: &[u8], kernel: &str) -> Option<usize> {
     match code_type {
         CodeType::Cubin => elf_param_count(bytes, kernel),
         CodeType::Ptx => ptx_param_count(bytes, kernel),
+        CodeType::Fatbin => fatbin_elf_entries(bytes)
+            .into_iter()
+            .find_map(|cubin| elf_param_count(cubin, kernel)),
         _ => None,
     }
+}
+
+/// A fatbin entry's kind for a cubin (1 is PTX).
+const FATBIN_ENTRY_ELF: u16 = 2;
+
+/// The payloads of a fatbin's cubin entries that are ELF images as stored (a compressed one is
+/// not), in order; nothing where the fatbin does not hold together ([`check_fatbin`]'s rules).
+fn fatbin_elf_entries(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    if check_fatbin(bytes).is_err() {
+        return out;
+    }
+    let (Some(header), Some(size)) = (u16_at(bytes, 6), u64_at(bytes, 8)) else {
+        return out;
+    };
+    let mut at = u64::from(header);
+    let end = at + size;
+    while at < end {
+        let (Some(kind), Some(entry_header), Some(payload)) = (
+            u16_at(bytes, at),
+            u32_at(bytes, at + 4),
+            u64_at(bytes, at + 8),
+        ) else {
+            break;
+        };
+        let start = at + u64::from(entry_header);
+        let stop = start + payload;
+        if kind == FATBIN_ENTRY_ELF {
+            if let Some(image) = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(stop).ok())
+                .and_then(|(start, stop)| bytes.get(start..stop))
+                .filter(|image| check_elf(image).is_ok())
+            {
+                out.push(image);
+            }
+        }
+        at = stop;
+    }
+    out
 }
 
 /// `EIATTR_KPARAM_INFO`: one record per kernel parameter.
@@ -460,6 +506,25 @@ mod tests {
         e
     }
 
+    /// A fatbin of entries `(kind, payload)`, each with a 64-byte header.
+    fn fatbin_holding(entries: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut f = vec![0u8; 16];
+        f[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
+        f[4..6].copy_from_slice(&1u16.to_le_bytes());
+        f[6..8].copy_from_slice(&16u16.to_le_bytes());
+        for (kind, payload) in entries {
+            let mut header = [0u8; 64];
+            header[..2].copy_from_slice(&kind.to_le_bytes());
+            header[4..8].copy_from_slice(&64u32.to_le_bytes());
+            header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+            f.extend_from_slice(&header);
+            f.extend_from_slice(payload);
+        }
+        let size = (f.len() - 16) as u64;
+        set_u64(&mut f, 8, size);
+        f
+    }
+
     fn fatbin(entries: &[(u32, u64)], claimed: Option<u64>, len: usize) -> Vec<u8> {
         let size: u64 = entries.iter().map(|(h, p)| u64::from(*h) + p).sum();
         let mut f = vec![0u8; len.max(16)];
@@ -604,6 +669,22 @@ mod tests {
             };
             for (kernel, count) in [("none", 0), ("one", 1), ("four", 4), ("sixteen", 16)] {
                 let found = param_count(target, code.code(), kernel);
+                // The same cubin in a fatbin, after a PTX entry and a compressed-looking one
+                // (not an ELF image as stored): counted from the cubin alone.
+                if target == CodeType::Cubin {
+                    let fat = fatbin_holding(&[
+                        (1, b"garbage".as_slice()),
+                        (2, b"zzzzzzzz"),
+                        (2, code.code()),
+                    ]);
+                    assert_eq!(
+                        param_count(CodeType::Fatbin, &fat, kernel),
+                        found,
+                        "{kernel} in a fatbin"
+                    );
+                    let no_cubin = fatbin_holding(&[(1, code.code()), (2, b"zzzzzzzz")]);
+                    assert_eq!(param_count(CodeType::Fatbin, &no_cubin, kernel), None);
+                }
                 // A cubin gives no count for a kernel without parameters' records only where
                 // it has no section of its own; otherwise the count is exact.
                 if !(target == CodeType::Cubin && count == 0 && found.is_none()) {
