@@ -8,11 +8,14 @@
 //!   when the committed files drift from what the pinned headers give.
 //! - `bench-report [--criterion DIR] [--out FILE]`: one markdown table of the overhead suites'
 //!   criterion results (see [`bench_report`]).
+//! - `import-graph [--crate DIR]`: which files of a crate's `src/` import which, and the circles
+//!   among them (see [`imports`]; cuda-core by default).
 
 mod bench_report;
 mod bindings;
 mod core_gen;
 mod headers;
+mod imports;
 mod per_major;
 
 use std::path::PathBuf;
@@ -24,7 +27,8 @@ fn usage() -> &'static str {
      commands:\n  \
        regenerate-bindings [--cuda-include DIR]      remake the committed FFI bindings\n  \
        check-bindings                                fail if the committed bindings drift\n  \
-       bench-report [--criterion DIR] [--out FILE]   the overhead benches' results as one table\n"
+       bench-report [--criterion DIR] [--out FILE]   the overhead benches' results as one table\n  \
+       import-graph [--crate DIR]                    which files import which, and the circles\n"
 }
 
 fn main() -> ExitCode {
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
             .and_then(|local| bindings::regenerate(&workspace_root(), local.as_deref())),
         Some("check-bindings") if args.len() == 1 => bindings::check(&workspace_root()),
         Some("bench-report") => bench_report::run(&args[1..], &workspace_root()),
+        Some("import-graph") => imports::run(&args[1..], &workspace_root()),
         Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             Ok(())
