@@ -33,6 +33,8 @@ pub struct Graph {
     pub modules: BTreeSet<String>,
     /// `from -> {to}`.
     pub edges: BTreeMap<String, BTreeSet<String>>,
+    /// The names each module's `use` items bring in, and the paths they stand for.
+    uses: BTreeMap<String, BTreeMap<String, Vec<String>>>,
 }
 
 impl Graph {
@@ -56,12 +58,19 @@ impl Graph {
             modules: sources.iter().map(|(m, _)| m.clone()).collect(),
             ..Graph::default()
         };
+        let mut found = Vec::new();
         for (module, text) in sources {
             let file = syn::parse_file(text).map_err(|e| format!("{module}: {e}"))?;
             let mut paths = Paths::default();
             paths.visit_file(&file);
-            for path in paths.found {
-                if let Some(target) = graph.resolve(module, &path) {
+            graph
+                .uses
+                .insert(module.clone(), paths.names.into_iter().collect());
+            found.push((module, paths.found));
+        }
+        for (module, paths) in found {
+            for path in paths {
+                if let Some(target) = graph.resolve(module, &path, 0) {
                     if target != *module {
                         graph
                             .edges
@@ -75,14 +84,24 @@ impl Graph {
         Ok(graph)
     }
 
-    /// The file module a path written in `module` names, if it names one of this crate.
-    fn resolve(&self, module: &str, path: &[String]) -> Option<String> {
+    /// The file module a path written in `module` names, if it names one of this crate,
+    /// following `use` re-exports (`crate::Buffer` through the root's `pub use` names the file
+    /// that defines it) up to `depth` 8.
+    fn resolve(&self, module: &str, path: &[String], depth: usize) -> Option<String> {
         let mut base: Vec<&str> = if module.is_empty() {
             Vec::new()
         } else {
             module.split("::").collect()
         };
         let mut rest = path;
+        let child = |name: &str| {
+            let candidate = if module.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{module}::{name}")
+            };
+            self.modules.contains(&candidate)
+        };
         match rest.first().map(String::as_str) {
             Some("crate") => {
                 base.clear();
@@ -95,14 +114,33 @@ impl Graph {
                 }
             }
             Some("self") => rest = &rest[1..],
+            // A child module or a name this module imported, written without `self::`.
+            Some(first)
+                if child(first) || self.uses.get(module).is_some_and(|u| u.contains_key(first)) => {
+            }
             _ => return None,
         }
         let mut full: Vec<String> = base.iter().map(|s| (*s).to_owned()).collect();
         full.extend(rest.iter().cloned());
-        (0..=full.len())
+        let (n, found) = (0..=full.len())
             .rev()
-            .map(|n| full[..n].join("::"))
-            .find(|candidate| self.modules.contains(candidate))
+            .map(|n| (n, full[..n].join("::")))
+            .find(|(_, candidate)| self.modules.contains(candidate))?;
+        if depth < 8 {
+            if let Some(next) = full
+                .get(n)
+                .and_then(|name| self.uses.get(&found)?.get(name))
+            {
+                if next.as_slice() != &full[n..=n] || found != module {
+                    let mut target = next.clone();
+                    target.extend(full[n + 1..].iter().cloned());
+                    if let Some(deeper) = self.resolve(&found, &target, depth + 1) {
+                        return Some(deeper);
+                    }
+                }
+            }
+        }
+        Some(found)
     }
 
     /// The circles that matter: strongly connected components of more than one file once the
@@ -226,6 +264,8 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 #[derive(Default)]
 struct Paths {
     found: Vec<Vec<String>>,
+    /// `(name, path)` of each name a `use` brings in (globs bring none).
+    names: Vec<(String, Vec<String>)>,
 }
 
 impl Paths {
@@ -241,11 +281,15 @@ impl Paths {
                 if n.ident != "self" {
                     path.push(n.ident.to_string());
                 }
+                if let Some(name) = path.last() {
+                    self.names.push((name.clone(), path.clone()));
+                }
                 self.found.push(path);
             }
             syn::UseTree::Rename(r) => {
                 let mut path = prefix.clone();
                 path.push(r.ident.to_string());
+                self.names.push((r.rename.to_string(), path.clone()));
                 self.found.push(path);
             }
             syn::UseTree::Glob(_) => self.found.push(prefix.clone()),
@@ -413,6 +457,24 @@ mod tests {
         let report = g.report();
         assert!(report.contains("1 circle(s)"), "{report}");
         assert!(report.contains("  c -> a\n"), "{report}");
+    }
+
+    #[test]
+    fn a_name_the_root_re_exports_is_its_defining_file() {
+        let g = graph(&[
+            (
+                "",
+                "mod a; mod b; mod deep; pub use a::X; pub use deep::inner;",
+            ),
+            ("a", "pub struct X;"),
+            (
+                "b",
+                "use crate::X; use crate::inner::Y; fn f() -> crate::X { X }",
+            ),
+            ("deep", "pub mod inner;"),
+            ("deep::inner", "pub struct Y;"),
+        ]);
+        assert_eq!(g.edges["b"], ["a", "deep::inner"].map(String::from).into());
     }
 
     #[test]
