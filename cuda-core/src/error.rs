@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::info::DriverVersion;
+use crate::info::types::DriverVersion;
 
 /// A driver result code (`CUresult`), with a named constant for every code of the CUDA 13
 /// header (generated from it: `DriverCode::OUT_OF_MEMORY` is `CUDA_ERROR_OUT_OF_MEMORY`).

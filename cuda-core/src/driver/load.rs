@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 use libloading::Library;
 
 use super::api::Driver;
-use super::info::{Abi, AbiChoice, DriverVersion};
 use crate::error::{Cause, Error, Result};
+use crate::info::types::{Abi, AbiChoice, DriverVersion};
 
 /// A loaded driver: its table behind the trait, and whether `cuInit` succeeded.
 pub(crate) struct Loaded {

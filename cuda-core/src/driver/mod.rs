@@ -12,7 +12,6 @@
 //! | `api/` | the [`Driver`] trait, one supertrait per area of the driver API |
 //! | `shared/` | the implementation of every area, written once, expanded per ABI |
 //! | `v12.rs`, `v13.rs` | only what the two headers spell differently |
-//! | `info.rs` | the public information types ([`info`](crate::info)) |
 //! | `nvrtc.rs`, `nvjitlink.rs`, `nvvm.rs` | the glue to NVRTC, nvJitLink and libNVVM |
 //!
 //! NVRTC, nvJitLink and libNVVM are not the driver, yet their glue lives here for two reasons: it is
@@ -23,7 +22,6 @@
 
 mod api;
 mod handles;
-pub mod info;
 mod load;
 mod nvjitlink;
 mod nvrtc;
@@ -51,9 +49,9 @@ pub(crate) use self::handles::{
     KernelHandle, KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
     LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
 };
-pub(crate) use self::load::driver;
+pub(crate) use self::load::{driver, loaded};
 pub(crate) use self::nvjitlink::{jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput};
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
 };
-pub(crate) use self::nvvm::{libdevice, nvvm_compile, nvvm_identity, NvvmInput};
+pub(crate) use self::nvvm::{libdevice, nvvm_compile, nvvm_identity, nvvm_info, NvvmInput};

@@ -192,9 +192,9 @@ fn error_string(t: &NvvmTable, status: nvvmResult) -> String {
 }
 
 /// The libNVVM in use.
-pub(crate) fn nvvm_info() -> Result<super::info::NvvmInfo> {
+pub(crate) fn nvvm_info() -> Result<crate::info::types::NvvmInfo> {
     let nvvm = nvvm()?;
-    Ok(super::info::NvvmInfo {
+    Ok(crate::info::types::NvvmInfo {
         version: nvvm.version(),
         ir_version: nvvm.ir_version(),
         location: nvvm_file(nvvm).unwrap_or_else(|| nvvm.location().to_path_buf()),

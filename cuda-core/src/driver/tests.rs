@@ -7,9 +7,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::api::Driver;
-use super::info::{Abi, AbiChoice, DriverVersion};
 use super::load::{self as probe, choose_abi};
 use crate::error::{DriverCode, Error};
+use crate::info::types::{Abi, AbiChoice, DriverVersion};
 
 /// Compiles `fake_driver.c` with the given defines into a shared library, once per set of
 /// defines. `None`, with the reason printed, where no C compiler runs (the GPU machine may

@@ -8,7 +8,7 @@ use super::node::{check_node, sealed, GraphArg, GraphBody, GraphNode, Target};
 use crate::context::Context;
 use crate::driver::GraphHandle;
 use crate::error::{Error, Result};
-use crate::info::DriverVersion;
+use crate::info::types::DriverVersion;
 
 /// A conditional node's condition (`CUgraphConditionalHandle`), made by
 /// [`BuildGraph::conditional_handle`](crate::BuildGraph::conditional_handle) for one graph (or

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
-use crate::info::DriverVersion;
+use crate::info::types::DriverVersion;
 use crate::stream::Stream;
 
 /// The first driver with pools of host memory not bound to a NUMA node

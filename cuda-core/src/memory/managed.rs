@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, MemLocation};
 use crate::error::{Error, Result};
-use crate::info::DriverVersion;
+use crate::info::types::DriverVersion;
 use crate::stream::Stream;
 
 /// `CU_DEVICE_CPU`: the host, in the range attributes of the first form.

@@ -50,7 +50,7 @@ pub(crate) use self::texture::{
 };
 pub(crate) use self::vmm::{AllocationHandle, AllocationSpec, VmmApi, HANDLE_TYPE_POSIX_FD};
 
-use crate::info::{Abi, DriverVersion};
+use crate::info::types::{Abi, DriverVersion};
 
 /// The whole driver, through one ABI's function table.
 pub(crate) trait Driver:

@@ -94,7 +94,7 @@ macro_rules! driver_impl {
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};
-        use $crate::info::{Abi, DriverVersion};
+        use $crate::info::types::{Abi, DriverVersion};
         use $sys::{CUresult, DriverTable};
 
         /// The driver through this ABI's function table.
