@@ -24,7 +24,6 @@ pub mod cache;
 pub mod checkpoint;
 mod context;
 mod device;
-pub mod dlpack;
 mod driver;
 mod ecosystem;
 mod error;
@@ -53,6 +52,8 @@ pub mod tensor_map;
 pub mod texture;
 mod trust;
 mod view;
+
+pub use view::dlpack;
 
 pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 pub use context::{Context, ContextOptions};

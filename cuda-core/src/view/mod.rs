@@ -7,14 +7,15 @@
 //! within the buffer, from a DLPack tensor ([`DlpackTensor`](crate::dlpack::DlpackTensor)),
 //! or from a foreign pointer (`unsafe`). It is passed to a kernel as its pointer.
 
+pub mod dlpack;
 mod layout;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use self::dlpack::DlpackTensor;
 use crate::device::Device;
-use crate::dlpack::DlpackTensor;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, DevicePtr, Pod};
 use crate::stream::Stream;
