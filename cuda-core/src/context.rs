@@ -68,6 +68,24 @@ static GREEN: std::sync::Mutex<Vec<std::sync::Weak<ContextCore>>> =
     std::sync::Mutex::new(Vec::new());
 
 impl Context {
+    /// Refuses a driver older than `needed` with [`Error::NotSupported`] naming `what` (the
+    /// call, and the drivers that have it), the driver's version and the ABI in use.
+    pub(crate) fn require_driver(
+        &self,
+        needed: crate::info::types::DriverVersion,
+        what: &'static str,
+    ) -> Result<()> {
+        let driver = self.driver();
+        if driver.version() >= needed {
+            return Ok(());
+        }
+        Err(Error::NotSupported {
+            function: what,
+            driver: driver.version(),
+            abi: driver.abi().major(),
+        })
+    }
+
     /// The primary context the process keeps, held without counting.
     #[inline]
     pub(crate) fn primary(primary: &'static Primary) -> Context {

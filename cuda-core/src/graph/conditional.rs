@@ -5,7 +5,6 @@
 //! given a default value that each launch starts with.
 
 use super::node::{check_node, sealed, GraphArg, GraphBody, GraphNode, Target};
-use crate::context::Context;
 use crate::driver::GraphHandle;
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
@@ -173,23 +172,9 @@ impl ConditionalNode {
     }
 }
 
-/// Refuses a driver older than `needed`, naming what needs it.
-fn check_driver(context: &Context, needed: DriverVersion, what: &'static str) -> Result<()> {
-    let driver = context.driver();
-    if driver.version() >= needed {
-        return Ok(());
-    }
-    Err(Error::NotSupported {
-        function: what,
-        driver: driver.version(),
-        abi: driver.abi().major(),
-    })
-}
-
 /// [`BuildGraph::conditional_handle`](crate::BuildGraph::conditional_handle).
 pub(super) fn handle(target: Target<'_>, default: Option<u32>) -> Result<ConditionalHandle> {
-    check_driver(
-        target.context,
+    target.context.require_driver(
         IF_AND_WHILE,
         "cuGraphConditionalHandleCreate (conditional nodes: drivers 12.3 and newer)",
     )?;
@@ -236,7 +221,7 @@ pub(super) fn add(
         });
     }
     let (needed, what) = kind.needs();
-    check_driver(target.context, needed, what)?;
+    target.context.require_driver(needed, what)?;
     let context = target.context;
     let (node, bodies) = context.driver().graph_add_conditional_node(
         target.graph,

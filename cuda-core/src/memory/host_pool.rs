@@ -19,19 +19,6 @@ use crate::stream::Stream;
 /// (`CU_MEM_LOCATION_TYPE_HOST`) and of managed memory.
 const HOST_AND_MANAGED_POOLS: DriverVersion = DriverVersion(13000);
 
-/// Refuses a driver older than `needed`, naming what needs it.
-fn check_driver(context: &Context, needed: DriverVersion, what: &'static str) -> Result<()> {
-    let driver = context.driver();
-    if driver.version() >= needed {
-        return Ok(());
-    }
-    Err(Error::NotSupported {
-        function: what,
-        driver: driver.version(),
-        abi: driver.abi().major(),
-    })
-}
-
 /// Grants `device` read-write access to `pool` unless it has it.
 fn grant(driver: &'static dyn Driver, pool: PoolHandle, device: Device) -> Result<()> {
     if !driver.mem_pool_get_access(pool, device.handle())? {
@@ -162,8 +149,7 @@ impl PinnedMemoryPool {
                             .to_owned(),
                     });
                 }
-                check_driver(
-                    &context,
+                context.require_driver(
                     HOST_AND_MANAGED_POOLS,
                     "cuMemPoolCreate of host memory of no NUMA node (CU_MEM_LOCATION_TYPE_HOST: \
                      drivers 13.0 and newer; a NUMA node's pool works before)",
@@ -502,8 +488,7 @@ impl ManagedMemoryPool {
         options: ManagedMemoryPoolOptions,
     ) -> Result<Arc<ManagedMemoryPool>> {
         let context = device.primary_context()?;
-        check_driver(
-            &context,
+        context.require_driver(
             HOST_AND_MANAGED_POOLS,
             "cuMemPoolCreate of managed memory (CU_MEM_ALLOCATION_TYPE_MANAGED: drivers 13.0 \
              and newer)",
