@@ -445,6 +445,7 @@ const COMPUTE_CAPABILITY_MINOR: i32 = 76;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "cuDeviceGetAttribute")]
 pub struct DeviceProperties {
     device: Device,
 }

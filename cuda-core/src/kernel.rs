@@ -26,6 +26,7 @@ mod attr {
 /// A kernel's attributes on one device, read once and cached (`cuKernelGetAttribute`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[doc(alias = "cuKernelGetAttribute")]
 pub struct KernelAttributes {
     /// The most threads a block of this kernel can have.
     pub max_threads_per_block: u32,

@@ -44,6 +44,7 @@ pub enum LinkerBackend {
 /// assert!(LinkerOptions::default().to_args(CodeType::Ptx).ends_with(&["-lto".into(), "-ptx".into()]));
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[doc(alias = "CUjit_option")]
 pub struct LinkerOptions {
     /// The device to link for: its architecture is the target, and its primary context hosts
     /// the driver's linker. `None` for the current device.

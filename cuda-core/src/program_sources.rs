@@ -57,6 +57,7 @@ pub(crate) enum Source {
 /// assert!(module.with_lazy(true).is_lazy());
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
+#[doc(alias = "nvvmLazyAddModuleToProgram")]
 pub struct NvvmModule {
     name: String,
     ir: Vec<u8>,

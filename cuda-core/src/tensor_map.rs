@@ -298,6 +298,7 @@ impl Im2colWideMode {
 /// moves. `dims`, `box_dims` and `element_strides` have one entry per dimension (1 to 5,
 /// innermost first); `strides` one per dimension after the first, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "cuTensorMapEncodeTiled")]
 pub struct TiledOptions {
     /// The element type.
     pub data_type: TensorDataType,
@@ -354,6 +355,7 @@ impl TiledOptions {
 /// (NWC, NHWC or NDHWC, innermost first: `[C, W, N]`, `[C, W, H, N]`, `[C, W, H, D, N]`), and
 /// the pixels a copy gathers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "cuTensorMapEncodeIm2col")]
 pub struct Im2colOptions {
     /// The element type.
     pub data_type: TensorDataType,
@@ -402,6 +404,7 @@ crate::options::chainers!(Im2colOptions {
 /// A wide im2col tensor map's layout (`cuTensorMapEncodeIm2colWide`, compute capability 10.0
 /// and newer): as [`Im2colOptions`], with the box along W only.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "cuTensorMapEncodeIm2colWide")]
 pub struct Im2colWideOptions {
     /// The element type.
     pub data_type: TensorDataType,

@@ -177,6 +177,7 @@ fn add_home(homes: &mut Vec<Stream>, stream: &Stream) {
 /// host functions, child graphs' contents), and so do its clones, its executable graphs and
 /// their queued launches: the driver holds them as CUDA user objects and releases them when
 /// nothing refers to them any more (see [`graph_releases`]).
+#[doc(alias = "CUgraph")]
 pub struct Graph {
     handle: GraphHandle,
     /// Which graph this is, whatever address a later graph gets ([`serial`]).
@@ -448,6 +449,7 @@ fn instantiate_reason(code: u32) -> &'static str {
 
 /// An executable graph (`CUgraphExec`), destroyed on drop: launched with one driver call
 /// for all of its work. `Send` but not `Sync`.
+#[doc(alias = "CUgraphExec")]
 pub struct GraphExec {
     handle: GraphExecHandle,
     context: Context,

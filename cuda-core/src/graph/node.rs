@@ -19,6 +19,7 @@ use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
 /// The methods that take one check that it is a node of the graph they are called on, as
 /// handed out by it and not removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[doc(alias = "CUgraphNode")]
 pub struct GraphNode {
     pub(crate) handle: GraphNodeHandle,
     pub(crate) graph: GraphHandle,
@@ -96,6 +97,7 @@ impl NodeKind {
 /// A kernel node's launch shape, as the driver holds it (`cuGraphKernelNodeGetParams`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[doc(alias = "cuGraphKernelNodeGetParams")]
 pub struct KernelNodeParams {
     /// Blocks in the grid.
     pub grid: [u32; 3],

@@ -19,6 +19,7 @@ use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
 /// `element_size` bytes of `value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[doc(alias = "cuGraphMemsetNodeGetParams")]
 pub struct FillNodeParams {
     /// The first byte filled.
     pub dst: DevicePtr,
@@ -33,6 +34,7 @@ pub struct FillNodeParams {
 /// One end of a copy node, as the driver holds it (`CUmemorytype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[doc(alias = "CUmemorytype")]
 pub enum CopyEnd {
     /// Device, managed or pinned memory by its device address (`CU_MEMORYTYPE_DEVICE` or
     /// `CU_MEMORYTYPE_UNIFIED`).
@@ -46,6 +48,7 @@ pub enum CopyEnd {
 /// A copy node's parameters, as the driver holds them (`cuGraphMemcpyNodeGetParams`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[doc(alias = "cuGraphMemcpyNodeGetParams")]
 pub struct CopyNodeParams {
     /// Where it copies from.
     pub src: CopyEnd,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 /// A CUDA driver version as `cuDriverGetVersion` reports it: `1000 * major + 10 * minor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[doc(alias = "cuDriverGetVersion")]
 pub struct DriverVersion(pub i32);
 
 impl DriverVersion {

@@ -63,6 +63,7 @@ unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
 /// A value [`Buffer::fill`] can repeat: `u8`, `u16` or `u32` (`cuMemsetD8Async`, `D16`, `D32`).
 /// Sealed: the fill itself is the crate's.
+#[doc(alias = "cuMemsetD8Async")]
 pub trait FillPattern: Copy + private::Fill {}
 
 mod private {

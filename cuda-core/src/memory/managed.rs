@@ -146,6 +146,7 @@ impl Advice {
 /// of the range do not all agree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[doc(alias = "cuMemRangeGetAttribute")]
 pub struct RangeAttributes {
     /// Whether every page of the range is advised read-mostly.
     pub read_mostly: bool,

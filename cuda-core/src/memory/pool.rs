@@ -34,6 +34,7 @@ pub(crate) const USED_MEM_HIGH: i32 = 8;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[doc(alias = "CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES")]
 pub struct ReusePolicy {
     /// Reuse memory freed on another stream when an event dependency (a wait on an event
     /// recorded after the free) orders the allocating stream after it.

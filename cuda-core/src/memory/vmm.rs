@@ -112,6 +112,7 @@ pub enum AllocationGranularity {
 /// Properties of new physical memory (`CUmemAllocationProp` of pinned device memory): see
 /// [`PhysicalMemory::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "CUmemAllocationProp")]
 pub struct PhysicalMemoryOptions {
     /// The handle it can be exported as (`requestedHandleTypes`); the default is none.
     pub handle_type: ShareableHandleType,

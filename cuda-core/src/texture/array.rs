@@ -371,6 +371,7 @@ enum Owner {
 ///
 /// [`Texture`]: super::Texture
 /// [`Surface`]: super::Surface
+#[doc(alias = "CUarray")]
 pub struct Array {
     handle: ArrayHandle,
     options: ArrayOptions,
@@ -484,6 +485,7 @@ impl Array {
 /// whole ([`Texture::from_mipmapped`](super::Texture::from_mipmapped)); each level is an
 /// [`Array`] ([`MipmappedArray::level`]) for copies and surfaces. Its home stream is as an
 /// array's.
+#[doc(alias = "CUmipmappedArray")]
 pub struct MipmappedArray {
     handle: MipmappedArrayHandle,
     options: ArrayOptions,

@@ -201,6 +201,7 @@ impl TextureOptions {
 /// the address aligned to the device's texture alignment, the pitch to its texture pitch
 /// alignment, the 2D sizes within its linear limits, and the elements within the buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[doc(alias = "CU_RESOURCE_TYPE_LINEAR")]
 pub struct TextureLinear {
     /// Where the elements start in the buffer, in bytes.
     pub offset: usize,
@@ -294,6 +295,7 @@ impl Drop for Object {
 /// for.
 #[derive(Clone)]
 #[repr(C)]
+#[doc(alias = "CUtexObject")]
 pub struct Texture {
     /// First: the argument's bytes.
     handle: u64,

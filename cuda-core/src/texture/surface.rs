@@ -40,6 +40,7 @@ impl Drop for Object {
 /// stream's buffer would be; a graph's kernel node keeps it alive.
 #[derive(Clone)]
 #[repr(C)]
+#[doc(alias = "CUsurfObject")]
 pub struct Surface {
     /// First: the argument's bytes.
     handle: u64,
