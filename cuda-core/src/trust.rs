@@ -306,6 +306,19 @@ pub(crate) fn deleted(dir: impl AsFd) -> bool {
     rustix::fs::fstat(dir).is_ok_and(|stat| stat.st_nlink == 0)
 }
 
+/// A name no other file of this process has had, and that no other process is likely to
+/// pick: `prefix`, this process's id, a counter and a random number. A name left by a dead
+/// process with the same id can still be taken: callers create with `O_EXCL` (or `mkdir`)
+/// and try another.
+pub(crate) fn unique_name(prefix: &str) -> String {
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random = std::collections::hash_map::RandomState::new().hash_one(count);
+    format!("{prefix}{}-{count}-{random:016x}", std::process::id())
+}
+
 /// A directory of the process's own in the system's temporary directory, `0700`, made anew
 /// (`mkdir` never follows a link or reuses a directory that exists) and deleted with what it
 /// holds when dropped: for files the driver writes by name and the crate reads back.
@@ -317,20 +330,11 @@ pub(crate) struct PrivateTempDir {
 impl PrivateTempDir {
     /// A new directory whose name starts with `prefix`.
     pub(crate) fn new(prefix: &str) -> io::Result<PrivateTempDir> {
-        use std::hash::BuildHasher;
         use std::os::unix::fs::DirBuilderExt;
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();
-        let random = std::collections::hash_map::RandomState::new();
         let mut last = None;
         for _ in 0..8 {
-            let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!(
-                "{prefix}-{}-{count}-{:016x}",
-                std::process::id(),
-                random.hash_one(count)
-            ));
+            let path = base.join(unique_name(prefix));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => return Ok(PrivateTempDir { path }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),

@@ -1,10 +1,8 @@
 //! `FileStreamProgramCache`: one file per entry in a directory, shared by threads and
 //! processes, trusted only where its user alone can write (or where the user said otherwise).
 
-use std::collections::hash_map::RandomState;
 use std::ffi::OsString;
 use std::fs::File;
-use std::hash::BuildHasher;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -26,9 +24,6 @@ const HEADER_LEN: usize = 8 + 8 + 32;
 const TEMP_PREFIX: &str = ".tmp-";
 /// A temporary file older than this was left by a writer that died; it is deleted.
 const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
-
-/// Numbers this process's temporary files.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A persistent program cache: one file per entry in a directory, safe to share between the
 /// threads of a process and between processes at once, bounded in bytes with the least
@@ -230,12 +225,10 @@ impl FileStreamProgramCache {
         Arc::clone(&self.handle.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Makes and opens the directory again (it was deleted: a user clearing the cache), with
-    /// the same checks as at first.
-    fn reopen(&self) -> io::Result<Arc<OwnedFd>> {
-        let fd = trust::open_dir(&self.dir, self.trust, true)
-            .map(Arc::new)
-            .map_err(|r| r.source.unwrap_or_else(|| io::Error::other(r.reason)))?;
+    /// Opens the directory again (it was deleted: a user clearing the cache), making it first
+    /// where `create` says so, with the same checks as at first, and uses it from now on.
+    fn reopen(&self, create: bool) -> std::result::Result<Arc<OwnedFd>, trust::Refused> {
+        let fd = Arc::new(trust::open_dir(&self.dir, self.trust, create)?);
         *self.handle.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fd);
         Ok(fd)
     }
@@ -246,7 +239,9 @@ impl FileStreamProgramCache {
         let (temp, file) = match self.create_temp(&dir) {
             // In a deleted directory nothing can be made: make it again.
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                dir = self.reopen()?;
+                dir = self
+                    .reopen(true)
+                    .map_err(|r| r.source.unwrap_or_else(|| io::Error::other(r.reason)))?;
                 self.create_temp(&dir)?
             }
             other => other?,
@@ -264,15 +259,7 @@ impl FileStreamProgramCache {
     /// Creates a new temporary file in the directory, named by this process's id, a counter
     /// and a random number.
     fn create_temp(&self, dir: &OwnedFd) -> io::Result<(String, File)> {
-        let random = RandomState::new();
-        self.create_temp_named(dir, || {
-            let count = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            format!(
-                "{TEMP_PREFIX}{}-{count}-{:016x}",
-                std::process::id(),
-                random.hash_one(count)
-            )
-        })
+        self.create_temp_named(dir, || trust::unique_name(TEMP_PREFIX))
     }
 
     /// Creates a new file named by `name` in the directory, trying up to eight names where
@@ -509,11 +496,8 @@ impl ProgramCache for FileStreamProgramCache {
     fn clear(&self) -> Result<()> {
         let mut dir = self.handle();
         if trust::deleted(&*dir) {
-            match trust::open_dir(&self.dir, self.trust, false) {
-                Ok(fd) => {
-                    dir = Arc::new(fd);
-                    *self.handle.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&dir);
-                }
+            match self.reopen(false) {
+                Ok(fd) => dir = fd,
                 Err(r)
                     if r.source.as_ref().map(io::Error::kind) == Some(io::ErrorKind::NotFound) =>
                 {

@@ -301,7 +301,7 @@ impl Graph {
             path: path.to_path_buf(),
             source: crate::error::Cause::new(e),
         };
-        let dir = crate::trust::PrivateTempDir::new("cuda-core-graph")
+        let dir = crate::trust::PrivateTempDir::new("cuda-core-graph-")
             .map_err(|e| io(&std::env::temp_dir(), e))?;
         let path = dir.path().join("graph.dot");
         self.write_dot(&path, options)?;
