@@ -4,7 +4,7 @@
 
 #[cfg(feature = "half")]
 mod half_types {
-    use crate::launch::DeviceRepr;
+    use crate::args::DeviceRepr;
 
     // SAFETY: `f16` and `bf16` are `#[repr(transparent)]` 16-bit values, passed to a kernel
     // as CUDA's `__half` and `__nv_bfloat16` (two bytes, aligned to two).

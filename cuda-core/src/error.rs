@@ -186,7 +186,7 @@ pub enum Error {
         /// The driver's reason (`CUgraphExecUpdateResult`), and the node it names.
         reason: String,
         /// The node of the new graph that the driver names, where it names one.
-        node: Option<crate::GraphNode>,
+        node: Option<crate::graph::id::GraphNode>,
     },
 
     /// The driver could not instantiate a graph
@@ -196,7 +196,7 @@ pub enum Error {
         /// The driver's reason (`CUgraphInstantiateResult`), and the node it names.
         reason: String,
         /// The node of the graph that the driver names, where it names one.
-        node: Option<crate::GraphNode>,
+        node: Option<crate::graph::id::GraphNode>,
     },
 
     /// An argument was rejected before any driver call.

@@ -20,6 +20,7 @@
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
+mod args;
 pub mod cache;
 pub mod checkpoint;
 mod context;

@@ -181,7 +181,7 @@ impl Drop for StreamInner {
             // every other thread make the calls it forbids again.
             match self.driver.stream_end_capture(self.handle) {
                 Ok(graph) => {
-                    crate::order::capture_ended();
+                    crate::lifetime::captures::capture_ended();
                     if !graph.0.is_null() {
                         if let Err(e) = self.driver.graph_destroy(graph) {
                             log::error!("destroying the graph of an unended capture: {e}");
@@ -198,7 +198,7 @@ impl Drop for StreamInner {
                     let open = e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD)
                         && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0));
                     if !open {
-                        crate::order::capture_ended();
+                        crate::lifetime::captures::capture_ended();
                     }
                     log::debug!("ending the capture of a dropped stream: {e}");
                 }
@@ -211,12 +211,12 @@ impl Drop for StreamInner {
             // In a capture it joined (another stream's): its kept buffers' frees and its
             // destruction would go into that capture, and the capture could not be joined
             // back. Both wait until no capture is open; the handle is never recycled.
-            crate::order::after_captures(crate::order::Later {
+            crate::lifetime::captures::after_captures(crate::lifetime::captures::Later {
                 driver: self.driver,
                 handle: self.handle,
                 small: self.small.drain().collect(),
                 destroy: self.kind == Kind::Owned,
-                _context: self.context.clone(),
+                _context: Box::new(self.context.clone()),
             });
             return;
         }
@@ -563,9 +563,9 @@ impl Stream {
     pub(crate) fn set_capturing(&self, open: bool) {
         if self.inner.capturing.swap(open, Ordering::AcqRel) != open {
             if open {
-                crate::order::capture_began();
+                crate::lifetime::captures::capture_began();
             } else {
-                crate::order::capture_ended();
+                crate::lifetime::captures::capture_ended();
             }
         }
     }

@@ -33,11 +33,11 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::args::DeviceRepr;
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Im2colSpec, Im2colWideSpec, TensorMapBytes, TensorSpec};
 use crate::error::{Error, Result};
-use crate::launch::DeviceRepr;
 use crate::memory::{Buffer, DevicePtr};
 
 /// The most dimensions a tensor map has.
@@ -694,27 +694,17 @@ impl TensorMap {
     }
 }
 
-impl crate::launch::KernelArg for TensorMap {}
+impl crate::args::KernelArg for TensorMap {}
+impl crate::args::GraphArg for TensorMap {}
 
-impl crate::launch::sealed::Arg for TensorMap {
+impl crate::args::sealed::Arg for TensorMap {
     #[inline]
-    fn arg(&self) -> crate::launch::sealed::ArgBytes<'_> {
-        crate::launch::sealed::ArgBytes {
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
             ptr: (&self.descriptor as *const TensorMapDescriptor).cast(),
             size: std::mem::size_of::<TensorMapDescriptor>(),
             home: Some(self.buffer.deallocation_stream()),
         }
-    }
-}
-
-impl crate::graph::GraphArg for TensorMap {}
-
-impl crate::graph::sealed::Arg for TensorMap {
-    fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        (
-            (&self.descriptor as *const TensorMapDescriptor).cast(),
-            std::mem::size_of::<TensorMapDescriptor>(),
-        )
     }
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {

@@ -21,7 +21,7 @@
 //! knows. Above it, `program.rs` and `linker.rs` see compiled bytes, logs and crate errors.
 
 mod api;
-mod handles;
+pub(crate) mod handles;
 mod load;
 mod nvjitlink;
 mod nvrtc;

@@ -4,7 +4,8 @@
 //! of the graph, set on the device by the graph's kernels with `cudaGraphSetConditional`, or
 //! given a default value that each launch starts with.
 
-use super::node::{check_node, sealed, GraphArg, GraphBody, GraphNode, Target};
+use super::id::GraphNode;
+use super::node::{check_node, GraphArg, GraphBody, Target};
 use crate::driver::GraphHandle;
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
@@ -78,13 +79,13 @@ impl ConditionalHandle {
 
 impl GraphArg for ConditionalHandle {}
 
-impl sealed::Arg for ConditionalHandle {
-    fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        ((&self.raw as *const u64).cast(), std::mem::size_of::<u64>())
-    }
-
-    fn buffer(&self) -> Option<&std::sync::Arc<crate::memory::Buffer>> {
-        None
+impl crate::args::sealed::Arg for ConditionalHandle {
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
+            ptr: (&self.raw as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            home: None,
+        }
     }
 }
 

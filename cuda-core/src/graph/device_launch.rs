@@ -3,8 +3,8 @@
 //! a kernel of another graph with the device runtime's `cudaGraphLaunch`.
 
 use super::GraphExec;
+use crate::args::DeviceRepr;
 use crate::error::{Error, Result};
-use crate::launch::DeviceRepr;
 
 /// An executable graph as device code launches it: the `cudaGraphExec_t` that a kernel gives
 /// `cudaGraphLaunch(exec, stream)`, from [`GraphExec::device_handle`]. A kernel argument

@@ -35,6 +35,7 @@
 mod capture;
 mod conditional;
 mod device_launch;
+pub(crate) mod id;
 mod keep;
 mod node;
 mod params;
@@ -51,10 +52,10 @@ pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
 pub(crate) use keep::release_later;
 pub use keep::{graph_releases, wait_for_graph_releases};
-pub(crate) use node::sealed;
 pub use node::{
-    BuildGraph, GraphAllocation, GraphArg, GraphBody, GraphNode, KernelNodeParams, NodeKind,
+    BuildGraph, GraphAllocation, GraphArg, GraphBody, KernelNodeParams, NodeKind,
 };
+pub use id::GraphNode;
 pub use params::{CopyEnd, CopyNodeParams, FillNodeParams};
 
 use crate::context::Context;

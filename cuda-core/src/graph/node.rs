@@ -6,34 +6,15 @@ use std::sync::Arc;
 
 use super::conditional::{self, ConditionalHandle, ConditionalKind, ConditionalNode};
 use super::params::{self, CopyNodeParams, FillNodeParams};
+use super::id::GraphNode;
 use super::{Graph, GraphState};
 use crate::context::Context;
 use crate::driver::{CopySpec, GraphHandle, GraphNodeHandle, KernelNodeSpec};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::kernel::Kernel;
-use crate::launch::{DeviceRepr, LaunchConfig};
+use crate::launch::LaunchConfig;
 use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
-
-/// A node of a graph (`CUgraphNode`): a plain identifier, valid with the graph it belongs to.
-/// The methods that take one check that it is a node of the graph they are called on, as
-/// handed out by it and not removed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[doc(alias = "CUgraphNode")]
-pub struct GraphNode {
-    pub(crate) handle: GraphNodeHandle,
-    pub(crate) graph: GraphHandle,
-    /// Which handing-out this is ([`serial`](super::serial)): a node removed, or of a graph
-    /// dropped, never matches a later one at the same address.
-    pub(crate) serial: u64,
-}
-
-impl GraphNode {
-    /// The raw `CUgraphNode`.
-    pub fn as_raw(&self) -> *mut c_void {
-        self.handle.0
-    }
-}
 
 /// What a node does (`CUgraphNodeType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,54 +117,7 @@ impl GraphAllocation {
     }
 }
 
-/// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), an
-/// `Arc<Buffer>` (passed as its address, and kept alive by the graph), or a
-/// [`ConditionalHandle`] (passed as its raw handle). Sealed.
-pub trait GraphArg: sealed::Arg {}
-
-impl<T: DeviceRepr> GraphArg for T {}
-impl GraphArg for Arc<Buffer> {}
-
-pub(crate) mod sealed {
-    use std::ffi::c_void;
-    use std::sync::Arc;
-
-    use crate::memory::Buffer;
-
-    /// Only the implementations here: a value's bytes are itself, a buffer's are its address.
-    pub trait Arg {
-        fn bytes(&self) -> (*const c_void, usize);
-        fn buffer(&self) -> Option<&Arc<Buffer>>;
-        /// Anything else the graph must keep alive for the argument (a texture or surface
-        /// object).
-        fn keep(&self) -> Option<Box<dyn Send>> {
-            None
-        }
-    }
-
-    impl<T: crate::launch::DeviceRepr> Arg for T {
-        fn bytes(&self) -> (*const c_void, usize) {
-            ((self as *const T).cast(), std::mem::size_of::<T>())
-        }
-
-        fn buffer(&self) -> Option<&Arc<Buffer>> {
-            None
-        }
-    }
-
-    impl Arg for Arc<Buffer> {
-        fn bytes(&self) -> (*const c_void, usize) {
-            (
-                (self.ptr_ref() as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        }
-
-        fn buffer(&self) -> Option<&Arc<Buffer>> {
-            Some(self)
-        }
-    }
-}
+pub use crate::args::GraphArg;
 
 /// A kernel node's arguments, checked against the kernel: their addresses for the driver
 /// and the buffers among them.
@@ -203,7 +137,7 @@ impl<'a> KernelArgs<'a> {
         kernel: &Kernel,
         args: &'a [&'a dyn GraphArg],
     ) -> Result<KernelArgs<'a>> {
-        let sizes: Vec<usize> = args.iter().map(|arg| arg.bytes().1).collect();
+        let sizes: Vec<usize> = args.iter().map(|arg| arg.arg().size).collect();
         crate::launch::validate_node(context, config, kernel, &sizes)?;
         let mut buffers = Vec::new();
         for (index, buffer) in args
@@ -215,7 +149,7 @@ impl<'a> KernelArgs<'a> {
             buffers.push(buffer.clone());
         }
         Ok(KernelArgs {
-            pointers: args.iter().map(|arg| arg.bytes().0.cast_mut()).collect(),
+            pointers: args.iter().map(|arg| arg.arg().ptr.cast_mut()).collect(),
             buffers,
             kept: args.iter().filter_map(|arg| arg.keep()).collect(),
             _args: std::marker::PhantomData,

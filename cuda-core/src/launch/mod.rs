@@ -7,9 +7,7 @@ use crate::driver::LaunchParams;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::kernel::{Kernel, ParamInfo};
-use crate::memory::{Buffer, DevicePtr};
 use crate::stream::Stream;
-use crate::view::StridedView;
 
 mod config;
 
@@ -18,125 +16,32 @@ pub use self::config::{
     MemorySyncDomain,
 };
 
-/// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
-/// kernel's parameter type. Integers, floats, arrays of them and [`DevicePtr`] implement it,
-/// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
-/// `__nv_bfloat16`).
-///
-/// A struct that derives `bytemuck::Pod` becomes one with the safe
-/// [`device_repr!`](crate::device_repr) (feature `bytemuck`), which checks that it is `Pod`.
-/// (Not by a blanket implementation for every `bytemuck::Pod` type: that would make graph
-/// nodes' `Arc<Buffer>` arguments overlap with it under Rust's coherence rules.) Any
-/// alignment is fine, a `#[repr(C, align(64))]` type's too: the driver copies the bytes.
-///
-/// # Safety
-///
-/// The type must be `#[repr(C)]` (or a primitive), with no pointers to host memory the kernel
-/// would follow, and its layout must be what the kernel's C++ parameter type expects.
-pub unsafe trait DeviceRepr: Copy + 'static {}
+use crate::args::sealed::ArgBytes;
+pub use crate::args::{DeviceRepr, KernelArg};
 
-macro_rules! device_repr {
-    ($($t:ty),*) => {$(
-        // SAFETY: a primitive passes to a kernel as the same C type.
-        unsafe impl DeviceRepr for $t {}
-    )*};
+/// Whether `size` is that of an argument whose bytes are not itself (a buffer, a strided
+/// view, a tensor map, a texture or surface object), which [`arg_bytes`] must ask through the
+/// trait. This is the launch's own shortcut, and the one place that names every wrapper
+/// kind: asking every argument through the trait object costs 3-5 ns more on a launch of 16
+/// arguments against the stand-in driver (`standin_overhead`), over the overhead rule.
+#[inline(always)]
+const fn is_wrapper_size(size: usize) -> bool {
+    size == std::mem::size_of::<crate::memory::buffer::Buffer>()
+        || size == std::mem::size_of::<crate::view::StridedView<'static, u8>>()
+        || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
+        || size == std::mem::size_of::<crate::texture::Texture>()
+        || size == std::mem::size_of::<crate::texture::Surface>()
 }
-device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
-
-// SAFETY: a C array of plain data is plain data, laid out alike.
-unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
-
-// SAFETY: a device address passes as a pointer-sized parameter.
-unsafe impl DeviceRepr for DevicePtr {}
-
-/// Anything that can be a kernel argument: [`DeviceRepr`] values, [`Buffer`]s (passed as
-/// their device address), [`StridedView`]s (their first element's address),
-/// [`TensorMap`](crate::TensorMap)s (their 128-byte descriptor), and
-/// [`Texture`](crate::Texture) and [`Surface`](crate::Surface) objects (their 64-bit handle).
-/// It is sealed: make a type of your own an argument by implementing [`DeviceRepr`] for it.
-pub trait KernelArg: sealed::Arg {}
-
-impl<T: DeviceRepr> KernelArg for T {}
-impl KernelArg for Buffer {}
-impl<T> KernelArg for StridedView<'_, T> {}
-
-pub(crate) mod sealed {
-    use std::ffi::c_void;
-
-    use crate::memory::Buffer;
-    use crate::stream::Stream;
-
-    /// Whether `size` is that of an argument whose bytes are not itself (a buffer, a strided
-    /// view, a tensor map, a texture or surface object), which `arg_bytes` must ask through
-    /// the trait.
-    #[inline(always)]
-    pub const fn is_wrapper_size(size: usize) -> bool {
-        size == std::mem::size_of::<Buffer>()
-            || size == std::mem::size_of::<crate::view::StridedView<'static, u8>>()
-            || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
-            || size == std::mem::size_of::<crate::texture::Texture>()
-            || size == std::mem::size_of::<crate::texture::Surface>()
-    }
-
-    /// Where an argument's bytes are and how many, and for a buffer the stream its memory is
-    /// ordered on (its deallocation stream).
-    pub struct ArgBytes<'a> {
-        pub ptr: *const c_void,
-        pub size: usize,
-        pub home: Option<&'a Stream>,
-    }
-
-    /// Only the implementations here: [`launch`](super::launch) relies on a value argument's
-    /// bytes being the value itself, and on a buffer naming its stream.
-    pub trait Arg {
-        fn arg(&self) -> ArgBytes<'_>;
-    }
-
-    impl<T: super::DeviceRepr> Arg for T {
-        #[inline]
-        fn arg(&self) -> ArgBytes<'_> {
-            ArgBytes {
-                ptr: (self as *const T).cast(),
-                size: std::mem::size_of::<T>(),
-                home: None,
-            }
-        }
-    }
-
-    impl Arg for Buffer {
-        #[inline]
-        fn arg(&self) -> ArgBytes<'_> {
-            ArgBytes {
-                ptr: (self.ptr_ref() as *const u64).cast(),
-                size: std::mem::size_of::<u64>(),
-                home: Some(self.deallocation_stream()),
-            }
-        }
-    }
-
-    impl<T> Arg for crate::view::StridedView<'_, T> {
-        #[inline]
-        fn arg(&self) -> ArgBytes<'_> {
-            ArgBytes {
-                ptr: (self.ptr_ref() as *const u64).cast(),
-                size: std::mem::size_of::<u64>(),
-                home: self.home(),
-            }
-        }
-    }
-}
-
-use sealed::ArgBytes;
 
 /// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
 /// trait object's size (read from its vtable, no call) is the parameter's, its address is the
-/// answer; a [`Buffer`], a [`StridedView`], a tensor map, a texture or surface object (whose
-/// own sizes are not their arguments': see `sealed::is_wrapper_size`) and anything else ask
-/// through the trait object.
+/// answer; a buffer, a strided view, a tensor map, a texture or surface object (whose own
+/// sizes are not their arguments': see [`is_wrapper_size`]) and anything else ask through the
+/// trait object.
 #[inline(always)]
 fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
-    if wanted == Some(own) && !sealed::is_wrapper_size(own) {
+    if wanted == Some(own) && !is_wrapper_size(own) {
         // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does
         // not depend on its element type), and their bytes are themselves.
         let ptr = (arg as *const dyn KernelArg).cast();
@@ -148,7 +53,7 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
                 asked.ptr == ptr && asked.size == own && asked.home.is_none()
             },
             "a kernel argument of {own} bytes is not its own bytes: add its type to \
-             sealed::is_wrapper_size"
+             is_wrapper_size"
         );
         ArgBytes {
             ptr,
@@ -180,9 +85,9 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
 /// # Safety
 ///
 /// The kernel runs with the arguments given: it must only access memory that they make valid
-/// for it (indices in bounds of the buffers passed, raw [`DevicePtr`] arguments to memory that
+/// for it (indices in bounds of the buffers passed, raw [`DevicePtr`](crate::DevicePtr) arguments to memory that
 /// stays allocated until the kernel is done), and nothing on the host may use memory the
-/// kernel writes until the stream has passed it. A [`StridedView`] is its first element's
+/// kernel writes until the stream has passed it. A [`StridedView`](crate::StridedView) is its first element's
 /// address: the kernel reads it as the view's element type, within the view's elements (and
 /// writes it only if not [read-only](StridedView::is_read_only)); a view not of a buffer (of a
 /// DLPack tensor, or a foreign pointer) is kept until the kernel is done, as a raw address.
@@ -190,7 +95,7 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
 /// On drivers older than 12.4 the driver cannot describe a kernel's parameters
 /// (`cuKernelGetParamInfo`), so the number and sizes of the arguments go unchecked there: the
 /// caller must then pass exactly one argument per parameter, each of the parameter's size and
-/// type (a [`Buffer`] or [`DevicePtr`] for a pointer, the Rust type of the same layout for a
+/// type (a [`Buffer`](crate::Buffer) or [`DevicePtr`](crate::DevicePtr) for a pointer, the Rust type of the same layout for a
 /// value).
 ///
 /// ```no_run
@@ -724,6 +629,7 @@ fn wrong_size(kernel: &Kernel, index: usize, size: usize, wanted: usize) -> Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::{Buffer, DevicePtr};
 
     fn addr<T>(value: &T) -> *const c_void {
         (value as *const T).cast()

@@ -17,6 +17,7 @@
 //! pointer to one.
 
 mod context;
+pub(crate) mod captures;
 pub(crate) mod current;
 mod held;
 pub(crate) mod recycle;

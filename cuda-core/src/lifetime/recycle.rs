@@ -94,7 +94,7 @@ pub(crate) fn take<H: Recycled>(
             }
             // A query is a call that an open capture may forbid (and be invalidated by): while
             // one may be open, a pending handle waits, and the caller makes a new one.
-            if crate::order::captures_open() {
+            if super::captures::captures_open() {
                 return None;
             }
             take_pending(list)

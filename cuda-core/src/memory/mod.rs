@@ -36,10 +36,10 @@
 //! ```
 
 pub(crate) mod access;
-mod buffer;
+pub(crate) mod buffer;
 mod copy;
 mod device_pool;
-mod device_ptr;
+pub(crate) mod device_ptr;
 mod host;
 mod host_pool;
 pub mod ipc;

@@ -648,27 +648,17 @@ impl Texture {
     }
 }
 
-impl crate::launch::KernelArg for Texture {}
+impl crate::args::KernelArg for Texture {}
+impl crate::args::GraphArg for Texture {}
 
-impl crate::launch::sealed::Arg for Texture {
+impl crate::args::sealed::Arg for Texture {
     #[inline]
-    fn arg(&self) -> crate::launch::sealed::ArgBytes<'_> {
-        crate::launch::sealed::ArgBytes {
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
             ptr: (&self.handle as *const u64).cast(),
             size: std::mem::size_of::<u64>(),
             home: Some(&self.object.home),
         }
-    }
-}
-
-impl crate::graph::GraphArg for Texture {}
-
-impl crate::graph::sealed::Arg for Texture {
-    fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        (
-            (&self.handle as *const u64).cast(),
-            std::mem::size_of::<u64>(),
-        )
     }
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {

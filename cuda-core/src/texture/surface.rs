@@ -92,27 +92,17 @@ impl Surface {
     }
 }
 
-impl crate::launch::KernelArg for Surface {}
+impl crate::args::KernelArg for Surface {}
+impl crate::args::GraphArg for Surface {}
 
-impl crate::launch::sealed::Arg for Surface {
+impl crate::args::sealed::Arg for Surface {
     #[inline]
-    fn arg(&self) -> crate::launch::sealed::ArgBytes<'_> {
-        crate::launch::sealed::ArgBytes {
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
             ptr: (&self.handle as *const u64).cast(),
             size: std::mem::size_of::<u64>(),
             home: Some(self.object.array.home_stream()),
         }
-    }
-}
-
-impl crate::graph::GraphArg for Surface {}
-
-impl crate::graph::sealed::Arg for Surface {
-    fn bytes(&self) -> (*const std::ffi::c_void, usize) {
-        (
-            (&self.handle as *const u64).cast(),
-            std::mem::size_of::<u64>(),
-        )
     }
 
     fn buffer(&self) -> Option<&Arc<crate::memory::Buffer>> {

@@ -628,6 +628,19 @@ impl<T: Pod> StridedView<'_, T> {
     }
 }
 
+impl<T> crate::args::KernelArg for StridedView<'_, T> {}
+
+impl<T> crate::args::sealed::Arg for StridedView<'_, T> {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
+            ptr: (self.ptr_ref() as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            home: self.home(),
+        }
+    }
+}
+
 impl Buffer {
     /// A compact row-major (C-order) view of `shape` from the buffer's start: see
     /// [`StridedView::new`].

@@ -1,0 +1,137 @@
+//! Kernel arguments, for launches and graph nodes alike: [`DeviceRepr`] values, and the one
+//! sealed [`Arg`](sealed::Arg) every kind of argument implements in its own file (a buffer and
+//! a value here; a strided view, a tensor map, a texture, a surface and a conditional handle
+//! beside their types). [`KernelArg`] and [`GraphArg`] say which kinds a launch and a graph
+//! node take.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::memory::buffer::Buffer;
+use crate::memory::device_ptr::DevicePtr;
+use crate::stream::Stream;
+
+/// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
+/// kernel's parameter type. Integers, floats, arrays of them and [`DevicePtr`] implement it,
+/// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
+/// `__nv_bfloat16`).
+///
+/// A struct that derives `bytemuck::Pod` becomes one with the safe
+/// [`device_repr!`](crate::device_repr) (feature `bytemuck`), which checks that it is `Pod`.
+/// (Not by a blanket implementation for every `bytemuck::Pod` type: that would make graph
+/// nodes' `Arc<Buffer>` arguments overlap with it under Rust's coherence rules.) Any
+/// alignment is fine, a `#[repr(C, align(64))]` type's too: the driver copies the bytes.
+///
+/// # Safety
+///
+/// The type must be `#[repr(C)]` (or a primitive), with no pointers to host memory the kernel
+/// would follow, and its layout must be what the kernel's C++ parameter type expects.
+pub unsafe trait DeviceRepr: Copy + 'static {}
+
+macro_rules! device_repr {
+    ($($t:ty),*) => {$(
+        // SAFETY: a primitive passes to a kernel as the same C type.
+        unsafe impl DeviceRepr for $t {}
+    )*};
+}
+device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+// SAFETY: a C array of plain data is plain data, laid out alike.
+unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
+
+// SAFETY: a device address passes as a pointer-sized parameter.
+unsafe impl DeviceRepr for DevicePtr {}
+
+/// Anything that can be a kernel argument of [`launch`](crate::launch): [`DeviceRepr`]
+/// values, [`Buffer`]s (passed as their device address), [`StridedView`](crate::StridedView)s
+/// (their first element's address), [`TensorMap`](crate::TensorMap)s (their 128-byte
+/// descriptor), and [`Texture`](crate::Texture) and [`Surface`](crate::Surface) objects (their
+/// 64-bit handle). It is sealed: make a type of your own an argument by implementing
+/// [`DeviceRepr`] for it.
+pub trait KernelArg: sealed::Arg {}
+
+impl<T: DeviceRepr> KernelArg for T {}
+impl KernelArg for Buffer {}
+
+/// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), an
+/// `Arc<Buffer>` (passed as its address, and kept alive by the graph), a
+/// [`ConditionalHandle`](crate::ConditionalHandle) (passed as its raw handle), a tensor map,
+/// a texture or a surface (kept alive by the graph with what they read). Sealed.
+pub trait GraphArg: sealed::Arg {}
+
+impl<T: DeviceRepr> GraphArg for T {}
+impl GraphArg for Arc<Buffer> {}
+
+pub(crate) mod sealed {
+    use std::ffi::c_void;
+    use std::sync::Arc;
+
+    use crate::memory::buffer::Buffer;
+    use crate::stream::Stream;
+
+    /// Where an argument's bytes are and how many, and for memory ordered on a stream that
+    /// stream (a buffer's deallocation stream).
+    pub struct ArgBytes<'a> {
+        pub ptr: *const c_void,
+        pub size: usize,
+        pub home: Option<&'a Stream>,
+    }
+
+    /// Only the implementations in this crate: a launch relies on a value argument's bytes
+    /// being the value itself and on memory naming its stream, a graph on being told what to
+    /// keep alive.
+    pub trait Arg {
+        /// The bytes the kernel gets, and the stream the memory behind them is ordered on.
+        fn arg(&self) -> ArgBytes<'_>;
+        /// The buffer a graph node keeps alive (and checks is usable from its device).
+        fn buffer(&self) -> Option<&Arc<Buffer>> {
+            None
+        }
+        /// Anything else a graph must keep alive for the argument (a texture or surface
+        /// object).
+        fn keep(&self) -> Option<Box<dyn Send>> {
+            None
+        }
+    }
+}
+
+use sealed::{Arg, ArgBytes};
+
+impl<T: DeviceRepr> Arg for T {
+    #[inline]
+    fn arg(&self) -> ArgBytes<'_> {
+        ArgBytes {
+            ptr: (self as *const T).cast(),
+            size: std::mem::size_of::<T>(),
+            home: None,
+        }
+    }
+}
+
+/// A buffer's address, ordered on its deallocation stream.
+#[inline]
+fn buffer_arg(buffer: &Buffer) -> ArgBytes<'_> {
+    ArgBytes {
+        ptr: (buffer.ptr_ref() as *const u64).cast::<c_void>(),
+        size: std::mem::size_of::<u64>(),
+        home: Some::<&Stream>(buffer.deallocation_stream()),
+    }
+}
+
+impl Arg for Buffer {
+    #[inline]
+    fn arg(&self) -> ArgBytes<'_> {
+        buffer_arg(self)
+    }
+}
+
+impl Arg for Arc<Buffer> {
+    #[inline]
+    fn arg(&self) -> ArgBytes<'_> {
+        buffer_arg(self)
+    }
+
+    fn buffer(&self) -> Option<&Arc<Buffer>> {
+        Some(self)
+    }
+}
