@@ -7,7 +7,52 @@
 //! the end of its buffer.
 
 use crate::error::{Error, Result};
-use crate::object_code::CodeType;
+
+/// The kinds of code the driver, NVRTC and the linker deal in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CodeType {
+    /// PTX assembly text, compiled by the driver for the device at load time.
+    Ptx,
+    /// A cubin: machine code for one architecture.
+    Cubin,
+    /// A fat binary: cubins and PTX for several architectures.
+    Fatbin,
+    /// LTO-IR: intermediate code for link-time optimisation (nvJitLink only).
+    LtoIr,
+}
+
+impl CodeType {
+    /// The usual file extension: `ptx`, `cubin`, `fatbin`, `ltoir`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            CodeType::Ptx => "ptx",
+            CodeType::Cubin => "cubin",
+            CodeType::Fatbin => "fatbin",
+            CodeType::LtoIr => "ltoir",
+        }
+    }
+
+    /// The type as a phrase: "a cubin", "PTX".
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            CodeType::Ptx => "PTX",
+            CodeType::Cubin => "a cubin",
+            CodeType::Fatbin => "a fatbin",
+            CodeType::LtoIr => "LTO-IR",
+        }
+    }
+
+    pub(crate) fn from_extension(extension: &str) -> Option<CodeType> {
+        match extension {
+            "ptx" => Some(CodeType::Ptx),
+            "cubin" => Some(CodeType::Cubin),
+            "fatbin" => Some(CodeType::Fatbin),
+            "ltoir" => Some(CodeType::LtoIr),
+            _ => None,
+        }
+    }
+}
 
 /// `\x7fELF`.
 const ELF_MAGIC: [u8; 4] = *b"\x7fELF";

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use crate::device::Device;
 use crate::driver::{Driver, FunctionHandle, KernelHandle, LaunchParams};
 use crate::error::{Error, Result};
-use crate::launch::LaunchConfig;
+use crate::launch::{ClusterSchedulingPolicy, LaunchConfig};
 use crate::object_code::ObjectCode;
 use crate::stream::Stream;
 
@@ -118,31 +118,6 @@ impl KernelAttribute {
     #[must_use]
     pub fn code(self) -> i32 {
         self as i32
-    }
-}
-
-/// How a cluster's blocks are spread over the GPU
-/// (`CUclusterSchedulingPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-#[doc(alias = "CUclusterSchedulingPolicy")]
-pub enum ClusterSchedulingPolicy {
-    /// The driver's choice (`CU_CLUSTER_SCHEDULING_POLICY_DEFAULT`).
-    Default,
-    /// Spread over the GPU (`CU_CLUSTER_SCHEDULING_POLICY_SPREAD`).
-    Spread,
-    /// Balanced for load (`CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING`).
-    LoadBalancing,
-}
-
-impl ClusterSchedulingPolicy {
-    /// Its `CUclusterSchedulingPolicy` value.
-    pub(crate) fn code(self) -> u32 {
-        match self {
-            ClusterSchedulingPolicy::Default => 0,
-            ClusterSchedulingPolicy::Spread => 1,
-            ClusterSchedulingPolicy::LoadBalancing => 2,
-        }
     }
 }
 

@@ -44,7 +44,6 @@ mod object_code;
 mod options;
 mod order;
 mod program;
-mod program_sources;
 mod resources;
 mod stream;
 #[cfg(feature = "nvml")]
@@ -72,10 +71,10 @@ pub use graph::{
 pub use info::{
     driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,
 };
-pub use kernel::{ClusterSchedulingPolicy, Kernel, KernelAttribute, KernelAttributes, ParamInfo};
+pub use kernel::{Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{
-    launch, launch_recording, AccessPolicyWindow, AccessProperty, DeviceRepr, EventTrigger,
-    KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain,
+    launch, launch_recording, AccessPolicyWindow, AccessProperty, ClusterSchedulingPolicy,
+    DeviceRepr, EventTrigger, KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain,
 };
 pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
@@ -98,7 +97,7 @@ pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,
     ProgramOptions,
 };
-pub use program_sources::{NvvmModule, ProgramKind};
+pub use program::{NvvmModule, ProgramKind};
 pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 pub use view::{StridedView, ViewMemory};

@@ -9,58 +9,13 @@ use crate::device::Device;
 use crate::driver::{driver, Driver, LibraryHandle};
 use crate::error::{Cause, DriverCode, Error, Result};
 use crate::global::Global;
+pub use crate::image::CodeType;
 use crate::kernel::{Kernel, KernelInner};
 use crate::lifetime::current::with_current;
 use crate::memory::DevicePtr;
 
 /// The first bytes of a cached [`ObjectCode`] (its format's version is the last byte).
 const CACHE_MAGIC: &[u8] = b"cuobj\x01";
-
-/// The kinds of code the driver, NVRTC and the linker deal in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CodeType {
-    /// PTX assembly text, compiled by the driver for the device at load time.
-    Ptx,
-    /// A cubin: machine code for one architecture.
-    Cubin,
-    /// A fat binary: cubins and PTX for several architectures.
-    Fatbin,
-    /// LTO-IR: intermediate code for link-time optimisation (nvJitLink only).
-    LtoIr,
-}
-
-impl CodeType {
-    /// The usual file extension: `ptx`, `cubin`, `fatbin`, `ltoir`.
-    pub fn extension(self) -> &'static str {
-        match self {
-            CodeType::Ptx => "ptx",
-            CodeType::Cubin => "cubin",
-            CodeType::Fatbin => "fatbin",
-            CodeType::LtoIr => "ltoir",
-        }
-    }
-
-    /// The type as a phrase: "a cubin", "PTX".
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            CodeType::Ptx => "PTX",
-            CodeType::Cubin => "a cubin",
-            CodeType::Fatbin => "a fatbin",
-            CodeType::LtoIr => "LTO-IR",
-        }
-    }
-
-    pub(crate) fn from_extension(extension: &str) -> Option<CodeType> {
-        match extension {
-            "ptx" => Some(CodeType::Ptx),
-            "cubin" => Some(CodeType::Cubin),
-            "fatbin" => Some(CodeType::Fatbin),
-            "ltoir" => Some(CodeType::LtoIr),
-            _ => None,
-        }
-    }
-}
 
 /// Code to run on the GPU, with the names of its kernels. Cheap to clone; every [`Kernel`]
 /// taken from it keeps it (and its loaded library) alive.

@@ -118,12 +118,11 @@ struct StreamInner {
     has_deferred: AtomicBool,
 }
 
-/// A free put off while a capture was open: the memory's resource, address and size.
-pub(crate) type Deferred = (
-    crate::lifetime::Held<dyn crate::memory::MemoryResource>,
-    u64,
-    usize,
-);
+/// A free put off while a capture was open: the free itself (given the stream to queue it on,
+/// the memory's deallocation stream) and the memory's size. The buffer that makes it holds
+/// what the free needs (its resource), so the stream needs to know nothing of memory
+/// resources.
+pub(crate) type Deferred = (Box<dyn FnOnce(&Stream) -> Result<()> + Send>, usize);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -541,14 +540,8 @@ impl Stream {
             self.inner.has_deferred.store(false, Ordering::Release);
             std::mem::take(&mut *deferred)
         };
-        for (resource, ptr, size) in frees {
-            // SAFETY: each came from a dropped Buffer of `resource`, whose free this replaces
-            // (the Buffer freed nothing); its deallocation stream is this one.
-            if let Err(e) = unsafe {
-                resource
-                    .arc()
-                    .deallocate(crate::memory::DevicePtr(ptr), size, self)
-            } {
+        for (free, size) in frees {
+            if let Err(e) = free(self) {
                 log::error!("freeing a buffer of {size} bytes put off during a capture: {e}");
             }
         }

@@ -1,10 +1,11 @@
-//! `cargo xtask import-graph [--crate DIR]`: which files of a crate's `src/` import which, and
-//! the circles among them.
+//! `cargo xtask import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import
+//! which, and the circles among them. For cuda-core, a circle that is not made of factories
+//! and children holding their parents ([`CUDA_CORE_FAMILY`]) fails `--check`.
 //!
 //! Each file is a node, named by its module path (`memory::ipc`). An edge `a -> b` is a path in
 //! `a` (a `use` or any other path, `crate::`, `super::` or `self::`) that names module `b` or an
 //! item of it: the longest module prefix of the path wins. A module's `mod` declarations are not
-//! edges. The circles reported are the strongly connected components of more than one file once
+//! edges, nor are paths in items compiled only for tests (`#[cfg(test)]`). The circles reported are the strongly connected components of more than one file once
 //! the edges from a child module to one of its ancestors are left out, since a parent and the
 //! children it declares may refer to each other by design; the count with them is given too.
 
@@ -14,16 +15,54 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// Runs the command: prints the report.
+/// cuda-core's objects and what each is made by or holds (its parents): an edge from an object
+/// to one of its ancestors is a child holding its parent (a stream its context), an edge to
+/// one of its descendants a factory (a device making streams). A name covers its child
+/// modules (`memory` is every resource file), the longest name winning.
+pub const CUDA_CORE_FAMILY: &[(&str, &[&str])] = &[
+    ("context", &["device", "resources"]),
+    ("resources", &["device"]),
+    ("system", &["device"]),
+    ("stream", &["context"]),
+    ("event", &["context", "stream"]),
+    ("memory", &["device", "context"]),
+    ("memory::buffer", &["memory", "stream"]),
+    ("order", &["stream"]),
+    ("kernel", &["object_code"]),
+    ("global", &["object_code"]),
+];
+
+/// Runs the command: prints the report; with `--check`, fails where a circle is left once
+/// factories and children holding their parents are left out.
 pub fn run(args: &[String], root: &Path) -> Result<(), String> {
-    let src = match args {
-        [] => root.join("cuda-core/src"),
-        [flag, dir] if flag == "--crate" => PathBuf::from(dir).join("src"),
+    let check = args.iter().any(|a| a == "--check");
+    let args: Vec<&String> = args.iter().filter(|a| *a != "--check").collect();
+    let (src, family) = match args.as_slice() {
+        [] => (root.join("cuda-core/src"), CUDA_CORE_FAMILY),
+        [flag, dir] if *flag == "--crate" => (PathBuf::from(dir).join("src"), &[][..]),
         _ => return Err(format!("unexpected arguments {args:?}")),
     };
-    let graph = Graph::of(&src)?;
+    let mut graph = Graph::of(&src)?;
+    graph.family = family;
     print!("{}", graph.report());
+    let left = graph.components(Edges::Objects).len();
+    if check && left > 0 {
+        return Err(format!(
+            "{left} circle(s) besides factories and children holding their parents"
+        ));
+    }
     Ok(())
+}
+
+/// Which edges the circles are made of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Edges {
+    /// Every edge.
+    All,
+    /// All but a child module's edges to its ancestors.
+    Modules,
+    /// All but those, and an object's edges to its ancestors and descendants in the family.
+    Objects,
 }
 
 /// Files and their imports.
@@ -35,6 +74,8 @@ pub struct Graph {
     pub edges: BTreeMap<String, BTreeSet<String>>,
     /// The names each module's `use` items bring in, and the paths they stand for.
     uses: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// The objects' family tree ([`CUDA_CORE_FAMILY`]'s shape).
+    pub family: &'static [(&'static str, &'static [&'static str])],
 }
 
 impl Graph {
@@ -147,12 +188,57 @@ impl Graph {
     /// edges from a child module to one of its ancestors are left out (a parent and the
     /// children it declares may refer to each other by design). Each sorted, largest first.
     pub fn circles(&self) -> Vec<Vec<String>> {
-        self.components(false)
+        self.components(Edges::Modules)
     }
 
-    /// The strongly connected components of more than one file, with the edges from children
-    /// to their ancestors (`with_family`) or without them.
-    fn components(&self, with_family: bool) -> Vec<Vec<String>> {
+    /// The family entry that covers `module`: its own name or the longest enclosing one.
+    fn owner(&self, module: &str) -> Option<&'static str> {
+        self.family
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| module == *name || is_ancestor(name, module))
+            .max_by_key(|name| name.len())
+    }
+
+    /// The objects `module` descends from in the family (made by, or holding).
+    fn object_ancestors(&self, module: &str) -> BTreeSet<&'static str> {
+        let mut out = BTreeSet::new();
+        let mut todo: Vec<&'static str> = self.owner(module).into_iter().collect();
+        let mut seen = BTreeSet::new();
+        while let Some(entry) = todo.pop() {
+            if !seen.insert(entry) {
+                continue;
+            }
+            let parents = self.family.iter().find(|(name, _)| *name == entry);
+            for parent in parents.map(|(_, p)| *p).unwrap_or_default() {
+                out.insert(*parent);
+                todo.extend(self.owner(parent));
+            }
+        }
+        out
+    }
+
+    /// Whether `from -> to` is a child holding an ancestor or a factory of a descendant.
+    fn is_family(&self, from: &str, to: &str) -> bool {
+        let covers = |objects: BTreeSet<&str>, module: &str| {
+            objects
+                .iter()
+                .any(|object| *object == module || is_ancestor(object, module))
+        };
+        covers(self.object_ancestors(from), to) || covers(self.object_ancestors(to), from)
+    }
+
+    /// Whether the circles of `edges` count `from -> to`.
+    fn counts(&self, edges: Edges, from: &str, to: &str) -> bool {
+        match edges {
+            Edges::All => true,
+            Edges::Modules => !is_ancestor(to, from),
+            Edges::Objects => !is_ancestor(to, from) && !self.is_family(from, to),
+        }
+    }
+
+    /// The strongly connected components of more than one file, of the `edges` counted.
+    pub fn components(&self, edges: Edges) -> Vec<Vec<String>> {
         let nodes: Vec<&String> = self.modules.iter().collect();
         let index: BTreeMap<&String, usize> =
             nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
@@ -163,7 +249,7 @@ impl Graph {
                     .get(*n)
                     .map(|to| {
                         to.iter()
-                            .filter(|t| with_family || !is_ancestor(t, n))
+                            .filter(|t| self.counts(edges, n, t))
                             .filter_map(|t| index.get(t).copied())
                             .collect()
                     })
@@ -183,18 +269,66 @@ impl Graph {
         out
     }
 
-    /// The report: counts, then each circle with its edges.
+    /// The report: counts, then each circle with its edges: first those left once factories
+    /// and children holding their parents are left out, then the module circles (their
+    /// members only).
     pub fn report(&self) -> String {
         let edges: usize = self.edges.values().map(BTreeSet::len).sum();
         let circles = self.circles();
+        let objects = self.components(Edges::Objects);
         let mut out = format!(
             "{} files, {} import edges, {} circle(s) (not counting a child's edges to its \
              ancestors; {} counting them)\n",
             self.modules.len(),
             edges,
             circles.len(),
-            self.components(true).len()
+            self.components(Edges::All).len()
         );
+        if !self.family.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} circle(s) once factories and children holding their parents are left out \
+                 (object: its parents):",
+                objects.len()
+            );
+            for (object, parents) in self.family {
+                let _ = writeln!(out, "  {object}: {}", parents.join(", "));
+            }
+        }
+        for (n, circle) in objects.iter().enumerate() {
+            let members: BTreeSet<&String> = circle.iter().collect();
+            let _ = writeln!(
+                out,
+                "\ncircle {} ({} files, not of factories and parents): {}",
+                n + 1,
+                circle.len(),
+                circle.join(", ")
+            );
+            for from in circle {
+                for to in self.edges.get(from).into_iter().flatten() {
+                    if members.contains(to) && self.counts(Edges::Objects, from, to) {
+                        let _ = writeln!(out, "  {} -> {}", name(from), name(to));
+                    }
+                }
+            }
+        }
+        if self.family.is_empty() {
+            return self.module_circles(out, &circles);
+        }
+        for (n, circle) in circles.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "\nmodule circle {} ({} files, of factories and parents): {}",
+                n + 1,
+                circle.len(),
+                circle.join(", ")
+            );
+        }
+        out
+    }
+
+    /// Each module circle with its edges.
+    fn module_circles(&self, mut out: String, circles: &[Vec<String>]) -> String {
         for (n, circle) in circles.iter().enumerate() {
             let members: BTreeSet<&String> = circle.iter().collect();
             let _ = writeln!(
@@ -302,9 +436,34 @@ impl Paths {
     }
 }
 
+/// Whether an item is compiled only for tests (`#[cfg(test)]`): a unit test may use any part
+/// of the crate without that part being a dependency of the code it tests.
+fn test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Ident>()
+                .is_ok_and(|ident| ident == "test")
+    })
+}
+
 impl<'ast> Visit<'ast> for Paths {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        self.use_tree(&mut Vec::new(), &item.tree);
+        if !test_only(&item.attrs) {
+            self.use_tree(&mut Vec::new(), &item.tree);
+        }
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !test_only(&item.attrs) {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !test_only(&item.attrs) {
+            syn::visit::visit_item_fn(self, item);
+        }
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
@@ -457,6 +616,54 @@ mod tests {
         let report = g.report();
         assert!(report.contains("1 circle(s)"), "{report}");
         assert!(report.contains("  c -> a\n"), "{report}");
+    }
+
+    #[test]
+    fn factories_and_children_holding_parents_close_no_object_circle() {
+        let mut g = graph(&[
+            ("device", "fn f() -> crate::stream::Stream { todo!() }"),
+            (
+                "stream",
+                "struct S(crate::device::Device); fn g(_: crate::memory::M) {}",
+            ),
+            ("memory", "pub struct M; fn h(_: &crate::stream::Stream) {}"),
+        ]);
+        g.family = &[("stream", &["device"]), ("memory", &["device"])];
+        // device -> stream is a factory, stream -> device a child holding its parent: only
+        // stream <-> memory, neither's ancestor, is a circle of objects.
+        assert_eq!(g.circles().len(), 1);
+        assert_eq!(
+            g.components(Edges::Objects),
+            vec![vec!["memory".to_owned(), "stream".to_owned()]]
+        );
+        let report = g.report();
+        assert!(report.contains("1 circle(s) once factories"), "{report}");
+        assert!(report.contains("  stream -> memory\n"), "{report}");
+        assert!(!report.contains("  stream -> device\n"), "{report}");
+        // With memory a child of stream, stream -> memory is a factory: no circle is left.
+        g.family = &[("stream", &["device"]), ("memory", &["device", "stream"])];
+        assert!(g.components(Edges::Objects).is_empty());
+    }
+
+    #[test]
+    fn paths_in_test_only_items_are_no_edges() {
+        let g = graph(&[
+            ("a", "#[cfg(test)] mod tests { use crate::b::Y; }"),
+            (
+                "b",
+                "pub struct Y; #[cfg(test)] fn t() { let _ = crate::a::X; }",
+            ),
+            (
+                "c",
+                "#[cfg(test)] use crate::a::X; #[cfg(not(test))] use crate::b::Y;",
+            ),
+        ]);
+        let to = |m: &str| g.edges.get(m).cloned().unwrap_or_default();
+        // A test module, a test-only function and a test-only `use` name nothing; an item
+        // under another cfg still does.
+        assert!(to("a").is_empty(), "{:?}", to("a"));
+        assert!(to("b").is_empty(), "{:?}", to("b"));
+        assert_eq!(to("c"), ["b"].map(String::from).into());
     }
 
     #[test]

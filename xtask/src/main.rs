@@ -8,7 +8,7 @@
 //!   when the committed files drift from what the pinned headers give.
 //! - `bench-report [--criterion DIR] [--out FILE]`: one markdown table of the overhead suites'
 //!   criterion results (see [`bench_report`]).
-//! - `import-graph [--crate DIR]`: which files of a crate's `src/` import which, and the circles
+//! - `import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import which, and the circles
 //!   among them (see [`imports`]; cuda-core by default).
 
 mod bench_report;
@@ -28,7 +28,7 @@ fn usage() -> &'static str {
        regenerate-bindings [--cuda-include DIR]      remake the committed FFI bindings\n  \
        check-bindings                                fail if the committed bindings drift\n  \
        bench-report [--criterion DIR] [--out FILE]   the overhead benches' results as one table\n  \
-       import-graph [--crate DIR]                    which files import which, and the circles\n"
+       import-graph [--crate DIR] [--check]          which files import which, and the circles\n"
 }
 
 fn main() -> ExitCode {

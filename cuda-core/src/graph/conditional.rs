@@ -5,7 +5,9 @@
 //! given a default value that each launch starts with.
 
 use super::id::GraphNode;
-use super::node::{check_node, GraphArg, GraphBody, Target};
+use super::node::check_node;
+use super::target::{GraphBody, Target};
+use crate::args::GraphArg;
 use crate::driver::GraphHandle;
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;

@@ -24,4 +24,3 @@ impl GraphNode {
         self.handle.0
     }
 }
-

@@ -32,6 +32,7 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 
+mod build;
 mod capture;
 mod conditional;
 mod device_launch;
@@ -39,6 +40,7 @@ pub(crate) mod id;
 mod keep;
 mod node;
 mod params;
+mod target;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -47,16 +49,17 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
+pub use crate::args::GraphArg;
+pub use build::BuildGraph;
 pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
 pub use device_launch::DeviceGraphExec;
+pub use id::GraphNode;
 pub(crate) use keep::release_later;
 pub use keep::{graph_releases, wait_for_graph_releases};
-pub use node::{
-    BuildGraph, GraphAllocation, GraphArg, GraphBody, KernelNodeParams, NodeKind,
-};
-pub use id::GraphNode;
+pub use node::{GraphAllocation, KernelNodeParams, NodeKind};
 pub use params::{CopyEnd, CopyNodeParams, FillNodeParams};
+pub use target::GraphBody;
 
 use crate::context::Context;
 use crate::device::Device;

@@ -64,7 +64,7 @@ pub struct LaunchAttributes {
     pub memory_sync_domain: Option<MemorySyncDomain>,
     /// How the launch's clusters are spread
     /// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`); needs a cluster shape.
-    pub cluster_scheduling_policy: Option<crate::kernel::ClusterSchedulingPolicy>,
+    pub cluster_scheduling_policy: Option<ClusterSchedulingPolicy>,
     /// A preferred, larger cluster shape (`CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION`):
     /// the device groups blocks into clusters of this shape where it has room, else into the
     /// regular [`LaunchConfig::cluster`] shape. Each dimension must be a whole multiple of the
@@ -203,7 +203,7 @@ impl LaunchAttributes {
             }),
             cluster_scheduling_policy: self
                 .cluster_scheduling_policy
-                .map(crate::kernel::ClusterSchedulingPolicy::code),
+                .map(ClusterSchedulingPolicy::code),
             preferred_cluster: self.preferred_cluster,
             access_policy_window: self
                 .access_policy_window
@@ -288,7 +288,7 @@ impl LaunchConfig {
     #[must_use]
     pub fn with_cluster_scheduling_policy(
         mut self,
-        policy: crate::kernel::ClusterSchedulingPolicy,
+        policy: ClusterSchedulingPolicy,
     ) -> LaunchConfig {
         self.attributes.cluster_scheduling_policy = Some(policy);
         self
@@ -317,5 +317,30 @@ impl LaunchConfig {
     /// Blocks in the grid; `None` where the product does not fit a `u64`.
     pub(super) fn blocks(&self) -> Option<u64> {
         product(self.grid)
+    }
+}
+
+/// How a cluster's blocks are spread over the GPU
+/// (`CUclusterSchedulingPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUclusterSchedulingPolicy")]
+pub enum ClusterSchedulingPolicy {
+    /// The driver's choice (`CU_CLUSTER_SCHEDULING_POLICY_DEFAULT`).
+    Default,
+    /// Spread over the GPU (`CU_CLUSTER_SCHEDULING_POLICY_SPREAD`).
+    Spread,
+    /// Balanced for load (`CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING`).
+    LoadBalancing,
+}
+
+impl ClusterSchedulingPolicy {
+    /// Its `CUclusterSchedulingPolicy` value.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            ClusterSchedulingPolicy::Default => 0,
+            ClusterSchedulingPolicy::Spread => 1,
+            ClusterSchedulingPolicy::LoadBalancing => 2,
+        }
     }
 }

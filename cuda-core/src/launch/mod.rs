@@ -12,8 +12,8 @@ use crate::stream::Stream;
 mod config;
 
 pub use self::config::{
-    AccessPolicyWindow, AccessProperty, EventTrigger, LaunchAttributes, LaunchConfig,
-    MemorySyncDomain,
+    AccessPolicyWindow, AccessProperty, ClusterSchedulingPolicy, EventTrigger, LaunchAttributes,
+    LaunchConfig, MemorySyncDomain,
 };
 
 use crate::args::sealed::ArgBytes;
@@ -89,7 +89,7 @@ fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
 /// stays allocated until the kernel is done), and nothing on the host may use memory the
 /// kernel writes until the stream has passed it. A [`StridedView`](crate::StridedView) is its first element's
 /// address: the kernel reads it as the view's element type, within the view's elements (and
-/// writes it only if not [read-only](StridedView::is_read_only)); a view not of a buffer (of a
+/// writes it only if not [read-only](crate::StridedView::is_read_only)); a view not of a buffer (of a
 /// DLPack tensor, or a foreign pointer) is kept until the kernel is done, as a raw address.
 ///
 /// On drivers older than 12.4 the driver cannot describe a kernel's parameters

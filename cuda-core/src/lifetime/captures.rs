@@ -66,4 +66,3 @@ fn finish_later() {
         }
     }
 }
-

@@ -16,8 +16,8 @@
 //! handle and driver sit beside it in the registry, and a held value is its pointer, not a
 //! pointer to one.
 
-mod context;
 pub(crate) mod captures;
+mod context;
 pub(crate) mod current;
 mod held;
 pub(crate) mod recycle;

@@ -175,8 +175,14 @@ impl Drop for Buffer {
             // launch, and never now): it is put off until the stream captures no more. (A
             // graph's release drops its buffers whenever the driver lets them go, so this
             // can happen while the caller keeps to `begin_capture`'s rules.)
-            self.stream
-                .defer_free((self.resource.clone(), self.ptr, self.size));
+            let (resource, ptr, size) = (self.resource.clone(), self.ptr, self.size);
+            let free = move |stream: &Stream| {
+                // SAFETY: the memory of a dropped Buffer of `resource`, whose free this
+                // replaces (the Buffer frees nothing); `stream` is its deallocation stream
+                // (the stream that keeps this free runs it on itself).
+                unsafe { resource.arc().deallocate(DevicePtr(ptr), size, stream) }
+            };
+            self.stream.defer_free((Box::new(free), size));
             return;
         }
         self.stream.drain_deferred();

@@ -35,20 +35,6 @@ crate::options::chainers!(DeviceMemoryResourceOptions {
     with_shareable(shareable: bool);
 });
 
-/// A pool's memory use, in bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PoolUsage {
-    /// Memory the pool holds from the system now.
-    pub reserved_current: u64,
-    /// The most it has held since the high-water marks were reset.
-    pub reserved_high: u64,
-    /// Memory handed out in allocations now.
-    pub used_current: u64,
-    /// The most handed out at once.
-    pub used_high: u64,
-}
-
 /// Device memory from a memory pool: the device's default pool, or a pool of its own.
 /// Allocation and free are stream-ordered (`cuMemAllocFromPoolAsync`, `cuMemFreeAsync`) and
 /// cost nothing beyond those calls.

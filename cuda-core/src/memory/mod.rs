@@ -59,7 +59,7 @@ pub use copy::{
     copy_2d, copy_2d_async, copy_3d, copy_3d_async, BatchDestination, CopyAttributes, CopyBatch,
     CopyRegion, PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
 };
-pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions, PoolUsage};
+pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions};
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use host_pool::{
@@ -71,7 +71,7 @@ pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,
 };
-pub use pool::ReusePolicy;
+pub use pool::{PoolUsage, ReusePolicy};
 pub use sync::SyncMemoryResource;
 pub use vmm::{
     AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,

@@ -62,6 +62,20 @@ crate::options::chainers!(ReusePolicy {
     with_allow_internal_dependencies(allow_internal_dependencies: bool);
 });
 
+/// A pool's memory use, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolUsage {
+    /// Memory the pool holds from the system now.
+    pub reserved_current: u64,
+    /// The most it has held since the high-water marks were reset.
+    pub reserved_high: u64,
+    /// Memory handed out in allocations now.
+    pub used_current: u64,
+    /// The most handed out at once.
+    pub used_high: u64,
+}
+
 impl ReusePolicy {
     /// The policies with their attribute codes, in order.
     pub(crate) fn codes(self) -> [(i32, bool); 3] {

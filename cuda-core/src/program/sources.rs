@@ -4,12 +4,12 @@
 use std::fmt;
 use std::path::Path;
 
+use super::{Program, ProgramOptions};
 use crate::cache::CacheKey;
 use crate::driver::{self, NvvmInput};
 use crate::error::{Cause, Error, Result};
 use crate::linker::{Linker, LinkerOptions};
 use crate::object_code::{CodeType, ObjectCode};
-use crate::program::{Program, ProgramOptions};
 
 /// What a [`Program`] compiles from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
