@@ -36,14 +36,15 @@
 //! ```
 
 pub(crate) mod access;
+mod batch;
 pub(crate) mod buffer;
-mod copy;
 mod device_pool;
 pub(crate) mod device_ptr;
 mod host;
 mod host_pool;
 pub mod ipc;
 mod managed;
+mod pitched;
 pub(crate) mod pool;
 pub(crate) mod small;
 mod sync;
@@ -54,11 +55,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 pub(crate) use crate::order::{in_stream_order, order_homes_after};
+pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 pub use buffer::{Buffer, FillPattern, Pod};
-pub use copy::{
-    copy_2d, copy_2d_async, copy_3d, copy_3d_async, BatchDestination, CopyAttributes, CopyBatch,
-    CopyRegion, PitchedBuffer, PitchedDst, PitchedSrc, SrcAccessOrder,
-};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions};
 pub use device_ptr::DevicePtr;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
@@ -70,6 +68,10 @@ pub use ipc::{BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle, Sh
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,
+};
+pub use pitched::{
+    copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyRegion, PitchedBuffer, PitchedDst,
+    PitchedSrc,
 };
 pub use pool::{PoolUsage, ReusePolicy};
 pub use sync::SyncMemoryResource;
