@@ -21,6 +21,8 @@
 //! knows. Above it, `program.rs` and `linker.rs` see compiled bytes, logs and crate errors.
 
 mod api;
+#[cfg(test)]
+mod enum_codes;
 pub(crate) mod handles;
 mod load;
 mod nvjitlink;

@@ -111,7 +111,7 @@ pub enum ConditionalKind {
 
 impl ConditionalKind {
     /// The driver's `CUgraphConditionalNodeType`.
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             ConditionalKind::If | ConditionalKind::IfElse => 0,
             ConditionalKind::While => 1,

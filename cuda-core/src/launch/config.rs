@@ -91,7 +91,7 @@ pub enum AccessProperty {
 }
 
 impl AccessProperty {
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             AccessProperty::Normal => 0,
             AccessProperty::Streaming => 1,

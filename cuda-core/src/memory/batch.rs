@@ -32,7 +32,7 @@ pub enum SrcAccessOrder {
 
 impl SrcAccessOrder {
     /// The `CUmemcpySrcAccessOrder` code.
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             SrcAccessOrder::Stream => 1,
             SrcAccessOrder::DuringCall => 2,

@@ -44,7 +44,7 @@ pub enum TensorDataType {
 }
 
 impl TensorDataType {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             TensorDataType::U8 => 0,
             TensorDataType::U16 => 1,
@@ -121,7 +121,7 @@ pub enum TensorMapInterleave {
 }
 
 impl TensorMapInterleave {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             TensorMapInterleave::None => 0,
             TensorMapInterleave::B16 => 1,
@@ -155,7 +155,7 @@ pub enum TensorMapSwizzle {
 }
 
 impl TensorMapSwizzle {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             TensorMapSwizzle::None => 0,
             TensorMapSwizzle::B32 => 1,
@@ -198,7 +198,7 @@ pub enum TensorMapL2Promotion {
 }
 
 impl TensorMapL2Promotion {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             TensorMapL2Promotion::None => 0,
             TensorMapL2Promotion::B64 => 1,
@@ -222,7 +222,7 @@ pub enum TensorMapOobFill {
 }
 
 impl TensorMapOobFill {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             TensorMapOobFill::Zero => 0,
             TensorMapOobFill::NanRequestZeroFma => 1,
@@ -244,7 +244,7 @@ pub enum Im2colWideMode {
 }
 
 impl Im2colWideMode {
-    pub(super) fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             Im2colWideMode::W => 0,
             Im2colWideMode::W128 => 1,

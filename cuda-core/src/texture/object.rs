@@ -40,7 +40,7 @@ pub enum AddressMode {
 }
 
 impl AddressMode {
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             AddressMode::Wrap => 0,
             AddressMode::Clamp => 1,
@@ -64,7 +64,7 @@ pub enum FilterMode {
 }
 
 impl FilterMode {
-    fn code(self) -> u32 {
+    pub(crate) fn code(self) -> u32 {
         match self {
             FilterMode::Point => 0,
             FilterMode::Linear => 1,
