@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::context::Context;
-use crate::device::{Device, Uuid};
+use crate::device::Device;
 use crate::driver::{ContextHandle, Driver, EventHandle};
 use crate::error::{Error, Result};
 use crate::lifetime::current::with_current;
-use crate::memory::ipc::{check_form, field, form_header};
+use crate::lifetime::ipc_registry;
 
 /// `CU_EVENT_BLOCKING_SYNC`.
 const BLOCKING_SYNC: u32 = 1;
@@ -102,8 +102,11 @@ impl Drop for Event {
             return;
         }
         if self.options.interprocess {
-            // Destroyed before a new open of its handle can begin (see `ipc::destroy`).
-            if let Err(e) = ipc::destroy(self.handle, || self.driver.event_destroy(self.handle)) {
+            // Destroyed before a new open of its handle can begin (see
+            // `lifetime::ipc_registry::destroy`).
+            if let Err(e) =
+                ipc_registry::destroy(self.handle, || self.driver.event_destroy(self.handle))
+            {
                 log::error!(
                     "destroying an interprocess event of device {}: {e}",
                     self.device().ordinal()
@@ -204,83 +207,8 @@ impl Event {
         Ok(Event::new(handle, driver, context, options, true))
     }
 
-    /// Exports an [`interprocess`](EventOptions::interprocess) event for other processes
-    /// (`cuIpcGetEventHandle`): another process opens the handle with [`Event::open_ipc`],
-    /// and then either process may record the event, wait for it on a stream, synchronise or
-    /// query it. An event made without `interprocess` is [`Error::InvalidArgument`].
-    ///
-    /// Keep this event alive while any process uses the handle: the driver makes using an
-    /// opened event whose exporter destroyed it undefined behaviour (in the opening process:
-    /// [`Event::open_ipc`]'s contract).
-    ///
-    /// ```no_run
-    /// use cuda_core::{Device, Event, EventOptions, StreamOptions};
-    ///
-    /// let device = Device::new(0)?;
-    /// let stream = device.create_stream(StreamOptions::default())?;
-    /// let done = stream.record_new(EventOptions::default().with_interprocess(true))?;
-    /// let bytes = done.ipc_handle()?.to_bytes(); // send them to the other process
-    /// # Ok::<(), cuda_core::Error>(())
-    /// ```
-    #[doc(alias = "cuIpcGetEventHandle")]
-    pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
-        if !self.options.interprocess {
-            return Err(Error::InvalidArgument {
-                name: "self",
-                reason: "the event was made without EventOptions::interprocess".to_owned(),
-            });
-        }
-        // The driver asks for the event's context to be current (CUDA_ERROR_INVALID_CONTEXT
-        // otherwise, seen on the 580 driver).
-        let event = self.handle;
-        let handle = self
-            .context
-            .with_current(|driver| driver.ipc_get_event_handle(event))?;
-        Ok(IpcEventHandle {
-            uuid: self.device().uuid()?.0,
-            handle,
-        })
-    }
-
-    /// Opens an event another process exported ([`Event::ipc_handle`]) in `device`'s primary
-    /// context (`cuIpcOpenEventHandle`), destroyed on drop. It behaves as an event of this
-    /// process made with `interprocess` and no timing: record it, wait for it, synchronise or
-    /// query it. `device` must be the GPU the event belongs to; one handle is opened once at a
-    /// time in a process (a second open while the first lives is [`Error::InvalidArgument`]:
-    /// share the event instead).
-    ///
-    /// # Safety
-    ///
-    /// The exporting process must keep its event alive for as long as this one, or any wait
-    /// queued on it, is in use: the driver makes any use after the exporter destroyed it
-    /// undefined behaviour.
-    #[doc(alias = "cuIpcOpenEventHandle")]
-    pub unsafe fn open_ipc(handle: &IpcEventHandle, device: Device) -> Result<Event> {
-        let own = device.uuid()?;
-        if own.0 != handle.uuid {
-            return Err(Error::InvalidArgument {
-                name: "device",
-                reason: format!(
-                    "the event belongs to GPU {}, and device {} is GPU {own}",
-                    Uuid(handle.uuid),
-                    device.ordinal()
-                ),
-            });
-        }
-        let context = device.primary_context()?;
-        let driver = context.driver();
-        let event = ipc::open(&handle.handle, || {
-            context.with_current(|driver| driver.ipc_open_event_handle(&handle.handle))
-        })?;
-        let options = EventOptions {
-            interprocess: true,
-            ..EventOptions::default()
-        };
-        Ok(Event::new(event, driver, context, options, true))
-    }
-
     #[inline]
-    fn new(
+    pub(crate) fn new(
         handle: EventHandle,
         driver: &'static dyn Driver,
         context: Context,
@@ -471,100 +399,6 @@ fn flags_of(options: EventOptions) -> u32 {
     flags
 }
 
-/// An interprocess event, described for another process ([`Event::ipc_handle`]): plain bytes
-/// ([`to_bytes`](Self::to_bytes)), opened with [`Event::open_ipc`].
-#[doc(alias("CUipcEventHandle", "cuIpcGetEventHandle"))]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct IpcEventHandle {
-    uuid: [u8; 16],
-    handle: [u8; 64],
-}
-
-impl fmt::Debug for IpcEventHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IpcEventHandle")
-            .field("gpu", &Uuid(self.uuid).to_string())
-            .finish_non_exhaustive()
-    }
-}
-
-/// The magic of an [`IpcEventHandle`]'s bytes.
-const EVENT_MAGIC: &[u8; 4] = b"CCEV";
-
-impl IpcEventHandle {
-    /// The length of [`to_bytes`](Self::to_bytes).
-    pub const BYTES: usize = 88;
-
-    /// The GPU the event belongs to.
-    pub fn gpu(&self) -> Uuid {
-        Uuid(self.uuid)
-    }
-
-    /// The handle as bytes.
-    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
-        let mut bytes = [0u8; Self::BYTES];
-        bytes[..8].copy_from_slice(&form_header(EVENT_MAGIC));
-        bytes[8..24].copy_from_slice(&self.uuid);
-        bytes[24..].copy_from_slice(&self.handle);
-        bytes
-    }
-
-    /// A handle from its bytes; bytes that are none are [`Error::InvalidArgument`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<IpcEventHandle> {
-        check_form(bytes, EVENT_MAGIC, Self::BYTES, "interprocess event handle")?;
-        Ok(IpcEventHandle {
-            uuid: field(bytes, 8),
-            handle: field(bytes, 24),
-        })
-    }
-}
-
-/// The events this process opened from other processes' handles: one open per handle at a
-/// time (whether the driver would give a second open its own event is not documented).
-mod ipc {
-    use std::sync::Mutex;
-
-    use crate::driver::EventHandle;
-    use crate::error::{Error, Result};
-
-    static OPENED: Mutex<Vec<([u8; 64], EventHandle)>> = Mutex::new(Vec::new());
-
-    /// Opens `handle` with `open`, unless this process has it open.
-    pub(super) fn open(
-        handle: &[u8; 64],
-        open: impl FnOnce() -> Result<EventHandle>,
-    ) -> Result<EventHandle> {
-        let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
-        if opened.iter().any(|(h, _)| h == handle) {
-            return Err(Error::InvalidArgument {
-                name: "handle",
-                reason: "this process has the event open already: share that Event (in an \
-                         Arc, say) instead of opening it twice"
-                    .to_owned(),
-            });
-        }
-        let event = open()?;
-        opened.push((*handle, event));
-        Ok(event)
-    }
-
-    /// Destroys an interprocess event with `destroy`, and forgets it if it was opened here,
-    /// under the lock: no open of the same handle runs until the driver has destroyed this
-    /// one (should the driver answer a new open with the handle being destroyed).
-    pub(super) fn destroy(event: EventHandle, destroy: impl FnOnce() -> Result<()>) -> Result<()> {
-        let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
-        let destroyed = destroy();
-        opened.retain(|(_, e)| *e != event);
-        destroyed
-    }
-
-    /// Whether an open or a destroy is under way (for tests).
-    #[cfg(test)]
-    pub(super) fn busy() -> bool {
-        OPENED.try_lock().is_err()
-    }
-}
-
 /// The recycled handles of primary-context events, per thread: see [`Event`]'s "Recycling".
 mod recycle {
     use std::cell::RefCell;
@@ -624,66 +458,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interprocess_events_have_the_driver_flag_and_their_handles_survive_their_bytes() {
+    fn interprocess_events_have_the_driver_flag() {
         let options = EventOptions::default().with_interprocess(true);
         assert_eq!(flags_of(options), DISABLE_TIMING | INTERPROCESS);
         assert_eq!(flags_of(options.with_blocking_sync(true)), 7);
         assert_eq!(flags_of(EventOptions::default()) & INTERPROCESS, 0);
-        let handle = IpcEventHandle {
-            uuid: [3; 16],
-            handle: std::array::from_fn(|i| i as u8 * 3),
-        };
-        let bytes = handle.to_bytes();
-        assert_eq!(&bytes[..4], b"CCEV");
-        assert_eq!(IpcEventHandle::from_bytes(&bytes).unwrap(), handle);
-        assert_eq!(handle.gpu(), Uuid([3; 16]));
-        let err = IpcEventHandle::from_bytes(&bytes[1..]).unwrap_err();
-        assert!(
-            err.to_string().contains("interprocess event handle"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_event_handle_is_opened_once_at_a_time() {
-        let key = [0x5a; 64];
-        let first = ipc::open(&key, || {
-            Ok(EventHandle(std::ptr::without_provenance_mut(0x10)))
-        });
-        assert!(first.is_ok());
-        let mut called = false;
-        let second = ipc::open(&key, || {
-            called = true;
-            Ok(EventHandle(std::ptr::without_provenance_mut(0x20)))
-        });
-        assert!(
-            matches!(second, Err(Error::InvalidArgument { name: "handle", .. })),
-            "{second:?}"
-        );
-        assert!(!called, "refused before the driver");
-        // Once the first is destroyed, the handle opens again; no open runs while the driver
-        // destroys it (the registry is held).
-        let mut destroyed = false;
-        ipc::destroy(EventHandle(std::ptr::without_provenance_mut(0x10)), || {
-            assert!(
-                ipc::busy(),
-                "the registry is held while the driver destroys"
-            );
-            destroyed = true;
-            Ok(())
-        })
-        .unwrap();
-        assert!(destroyed);
-        assert!(
-            ipc::open(&key, || Ok(EventHandle(std::ptr::without_provenance_mut(
-                0x30
-            ))))
-            .is_ok()
-        );
-        ipc::destroy(EventHandle(std::ptr::without_provenance_mut(0x30)), || {
-            Ok(())
-        })
-        .unwrap();
     }
 
     /// A burst of events alive at once, then dropped, leaves at most 64 handles kept.

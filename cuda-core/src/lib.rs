@@ -35,6 +35,7 @@ pub mod guide;
 mod headers;
 mod image;
 pub mod info;
+pub mod ipc;
 mod kernel;
 mod launch;
 mod lifetime;
@@ -59,7 +60,6 @@ pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramC
 pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};
-pub use event::IpcEventHandle;
 pub use event::{Event, EventOptions};
 pub use global::Global;
 pub use graph::{
@@ -70,6 +70,9 @@ pub use graph::{
 };
 pub use info::{
     driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,
+};
+pub use ipc::{
+    BufferDescriptor, ImportedPool, IpcEventHandle, IpcMemHandle, SharedPoolHandle, SharedPoolParts,
 };
 pub use kernel::{Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{
@@ -88,9 +91,8 @@ pub use memory::{
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
 };
 pub use memory::{
-    BufferDescriptor, ImportedPool, IpcMemHandle, ManagedLocation, ManagedMemoryPool,
-    ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions, ReusePolicy,
-    SharedPoolHandle, SharedPoolParts,
+    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
+    PinnedMemoryPoolOptions, ReusePolicy,
 };
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{

@@ -10,6 +10,7 @@
 //!   above keep per device (the default memory resources).
 //! - [`ContextCore`]: a context's handle and what releases it, primary or green.
 //! - [`current`]: making a context current around a driver call and restoring the caller's.
+//! - [`ipc_registry`]: the interprocess events this process opened, one open per handle.
 //!
 //! The hot paths read this layer after a driver call has pushed their data out of the CPU's
 //! nearest cache, so it keeps their chains of dependent loads short: the primary context's
@@ -20,6 +21,7 @@ pub(crate) mod captures;
 mod context;
 pub(crate) mod current;
 mod held;
+pub(crate) mod ipc_registry;
 pub(crate) mod recycle;
 pub(crate) mod registry;
 

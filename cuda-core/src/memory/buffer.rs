@@ -574,7 +574,7 @@ impl Buffer {
     ///
     /// No work on any stream may write the buffer while the slice is in use: synchronise the
     /// streams that touched it first. For memory shared with another process (imported, or
-    /// exported: see [`memory::ipc`](crate::memory::ipc)), that process may not write it
+    /// exported: see [`ipc`](crate::ipc)), that process may not write it
     /// meanwhile either.
     pub unsafe fn as_slice<T: Pod>(&self) -> Result<&[T]> {
         let len = self.host_view::<T>()?;

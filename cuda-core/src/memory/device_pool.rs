@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use super::small;
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
+use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use crate::stream::Stream;
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, as a bit of
@@ -25,7 +25,7 @@ pub struct DeviceMemoryResourceOptions {
     /// synchronisation, in bytes; `None` leaves the driver's default (0: release all).
     pub release_threshold: Option<u64>,
     /// Whether other processes may import the pool and its buffers, by POSIX file descriptor
-    /// ([`DeviceMemoryResource::share`]; see [`memory::ipc`](crate::memory::ipc)).
+    /// ([`DeviceMemoryResource::share`]; see [`ipc`](crate::ipc)).
     pub shareable: bool,
 }
 
@@ -57,7 +57,7 @@ crate::options::chainers!(DeviceMemoryResourceOptions {
 /// A pool made [`shareable`](DeviceMemoryResourceOptions::shareable) exports itself
 /// ([`share`](Self::share)) and its buffers ([`export_buffer`](Self::export_buffer)) for other
 /// processes, which import them with [`ImportedPool`](crate::ImportedPool): see
-/// [`memory::ipc`](crate::memory::ipc). Its attributes (use, release threshold, reuse
+/// [`ipc`](crate::ipc). Its attributes (use, release threshold, reuse
 /// policies, trim) are those of every pool kind.
 ///
 /// ```no_run
@@ -245,7 +245,7 @@ impl DeviceMemoryResource {
 
     /// Exports the pool for other processes (`cuMemPoolExportToShareableHandle`): each call
     /// makes a new file descriptor. A pool not made shareable is [`Error::InvalidArgument`].
-    /// See [`memory::ipc`](crate::memory::ipc).
+    /// See [`ipc`](crate::ipc).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
         ipc::share_pool(&self._context, self.pool, self.identity()?, &self.exports)
@@ -258,7 +258,7 @@ impl DeviceMemoryResource {
     /// The other process may use the memory as soon as it imports it: let it do so only once
     /// the allocation (queued on the buffer's stream) and the work it should see are done.
     /// Keep the buffer until every importer has released it (see
-    /// [`memory::ipc`](crate::memory::ipc)).
+    /// [`ipc`](crate::ipc)).
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
         let identity = self.identity()?;

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::device_pool::POSIX_FD_HANDLES;
-use super::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
+use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use crate::stream::Stream;
 
 /// The first driver with pools of host memory not bound to a NUMA node

@@ -42,7 +42,6 @@ mod device_pool;
 pub(crate) mod device_ptr;
 mod host;
 mod host_pool;
-pub mod ipc;
 mod managed;
 mod pitched;
 pub(crate) mod pool;
@@ -64,7 +63,11 @@ pub use host_pool::{
     ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
     PinnedMemoryPoolOptions,
 };
-pub use ipc::{BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle, SharedPoolParts};
+// `memory::ipc`, the old path of the `ipc` module, still names it.
+pub use crate::ipc;
+pub use crate::ipc::{
+    BufferDescriptor, ImportedPool, IpcMemHandle, SharedPoolHandle, SharedPoolParts,
+};
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,

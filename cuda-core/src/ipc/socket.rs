@@ -13,7 +13,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketType,
 };
 
-use super::SharedPoolHandle;
+use super::pool::SharedPoolHandle;
 use crate::error::{Cause, Error, Result};
 
 fn socket_error(operation: &'static str, source: std::io::Error) -> Error {
@@ -198,7 +198,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use super::*;
-    use crate::memory::ipc::{PoolIdentity, SharedKind};
+    use crate::ipc::pool::{PoolIdentity, SharedKind};
 
     fn handle_of(file: std::fs::File) -> SharedPoolHandle {
         let identity = PoolIdentity {
