@@ -28,6 +28,7 @@ pub const CUDA_CORE_FAMILY: &[(&str, &[&str])] = &[
     ("memory", &["device", "context"]),
     ("memory::buffer", &["memory", "stream"]),
     ("order", &["stream"]),
+    ("ipc", &["memory", "event"]),
     ("kernel", &["object_code"]),
     ("global", &["object_code"]),
 ];
