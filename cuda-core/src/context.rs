@@ -8,7 +8,7 @@ use crate::driver::{ContextHandle, Driver, GreenContextHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::lifetime::{current, ContextCore, ContextKind, Held, Primary};
-use crate::resources::SmResource;
+use crate::sm_resources::SmResource;
 use crate::stream::{Stream, StreamOptions};
 
 /// A CUDA context: the primary context of a device, or a green context made from a share of

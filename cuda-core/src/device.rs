@@ -10,7 +10,7 @@ use crate::event::{Event, EventOptions};
 use crate::lifetime::registry::{self, DeviceState, ATTRIBUTE_SLOTS};
 use crate::lifetime::Primary;
 use crate::memory::{self, MemoryResource};
-use crate::resources::DeviceResources;
+use crate::sm_resources::DeviceResources;
 use crate::stream::{Stream, StreamOptions};
 
 const _: () = assert!(

@@ -45,7 +45,7 @@ mod object_code;
 mod options;
 mod order;
 mod program;
-mod resources;
+mod sm_resources;
 mod stream;
 #[cfg(feature = "nvml")]
 pub mod system;
@@ -100,7 +100,7 @@ pub use program::{
     ProgramOptions,
 };
 pub use program::{NvvmModule, ProgramKind};
-pub use resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
+pub use sm_resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 pub use view::{StridedView, ViewMemory};
 

@@ -20,8 +20,8 @@ use syn::visit::Visit;
 /// one of its descendants a factory (a device making streams). A name covers its child
 /// modules (`memory` is every resource file), the longest name winning.
 pub const CUDA_CORE_FAMILY: &[(&str, &[&str])] = &[
-    ("context", &["device", "resources"]),
-    ("resources", &["device"]),
+    ("context", &["device", "sm_resources"]),
+    ("sm_resources", &["device"]),
     ("system", &["device"]),
     ("stream", &["context"]),
     ("event", &["context", "stream"]),

@@ -1,9 +1,11 @@
-//! Operations on managed memory: prefetch to a device or the host, advice, discard, and the
-//! range attributes that show their effect.
+//! Managed (unified) memory: its memory resource, and the operations on it: prefetch to a
+//! device or the host, advice, discard, and the range attributes that show their effect.
 
+use std::fmt;
 use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
 
-use super::{in_stream_order, Buffer, DevicePtr};
+use super::{check_request, in_stream_order, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, MemLocation};
@@ -567,6 +569,70 @@ pub unsafe fn discard_and_prefetch_batch(
             )
         })
     })
+}
+
+/// `CU_MEM_ATTACH_GLOBAL`.
+const ATTACH_GLOBAL: u32 = 1;
+
+/// Managed (unified) memory (`cuMemAllocManaged`), migrated between host and device on
+/// demand. Allocation is synchronous; freeing waits for the deallocation stream first.
+#[doc(alias = "cuMemAllocManaged")]
+pub struct ManagedMemoryResource {
+    context: Context,
+}
+
+impl fmt::Debug for ManagedMemoryResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ManagedMemoryResource(device {})",
+            self.context.device().ordinal()
+        )
+    }
+}
+
+impl ManagedMemoryResource {
+    /// Managed memory attached globally, allocated in `device`'s primary context.
+    pub fn new(device: Device) -> Result<Arc<ManagedMemoryResource>> {
+        Ok(Arc::new(ManagedMemoryResource {
+            context: device.primary_context()?,
+        }))
+    }
+}
+
+// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
+// through `deallocate` (in order on its stream); the answers are this memory kind's.
+unsafe impl MemoryResource for ManagedMemoryResource {
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
+        check_request(size, stream, None)?;
+        self.context
+            .with_current(|driver| driver.mem_alloc_managed(size, ATTACH_GLOBAL))
+            .map(DevicePtr)
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        stream.sync_for_host()?;
+        // A synchronous free: under another thread's global capture, made relaxed.
+        self.context
+            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.context.device())
+    }
+
+    /// Managed memory attached globally is accessible from every device.
+    fn is_accessible_from(&self, _device: Device) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 #[cfg(test)]

@@ -40,13 +40,13 @@ mod batch;
 pub(crate) mod buffer;
 mod device_pool;
 pub(crate) mod device_ptr;
-mod host;
 mod host_pool;
 mod managed;
+mod pinned;
 mod pitched;
 pub(crate) mod pool;
 pub(crate) mod small;
-mod sync;
+mod sync_resource;
 mod vmm;
 
 use std::fmt;
@@ -58,11 +58,12 @@ pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 pub use buffer::{Buffer, FillPattern, Pod};
 pub use device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions};
 pub use device_ptr::DevicePtr;
-pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use host_pool::{
     ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
     PinnedMemoryPoolOptions,
 };
+pub use managed::ManagedMemoryResource;
+pub use pinned::PinnedMemoryResource;
 // `memory::ipc`, the old path of the `ipc` module, still names it.
 pub use crate::ipc;
 pub use crate::ipc::{
@@ -77,7 +78,7 @@ pub use pitched::{
     PitchedSrc,
 };
 pub use pool::{PoolUsage, ReusePolicy};
-pub use sync::SyncMemoryResource;
+pub use sync_resource::SyncMemoryResource;
 pub use vmm::{
     AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,
     PhysicalMemoryOptions, ShareableHandleType, VirtualMemoryResource,

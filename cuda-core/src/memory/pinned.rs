@@ -1,4 +1,4 @@
-//! Host-accessible memory: page-locked host memory and managed memory.
+//! Page-locked (pinned) host memory as a memory resource.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,8 +12,6 @@ use crate::stream::Stream;
 /// `CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP`: pinned for every context, and
 /// mapped into the device address space.
 const HOST_ALLOC_FLAGS: u32 = 1 | 2;
-/// `CU_MEM_ATTACH_GLOBAL`.
-const ATTACH_GLOBAL: u32 = 1;
 
 /// Page-locked (pinned) host memory (`cuMemHostAlloc`), readable and writable by the host
 /// and by kernels, and the fastest source or target of copies. Allocation is synchronous;
@@ -70,66 +68,5 @@ unsafe impl MemoryResource for PinnedMemoryResource {
 
     fn device(&self) -> Option<Device> {
         None
-    }
-}
-
-/// Managed (unified) memory (`cuMemAllocManaged`), migrated between host and device on
-/// demand. Allocation is synchronous; freeing waits for the deallocation stream first.
-#[doc(alias = "cuMemAllocManaged")]
-pub struct ManagedMemoryResource {
-    context: Context,
-}
-
-impl fmt::Debug for ManagedMemoryResource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "ManagedMemoryResource(device {})",
-            self.context.device().ordinal()
-        )
-    }
-}
-
-impl ManagedMemoryResource {
-    /// Managed memory attached globally, allocated in `device`'s primary context.
-    pub fn new(device: Device) -> Result<Arc<ManagedMemoryResource>> {
-        Ok(Arc::new(ManagedMemoryResource {
-            context: device.primary_context()?,
-        }))
-    }
-}
-
-// SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
-// through `deallocate` (in order on its stream); the answers are this memory kind's.
-unsafe impl MemoryResource for ManagedMemoryResource {
-    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
-        check_request(size, stream, None)?;
-        self.context
-            .with_current(|driver| driver.mem_alloc_managed(size, ATTACH_GLOBAL))
-            .map(DevicePtr)
-    }
-
-    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.sync_for_host()?;
-        // A synchronous free: under another thread's global capture, made relaxed.
-        self.context
-            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
-
-    fn device(&self) -> Option<Device> {
-        Some(self.context.device())
-    }
-
-    /// Managed memory attached globally is accessible from every device.
-    fn is_accessible_from(&self, _device: Device) -> Result<bool> {
-        Ok(true)
     }
 }
