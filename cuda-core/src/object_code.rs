@@ -14,9 +14,6 @@ use crate::kernel::{Kernel, KernelInner};
 use crate::lifetime::current::with_current;
 use crate::memory::DevicePtr;
 
-/// The first bytes of a cached [`ObjectCode`] (its format's version is the last byte).
-const CACHE_MAGIC: &[u8] = b"cuobj\x01";
-
 /// Code to run on the GPU, with the names of its kernels. Cheap to clone; every [`Kernel`]
 /// taken from it keeps it (and its loaded library) alive.
 ///
@@ -70,7 +67,8 @@ impl fmt::Debug for ObjectCode {
 }
 
 impl ObjectCode {
-    fn new(
+    /// Code of `code_type` from its parts (as a compile, a load or a cache entry gives them).
+    pub(crate) fn new(
         code_type: CodeType,
         mut code: Vec<u8>,
         name: String,
@@ -207,69 +205,6 @@ impl ObjectCode {
     /// Every name expression with its lowered name.
     pub fn name_expressions(&self) -> &[(String, String)] {
         &self.inner.lowered
-    }
-
-    /// The cache entry of this code: its type, name, log, lowered names and bytes.
-    pub(crate) fn to_cache_bytes(&self) -> Vec<u8> {
-        let i = &self.inner;
-        let mut out = Vec::with_capacity(i.code.len() + i.log.len() + 64);
-        out.extend_from_slice(CACHE_MAGIC);
-        out.push(match i.code_type {
-            CodeType::Ptx => 0,
-            CodeType::Cubin => 1,
-            CodeType::Fatbin => 2,
-            CodeType::LtoIr => 3,
-        });
-        let mut put = |bytes: &[u8]| {
-            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            out.extend_from_slice(bytes);
-        };
-        put(i.name.as_bytes());
-        put(i.log.as_bytes());
-        put(&(i.lowered.len() as u64).to_le_bytes());
-        for (expression, lowered) in &i.lowered {
-            put(expression.as_bytes());
-            put(lowered.as_bytes());
-        }
-        put(&i.code[..i.len]);
-        out
-    }
-
-    /// Code from a cache entry; `None` for anything malformed (a miss, never a panic).
-    pub(crate) fn from_cache_bytes(bytes: &[u8]) -> Option<ObjectCode> {
-        let mut rest = bytes.strip_prefix(CACHE_MAGIC)?;
-        let (&kind, tail) = rest.split_first()?;
-        rest = tail;
-        let code_type = match kind {
-            0 => CodeType::Ptx,
-            1 => CodeType::Cubin,
-            2 => CodeType::Fatbin,
-            3 => CodeType::LtoIr,
-            _ => return None,
-        };
-        let mut take = || -> Option<&[u8]> {
-            let (len, tail) = rest.split_first_chunk::<8>()?;
-            let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
-            if tail.len() < len {
-                return None;
-            }
-            let (value, tail) = tail.split_at(len);
-            rest = tail;
-            Some(value)
-        };
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).ok();
-        let name = text(take()?)?;
-        let log = text(take()?)?;
-        let count = u64::from_le_bytes(take()?.try_into().ok()?);
-        let mut lowered = Vec::new();
-        for _ in 0..count {
-            lowered.push((text(take()?)?, text(take()?)?));
-        }
-        let code = take()?.to_vec();
-        if !rest.is_empty() {
-            return None;
-        }
-        Some(ObjectCode::new(code_type, code, name, log, lowered))
     }
 
     /// Loads the code (once) and returns the library handle.
@@ -461,7 +396,7 @@ mod tests {
         }
         // Through a cache entry and back: the same code, the spare byte not stored with it.
         let cubin = ObjectCode::from_cubin(bytes.clone());
-        let back = ObjectCode::from_cache_bytes(&cubin.to_cache_bytes()).unwrap();
+        let back = crate::cache::entry::decode(&crate::cache::entry::encode(&cubin)).unwrap();
         assert_eq!(back.code(), &bytes[..]);
         assert_eq!(back.inner.code.len(), bytes.len() + 1);
         let ptx = ObjectCode::from_ptx(".version 8.0");

@@ -10,16 +10,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
+use super::entry::{self, header, HEADER_LEN};
 
 use super::{CacheKey, ProgramCache};
 use crate::error::{Error, Result};
 use crate::trust::{self, Trust};
 
 /// The first bytes of every entry: a name and, in the last byte, the format's version.
-const MAGIC: [u8; 8] = *b"cucache\x01";
 /// Magic, payload length (u64, little-endian), SHA-256 of the payload.
-const HEADER_LEN: usize = 8 + 8 + 32;
 /// Temporary files start with this, so they never look like entries (64 hex digits).
 const TEMP_PREFIX: &str = ".tmp-";
 /// A temporary file older than this was left by a writer that died; it is deleted.
@@ -559,15 +557,6 @@ impl From<io::Error> for EntryError {
     }
 }
 
-/// The header of an entry holding `payload`.
-fn header(payload: &[u8]) -> [u8; HEADER_LEN] {
-    let mut header = [0u8; HEADER_LEN];
-    header[..8].copy_from_slice(&MAGIC);
-    header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    header[16..].copy_from_slice(&Sha256::digest(payload));
-    header
-}
-
 /// Reads and checks a whole entry: a regular file the cache trusts (one `fstat`), no larger
 /// than the cache's bound (no entry put here is), whose header gives its own length and
 /// checksum. Who wrote it and its size are checked before a byte is read.
@@ -585,16 +574,7 @@ fn read_entry(file: &mut File, max_bytes: u64, trust: Trust) -> Result<Vec<u8>, 
     };
     let mut header = [0u8; HEADER_LEN];
     file.read_exact(&mut header)?;
-    if header[..8] != MAGIC {
-        return Err(EntryError::Corrupt("not an entry of this format version"));
-    }
-    let mut declared = [0u8; 8];
-    declared.copy_from_slice(&header[8..16]);
-    if u64::from_le_bytes(declared) != payload_len {
-        return Err(EntryError::Corrupt(
-            "its length is not the one in its header",
-        ));
-    }
+    entry::check_header(&header, payload_len).map_err(EntryError::Corrupt)?;
     let Ok(payload_len) = usize::try_from(payload_len) else {
         return Err(EntryError::Corrupt("too large for this machine"));
     };
@@ -610,7 +590,7 @@ fn read_entry(file: &mut File, max_bytes: u64, trust: Trust) -> Result<Vec<u8>, 
             "its length is not the one in its header",
         ));
     }
-    if Sha256::digest(&payload)[..] != header[16..] {
+    if !entry::checksum_matches(&header, &payload) {
         return Err(EntryError::Corrupt("checksum mismatch"));
     }
     Ok(payload)
@@ -710,6 +690,7 @@ fn io_error(path: &Path, what: &str, error: io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
     use std::fs;
 
     #[test]

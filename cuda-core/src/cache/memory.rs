@@ -157,13 +157,13 @@ impl ProgramCache for InMemoryProgramCache {
         if let Some(code) = codes.get(key) {
             return Some(code.clone());
         }
-        let code = ObjectCode::from_cache_bytes(value)?;
+        let code = super::entry::decode(value)?;
         codes.insert(*key, code.clone());
         Some(code)
     }
 
     fn put_code(&self, key: &CacheKey, code: &ObjectCode) {
-        self.put(key, &code.to_cache_bytes());
+        self.put(key, &super::entry::encode(code));
         let mut lru = self.lock();
         if lru.entries.contains_key(key) {
             lru.codes.insert(*key, code.clone());

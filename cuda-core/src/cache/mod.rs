@@ -38,6 +38,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod entry;
 mod file;
 mod key;
 mod memory;
@@ -74,13 +75,11 @@ pub trait ProgramCache: Send + Sync + fmt::Debug {
     /// The entry as object code: by default [`ProgramCache::get`] and a parse (a malformed
     /// entry is a miss); [`InMemoryProgramCache`] keeps the loaded code itself.
     fn get_code(&self, key: &CacheKey) -> Option<ObjectCode> {
-        self.get(key)
-            .as_deref()
-            .and_then(ObjectCode::from_cache_bytes)
+        self.get(key).as_deref().and_then(entry::decode)
     }
 
     /// Stores object code: by default its serialised form through [`ProgramCache::put`].
     fn put_code(&self, key: &CacheKey, code: &ObjectCode) {
-        self.put(key, &code.to_cache_bytes());
+        self.put(key, &entry::encode(code));
     }
 }
