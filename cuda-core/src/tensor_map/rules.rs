@@ -1,7 +1,7 @@
 //! The checks, pure: CPU-tested by rule. A layout borrowed from its options ([`Layout`]),
-//! and the rules of `cuTensorMapEncode*` twice: one pass with few branches and no messages
-//! ([`fast_check`]) on the encode's path, and the rules one by one ([`check_detailed`]) for the
-//! message of the first one broken.
+//! and the rules of `cuTensorMapEncode*`, written once ([`rules`]) and compiled twice: as one
+//! pass with few branches and no messages ([`fast_check`]) on the encode's path, and as the
+//! rules one by one ([`check_detailed`]), cold, for the message of the first one broken.
 
 use super::options::{Im2colOptions, Im2colWideOptions, TiledOptions};
 use super::types::{
@@ -151,8 +151,60 @@ impl Checked {
     };
 }
 
-fn refuse<T>(name: &'static str, reason: String) -> Result<T> {
-    Err(Error::InvalidArgument { name, reason })
+/// How [`rules`] answers a rule: the fast pass notes whether every rule holds and goes on
+/// (its messages are never made, and compiled out), the detailed one stops at the first
+/// broken rule with its message.
+trait Answer {
+    /// What stops the pass: nothing for the fast pass, the error for the detailed one.
+    type Stop;
+    /// A rule: `holds`, or the field `name` is refused for `reason`.
+    fn rule(
+        &mut self,
+        holds: bool,
+        name: &'static str,
+        reason: impl FnOnce() -> String,
+    ) -> std::result::Result<(), Self::Stop>;
+    /// A rule the rest of the pass cannot go on without (an array's length).
+    fn stop(&mut self, name: &'static str, reason: impl FnOnce() -> String) -> Self::Stop;
+}
+
+/// The fast pass: whether every rule held.
+struct Fast(bool);
+
+impl Answer for Fast {
+    type Stop = ();
+    #[inline(always)]
+    fn rule(&mut self, holds: bool, _: &'static str, _: impl FnOnce() -> String) -> Result<(), ()> {
+        self.0 &= holds;
+        Ok(())
+    }
+    #[inline(always)]
+    fn stop(&mut self, _: &'static str, _: impl FnOnce() -> String) {}
+}
+
+/// The detailed pass: the first rule broken, as the error a caller sees.
+struct Detailed;
+
+impl Answer for Detailed {
+    type Stop = Error;
+    fn rule(
+        &mut self,
+        holds: bool,
+        name: &'static str,
+        reason: impl FnOnce() -> String,
+    ) -> std::result::Result<(), Error> {
+        if holds {
+            Ok(())
+        } else {
+            Err(self.stop(name, reason))
+        }
+    }
+    fn stop(&mut self, name: &'static str, reason: impl FnOnce() -> String) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: reason(),
+        }
+    }
 }
 
 /// Every rule of `cuTensorMapEncodeTiled`, `cuTensorMapEncodeIm2col` and
@@ -162,14 +214,7 @@ fn refuse<T>(name: &'static str, reason: String) -> Result<T> {
 #[inline]
 pub(crate) fn check(layout: &Layout<'_>) -> Result<Checked> {
     match fast_check(layout) {
-        Some(checked) => {
-            debug_assert_eq!(
-                check_detailed(layout).as_ref(),
-                Ok(&checked),
-                "the fast check passed a layout the detailed check does not"
-            );
-            Ok(checked)
-        }
+        Some(checked) => Ok(checked),
         None => refused(layout),
     }
 }
@@ -177,12 +222,7 @@ pub(crate) fn check(layout: &Layout<'_>) -> Result<Checked> {
 #[cold]
 #[inline(never)]
 fn refused(layout: &Layout<'_>) -> Result<Checked> {
-    let detailed = check_detailed(layout);
-    debug_assert!(
-        detailed.is_err(),
-        "the fast check refused a layout the detailed check passes"
-    );
-    detailed
+    check_detailed(layout)
 }
 
 /// The swizzles a kind of map of `data_type` takes, where the driver lists them (the packed
@@ -210,9 +250,8 @@ fn corner_range(rank: usize) -> (i32, i32) {
     }
 }
 
-/// [`check_detailed`]'s rules as one pass with few branches and no messages: the layout's
-/// arrays when every rule holds, `None` when one does not (then [`check_detailed`] says which).
-/// The unit tests hold the two to the same answers.
+/// [`rules`] as one pass with few branches and no messages: the layout's arrays when every
+/// rule holds, `None` when one does not (then [`check_detailed`] says which).
 #[inline]
 pub(crate) fn fast_check(layout: &Layout<'_>) -> Option<Checked> {
     let mut checked = Checked::EMPTY;
@@ -223,14 +262,46 @@ pub(crate) fn fast_check(layout: &Layout<'_>) -> Option<Checked> {
 /// [`prepare`](super::prepare).
 #[inline]
 pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
+    let mut fast = Fast(true);
+    rules(layout, c, &mut fast).is_ok() && fast.0
+}
+
+/// [`rules`] one by one: the error of the first rule broken, each naming its field and rule.
+pub(crate) fn check_detailed(layout: &Layout<'_>) -> Result<Checked> {
+    let mut checked = Checked::EMPTY;
+    rules(layout, &mut checked, &mut Detailed)?;
+    Ok(checked)
+}
+
+/// The rules, once, in the driver's order, filling `c`. After a broken rule the fast pass
+/// goes on (so every value used below stays in range of what it indexes or multiplies: a
+/// length that the rest needs is a [`stop`](Answer::stop)).
+#[inline(always)]
+fn rules<A: Answer>(layout: &Layout<'_>, c: &mut Checked, a: &mut A) -> Result<(), A::Stop> {
     use TensorMapInterleave as I;
     let t = &layout.tensor;
     let kind = layout.kind;
     let rank = t.dims.len();
+    let what = || match kind {
+        Kind::Tiled => "a tiled tensor map",
+        Kind::Im2col => "an im2col tensor map",
+        Kind::Wide => "a wide im2col tensor map",
+    };
     let lowest = if kind == Kind::Tiled { 1 } else { 3 };
-    if rank < lowest || rank > TENSOR_MAP_MAX_RANK || (t.interleave != I::None && rank < 3) {
-        return false;
+    if rank < lowest || rank > TENSOR_MAP_MAX_RANK {
+        return Err(a.stop("options.dims", || {
+            format!(
+                "{} has {lowest} to {TENSOR_MAP_MAX_RANK} dimensions; {rank} given ({:?})",
+                what(),
+                t.dims
+            )
+        }));
     }
+    a.rule(
+        t.interleave == I::None || rank >= 3,
+        "options.interleave",
+        || format!("an interleaved tensor map has at least 3 dimensions; {rank} given"),
+    )?;
     let data_type = t.data_type;
     let packed_16 = data_type.is_packed_16();
     let align = if t.interleave == I::B32 || packed_16 {
@@ -246,16 +317,25 @@ pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
         align,
         span: 0,
     };
-    let mut ok = true;
-    for (slot, &d) in c.dims.iter_mut().zip(t.dims) {
-        ok &= d.wrapping_sub(1) < 1 << 32;
+    for (i, (slot, &d)) in c.dims.iter_mut().zip(t.dims).enumerate() {
+        a.rule(d.wrapping_sub(1) < 1 << 32, "options.dims", || {
+            format!("dimension {i} is {d}; each is 1 to 2^32")
+        })?;
         *slot = d;
     }
-    ok &= !packed_16 || c.dims[0] % 128 == 0;
-    ok &= data_type != TensorDataType::U4x16Align8 || c.dims[0] % 2 == 0;
+    let dim0 = c.dims[0];
+    a.rule(!packed_16 || dim0 % 128 == 0, "options.dims", || {
+        format!("{data_type:?} needs dimension 0 a multiple of 128; it is {dim0}")
+    })?;
+    a.rule(
+        data_type != TensorDataType::U4x16Align8 || dim0 % 2 == 0,
+        "options.dims",
+        || format!("U4x16Align8 needs dimension 0 even; it is {dim0}"),
+    )?;
     let bits = data_type.bits_in_memory();
-    // Dimension 0 is at most 2^32 here where `ok` holds: no overflow.
-    let row_bytes = (c.dims[0].min(1 << 32) * bits).div_ceil(8);
+    // Dimension 0 is at most 2^32 where its rule holds (and bounded where it does not): no
+    // overflow.
+    let row_bytes = (dim0.min(1 << 32) * bits).div_ceil(8);
     let outer = rank - 1;
     if t.strides.is_empty() {
         let mut stride = row_bytes;
@@ -266,31 +346,92 @@ pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
     } else if t.strides.len() == outer {
         c.strides[..outer].copy_from_slice(t.strides);
     } else {
-        return false;
+        return Err(a.stop("options.strides", || {
+            format!(
+                "{} given; a tensor of {rank} dimensions has {outer} (one per dimension after \
+                 the first), or none for packed rows",
+                t.strides.len()
+            )
+        }));
     }
-    for &s in &c.strides[..outer] {
-        ok &= s & (align - 1) == 0 && s < 1 << 40;
+    let given = if t.strides.is_empty() {
+        " (packed: give strides with padding)"
+    } else {
+        ""
+    };
+    for (i, &s) in c.strides[..outer].iter().enumerate() {
+        a.rule(s & (align - 1) == 0, "options.strides", || {
+            format!(
+                "the stride of dimension {} is {s} bytes, not a multiple of {align}{given}",
+                i + 1
+            )
+        })?;
+        a.rule(s < 1 << 40, "options.strides", || {
+            format!(
+                "the stride of dimension {} is {s} bytes; strides are below 2^40{given}",
+                i + 1
+            )
+        })?;
     }
     if !t.element_strides.is_empty() {
         if t.element_strides.len() != rank {
-            return false;
+            return Err(a.stop("options.element_strides", || {
+                format!(
+                    "{} given for a tensor of {rank} dimensions (one each, or none for 1)",
+                    t.element_strides.len()
+                )
+            }));
         }
-        for (slot, &e) in c.element_strides.iter_mut().zip(t.element_strides) {
-            ok &= e.wrapping_sub(1) < 8;
+        for (i, (slot, &e)) in c
+            .element_strides
+            .iter_mut()
+            .zip(t.element_strides)
+            .enumerate()
+        {
+            a.rule(e.wrapping_sub(1) < 8, "options.element_strides", || {
+                format!("element stride {i} is {e}; each is 1 to 8")
+            })?;
             *slot = e;
         }
     }
+    // The shape: the box's, or the pixels', innermost extent in bytes.
     let inner_bytes = match layout.shape {
         Shape::Tiled { box_dims } => {
             if box_dims.len() != rank {
-                return false;
+                return Err(a.stop("options.box_dims", || {
+                    format!(
+                        "{} given for a tensor of {rank} dimensions (one each)",
+                        box_dims.len()
+                    )
+                }));
             }
-            for (&b, &d) in box_dims.iter().zip(&c.dims) {
-                ok &= b.wrapping_sub(1) < 256 && u64::from(b) <= d;
+            for (i, (&b, &d)) in box_dims.iter().zip(&c.dims).enumerate() {
+                a.rule(b.wrapping_sub(1) < 256, "options.box_dims", || {
+                    format!("box dimension {i} is {b}; each is 1 to 256")
+                })?;
+                a.rule(u64::from(b) <= d, "options.box_dims", || {
+                    format!("box dimension {i} is {b}, larger than the tensor's {d}")
+                })?;
             }
             let inner_bits = u64::from(box_dims[0]) * bits;
-            ok &= t.interleave != I::None || inner_bits % 128 == 0;
-            ok &= !packed_16 || box_dims[0] == 128;
+            a.rule(
+                t.interleave != I::None || inner_bits % 128 == 0,
+                "options.box_dims",
+                || {
+                    format!(
+                        "the box's innermost dimension is {} elements of {data_type:?}, {} \
+                         bytes: without interleave it must be a multiple of 16 bytes",
+                        box_dims[0],
+                        inner_bits as f64 / 8.0
+                    )
+                },
+            )?;
+            a.rule(!packed_16 || box_dims[0] == 128, "options.box_dims", || {
+                format!(
+                    "{data_type:?} needs box dimension 0 to be 128; it is {}",
+                    box_dims[0]
+                )
+            })?;
             inner_bits / 8
         }
         Shape::Im2col {
@@ -300,18 +441,41 @@ pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
             pixels_per_column,
         } => {
             let spatial = rank - 2;
-            if lower.len() != spatial || upper.len() != spatial {
-                return false;
-            }
             let (low, high) = corner_range(rank);
-            for i in 0..spatial {
-                let (l, u) = (lower[i], upper[i]);
-                ok &= (low..=high).contains(&l) && (low..=high).contains(&u);
-                ok &= i128::from(c.dims[1 + i]) - i128::from(l) + i128::from(u) >= 1;
+            for (name, corner) in [
+                ("options.lower_corner", lower),
+                ("options.upper_corner", upper),
+            ] {
+                if corner.len() != spatial {
+                    return Err(a.stop(name, || {
+                        format!(
+                            "{} offsets given; a tensor of {rank} dimensions has {spatial} \
+                             spatial ones (W, H, D: dimensions 1 to {spatial})",
+                            corner.len()
+                        )
+                    }));
+                }
+                for (i, &o) in corner.iter().enumerate() {
+                    a.rule((low..=high).contains(&o), name, || {
+                        format!(
+                            "offset {i} is {o}; with {rank} dimensions each is within \
+                             {low}..={high}"
+                        )
+                    })?;
+                }
             }
-            ok &= channels_per_pixel.wrapping_sub(1) < 256;
-            ok &= !packed_16 || channels_per_pixel == 128;
-            ok &= pixels_per_column.wrapping_sub(1) < 1024;
+            for i in 0..spatial {
+                let (d, l, u) = (c.dims[1 + i], lower[i], upper[i]);
+                let extent = i128::from(d) - i128::from(l) + i128::from(u);
+                a.rule(extent >= 1, "options.upper_corner", || {
+                    format!(
+                        "the bounding box is empty along dimension {}: {d} - ({l}) + ({u}) = \
+                         {extent}",
+                        1 + i
+                    )
+                })?;
+            }
+            pixels(a, data_type, channels_per_pixel, pixels_per_column, true)?;
             u64::from(channels_per_pixel) * bits / 8
         }
         Shape::Wide {
@@ -321,415 +485,104 @@ pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
             pixels_per_column,
             mode,
         } => {
-            ok &= (-32768..=32767).contains(&lower) && (-32768..=32767).contains(&upper);
-            ok &= i128::from(c.dims[1]) - i128::from(lower) + i128::from(upper) >= 1;
-            ok &= channels_per_pixel.wrapping_sub(1) < 256;
-            ok &= !packed_16 || channels_per_pixel == 128;
-            ok &= mode != Im2colWideMode::W || pixels_per_column.wrapping_sub(1) < 1024;
+            for (name, o) in [
+                ("options.lower_corner_width", lower),
+                ("options.upper_corner_width", upper),
+            ] {
+                a.rule((-32768..=32767).contains(&o), name, || {
+                    format!("{o} is outside -32768..=32767")
+                })?;
+            }
+            let d = c.dims[1];
+            let extent = i128::from(d) - i128::from(lower) + i128::from(upper);
+            a.rule(extent >= 1, "options.upper_corner_width", || {
+                format!("the bounding box is empty along W: {d} - ({lower}) + ({upper}) = {extent}")
+            })?;
+            let counted = mode == Im2colWideMode::W;
+            pixels(a, data_type, channels_per_pixel, pixels_per_column, counted)?;
             u64::from(channels_per_pixel) * bits / 8
         }
     };
+    // The swizzle against the interleave, the data type and the innermost extent in bytes.
     let swizzle = t.swizzle;
-    ok &= t.interleave != I::B32 || swizzle == TensorMapSwizzle::B32;
-    ok &= data_type != TensorDataType::U6x16Align16 || t.interleave == I::None;
-    ok &= allowed_swizzles(kind, data_type).is_none_or(|allowed| allowed.contains(&swizzle));
-    ok &= t.interleave != I::None || swizzle.span().is_none_or(|span| inner_bytes <= span);
-    ok &= t.oob_fill != TensorMapOobFill::NanRequestZeroFma || data_type.is_float();
-    if !ok {
-        return false;
-    }
+    a.rule(
+        t.interleave != I::B32 || swizzle == TensorMapSwizzle::B32,
+        "options.swizzle",
+        || format!("32-byte interleave needs the 32-byte swizzle; {swizzle:?} given"),
+    )?;
+    a.rule(
+        data_type != TensorDataType::U6x16Align16 || t.interleave == I::None,
+        "options.interleave",
+        || "U6x16Align16 tensors are not interleaved".to_owned(),
+    )?;
+    let allowed = allowed_swizzles(kind, data_type);
+    a.rule(
+        allowed.is_none_or(|allowed| allowed.contains(&swizzle)),
+        "options.swizzle",
+        || {
+            let what = if kind == Kind::Wide {
+                format!("a wide im2col tensor map of {data_type:?}")
+            } else {
+                format!("{data_type:?}")
+            };
+            format!(
+                "{what} takes the swizzles {:?}; {swizzle:?} given",
+                allowed.unwrap_or_default()
+            )
+        },
+    )?;
+    let span = swizzle.span();
+    a.rule(
+        t.interleave != I::None || span.is_none_or(|span| inner_bytes <= span),
+        "options.swizzle",
+        || {
+            let extent = if kind == Kind::Tiled {
+                "box's innermost dimension"
+            } else {
+                "pixel's channels"
+            };
+            format!(
+                "the {extent} is {inner_bytes} bytes, more than the {}-byte span of \
+                 {swizzle:?}",
+                span.unwrap_or_default()
+            )
+        },
+    )?;
+    a.rule(
+        t.oob_fill != TensorMapOobFill::NanRequestZeroFma || data_type.is_float(),
+        "options.oob_fill",
+        || format!("the NaN fill is for floating-point types; {data_type:?} is not one"),
+    )?;
     let mut span = u128::from(row_bytes);
     for i in 1..rank {
-        span += u128::from(c.dims[i] - 1) * u128::from(c.strides[i - 1]);
+        span += u128::from(c.dims[i].saturating_sub(1)) * u128::from(c.strides[i - 1]);
     }
     c.span = u64::try_from(span).unwrap_or(u64::MAX);
-    true
-}
-
-/// The rules of [`check`], one by one, each refusal naming its field and rule.
-pub(crate) fn check_detailed(layout: &Layout<'_>) -> Result<Checked> {
-    let t = &layout.tensor;
-    let kind = layout.kind;
-    let rank = t.dims.len();
-    let what = match kind {
-        Kind::Tiled => "a tiled tensor map",
-        Kind::Im2col => "an im2col tensor map",
-        Kind::Wide => "a wide im2col tensor map",
-    };
-    let lowest = if kind == Kind::Tiled { 1 } else { 3 };
-    if rank < lowest || rank > TENSOR_MAP_MAX_RANK {
-        return refuse(
-            "options.dims",
-            format!(
-                "{what} has {lowest} to {TENSOR_MAP_MAX_RANK} dimensions; {rank} given \
-                 ({:?})",
-                t.dims
-            ),
-        );
-    }
-    if t.interleave != TensorMapInterleave::None && rank < 3 {
-        return refuse(
-            "options.interleave",
-            format!("an interleaved tensor map has at least 3 dimensions; {rank} given"),
-        );
-    }
-    let packed_16 = t.data_type.is_packed_16();
-    let align = if t.interleave == TensorMapInterleave::B32 || packed_16 {
-        32
-    } else {
-        16
-    };
-    let mut dims = [0u64; TENSOR_MAP_MAX_RANK];
-    for (i, &d) in t.dims.iter().enumerate() {
-        if d == 0 || d > 1 << 32 {
-            return refuse(
-                "options.dims",
-                format!("dimension {i} is {d}; each is 1 to 2^32"),
-            );
-        }
-        dims[i] = d;
-    }
-    if packed_16 && dims[0] % 128 != 0 {
-        return refuse(
-            "options.dims",
-            format!(
-                "{:?} needs dimension 0 a multiple of 128; it is {}",
-                t.data_type, dims[0]
-            ),
-        );
-    }
-    if t.data_type == TensorDataType::U4x16Align8 && dims[0] % 2 != 0 {
-        return refuse(
-            "options.dims",
-            format!("U4x16Align8 needs dimension 0 even; it is {}", dims[0]),
-        );
-    }
-    let bits = t.data_type.bits_in_memory();
-    // At most 2^32 elements of at most 64 bits: fits easily.
-    let row_bytes = (dims[0] * bits).div_ceil(8);
-    let stride_multiple = align;
-    let mut strides = [0u64; TENSOR_MAP_MAX_RANK - 1];
-    if t.strides.is_empty() {
-        let mut stride = u128::from(row_bytes);
-        for i in 0..rank - 1 {
-            strides[i] = u64::try_from(stride).unwrap_or(u64::MAX);
-            stride *= u128::from(dims[i + 1]);
-        }
-    } else if t.strides.len() != rank - 1 {
-        return refuse(
-            "options.strides",
-            format!(
-                "{} given; a tensor of {rank} dimensions has {} (one per dimension after \
-                 the first), or none for packed rows",
-                t.strides.len(),
-                rank - 1
-            ),
-        );
-    } else {
-        strides[..rank - 1].copy_from_slice(t.strides);
-    }
-    for (i, &s) in strides[..rank - 1].iter().enumerate() {
-        let given = if t.strides.is_empty() {
-            " (packed: give strides with padding)"
-        } else {
-            ""
-        };
-        if s & (stride_multiple - 1) != 0 {
-            return refuse(
-                "options.strides",
-                format!(
-                    "the stride of dimension {} is {s} bytes, not a multiple of \
-                     {stride_multiple}{given}",
-                    i + 1
-                ),
-            );
-        }
-        if s >= 1 << 40 {
-            return refuse(
-                "options.strides",
-                format!(
-                    "the stride of dimension {} is {s} bytes; strides are below 2^40{given}",
-                    i + 1
-                ),
-            );
-        }
-    }
-    let mut element_strides = [1u32; TENSOR_MAP_MAX_RANK];
-    if !t.element_strides.is_empty() {
-        if t.element_strides.len() != rank {
-            return refuse(
-                "options.element_strides",
-                format!(
-                    "{} given for a tensor of {rank} dimensions (one each, or none for 1)",
-                    t.element_strides.len()
-                ),
-            );
-        }
-        for (i, &e) in t.element_strides.iter().enumerate() {
-            if e == 0 || e > 8 {
-                return refuse(
-                    "options.element_strides",
-                    format!("element stride {i} is {e}; each is 1 to 8"),
-                );
-            }
-            element_strides[i] = e;
-        }
-    }
-    // The shape: the box's, or the pixels', innermost extent in bytes.
-    let inner_bytes = match layout.shape {
-        Shape::Tiled { box_dims } => check_box(t, box_dims, &dims[..rank], bits)?,
-        Shape::Im2col {
-            lower,
-            upper,
-            channels_per_pixel,
-            pixels_per_column,
-        } => {
-            check_corners(rank, &dims, lower, upper)?;
-            check_pixels(t, channels_per_pixel, pixels_per_column, true)?;
-            u64::from(channels_per_pixel) * bits / 8
-        }
-        Shape::Wide {
-            lower,
-            upper,
-            channels_per_pixel,
-            pixels_per_column,
-            mode,
-        } => {
-            check_wide_corners(&dims, lower, upper)?;
-            check_pixels(
-                t,
-                channels_per_pixel,
-                pixels_per_column,
-                mode == Im2colWideMode::W,
-            )?;
-            u64::from(channels_per_pixel) * bits / 8
-        }
-    };
-    check_swizzle(kind, t, inner_bytes)?;
-    if t.oob_fill == TensorMapOobFill::NanRequestZeroFma && !t.data_type.is_float() {
-        return refuse(
-            "options.oob_fill",
-            format!(
-                "the NaN fill is for floating-point types; {:?} is not one",
-                t.data_type
-            ),
-        );
-    }
-    let mut span = u128::from(row_bytes);
-    for i in 1..rank {
-        span += u128::from(dims[i] - 1) * u128::from(strides[i - 1]);
-    }
-    Ok(Checked {
-        rank,
-        dims,
-        strides,
-        element_strides,
-        align,
-        span: u64::try_from(span).unwrap_or(u64::MAX),
-    })
-}
-
-/// A tiled map's box: the innermost extent in bytes, once the box's rules pass.
-fn check_box(t: &Tensor<'_>, box_dims: &[u32], dims: &[u64], bits: u64) -> Result<u64> {
-    let rank = dims.len();
-    if box_dims.len() != rank {
-        return refuse(
-            "options.box_dims",
-            format!(
-                "{} given for a tensor of {rank} dimensions (one each)",
-                box_dims.len()
-            ),
-        );
-    }
-    for (i, (&b, &d)) in box_dims.iter().zip(dims).enumerate() {
-        if b == 0 || b > 256 {
-            return refuse(
-                "options.box_dims",
-                format!("box dimension {i} is {b}; each is 1 to 256"),
-            );
-        }
-        if u64::from(b) > d {
-            return refuse(
-                "options.box_dims",
-                format!("box dimension {i} is {b}, larger than the tensor's {d}"),
-            );
-        }
-    }
-    let inner_bits = u64::from(box_dims[0]) * bits;
-    if t.interleave == TensorMapInterleave::None && inner_bits % 128 != 0 {
-        return refuse(
-            "options.box_dims",
-            format!(
-                "the box's innermost dimension is {} elements of {:?}, {} bytes: without \
-                 interleave it must be a multiple of 16 bytes",
-                box_dims[0],
-                t.data_type,
-                inner_bits as f64 / 8.0
-            ),
-        );
-    }
-    if t.data_type.is_packed_16() && box_dims[0] != 128 {
-        return refuse(
-            "options.box_dims",
-            format!(
-                "{:?} needs box dimension 0 to be 128; it is {}",
-                t.data_type, box_dims[0]
-            ),
-        );
-    }
-    Ok(inner_bits / 8)
-}
-
-/// An im2col map's corners: rank - 2 of each, in the range the rank allows, the box not empty.
-fn check_corners(rank: usize, dims: &[u64], lower: &[i32], upper: &[i32]) -> Result<()> {
-    let spatial = rank - 2;
-    let (low, high) = corner_range(rank);
-    for (name, corner) in [
-        ("options.lower_corner", lower),
-        ("options.upper_corner", upper),
-    ] {
-        if corner.len() != spatial {
-            return refuse(
-                name,
-                format!(
-                    "{} offsets given; a tensor of {rank} dimensions has {spatial} spatial \
-                     ones (W, H, D: dimensions 1 to {})",
-                    corner.len(),
-                    rank - 2
-                ),
-            );
-        }
-        if let Some((i, &c)) = corner
-            .iter()
-            .enumerate()
-            .find(|(_, &c)| c < low || c > high)
-        {
-            return refuse(
-                name,
-                format!("offset {i} is {c}; with {rank} dimensions each is within {low}..={high}"),
-            );
-        }
-    }
-    for i in 0..spatial {
-        let extent = i128::from(dims[1 + i]) - i128::from(lower[i]) + i128::from(upper[i]);
-        if extent < 1 {
-            return refuse(
-                "options.upper_corner",
-                format!(
-                    "the bounding box is empty along dimension {}: {} - ({}) + ({}) = \
-                     {extent}",
-                    1 + i,
-                    dims[1 + i],
-                    lower[i],
-                    upper[i]
-                ),
-            );
-        }
-    }
     Ok(())
 }
 
-/// A wide im2col map's corners along W.
-fn check_wide_corners(dims: &[u64], lower: i32, upper: i32) -> Result<()> {
-    for (name, c) in [
-        ("options.lower_corner_width", lower),
-        ("options.upper_corner_width", upper),
-    ] {
-        if !(-32768..=32767).contains(&c) {
-            return refuse(name, format!("{c} is outside -32768..=32767"));
-        }
-    }
-    let extent = i128::from(dims[1]) - i128::from(lower) + i128::from(upper);
-    if extent < 1 {
-        return refuse(
-            "options.upper_corner_width",
-            format!(
-                "the bounding box is empty along W: {} - ({lower}) + ({upper}) = {extent}",
-                dims[1]
-            ),
-        );
-    }
-    Ok(())
-}
-
-/// Channels and pixels of an im2col map; `pixels_count` where the pixel count is read.
-fn check_pixels(t: &Tensor<'_>, channels: u32, pixels: u32, pixels_count: bool) -> Result<()> {
-    if channels == 0 || channels > 256 {
-        return refuse(
-            "options.channels_per_pixel",
-            format!("{channels}; it is 1 to 256"),
-        );
-    }
-    if t.data_type.is_packed_16() && channels != 128 {
-        return refuse(
-            "options.channels_per_pixel",
-            format!(
-                "{:?} needs 128 channels per pixel; {channels} given",
-                t.data_type
-            ),
-        );
-    }
-    if pixels_count && (pixels == 0 || pixels > 1024) {
-        return refuse(
-            "options.pixels_per_column",
-            format!("{pixels}; it is 1 to 1024"),
-        );
-    }
-    Ok(())
-}
-
-/// The swizzle against the interleave, the data type and the innermost extent in bytes.
-fn check_swizzle(kind: Kind, t: &Tensor<'_>, inner_bytes: u64) -> Result<()> {
-    use TensorMapSwizzle as S;
-    if t.interleave == TensorMapInterleave::B32 && t.swizzle != S::B32 {
-        return refuse(
-            "options.swizzle",
-            format!(
-                "32-byte interleave needs the 32-byte swizzle; {:?} given",
-                t.swizzle
-            ),
-        );
-    }
-    if t.data_type == TensorDataType::U6x16Align16 && t.interleave != TensorMapInterleave::None {
-        return refuse(
-            "options.interleave",
-            "U6x16Align16 tensors are not interleaved".to_owned(),
-        );
-    }
-    if let Some(allowed) = allowed_swizzles(kind, t.data_type) {
-        if !allowed.contains(&t.swizzle) {
-            let what = if kind == Kind::Wide {
-                format!("a wide im2col tensor map of {:?}", t.data_type)
-            } else {
-                format!("{:?}", t.data_type)
-            };
-            return refuse(
-                "options.swizzle",
-                format!(
-                    "{what} takes the swizzles {allowed:?}; {:?} given",
-                    t.swizzle
-                ),
-            );
-        }
-    }
-    if t.interleave == TensorMapInterleave::None {
-        if let Some(span) = t.swizzle.span() {
-            if inner_bytes > span {
-                let extent = if kind == Kind::Tiled {
-                    "box's innermost dimension"
-                } else {
-                    "pixel's channels"
-                };
-                return refuse(
-                    "options.swizzle",
-                    format!(
-                        "the {extent} is {inner_bytes} bytes, more than the {span}-byte span \
-                         of {:?}",
-                        t.swizzle
-                    ),
-                );
-            }
-        }
-    }
-    Ok(())
+/// Channels and pixels of an im2col map; `counted` where the pixel count is read.
+#[inline(always)]
+fn pixels<A: Answer>(
+    a: &mut A,
+    data_type: TensorDataType,
+    channels: u32,
+    pixels: u32,
+    counted: bool,
+) -> Result<(), A::Stop> {
+    a.rule(
+        channels.wrapping_sub(1) < 256,
+        "options.channels_per_pixel",
+        || format!("{channels}; it is 1 to 256"),
+    )?;
+    a.rule(
+        !data_type.is_packed_16() || channels == 128,
+        "options.channels_per_pixel",
+        || format!("{data_type:?} needs 128 channels per pixel; {channels} given"),
+    )?;
+    a.rule(
+        !counted || pixels.wrapping_sub(1) < 1024,
+        "options.pixels_per_column",
+        || format!("{pixels}; it is 1 to 1024"),
+    )
 }

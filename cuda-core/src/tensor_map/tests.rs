@@ -2,7 +2,7 @@
 //! and what it says) next to the nearest layout that passes, so that a check too loose or too
 //! strict fails here.
 
-use super::rules::{fast_check, Tensor};
+use super::rules::{check_detailed, fast_check, Tensor};
 use super::*;
 
 /// A 1024 x 1024 f32 matrix in 32 x 32 boxes.
