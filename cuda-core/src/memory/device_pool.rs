@@ -3,13 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::pool::PoolCore;
 use super::small;
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
+use crate::driver::{PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
-use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use crate::ipc::{BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use crate::stream::Stream;
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, as a bit of
@@ -76,20 +77,12 @@ crate::options::chainers!(DeviceMemoryResourceOptions {
 /// ```
 #[doc(alias("CUmemoryPool", "cuMemAllocFromPoolAsync"))]
 pub struct DeviceMemoryResource {
-    pool: PoolHandle,
+    /// The pool, its primary context, and whether this value destroys it.
+    core: PoolCore,
     device: Device,
     total_memory: usize,
-    owned: bool,
     /// The device's default pool, whose small buffers streams keep (see "Small buffers").
     caches_small: bool,
-    /// What names a shareable pool to other processes.
-    sharing: Option<PoolIdentity>,
-    /// Whether the pool was exported once, and its record of the exported buffers still
-    /// allocated (see `ipc::Exports`).
-    exports: ipc::Exports,
-    driver: &'static dyn Driver,
-    // Keeps the primary context alive as long as memory of it may be handed out.
-    _context: Context,
     /// Orders other devices' access checks before a revocation (see `memory::access`).
     gate: super::access::AccessGate,
 }
@@ -98,28 +91,10 @@ impl fmt::Debug for DeviceMemoryResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceMemoryResource")
             .field("device", &self.device.ordinal())
-            .field("pool", &self.pool.0)
-            .field("owned", &self.owned)
-            .field("shareable", &self.sharing.is_some())
+            .field("pool", &self.core.pool.0)
+            .field("owned", &self.core.owned)
+            .field("shareable", &self.core.sharing.is_some())
             .finish()
-    }
-}
-
-impl Drop for DeviceMemoryResource {
-    fn drop(&mut self) {
-        if self.owned {
-            let destroyed = if self.sharing.is_some() {
-                ipc::destroy_own(self.driver, self.pool)
-            } else {
-                self.driver.mem_pool_destroy(self.pool)
-            };
-            if let Err(e) = destroyed {
-                log::error!(
-                    "destroying a memory pool of device {}: {e}",
-                    self.device.ordinal()
-                );
-            }
-        }
     }
 }
 
@@ -182,8 +157,7 @@ impl DeviceMemoryResource {
         };
         let mut resource = Self::wrap(pool, device, true, context, total_memory);
         if let (Some(resource), Some(identity)) = (Arc::get_mut(&mut resource), sharing) {
-            resource.sharing = Some(identity);
-            ipc::register_own(pool, identity);
+            resource.core.share_as(identity);
         }
         if let Some(threshold) = options.release_threshold {
             resource.set_release_threshold(threshold)?;
@@ -199,15 +173,16 @@ impl DeviceMemoryResource {
         total_memory: usize,
     ) -> Arc<DeviceMemoryResource> {
         Arc::new(DeviceMemoryResource {
-            pool,
+            core: PoolCore::new(
+                pool,
+                context,
+                owned,
+                "a device memory pool",
+                "DeviceMemoryResourceOptions::shareable",
+            ),
             device,
             total_memory,
-            owned,
             caches_small: false,
-            sharing: None,
-            exports: ipc::Exports::default(),
-            driver: context.driver(),
-            _context: context,
             gate: super::access::AccessGate::default(),
         })
     }
@@ -235,12 +210,12 @@ impl DeviceMemoryResource {
     /// Whether this is a pool made, and destroyed, by this value: a pool of its own rather than
     /// the device's default pool or one wrapped by [`from_raw`](Self::from_raw).
     pub fn is_owned(&self) -> bool {
-        self.owned
+        self.core.owned
     }
 
     /// Whether the pool was made [`shareable`](DeviceMemoryResourceOptions::shareable).
     pub fn is_shareable(&self) -> bool {
-        self.sharing.is_some()
+        self.core.sharing.is_some()
     }
 
     /// Exports the pool for other processes (`cuMemPoolExportToShareableHandle`): each call
@@ -248,7 +223,7 @@ impl DeviceMemoryResource {
     /// See [`ipc`](crate::ipc).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self._context, self.pool, self.identity()?, &self.exports)
+        self.core.share()
     }
 
     /// Describes `buffer`, one of this pool's, for a process that imported the pool
@@ -261,23 +236,7 @@ impl DeviceMemoryResource {
     /// [`ipc`](crate::ipc)).
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
-        let identity = self.identity()?;
-        ipc::export_buffer(
-            &self._context,
-            self,
-            buffer,
-            self.pool,
-            identity,
-            &self.exports,
-        )
-    }
-
-    fn identity(&self) -> Result<PoolIdentity> {
-        self.sharing.ok_or_else(|| Error::InvalidArgument {
-            name: "self",
-            reason: "the pool was not made shareable (DeviceMemoryResourceOptions::shareable)"
-                .to_owned(),
-        })
+        self.core.export_buffer(self, buffer)
     }
 
     /// Grants `peers` read-write access to all of the pool's memory, present and future, and
@@ -327,13 +286,15 @@ impl DeviceMemoryResource {
             }
             let wanted = peers.contains(&other);
             if wanted {
-                self.driver
-                    .mem_pool_set_access(self.pool, other.handle(), true)?;
+                self.core
+                    .driver
+                    .mem_pool_set_access(self.core.pool, other.handle(), true)?;
             } else if self.is_accessible_from(other)? {
                 self.gate.revoke(other, || {
                     crate::context::Context::sync_device(other)?;
-                    self.driver
-                        .mem_pool_set_access(self.pool, other.handle(), false)
+                    self.core
+                        .driver
+                        .mem_pool_set_access(self.core.pool, other.handle(), false)
                 })?;
             }
         }
@@ -384,7 +345,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
             }
         }
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(bytes, self.pool, handle))
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(bytes, self.core.pool, handle))
             .map(DevicePtr)
     }
 
@@ -392,7 +353,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
     unsafe fn deallocate(&self, ptr: DevicePtr, size: usize, stream: &Stream) -> Result<()> {
         // Before the memory can be reused (the small-size cache included): importers refuse
         // the buffer's descriptors from here on (one load for a pool never exported).
-        self.exports.freeing(ptr.0);
+        self.core.exports.freeing(ptr.0);
         if self.caches_small && stream.device() == self.device {
             if let (Some((index, _)), Some(cache)) = (small::class_of(size), stream.small_cache()) {
                 if cache.give(index, ptr.0) {
@@ -422,7 +383,9 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         if self.gate.is_revoking(device) {
             return Ok(false);
         }
-        self.driver.mem_pool_get_access(self.pool, device.handle())
+        self.core
+            .driver
+            .mem_pool_get_access(self.core.pool, device.handle())
     }
 
     fn access_gate(&self) -> Option<&super::access::AccessGate> {

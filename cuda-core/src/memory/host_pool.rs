@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::device_pool::POSIX_FD_HANDLES;
+use super::pool::PoolCore;
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
-use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
-use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use crate::ipc::{BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use crate::stream::Stream;
 
 /// The first driver with pools of host memory not bound to a NUMA node
@@ -75,42 +75,24 @@ crate::options::chainers!(PinnedMemoryPoolOptions {
 /// ```
 #[doc(alias("CU_MEM_LOCATION_TYPE_HOST", "CU_MEM_LOCATION_TYPE_HOST_NUMA"))]
 pub struct PinnedMemoryPool {
-    pool: PoolHandle,
+    /// The pool, its context, and for a shareable pool its identity and exports.
+    core: PoolCore,
     numa_node: Option<u32>,
-    sharing: Option<PoolIdentity>,
-    /// Whether the pool was exported once, and its record of the exported buffers still
-    /// allocated (see `ipc::Exports`).
-    exports: ipc::Exports,
     /// Bit `d` set: device `d` has read-write access (devices 0 to 63; others are asked).
     access: AtomicU64,
     /// Held by `set_access`.
     changing: Mutex<()>,
     /// Orders copies' access checks before a revocation (see `memory::access`).
     gate: super::access::AccessGate,
-    driver: &'static dyn Driver,
-    context: Context,
 }
 
 impl fmt::Debug for PinnedMemoryPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinnedMemoryPool")
-            .field("pool", &self.pool.0)
+            .field("pool", &self.core.pool.0)
             .field("numa_node", &self.numa_node)
-            .field("shareable", &self.sharing.is_some())
+            .field("shareable", &self.core.sharing.is_some())
             .finish()
-    }
-}
-
-impl Drop for PinnedMemoryPool {
-    fn drop(&mut self) {
-        let destroyed = if self.sharing.is_some() {
-            ipc::destroy_own(self.driver, self.pool)
-        } else {
-            self.driver.mem_pool_destroy(self.pool)
-        };
-        if let Err(e) = destroyed {
-            log::error!("destroying a pinned memory pool: {e}");
-        }
     }
 }
 
@@ -203,20 +185,23 @@ impl PinnedMemoryPool {
         let sharing = options
             .shareable
             .then(|| PoolIdentity::pinned(options.numa_node.map_or(0, |n| n as i32)));
-        let made = Arc::new(PinnedMemoryPool {
+        let mut core = PoolCore::new(
             pool,
+            context,
+            true,
+            "a pinned memory pool",
+            "PinnedMemoryPoolOptions::shareable",
+        );
+        if let Some(identity) = sharing {
+            core.share_as(identity);
+        }
+        let made = Arc::new(PinnedMemoryPool {
+            core,
             numa_node: options.numa_node,
-            sharing,
-            exports: ipc::Exports::default(),
             access: AtomicU64::new(0),
             changing: Mutex::new(()),
             gate: super::access::AccessGate::default(),
-            driver,
-            context,
         });
-        if let Some(identity) = sharing {
-            ipc::register_own(pool, identity);
-        }
         grant(driver, pool, device)?;
         made.access
             .fetch_or(access_bit(device).unwrap_or(0), Ordering::Relaxed);
@@ -246,19 +231,22 @@ impl PinnedMemoryPool {
             let wanted = devices.contains(&device);
             let bit = access_bit(device);
             if wanted {
-                self.driver
-                    .mem_pool_set_access(self.pool, device.handle(), true)?;
+                self.core
+                    .driver
+                    .mem_pool_set_access(self.core.pool, device.handle(), true)?;
                 if let Some(bit) = bit {
                     self.access.fetch_or(bit, Ordering::Relaxed);
                 }
             } else if self
+                .core
                 .driver
-                .mem_pool_get_access(self.pool, device.handle())?
+                .mem_pool_get_access(self.core.pool, device.handle())?
             {
                 self.gate.revoke(device, || {
                     crate::context::Context::sync_device(device)?;
-                    self.driver
-                        .mem_pool_set_access(self.pool, device.handle(), false)?;
+                    self.core
+                        .driver
+                        .mem_pool_set_access(self.core.pool, device.handle(), false)?;
                     if let Some(bit) = bit {
                         self.access.fetch_and(!bit, Ordering::Relaxed);
                     }
@@ -277,8 +265,9 @@ impl PinnedMemoryPool {
         let mut granted = Vec::new();
         for device in Device::all()? {
             if self
+                .core
                 .driver
-                .mem_pool_get_access(self.pool, device.handle())?
+                .mem_pool_get_access(self.core.pool, device.handle())?
             {
                 granted.push(device);
             }
@@ -288,37 +277,21 @@ impl PinnedMemoryPool {
 
     /// Whether the pool was made [`shareable`](PinnedMemoryPoolOptions::shareable).
     pub fn is_shareable(&self) -> bool {
-        self.sharing.is_some()
+        self.core.sharing.is_some()
     }
 
     /// Exports the pool for other processes: see
     /// [`DeviceMemoryResource::share`](crate::DeviceMemoryResource::share).
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn share(&self) -> Result<SharedPoolHandle> {
-        ipc::share_pool(&self.context, self.pool, self.identity()?, &self.exports)
+        self.core.share()
     }
 
     /// Describes one of the pool's buffers for a process that imported the pool: see
     /// [`DeviceMemoryResource::export_buffer`](crate::DeviceMemoryResource::export_buffer).
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_buffer(&self, buffer: &Buffer) -> Result<BufferDescriptor> {
-        let identity = self.identity()?;
-        ipc::export_buffer(
-            &self.context,
-            self,
-            buffer,
-            self.pool,
-            identity,
-            &self.exports,
-        )
-    }
-
-    fn identity(&self) -> Result<PoolIdentity> {
-        self.sharing.ok_or_else(|| Error::InvalidArgument {
-            name: "self",
-            reason: "the pool was not made shareable (PinnedMemoryPoolOptions::shareable)"
-                .to_owned(),
-        })
+        self.core.export_buffer(self, buffer)
     }
 
     #[cold]
@@ -359,14 +332,14 @@ unsafe impl MemoryResource for PinnedMemoryPool {
             return Err(self.no_access(device));
         }
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
             .map(DevicePtr)
     }
 
     #[inline]
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         // Importers refuse the buffer's descriptors from here on.
-        self.exports.freeing(ptr.0);
+        self.core.exports.freeing(ptr.0);
         stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 
@@ -391,7 +364,10 @@ unsafe impl MemoryResource for PinnedMemoryPool {
         }
         match access_bit(device) {
             Some(bit) => Ok(self.access.load(Ordering::Relaxed) & bit != 0),
-            None => self.driver.mem_pool_get_access(self.pool, device.handle()),
+            None => self
+                .core
+                .driver
+                .mem_pool_get_access(self.core.pool, device.handle()),
         }
     }
 
@@ -452,27 +428,18 @@ crate::options::chainers!(ManagedMemoryPoolOptions {
 /// ```
 #[doc(alias = "CU_MEM_ALLOCATION_TYPE_MANAGED")]
 pub struct ManagedMemoryPool {
-    pool: PoolHandle,
+    /// The pool and its context (never shareable).
+    core: PoolCore,
     location: ManagedLocation,
-    driver: &'static dyn Driver,
-    context: Context,
 }
 
 impl fmt::Debug for ManagedMemoryPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ManagedMemoryPool")
-            .field("pool", &self.pool.0)
-            .field("device", &self.context.device().ordinal())
+            .field("pool", &self.core.pool.0)
+            .field("device", &self.core.context.device().ordinal())
             .field("preferred_location", &self.location)
             .finish()
-    }
-}
-
-impl Drop for ManagedMemoryPool {
-    fn drop(&mut self) {
-        if let Err(e) = self.driver.mem_pool_destroy(self.pool) {
-            log::error!("destroying a managed memory pool: {e}");
-        }
     }
 }
 
@@ -516,7 +483,7 @@ impl ManagedMemoryPool {
                 ));
             }
         }
-        let driver = context.driver();
+        let _driver = context.driver();
         let pool = context.with_current(|driver| {
             driver.pool_create(&PoolSpec {
                 managed: true,
@@ -526,10 +493,8 @@ impl ManagedMemoryPool {
             })
         })?;
         let made = Arc::new(ManagedMemoryPool {
-            pool,
+            core: PoolCore::new(pool, context, true, "a managed memory pool", "none"),
             location: options.preferred_location,
-            driver,
-            context,
         });
         if let Some(threshold) = options.release_threshold {
             made.set_release_threshold(threshold)?;
@@ -553,7 +518,7 @@ unsafe impl MemoryResource for ManagedMemoryPool {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.pool, handle))
+            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
             .map(DevicePtr)
     }
 
@@ -571,7 +536,7 @@ unsafe impl MemoryResource for ManagedMemoryPool {
     }
 
     fn device(&self) -> Option<Device> {
-        Some(self.context.device())
+        Some(self.core.context.device())
     }
 
     /// Managed memory is accessible from every device.

@@ -3,6 +3,12 @@
 //! `cuMemPoolTrimTo`), written once for [`DeviceMemoryResource`](super::DeviceMemoryResource),
 //! [`PinnedMemoryPool`](super::PinnedMemoryPool) and [`ManagedMemoryPool`](super::ManagedMemoryPool).
 
+use crate::context::Context;
+use crate::driver::{Driver, PoolHandle};
+use crate::error::{Error, Result};
+use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use crate::memory::buffer::Buffer;
+
 /// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
 pub(crate) const REUSE_FOLLOW_EVENT_DEPENDENCIES: i32 = 1;
 /// `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (an `int`).
@@ -93,8 +99,109 @@ impl ReusePolicy {
     }
 }
 
-/// The attribute methods of a pool type with `pool: PoolHandle` and
-/// `driver: &'static dyn Driver` fields.
+/// What every pool type holds and does alike: its handle, driver and context, whether this
+/// value destroys it, and for a shareable pool its identity and its record of exports. Drops
+/// the pool (as an own shared pool where shared) when this value made it.
+pub(crate) struct PoolCore {
+    pub(crate) pool: PoolHandle,
+    pub(crate) driver: &'static dyn Driver,
+    /// Keeps the context alive as long as memory of the pool may be handed out.
+    pub(crate) context: Context,
+    /// Whether dropping this destroys the pool (not a default pool or a wrapped one).
+    pub(crate) owned: bool,
+    /// What names a shareable pool to other processes.
+    pub(crate) sharing: Option<PoolIdentity>,
+    /// Whether the pool was exported once, and its record of the exported buffers still
+    /// allocated (see `ipc::Exports`).
+    pub(crate) exports: ipc::Exports,
+    /// The kind of pool, for what a failed destruction logs ("a pinned memory pool").
+    pub(crate) what: &'static str,
+    /// The option that makes a pool of this kind shareable, for the error of `identity`.
+    pub(crate) shareable_option: &'static str,
+}
+
+impl PoolCore {
+    /// A pool of `context`'s device that this value destroys when `owned`.
+    pub(crate) fn new(
+        pool: PoolHandle,
+        context: Context,
+        owned: bool,
+        what: &'static str,
+        shareable_option: &'static str,
+    ) -> PoolCore {
+        PoolCore {
+            pool,
+            driver: context.driver(),
+            context,
+            owned,
+            sharing: None,
+            exports: ipc::Exports::default(),
+            what,
+            shareable_option,
+        }
+    }
+
+    /// Makes the pool shareable as `identity` (it was made with a POSIX handle type).
+    pub(crate) fn share_as(&mut self, identity: PoolIdentity) {
+        self.sharing = Some(identity);
+        ipc::register_own(self.pool, identity);
+    }
+
+    /// The pool's identity for other processes; a pool not made shareable is refused.
+    pub(crate) fn identity(&self) -> Result<PoolIdentity> {
+        self.sharing.ok_or_else(|| Error::InvalidArgument {
+            name: "self",
+            reason: format!(
+                "the pool was not made shareable ({})",
+                self.shareable_option
+            ),
+        })
+    }
+
+    /// Exports the pool for other processes.
+    pub(crate) fn share(&self) -> Result<SharedPoolHandle> {
+        ipc::share_pool(&self.context, self.pool, self.identity()?, &self.exports)
+    }
+
+    /// Describes `buffer`, one of `resource`'s (the pool type holding this core).
+    pub(crate) fn export_buffer<R>(
+        &self,
+        resource: &R,
+        buffer: &Buffer,
+    ) -> Result<BufferDescriptor> {
+        let identity = self.identity()?;
+        ipc::export_buffer(
+            &self.context,
+            resource,
+            buffer,
+            self.pool,
+            identity,
+            &self.exports,
+        )
+    }
+}
+
+impl Drop for PoolCore {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        let destroyed = if self.sharing.is_some() {
+            ipc::destroy_own(self.driver, self.pool)
+        } else {
+            self.driver.mem_pool_destroy(self.pool)
+        };
+        if let Err(e) = destroyed {
+            log::error!(
+                "destroying {} of device {}: {e}",
+                self.what,
+                self.context.device().ordinal()
+            );
+        }
+    }
+}
+
+/// The attribute methods of a pool type with a `core: PoolCore` field.
 macro_rules! pool_attributes {
     ($ty:ident) => {
         impl $ty {
@@ -102,7 +209,7 @@ macro_rules! pool_attributes {
             #[doc(alias = "cuMemPoolGetAttribute")]
             pub fn usage(&self) -> $crate::error::Result<$crate::memory::PoolUsage> {
                 use $crate::memory::pool as attr;
-                let get = |attribute| self.driver.mem_pool_get_u64(self.pool, attribute);
+                let get = |attribute| self.core.driver.mem_pool_get_u64(self.core.pool, attribute);
                 Ok($crate::memory::PoolUsage {
                     reserved_current: get(attr::RESERVED_MEM_CURRENT)?,
                     reserved_high: get(attr::RESERVED_MEM_HIGH)?,
@@ -116,25 +223,28 @@ macro_rules! pool_attributes {
             pub fn reset_high_water_marks(&self) -> $crate::error::Result<()> {
                 use $crate::memory::pool as attr;
                 // The driver accepts only zero for these attributes.
-                self.driver
-                    .mem_pool_set_u64(self.pool, attr::RESERVED_MEM_HIGH, 0)?;
-                self.driver
-                    .mem_pool_set_u64(self.pool, attr::USED_MEM_HIGH, 0)
+                self.core
+                    .driver
+                    .mem_pool_set_u64(self.core.pool, attr::RESERVED_MEM_HIGH, 0)?;
+                self.core
+                    .driver
+                    .mem_pool_set_u64(self.core.pool, attr::USED_MEM_HIGH, 0)
             }
 
             /// The release threshold, in bytes.
             #[doc(alias = "cuMemPoolGetAttribute")]
             pub fn release_threshold(&self) -> $crate::error::Result<u64> {
-                self.driver
-                    .mem_pool_get_u64(self.pool, $crate::memory::pool::RELEASE_THRESHOLD)
+                self.core
+                    .driver
+                    .mem_pool_get_u64(self.core.pool, $crate::memory::pool::RELEASE_THRESHOLD)
             }
 
             /// Sets the release threshold, in bytes: how much reserved memory the pool keeps
             /// at a synchronisation instead of returning it (`u64::MAX`: keep everything).
             #[doc(alias = "cuMemPoolSetAttribute")]
             pub fn set_release_threshold(&self, bytes: u64) -> $crate::error::Result<()> {
-                self.driver.mem_pool_set_u64(
-                    self.pool,
+                self.core.driver.mem_pool_set_u64(
+                    self.core.pool,
                     $crate::memory::pool::RELEASE_THRESHOLD,
                     bytes,
                 )
@@ -145,8 +255,9 @@ macro_rules! pool_attributes {
             pub fn reuse_policy(&self) -> $crate::error::Result<$crate::memory::ReusePolicy> {
                 use $crate::memory::pool as attr;
                 let get = |attribute| {
-                    self.driver
-                        .pool_get_i32(self.pool, attribute)
+                    self.core
+                        .driver
+                        .pool_get_i32(self.core.pool, attribute)
                         .map(|v| v != 0)
                 };
                 Ok($crate::memory::ReusePolicy {
@@ -163,8 +274,9 @@ macro_rules! pool_attributes {
                 policy: $crate::memory::ReusePolicy,
             ) -> $crate::error::Result<()> {
                 for (attribute, on) in policy.codes() {
-                    self.driver
-                        .pool_set_i32(self.pool, attribute, i32::from(on))?;
+                    self.core
+                        .driver
+                        .pool_set_i32(self.core.pool, attribute, i32::from(on))?;
                 }
                 Ok(())
             }
@@ -175,12 +287,12 @@ macro_rules! pool_attributes {
             /// seen complete (by a synchronisation) can count as in use.
             #[doc(alias = "cuMemPoolTrimTo")]
             pub fn trim_to(&self, keep: usize) -> $crate::error::Result<()> {
-                self.driver.pool_trim_to(self.pool, keep)
+                self.core.driver.pool_trim_to(self.core.pool, keep)
             }
 
             /// The raw `CUmemoryPool`.
             pub fn as_raw(&self) -> *mut std::ffi::c_void {
-                self.pool.0
+                self.core.pool.0
             }
         }
     };
