@@ -1,9 +1,10 @@
-//! The code both ABI implementations share, written once as macros that each ABI file expands
-//! against its own sys crate: `driver_impl!` makes the driver struct, its error helpers and
-//! the [`Driver`](super::api::Driver) impl, and expands one macro per area of the trait (one
-//! file each here). Everything whose C signature or layout is the same in both headers is here;
-//! `v12.rs` and `v13.rs` add only what differs, as a few items with fixed names that these
-//! macros call:
+//! The code both ABI implementations share, written once: `driver_impl!` makes the driver
+//! struct, its error helpers and the [`Driver`](super::api::Driver) impl in each ABI file, and
+//! each area of the trait is an ordinary module here (one file each) that `v12.rs` and
+//! `v13.rs` both declare (`#[path]`), so that it is compiled once per major against that file's
+//! `sys` crate and `Drv` type. Everything whose C signature or layout is the same in both
+//! headers is here; `v12.rs` and `v13.rs` add only what differs, as a few items with fixed
+//! names that these modules call:
 //!
 //! - `fn device_location(device) -> CUmemLocation` (the 13 header puts `id` in a union);
 //! - `fn sm_info(&CUdevSmResource) -> SmInfo` (the 13 header has more fields);
@@ -21,40 +22,6 @@
 //!   `_v2`; the batched prefetch and discard calls are in the 13 header only).
 //! - `fn pool_location(kind, id) -> CUmemLocation` and `fn managed_allocation_type()` (pools:
 //!   the 13 header's location union, and its managed allocation type).
-
-mod checkpoint;
-mod context;
-mod copy;
-mod device;
-mod event;
-mod graph;
-mod green;
-mod hot;
-mod managed;
-mod memory;
-mod module;
-mod pool;
-mod stream;
-mod tensor_map;
-mod texture;
-mod vmm;
-
-pub(super) use self::checkpoint::impl_checkpoint_api;
-pub(super) use self::context::impl_context_api;
-pub(super) use self::copy::impl_copy_api;
-pub(super) use self::device::impl_device_api;
-pub(super) use self::event::impl_event_api;
-pub(super) use self::graph::impl_graph_api;
-pub(super) use self::green::impl_green_context_api;
-pub(super) use self::hot::impl_hot_path;
-pub(super) use self::managed::impl_managed_api;
-pub(super) use self::memory::impl_memory_api;
-pub(super) use self::module::impl_module_api;
-pub(super) use self::pool::impl_pool_api;
-pub(super) use self::stream::impl_stream_api;
-pub(super) use self::tensor_map::impl_tensor_map_api;
-pub(super) use self::texture::impl_texture_api;
-pub(super) use self::vmm::impl_vmm_api;
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
 macro_rules! function {
@@ -211,23 +178,6 @@ macro_rules! driver_impl {
                 (self.loaded, DriverTable::LEN)
             }
         }
-
-        $crate::driver::shared::impl_hot_path!($name, $sys);
-        $crate::driver::shared::impl_device_api!($name, $sys);
-        $crate::driver::shared::impl_context_api!($name, $sys);
-        $crate::driver::shared::impl_stream_api!($name, $sys);
-        $crate::driver::shared::impl_event_api!($name, $sys);
-        $crate::driver::shared::impl_memory_api!($name, $sys);
-        $crate::driver::shared::impl_module_api!($name, $sys);
-        $crate::driver::shared::impl_green_context_api!($name, $sys);
-        $crate::driver::shared::impl_checkpoint_api!($name, $sys);
-        $crate::driver::shared::impl_graph_api!($name, $sys);
-        $crate::driver::shared::impl_vmm_api!($name, $sys);
-        $crate::driver::shared::impl_copy_api!($name, $sys);
-        $crate::driver::shared::impl_managed_api!($name, $sys);
-        $crate::driver::shared::impl_pool_api!($name, $sys);
-        $crate::driver::shared::impl_tensor_map_api!($name, $sys);
-        $crate::driver::shared::impl_texture_api!($name, $sys);
     };
 }
 pub(super) use driver_impl;
