@@ -1,5 +1,6 @@
 //! cuda-core's own cost per call, without the GPU's noise: each hot operation timed against a
-//! stand-in `libcuda.so.1` whose functions return at once (`benches/standin/`), raw and through
+//! stand-in `libcuda.so.1` whose functions return at once
+//! (`cuda-core/tests/standin/libcuda_standin.c` built with `-DSTANDIN_BENCH`), raw and through
 //! cuda-core, in one process.
 //!
 //! On the H200 a µs-scale driver call varies by more than the few nanoseconds cuda-core adds
@@ -36,8 +37,9 @@ use cuda_core::{launch, Allocate, Device, EventOptions, LaunchConfig, ObjectCode
 
 /// Set in the child process, which runs against the stand-in.
 const CHILD: &str = "CUDA_CORE_STANDIN_CHILD";
-/// The stand-in's source.
-const SOURCE: &str = include_str!("../standin/libcuda_standin.c");
+/// The stand-in's source, shared with cuda-core's tests; `-DSTANDIN_BENCH` builds the variant
+/// whose calls return at once.
+const SOURCE: &str = include_str!("../../cuda-core/tests/standin/libcuda_standin.c");
 /// What the stand-in calls its device, to make sure it is what got loaded.
 const NAME: &str = "cuda-core stand-in driver";
 
@@ -107,7 +109,7 @@ fn build_standin(dir: &Path) -> Result<Option<PathBuf>> {
     };
     let status = compiler
         .to_command()
-        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .args(["-O2", "-shared", "-fPIC", "-DSTANDIN_BENCH", "-o"])
         .arg(&out)
         .arg(&source)
         .status()

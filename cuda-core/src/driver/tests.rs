@@ -11,9 +11,10 @@ use super::load::{self as probe, choose_abi};
 use crate::error::{DriverCode, Error};
 use crate::info::types::{Abi, AbiChoice, DriverVersion};
 
-/// Compiles `fake_driver.c` with the given defines into a shared library, once per set of
-/// defines. `None`, with the reason printed, where no C compiler runs (the GPU machine may
-/// lack one); a compiler that runs but fails is a test failure.
+/// Compiles the stand-in driver's probe build (`tests/standin/libcuda_standin.c` with
+/// `-DSTANDIN_PROBE`) with the given defines into a shared library, once per set of defines.
+/// `None`, with the reason printed, where no C compiler runs (the GPU machine may lack one); a
+/// compiler that runs but fails is a test failure.
 fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     // Tests run in parallel: one builds a library while another would load it half-written.
@@ -26,7 +27,11 @@ fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
         return Some(out);
     }
     let source = dir.path().join(format!("fake{tag}.c"));
-    std::fs::write(&source, include_str!("fake_driver.c")).expect("write the stand-in source");
+    std::fs::write(
+        &source,
+        include_str!("../../tests/standin/libcuda_standin.c"),
+    )
+    .expect("write the stand-in source");
     let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let compiler = match cc::Build::new()
         .cargo_metadata(false)
@@ -48,7 +53,7 @@ fn fake_driver(defines: &[(&str, &str)]) -> Option<PathBuf> {
     };
     let mut command = compiler.to_command();
     command
-        .args(["-shared", "-fPIC", "-o"])
+        .args(["-shared", "-fPIC", "-DSTANDIN_PROBE", "-o"])
         .arg(&out)
         .arg(&source);
     for (name, value) in defines {
