@@ -129,22 +129,6 @@ impl NvvmModule {
     }
 }
 
-/// Every field of the options that is not its default, by name. Written as a destructuring
-/// without `..`: a new field does not compile until it is listed here.
-macro_rules! set_fields {
-    ($options:expr; $($field:ident),* $(,)?) => {{
-        let ProgramOptions { $($field),* } = $options;
-        let default = ProgramOptions::default();
-        let mut set: Vec<&'static str> = Vec::new();
-        $(
-            if *$field != default.$field {
-                set.push(stringify!($field));
-            }
-        )*
-        set
-    }};
-}
-
 /// The options a PTX program takes: the target, and the link step's.
 const PTX_OPTIONS: &[&str] = &[
     "arch",
@@ -178,23 +162,6 @@ const LINK_OPTIONS: &[&str] = &[
 ];
 
 impl ProgramOptions {
-    /// Every field set to other than its default.
-    fn set_fields(&self) -> Vec<&'static str> {
-        set_fields!(self;
-            arch, std, defines, include_paths, debug, line_info, fast_math, ftz, prec_div,
-            prec_sqrt, fmad, relocatable_device_code, max_register_count, device_code_optimize,
-            ptxas_options, extensible_whole_program, extra_device_vectorization, gen_opt_lto,
-            undefines, pre_includes, no_source_include, builtin_move_forward,
-            builtin_initializer_list, disable_warnings, restrict,
-            device_as_default_execution_space, device_int128, optimization_info,
-            no_display_error_number, diag_error, diag_suppress, diag_warn, warnings_as_errors,
-            time, device_time_trace, split_compile, fast_compile, minimal, no_cache,
-            random_seed, device_stack_protector, modify_stack_limit, warn_reorder, pch,
-            create_pch, use_pch, pch_dir, pch_verbose, pch_messages,
-            instantiate_templates_in_pch, extra,
-        )
-    }
-
     /// Refuses the options that a program of `kind` compiling to `target` has no use for,
     /// naming them and what it takes instead.
     pub(crate) fn check_kind(&self, kind: ProgramKind, target: CodeType) -> Result<()> {
