@@ -20,174 +20,193 @@ pub enum LinkerBackend {
     Driver,
 }
 
-/// Options of a [`Linker`]. Each typed field is one nvJitLink option (named beside it); the
-/// driver's linker takes those it has a `CUjit_option` for (optimisation level, debug and line
-/// information, the register limit, verbose logs and the wall time), and a link through it
-/// with any other set is refused ([`Error::InvalidArgument`] naming the field), rather than
-/// linked without it. nvJitLink 12.9 and 13.5 take every typed option alike (each was tried
-/// against both).
+/// Writes [`LinkerOptions`] from one table, in which each option is one row:
 ///
+/// ```text
+/// /// rustdoc of the field
+/// field: FieldType, with_field(ChainerArg) [=> some],
+///     @order |value, target| arguments;
 /// ```
-/// use cuda_core::{CodeType, LinkerOptions};
 ///
-/// let options = LinkerOptions::default()
-///     .with_arch("90")
-///     .with_max_registers(32)
-///     .with_line_info(true)
-///     .with_kernels_used(vec!["saxpy".into()])
-///     .with_verbose(true);
-/// let args = options.to_args(CodeType::Cubin);
-/// assert_eq!(args[0], "-arch=sm_90");
-/// assert!(args.contains(&"-maxrregcount=32".to_string()));
-/// assert!(args.contains(&"-kernels-used=saxpy".to_string()));
-/// // PTX output is an LTO link: `-lto -ptx`.
-/// assert!(LinkerOptions::default().to_args(CodeType::Ptx).ends_with(&["-lto".into(), "-ptx".into()]));
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[doc(alias = "CUjit_option")]
-pub struct LinkerOptions {
-    /// The device to link for: its architecture is the target, and its primary context hosts
-    /// the driver's linker. `None` for the current device.
-    pub device: Option<Device>,
-    /// The target architecture as in `sm_90` without `sm_` (`-arch=sm_<arch>`); `None` for the
-    /// device's.
-    pub arch: Option<String>,
-    /// Which linker.
-    pub backend: LinkerBackend,
-    /// The optimisation level (`-O<n>`; the driver's `CU_JIT_OPTIMIZATION_LEVEL`). nvJitLink
-    /// takes 0 and 3, the driver 0 to 4.
-    pub optimization_level: Option<u32>,
-    /// Debug information (`-g`; `CU_JIT_GENERATE_DEBUG_INFO`).
-    pub debug: bool,
-    /// Line information for profilers (`-lineinfo`; `CU_JIT_GENERATE_LINE_INFO`).
-    pub line_info: bool,
-    /// A register limit per thread (`-maxrregcount=<n>`; `CU_JIT_MAX_REGISTERS`). The driver
-    /// applies it to the PTX it compiles during the link.
-    pub max_registers: Option<u32>,
-    /// Verbose messages, such as ptxas's register counts, in the info log (`-verbose`;
-    /// `CU_JIT_LOG_VERBOSE`).
-    pub verbose: bool,
-    /// Timings in the info log (`-time`; the driver's `CU_JIT_WALL_TIME`, written to the log as
-    /// `cuLinkComplete wall time: <ms> ms`).
-    pub time: bool,
-    /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and PTX output; set it for
-    /// inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
-    pub link_time_optimization: bool,
-    /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
-    pub ftz: Option<bool>,
-    /// With LTO, IEEE-rounded division (`-prec-div=1` or `=0`). nvJitLink only.
-    pub prec_div: Option<bool>,
-    /// With LTO, IEEE-rounded square root (`-prec-sqrt=1` or `=0`). nvJitLink only.
-    pub prec_sqrt: Option<bool>,
-    /// With LTO, contract multiplies and adds into fused multiply-adds (`-fma=1` or `=0`).
-    /// nvJitLink only.
-    pub fma: Option<bool>,
-    /// With LTO, the kernels in use (`-kernels-used=<name>` each); the others may be dropped.
-    /// nvJitLink only.
-    pub kernels_used: Vec<String>,
-    /// With LTO, the device variables in use (`-variables-used=<name>` each); with
-    /// `optimize_unused_variables` the others may be dropped. nvJitLink only.
-    pub variables_used: Vec<String>,
-    /// With LTO, drop device variables no device code refers to, except `variables_used`
-    /// (`-optimize-unused-variables`). nvJitLink only.
-    pub optimize_unused_variables: bool,
-    /// Options for ptxas, each passed as `-Xptxas=<option>`. nvJitLink only.
-    pub ptxas_options: Vec<String>,
-    /// With LTO, optimise in up to this many threads (`-split-compile=<n>`; 0: as many as
-    /// cores). nvJitLink only.
-    pub split_compile: Option<u32>,
-    /// With LTO, the extended split compile, in up to this many threads
-    /// (`-split-compile-extended=<n>`). nvJitLink only.
-    pub split_compile_extended: Option<u32>,
-    /// With LTO, the least density of a `switch`'s cases, as a percentage (0 to 101), that
-    /// makes it a jump table (`-jump-table-density=<n>`; 101, nvJitLink's default, never
-    /// does). nvJitLink only.
-    pub jump_table_density: Option<u32>,
-    /// Do not use nvJitLink's own cache (`-no-cache`). nvJitLink only. A link that cache
-    /// answers has none of the log a real link writes, such as ptxas's `-v` report: set this
-    /// where that matters (nvJitLink 12.9 and 13.0 answered from it on a machine with a GPU
-    /// driver).
-    pub no_cache: bool,
-    /// More nvJitLink options, passed as they are after the typed ones. The driver's linker
-    /// takes none.
-    pub extra: Vec<String>,
+/// - `field: FieldType` is the public field, in the struct's order, with its rustdoc.
+/// - `with_field(ChainerArg) [=> some]` is its chainer, as [`crate::options::chainers!`]
+///   writes it.
+/// - `@order |value, target| arguments` makes its nvJitLink arguments: `value` is
+///   `&self.field`, `target` the [`CodeType`] (`_` where unused), and `arguments` any
+///   `IntoIterator` of `String` (`None::<String>` for a field that makes none). The rows'
+///   arguments come by `order`, then by row, as they always did; a new option takes the next
+///   number below `link_time_optimization`'s, whose `-lto` comes last but for `-ptx`.
+///
+/// Generated: the struct, its chainers and `table_args`, the arguments before `-ptx`.
+macro_rules! linker_options {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$doc:meta])*
+                $field:ident: $ty:ty, $method:ident($arg:ty) $(=> $wrap:ident)?,
+                    @$order:literal |$value:tt, $target:tt| $args:expr;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[$doc])*
+                pub $field: $ty,
+            )*
+        }
+
+        crate::options::chainers!($name {
+            $($method($field: $arg) $(=> $wrap)?;)*
+        });
+
+        impl $name {
+            /// Every row's arguments for a link to `target`, by order.
+            fn table_args(&self, target: CodeType) -> Vec<String> {
+                let mut rows = [$(
+                    ($order, {
+                        let $value = &self.$field;
+                        let $target = target;
+                        $args.into_iter().collect::<Vec<String>>()
+                    }),
+                )*];
+                rows.sort_by_key(|row| row.0);
+                rows.into_iter().flat_map(|row| row.1).collect()
+            }
+        }
+    };
 }
 
-crate::options::chainers!(LinkerOptions {
-    with_device(device: Device) => some;
-    with_arch(arch: impl Into<String>) => some;
-    with_backend(backend: LinkerBackend);
-    with_optimization_level(optimization_level: u32) => some;
-    with_debug(debug: bool);
-    with_line_info(line_info: bool);
-    with_max_registers(max_registers: u32) => some;
-    with_verbose(verbose: bool);
-    with_time(time: bool);
-    with_link_time_optimization(link_time_optimization: bool);
-    with_ftz(ftz: bool) => some;
-    with_prec_div(prec_div: bool) => some;
-    with_prec_sqrt(prec_sqrt: bool) => some;
-    with_fma(fma: bool) => some;
-    with_kernels_used(kernels_used: Vec<String>);
-    with_variables_used(variables_used: Vec<String>);
-    with_optimize_unused_variables(optimize_unused_variables: bool);
-    with_ptxas_options(ptxas_options: Vec<String>);
-    with_split_compile(split_compile: u32) => some;
-    with_split_compile_extended(split_compile_extended: u32) => some;
-    with_jump_table_density(jump_table_density: u32) => some;
-    with_no_cache(no_cache: bool);
-    with_extra(extra: Vec<String>);
-});
+/// A flag's argument, where it is set.
+fn on(set: bool, arg: &str) -> Option<String> {
+    set.then(|| arg.to_owned())
+}
+
+linker_options! {
+    /// Options of a [`Linker`]. Each typed field is one nvJitLink option (named beside it); the
+    /// driver's linker takes those it has a `CUjit_option` for (optimisation level, debug and line
+    /// information, the register limit, verbose logs and the wall time), and a link through it
+    /// with any other set is refused ([`Error::InvalidArgument`] naming the field), rather than
+    /// linked without it. nvJitLink 12.9 and 13.5 take every typed option alike (each was tried
+    /// against both).
+    ///
+    /// ```
+    /// use cuda_core::{CodeType, LinkerOptions};
+    ///
+    /// let options = LinkerOptions::default()
+    ///     .with_arch("90")
+    ///     .with_max_registers(32)
+    ///     .with_line_info(true)
+    ///     .with_kernels_used(vec!["saxpy".into()])
+    ///     .with_verbose(true);
+    /// let args = options.to_args(CodeType::Cubin);
+    /// assert_eq!(args[0], "-arch=sm_90");
+    /// assert!(args.contains(&"-maxrregcount=32".to_string()));
+    /// assert!(args.contains(&"-kernels-used=saxpy".to_string()));
+    /// // PTX output is an LTO link: `-lto -ptx`.
+    /// assert!(LinkerOptions::default().to_args(CodeType::Ptx).ends_with(&["-lto".into(), "-ptx".into()]));
+    /// ```
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    #[doc(alias = "CUjit_option")]
+    pub struct LinkerOptions {
+        /// The device to link for: its architecture is the target, and its primary context hosts
+        /// the driver's linker. `None` for the current device.
+        device: Option<Device>, with_device(Device) => some,
+            @0 |_, _| None::<String>;
+        /// The target architecture as in `sm_90` without `sm_` (`-arch=sm_<arch>`); `None` for the
+        /// device's.
+        arch: Option<String>, with_arch(impl Into<String>) => some,
+            @0 |v, _| v.iter().map(|x| format!("-arch=sm_{x}"));
+        /// Which linker.
+        backend: LinkerBackend, with_backend(LinkerBackend),
+            @0 |_, _| None::<String>;
+        /// The optimisation level (`-O<n>`; the driver's `CU_JIT_OPTIMIZATION_LEVEL`). nvJitLink
+        /// takes 0 and 3, the driver 0 to 4.
+        optimization_level: Option<u32>, with_optimization_level(u32) => some,
+            @7 |v, _| v.iter().map(|x| format!("-O{x}"));
+        /// Debug information (`-g`; `CU_JIT_GENERATE_DEBUG_INFO`).
+        debug: bool, with_debug(bool),
+            @1 |v, _| on(*v, "-g");
+        /// Line information for profilers (`-lineinfo`; `CU_JIT_GENERATE_LINE_INFO`).
+        line_info: bool, with_line_info(bool),
+            @2 |v, _| on(*v, "-lineinfo");
+        /// A register limit per thread (`-maxrregcount=<n>`; `CU_JIT_MAX_REGISTERS`). The driver
+        /// applies it to the PTX it compiles during the link.
+        max_registers: Option<u32>, with_max_registers(u32) => some,
+            @8 |v, _| v.iter().map(|x| format!("-maxrregcount={x}"));
+        /// Verbose messages, such as ptxas's register counts, in the info log (`-verbose`;
+        /// `CU_JIT_LOG_VERBOSE`).
+        verbose: bool, with_verbose(bool),
+            @3 |v, _| on(*v, "-verbose");
+        /// Timings in the info log (`-time`; the driver's `CU_JIT_WALL_TIME`, written to the log as
+        /// `cuLinkComplete wall time: <ms> ms`).
+        time: bool, with_time(bool),
+            @4 |v, _| on(*v, "-time");
+        /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and PTX output; set it for
+        /// inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
+        link_time_optimization: bool, with_link_time_optimization(bool),
+            @20 |v, target| on(*v || target == CodeType::Ptx, "-lto");
+        /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
+        ftz: Option<bool>, with_ftz(bool) => some,
+            @9 |v, _| v.map(|v| format!("-ftz={}", v as u8));
+        /// With LTO, IEEE-rounded division (`-prec-div=1` or `=0`). nvJitLink only.
+        prec_div: Option<bool>, with_prec_div(bool) => some,
+            @10 |v, _| v.map(|v| format!("-prec-div={}", v as u8));
+        /// With LTO, IEEE-rounded square root (`-prec-sqrt=1` or `=0`). nvJitLink only.
+        prec_sqrt: Option<bool>, with_prec_sqrt(bool) => some,
+            @11 |v, _| v.map(|v| format!("-prec-sqrt={}", v as u8));
+        /// With LTO, contract multiplies and adds into fused multiply-adds (`-fma=1` or `=0`).
+        /// nvJitLink only.
+        fma: Option<bool>, with_fma(bool) => some,
+            @12 |v, _| v.map(|v| format!("-fma={}", v as u8));
+        /// With LTO, the kernels in use (`-kernels-used=<name>` each); the others may be dropped.
+        /// nvJitLink only.
+        kernels_used: Vec<String>, with_kernels_used(Vec<String>),
+            @13 |v, _| v.iter().map(|x| format!("-kernels-used={x}"));
+        /// With LTO, the device variables in use (`-variables-used=<name>` each); with
+        /// `optimize_unused_variables` the others may be dropped. nvJitLink only.
+        variables_used: Vec<String>, with_variables_used(Vec<String>),
+            @14 |v, _| v.iter().map(|x| format!("-variables-used={x}"));
+        /// With LTO, drop device variables no device code refers to, except `variables_used`
+        /// (`-optimize-unused-variables`). nvJitLink only.
+        optimize_unused_variables: bool, with_optimize_unused_variables(bool),
+            @5 |v, _| on(*v, "-optimize-unused-variables");
+        /// Options for ptxas, each passed as `-Xptxas=<option>`. nvJitLink only.
+        ptxas_options: Vec<String>, with_ptxas_options(Vec<String>),
+            @15 |v, _| v.iter().map(|x| format!("-Xptxas={x}"));
+        /// With LTO, optimise in up to this many threads (`-split-compile=<n>`; 0: as many as
+        /// cores). nvJitLink only.
+        split_compile: Option<u32>, with_split_compile(u32) => some,
+            @16 |v, _| v.iter().map(|x| format!("-split-compile={x}"));
+        /// With LTO, the extended split compile, in up to this many threads
+        /// (`-split-compile-extended=<n>`). nvJitLink only.
+        split_compile_extended: Option<u32>, with_split_compile_extended(u32) => some,
+            @17 |v, _| v.iter().map(|x| format!("-split-compile-extended={x}"));
+        /// With LTO, the least density of a `switch`'s cases, as a percentage (0 to 101), that
+        /// makes it a jump table (`-jump-table-density=<n>`; 101, nvJitLink's default, never
+        /// does). nvJitLink only.
+        jump_table_density: Option<u32>, with_jump_table_density(u32) => some,
+            @18 |v, _| v.iter().map(|x| format!("-jump-table-density={x}"));
+        /// Do not use nvJitLink's own cache (`-no-cache`). nvJitLink only. A link that cache
+        /// answers has none of the log a real link writes, such as ptxas's `-v` report: set this
+        /// where that matters (nvJitLink 12.9 and 13.0 answered from it on a machine with a GPU
+        /// driver).
+        no_cache: bool, with_no_cache(bool),
+            @6 |v, _| on(*v, "-no-cache");
+        /// More nvJitLink options, passed as they are after the typed ones. The driver's linker
+        /// takes none.
+        extra: Vec<String>, with_extra(Vec<String>),
+            @19 |v, _| v.iter().cloned();
+    }
+}
 
 impl LinkerOptions {
     /// The nvJitLink options of a link to `target` (cubin or PTX), with `arch` as given (the
     /// device's is filled in by [`Linker::link_to`] when `arch` is `None`; here it is then left
     /// out). [`Linker::link_to`] adds `-lto` for LTO-IR inputs as well.
     pub fn to_args(&self, target: CodeType) -> Vec<String> {
-        let mut args = Vec::new();
-        if let Some(arch) = &self.arch {
-            args.push(format!("-arch=sm_{arch}"));
-        }
-        let mut on = |set: bool, arg: &str| {
-            if set {
-                args.push(arg.to_owned());
-            }
-        };
-        on(self.debug, "-g");
-        on(self.line_info, "-lineinfo");
-        on(self.verbose, "-verbose");
-        on(self.time, "-time");
-        on(self.optimize_unused_variables, "-optimize-unused-variables");
-        on(self.no_cache, "-no-cache");
-        args.extend(self.optimization_level.map(|level| format!("-O{level}")));
-        args.extend(self.max_registers.map(|n| format!("-maxrregcount={n}")));
-        let flag = |name: &str, value: Option<bool>| value.map(|v| format!("-{name}={}", v as u8));
-        args.extend(flag("ftz", self.ftz));
-        args.extend(flag("prec-div", self.prec_div));
-        args.extend(flag("prec-sqrt", self.prec_sqrt));
-        args.extend(flag("fma", self.fma));
-        let each = |name: &str, values: &[String]| {
-            values
-                .iter()
-                .map(|v| format!("-{name}={v}"))
-                .collect::<Vec<_>>()
-        };
-        args.extend(each("kernels-used", &self.kernels_used));
-        args.extend(each("variables-used", &self.variables_used));
-        args.extend(each("Xptxas", &self.ptxas_options));
-        args.extend(self.split_compile.map(|n| format!("-split-compile={n}")));
-        args.extend(
-            self.split_compile_extended
-                .map(|n| format!("-split-compile-extended={n}")),
-        );
-        args.extend(
-            self.jump_table_density
-                .map(|n| format!("-jump-table-density={n}")),
-        );
-        args.extend(self.extra.iter().cloned());
-        if self.link_time_optimization || target == CodeType::Ptx {
-            args.push("-lto".to_owned());
-        }
+        let mut args = self.table_args(target);
         if target == CodeType::Ptx {
             args.push("-ptx".to_owned());
         }
