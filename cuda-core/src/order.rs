@@ -25,7 +25,7 @@
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
-pub(crate) use crate::lifetime::captures::captures_open;
+use crate::lifetime::captures::captures_open;
 
 /// Queues `op`, work on `stream` that uses memory whose deallocation streams are `homes`, so
 /// that the stream-order contract holds (see the module's docs). On the same stream this is

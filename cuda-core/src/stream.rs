@@ -204,7 +204,7 @@ impl Drop for StreamInner {
             }
         }
         if !captured
-            && crate::order::captures_open()
+            && crate::lifetime::captures::captures_open()
             && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0))
         {
             // In a capture it joined (another stream's): its kept buffers' frees and its
@@ -425,7 +425,7 @@ impl Stream {
         if self.same_as(other) {
             return Ok(());
         }
-        if crate::order::captures_open() && self.capture_now() != other.capture_now() {
+        if crate::lifetime::captures::captures_open() && self.capture_now() != other.capture_now() {
             return Err(Error::Capture {
                 reason: "ordering one stream after another across a capture's edge (one \
                          captures and the other does not, or they are in two captures): a \
@@ -492,7 +492,7 @@ impl Stream {
     #[inline]
     pub(crate) fn capturing(&self) -> bool {
         self.inner.capturing.load(Ordering::Relaxed)
-            || (crate::order::captures_open() && self.captures_now())
+            || (crate::lifetime::captures::captures_open() && self.captures_now())
     }
 
     /// Whether this is the legacy default stream (which `cuMemcpyBatchAsync` refuses).
@@ -628,7 +628,7 @@ impl Stream {
         // While a capture this crate began is open, a refused synchronisation may invalidate
         // it (the driver counts a global capture's forbidden calls from other threads against
         // it): wait in relaxed mode at once, unless this stream itself captures.
-        let open = crate::order::captures_open();
+        let open = crate::lifetime::captures::captures_open();
         if !open {
             let Err(error) = self.sync() else {
                 return Ok(());
@@ -696,7 +696,7 @@ impl Stream {
         // Counted after the driver took it: a query racing this record then never counts it
         // as complete before it was queued.
         event.note_record();
-        if crate::order::captures_open() && self.capturing() {
+        if crate::lifetime::captures::captures_open() && self.capturing() {
             event.note_captured();
         }
         Ok(())

@@ -215,14 +215,8 @@ impl Answer for Detailed {
 pub(crate) fn check(layout: &Layout<'_>) -> Result<Checked> {
     match fast_check(layout) {
         Some(checked) => Ok(checked),
-        None => refused(layout),
+        None => check_detailed(layout),
     }
-}
-
-#[cold]
-#[inline(never)]
-fn refused(layout: &Layout<'_>) -> Result<Checked> {
-    check_detailed(layout)
 }
 
 /// The swizzles a kind of map of `data_type` takes, where the driver lists them (the packed
@@ -267,6 +261,9 @@ pub(crate) fn fast_check_into(layout: &Layout<'_>, c: &mut Checked) -> bool {
 }
 
 /// [`rules`] one by one: the error of the first rule broken, each naming its field and rule.
+/// Cold: only a refused layout comes here.
+#[cold]
+#[inline(never)]
 pub(crate) fn check_detailed(layout: &Layout<'_>) -> Result<Checked> {
     let mut checked = Checked::EMPTY;
     rules(layout, &mut checked, &mut Detailed)?;
