@@ -30,8 +30,8 @@ use benches::raw::{
 use benches::raw_nvrtc::NvrtcFns;
 use criterion::{Criterion, SamplingMode};
 use cuda_core::{
-    CodeType, Device, FileStreamProgramCache, InMemoryProgramCache, Program, ProgramCache,
-    ProgramOptions,
+    cache::{FileStreamProgramCache, InMemoryProgramCache, ProgramCache},
+    CodeType, Device, Program, ProgramOptions,
 };
 use cuda_nvrtc_sys::{Nvrtc, Search};
 

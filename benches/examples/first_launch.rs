@@ -35,8 +35,8 @@ use benches::kernels::{
 };
 use benches::raw::{self, RawDriver, STREAM_NON_BLOCKING, SUCCESS};
 use cuda_core::{
-    launch, CodeType, Device, FileStreamProgramCache, LaunchConfig, Program, ProgramCache,
-    ProgramOptions, StreamOptions,
+    cache::{FileStreamProgramCache, ProgramCache},
+    launch, CodeType, Device, LaunchConfig, Program, ProgramOptions, StreamOptions,
 };
 use cudarc::driver::CudaContext;
 

@@ -457,7 +457,7 @@ fn tensor_map_row(
     device: &Device,
     stream: &cuda_core::Stream,
 ) -> Result<()> {
-    use cuda_core::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
+    use cuda_core::tensor_map::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
     use cuda_sys13::{
         CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
         CUtensorMapL2promotion, CUtensorMapSwizzle,

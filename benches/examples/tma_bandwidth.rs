@@ -21,8 +21,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use cuda_core::{
-    launch, Allocate, CodeType, Device, EventOptions, LaunchConfig, Program, ProgramOptions,
-    Stream, StreamOptions, TensorDataType, TensorMap, TiledOptions,
+    launch,
+    tensor_map::{TensorDataType, TensorMap, TiledOptions},
+    Allocate, CodeType, Device, EventOptions, LaunchConfig, Program, ProgramOptions, Stream,
+    StreamOptions,
 };
 
 const KERNELS: &str = r#"

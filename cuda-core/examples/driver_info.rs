@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use cuda_core::{driver_info, Device, Result};
+use cuda_core::{info::driver_info, Device, Result};
 
 fn main() -> ExitCode {
     match run() {

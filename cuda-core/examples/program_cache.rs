@@ -14,7 +14,10 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cuda_core::{CodeType, Device, FileStreamProgramCache, Program, ProgramCache, ProgramOptions};
+use cuda_core::{
+    cache::{FileStreamProgramCache, ProgramCache},
+    CodeType, Device, Program, ProgramOptions,
+};
 
 fn main() -> ExitCode {
     common::main_with("program_cache", run)

@@ -10,7 +10,7 @@ mod common;
 use std::process::ExitCode;
 
 use cuda_core::{
-    launch, Allocate, CodeType, Device, EventOptions, FileStreamProgramCache, LaunchConfig,
+    cache::FileStreamProgramCache, launch, Allocate, CodeType, Device, EventOptions, LaunchConfig,
     Program, ProgramOptions, StreamOptions,
 };
 

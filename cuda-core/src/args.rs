@@ -44,8 +44,8 @@ unsafe impl DeviceRepr for DevicePtr {}
 
 /// Anything that can be a kernel argument of [`launch`](crate::launch): [`DeviceRepr`]
 /// values, [`Buffer`]s (passed as their device address), [`StridedView`](crate::StridedView)s
-/// (their first element's address), [`TensorMap`](crate::TensorMap)s (their 128-byte
-/// descriptor), and [`Texture`](crate::Texture) and [`Surface`](crate::Surface) objects (their
+/// (their first element's address), [`TensorMap`](crate::tensor_map::TensorMap)s (their 128-byte
+/// descriptor), and [`Texture`](crate::texture::Texture) and [`Surface`](crate::texture::Surface) objects (their
 /// 64-bit handle). It is sealed: make a type of your own an argument by implementing
 /// [`DeviceRepr`] for it.
 pub trait KernelArg: sealed::Arg {}

@@ -306,7 +306,7 @@ impl Device {
 
     /// The device's default memory resource: its default memory pool
     /// ([`DeviceMemoryResource`](crate::DeviceMemoryResource)) where the device supports
-    /// pools, else synchronous allocation ([`SyncMemoryResource`](crate::SyncMemoryResource)).
+    /// pools, else synchronous allocation ([`SyncMemoryResource`](crate::memory::SyncMemoryResource)).
     /// The process keeps it for good, so its buffers count no reference to it.
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn memory_resource(&self) -> Result<Arc<dyn MemoryResource>> {

@@ -1,6 +1,6 @@
 //! The Rust ecosystem's plain-data types as buffer elements and kernel arguments: `half`'s
 //! `f16` and `bf16` (feature `half`), and `bytemuck::Pod` types (feature `bytemuck`: the
-//! [`Pod`](crate::memory::Pod) bridge is in `memory::buffer`, [`device_repr!`] here).
+//! [`Pod`](crate::Pod) bridge is in `memory::buffer`, [`device_repr!`] here).
 
 #[cfg(feature = "half")]
 mod half_types {
@@ -15,23 +15,23 @@ mod half_types {
     // With `bytemuck`, `half`'s own `bytemuck::Pod` implementations make them `Pod`.
     // SAFETY: 16 bits, every pattern a value (NaNs included), no padding.
     #[cfg(not(feature = "bytemuck"))]
-    unsafe impl crate::memory::Pod for half::f16 {}
+    unsafe impl crate::Pod for half::f16 {}
     // SAFETY: as above.
     #[cfg(not(feature = "bytemuck"))]
-    unsafe impl crate::memory::Pod for half::bf16 {}
+    unsafe impl crate::Pod for half::bf16 {}
 }
 
 // SAFETY: a `#[repr(transparent)]` `u64`: zero is its null value and every bit pattern is an
 // address, with no padding.
 #[cfg(feature = "bytemuck")]
-unsafe impl bytemuck::Zeroable for crate::memory::DevicePtr {}
+unsafe impl bytemuck::Zeroable for crate::DevicePtr {}
 // SAFETY: as above.
 #[cfg(feature = "bytemuck")]
-unsafe impl bytemuck::Pod for crate::memory::DevicePtr {}
+unsafe impl bytemuck::Pod for crate::DevicePtr {}
 
 // SAFETY: as above (`bytemuck` makes it `Pod` through the bridge instead).
 #[cfg(not(feature = "bytemuck"))]
-unsafe impl crate::memory::Pod for crate::memory::DevicePtr {}
+unsafe impl crate::Pod for crate::DevicePtr {}
 
 /// Makes types that are `bytemuck::Pod` kernel arguments ([`DeviceRepr`](crate::DeviceRepr))
 /// without `unsafe`: `bytemuck`'s derive has checked what `DeviceRepr` asks of the layout

@@ -95,7 +95,7 @@ impl Eq for Cause {}
 ///
 /// ```
 /// # fn main() {
-/// match cuda_core::driver_info() {
+/// match cuda_core::info::driver_info() {
 ///     Ok(info) => println!("CUDA driver {}", info.version),
 ///     Err(cuda_core::Error::DriverNotFound { .. }) => println!("no CUDA driver here"),
 ///     Err(other) => println!("{other}"),

@@ -7,7 +7,7 @@
 //! Nothing needs a CUDA toolkit at build time; NVRTC is found at run time too.
 //!
 //! ```no_run
-//! use cuda_core::{driver_info, Device};
+//! use cuda_core::{info::driver_info, Device};
 //!
 //! let info = driver_info()?;
 //! println!("driver {} through the {} ABI ({})", info.version, info.abi, info.abi_choice);
@@ -56,7 +56,10 @@ mod view;
 
 pub use view::dlpack;
 
-pub use cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
+// One public path per item: the core objects a program is made of at the root, each area's
+// items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`,
+// `system`, `tensor_map`, `texture`).
+pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};
@@ -65,41 +68,24 @@ pub use global::Global;
 pub use graph::{
     graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus,
     CapturedAllocation, ConditionalHandle, ConditionalKind, ConditionalNode, CopyEnd,
-    CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation, GraphArg,
-    GraphBody, GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind,
-};
-pub use info::{
-    driver_info, nvvm_info, Abi, AbiChoice, DriverInfo, DriverVersion, NvrtcInfo, NvvmInfo,
-};
-pub use ipc::{
-    BufferDescriptor, ImportedPool, IpcEventHandle, IpcMemHandle, SharedPoolHandle, SharedPoolParts,
+    CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation, GraphBody,
+    GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind,
 };
 pub use kernel::{Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{
     launch, launch_recording, AccessPolicyWindow, AccessProperty, ClusterSchedulingPolicy,
-    DeviceRepr, EventTrigger, KernelArg, LaunchAttributes, LaunchConfig, MemorySyncDomain,
+    EventTrigger, LaunchAttributes, LaunchConfig, MemorySyncDomain,
 };
 pub use linker::{nvjitlink_version, Linker, LinkerBackend, LinkerOptions};
-pub use memory::{
-    copy_2d, copy_3d, AddressRange, Advice, AllocationGranularity, CopyAttributes, CopyBatch,
-    CopyRegion, GrowableBuffer, ManagedRange, Mapping, MemoryAccess, MemoryLocation,
-    PhysicalMemory, PhysicalMemoryOptions, PitchedBuffer, PitchedDst, PitchedSrc, RangeAttributes,
-    ShareableHandleType, SrcAccessOrder, VirtualMemoryResource, VirtualMemoryResourceOptions,
-};
-pub use memory::{
-    Allocate, Buffer, DeviceMemoryResource, DeviceMemoryResourceOptions, DevicePtr,
-    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolUsage, SyncMemoryResource,
-};
-pub use memory::{
-    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
-    PinnedMemoryPoolOptions, ReusePolicy,
-};
+pub use memory::buffer::{Buffer, FillPattern, Pod};
+pub use memory::device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions};
+pub use memory::device_ptr::DevicePtr;
+pub use memory::resource::{Allocate, MemoryResource};
 pub use object_code::{CodeType, ObjectCode};
 pub use program::{
-    nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, Program,
-    ProgramOptions,
+    nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, NvvmModule,
+    Program, ProgramKind, ProgramOptions,
 };
-pub use program::{NvvmModule, ProgramKind};
 pub use sm_resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
 pub use stream::{Stream, StreamOptions};
 pub use view::{StridedView, ViewMemory};
@@ -110,13 +96,6 @@ pub mod __private {
     #[cfg(feature = "bytemuck")]
     pub use bytemuck;
 }
-pub use tensor_map::{
-    Im2colOptions, Im2colWideMode, Im2colWideOptions, TensorDataType, TensorMap,
-    TensorMapDescriptor, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
-    TensorMapSwizzle, TiledOptions, TENSOR_MAP_MAX_RANK,
-};
-pub use texture::{Array, ArrayFormat, ArrayOptions, MipmappedArray, Surface, Texture};
-
 /// The unit tests' rule for what they cannot run: see `tests/common` (the same names, read the
 /// same way: `CUDA_CORE_TEST_REQUIRE`, with `CUDA_CORE_REQUIRE_NVRTC` as an alias).
 #[cfg(test)]

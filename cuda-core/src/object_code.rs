@@ -12,7 +12,7 @@ use crate::global::Global;
 pub use crate::image::CodeType;
 use crate::kernel::{Kernel, KernelInner};
 use crate::lifetime::current::with_current;
-use crate::memory::DevicePtr;
+use crate::DevicePtr;
 
 /// Code to run on the GPU, with the names of its kernels. Cheap to clone; every [`Kernel`]
 /// taken from it keeps it (and its loaded library) alive.

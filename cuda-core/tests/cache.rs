@@ -8,7 +8,10 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, Once};
 
 use crate::common;
-use cuda_core::{CacheKey, Error, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
+use cuda_core::{
+    cache::{CacheKey, FileStreamProgramCache, InMemoryProgramCache, ProgramCache},
+    Error,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 

@@ -148,7 +148,7 @@ fn a_process_checkpointed_and_restored_keeps_its_memory_and_runs() {
     // ABI can say it; the 12.9 header's restore cannot, and is refused before the driver.
     let uuid = common::device().uuid().unwrap();
     let onto_itself = RestoreOptions::default().with_gpu_pairs(vec![(uuid, uuid)]);
-    if cuda_core::driver_info().unwrap().abi == cuda_core::Abi::Cuda13 {
+    if cuda_core::info::driver_info().unwrap().abi == cuda_core::info::Abi::Cuda13 {
         step(
             "restore onto the same GPU by UUID",
             process.restore(&onto_itself),

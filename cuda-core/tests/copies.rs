@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use cuda_core::memory::{copy_2d, copy_3d, CopyAttributes, CopyBatch, CopyRegion, SrcAccessOrder};
 use cuda_core::{
-    driver_info, Abi, Allocate, Buffer, CaptureMode, Device, DeviceMemoryResource,
-    DeviceMemoryResourceOptions, Error, ManagedMemoryResource, MemoryLocation, PitchedBuffer,
-    PitchedDst, PitchedSrc, Stream, StreamOptions,
+    info::{driver_info, Abi},
+    memory::{ManagedMemoryResource, MemoryLocation, PitchedBuffer, PitchedDst, PitchedSrc},
+    Allocate, Buffer, CaptureMode, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
+    Error, Stream, StreamOptions,
 };
 
 /// The reason of an [`Error::InvalidArgument`] named `name`, or a panic saying what came.

@@ -15,8 +15,10 @@ use cuda_core::dlpack::{
     DlpackTensor, Element, FLAG_READ_ONLY,
 };
 use cuda_core::{
-    launch, Allocate, CaptureMode, CodeType, Device, Error, LaunchConfig, ManagedMemoryResource,
-    PinnedMemoryResource, Program, ProgramOptions, Stream, StreamOptions, StridedView, ViewMemory,
+    launch,
+    memory::{ManagedMemoryResource, PinnedMemoryResource},
+    Allocate, CaptureMode, CodeType, Device, Error, LaunchConfig, Program, ProgramOptions, Stream,
+    StreamOptions, StridedView, ViewMemory,
 };
 
 // ---- a producer ------------------------------------------------------------------------

@@ -11,9 +11,10 @@ use crate::common;
 use crate::common::standin;
 
 use cuda_core::{
-    driver_info, nvrtc_version, Allocate, BuildGraph, CodeType, ConditionalKind, Device,
-    DriverVersion, Error, Graph, GraphOptions, LaunchConfig, Linker, LinkerBackend, LinkerOptions,
-    ObjectCode, Program, ProgramOptions, Stream, StreamOptions,
+    info::{driver_info, DriverVersion},
+    nvrtc_version, Allocate, BuildGraph, CodeType, ConditionalKind, Device, Error, Graph,
+    GraphOptions, LaunchConfig, Linker, LinkerBackend, LinkerOptions, ObjectCode, Program,
+    ProgramOptions, Stream, StreamOptions,
 };
 
 /// The device runtime's entry points and stream names as `cuda_device_runtime_api.h` has

@@ -614,7 +614,10 @@ fn a_copy_node_of_pool_memory_without_access_is_refused_like_the_buffers() {
         &[],
         &[],
         || {
-            use cuda_core::{PinnedMemoryPool, PinnedMemoryPoolOptions, StreamOptions};
+            use cuda_core::{
+                memory::{PinnedMemoryPool, PinnedMemoryPoolOptions},
+                StreamOptions,
+            };
             let device = Device::new(0).unwrap();
             let stream = device.create_stream(StreamOptions::default()).unwrap();
             let pool = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();

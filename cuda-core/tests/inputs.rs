@@ -7,8 +7,10 @@
 use std::path::PathBuf;
 
 use cuda_core::{
-    info::nvvm_info, launch, Allocate, CodeType, Error, InMemoryProgramCache, NvvmModule, Program,
-    ProgramCache, ProgramKind, ProgramOptions, StreamOptions,
+    cache::{InMemoryProgramCache, ProgramCache},
+    info::nvvm_info,
+    launch, Allocate, CodeType, Error, NvvmModule, Program, ProgramKind, ProgramOptions,
+    StreamOptions,
 };
 
 use crate::common;
@@ -777,7 +779,7 @@ fn a_file_cache_hit_in_a_new_process_needs_no_libnvvm_and_keys_name_it() {
     );
     if let Some(role) = common::child_role(&test) {
         let dir = std::env::var_os(CACHE_DIR).unwrap();
-        let cache = cuda_core::FileStreamProgramCache::new(dir, 64 << 20).unwrap();
+        let cache = cuda_core::cache::FileStreamProgramCache::new(dir, 64 << 20).unwrap();
         let program = Program::from_nvvm([module("scale.ll", SCALE)], sm90());
         let key = program.cache_key(CodeType::Ptx, &[]).unwrap();
         let code = program.compile_cached(&cache, CodeType::Ptx, &[]).unwrap();

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuda_core::{
-    Allocate, Buffer, BufferDescriptor, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
-    Error, Event, EventOptions, ImportedPool, IpcEventHandle, IpcMemHandle, MemoryResource,
-    PinnedMemoryPool, PinnedMemoryPoolOptions, SharedPoolHandle, Stream, StreamOptions,
-    SyncMemoryResource,
+    ipc::{BufferDescriptor, ImportedPool, IpcEventHandle, IpcMemHandle, SharedPoolHandle},
+    memory::{PinnedMemoryPool, PinnedMemoryPoolOptions, SyncMemoryResource},
+    Allocate, Buffer, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error, Event,
+    EventOptions, MemoryResource, Stream, StreamOptions,
 };
 
 const MIB: usize = 1 << 20;

@@ -517,7 +517,7 @@ fn run_apply(linked: &ObjectCode, input: f32) -> Vec<f32> {
 fn ltoir_links_with_nvjitlink_and_runs() {
     let device = common::device();
     device.set_current().unwrap();
-    let info = cuda_core::driver_info().unwrap();
+    let info = cuda_core::info::driver_info().unwrap();
     let Ok(((major, minor), location)) = info.nvjitlink else {
         println!("not run: no nvJitLink here ({:?})", info.nvjitlink.err());
         return;
@@ -552,7 +552,7 @@ fn a_cached_program_runs_like_a_fresh_one() {
     let device = common::device();
     device.set_current().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cache = cuda_core::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
+    let cache = cuda_core::cache::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
     let program = Program::new(SOURCE, ProgramOptions::default());
     let cold = program
         .compile_cached(&cache, CodeType::Cubin, &["scale<float>"])
@@ -606,7 +606,8 @@ fn a_well_formed_entry_another_user_planted_never_runs() {
     );
     // Their entry, made by a cache of their own: a valid entry file.
     let their_dir = tempfile::tempdir().unwrap();
-    let their_cache = cuda_core::FileStreamProgramCache::new(their_dir.path(), 16 << 20).unwrap();
+    let their_cache =
+        cuda_core::cache::FileStreamProgramCache::new(their_dir.path(), 16 << 20).unwrap();
     theirs
         .compile_cached(&their_cache, CodeType::Cubin, &[])
         .unwrap();
@@ -620,7 +621,7 @@ fn a_well_formed_entry_another_user_planted_never_runs() {
     let run = |owner: u32| {
         std::fs::copy(&their_entry, &planted).unwrap();
         std::os::unix::fs::lchown(&planted, Some(owner), None).unwrap();
-        let cache = cuda_core::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
+        let cache = cuda_core::cache::FileStreamProgramCache::new(dir.path(), 16 << 20).unwrap();
         let code = mine.compile_cached(&cache, CodeType::Cubin, &[]).unwrap();
         let mut x = device
             .memory_resource()

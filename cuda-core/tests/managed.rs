@@ -8,8 +8,9 @@ use crate::common::stream;
 
 use cuda_core::memory::{discard_and_prefetch_batch, discard_batch, prefetch_batch};
 use cuda_core::{
-    driver_info, Abi, Advice, Allocate, Device, Error, ManagedMemoryResource, ManagedRange,
-    MemoryLocation, StreamOptions,
+    info::{driver_info, Abi},
+    memory::{Advice, ManagedMemoryResource, ManagedRange, MemoryLocation},
+    Allocate, Device, Error, StreamOptions,
 };
 
 /// The reason of an [`Error::InvalidArgument`] named `name`, or a panic saying what came.

@@ -7,10 +7,11 @@ use crate::common::standin;
 use std::sync::Arc;
 
 use cuda_core::{
-    launch, Allocate, CodeType, ContextOptions, Device, DeviceMemoryResource,
-    DeviceMemoryResourceOptions, DriverCode, Error, LaunchConfig, ManagedMemoryResource,
-    MemoryResource, PinnedMemoryResource, Program, ProgramOptions, SmSplitOptions, StreamOptions,
-    SyncMemoryResource,
+    launch,
+    memory::{ManagedMemoryResource, PinnedMemoryResource, SyncMemoryResource},
+    Allocate, CodeType, ContextOptions, Device, DeviceMemoryResource, DeviceMemoryResourceOptions,
+    DriverCode, Error, LaunchConfig, MemoryResource, Program, ProgramOptions, SmSplitOptions,
+    StreamOptions,
 };
 
 const MIB: usize = 1 << 20;
@@ -732,7 +733,7 @@ fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
         || {
             let device = Device::new(0).unwrap();
             let stream = device.create_stream(StreamOptions::default()).unwrap();
-            let managed = cuda_core::ManagedMemoryResource::new(device).unwrap();
+            let managed = cuda_core::memory::ManagedMemoryResource::new(device).unwrap();
             let buffer = managed.allocate(64, &stream).unwrap();
             let address = buffer.ptr().0;
             // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED for a thread not in relaxed mode.

@@ -17,9 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::common::Gate;
 use cuda_core::{
-    launch, Allocate, CodeType, ContextOptions, Device, DeviceMemoryResource,
-    DeviceMemoryResourceOptions, Error, EventOptions, Kernel, LaunchConfig, MemoryResource,
-    ObjectCode, Program, ProgramOptions, SmSplitOptions, Stream, StreamOptions, SyncMemoryResource,
+    launch, memory::SyncMemoryResource, Allocate, CodeType, ContextOptions, Device,
+    DeviceMemoryResource, DeviceMemoryResourceOptions, Error, EventOptions, Kernel, LaunchConfig,
+    MemoryResource, ObjectCode, Program, ProgramOptions, SmSplitOptions, Stream, StreamOptions,
 };
 
 const SOURCE: &str = r#"

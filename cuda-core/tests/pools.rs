@@ -8,9 +8,13 @@ use crate::common::standin;
 use std::sync::Arc;
 
 use cuda_core::{
-    driver_info, Abi, Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error,
-    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, MemoryResource, PinnedMemoryPool,
-    PinnedMemoryPoolOptions, ReusePolicy, StreamOptions, SyncMemoryResource,
+    info::{driver_info, Abi},
+    memory::{
+        ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
+        PinnedMemoryPoolOptions, ReusePolicy, SyncMemoryResource,
+    },
+    Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, Error, MemoryResource,
+    StreamOptions,
 };
 
 const MIB: usize = 1 << 20;

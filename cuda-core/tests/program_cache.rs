@@ -2,8 +2,8 @@
 //! same code; keys cover every input; corrupt entries are misses.
 
 use cuda_core::{
-    nvrtc_version, CodeType, FileStreamProgramCache, InMemoryProgramCache, Program, ProgramCache,
-    ProgramOptions,
+    cache::{FileStreamProgramCache, InMemoryProgramCache, ProgramCache},
+    nvrtc_version, CodeType, Program, ProgramOptions,
 };
 use proptest::prelude::*;
 

@@ -5,8 +5,8 @@
 use crate::common;
 
 use cuda_core::{
-    launch, Allocate, CodeType, EventOptions, LaunchConfig, ObjectCode, PinnedMemoryResource,
-    Program, ProgramOptions, StreamOptions,
+    launch, memory::PinnedMemoryResource, Allocate, CodeType, EventOptions, LaunchConfig,
+    ObjectCode, Program, ProgramOptions, StreamOptions,
 };
 
 const SOURCE: &str = r#"

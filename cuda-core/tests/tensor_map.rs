@@ -10,9 +10,13 @@ use std::sync::Arc;
 use crate::common::{self, standin};
 
 use cuda_core::{
-    launch, Allocate, Buffer, BuildGraph, CodeType, Device, Error, Graph, GraphOptions,
-    Im2colOptions, Im2colWideOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
-    TensorDataType, TensorMap, TensorMapDescriptor, TensorMapSwizzle, TiledOptions,
+    launch,
+    tensor_map::{
+        Im2colOptions, Im2colWideOptions, TensorDataType, TensorMap, TensorMapDescriptor,
+        TensorMapSwizzle, TiledOptions,
+    },
+    Allocate, Buffer, BuildGraph, CodeType, Device, Error, Graph, GraphOptions, LaunchConfig,
+    ObjectCode, Program, ProgramOptions, Stream,
 };
 
 /// One block loads the box at `(x, y)` of `src` into shared memory with
@@ -139,7 +143,7 @@ fn a_tiled_map_reaches_the_driver_as_given_and_kernels_receive_its_descriptor() 
             let address = matrix_buffer.ptr().0;
             standin::clear_log();
             let options = matrix(TensorMapSwizzle::B128, 32)
-                .with_l2_promotion(cuda_core::TensorMapL2Promotion::B256)
+                .with_l2_promotion(cuda_core::tensor_map::TensorMapL2Promotion::B256)
                 .with_element_strides(vec![1, 2]);
             let map = TensorMap::tiled(&matrix_buffer, 256, &options).unwrap();
             let log = standin::log();
@@ -344,7 +348,7 @@ fn bad_maps_are_refused_before_the_driver() {
                 "not aligned to 16 bytes",
             );
             let interleaved = TiledOptions::new(TensorDataType::F16, &[16, 8, 8], &[16, 8, 1])
-                .with_interleave(cuda_core::TensorMapInterleave::B32)
+                .with_interleave(cuda_core::tensor_map::TensorMapInterleave::B32)
                 .with_swizzle(TensorMapSwizzle::B32);
             refused(
                 TensorMap::tiled(&b, 16, &interleaved),
@@ -442,7 +446,7 @@ fn im2col_maps_reach_the_driver_with_their_corners() {
                 channels_per_pixel: 32,
                 pixels_per_column: 128,
                 swizzle: TensorMapSwizzle::B64,
-                oob_fill: cuda_core::TensorMapOobFill::NanRequestZeroFma,
+                oob_fill: cuda_core::tensor_map::TensorMapOobFill::NanRequestZeroFma,
                 ..Default::default()
             };
             let map = TensorMap::im2col(&b, 0, &options).unwrap();

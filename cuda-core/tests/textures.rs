@@ -870,7 +870,7 @@ impl Gpu {
     }
 
     /// `sample_2d` (or `sample_2d_u32`) at the points, on `stream`.
-    fn sample<T: cuda_core::memory::Pod + Default>(
+    fn sample<T: cuda_core::Pod + Default>(
         &self,
         kernel: &str,
         texture: &Texture,

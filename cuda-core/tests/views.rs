@@ -8,9 +8,10 @@ use crate::common::standin;
 use std::sync::Arc;
 
 use cuda_core::{
-    launch, Allocate, Buffer, CodeType, Device, DevicePtr, Error, LaunchConfig, MemoryResource,
-    ObjectCode, PinnedMemoryPool, PinnedMemoryPoolOptions, PinnedMemoryResource, Program,
-    ProgramOptions, Stream, StreamOptions, StridedView, ViewMemory,
+    launch,
+    memory::{PinnedMemoryPool, PinnedMemoryPoolOptions, PinnedMemoryResource},
+    Allocate, Buffer, CodeType, Device, DevicePtr, Error, LaunchConfig, MemoryResource, ObjectCode,
+    Program, ProgramOptions, Stream, StreamOptions, StridedView, ViewMemory,
 };
 
 fn assert_refused<T: std::fmt::Debug>(result: cuda_core::Result<T>, argument: &str, says: &[&str]) {

@@ -18,10 +18,13 @@ use std::os::fd::AsFd;
 use std::sync::OnceLock;
 
 use cuda_core::{
-    launch, AddressRange, Allocate, AllocationGranularity, CodeType, Device, DevicePtr, Error,
-    Kernel, LaunchConfig, MemoryAccess, MemoryResource, ObjectCode, PhysicalMemory,
-    PhysicalMemoryOptions, Program, ProgramOptions, ShareableHandleType, StreamOptions,
-    VirtualMemoryResource, VirtualMemoryResourceOptions,
+    launch,
+    memory::{
+        AddressRange, AllocationGranularity, MemoryAccess, PhysicalMemory, PhysicalMemoryOptions,
+        ShareableHandleType, VirtualMemoryResource, VirtualMemoryResourceOptions,
+    },
+    Allocate, CodeType, Device, DevicePtr, Error, Kernel, LaunchConfig, MemoryResource, ObjectCode,
+    Program, ProgramOptions, StreamOptions,
 };
 
 /// The stand-in's minimum granularity (its recommended one is twice it).
@@ -82,7 +85,7 @@ fn on_both_abis(function: &str, settings: &[(&str, &str)], body: fn()) {
         let mut all = vec![("CUDA_CORE_DRIVER_ABI", abi)];
         all.extend_from_slice(settings);
         standin::run(module_path!(), function, &[], &all, || {
-            let info = cuda_core::driver_info().unwrap();
+            let info = cuda_core::info::driver_info().unwrap();
             assert_eq!(info.abi.major().to_string(), abi, "{info:?}");
             body();
         });

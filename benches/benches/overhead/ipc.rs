@@ -10,7 +10,7 @@ pub(super) fn ipc_import_case<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use cuda_core::{BufferDescriptor, ImportedPool, SharedPoolHandle};
+    use cuda_core::ipc::{BufferDescriptor, ImportedPool, SharedPoolHandle};
 
     let exporter = match benches::locate::example("ipc_exporter") {
         Ok(path) => path,

@@ -93,7 +93,7 @@ use benches::kernels::{
 use benches::raw::{check, Handle, RawDriver, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING, SUCCESS};
 use common::{batched, Case};
 use criterion::{Bencher, Criterion};
-use cuda_core::CopyBatch;
+use cuda_core::memory::CopyBatch;
 use cuda_core::{
     launch, Allocate, Buffer, CodeType, Device, Event, EventOptions, Kernel, LaunchConfig,
     MemoryResource, Program, ProgramOptions, Stream, StreamOptions,

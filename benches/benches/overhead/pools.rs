@@ -6,8 +6,10 @@ use super::*;
 /// drop against raw's `cuMemAllocFromPoolAsync` and `cuMemFreeAsync` on the same pool.
 pub(super) fn pool_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
     use cuda_core::{
-        DeviceMemoryResource, DeviceMemoryResourceOptions, ManagedMemoryPool,
-        ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions,
+        memory::{
+            ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool, PinnedMemoryPoolOptions,
+        },
+        DeviceMemoryResource, DeviceMemoryResourceOptions,
     };
     let device = core.device;
     let mut kinds: Vec<(&'static str, Arc<dyn MemoryResource>, Handle)> = Vec::new();

@@ -6,7 +6,7 @@ use super::*;
 /// checks every rule, makes the buffer's context current where it is not, and holds the
 /// buffer). cudarc has no tensor maps.
 pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
-    use cuda_core::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
+    use cuda_core::tensor_map::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
 
     /// A `CUtensorMap`'s bytes, aligned as the driver needs.
     #[repr(C, align(128))]

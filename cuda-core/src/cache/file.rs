@@ -78,7 +78,7 @@ const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
 ///   [`failed_puts`](Self::failed_puts)); a read that fails is a miss.
 ///
 /// ```
-/// use cuda_core::{CacheKey, FileStreamProgramCache, ProgramCache};
+/// use cuda_core::{cache::{CacheKey, FileStreamProgramCache, ProgramCache}};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let cache = FileStreamProgramCache::new(dir.path().join("programs"), 64 << 20)?;

@@ -17,7 +17,7 @@ const DOMAIN: &[u8] = b"cuda-core program cache key v1\0";
 /// fields in another order.
 ///
 /// ```
-/// use cuda_core::CacheKey;
+/// use cuda_core::cache::CacheKey;
 ///
 /// let key = CacheKey::builder()
 ///     .field("source", b"extern \"C\" __global__ void k() {}")
@@ -40,7 +40,7 @@ impl CacheKey {
     }
 
     /// The key as 64 lowercase hexadecimal digits (the file name of a
-    /// [`FileStreamProgramCache`](crate::FileStreamProgramCache) entry).
+    /// [`FileStreamProgramCache`](crate::cache::FileStreamProgramCache) entry).
     pub fn to_hex(&self) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(64);

@@ -14,7 +14,7 @@ use crate::object_code::ObjectCode;
 /// stored.
 ///
 /// ```
-/// use cuda_core::{CacheKey, InMemoryProgramCache, ProgramCache};
+/// use cuda_core::{cache::{CacheKey, InMemoryProgramCache, ProgramCache}};
 ///
 /// let cache = InMemoryProgramCache::new(64 << 20);
 /// let key = CacheKey::builder().field("source", b"...").finish();

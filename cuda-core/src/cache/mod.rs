@@ -18,7 +18,7 @@
 //! miss, and one that cannot be written is dropped (with one warning through the `log` crate).
 //!
 //! ```
-//! use cuda_core::{CacheKey, FileStreamProgramCache, ProgramCache};
+//! use cuda_core::{cache::{CacheKey, FileStreamProgramCache, ProgramCache}};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let cache = FileStreamProgramCache::new(dir.path(), 256 << 20)?;

@@ -13,177 +13,177 @@ fn every_enum_value_is_the_headers() {
     let cases: &[(u32, u32, &str)] = &[
         // TensorDataType against CUtensorMapDataType.
         (
-            crate::TensorDataType::U8.code(),
+            crate::tensor_map::TensorDataType::U8.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT8.0,
             "TensorDataType::U8",
         ),
         (
-            crate::TensorDataType::U16.code(),
+            crate::tensor_map::TensorDataType::U16.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT16.0,
             "TensorDataType::U16",
         ),
         (
-            crate::TensorDataType::U32.code(),
+            crate::tensor_map::TensorDataType::U32.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT32.0,
             "TensorDataType::U32",
         ),
         (
-            crate::TensorDataType::I32.code(),
+            crate::tensor_map::TensorDataType::I32.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_INT32.0,
             "TensorDataType::I32",
         ),
         (
-            crate::TensorDataType::U64.code(),
+            crate::tensor_map::TensorDataType::U64.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT64.0,
             "TensorDataType::U64",
         ),
         (
-            crate::TensorDataType::I64.code(),
+            crate::tensor_map::TensorDataType::I64.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_INT64.0,
             "TensorDataType::I64",
         ),
         (
-            crate::TensorDataType::F16.code(),
+            crate::tensor_map::TensorDataType::F16.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_FLOAT16.0,
             "TensorDataType::F16",
         ),
         (
-            crate::TensorDataType::F32.code(),
+            crate::tensor_map::TensorDataType::F32.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_FLOAT32.0,
             "TensorDataType::F32",
         ),
         (
-            crate::TensorDataType::F64.code(),
+            crate::tensor_map::TensorDataType::F64.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_FLOAT64.0,
             "TensorDataType::F64",
         ),
         (
-            crate::TensorDataType::BF16.code(),
+            crate::tensor_map::TensorDataType::BF16.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16.0,
             "TensorDataType::BF16",
         ),
         (
-            crate::TensorDataType::F32Ftz.code(),
+            crate::tensor_map::TensorDataType::F32Ftz.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ.0,
             "TensorDataType::F32Ftz",
         ),
         (
-            crate::TensorDataType::TF32.code(),
+            crate::tensor_map::TensorDataType::TF32.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32.0,
             "TensorDataType::TF32",
         ),
         (
-            crate::TensorDataType::TF32Ftz.code(),
+            crate::tensor_map::TensorDataType::TF32Ftz.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ.0,
             "TensorDataType::TF32Ftz",
         ),
         (
-            crate::TensorDataType::U4x16Align8.code(),
+            crate::tensor_map::TensorDataType::U4x16Align8.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B.0,
             "TensorDataType::U4x16Align8",
         ),
         (
-            crate::TensorDataType::U4x16Align16.code(),
+            crate::tensor_map::TensorDataType::U4x16Align16.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B.0,
             "TensorDataType::U4x16Align16",
         ),
         (
-            crate::TensorDataType::U6x16Align16.code(),
+            crate::tensor_map::TensorDataType::U6x16Align16.code(),
             sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B.0,
             "TensorDataType::U6x16Align16",
         ),
         // TensorMapInterleave against CUtensorMapInterleave.
         (
-            crate::TensorMapInterleave::None.code(),
+            crate::tensor_map::TensorMapInterleave::None.code(),
             sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE.0,
             "TensorMapInterleave::None",
         ),
         (
-            crate::TensorMapInterleave::B16.code(),
+            crate::tensor_map::TensorMapInterleave::B16.code(),
             sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_16B.0,
             "TensorMapInterleave::B16",
         ),
         (
-            crate::TensorMapInterleave::B32.code(),
+            crate::tensor_map::TensorMapInterleave::B32.code(),
             sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_32B.0,
             "TensorMapInterleave::B32",
         ),
         // TensorMapSwizzle against CUtensorMapSwizzle.
         (
-            crate::TensorMapSwizzle::None.code(),
+            crate::tensor_map::TensorMapSwizzle::None.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_NONE.0,
             "TensorMapSwizzle::None",
         ),
         (
-            crate::TensorMapSwizzle::B32.code(),
+            crate::tensor_map::TensorMapSwizzle::B32.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_32B.0,
             "TensorMapSwizzle::B32",
         ),
         (
-            crate::TensorMapSwizzle::B64.code(),
+            crate::tensor_map::TensorMapSwizzle::B64.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_64B.0,
             "TensorMapSwizzle::B64",
         ),
         (
-            crate::TensorMapSwizzle::B128.code(),
+            crate::tensor_map::TensorMapSwizzle::B128.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_128B.0,
             "TensorMapSwizzle::B128",
         ),
         (
-            crate::TensorMapSwizzle::B128Atom32.code(),
+            crate::tensor_map::TensorMapSwizzle::B128Atom32.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B.0,
             "TensorMapSwizzle::B128Atom32",
         ),
         (
-            crate::TensorMapSwizzle::B128Atom32Flip8.code(),
+            crate::tensor_map::TensorMapSwizzle::B128Atom32Flip8.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B.0,
             "TensorMapSwizzle::B128Atom32Flip8",
         ),
         (
-            crate::TensorMapSwizzle::B128Atom64.code(),
+            crate::tensor_map::TensorMapSwizzle::B128Atom64.code(),
             sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B.0,
             "TensorMapSwizzle::B128Atom64",
         ),
         // TensorMapL2Promotion against CUtensorMapL2promotion.
         (
-            crate::TensorMapL2Promotion::None.code(),
+            crate::tensor_map::TensorMapL2Promotion::None.code(),
             sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_NONE.0,
             "TensorMapL2Promotion::None",
         ),
         (
-            crate::TensorMapL2Promotion::B64.code(),
+            crate::tensor_map::TensorMapL2Promotion::B64.code(),
             sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_L2_64B.0,
             "TensorMapL2Promotion::B64",
         ),
         (
-            crate::TensorMapL2Promotion::B128.code(),
+            crate::tensor_map::TensorMapL2Promotion::B128.code(),
             sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_L2_128B.0,
             "TensorMapL2Promotion::B128",
         ),
         (
-            crate::TensorMapL2Promotion::B256.code(),
+            crate::tensor_map::TensorMapL2Promotion::B256.code(),
             sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_L2_256B.0,
             "TensorMapL2Promotion::B256",
         ),
         // TensorMapOobFill against CUtensorMapFloatOOBfill.
         (
-            crate::TensorMapOobFill::Zero.code(),
+            crate::tensor_map::TensorMapOobFill::Zero.code(),
             sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE.0,
             "TensorMapOobFill::Zero",
         ),
         (
-            crate::TensorMapOobFill::NanRequestZeroFma.code(),
+            crate::tensor_map::TensorMapOobFill::NanRequestZeroFma.code(),
             sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA.0,
             "TensorMapOobFill::NanRequestZeroFma",
         ),
         // Im2colWideMode against CUtensorMapIm2ColWideMode.
         (
-            crate::Im2colWideMode::W.code(),
+            crate::tensor_map::Im2colWideMode::W.code(),
             sys::CUtensorMapIm2ColWideMode_enum::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W.0,
             "Im2colWideMode::W",
         ),
         (
-            crate::Im2colWideMode::W128.code(),
+            crate::tensor_map::Im2colWideMode::W128.code(),
             sys::CUtensorMapIm2ColWideMode_enum::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128.0,
             "Im2colWideMode::W128",
         ),
@@ -242,42 +242,42 @@ fn every_enum_value_is_the_headers() {
         ),
         // ArrayFormat against CUarray_format.
         (
-            crate::ArrayFormat::U8.code(),
+            crate::texture::ArrayFormat::U8.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_UNSIGNED_INT8.0,
             "ArrayFormat::U8",
         ),
         (
-            crate::ArrayFormat::U16.code(),
+            crate::texture::ArrayFormat::U16.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_UNSIGNED_INT16.0,
             "ArrayFormat::U16",
         ),
         (
-            crate::ArrayFormat::U32.code(),
+            crate::texture::ArrayFormat::U32.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_UNSIGNED_INT32.0,
             "ArrayFormat::U32",
         ),
         (
-            crate::ArrayFormat::I8.code(),
+            crate::texture::ArrayFormat::I8.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_SIGNED_INT8.0,
             "ArrayFormat::I8",
         ),
         (
-            crate::ArrayFormat::I16.code(),
+            crate::texture::ArrayFormat::I16.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_SIGNED_INT16.0,
             "ArrayFormat::I16",
         ),
         (
-            crate::ArrayFormat::I32.code(),
+            crate::texture::ArrayFormat::I32.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_SIGNED_INT32.0,
             "ArrayFormat::I32",
         ),
         (
-            crate::ArrayFormat::F16.code(),
+            crate::texture::ArrayFormat::F16.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_HALF.0,
             "ArrayFormat::F16",
         ),
         (
-            crate::ArrayFormat::F32.code(),
+            crate::texture::ArrayFormat::F32.code(),
             sys::CUarray_format_enum::CU_AD_FORMAT_FLOAT.0,
             "ArrayFormat::F32",
         ),
@@ -315,17 +315,17 @@ fn every_enum_value_is_the_headers() {
         ),
         // SrcAccessOrder against CUmemcpySrcAccessOrder.
         (
-            crate::SrcAccessOrder::Stream.code(),
+            crate::memory::SrcAccessOrder::Stream.code(),
             sys::CUmemcpySrcAccessOrder_enum::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM.0,
             "SrcAccessOrder::Stream",
         ),
         (
-            crate::SrcAccessOrder::DuringCall.code(),
+            crate::memory::SrcAccessOrder::DuringCall.code(),
             sys::CUmemcpySrcAccessOrder_enum::CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL.0,
             "SrcAccessOrder::DuringCall",
         ),
         (
-            crate::SrcAccessOrder::Any.code(),
+            crate::memory::SrcAccessOrder::Any.code(),
             sys::CUmemcpySrcAccessOrder_enum::CU_MEMCPY_SRC_ACCESS_ORDER_ANY.0,
             "SrcAccessOrder::Any",
         ),

@@ -2,8 +2,8 @@
 
 use super::Graph;
 use crate::error::{DriverCode, Error, Result};
-use crate::memory::DevicePtr;
 use crate::stream::Stream;
+use crate::DevicePtr;
 
 /// How a stream capture treats calls that could not be captured safely
 /// (`CUstreamCaptureMode`), such as a synchronous `cuMemAlloc` made while it captures.

@@ -49,7 +49,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
-pub use crate::args::GraphArg;
+pub(crate) use crate::args::GraphArg;
 pub use build::BuildGraph;
 pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
@@ -687,11 +687,11 @@ impl Device {
     /// The device's graph memory (what graphs' allocation nodes use, [`BuildGraph::add_alloc`]
     /// and captured stream-ordered allocations), in bytes (`cuDeviceGetGraphMemAttribute`).
     #[doc(alias = "cuDeviceGetGraphMemAttribute")]
-    pub fn graph_memory_usage(&self) -> Result<crate::PoolUsage> {
+    pub fn graph_memory_usage(&self) -> Result<crate::memory::PoolUsage> {
         let ordinal = self.ordinal() as i32;
         self.primary_context()?.with_current(|driver| {
             let get = |attribute| driver.device_graph_mem_attribute(ordinal, attribute);
-            Ok(crate::PoolUsage {
+            Ok(crate::memory::PoolUsage {
                 used_current: get(0)?,
                 used_high: get(1)?,
                 reserved_current: get(2)?,

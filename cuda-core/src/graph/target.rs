@@ -10,7 +10,7 @@ use super::{Graph, GraphState};
 use crate::context::Context;
 use crate::driver::{GraphHandle, GraphNodeHandle};
 use crate::error::Result;
-use crate::memory::Buffer;
+use crate::Buffer;
 
 /// Where [`BuildGraph`]'s methods add nodes: a graph (`graph`), the root graph whose driver
 /// references hold what it keeps (`root`), and the root's state. Public in name only (this

@@ -1,6 +1,6 @@
 //! A buffer of a shared pool, described for another process: [`BufferDescriptor`] and its
 //! bytes. The exporting pool makes one ([`export_buffer`](super::pool::export_buffer)); the
-//! importing process reads it ([`ImportedPool::import_buffer`](crate::ImportedPool::import_buffer)).
+//! importing process reads it ([`ImportedPool::import_buffer`](crate::ipc::ImportedPool::import_buffer)).
 
 use std::fmt;
 

@@ -1,7 +1,7 @@
 //! The byte forms of what crosses between processes: a shared pool's name
-//! ([`SharedPoolHandle`](crate::SharedPoolHandle)'s bytes), a [`BufferDescriptor`](crate::BufferDescriptor),
-//! a legacy [`IpcMemHandle`](crate::IpcMemHandle) and an
-//! [`IpcEventHandle`](crate::IpcEventHandle). Each is a fixed number of bytes: a four-byte
+//! ([`SharedPoolHandle`](crate::ipc::SharedPoolHandle)'s bytes), a [`BufferDescriptor`](crate::ipc::BufferDescriptor),
+//! a legacy [`IpcMemHandle`](crate::ipc::IpcMemHandle) and an
+//! [`IpcEventHandle`](crate::ipc::IpcEventHandle). Each is a fixed number of bytes: a four-byte
 //! magic, the format version, three zero bytes, then fields at fixed offsets (integers
 //! little-endian). One [`Writer`] makes them and one [`Reader`] checks and reads them.
 

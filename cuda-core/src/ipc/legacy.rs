@@ -1,5 +1,5 @@
 //! Legacy IPC: `cuMemAlloc` memory exported as an [`IpcMemHandle`] (`cuIpcGetMemHandle`,
-//! [`SyncMemoryResource::export_buffer`](crate::SyncMemoryResource::export_buffer)) and
+//! [`SyncMemoryResource::export_buffer`](crate::memory::SyncMemoryResource::export_buffer)) and
 //! opened in another process (`cuIpcOpenMemHandle`, [`IpcMemHandle::open`]) as a buffer of an
 //! [`OpenedIpcMemory`] resource, which closes it.
 
@@ -140,13 +140,13 @@ impl IpcMemHandle {
     }
 }
 
-impl crate::SyncMemoryResource {
+impl crate::memory::SyncMemoryResource {
     /// Exports `buffer`, one of this resource's (`cuMemAlloc` memory), for another process
     /// (`cuIpcGetMemHandle`), which opens it with [`IpcMemHandle::open`]. A buffer of another
     /// resource is [`Error::InvalidArgument`].
     ///
     /// ```no_run
-    /// use cuda_core::{Allocate, Device, StreamOptions, SyncMemoryResource};
+    /// use cuda_core::{Allocate, Device, StreamOptions, memory::SyncMemoryResource};
     ///
     /// let device = Device::new(0)?;
     /// let stream = device.create_stream(StreamOptions::default())?;

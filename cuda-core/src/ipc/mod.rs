@@ -15,8 +15,8 @@
 //!
 //! ```no_run
 //! use std::os::unix::net::UnixStream;
-//! use cuda_core::{Allocate, BufferDescriptor, Device, DeviceMemoryResource,
-//!                 DeviceMemoryResourceOptions, ImportedPool, SharedPoolHandle, StreamOptions};
+//! use cuda_core::ipc::{BufferDescriptor, ImportedPool, SharedPoolHandle};
+//! use cuda_core::{Allocate, Device, DeviceMemoryResource, DeviceMemoryResourceOptions, StreamOptions};
 //!
 //! # fn exporter(socket: &UnixStream) -> cuda_core::Result<()> {
 //! // The exporting process.
@@ -67,13 +67,13 @@
 //!
 //! # Legacy IPC
 //!
-//! [`SyncMemoryResource::export_buffer`](crate::SyncMemoryResource::export_buffer) exports
+//! [`SyncMemoryResource::export_buffer`](crate::memory::SyncMemoryResource::export_buffer) exports
 //! `cuMemAlloc` memory as an [`IpcMemHandle`] (`cuIpcGetMemHandle`), which another process
 //! opens with [`IpcMemHandle::open`] (`cuIpcOpenMemHandle`). The driver says freeing the memory
 //! while another process has it open is undefined behaviour, so both ends are `unsafe`.
 //!
 //! [`DeviceMemoryResourceOptions::shareable`]: crate::DeviceMemoryResourceOptions::shareable
-//! [`PinnedMemoryPoolOptions::shareable`]: crate::PinnedMemoryPoolOptions::shareable
+//! [`PinnedMemoryPoolOptions::shareable`]: crate::memory::PinnedMemoryPoolOptions::shareable
 
 // Where things are: every wire form is written and read by `form`'s one writer and reader;
 // `pool` is the exporting side of a pool (its name, its handle, the record of its exports),
@@ -81,8 +81,7 @@
 // this process imported and made), `event` the interprocess events (the events this process
 // opened are kept in `lifetime::ipc_registry`), `legacy` the `cuIpcGetMemHandle` path,
 // `socket` a pool's handle over a Unix socket (feature `fd-passing`), and `liveness` the
-// exporter's record of which exported buffers are still allocated. `memory::ipc` names this
-// module too.
+// exporter's record of which exported buffers are still allocated.
 
 mod buffer;
 mod event;
@@ -105,7 +104,7 @@ pub use pool::{SharedPoolHandle, SharedPoolParts};
 pub(crate) use import::{destroy_own, register_own};
 pub(crate) use pool::{export_buffer, share_pool, Exports, PoolIdentity};
 
-use crate::memory::Buffer;
+use crate::Buffer;
 
 /// Whether `buffer` was allocated by `resource` (the same value).
 pub(crate) fn allocated_by<R>(buffer: &Buffer, resource: &R) -> bool {

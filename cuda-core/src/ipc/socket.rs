@@ -43,7 +43,7 @@ impl SharedPoolHandle {
     ///
     /// ```no_run
     /// use std::os::unix::net::UnixStream;
-    /// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, ImportedPool, SharedPoolHandle};
+    /// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, ipc::{ImportedPool, SharedPoolHandle}};
     ///
     /// let (here, there) = UnixStream::pair().expect("a socket pair");
     /// let device = Device::new(0)?;

@@ -1,7 +1,7 @@
 //! The configuration of a launch: its shape ([`LaunchConfig`]) and its attributes
 //! ([`LaunchAttributes`], with the access-policy window and the programmatic event).
 
-use crate::memory::DevicePtr;
+use crate::DevicePtr;
 
 use super::product;
 

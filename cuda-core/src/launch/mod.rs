@@ -17,7 +17,7 @@ pub use self::config::{
 };
 
 use crate::args::sealed::ArgBytes;
-pub use crate::args::{DeviceRepr, KernelArg};
+pub(crate) use crate::args::KernelArg;
 
 /// Whether `size` is that of an argument whose bytes are not itself (a buffer, a strided
 /// view, a tensor map, a texture or surface object), which [`arg_bytes`] must ask through the

@@ -27,7 +27,7 @@ use crate::stream::Stream;
 ///     mass: f32,
 /// }
 ///
-/// fn is_pod<T: cuda_core::memory::Pod>() {}
+/// fn is_pod<T: cuda_core::Pod>() {}
 /// is_pod::<Particle>();
 /// # }
 /// ```
@@ -68,8 +68,8 @@ pub trait FillPattern: Copy + private::Fill {}
 
 mod private {
     use crate::error::Result;
-    use crate::memory::Buffer;
     use crate::stream::Stream;
+    use crate::Buffer;
 
     /// The fill of one width, out of users' sight.
     pub trait Fill {

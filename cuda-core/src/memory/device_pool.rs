@@ -57,7 +57,7 @@ crate::options::chainers!(DeviceMemoryResourceOptions {
 ///
 /// A pool made [`shareable`](DeviceMemoryResourceOptions::shareable) exports itself
 /// ([`share`](Self::share)) and its buffers ([`export_buffer`](Self::export_buffer)) for other
-/// processes, which import them with [`ImportedPool`](crate::ImportedPool): see
+/// processes, which import them with [`ImportedPool`](crate::ipc::ImportedPool): see
 /// [`ipc`](crate::ipc). Its attributes (use, release threshold, reuse
 /// policies, trim) are those of every pool kind.
 ///

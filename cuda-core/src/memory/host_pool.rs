@@ -61,7 +61,7 @@ crate::options::chainers!(PinnedMemoryPoolOptions {
 /// be in use by work queued before a free of its previous allocation.
 ///
 /// ```no_run
-/// use cuda_core::{Allocate, Device, PinnedMemoryPool, PinnedMemoryPoolOptions, StreamOptions};
+/// use cuda_core::{Allocate, Device, StreamOptions, memory::{PinnedMemoryPool, PinnedMemoryPoolOptions}};
 ///
 /// let device = Device::new(0)?;
 /// let stream = device.create_stream(StreamOptions::default())?;
@@ -413,7 +413,7 @@ crate::options::chainers!(ManagedMemoryPoolOptions {
 /// A managed pool has no size limit and cannot be shared with other processes.
 ///
 /// ```no_run
-/// use cuda_core::{Allocate, Device, ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, StreamOptions};
+/// use cuda_core::{Allocate, Device, StreamOptions, memory::{ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions}};
 ///
 /// let device = Device::new(0)?;
 /// let stream = device.create_stream(StreamOptions::default())?;

@@ -162,13 +162,13 @@ pub struct RangeAttributes {
 }
 
 /// A byte range of a managed buffer (one made by
-/// [`ManagedMemoryResource`](crate::ManagedMemoryResource), or any resource whose memory is
+/// [`ManagedMemoryResource`](crate::memory::ManagedMemoryResource), or any resource whose memory is
 /// host- and device-accessible and belongs to a device): what prefetch, advice, discard and the
 /// range attributes act on. It borrows the buffer, so that the buffer outlives every use.
 ///
 /// ```no_run
 /// use cuda_core::memory::{Advice, ManagedRange, MemoryLocation};
-/// use cuda_core::{Allocate, Device, ManagedMemoryResource, StreamOptions};
+/// use cuda_core::{Allocate, Device, StreamOptions, memory::ManagedMemoryResource};
 ///
 /// let device = Device::new(0)?;
 /// let stream = device.create_stream(StreamOptions::default())?;

@@ -31,7 +31,7 @@ pub(crate) const USED_MEM_HIGH: i32 = 8;
 /// the new allocation. The default is the driver's: all three on.
 ///
 /// ```no_run
-/// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, ReusePolicy};
+/// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions, memory::ReusePolicy};
 ///
 /// let pool = DeviceMemoryResource::new(Device::new(0)?, DeviceMemoryResourceOptions::default())?;
 /// // Reuse memory only on the stream it was freed on, or after an event dependency.
@@ -250,7 +250,7 @@ macro_rules! pool_attributes {
                 )
             }
 
-            /// The pool's reuse policies (see [`ReusePolicy`](crate::ReusePolicy)).
+            /// The pool's reuse policies (see [`ReusePolicy`](crate::memory::ReusePolicy)).
             #[doc(alias = "cuMemPoolGetAttribute")]
             pub fn reuse_policy(&self) -> $crate::error::Result<$crate::memory::ReusePolicy> {
                 use $crate::memory::pool as attr;
@@ -267,7 +267,7 @@ macro_rules! pool_attributes {
                 })
             }
 
-            /// Sets the pool's three reuse policies (see [`ReusePolicy`](crate::ReusePolicy)).
+            /// Sets the pool's three reuse policies (see [`ReusePolicy`](crate::memory::ReusePolicy)).
             #[doc(alias = "cuMemPoolSetAttribute")]
             pub fn set_reuse_policy(
                 &self,

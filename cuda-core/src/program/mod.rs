@@ -309,7 +309,7 @@ impl Program {
     /// and the reason logged once.
     ///
     /// ```no_run
-    /// use cuda_core::{CodeType, FileStreamProgramCache, Program, ProgramOptions};
+    /// use cuda_core::{CodeType, Program, ProgramOptions, cache::FileStreamProgramCache};
     ///
     /// let cache = FileStreamProgramCache::open_default(FileStreamProgramCache::DEFAULT_MAX_BYTES)?;
     /// let program = Program::new(r#"extern "C" __global__ void k() {}"#, ProgramOptions::default());
@@ -439,7 +439,7 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// every later use reports); dropping it lets the load go on alone.
 ///
 /// ```no_run
-/// use cuda_core::{CodeType, Device, FileStreamProgramCache, Program, ProgramOptions};
+/// use cuda_core::{CodeType, Device, Program, ProgramOptions, cache::FileStreamProgramCache};
 ///
 /// cuda_core::preload_nvrtc();
 /// let device = Device::new(0)?;

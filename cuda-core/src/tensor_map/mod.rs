@@ -16,8 +16,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use cuda_core::{Allocate, Device, StreamOptions, TensorDataType, TensorMap, TensorMapSwizzle};
-//! use cuda_core::TiledOptions;
+//! use cuda_core::{Allocate, Device, StreamOptions, tensor_map::{TensorDataType, TensorMap, TensorMapSwizzle}};
+//! use cuda_core::tensor_map::TiledOptions;
 //!
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(StreamOptions::default())?;

@@ -9,8 +9,8 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{ResourceSpec, TextureSpec};
 use crate::error::{Error, Result};
-use crate::memory::Buffer;
 use crate::stream::Stream;
+use crate::Buffer;
 
 /// `CU_TRSF_READ_AS_INTEGER`.
 const READ_AS_INTEGER: u32 = 0x01;

@@ -105,7 +105,7 @@ impl crate::args::sealed::Arg for Surface {
         }
     }
 
-    fn buffer(&self) -> Option<&Arc<crate::memory::Buffer>> {
+    fn buffer(&self) -> Option<&Arc<crate::Buffer>> {
         None
     }
 

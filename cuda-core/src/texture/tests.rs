@@ -626,5 +626,5 @@ fn arrays_textures_and_surfaces_are_send_and_sync() {
     both::<MipmappedArray>();
     both::<Texture>();
     both::<Surface>();
-    both::<crate::TensorMap>();
+    both::<crate::tensor_map::TensorMap>();
 }

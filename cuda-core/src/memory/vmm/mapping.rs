@@ -10,8 +10,8 @@ use super::{checks, AllocationGranularity, MemoryAccess};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
 use crate::stream::Stream;
+use crate::DevicePtr;
 
 /// A reserved range of device addresses (`cuMemAddressReserve`), freed (`cuMemAddressFree`)
 /// when the last holder drops it: its [`Mapping`]s hold it. Nothing backs it until physical

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{AllocationHandle, AllocationSpec};
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
+use crate::DevicePtr;
 
 /// Properties of new physical memory (`CUmemAllocationProp` of pinned device memory): see
 /// [`PhysicalMemory::new`].
@@ -106,8 +106,10 @@ pub(super) fn granularity_of(
 /// [granularity](PhysicalMemory::granularity).
 ///
 /// ```no_run
-/// use cuda_core::{AddressRange, AllocationGranularity, Device, MemoryAccess, PhysicalMemory,
-///     PhysicalMemoryOptions};
+/// use cuda_core::memory::{
+///     AddressRange, AllocationGranularity, MemoryAccess, PhysicalMemory, PhysicalMemoryOptions,
+/// };
+/// use cuda_core::Device;
 ///
 /// let device = Device::new(0)?;
 /// let options = PhysicalMemoryOptions::default();

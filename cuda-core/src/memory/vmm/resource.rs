@@ -47,8 +47,8 @@ crate::options::chainers!(VirtualMemoryResourceOptions {
 /// mapped for good).
 ///
 /// ```no_run
-/// use cuda_core::{Allocate, Device, StreamOptions, VirtualMemoryResource,
-///     VirtualMemoryResourceOptions};
+/// use cuda_core::memory::{VirtualMemoryResource, VirtualMemoryResourceOptions};
+/// use cuda_core::{Allocate, Device, StreamOptions};
 ///
 /// let device = Device::new(0)?;
 /// let stream = device.create_stream(StreamOptions::default())?;
@@ -199,7 +199,7 @@ impl VirtualMemoryResource {
     /// [`Buffer`].
     ///
     /// ```no_run
-    /// use cuda_core::{Device, StreamOptions, VirtualMemoryResource, VirtualMemoryResourceOptions};
+    /// use cuda_core::{Device, StreamOptions, memory::{VirtualMemoryResource, VirtualMemoryResourceOptions}};
     ///
     /// let device = Device::new(0)?;
     /// let stream = device.create_stream(StreamOptions::default())?;
