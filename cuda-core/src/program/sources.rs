@@ -608,4 +608,100 @@ mod tests {
         assert!(refused(sm90().with_gen_opt_lto(true), NvvmIr, LtoIr).is_some());
         assert!(refused(sm90().with_relocatable_device_code(true), PtxProgram, Cubin).is_some());
     }
+
+    #[test]
+    fn check_kind_names_what_each_kind_takes_in_order() {
+        let reason = |options: ProgramOptions, kind, target| match options.check_kind(kind, target)
+        {
+            Err(Error::InvalidArgument {
+                name: "options",
+                reason,
+            }) => reason,
+            other => panic!("{other:?}"),
+        };
+        use CodeType::{Cubin, LtoIr, Ptx};
+        use ProgramKind::{NvvmIr, Ptx as PtxProgram};
+        const PTX_TAKES: &str =
+            "arch, debug, line_info, max_register_count, ptxas_options, no_cache, extra";
+        const NVVM_TAKES: &str =
+            "arch, debug, device_code_optimize, fast_math, ftz, prec_div, prec_sqrt, fmad, extra";
+        const LINK_TAKES: &str = "line_info, max_register_count, ptxas_options, no_cache";
+        assert_eq!(
+            reason(sm90().with_fast_math(true), PtxProgram, Cubin),
+            format!(
+                "fast_math apply to C++ (NVRTC) programs, not to PTX ones; a PTX program takes \
+                 {PTX_TAKES} for a cubin"
+            )
+        );
+        assert_eq!(
+            reason(
+                sm90()
+                    .with_device_code_optimize(true)
+                    .with_ftz(true)
+                    .with_std("c++17"),
+                PtxProgram,
+                Ptx
+            ),
+            format!(
+                "std, ftz, device_code_optimize apply to C++ (NVRTC) programs, not to PTX ones; a \
+                 PTX program takes {PTX_TAKES} for PTX"
+            )
+        );
+        assert_eq!(
+            reason(
+                sm90().with_no_cache(true).with_max_register_count(32),
+                NvvmIr,
+                Ptx
+            ),
+            format!(
+                "max_register_count, no_cache apply to the link step, which an NVVM IR program has \
+                 only when compiled to a cubin; it takes {NVVM_TAKES} for PTX"
+            )
+        );
+        assert_eq!(
+            reason(sm90().with_std("c++17"), NvvmIr, Cubin),
+            format!(
+                "std apply to C++ (NVRTC) programs, not to NVVM IR ones; a NVVM IR program takes \
+                 {NVVM_TAKES}, {LINK_TAKES} for a cubin"
+            )
+        );
+        assert_eq!(
+            reason(
+                sm90().with_restrict(true).with_line_info(true),
+                NvvmIr,
+                LtoIr
+            ),
+            format!(
+                "line_info, restrict apply to C++ (NVRTC) programs, not to NVVM IR ones; a NVVM IR \
+                 program takes {NVVM_TAKES} for LTO-IR"
+            )
+        );
+        // Every option of a list at once is taken.
+        let link = sm90()
+            .with_line_info(true)
+            .with_max_register_count(32)
+            .with_ptxas_options(vec!["-v".into()])
+            .with_no_cache(true);
+        let ptx = link.clone().with_debug(true).with_extra(vec!["-O3".into()]);
+        assert!(ptx.check_kind(PtxProgram, Cubin).is_ok());
+        let nvvm = sm90()
+            .with_debug(true)
+            .with_device_code_optimize(true)
+            .with_fast_math(true)
+            .with_ftz(true)
+            .with_prec_div(true)
+            .with_prec_sqrt(true)
+            .with_fmad(true)
+            .with_extra(vec!["-opt=3".into()]);
+        assert!(nvvm.check_kind(NvvmIr, Ptx).is_ok());
+        assert!(nvvm.check_kind(NvvmIr, LtoIr).is_ok());
+        let nvvm_cubin = ProgramOptions {
+            line_info: true,
+            max_register_count: Some(32),
+            ptxas_options: vec!["-v".into()],
+            no_cache: true,
+            ..nvvm
+        };
+        assert!(nvvm_cubin.check_kind(NvvmIr, Cubin).is_ok());
+    }
 }
