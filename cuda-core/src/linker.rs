@@ -20,70 +20,15 @@ pub enum LinkerBackend {
     Driver,
 }
 
-/// Writes [`LinkerOptions`] from one table, in which each option is one row:
-///
-/// ```text
-/// /// rustdoc of the field
-/// field: FieldType, with_field(ChainerArg) [=> some],
-///     @order |value, target| arguments;
-/// ```
-///
-/// - `field: FieldType` is the public field, in the struct's order, with its rustdoc.
-/// - `with_field(ChainerArg) [=> some]` is its chainer, as [`crate::options::chainers!`]
-///   writes it.
-/// - `@order |value, target| arguments` makes its nvJitLink arguments: `value` is
-///   `&self.field`, `target` the [`CodeType`] (`_` where unused), and `arguments` any
-///   `IntoIterator` of `String` (`None::<String>` for a field that makes none). The rows'
-///   arguments come by `order`, then by row, as they always did; a new option takes the next
-///   number below `link_time_optimization`'s, whose `-lto` comes last but for `-ptx`.
-///
-/// Generated: the struct, its chainers and `table_args`, the arguments before `-ptx`.
-macro_rules! linker_options {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $(
-                $(#[$doc:meta])*
-                $field:ident: $ty:ty, $method:ident($arg:ty) $(=> $wrap:ident)?,
-                    @$order:literal |$value:tt, $target:tt| $args:expr;
-            )*
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $(
-                $(#[$doc])*
-                pub $field: $ty,
-            )*
-        }
-
-        crate::options::chainers!($name {
-            $($method($field: $arg) $(=> $wrap)?;)*
-        });
-
-        impl $name {
-            /// Every row's arguments for a link to `target`, by order.
-            fn table_args(&self, target: CodeType) -> Vec<String> {
-                let mut rows = [$(
-                    ($order, {
-                        let $value = &self.$field;
-                        let $target = target;
-                        $args.into_iter().collect::<Vec<String>>()
-                    }),
-                )*];
-                rows.sort_by_key(|row| row.0);
-                rows.into_iter().flat_map(|row| row.1).collect()
-            }
-        }
-    };
-}
-
 /// A flag's argument, where it is set.
 fn on(set: bool, arg: &str) -> Option<String> {
     set.then(|| arg.to_owned())
 }
 
-linker_options! {
+// Rows as `crate::options::options_table!` reads them; a new option takes the next `@order`
+// number below `link_time_optimization`'s, whose `-lto` comes last but for `-ptx` (which
+// `to_args` adds after `table_args`).
+crate::options::options_table! {
     /// Options of a [`Linker`]. Each typed field is one nvJitLink option (named beside it); the
     /// driver's linker takes those it has a `CUjit_option` for (optimisation level, debug and line
     /// information, the register limit, verbose logs and the wall time), and a link through it
@@ -199,6 +144,9 @@ linker_options! {
         extra: Vec<String>, with_extra(Vec<String>),
             @19 |v, _| v.iter().cloned();
     }
+
+    /// Every row's arguments for a link to `target`, by order.
+    fn table_args(&self, target: CodeType) -> Vec<String>;
 }
 
 impl LinkerOptions {

@@ -9,106 +9,17 @@ use crate::object_code::CodeType;
 #[cfg(doc)]
 use super::{set_pch_heap_size, Program};
 
-/// Writes [`ProgramOptions`] from one table, in which each option is one row:
-///
-/// ```text
-/// /// rustdoc of the field
-/// field: FieldType, with_field(ChainerArg) [=> some],
-///     @order |value, target| arguments [, since (major, minor)];
-/// ```
-///
-/// - `field: FieldType` is the public field, in the struct's order, with its rustdoc.
-/// - `with_field(ChainerArg) [=> some]` is its chainer, as [`crate::options::chainers!`]
-///   writes it.
-/// - `@order |value, target| arguments` makes its NVRTC arguments: `value` is `&self.field`,
-///   `target` the [`CodeType`] (`_` where unused), and `arguments` any `IntoIterator` of
-///   `String` (`on(*value, "-flag")` for a `bool` flag). [`ProgramOptions::to_args`] gives
-///   every row's arguments by `order`, then by row: `order` keeps the arguments in the order
-///   they always had; a new option takes the next number.
-/// - `since (major, minor)`, where given, is the first NVRTC that takes the option:
-///   `check_nvrtc` refuses it on an older one where it makes any argument.
-///
-/// Generated: the struct, its chainers, `to_args`, `check_nvrtc` and `set_fields`.
-macro_rules! program_options {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $(
-                $(#[$doc:meta])*
-                $field:ident: $ty:ty, $method:ident($arg:ty) $(=> $wrap:ident)?,
-                    @$order:literal |$value:tt, $target:tt| $args:expr
-                    $(, since ($major:literal, $minor:literal))?;
-            )*
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $(
-                $(#[$doc])*
-                pub $field: $ty,
-            )*
-        }
-
-        crate::options::chainers!($name {
-            $($method($field: $arg) $(=> $wrap)?;)*
-        });
-
-        impl $name {
-            /// The NVRTC arguments for a target, with `arch` as given (the current device's is filled
-            /// in by [`Program::compile`] when `arch` is `None`; here it is then left out).
-            pub fn to_args(&self, target: CodeType) -> Vec<String> {
-                let mut rows = [$(
-                    ($order, {
-                        let $value = &self.$field;
-                        let $target = target;
-                        $args.into_iter().collect::<Vec<String>>()
-                    }),
-                )*];
-                rows.sort_by_key(|row| row.0);
-                rows.into_iter().flat_map(|row| row.1).collect()
-            }
-
-            /// Refuses the options the NVRTC `major.minor` lacks, naming the versions that
-            /// have them.
-            pub(crate) fn check_nvrtc(&self, major: i32, minor: i32) -> Result<()> {
-                $($(
-                    let since: (i32, i32) = ($major, $minor);
-                    let args: Vec<String> = {
-                        let $value = &self.$field;
-                        let $target = CodeType::Cubin;
-                        $args.into_iter().collect()
-                    };
-                    if let Some(option) = args.first() {
-                        if (major, minor) < since {
-                            return Err(Error::InvalidArgument {
-                                name: "options",
-                                reason: format!(
-                                    "{} ({option}) needs NVRTC {}.{} or newer; this is NVRTC \
-                                     {major}.{minor}",
-                                    stringify!($field),
-                                    since.0,
-                                    since.1,
-                                ),
-                            });
-                        }
-                    }
-                )?)*
-                Ok(())
-            }
-
-            /// Every field set to other than its default, by name.
-            pub(super) fn set_fields(&self) -> Vec<&'static str> {
-                let default = Self::default();
-                let mut set = Vec::new();
-                $(
-                    if self.$field != default.$field {
-                        set.push(stringify!($field));
-                    }
-                )*
-                set
-            }
-        }
-    };
+/// The lists of [`ProgramOptions`] fields that the program kinds NVRTC does not compile take,
+/// as the options table's `for` tags give them (in the order `check_kind`'s messages name
+/// them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Taker {
+    /// A PTX program: the target, and its link step's.
+    Ptx,
+    /// An NVVM IR program, for libNVVM.
+    Nvvm,
+    /// The link step, which an NVVM IR program has for a cubin.
+    Link,
 }
 
 /// A flag's argument, where it is set.
@@ -133,9 +44,11 @@ fn arch_args(arch: Option<&str>, target: CodeType) -> Vec<String> {
     args
 }
 
-// The typed options older NVRTCs refuse, `since` the first version that takes them, were
-// found by compiling with each against NVRTC 12.9, 13.0, 13.1, 13.2, 13.4 and 13.5.
-program_options! {
+// Rows as `crate::options::options_table!` reads them; a new option takes the next `@order`
+// number, and, where a PTX or NVVM IR program takes it, a `for` tag with the next place in each
+// list (`check_kind` names the lists in that order). The typed options older NVRTCs refuse, `since` the first version that takes them,
+// were found by compiling with each against NVRTC 12.9, 13.0, 13.1, 13.2, 13.4 and 13.5.
+crate::options::options_table! {
     /// Compiler options for a [`Program`]. The default targets the current device's architecture
     /// with NVRTC's default C++ dialect.
     ///
@@ -174,7 +87,7 @@ program_options! {
         /// The architecture, as in `sm_90` without `sm_` (`"90"`, `"90a"`); `None` for the current
         /// device's. PTX targets `compute_<arch>`, cubin and LTO-IR `sm_<arch>`.
         arch: Option<String>, with_arch(impl Into<String>) => some,
-            @0 |v, target| arch_args(v.as_deref(), target);
+            @0 |v, target| arch_args(v.as_deref(), target), for [Ptx @0, Nvvm @0];
         /// The C++ dialect, such as `"c++17"` (`--std`).
         std: Option<String>, with_std(impl Into<String>) => some,
             @1 |v, _| v.iter().map(|x| format!("--std={x}"));
@@ -189,39 +102,39 @@ program_options! {
             @3 |v, _| v.iter().map(|p| format!("-I{}", p.display()));
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
-            @4 |v, _| on(*v, "-G");
+            @4 |v, _| on(*v, "-G"), for [Ptx @1, Nvvm @1];
         /// Line information for profilers (`-lineinfo`).
         line_info: bool, with_line_info(bool),
-            @5 |v, _| on(*v, "-lineinfo");
+            @5 |v, _| on(*v, "-lineinfo"), for [Ptx @2, Link @0];
         /// Fast math (`--use_fast_math`): implies ftz, approximate division and square root, and
         /// fused multiply-add, unless set apart below.
         fast_math: bool, with_fast_math(bool),
-            @6 |v, _| on(*v, "--use_fast_math");
+            @6 |v, _| on(*v, "--use_fast_math"), for [Nvvm @3];
         /// Flush denormals to zero (`--ftz`).
         ftz: Option<bool>, with_ftz(bool) => some,
-            @7 |v, _| v.map(|v| format!("--ftz={v}"));
+            @7 |v, _| v.map(|v| format!("--ftz={v}")), for [Nvvm @4];
         /// IEEE-rounded division (`--prec-div`).
         prec_div: Option<bool>, with_prec_div(bool) => some,
-            @8 |v, _| v.map(|v| format!("--prec-div={v}"));
+            @8 |v, _| v.map(|v| format!("--prec-div={v}")), for [Nvvm @5];
         /// IEEE-rounded square root (`--prec-sqrt`).
         prec_sqrt: Option<bool>, with_prec_sqrt(bool) => some,
-            @9 |v, _| v.map(|v| format!("--prec-sqrt={v}"));
+            @9 |v, _| v.map(|v| format!("--prec-sqrt={v}")), for [Nvvm @6];
         /// Contract multiplies and adds into fused multiply-adds (`--fmad`).
         fmad: Option<bool>, with_fmad(bool) => some,
-            @10 |v, _| v.map(|v| format!("--fmad={v}"));
+            @10 |v, _| v.map(|v| format!("--fmad={v}")), for [Nvvm @7];
         /// Relocatable device code (`-rdc=true`), for linking several programs together.
         relocatable_device_code: bool, with_relocatable_device_code(bool),
             @11 |v, _| on(*v, "-rdc=true");
         /// A register limit per thread (`--maxrregcount`).
         max_register_count: Option<u32>, with_max_register_count(u32) => some,
-            @12 |v, _| v.iter().map(|x| format!("--maxrregcount={x}"));
+            @12 |v, _| v.iter().map(|x| format!("--maxrregcount={x}")), for [Ptx @3, Link @1];
         /// Device code optimisation with `debug` (`-dopt=on`).
         device_code_optimize: bool, with_device_code_optimize(bool),
-            @13 |v, _| on(*v, "-dopt=on");
+            @13 |v, _| on(*v, "-dopt=on"), for [Nvvm @2];
         /// Options for ptxas, each passed as `--ptxas-options=<option>` (such as `-v`, whose
         /// register report lands in the compile log).
         ptxas_options: Vec<String>, with_ptxas_options(Vec<String>),
-            @31 |v, _| v.iter().map(|x| format!("--ptxas-options={x}"));
+            @31 |v, _| v.iter().map(|x| format!("--ptxas-options={x}")), for [Ptx @4, Link @2];
         /// Extensible whole-program mode (`-ewp`).
         extensible_whole_program: bool, with_extensible_whole_program(bool),
             @14 |v, _| on(*v, "-ewp");
@@ -301,7 +214,7 @@ program_options! {
         /// the ptxas report of `ptxas_options` `-v` or the remarks of `optimization_info`: set this
         /// where those matter (NVRTC 12.9 answered from it on a machine with a GPU driver).
         no_cache: bool, with_no_cache(bool),
-            @25 |v, _| on(*v, "--no-cache");
+            @25 |v, _| on(*v, "--no-cache"), for [Ptx @5, Link @3];
         /// The seed for names NVRTC makes up, for reproducible output (`-frandom-seed=<s>`).
         random_seed: Option<String>, with_random_seed(impl Into<String>) => some,
             @49 |v, _| v.iter().map(|x| format!("-frandom-seed={x}"));
@@ -353,8 +266,13 @@ program_options! {
             @40 |v, _| v.map(|v| format!("-instantiate-templates-in-pch={v}"));
         /// More options, passed as they are.
         extra: Vec<String>, with_extra(Vec<String>),
-            @50 |v, _| v.iter().cloned();
+            @50 |v, _| v.iter().cloned(), for [Ptx @6, Nvvm @8];
     }
+
+    /// The NVRTC arguments for a target, with `arch` as given (the current device's is filled
+    /// in by [`Program::compile`] when `arch` is `None`; here it is then left out).
+    pub fn to_args(&self, target: CodeType) -> Vec<String>;
+    with check_nvrtc, set_fields, taken_by(Taker);
 }
 
 /// How much optimisation [`ProgramOptions::fast_compile`] gives up for speed (`-Ofc`).

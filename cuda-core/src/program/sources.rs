@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::Path;
 
+use super::options::Taker;
 use super::{Program, ProgramOptions};
 use crate::cache::CacheKey;
 use crate::driver::{self, NvvmInput};
@@ -129,49 +130,18 @@ impl NvvmModule {
     }
 }
 
-/// The options a PTX program takes: the target, and the link step's.
-const PTX_OPTIONS: &[&str] = &[
-    "arch",
-    "debug",
-    "line_info",
-    "max_register_count",
-    "ptxas_options",
-    "no_cache",
-    "extra",
-];
-
-/// The options an NVVM IR program takes for libNVVM.
-const NVVM_OPTIONS: &[&str] = &[
-    "arch",
-    "debug",
-    "device_code_optimize",
-    "fast_math",
-    "ftz",
-    "prec_div",
-    "prec_sqrt",
-    "fmad",
-    "extra",
-];
-
-/// The link step's options, which an NVVM IR program takes for a cubin too.
-const LINK_OPTIONS: &[&str] = &[
-    "line_info",
-    "max_register_count",
-    "ptxas_options",
-    "no_cache",
-];
-
 impl ProgramOptions {
     /// Refuses the options that a program of `kind` compiling to `target` has no use for,
     /// naming them and what it takes instead.
     pub(crate) fn check_kind(&self, kind: ProgramKind, target: CodeType) -> Result<()> {
+        let link = ProgramOptions::taken_by(Taker::Link);
         let allowed: Vec<&str> = match kind {
             ProgramKind::Cxx => return Ok(()),
-            ProgramKind::Ptx => PTX_OPTIONS.to_vec(),
+            ProgramKind::Ptx => ProgramOptions::taken_by(Taker::Ptx),
             ProgramKind::NvvmIr if target == CodeType::Cubin => {
-                NVVM_OPTIONS.iter().chain(LINK_OPTIONS).copied().collect()
+                [ProgramOptions::taken_by(Taker::Nvvm), link.clone()].concat()
             }
-            ProgramKind::NvvmIr => NVVM_OPTIONS.to_vec(),
+            ProgramKind::NvvmIr => ProgramOptions::taken_by(Taker::Nvvm),
         };
         let refused: Vec<&str> = self
             .set_fields()
@@ -181,8 +151,7 @@ impl ProgramOptions {
         if refused.is_empty() {
             return Ok(());
         }
-        let link_only =
-            kind == ProgramKind::NvvmIr && refused.iter().all(|f| LINK_OPTIONS.contains(f));
+        let link_only = kind == ProgramKind::NvvmIr && refused.iter().all(|f| link.contains(f));
         let reason = if link_only {
             format!(
                 "{} apply to the link step, which an NVVM IR program has only when compiled to \
