@@ -314,6 +314,17 @@ pub enum Error {
         #[source]
         source: Cause,
     },
+
+    /// A wait with a deadline ([`Stream::sync_timeout`](crate::Stream::sync_timeout),
+    /// [`Event::wait_timeout`](crate::Event::wait_timeout)) ended before the work it waited
+    /// for. That work is still queued and runs on: wait again, or let it finish.
+    #[error("{what} did not finish within {after:?}; it is still queued and runs on")]
+    Timeout {
+        /// What was waited for (`the stream's work`).
+        what: &'static str,
+        /// The time allowed.
+        after: std::time::Duration,
+    },
 }
 
 impl Error {

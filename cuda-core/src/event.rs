@@ -286,6 +286,17 @@ impl Event {
         Ok(())
     }
 
+    /// Waits, for at most `timeout`, until the work before the event's last record has
+    /// finished; an event never recorded is done at once. As [`Stream::sync_timeout`]: it
+    /// asks `cuEventQuery`, spinning for 20 µs and then sleeping at most 1 ms between
+    /// questions, and returns [`Error::Timeout`] when the time is up (the work runs on).
+    ///
+    /// [`Stream::sync_timeout`]: crate::Stream::sync_timeout
+    #[doc(alias = "cuEventQuery")]
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        crate::wait::until("the work before the event", timeout, || self.is_done())
+    }
+
     /// Whether the work before the event's last record has finished (`cuEventQuery`). An
     /// event never recorded is done.
     #[inline]

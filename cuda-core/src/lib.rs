@@ -53,6 +53,7 @@ pub mod tensor_map;
 pub mod texture;
 mod trust;
 mod view;
+mod wait;
 
 pub use view::dlpack;
 

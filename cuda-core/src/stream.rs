@@ -614,6 +614,33 @@ impl Stream {
         self.ask(|driver, handle| driver.stream_synchronize(handle))
     }
 
+    /// Waits, for at most `timeout`, until all work queued on the stream has finished.
+    ///
+    /// The driver's wait takes no deadline, so this asks `cuStreamQuery` until the stream is
+    /// done: it spins for the first 20 µs, then sleeps between questions (at most 1 ms), so it
+    /// returns within about a millisecond of the work's end. A stream's failure is returned
+    /// as [`Stream::sync`] returns it. When the time is up it returns [`Error::Timeout`]; the
+    /// work is still queued and runs on (and everything it uses is kept until it has). On a
+    /// capturing stream it fails at once, as [`Stream::sync`] does, and invalidates the capture.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cuda_core::{Device, Error, StreamOptions};
+    ///
+    /// let stream = Device::new(0)?.create_stream(StreamOptions::default())?;
+    /// // ... queue work ...
+    /// match stream.sync_timeout(Duration::from_secs(2)) {
+    ///     Ok(()) => println!("done"),
+    ///     Err(Error::Timeout { after, .. }) => println!("still running after {after:?}"),
+    ///     Err(other) => return Err(other),
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuStreamQuery")]
+    pub fn sync_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        crate::wait::until("the stream's work", timeout, || self.is_done())
+    }
+
     /// [`Stream::sync`] after queueing work that uses borrowed host memory, before the borrow
     /// ends. While a thread captures in [`CaptureMode::Global`](crate::CaptureMode) (or this
     /// thread captures in any mode but relaxed), the driver refuses a synchronisation of any

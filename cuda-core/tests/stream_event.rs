@@ -555,3 +555,108 @@ fn a_buffer_of_a_per_thread_stream_dropped_on_another_thread_is_freed() {
         },
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn timed_waits_end_at_their_deadline_or_when_the_work_does() {
+    let device = common::device();
+    let stream = common::stream(device);
+    let idle = device.create_event(EventOptions::default()).unwrap();
+    // Nothing queued: done at the first question, even with no time at all (catches a
+    // deadline checked before asking).
+    stream.sync_timeout(Duration::ZERO).unwrap();
+    idle.wait_timeout(Duration::ZERO).unwrap();
+
+    // A stream held at a host function, and an event recorded behind it.
+    let gate = Gate::close_for(&stream, Duration::from_secs(60));
+    let event = stream.record_new(EventOptions::default()).unwrap();
+    let _watchdog = common::Watchdog::new(Duration::from_secs(120), "timed waits");
+    let start = Instant::now();
+    let error = stream.sync_timeout(Duration::from_millis(50)).unwrap_err();
+    let took = start.elapsed();
+    // Catches a wait that returns before its time, one that ignores it (blocks until the
+    // gate opens itself, a minute on), and a timeout reported as some other error.
+    assert_eq!(
+        error,
+        Error::Timeout {
+            what: "the stream's work",
+            after: Duration::from_millis(50)
+        }
+    );
+    assert!(
+        took >= Duration::from_millis(50),
+        "timed out after {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
+    let start = Instant::now();
+    let error = event.wait_timeout(Duration::from_millis(20)).unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    assert!(start.elapsed() >= Duration::from_millis(20));
+    // The work is still queued, not cancelled: the stream is not done.
+    assert!(!stream.is_done().unwrap());
+
+    // Opened: the waits end when the work does, long before their deadline (catches a wait
+    // that sleeps to its deadline, and one that stopped asking).
+    gate.open();
+    let start = Instant::now();
+    stream.sync_timeout(Duration::from_secs(30)).unwrap();
+    event.wait_timeout(Duration::from_secs(30)).unwrap();
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(5), "the waits took {took:?}");
+    assert!(stream.is_done().unwrap() && event.is_done().unwrap());
+
+    // A capturing stream: the wait fails at once as `sync` does, and the capture is
+    // invalidated (catches a refusal read as "not yet", which would wait to the deadline).
+    // SAFETY: nothing is queued during the capture.
+    unsafe { stream.begin_capture(cuda_core::CaptureMode::ThreadLocal) }.unwrap();
+    let start = Instant::now();
+    let error = stream.sync_timeout(Duration::from_secs(10)).unwrap_err();
+    assert!(!matches!(error, Error::Timeout { .. }), "{error}");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(
+        stream.end_capture().is_err(),
+        "the capture survived a query"
+    );
+}
+
+#[test]
+fn timed_waits_answer_what_the_driver_says_within_their_time() {
+    // STANDIN_QUERY_STATUS is what every cuStreamQuery and cuEventQuery answers.
+    for status in ["600", "700"] {
+        common::standin::run(
+            module_path!(),
+            "timed_waits_answer_what_the_driver_says_within_their_time",
+            &[],
+            &[("STANDIN_QUERY_STATUS", status)],
+            || {
+                let device = cuda_core::Device::new(0).unwrap();
+                let stream = common::stream(device);
+                let event = stream.record_new(EventOptions::default()).unwrap();
+                let not_ready = std::env::var("STANDIN_QUERY_STATUS").unwrap() == "600";
+                let start = Instant::now();
+                let waits = [
+                    stream.sync_timeout(Duration::from_millis(30)),
+                    event.wait_timeout(Duration::from_millis(30)),
+                ];
+                let took = start.elapsed();
+                for wait in waits {
+                    let error = wait.unwrap_err();
+                    if not_ready {
+                        // Not ready is "not yet", asked until the time is up: catches it
+                        // returned as a driver error, and a wait that gives up early.
+                        assert!(matches!(error, Error::Timeout { .. }), "{error}");
+                    } else {
+                        // A failure is the answer at once: catches one read as "not yet"
+                        // (the wait would run to its deadline and say timeout).
+                        assert_eq!(error.driver_code().map(|c| c.0), Some(700), "{error}");
+                    }
+                }
+                if not_ready {
+                    assert!(took >= Duration::from_millis(60), "{took:?}");
+                } else {
+                    assert!(took < Duration::from_millis(30), "{took:?}");
+                }
+            },
+        );
+    }
+}
