@@ -6,6 +6,7 @@ use crate::device::Device;
 use crate::driver::{jit_link, JitInput, JitOutput, LinkInput, LinkOptions};
 use crate::error::{Error, Result};
 use crate::object_code::{CodeType, ObjectCode};
+use crate::options::on;
 
 /// Which linker a [`Linker`] uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -18,11 +19,6 @@ pub enum LinkerBackend {
     NvJitLink,
     /// The driver's `cuLink*` only (no LTO-IR, no PTX output).
     Driver,
-}
-
-/// A flag's argument, where it is set.
-fn on(set: bool, arg: &str) -> Option<String> {
-    set.then(|| arg.to_owned())
 }
 
 // Rows as `crate::options::options_table!` reads them; a new option takes the next `@order`

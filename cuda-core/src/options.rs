@@ -23,6 +23,11 @@ macro_rules! chainers {
 }
 pub(crate) use chainers;
 
+/// A flag's argument, where it is set: for a table row of [`options_table!`].
+pub(crate) fn on(set: bool, arg: &str) -> Option<String> {
+    set.then(|| arg.to_owned())
+}
+
 /// Writes an options struct whose fields are a tool's command-line options
 /// ([`ProgramOptions`](crate::ProgramOptions) for NVRTC, [`LinkerOptions`](crate::LinkerOptions)
 /// for nvJitLink) from one table, in which each option is one row:

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::object_code::CodeType;
+use crate::options::on;
 
 #[cfg(doc)]
 use super::{set_pch_heap_size, Program};
@@ -20,11 +21,6 @@ pub(super) enum Taker {
     Nvvm,
     /// The link step, which an NVVM IR program has for a cubin.
     Link,
-}
-
-/// A flag's argument, where it is set.
-fn on(set: bool, arg: &str) -> Option<String> {
-    set.then(|| arg.to_owned())
 }
 
 /// `--gpu-architecture` for `arch` where given, and `-dlto` for an LTO-IR target.
