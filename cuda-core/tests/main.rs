@@ -44,6 +44,7 @@ mod program;
 mod program_cache;
 mod recycling;
 mod sanitizer_clean;
+mod slices;
 mod sticky_error;
 mod stream_event;
 #[cfg(feature = "nvml")]

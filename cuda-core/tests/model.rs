@@ -11,7 +11,8 @@
 //! timing or not; or the legacy default stream) and dropped (so recycled),
 //! records, waits, stream-to-stream waits (forks and joins of captures), queries and
 //! synchronisations; buffers allocated (small ones, which streams keep, and large ones), filled,
-//! copied, passed to a kernel, read back to the host and re-homed on other streams, and
+//! copied, passed to a kernel (each whole or as a slice of bytes 64..128; a kernel's buffer as an
+//! `Arc<Buffer>`), read back to the host and re-homed on other streams, and
 //! dropped; captures begun in
 //! each mode and ended (from the thread that began them or another); host functions; graphs
 //! built node by node (an empty node, a fill of a buffer, a host node), a node removed,
@@ -133,18 +134,22 @@ pub(crate) enum Op {
     DropBuffer {
         b: usize,
     },
+    /// With `part`, of a slice of the buffer (bytes 64..128) rather than the whole.
     Fill {
         b: usize,
         s: usize,
+        part: bool,
     },
     Kernel {
         b: usize,
         s: usize,
+        part: bool,
     },
     Copy {
         from: usize,
         to: usize,
         s: usize,
+        part: bool,
     },
     ToHost {
         b: usize,
@@ -213,9 +218,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => i().prop_map(|s| Op::SyncStream { s }),
         3 => (i(), i(), any::<bool>()).prop_map(|(b, s, large)| Op::Alloc { b, s, large }),
         2 => i().prop_map(|b| Op::DropBuffer { b }),
-        4 => (i(), i()).prop_map(|(b, s)| Op::Fill { b, s }),
-        3 => (i(), i(), i()).prop_map(|(from, to, s)| Op::Copy { from, to, s }),
-        2 => (i(), i()).prop_map(|(b, s)| Op::Kernel { b, s }),
+        4 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Fill { b, s, part }),
+        3 => (i(), i(), i(), any::<bool>())
+            .prop_map(|(from, to, s, part)| Op::Copy { from, to, s, part }),
+        2 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Kernel { b, s, part }),
         1 => (i(), i()).prop_map(|(b, s)| Op::ToHost { b, s }),
         1 => (i(), i()).prop_map(|(b, s)| Op::SetHome { b, s }),
         3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
@@ -438,7 +444,7 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
             let old = world.buffers[b % BUFFERS].take();
             drop_buffer(world, old);
         }
-        Op::Fill { b, s } => {
+        Op::Fill { b, s, part } => {
             if let Some(stream) = world.stream(s) {
                 let captured = capturing(&stream);
                 if let Some(slot) = world.buffers[b % BUFFERS].as_mut() {
@@ -446,12 +452,18 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                         world.kept_buffers.push(slot.clone());
                     }
                     if let Some(buffer) = Arc::get_mut(slot) {
-                        let _ = buffer.fill(7u32, &stream);
+                        let _ = if part {
+                            buffer
+                                .slice_mut(64..128)
+                                .and_then(|mut range| range.fill(7u32, &stream))
+                        } else {
+                            buffer.fill(7u32, &stream)
+                        };
                     }
                 }
             }
         }
-        Op::Kernel { b, s } => {
+        Op::Kernel { b, s, part } => {
             if world.kernel.is_none() {
                 let code = cuda_core::ObjectCode::from_cubin(standin::cubin());
                 world.kernel = code.get_kernel("k1").ok();
@@ -465,11 +477,13 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                     world.kept_buffers.push(buffer.clone());
                 }
                 let config = cuda_core::LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+                let slice = buffer.slice(64..128).expect("buffers have 128 bytes");
+                let arg: &dyn cuda_core::KernelArg = if part { &slice } else { &buffer };
                 // SAFETY: the stand-in runs no kernel.
-                let _ = unsafe { cuda_core::launch(&stream, &config, &kernel, &[&*buffer]) };
+                let _ = unsafe { cuda_core::launch(&stream, &config, &kernel, &[arg]) };
             }
         }
-        Op::Copy { from, to, s } => {
+        Op::Copy { from, to, s, part } => {
             let (from, to) = (from % BUFFERS, to % BUFFERS);
             if from == to {
                 return Ok(());
@@ -482,7 +496,12 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                     }
                 }
                 if let Some(dst) = world.buffers[to].as_mut().and_then(Arc::get_mut) {
-                    let _ = src.copy_to(dst, &stream);
+                    let _ = if part {
+                        let (from, to) = (src.slice(0..64), dst.slice_mut(64..128));
+                        from.and_then(|from| from.copy_to(to?, &stream))
+                    } else {
+                        src.copy_to(dst, &stream)
+                    };
                 }
             }
         }
@@ -1544,7 +1563,11 @@ fn check(ops: &[Op], lines: &[&str]) -> Result<(), String> {
 /// and the free a wait for the use (or a host synchronisation after it).
 #[test]
 fn the_order_check_sees_unordered_uses_and_frees() {
-    let ops = [Op::Fill { b: 0, s: 1 }];
+    let ops = [Op::Fill {
+        b: 0,
+        s: 1,
+        part: false,
+    }];
     let alloc = "t1 cuMemAllocFromPoolAsync 0x10000000 size=256 from p0 on s1";
     let fill = "t1 cuMemsetD32Async 0x10000000 value=7 count=64 on s2";
     let free = "t1 cuMemFreeAsync 0x10000000 on s1";
@@ -1720,7 +1743,14 @@ fn model_ending_a_joined_stream_keeps_no_capture_open() {
                 (0, Op::WaitStream { s: 1, other: 0 }),
                 (0, Op::End { s: 1 }),
                 (0, Op::End { s: 0 }),
-                (0, Op::Fill { b: 0, s: 1 }),
+                (
+                    0,
+                    Op::Fill {
+                        b: 0,
+                        s: 1,
+                        part: false,
+                    },
+                ),
             ],
         },
     );

@@ -413,8 +413,8 @@ fn pool_memory_of_another_device_needs_access() {
 
         // Without access: refused before any driver call, naming the buffer and both devices.
         let refused = |b1: &mut cuda_core::Buffer, a0: &mut cuda_core::Buffer| {
-            assert_names_both_devices(&b1.copy_from(a0, &s1).unwrap_err(), "src");
-            assert_names_both_devices(&a0.copy_to(b1, &s1).unwrap_err(), "self");
+            assert_names_both_devices(&b1.copy_from(&*a0, &s1).unwrap_err(), "src");
+            assert_names_both_devices(&a0.copy_to(&mut *b1, &s1).unwrap_err(), "self");
             assert_names_both_devices(&a0.to_vec::<u8>(&s1).unwrap_err(), "self");
             assert_names_both_devices(&a0.fill(1u8, &s1).unwrap_err(), "self");
         };

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
-use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
+use crate::memory::{DevicePtr, FillPattern, GraphMemory, Pod};
 
 /// Adding, connecting, reading and removing the nodes of a [`Graph`] (or of a conditional
 /// node's [`GraphBody`]).
@@ -112,12 +112,12 @@ pub trait BuildGraph: seal::Buildable {
     fn add_fill<P: FillPattern>(
         &mut self,
         deps: &[GraphNode],
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
         value: P,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let memset = params::fill_spec(dst, value, target.context)?;
+        let memset = params::fill_spec(dst.span(), value, target.context)?;
         let context = target.context;
         let handle = context.driver().graph_add_memset_node(
             target.graph,
@@ -125,7 +125,7 @@ pub trait BuildGraph: seal::Buildable {
             &memset,
             context.handle(),
         )?;
-        target.keep_buffer(dst);
+        target.keep_buffer(dst.kept());
         Ok(target.node(handle))
     }
 
@@ -134,15 +134,15 @@ pub trait BuildGraph: seal::Buildable {
     fn add_copy(
         &mut self,
         deps: &[GraphNode],
-        src: &Arc<Buffer>,
-        dst: &Arc<Buffer>,
+        src: &impl GraphMemory,
+        dst: &impl GraphMemory,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let copy = params::copy_spec(src, dst, target.context)?;
+        let copy = params::copy_spec(src.span(), dst.span(), target.context)?;
         let handle = add_memcpy(&target, &deps, &copy)?;
-        target.keep_buffer(src);
-        target.keep_buffer(dst);
+        target.keep_buffer(src.kept());
+        target.keep_buffer(dst.kept());
         Ok(target.node(handle))
     }
 
@@ -153,15 +153,15 @@ pub trait BuildGraph: seal::Buildable {
         &mut self,
         deps: &[GraphNode],
         src: Vec<T>,
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let copy = params::host_copy_spec(&src, dst, target.context)?;
+        let copy = params::host_copy_spec(&src, dst.span(), target.context)?;
         let handle = add_memcpy(&target, &deps, &copy)?;
         // The vector's heap memory does not move with it.
         target.keep(src);
-        target.keep_buffer(dst);
+        target.keep_buffer(dst.kept());
         Ok(target.node(handle))
     }
 
@@ -505,18 +505,18 @@ pub trait BuildGraph: seal::Buildable {
     fn set_fill<P: FillPattern>(
         &mut self,
         node: GraphNode,
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
         value: P,
     ) -> Result<()> {
         let mut target = self.target();
         target.check_kind(node, params::kinds::FILL, "a fill node")?;
-        let memset = params::fill_spec(dst, value, target.context)?;
+        let memset = params::fill_spec(dst.span(), value, target.context)?;
         // In the graph's context: the call names none, and the 580 driver refuses pool
         // memory (CUDA_ERROR_INVALID_VALUE) with no context current.
         target
             .context
             .with_current(|driver| driver.graph_memset_node_set(node.handle, &memset))?;
-        target.keep_buffer(dst);
+        target.keep_buffer(dst.kept());
         Ok(())
     }
 
@@ -524,16 +524,21 @@ pub trait BuildGraph: seal::Buildable {
     /// as [`BuildGraph::add_copy`] checks it. Executable graphs made before keep what they
     /// were instantiated with.
     #[doc(alias = "cuGraphMemcpyNodeSetParams")]
-    fn set_copy(&mut self, node: GraphNode, src: &Arc<Buffer>, dst: &Arc<Buffer>) -> Result<()> {
+    fn set_copy(
+        &mut self,
+        node: GraphNode,
+        src: &impl GraphMemory,
+        dst: &impl GraphMemory,
+    ) -> Result<()> {
         let mut target = self.target();
         target.check_kind(node, params::kinds::COPY, "a copy node")?;
-        let copy = params::copy_spec(src, dst, target.context)?;
+        let copy = params::copy_spec(src.span(), dst.span(), target.context)?;
         // In the graph's context, as in `set_fill`.
         target
             .context
             .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
-        target.keep_buffer(src);
-        target.keep_buffer(dst);
+        target.keep_buffer(src.kept());
+        target.keep_buffer(dst.kept());
         Ok(())
     }
 
@@ -546,17 +551,17 @@ pub trait BuildGraph: seal::Buildable {
         &mut self,
         node: GraphNode,
         src: Vec<T>,
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
     ) -> Result<()> {
         let mut target = self.target();
         target.check_kind(node, params::kinds::COPY, "a copy node")?;
-        let copy = params::host_copy_spec(&src, dst, target.context)?;
+        let copy = params::host_copy_spec(&src, dst.span(), target.context)?;
         // In the graph's context, as in `set_fill`.
         target
             .context
             .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
         target.keep(src);
-        target.keep_buffer(dst);
+        target.keep_buffer(dst.kept());
         Ok(())
     }
 

@@ -12,7 +12,8 @@ use crate::context::Context;
 use crate::driver::{CopyNodeInfo, CopySpec, GraphHandle, MemsetSpec};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::memory::{Buffer, DevicePtr, FillPattern, Pod};
+use crate::memory::slice::Span;
+use crate::memory::{Buffer, DevicePtr, FillPattern, GraphMemory, Pod};
 
 /// A fill node's parameters, as the driver holds them (`cuGraphMemsetNodeGetParams`):
 /// `count` elements of `element_size` bytes (1, 2 or 4) at `dst`, each set to the low
@@ -75,28 +76,27 @@ impl CopyNodeParams {
 
 /// A fill of `dst` with `value`, checked for `context`'s device.
 pub(super) fn fill_spec<P: FillPattern>(
-    dst: &Buffer,
+    dst: Span<'_>,
     value: P,
     context: &Context,
 ) -> Result<MemsetSpec> {
-    check_buffer(dst, context, "dst")?;
+    check_buffer(dst.buffer, context, "dst")?;
     let width = std::mem::size_of::<P>();
-    if dst.size() % width != 0 || dst.ptr().0 % width as u64 != 0 {
+    if dst.size % width != 0 || dst.ptr % width as u64 != 0 {
         return Err(Error::InvalidArgument {
             name: "value",
             reason: format!(
-                "a {width}-byte pattern needs a buffer of a multiple of {width} bytes at a \
-                 {width}-byte aligned address (it has {} bytes at {:#x})",
-                dst.size(),
-                dst.ptr().0
+                "a {width}-byte pattern needs a multiple of {width} bytes at a {width}-byte \
+                 aligned address (it has {} bytes at {:#x})",
+                dst.size, dst.ptr
             ),
         });
     }
     Ok(MemsetSpec {
-        dst: dst.ptr().0,
+        dst: dst.ptr,
         value: value.pattern(),
         element_size: width as u32,
-        count: dst.size() / width,
+        count: dst.size / width,
     })
 }
 
@@ -126,16 +126,16 @@ fn check_copied(buffer: &Buffer, context: &Context, name: &'static str) -> Resul
 }
 
 /// A copy of `src` into `dst`, checked for `context`'s device.
-pub(super) fn copy_spec(src: &Buffer, dst: &Buffer, context: &Context) -> Result<CopySpec> {
-    same_size(src.size(), dst.size(), "dst")?;
-    for (buffer, name) in [(src, "src"), (dst, "dst")] {
-        check_copied(buffer, context, name)?;
+pub(super) fn copy_spec(src: Span<'_>, dst: Span<'_>, context: &Context) -> Result<CopySpec> {
+    same_size(src.size, dst.size, "dst")?;
+    for (span, name) in [(src, "src"), (dst, "dst")] {
+        check_copied(span.buffer, context, name)?;
     }
     Ok(CopySpec {
-        dst: dst.ptr().0,
-        src: src.ptr().0,
+        dst: dst.ptr,
+        src: src.ptr,
         src_host: false,
-        bytes: src.size(),
+        bytes: src.size,
     })
 }
 
@@ -143,14 +143,14 @@ pub(super) fn copy_spec(src: &Buffer, dst: &Buffer, context: &Context) -> Result
 /// reads `src`'s heap memory, which does not move with the vector.
 pub(super) fn host_copy_spec<T: Pod>(
     src: &[T],
-    dst: &Buffer,
+    dst: Span<'_>,
     context: &Context,
 ) -> Result<CopySpec> {
     let bytes = std::mem::size_of_val(src);
-    same_size(bytes, dst.size(), "dst")?;
-    check_copied(dst, context, "dst")?;
+    same_size(bytes, dst.size, "dst")?;
+    check_copied(dst.buffer, context, "dst")?;
     Ok(CopySpec {
-        dst: dst.ptr().0,
+        dst: dst.ptr,
         src: src.as_ptr() as usize as u64,
         src_host: true,
         bytes,
@@ -255,11 +255,11 @@ impl GraphExec {
         &mut self,
         graph: &Graph,
         node: GraphNode,
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
         value: P,
     ) -> Result<()> {
         self.check_source(graph, node, FILL, "a fill node")?;
-        let memset = fill_spec(dst, value, &self.context)?;
+        let memset = fill_spec(dst.span(), value, &self.context)?;
         let context = self.context.handle();
         self.context.driver().graph_exec_memset_node_set(
             self.handle,
@@ -267,7 +267,7 @@ impl GraphExec {
             &memset,
             context,
         )?;
-        self.keep_buffer(dst);
+        self.keep_buffer(dst.kept());
         Ok(())
     }
 
@@ -278,14 +278,14 @@ impl GraphExec {
         &mut self,
         graph: &Graph,
         node: GraphNode,
-        src: &Arc<Buffer>,
-        dst: &Arc<Buffer>,
+        src: &impl GraphMemory,
+        dst: &impl GraphMemory,
     ) -> Result<()> {
         self.check_source(graph, node, COPY, "a copy node")?;
-        let copy = copy_spec(src, dst, &self.context)?;
+        let copy = copy_spec(src.span(), dst.span(), &self.context)?;
         self.set_memcpy(node, &copy)?;
-        self.keep_buffer(src);
-        self.keep_buffer(dst);
+        self.keep_buffer(src.kept());
+        self.keep_buffer(dst.kept());
         Ok(())
     }
 
@@ -299,13 +299,13 @@ impl GraphExec {
         graph: &Graph,
         node: GraphNode,
         src: Vec<T>,
-        dst: &Arc<Buffer>,
+        dst: &impl GraphMemory,
     ) -> Result<()> {
         self.check_source(graph, node, COPY, "a copy node")?;
-        let copy = host_copy_spec(&src, dst, &self.context)?;
+        let copy = host_copy_spec(&src, dst.span(), &self.context)?;
         self.set_memcpy(node, &copy)?;
         self.extras.push(Box::new(src));
-        self.keep_buffer(dst);
+        self.keep_buffer(dst.kept());
         Ok(())
     }
 

@@ -1,9 +1,10 @@
 //! Buffers: one allocation of a memory resource.
 
 use std::fmt;
-use std::mem::size_of_val;
 use std::sync::Arc;
 
+use super::slice::sealed::Region;
+use super::slice::{CopyDestination, CopySource};
 use super::{DevicePtr, MemoryResource};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -67,56 +68,42 @@ unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 pub trait FillPattern: Copy + private::Fill {}
 
 mod private {
-    use crate::error::Result;
-    use crate::stream::Stream;
-    use crate::Buffer;
-
     /// The fill of one width, out of users' sight.
     pub trait Fill {
-        fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()>;
         /// The value as the driver's memset takes it (the low bytes of a `u32`).
         fn pattern(self) -> u32;
     }
 }
 
 macro_rules! fill_pattern {
-    ($($t:ty => $method:ident),*) => {$(
+    ($($t:ty),*) => {$(
         impl FillPattern for $t {}
 
         impl private::Fill for $t {
             fn pattern(self) -> u32 {
                 u32::from(self)
             }
-
-            fn fill(self, buffer: &Buffer, stream: &Stream) -> Result<()> {
-                let width = std::mem::size_of::<$t>();
-                if buffer.size % width != 0 {
-                    return Err(Error::InvalidArgument {
-                        name: "value",
-                        reason: format!(
-                            "a {width}-byte pattern does not tile a {}-byte buffer",
-                            buffer.size
-                        ),
-                    });
-                }
-                if buffer.ptr % width as u64 != 0 {
-                    return Err(Error::InvalidArgument {
-                        name: "value",
-                        reason: format!("a {width}-byte pattern needs a {width}-byte aligned buffer"),
-                    });
-                }
-                let _reach = buffer.check_reachable(stream, "self", false)?;
-                let count = buffer.size / width;
-                crate::order::in_stream_order(&[&buffer.stream], stream, || {
-                    stream.call_in_context(|driver, handle| {
-                        driver.$method(buffer.ptr, self, count, handle)
-                    })
-                })
-            }
         }
     )*};
 }
-fill_pattern!(u8 => memset_d8_async, u16 => memset_d16_async, u32 => memset_d32_async);
+fill_pattern!(u8, u16, u32);
+
+/// Queues the memset of `count` values of `value` at `ptr` (`cuMemsetD8Async`, `D16` or `D32`,
+/// by the value's width).
+pub(crate) fn fill_raw<P: FillPattern>(
+    driver: &'static dyn crate::driver::Driver,
+    ptr: u64,
+    value: P,
+    count: usize,
+    stream: crate::driver::StreamHandle,
+) -> Result<()> {
+    let pattern = private::Fill::pattern(value);
+    match std::mem::size_of::<P>() {
+        1 => driver.memset_d8_async(ptr, pattern as u8, count, stream),
+        2 => driver.memset_d16_async(ptr, pattern as u16, count, stream),
+        _ => driver.memset_d32_async(ptr, pattern, count, stream),
+    }
+}
 
 /// One allocation from a [`MemoryResource`], freed through it when dropped: in stream order,
 /// on its deallocation stream (the allocation stream unless changed), or explicitly with
@@ -325,20 +312,6 @@ impl Buffer {
         unsafe { self.resource.deallocate(DevicePtr(ptr), self.size, stream) }
     }
 
-    fn same_size(&self, other_bytes: usize, name: &'static str) -> Result<()> {
-        if other_bytes == self.size {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument {
-                name,
-                reason: format!(
-                    "it holds {other_bytes} bytes and the buffer {}; copies need equal sizes",
-                    self.size
-                ),
-            })
-        }
-    }
-
     /// Refuses, before any driver call, work on `stream` that this buffer's memory cannot be
     /// used by: memory of another device that is not accessible from the stream's device (and
     /// for a copy, that the driver does not copy across devices anyway). Returns the memory's
@@ -424,41 +397,29 @@ impl Buffer {
     }
 
     /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
-    /// The buffers may be on different devices where the memory allows it: see
+    /// `dst` is a buffer (`&mut Buffer`, or `&Arc<Buffer>`) or a slice of one
+    /// ([`slice_mut`](Buffer::slice_mut), [`shared_slice`](Buffer::shared_slice)). The memory
+    /// may be on different devices where it allows it: see
     /// [`MemoryResource::is_accessible_from`] and
     /// [`DeviceMemoryResource::set_peer_access`](crate::DeviceMemoryResource::set_peer_access).
     #[doc(alias = "cuMemcpyAsync")]
-    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
-        self.same_size(dst.size, "dst")?;
-        let _reach = self.check_reachable(stream, "self", true)?;
-        let _dst_reach = dst.check_reachable(stream, "dst", true)?;
-        crate::order::in_stream_order(&[&self.stream, &dst.stream], stream, || {
-            stream.call_in_context(|driver, handle| {
-                driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
-            })
-        })
+    pub fn copy_to(&self, dst: impl CopyDestination, stream: &Stream) -> Result<()> {
+        self.span()
+            .copy_to(Region::span(&dst), stream, ("self", "dst"))
     }
 
-    /// Copies `src` into this buffer, in order on `stream`. Sizes must match; devices as for
-    /// [`copy_to`](Buffer::copy_to).
+    /// Copies `src` (a buffer or a slice of one, see [`Buffer::slice`]) into this buffer, in
+    /// order on `stream`. Sizes must match; devices as for [`copy_to`](Buffer::copy_to).
     #[doc(alias = "cuMemcpyAsync")]
-    pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
-        self.same_size(src.size, "src")?;
-        let _reach = self.check_reachable(stream, "self", true)?;
-        let _src_reach = src.check_reachable(stream, "src", true)?;
-        crate::order::in_stream_order(&[&self.stream, &src.stream], stream, || {
-            stream.call_in_context(|driver, handle| {
-                driver.memcpy_async(self.ptr, src.ptr, self.size, handle)
-            })
-        })
+    pub fn copy_from(&mut self, src: impl CopySource, stream: &Stream) -> Result<()> {
+        Region::span(&src).copy_to(self.span(), stream, ("src", "self"))
     }
 
-    /// Copies a host slice of the buffer's size into it and waits for the copy.
+    /// Copies a host slice of the buffer's size into it and waits for the copy. Part of the
+    /// buffer is written through a slice of it: [`Buffer::slice_mut`].
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
-        // SAFETY: `src` outlives the copy: the stream is synchronised before returning.
-        unsafe { self.copy_from_host_async(src, stream)? };
-        stream.sync_for_host()
+        self.span().copy_from_host(src, stream)
     }
 
     /// Queues a copy of a host slice of the buffer's size into it (`cuMemcpyHtoDAsync`).
@@ -474,29 +435,15 @@ impl Buffer {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
-        self.same_size(size_of_val(src), "src")?;
-        let reach = self.check_reachable(stream, "self", true)?;
-        let host_memory = reach.device.is_none();
-        let ptr = src.as_ptr().cast();
-        crate::order::in_stream_order(&[&self.stream], stream, || {
-            stream.call_in_context(|driver, handle| {
-                if host_memory {
-                    // Host memory of a pool is no device pointer to cuMemcpyHtoDAsync
-                    // (CUDA_ERROR_INVALID_VALUE on the 580 driver): the unified copy infers it.
-                    driver.memcpy_async(self.ptr, ptr as u64, self.size, handle)
-                } else {
-                    driver.memcpy_htod_async(self.ptr, ptr, self.size, handle)
-                }
-            })
-        })
+        // SAFETY: the caller's promise.
+        unsafe { self.span().copy_from_host_async(src, stream) }
     }
 
-    /// Copies the buffer into a host slice of its size and waits for the copy.
+    /// Copies the buffer into a host slice of its size and waits for the copy. Part of the
+    /// buffer is read through a slice of it: [`Buffer::slice`].
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
-        // SAFETY: `dst` outlives the copy: the stream is synchronised before returning.
-        unsafe { self.copy_to_host_async(dst, stream)? };
-        stream.sync_for_host()
+        self.span().copy_to_host(dst, stream)
     }
 
     /// Queues a copy of the buffer into a host slice of its size (`cuMemcpyDtoHAsync`).
@@ -506,46 +453,53 @@ impl Buffer {
     /// `dst` must stay alive, and must not be read or written, until the copy is done.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
-        self.same_size(size_of_val(dst), "dst")?;
-        let reach = self.check_reachable(stream, "self", true)?;
-        let host_memory = reach.device.is_none();
-        let ptr = dst.as_mut_ptr().cast();
-        crate::order::in_stream_order(&[&self.stream], stream, || {
-            stream.call_in_context(|driver, handle| {
-                if host_memory {
-                    // As in `copy_from_host_async`.
-                    driver.memcpy_async(ptr as u64, self.ptr, self.size, handle)
-                } else {
-                    driver.memcpy_dtoh_async(ptr, self.ptr, self.size, handle)
-                }
-            })
-        })
+        // SAFETY: the caller's promise.
+        unsafe { self.span().copy_to_host_async(dst, stream) }
     }
 
     /// Copies the whole buffer to a new vector and waits for the copy. The size must be a
     /// multiple of `T`'s.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub fn to_vec<T: Pod + Default>(&self, stream: &Stream) -> Result<Vec<T>> {
-        let width = std::mem::size_of::<T>().max(1);
-        if self.size % width != 0 {
-            return Err(Error::InvalidArgument {
-                name: "T",
-                reason: format!(
-                    "{} bytes are not a whole number of {width}-byte values",
-                    self.size
-                ),
-            });
-        }
-        let mut out = vec![T::default(); self.size / width];
-        self.copy_to_host(&mut out, stream)?;
-        Ok(out)
+        self.span().to_vec(stream)
+    }
+
+    /// [`to_vec`](Buffer::to_vec), waiting at most `timeout` for the copy (as
+    /// [`Stream::sync_timeout`] waits: for all the work queued on `stream`). Past it, the
+    /// result is [`Error::Timeout`] and the copy is still queued: the vector it writes into is
+    /// kept until the stream has passed it (freed by a host function queued after the copy,
+    /// or leaked where that cannot be queued), so no memory the program uses is written late.
+    /// Refused on a capturing stream (the copy would be captured, not run).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cuda_core::{Allocate, Device, Error, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let buffer = device.memory_resource()?.allocate(4096, &stream)?;
+    /// match buffer.to_vec_timeout::<u32>(&stream, Duration::from_secs(1)) {
+    ///     Ok(values) => println!("{} values", values.len()),
+    ///     Err(Error::Timeout { .. }) => println!("the stream is still busy"),
+    ///     Err(other) => return Err(other),
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    pub fn to_vec_timeout<T: Pod + Default>(
+        &self,
+        stream: &Stream,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<T>> {
+        self.span().to_vec_timeout(stream, timeout)
     }
 
     /// Fills the buffer with a 1, 2 or 4-byte value, in order on `stream` (`cuMemsetD8Async`,
-    /// `D16`, `D32`); the size must be a multiple of the value's.
+    /// `D16`, `D32`); the size must be a multiple of the value's. Part of it is filled through
+    /// a slice: [`Buffer::slice_mut`].
     #[doc(alias("cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async"))]
     pub fn fill<P: FillPattern>(&mut self, value: P, stream: &Stream) -> Result<()> {
-        private::Fill::fill(value, self, stream)
+        self.span().fill(value, stream)
     }
 
     fn host_view<T: Pod>(&self) -> Result<usize> {

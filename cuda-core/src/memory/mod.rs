@@ -46,6 +46,7 @@ mod pinned;
 mod pitched;
 pub(crate) mod pool;
 pub(crate) mod resource;
+pub(crate) mod slice;
 pub(crate) mod small;
 mod sync_resource;
 mod vmm;
@@ -75,6 +76,9 @@ pub use pitched::{
 };
 pub use pool::{PoolUsage, ReusePolicy};
 pub(crate) use resource::MemoryResource;
+pub use slice::{
+    BufferSlice, BufferSliceMut, CopyDestination, CopySource, GraphMemory, SharedSlice,
+};
 pub use sync_resource::SyncMemoryResource;
 pub use vmm::{
     AddressRange, AllocationGranularity, GrowableBuffer, Mapping, MemoryAccess, PhysicalMemory,

@@ -280,9 +280,36 @@ impl<'a, T: Pod> StridedView<'a, T> {
         StridedView::in_buffer(buffer, Owner::Borrowed(buffer), byte_offset, shape, strides)
     }
 
+    /// A view of the `len` bytes of `buffer` from `base` (a slice of it), whose first element
+    /// is at `base`: every element checked to lie within those bytes.
+    pub(crate) fn within(
+        buffer: &'a Buffer,
+        base: usize,
+        len: usize,
+        shape: &[usize],
+        strides: Option<&[isize]>,
+    ) -> Result<StridedView<'a, T>> {
+        let owner = Owner::Borrowed(buffer);
+        StridedView::in_window(buffer, owner, (base, len), 0, shape, strides)
+    }
+
     fn in_buffer(
         buffer: &Buffer,
         owner: Owner<'a>,
+        byte_offset: usize,
+        shape: &[usize],
+        strides: Option<&[isize]>,
+    ) -> Result<StridedView<'a, T>> {
+        let window = (0, buffer.size());
+        StridedView::in_window(buffer, owner, window, byte_offset, shape, strides)
+    }
+
+    /// A view of the bytes `window` (start and length) of `buffer`, from `byte_offset` bytes
+    /// into the window.
+    fn in_window(
+        buffer: &Buffer,
+        owner: Owner<'a>,
+        (base, len): (usize, usize),
         byte_offset: usize,
         shape: &[usize],
         strides: Option<&[isize]>,
@@ -291,28 +318,29 @@ impl<'a, T: Pod> StridedView<'a, T> {
         let memory = ViewMemory::of_buffer(buffer)?;
         let strides_given = strides.is_some();
         let strides = strides_for(shape, strides)?;
-        if byte_offset > buffer.size() {
+        let what = if len == buffer.size() {
+            "buffer"
+        } else {
+            "slice"
+        };
+        if byte_offset > len {
             return Err(invalid(
                 "byte_offset",
-                format!(
-                    "{byte_offset} is past the end of a {}-byte buffer",
-                    buffer.size()
-                ),
+                format!("{byte_offset} is past the end of a {len}-byte {what}"),
             ));
         }
-        let ptr = buffer.ptr().0 + byte_offset as u64;
+        let ptr = buffer.ptr().0 + (base + byte_offset) as u64;
         check_alignment::<T>(ptr, "byte_offset")?;
         if let Some((low, end)) = span_of::<T>(shape, &strides)? {
             let first = byte_offset as i128 + low;
             let last = byte_offset as i128 + end;
-            if first < 0 || last > buffer.size() as i128 {
+            if first < 0 || last > len as i128 {
                 return Err(invalid(
                     if strides_given { "strides" } else { "shape" },
                     format!(
-                        "the view reaches bytes {first}..{last} of a {}-byte buffer (shape \
+                        "the view reaches bytes {first}..{last} of a {len}-byte {what} (shape \
                          {shape:?}, strides {strides:?} of {}-byte elements, from byte \
                          {byte_offset})",
-                        buffer.size(),
                         std::mem::size_of::<T>()
                     ),
                 ));
