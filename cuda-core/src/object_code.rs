@@ -43,6 +43,10 @@ struct ObjectInner {
     library: OnceLock<(LibraryHandle, &'static dyn Driver)>,
     /// The kernels taken so far, by symbol: asking again makes no driver call.
     kernels: Mutex<Vec<Arc<KernelInner>>>,
+    /// Every kernel's symbol, as the driver lists them on first need (`None` where it cannot:
+    /// a driver without `cuLibraryEnumerateKernels`), so that a name not among them is refused
+    /// without a failing driver call.
+    symbols: OnceLock<Option<Vec<String>>>,
 }
 
 impl Drop for ObjectInner {
@@ -93,6 +97,7 @@ impl ObjectCode {
                 lowered,
                 library: OnceLock::new(),
                 kernels: Mutex::new(Vec::new()),
+                symbols: OnceLock::new(),
             }),
         }
     }
@@ -243,6 +248,10 @@ impl ObjectCode {
 
     /// The kernel of this name: a name expression given at compile time (such as
     /// `"axpy<float>"`), or the kernel's symbol (an `extern "C"` name, or a mangled one).
+    /// A name the code does not have is [`Error::InvalidArgument`] naming the code; where the
+    /// driver lists a library's kernels (12.4 and newer), the name is checked against that
+    /// list (made once per code) before any driver call for it, so that a lookup that may
+    /// fail (`if let Ok(k) = code.get_kernel(..)`) makes no failing call.
     #[doc(alias("cuLibraryLoadData", "cuLibraryGetKernel"))]
     pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
         let symbol = self.lowered_name(name).unwrap_or(name);
@@ -256,20 +265,18 @@ impl ObjectCode {
             reason: format!("{name:?} contains a NUL byte"),
         })?;
         let (library, driver) = self.library()?;
+        if let Some(symbols) = self.symbols() {
+            if !symbols.iter().any(|s| s == symbol) {
+                return Err(self.no_kernel(symbol));
+            }
+        }
         let handle = driver
             .library_get_kernel(library, &symbol_c)
             .map_err(|e| match e {
                 Error::Driver {
                     code: DriverCode::NOT_FOUND,
                     ..
-                } => Error::InvalidArgument {
-                    name: "name",
-                    reason: format!(
-                        "{} has no kernel {symbol:?} (C++ kernels need extern \"C\" or a name \
-                         expression at compile time)",
-                        self.inner.name
-                    ),
-                },
+                } => self.no_kernel(symbol),
                 other => other,
             })?;
         let fresh = KernelInner::new(handle, symbol.to_owned(), driver)?;
@@ -360,12 +367,35 @@ impl ObjectCode {
     /// order.
     #[doc(alias("cuLibraryGetKernelCount", "cuLibraryEnumerateKernels"))]
     pub fn kernel_names(&self) -> Result<Vec<String>> {
+        if let Some(Some(symbols)) = self.inner.symbols.get() {
+            return Ok(symbols.clone());
+        }
         let (library, driver) = self.library()?;
         driver
             .library_kernels(library)?
             .into_iter()
             .map(|kernel| driver.kernel_get_name(kernel))
             .collect()
+    }
+
+    /// Every kernel's symbol, listed once; `None` where the driver cannot list them.
+    fn symbols(&self) -> Option<&[String]> {
+        self.inner
+            .symbols
+            .get_or_init(|| self.kernel_names().ok())
+            .as_deref()
+    }
+
+    /// The refusal of a kernel this code does not have.
+    fn no_kernel(&self, symbol: &str) -> Error {
+        Error::InvalidArgument {
+            name: "name",
+            reason: format!(
+                "{} has no kernel {symbol:?} (C++ kernels need extern \"C\" or a name \
+                 expression at compile time)",
+                self.inner.name
+            ),
+        }
     }
 
     fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelInner>>> {

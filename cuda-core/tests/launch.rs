@@ -1420,3 +1420,32 @@ fn parameters_are_read_in_a_context_in_use_not_device_0s() {
         },
     );
 }
+
+#[test]
+fn a_missing_kernel_is_refused_before_the_driver_is_asked_for_it() {
+    common::standin::run(
+        module_path!(),
+        "a_missing_kernel_is_refused_before_the_driver_is_asked_for_it",
+        &[],
+        &[],
+        || {
+            let code = ObjectCode::from_cubin(common::standin::cubin());
+            common::standin::clear_log();
+            let error = code.get_kernel("nope").unwrap_err();
+            // Catches the refusal made by a failing cuLibraryGetKernel (what a sanitizer
+            // reports as an API error) instead of the list.
+            assert!(
+                matches!(&error, Error::InvalidArgument { name: "name", reason }
+                    if reason.contains("no kernel \"nope\"")),
+                "{error}"
+            );
+            assert!(common::standin::calls("cuLibraryGetKernel ").is_empty());
+            // The list is made once: a second miss and a hit ask no list again, and a hit
+            // still takes the kernel (catches a list that refuses every name).
+            code.get_kernel("also_missing").unwrap_err();
+            code.get_kernel("k4").unwrap();
+            assert_eq!(common::standin::calls("cuLibraryGetKernelCount").len(), 1);
+            assert_eq!(code.kernel_names().unwrap().len(), 7);
+        },
+    );
+}

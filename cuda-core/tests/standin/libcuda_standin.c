@@ -1556,9 +1556,24 @@ int cuLibraryLoadData(void **lib, const void *code, void *o1, void *o2, unsigned
 int cuLibraryUnload(void *lib) { (void)lib; note("cuLibraryUnload"); return 0; }
 int cuLibraryGetKernel(void **kernel, void *lib, const char *kernel_name) {
     (void)lib;
+    note("cuLibraryGetKernel %s", kernel_name);
     for (int i = 0; i < KERNELS; i++)
         if (strcmp(kernel_name, kernels[i].label) == 0) { *kernel = &kernels[i]; return 0; }
     return 500; /* CUDA_ERROR_NOT_FOUND */
+}
+/* Every library holds every kernel of the table. */
+int cuLibraryGetKernelCount(unsigned *count, void *lib) {
+    (void)lib;
+    note("cuLibraryGetKernelCount");
+    *count = KERNELS;
+    return 0;
+}
+int cuLibraryEnumerateKernels(void **out, unsigned count, void *lib) {
+    (void)lib;
+    note("cuLibraryEnumerateKernels %u", count);
+    if (count > KERNELS) return 1; /* CUDA_ERROR_INVALID_VALUE */
+    for (unsigned i = 0; i < count; i++) out[i] = &kernels[i];
+    return 0;
 }
 /* Kernels allow 1024 threads per block and 48 KiB of dynamic shared memory. */
 int cuKernelGetAttribute(int *value, int attribute, void *kernel, int device) {
