@@ -142,10 +142,7 @@ mod tests {
     }
 
     fn options() -> ProgramOptions {
-        ProgramOptions {
-            arch: Some(ARCH.to_owned()),
-            ..Default::default()
-        }
+        ProgramOptions::default().with_arch(ARCH.to_owned())
     }
 
     #[test]

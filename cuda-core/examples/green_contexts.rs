@@ -47,9 +47,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .map(|(i, group)| {
             let saxpy = saxpy.clone();
             std::thread::spawn(move || -> Result<String, cuda_core::Error> {
-                let context = device.create_context(ContextOptions {
-                    resources: vec![group],
-                })?;
+                let context =
+                    device.create_context(ContextOptions::default().with_resources(vec![group]))?;
                 let stream = context.create_stream(StreamOptions::default())?;
                 let n = 1usize << 24;
                 let a = 1.0 + i as f32;

@@ -53,6 +53,7 @@ impl Eq for Context {}
 
 /// What a green context is made of: see [`Device::create_context`].
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ContextOptions {
     /// The SM groups the context runs on (from [`SmResource::split`]); at least one.
     pub resources: Vec<SmResource>,

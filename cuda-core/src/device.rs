@@ -390,7 +390,7 @@ impl Device {
     /// let device = Device::new(0)?;
     /// let sms = device.resources().sm()?;
     /// let split = sms.split(SmSplitOptions::groups_of(sms.sm_count() / 2).with_groups(2))?;
-    /// let half = device.create_context(ContextOptions { resources: vec![split.groups[0].clone()] })?;
+    /// let half = device.create_context(ContextOptions::default().with_resources(vec![split.groups[0].clone()]))?;
     /// assert!(half.is_green());
     /// # Ok::<(), cuda_core::Error>(())
     /// ```

@@ -20,6 +20,7 @@ const INTERPROCESS: u32 = 4;
 
 /// How to create an [`Event`]. The default is the cheapest event: no timing, spin-waiting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EventOptions {
     /// Record timestamps, so that [`Event::elapsed_since`] works (costs some speed).
     pub timing: bool,

@@ -50,6 +50,7 @@ crate::options::options_table! {
     /// ```
     #[derive(Clone, Debug, Default, PartialEq, Eq)]
     #[doc(alias = "CUjit_option")]
+    #[non_exhaustive]
     pub struct LinkerOptions {
         /// The device to link for: its architecture is the target, and its primary context hosts
         /// the driver's linker. `None` for the current device.
@@ -274,7 +275,7 @@ impl LinkerOptions {
 /// ```no_run
 /// use cuda_core::{CodeType, Linker, LinkerOptions, Program, ProgramOptions};
 ///
-/// let rdc = ProgramOptions { relocatable_device_code: true, ..Default::default() };
+/// let rdc = ProgramOptions::default().with_relocatable_device_code(true);
 /// let lib = Program::new("__device__ float twice(float x) { return 2 * x; }", rdc.clone())
 ///     .compile(CodeType::LtoIr, &[])?;
 /// let main = Program::new(

@@ -51,6 +51,7 @@ impl fmt::Debug for SmResource {
 /// The driver rounds each group up to the device's granularity (on compute capability 9.0,
 /// multiples of 8 SMs), so ask for what fits: half of an H200's 132 SMs is 64 per group.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SmSplitOptions {
     /// The least number of SMs in each group.
     pub sm_count: u32,

@@ -22,6 +22,7 @@ const PER_THREAD: StreamHandle = StreamHandle(std::ptr::without_provenance_mut(2
 
 /// How to create a [`Stream`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOptions {
     /// Whether the stream runs concurrently with the legacy default stream (`true`, the
     /// default) or synchronises with it.
@@ -70,7 +71,7 @@ crate::options::chainers!(StreamOptions {
 ///
 /// let device = Device::new(0)?;
 /// let a = device.create_stream(StreamOptions::default())?;
-/// let b = device.create_stream(StreamOptions { priority: Some(device.stream_priority_range()?.1), ..Default::default() })?;
+/// let b = device.create_stream(StreamOptions::default().with_priority(device.stream_priority_range()?.1))?;
 /// let done = a.record_new(EventOptions::default())?;
 /// b.wait(&done)?;          // b's later work waits for a's work so far
 /// b.sync()?;

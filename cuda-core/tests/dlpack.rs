@@ -878,10 +878,7 @@ fn the_dlpack_test_kernels_compile_for_sm_90() {
         common::not_run("nvrtc", &format!("no NVRTC: {e}"));
         return;
     }
-    let options = ProgramOptions {
-        arch: Some("90".to_owned()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().with_arch("90".to_owned());
     let code = Program::new(GATHER, options)
         .compile(CodeType::Cubin, &[])
         .unwrap();

@@ -187,10 +187,8 @@ extern "C" __global__ void sum_wide(Wide w, unsigned* out) {
 "#;
 
 fn kernels(arch: Option<&str>) -> cuda_core::Result<ObjectCode> {
-    let options = ProgramOptions {
-        arch: arch.map(str::to_owned),
-        ..Default::default()
-    };
+    let mut options = ProgramOptions::default();
+    options.arch = arch.map(str::to_owned);
     Program::new(KERNELS, options)
         .with_name("ecosystem_tests.cu")
         .compile(CodeType::Cubin, &[])

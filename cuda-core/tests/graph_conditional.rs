@@ -83,10 +83,8 @@ enum Build {
 
 /// The tests' kernels built as `build` says, for `arch` (`None`: the current device's).
 fn kernels(build: Build, arch: Option<&str>) -> cuda_core::Result<ObjectCode> {
-    let options = ProgramOptions {
-        arch: arch.map(str::to_owned),
-        ..Default::default()
-    };
+    let mut options = ProgramOptions::default();
+    options.arch = arch.map(str::to_owned);
     match build {
         Build::Declared => {
             Program::new(format!("{DECLARATIONS}{KERNELS}"), options).compile(CodeType::Cubin, &[])
@@ -154,10 +152,7 @@ fn the_device_code_compiles_for_sm_90_in_each_form() {
             assert!(holds_kernel(&code, name), "{build:?}: no kernel {name}");
         }
     }
-    let options = ProgramOptions {
-        arch: Some("90".to_owned()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().with_arch("90".to_owned());
     let err = Program::new(KERNELS, options)
         .compile(CodeType::Cubin, &[])
         .unwrap_err();

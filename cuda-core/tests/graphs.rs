@@ -405,9 +405,7 @@ fn a_graph_is_refused_on_a_stream_of_another_context() {
         .split(SmSplitOptions::groups_of(align).with_groups(1))
         .unwrap();
     let green = device
-        .create_context(ContextOptions {
-            resources: split.groups,
-        })
+        .create_context(ContextOptions::default().with_resources(split.groups))
         .unwrap();
     let green_stream = green.create_stream(StreamOptions::default()).unwrap();
     let mut graph = Graph::new(device).unwrap();

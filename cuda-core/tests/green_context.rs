@@ -43,9 +43,7 @@ fn split_in_two_and_work_on_each_half_from_two_threads() {
                 let want = group.sm_count();
                 assert!(want >= half);
                 let context = device
-                    .create_context(ContextOptions {
-                        resources: vec![group],
-                    })
+                    .create_context(ContextOptions::default().with_resources(vec![group]))
                     .unwrap();
                 assert!(context.is_green());
                 assert_eq!(context.sm_count().unwrap(), want);

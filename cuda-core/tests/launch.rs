@@ -364,10 +364,7 @@ fn cooperative_launch_keeps_every_block_resident() {
 fn two_translation_units_link_through_the_driver() {
     let device = common::device();
     device.set_current().unwrap();
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default().with_relocatable_device_code(true);
     let lib = Program::new(
         "__device__ float twice(float x) { return 2.0f * x; }",
         rdc.clone(),
@@ -425,9 +422,7 @@ fn saxpy_on_each_half_of_the_gpu_from_two_threads() {
             let saxpy = saxpy.clone();
             std::thread::spawn(move || {
                 let context = device
-                    .create_context(ContextOptions {
-                        resources: vec![group],
-                    })
+                    .create_context(ContextOptions::default().with_resources(vec![group]))
                     .unwrap();
                 let stream = context.create_stream(StreamOptions::default()).unwrap();
                 let n = 1usize << 22;
@@ -523,10 +518,7 @@ fn ltoir_links_with_nvjitlink_and_runs() {
         return;
     };
     println!("nvJitLink {major}.{minor} from {}", location.display());
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default().with_relocatable_device_code(true);
     let lib = Program::new(
         "__device__ float twice(float x) { return 2.0f * x; }",
         rdc.clone(),

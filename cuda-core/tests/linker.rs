@@ -41,11 +41,9 @@ fn nvjitlink() -> bool {
 
 /// Relocatable device code for sm_90.
 fn rdc() -> ProgramOptions {
-    ProgramOptions {
-        arch: Some("90".to_owned()),
-        relocatable_device_code: true,
-        ..Default::default()
-    }
+    ProgramOptions::default()
+        .with_arch("90".to_owned())
+        .with_relocatable_device_code(true)
 }
 
 fn ltoir(source: &str, name: &str) -> ObjectCode {

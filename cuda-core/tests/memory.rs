@@ -160,11 +160,9 @@ fn a_pool_of_its_own_reports_and_limits_its_use() {
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let pool = DeviceMemoryResource::new(
         device,
-        DeviceMemoryResourceOptions {
-            max_size: Some(64 * MIB),
-            release_threshold: Some(16 * MIB as u64),
-            ..Default::default()
-        },
+        DeviceMemoryResourceOptions::default()
+            .with_max_size(64 * MIB)
+            .with_release_threshold(16 * MIB as u64),
     )
     .unwrap();
     assert!(pool.is_owned());
@@ -198,10 +196,7 @@ fn a_pool_of_its_own_reports_and_limits_its_use() {
     assert_eq!(pool.release_threshold().unwrap(), 0);
     let err = DeviceMemoryResource::new(
         device,
-        DeviceMemoryResourceOptions {
-            max_size: Some(0),
-            ..Default::default()
-        },
+        DeviceMemoryResourceOptions::default().with_max_size(0),
     )
     .unwrap_err();
     assert!(
@@ -259,9 +254,7 @@ fn objects_work_from_threads_with_any_context() {
         .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
         .unwrap();
     let green = device
-        .create_context(ContextOptions {
-            resources: split.groups,
-        })
+        .create_context(ContextOptions::default().with_resources(split.groups))
         .unwrap();
     for with_green in [false, true] {
         let (stream, memory, primary, green) = (

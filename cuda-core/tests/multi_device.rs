@@ -68,10 +68,7 @@ fn saxpy_kernel(d0: Device, d1: Device) -> Kernel {
         } else {
             CodeType::Ptx
         };
-        let options = ProgramOptions {
-            arch: Some(format!("{major}{minor}")),
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().with_arch(format!("{major}{minor}"));
         Program::new(SOURCE, options)
             .with_name("multi_device.cu")
             .compile(target, &[])
@@ -509,17 +506,13 @@ fn green_contexts_on_device_1() {
     assert!(split.groups.iter().all(|g| g.device() == d1));
     // Device 0 cannot make a context of device 1's SMs: refused before the driver.
     let err = d0
-        .create_context(ContextOptions {
-            resources: vec![split.groups[1].clone()],
-        })
+        .create_context(ContextOptions::default().with_resources(vec![split.groups[1].clone()]))
         .unwrap_err();
     assert_names_both_devices(&err, "options.resources");
     // Device 1 can: a green context of one group, whose stream runs the kernel.
     let want = split.groups[0].sm_count();
     let green = d1
-        .create_context(ContextOptions {
-            resources: vec![split.groups[0].clone()],
-        })
+        .create_context(ContextOptions::default().with_resources(vec![split.groups[0].clone()]))
         .unwrap();
     assert!(green.is_green());
     assert_eq!(green.device(), d1);

@@ -19,10 +19,7 @@ fn preload_gives_the_version_every_later_use_sees() {
                         assert_eq!(version.0.to_string(), expected);
                     }
                     // NVRTC is usable after the preload: a compile works.
-                    let options = ProgramOptions {
-                        arch: Some("90".to_owned()),
-                        ..Default::default()
-                    };
+                    let options = ProgramOptions::default().with_arch("90".to_owned());
                     let code = Program::new(r#"extern "C" __global__ void k() {}"#, options)
                         .compile(CodeType::Ptx, &[])
                         .expect("compiling after the preload");

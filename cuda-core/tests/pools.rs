@@ -935,9 +935,7 @@ fn revoke_while_a_green_contexts_copy_is_queued() {
         .split(SmSplitOptions::groups_of(align).with_groups(1))
         .unwrap();
     let green = device
-        .create_context(ContextOptions {
-            resources: split.groups,
-        })
+        .create_context(ContextOptions::default().with_resources(split.groups))
         .unwrap();
     let stream = green.create_stream(StreamOptions::default()).unwrap();
     let words = 16 << 20; // 64 MiB

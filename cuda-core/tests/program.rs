@@ -27,10 +27,7 @@ fn nvrtc() -> bool {
 }
 
 fn options() -> ProgramOptions {
-    ProgramOptions {
-        arch: Some("90".to_owned()),
-        ..Default::default()
-    }
+    ProgramOptions::default().with_arch("90".to_owned())
 }
 
 const SAXPY: &str = r#"
@@ -147,15 +144,13 @@ fn options_reach_the_compiler() {
     // A define picks the branch; the compile fails unless it arrived.
     let source = "#if !defined(ANSWER) || ANSWER != 42\n#error ANSWER missing\n#endif\n\
                   extern \"C\" __global__ void k() {}";
-    let with = ProgramOptions {
-        defines: vec![("ANSWER".to_owned(), Some("42".to_owned()))],
-        std: Some("c++17".to_owned()),
-        fast_math: true,
-        fmad: Some(false),
-        line_info: true,
-        max_register_count: Some(32),
-        ..options()
-    };
+    let with = options()
+        .with_defines(vec![("ANSWER".to_owned(), Some("42".to_owned()))])
+        .with_std("c++17".to_owned())
+        .with_fast_math(true)
+        .with_fmad(false)
+        .with_line_info(true)
+        .with_max_register_count(32);
     Program::new(source, with)
         .compile(CodeType::Ptx, &[])
         .unwrap();
@@ -167,10 +162,7 @@ fn options_reach_the_compiler() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("value.h"), "#define VALUE 7\n").unwrap();
     let source = "#include \"value.h\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE; }";
-    let with_include = ProgramOptions {
-        include_paths: vec![dir.path().to_path_buf()],
-        ..options()
-    };
+    let with_include = options().with_include_paths(vec![dir.path().to_path_buf()]);
     Program::new(source, with_include)
         .compile(CodeType::Ptx, &[])
         .unwrap();
@@ -179,10 +171,7 @@ fn options_reach_the_compiler() {
         .unwrap_err();
     assert!(err.to_string().contains("value.h"), "{err}");
     // A bad option is NVRTC's error, with its log.
-    let bad = ProgramOptions {
-        extra: vec!["--no-such-option".to_owned()],
-        ..options()
-    };
+    let bad = options().with_extra(vec!["--no-such-option".to_owned()]);
     let err = Program::new(source, bad)
         .compile(CodeType::Ptx, &[])
         .unwrap_err();
@@ -200,26 +189,24 @@ fn a_program_keeps_what_it_was_made_with() {
 
 #[test]
 fn option_arguments_are_spelled_for_nvrtc() {
-    let options = ProgramOptions {
-        arch: Some("90a".to_owned()),
-        std: Some("c++20".to_owned()),
-        defines: vec![
+    let options = ProgramOptions::default()
+        .with_arch("90a".to_owned())
+        .with_std("c++20".to_owned())
+        .with_defines(vec![
             ("A".to_owned(), None),
             ("B".to_owned(), Some("2".to_owned())),
-        ],
-        include_paths: vec!["/inc".into()],
-        debug: true,
-        line_info: true,
-        fast_math: true,
-        ftz: Some(false),
-        prec_div: Some(true),
-        prec_sqrt: Some(false),
-        fmad: Some(true),
-        relocatable_device_code: true,
-        max_register_count: Some(64),
-        extra: vec!["--extra".to_owned()],
-        ..Default::default()
-    };
+        ])
+        .with_include_paths(vec!["/inc".into()])
+        .with_debug(true)
+        .with_line_info(true)
+        .with_fast_math(true)
+        .with_ftz(false)
+        .with_prec_div(true)
+        .with_prec_sqrt(false)
+        .with_fmad(true)
+        .with_relocatable_device_code(true)
+        .with_max_register_count(64)
+        .with_extra(vec!["--extra".to_owned()]);
     assert_eq!(
         options.to_args(CodeType::Cubin),
         [
@@ -246,38 +233,36 @@ fn option_arguments_are_spelled_for_nvrtc() {
     );
     assert_eq!(options.to_args(CodeType::LtoIr)[1], "-dlto");
     // The further options, each spelled as NVRTC takes it (the compile test shows it does).
-    let more = ProgramOptions {
-        device_code_optimize: true,
-        ptxas_options: vec!["-v".into()],
-        extensible_whole_program: true,
-        extra_device_vectorization: true,
-        gen_opt_lto: true,
-        undefines: vec!["U".into()],
-        pre_includes: vec!["p.h".into()],
-        no_source_include: true,
-        builtin_move_forward: Some(false),
-        builtin_initializer_list: Some(true),
-        disable_warnings: true,
-        restrict: true,
-        device_as_default_execution_space: true,
-        device_int128: true,
-        optimization_info: Some("inline".into()),
-        no_display_error_number: true,
-        diag_error: vec![1],
-        diag_suppress: vec![2],
-        diag_warn: vec![3],
-        warnings_as_errors: true,
-        time: Some("/t.csv".into()),
-        device_time_trace: Some("/t.json".into()),
-        split_compile: Some(4),
-        fast_compile: Some(cuda_core::FastCompile::Mid),
-        minimal: true,
-        no_cache: true,
-        random_seed: Some("s".into()),
-        device_stack_protector: Some(true),
-        modify_stack_limit: Some(false),
-        ..Default::default()
-    };
+    let more = ProgramOptions::default()
+        .with_device_code_optimize(true)
+        .with_ptxas_options(vec!["-v".into()])
+        .with_extensible_whole_program(true)
+        .with_extra_device_vectorization(true)
+        .with_gen_opt_lto(true)
+        .with_undefines(vec!["U".into()])
+        .with_pre_includes(vec!["p.h".into()])
+        .with_no_source_include(true)
+        .with_builtin_move_forward(false)
+        .with_builtin_initializer_list(true)
+        .with_disable_warnings(true)
+        .with_restrict(true)
+        .with_device_as_default_execution_space(true)
+        .with_device_int128(true)
+        .with_optimization_info("inline")
+        .with_no_display_error_number(true)
+        .with_diag_error(vec![1])
+        .with_diag_suppress(vec![2])
+        .with_diag_warn(vec![3])
+        .with_warnings_as_errors(true)
+        .with_time("/t.csv")
+        .with_device_time_trace("/t.json")
+        .with_split_compile(4)
+        .with_fast_compile(cuda_core::FastCompile::Mid)
+        .with_minimal(true)
+        .with_no_cache(true)
+        .with_random_seed("s")
+        .with_device_stack_protector(true)
+        .with_modify_stack_limit(false);
     let mut args = more.to_args(CodeType::Ptx);
     let mut want = vec![
         "-dopt=on",
@@ -321,10 +306,7 @@ fn ltoir_links_with_nvjitlink_when_found() {
         return;
     }
     use cuda_core::{Linker, LinkerBackend, LinkerOptions};
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..options()
-    };
+    let rdc = options().with_relocatable_device_code(true);
     let lib = Program::new(
         "__device__ float twice(float x) { return 2.0f * x; }",
         rdc.clone(),
@@ -338,11 +320,9 @@ fn ltoir_links_with_nvjitlink_when_found() {
     )
     .compile(CodeType::LtoIr, &[])
     .unwrap();
-    let options = LinkerOptions {
-        arch: Some("90".to_owned()),
-        backend: LinkerBackend::NvJitLink,
-        ..Default::default()
-    };
+    let options = LinkerOptions::default()
+        .with_arch("90".to_owned())
+        .with_backend(LinkerBackend::NvJitLink);
     match Linker::new(&[lib, main.clone()], options.clone()).link() {
         Ok(linked) => {
             assert_eq!(linked.code_type(), CodeType::Cubin);
@@ -363,7 +343,7 @@ fn ltoir_links_with_nvjitlink_when_found() {
 
 /// The PTX of `source` compiled with `options` (for `compute_90`).
 fn ptx_with(source: &str, options: ProgramOptions) -> String {
-    let code = Program::new(source, ProgramOptions { ..options })
+    let code = Program::new(source, options)
         .with_name("effects.cu")
         .compile(CodeType::Ptx, &[])
         .unwrap();
@@ -452,19 +432,15 @@ fn the_std_option_picks_the_dialect() {
                   template <typename T> concept Small = sizeof(T) <= 4;\n\
                   template <Small T> __global__ void k(T* x) { *x = T(1); }\n\
                   template __global__ void k<int>(int*);";
-    let cxx20 = ProgramOptions {
-        std: Some("c++20".to_owned()),
-        defines: vec![("DIALECT".to_owned(), Some("202002L".to_owned()))],
-        ..options()
-    };
+    let cxx20 = options()
+        .with_std("c++20".to_owned())
+        .with_defines(vec![("DIALECT".to_owned(), Some("202002L".to_owned()))]);
     Program::new(source, cxx20)
         .compile(CodeType::Ptx, &[])
         .unwrap();
-    let cxx17 = ProgramOptions {
-        std: Some("c++17".to_owned()),
-        defines: vec![("DIALECT".to_owned(), Some("201703L".to_owned()))],
-        ..options()
-    };
+    let cxx17 = options()
+        .with_std("c++17".to_owned())
+        .with_defines(vec![("DIALECT".to_owned(), Some("201703L".to_owned()))]);
     let err = Program::new(source, cxx17)
         .compile(CodeType::Ptx, &[])
         .unwrap_err();
@@ -506,11 +482,9 @@ fn relocatable_device_code_allows_external_calls() {
 #[test]
 fn the_linker_refuses_nothing_and_ltoir_for_the_driver() {
     use cuda_core::{Linker, LinkerBackend, LinkerOptions, ObjectCode};
-    let driver = LinkerOptions {
-        arch: Some("90".to_owned()),
-        backend: LinkerBackend::Driver,
-        ..Default::default()
-    };
+    let driver = LinkerOptions::default()
+        .with_arch("90".to_owned())
+        .with_backend(LinkerBackend::Driver);
     let err = Linker::new(&[], driver.clone()).link().unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument { name: "inputs", .. }),

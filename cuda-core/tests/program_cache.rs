@@ -18,13 +18,7 @@ fn nvrtc() -> bool {
 }
 
 fn program(source: &str) -> Program {
-    Program::new(
-        source,
-        ProgramOptions {
-            arch: Some("90".to_owned()),
-            ..Default::default()
-        },
-    )
+    Program::new(source, ProgramOptions::default().with_arch("90".to_owned()))
 }
 
 const KERNEL: &str = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }";
@@ -119,11 +113,7 @@ proptest! {
         if nvrtc_version().is_err() {
             return Ok(());
         }
-        let options = ProgramOptions {
-            arch: Some(arch.to_owned()),
-            defines: vec![(define.clone(), None)],
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().with_arch(arch.to_owned()).with_defines(vec![(define.clone(), None)]);
         let p = Program::new(source.clone(), options.clone()).with_name(name.clone());
         let exprs: Vec<&str> = expressions.iter().map(String::as_str).collect();
         let key = p.cache_key(CodeType::Cubin, &exprs).unwrap();
@@ -133,11 +123,11 @@ proptest! {
         let other = match which {
             0 => Program::new(format!("{source} "), options.clone()).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
             1 => Program::new(source.clone(), options.clone()).with_name(format!("x{name}")).cache_key(CodeType::Cubin, &exprs),
-            2 => Program::new(source.clone(), ProgramOptions { defines: vec![(format!("{define}X"), None)], ..options.clone() }).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
-            3 => Program::new(source.clone(), ProgramOptions { arch: Some("75".to_owned()), ..options.clone() }).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
+            2 => Program::new(source.clone(), options.clone().with_defines(vec![(format!("{define}X"), None)])).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
+            3 => Program::new(source.clone(), options.clone().with_arch("75".to_owned())).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
             4 => p.cache_key(CodeType::Ptx, &exprs),
             5 => p.cache_key(CodeType::Cubin, &changed_exprs),
-            _ => Program::new(source.clone(), ProgramOptions { fast_math: true, ..options.clone() }).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
+            _ => Program::new(source.clone(), options.clone().with_fast_math(true)).with_name(name.clone()).cache_key(CodeType::Cubin, &exprs),
         }
         .unwrap();
         prop_assert_ne!(key, other);

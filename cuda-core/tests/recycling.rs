@@ -305,9 +305,7 @@ fn green_context_streams_and_events_are_not_recycled() {
                 )
                 .unwrap();
             let context = device
-                .create_context(ContextOptions {
-                    resources: split.groups,
-                })
+                .create_context(ContextOptions::default().with_resources(split.groups))
                 .unwrap();
             contexts.push(format!("{context:?}"));
             let stream = context.create_stream(StreamOptions::default()).unwrap();

@@ -19,25 +19,16 @@ fn options_are_what_the_driver_reports() {
     assert_eq!(plain.priority().unwrap(), 0);
     assert_eq!(plain.device(), device);
     let blocking = device
-        .create_stream(StreamOptions {
-            non_blocking: false,
-            priority: None,
-        })
+        .create_stream(StreamOptions::default().with_non_blocking(false))
         .unwrap();
     assert!(!blocking.is_non_blocking().unwrap());
     let urgent = device
-        .create_stream(StreamOptions {
-            priority: Some(greatest),
-            ..Default::default()
-        })
+        .create_stream(StreamOptions::default().with_priority(greatest))
         .unwrap();
     assert_eq!(urgent.priority().unwrap(), greatest);
     for bad in [least + 1, greatest - 1] {
         let err = device
-            .create_stream(StreamOptions {
-                priority: Some(bad),
-                ..Default::default()
-            })
+            .create_stream(StreamOptions::default().with_priority(bad))
             .unwrap_err();
         assert!(
             matches!(&err, Error::InvalidArgument { name: "options.priority", reason } if reason.contains(&bad.to_string())),
@@ -87,10 +78,7 @@ fn record_wait_query_and_sync_follow_the_work() {
             );
             let gate = Gate::close(&a);
             let marker = a
-                .record_new(EventOptions {
-                    blocking_sync: true,
-                    ..Default::default()
-                })
+                .record_new(EventOptions::default().with_blocking_sync(true))
                 .unwrap();
             assert!(!marker.is_done().unwrap());
             gate.open();
@@ -148,9 +136,7 @@ fn an_event_of_another_context_is_refused() {
         .split(SmSplitOptions::groups_of(sms.min_partition_size().unwrap_or(8)).with_groups(1))
         .unwrap();
     let green = device
-        .create_context(ContextOptions {
-            resources: split.groups,
-        })
+        .create_context(ContextOptions::default().with_resources(split.groups))
         .unwrap();
     let foreign = green.create_event(EventOptions::default()).unwrap();
     let stream = device.create_stream(StreamOptions::default()).unwrap();
@@ -230,11 +216,9 @@ fn accessors_report_what_was_made() {
     let context = device.primary_context().unwrap();
     assert!(!context.as_raw().is_null());
     assert_eq!(context.device(), device);
-    let options = EventOptions {
-        timing: true,
-        blocking_sync: true,
-        ..Default::default()
-    };
+    let options = EventOptions::default()
+        .with_timing(true)
+        .with_blocking_sync(true);
     let event = context.create_event(options).unwrap();
     assert_eq!(event.options(), options);
     assert_eq!(event.context(), &context);

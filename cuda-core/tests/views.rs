@@ -491,10 +491,8 @@ extern "C" __global__ void number(float* v, long long s, unsigned n) {
 "#;
 
 fn kernels(arch: Option<&str>) -> cuda_core::Result<ObjectCode> {
-    let options = ProgramOptions {
-        arch: arch.map(str::to_owned),
-        ..Default::default()
-    };
+    let mut options = ProgramOptions::default();
+    options.arch = arch.map(str::to_owned);
     Program::new(KERNELS, options)
         .with_name("view_tests.cu")
         .compile(CodeType::Cubin, &[])

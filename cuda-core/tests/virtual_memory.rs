@@ -687,10 +687,7 @@ fn kernel(name: &str) -> Kernel {
     static CODE: OnceLock<ObjectCode> = OnceLock::new();
     CODE.get_or_init(|| {
         let (major, minor) = common::device().compute_capability().unwrap();
-        let options = ProgramOptions {
-            arch: Some(format!("{major}{minor}")),
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().with_arch(format!("{major}{minor}"));
         Program::new(SOURCE, options)
             .with_name("virtual_memory.cu")
             .compile(CodeType::Cubin, &[])

@@ -19,6 +19,7 @@ pub(crate) const POSIX_FD_HANDLES: u32 = 1;
 
 /// Options of a new memory pool: see [`DeviceMemoryResource::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceMemoryResourceOptions {
     /// The most the pool may reserve, in bytes; `None` for no limit beyond the device's.
     pub max_size: Option<usize>,
@@ -66,10 +67,10 @@ crate::options::chainers!(DeviceMemoryResourceOptions {
 ///
 /// let device = Device::new(0)?;
 /// let stream = device.create_stream(StreamOptions::default())?;
-/// let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions {
-///     release_threshold: Some(1 << 30),
-///     ..Default::default()
-/// })?;
+/// let pool = DeviceMemoryResource::new(
+///     device,
+///     DeviceMemoryResourceOptions::default().with_release_threshold(1 << 30),
+/// )?;
 /// let buffer = pool.allocate(1 << 20, &stream)?;
 /// assert!(pool.usage()?.used_current >= 1 << 20);
 /// drop(buffer);

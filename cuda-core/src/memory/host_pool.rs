@@ -29,6 +29,7 @@ fn grant(driver: &'static dyn Driver, pool: PoolHandle, device: Device) -> Resul
 
 /// Options of a new pool of pinned host memory: see [`PinnedMemoryPool::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PinnedMemoryPoolOptions {
     /// The host NUMA node the memory comes from (`CU_MEM_LOCATION_TYPE_HOST_NUMA`); `None`
     /// for host memory of no particular node (`CU_MEM_LOCATION_TYPE_HOST`, drivers 13.0 and
@@ -392,6 +393,7 @@ pub enum ManagedLocation {
 
 /// Options of a new pool of managed memory: see [`ManagedMemoryPool::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ManagedMemoryPoolOptions {
     /// Where the driver prefers to keep the pool's memory.
     pub preferred_location: ManagedLocation,

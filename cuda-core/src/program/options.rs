@@ -66,19 +66,18 @@ crate::options::options_table! {
     /// ```
     /// use cuda_core::ProgramOptions;
     ///
-    /// let options = ProgramOptions {
-    ///     arch: Some("90".into()),
-    ///     std: Some("c++17".into()),
-    ///     defines: vec![("N".into(), Some("256".into()))],
-    ///     fast_math: true,
-    ///     ..Default::default()
-    /// };
+    /// let options = ProgramOptions::default()
+    ///     .with_arch("90")
+    ///     .with_std("c++17")
+    ///     .with_defines(vec![("N".into(), Some("256".into()))])
+    ///     .with_fast_math(true);
     /// let args = options.to_args(CodeTypeHint::Cubin);
     /// # use cuda_core::CodeType as CodeTypeHint;
     /// assert!(args.contains(&"--gpu-architecture=sm_90".to_string()));
     /// assert!(args.contains(&"-DN=256".to_string()));
     /// ```
     #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct ProgramOptions {
         /// The architecture, as in `sm_90` without `sm_` (`"90"`, `"90a"`); `None` for the current
         /// device's. PTX targets `compute_<arch>`, cubin and LTO-IR `sm_<arch>`.

@@ -11,6 +11,7 @@ use super::types::{
 /// innermost first); `strides` one per dimension after the first, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 #[doc(alias = "cuTensorMapEncodeTiled")]
+#[non_exhaustive]
 pub struct TiledOptions {
     /// The element type.
     pub data_type: TensorDataType,

@@ -35,6 +35,7 @@ const TEXTURE_GATHER: u32 = 0x08;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[doc(alias = "CUDA_ARRAY3D_DESCRIPTOR")]
+#[non_exhaustive]
 pub struct ArrayOptions {
     /// The type of each channel.
     pub format: ArrayFormat,

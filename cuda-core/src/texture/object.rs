@@ -90,6 +90,7 @@ pub enum ReadMode {
 /// [`ReadMode::NormalizedFloat`]); a seamless cubemap needs a cubemap array.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[doc(alias = "CUDA_TEXTURE_DESC")]
+#[non_exhaustive]
 pub struct TextureOptions {
     /// Per dimension (x, y, z).
     pub address_mode: [AddressMode; 3],

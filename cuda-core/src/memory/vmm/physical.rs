@@ -14,6 +14,7 @@ use crate::DevicePtr;
 /// [`PhysicalMemory::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[doc(alias = "CUmemAllocationProp")]
+#[non_exhaustive]
 pub struct PhysicalMemoryOptions {
     /// The handle it can be exported as (`requestedHandleTypes`); the default is none.
     pub handle_type: ShareableHandleType,

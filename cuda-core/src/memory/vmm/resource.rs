@@ -19,6 +19,7 @@ use crate::stream::Stream;
 
 /// Options of a [`VirtualMemoryResource`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VirtualMemoryResourceOptions {
     /// The properties of the physical memory it makes.
     pub physical: PhysicalMemoryOptions,
