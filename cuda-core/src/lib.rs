@@ -23,6 +23,7 @@
 mod args;
 pub mod cache;
 pub mod checkpoint;
+mod completion;
 mod context;
 mod device;
 mod driver;
@@ -61,6 +62,7 @@ pub use view::dlpack;
 // items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`,
 // `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
+pub use completion::{EventCompletion, StreamCompletion};
 pub use context::{Context, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};

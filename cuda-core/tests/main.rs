@@ -13,6 +13,7 @@ mod common;
 
 mod cache;
 mod checkpoint;
+mod completion;
 mod composition;
 mod copies;
 mod default_resource;

@@ -228,4 +228,50 @@ pub(super) fn launch_cases<R: RawDriver>(
         })
         // cudarc: no equivalent (its launch builder has no cuLaunchKernelEx or clusters).
         .run(c);
+
+    // The wait after a launch: the raw driver's `cuStreamSynchronize` against cuda-core's
+    // `completion()` future, awaited on a thread-parking executor (its task woken by the
+    // stream's host function): the future's latency from the kernel's end to the wake.
+    Case::new("launch_await")
+        .variant("raw", |b| {
+            b.iter(|| {
+                raw_launch(raw_k[0], &mut []);
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| {
+                // SAFETY: an empty kernel of no parameters.
+                unsafe { launch(&core.stream, &config, &core_k[0], &[]) }.unwrap();
+                block_on(core.stream.completion().unwrap()).unwrap();
+            });
+        })
+        .variant("cudarc", |b| {
+            b.iter(|| {
+                // SAFETY: an empty kernel of no parameters.
+                unsafe { rc.stream.launch_builder(&rc_k[0]).launch(rc_config) }.unwrap();
+                rc.stream.synchronize().unwrap();
+            });
+        })
+        .run(c);
+}
+
+/// Runs `future` on this thread to its end, parking the thread while it is pending: the
+/// smallest executor, as async code on any runtime would wait.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+            return value;
+        }
+        std::thread::park();
+    }
 }

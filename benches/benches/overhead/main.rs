@@ -17,6 +17,7 @@
 //! | `event_query` | query a completed event |
 //! | `stream_sync_idle` | synchronise an idle stream |
 //! | `launch_0`, `launch_4`, `launch_16` | launch an empty kernel of 0, 4 or 16 parameters (batched) |
+//! | `launch_await` | launch an empty kernel and wait for it: raw and cudarc synchronise the stream; cuda-core awaits `Stream::completion` on a thread-parking executor (the wake's latency against `cuStreamSynchronize`) |
 //! | `launch_cluster` | `cuLaunchKernelEx` of an empty kernel, grid 2 in one 2-block cluster (batched) |
 //! | `launch_attrs` | `cuLaunchKernelEx` of an empty kernel with programmatic stream serialization and the highest priority (batched) |
 //! | `pdl_chain` | a producer kernel (5 us of work after letting its dependent launch) and a consumer launched with programmatic dependent launch, then the stream synchronised |
