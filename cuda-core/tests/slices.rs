@@ -364,18 +364,21 @@ fn a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends() {
         .unwrap()
         .to_vec_timeout::<u32>(&stream, Duration::from_millis(50))
         .unwrap_err();
-    // Catches a copy that blocks until the gate opens, and one that returns before its time.
+    // Catches a copy that blocks until the gate opens (a copy into pageable memory queued
+    // behind the gate returns only once it ran), and one that returns before its time.
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     assert!(start.elapsed() >= Duration::from_millis(50));
-    assert!(start.elapsed() < Duration::from_secs(5));
-    // The copy still runs into memory kept for it; the stream ends normally after it.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
     gate.open();
-    stream.sync_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(
         buffer
             .slice(0..8)
             .unwrap()
-            .to_vec_timeout::<u32>(&stream, Duration::from_secs(10))
+            .to_vec_timeout::<u32>(&stream, Duration::from_secs(30))
             .unwrap(),
         [3, 3]
     );

@@ -464,12 +464,13 @@ impl Buffer {
         self.span().to_vec(stream)
     }
 
-    /// [`to_vec`](Buffer::to_vec), waiting at most `timeout` for the copy (as
-    /// [`Stream::sync_timeout`] waits: for all the work queued on `stream`). Past it, the
-    /// result is [`Error::Timeout`] and the copy is still queued: the vector it writes into is
-    /// kept until the stream has passed it (freed by a host function queued after the copy,
-    /// or leaked where that cannot be queued), so no memory the program uses is written late.
-    /// Refused on a capturing stream (the copy would be captured, not run).
+    /// [`to_vec`](Buffer::to_vec), waiting at most `timeout` for the work queued on `stream`
+    /// before it (as [`Stream::sync_timeout`] waits). Past it, the result is
+    /// [`Error::Timeout`] and nothing was queued. The copy is queued once that work is done:
+    /// a copy into pageable host memory returns only when it has run, so queued behind the
+    /// work it would block past any deadline. Work other threads queue on `stream`
+    /// meanwhile can still delay it. Refused on a capturing stream (the copy would be
+    /// captured, not run).
     ///
     /// ```no_run
     /// use std::time::Duration;

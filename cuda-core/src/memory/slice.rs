@@ -267,31 +267,28 @@ impl<'a> Span<'a> {
         Ok(out)
     }
 
-    /// Copies this span to a new vector, waiting at most `timeout` for the copy: past it,
-    /// [`Error::Timeout`], and the vector is kept until the copy is done (it is leaked, should
-    /// the copy never end), so that nothing the copy writes is memory the program uses.
+    /// Copies this span to a new vector once the work queued on `stream` so far is done,
+    /// waiting at most `timeout` for that work: past it, [`Error::Timeout`] with nothing
+    /// queued. The copy is queued only once the stream is idle: a copy into pageable memory
+    /// returns only when it is done, so queued behind work it would block past any deadline.
     pub(crate) fn to_vec_timeout<T: Pod + Default>(
         self,
         stream: &Stream,
         timeout: Duration,
     ) -> Result<Vec<T>> {
+        let len = self.whole_values::<T>()?;
         if stream.capturing() {
             return Err(invalid(
                 "stream",
                 "it is capturing: the copy would be captured into the graph, not run".to_owned(),
             ));
         }
-        let mut out = vec![T::default(); self.whole_values::<T>()?];
-        // SAFETY: `out` is handed back only once the copy is done; otherwise it is kept alive,
-        // unread and unwritten, until the stream has passed the copy (`keep_until_done`).
-        unsafe { self.copy_to_host_async(&mut out, stream)? };
-        match crate::wait::until("the copy to the host", timeout, || stream.is_done()) {
-            Ok(()) => Ok(out),
-            Err(e) => {
-                keep_until_done(out, stream);
-                Err(e)
-            }
-        }
+        crate::wait::until("the work before the copy to the host", timeout, || {
+            stream.is_done()
+        })?;
+        let mut out = vec![T::default(); len];
+        self.copy_to_host(&mut out, stream)?;
+        Ok(out)
     }
 
     fn whole_values<T>(&self) -> Result<usize> {
@@ -329,38 +326,6 @@ impl<'a> Span<'a> {
                 super::buffer::fill_raw(driver, self.ptr, value, self.size / width, handle)
             })
         })
-    }
-}
-
-/// Keeps `value` (host memory that work queued on `stream` may still write) until the stream
-/// has passed that work: a host function queued after it drops it (off the driver's thread);
-/// where that cannot be queued, it is leaked, never freed early.
-fn keep_until_done<T: Send + 'static>(value: T, stream: &Stream) {
-    /// Drops its value only once the host function ran.
-    struct Kept<T> {
-        value: Option<T>,
-        ran: bool,
-    }
-    impl<T> Drop for Kept<T> {
-        fn drop(&mut self) {
-            if !self.ran {
-                std::mem::forget(self.value.take());
-            }
-        }
-    }
-    let mut kept = Kept {
-        value: Some(value),
-        ran: false,
-    };
-    // The whole of `kept` moves into the closure (not its field alone), and drops with it.
-    let queued = stream.launch_host_func(move || {
-        let kept = &mut kept;
-        kept.ran = true;
-    });
-    if let Err(e) = queued {
-        log::warn!(
-            "host memory that a timed-out copy may still write is leaked: a host function to              free it after the copy could not be queued ({e})"
-        );
     }
 }
 
@@ -585,9 +550,9 @@ macro_rules! slice_reads {
             self.span().to_vec(stream)
         }
 
-        /// [`to_vec`](Self::to_vec), waiting at most `timeout`: past it,
-        /// [`Error::Timeout`](crate::Error::Timeout), the copy still queued (see
-        /// [`Buffer::to_vec_timeout`]).
+        /// [`to_vec`](Self::to_vec), waiting at most `timeout` for the work queued on
+        /// `stream` before it: past it, [`Error::Timeout`](crate::Error::Timeout) with nothing
+        /// queued (see [`Buffer::to_vec_timeout`]).
         pub fn to_vec_timeout<T: Pod + Default>(
             &self,
             stream: &Stream,
