@@ -25,8 +25,10 @@
 //! - no call that an open capture forbids, unless the operation asked for that very call (a
 //!   synchronisation or query the test made, say, which the driver may refuse and which then
 //!   invalidates the capture: the test asked for it): cuda-core must never make such a call on
-//!   its own (`!refused`), nor put a buffer's allocation or free, or a host function, into a
-//!   capture (`!captured`). Work refused on a stream whose capture is invalidated already
+//!   its own (`!refused`), nor put a buffer's allocation or free into a capture (`!captured`;
+//!   a host function of `launch_host_func`, which runs once, put into one would never run,
+//!   which the count below catches; `launch_host_func_repeatable` makes a host node there, as
+//!   the driver does). Work refused on a stream whose capture is invalidated already
 //!   (901) is not counted: that capture is broken already, and the error is returned;
 //! - no failing driver call the operation did not ask for (the README's "no failing driver
 //!   call of its own"; the cleanup's own ends of captures excepted);
@@ -169,6 +171,10 @@ pub(crate) enum Op {
     HostFunc {
         s: usize,
     },
+    /// `launch_host_func_repeatable`: a host node where the stream captures.
+    HostFuncRepeatable {
+        s: usize,
+    },
     BuildGraph {
         g: usize,
         fill: Option<usize>,
@@ -227,6 +233,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
         3 => i().prop_map(|s| Op::End { s }),
         2 => i().prop_map(|s| Op::HostFunc { s }),
+        1 => i().prop_map(|s| Op::HostFuncRepeatable { s }),
         2 => (0..GRAPHS, proptest::option::of(i()), any::<bool>())
             .prop_map(|(g, fill, host)| Op::BuildGraph { g, fill, host }),
         1 => (0..GRAPHS).prop_map(|g| Op::RemoveNode { g }),
@@ -567,6 +574,24 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                     .push((counter, usize::from(queued.is_ok()), what));
             }
         }
+        Op::HostFuncRepeatable { s } => {
+            if let Some(stream) = world.stream(s) {
+                let captured = capturing(&stream);
+                let counter = Arc::new(AtomicUsize::new(0));
+                let theirs = counter.clone();
+                let queued = stream.launch_host_func_repeatable(move || {
+                    theirs.fetch_add(1, Ordering::SeqCst);
+                });
+                // In a capture it runs once per launch of the graphs made of it, which the
+                // model does not count; outside one, once.
+                if !captured {
+                    let what = format!("repeatable host function on {stream:?}");
+                    world
+                        .promised
+                        .push((counter, usize::from(queued.is_ok()), what));
+                }
+            }
+        }
         Op::BuildGraph { g, fill, host } => {
             let Ok(mut graph) = Graph::new(world.device) else {
                 return Ok(());
@@ -692,7 +717,7 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         // A read back synchronises the stream: refused in a capture, or under another thread's
         // global capture (then retried with this thread relaxed, as documented).
         Op::ToHost { .. } => &["cuMemcpyDtoHAsync", "cuStreamSynchronize"],
-        Op::HostFunc { .. } => &["cuLaunchHostFunc"],
+        Op::HostFunc { .. } | Op::HostFuncRepeatable { .. } => &["cuLaunchHostFunc"],
         Op::Launch { .. } => &["cuGraphLaunch"],
         Op::Alloc { .. } => &["cuMemAllocFromPoolAsync"],
         _ => &[],

@@ -644,3 +644,76 @@ fn timed_waits_answer_what_the_driver_says_within_their_time() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_repeatable_host_function_in_a_capture_is_a_host_node_run_on_each_launch() {
+    use cuda_core::{Allocate, BuildGraph, CaptureMode, GraphOptions, NodeKind};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Counts its drops: the closure's captures are freed once nothing can run it.
+    struct Dropped(Arc<AtomicUsize>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    let device = common::device();
+    let stream = common::stream(device);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4, &stream)
+        .unwrap();
+    buffer.fill(0u32, &stream).unwrap();
+    stream.sync().unwrap();
+    // SAFETY: the buffer the capture fills outlives every launch of its graph (synchronised
+    // below before it drops).
+    unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    buffer.fill(1u32, &stream).unwrap();
+    let (count, guard) = (runs.clone(), Dropped(drops.clone()));
+    stream
+        .launch_host_func_repeatable(move || {
+            let _kept = &guard;
+            count.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let mut graph = stream.end_capture().unwrap();
+    // Recorded, not run: catches a host function run at the capture.
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // A host node after the fill (catches one queued beside the capture, or lost).
+    let nodes = graph.nodes().unwrap();
+    let kinds: Vec<NodeKind> = nodes.iter().map(|&n| graph.node_kind(n).unwrap()).collect();
+    assert_eq!(kinds, [NodeKind::Memset, NodeKind::Host], "{kinds:?}");
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    // The executable graph keeps the closure: catches a closure freed with the capture.
+    drop(graph);
+    for _ in 0..3 {
+        exec.launch(&stream).unwrap();
+    }
+    stream.sync().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // Freed once nothing can run it any more (on the crate's release thread).
+    drop(exec);
+    let start = Instant::now();
+    while drops.load(Ordering::SeqCst) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "never freed");
+        cuda_core::wait_for_graph_releases(cuda_core::graph_releases(), Duration::from_millis(50));
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    // Outside a capture it runs once, as `launch_host_func` does.
+    let count = runs.clone();
+    stream
+        .launch_host_func_repeatable(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    stream.sync().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+    assert_eq!(buffer.to_vec::<u32>(&stream).unwrap(), [1]);
+}

@@ -130,18 +130,19 @@ impl Driver12 {
     }
 
     /// `cuStreamGetCaptureInfo` of the status and id only (the 12.9 header's plain name takes no edge data).
-    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
+    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64, GraphHandle)> {
         let mut status = cuda_sys12::CUstreamCaptureStatus(0);
         let mut id = 0u64;
+        let mut graph = std::ptr::null_mut();
         call!(self.cuStreamGetCaptureInfo(
             stream.0.cast(),
             &mut status,
             &mut id,
-            std::ptr::null_mut(),
+            &mut graph,
             std::ptr::null_mut(),
             std::ptr::null_mut()
         ))?;
-        Ok((status.0, id))
+        Ok((status.0, id, GraphHandle(graph.cast())))
     }
 
     /// The number of edges, written into `into` where given.

@@ -142,19 +142,20 @@ impl Driver13 {
     }
 
     /// `cuStreamGetCaptureInfo` of the status and id only (the 13 header's takes edge data too).
-    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
+    fn abi_stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64, GraphHandle)> {
         let mut status = cuda_sys13::CUstreamCaptureStatus(0);
         let mut id = 0u64;
+        let mut graph = std::ptr::null_mut();
         call!(self.cuStreamGetCaptureInfo(
             stream.0.cast(),
             &mut status,
             &mut id,
-            std::ptr::null_mut(),
+            &mut graph,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut()
         ))?;
-        Ok((status.0, id))
+        Ok((status.0, id, GraphHandle(graph.cast())))
     }
 
     /// The number of edges, written into `into` where given.

@@ -270,3 +270,64 @@ fn capture_error(error: Error, during: &str) -> Error {
         reason: format!("{reason} ({during}: {error})"),
     }
 }
+
+impl Stream {
+    /// Runs `f` on a driver thread when the stream reaches this point, as
+    /// [`Stream::launch_host_func`] does, but `f` may run more than once: on a stream that
+    /// captures (itself, or as a stream that joined a capture) it becomes a host node of the
+    /// graph, run on each launch of it, as `cudaLaunchHostFunc` in a capture does.
+    ///
+    /// In a capture, the graph being captured takes `f` (as a CUDA user object, through
+    /// `cuStreamGetCaptureInfo` and `cuGraphRetainUserObject`), so the graph, its clones and
+    /// executable graphs keep it for as long as any of them can run it; it is dropped on a
+    /// thread of the crate's once none can. Outside a capture it runs once and is dropped
+    /// after, off the driver's thread.
+    ///
+    /// `f` must not call CUDA (the driver forbids it in host functions); a panic in `f` aborts
+    /// the process. A capture that the driver has invalidated already refuses it with
+    /// [`Error::Capture`].
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use cuda_core::{CaptureMode, Device, GraphOptions, StreamOptions};
+    ///
+    /// let stream = Device::new(0)?.create_stream(StreamOptions::default())?;
+    /// let steps = Arc::new(AtomicUsize::new(0));
+    /// // SAFETY: the capture records no memory work.
+    /// unsafe { stream.begin_capture(CaptureMode::ThreadLocal)? };
+    /// let counted = steps.clone();
+    /// stream.launch_host_func_repeatable(move || {
+    ///     counted.fetch_add(1, Ordering::Relaxed);
+    /// })?;
+    /// let exec = stream.end_capture()?.instantiate(GraphOptions::default())?;
+    /// exec.launch(&stream)?;
+    /// exec.launch(&stream)?;
+    /// stream.sync()?;
+    /// assert_eq!(steps.load(Ordering::Relaxed), 2);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuLaunchHostFunc", "cudaLaunchHostFunc"))]
+    pub fn launch_host_func_repeatable<F: Fn() + Send + Sync + 'static>(&self, f: F) -> Result<()> {
+        if !self.capturing() {
+            return self.launch_host_func(f);
+        }
+        let graph = self
+            .call(|driver, handle| driver.stream_capture_graph(handle))?
+            .ok_or_else(|| Error::Capture {
+                reason: "the stream's capture is invalidated (or ended): a host function \
+                         cannot join it"
+                    .to_owned(),
+            })?;
+        let (boxed, (entry, data)) = super::params::host_fn(f);
+        let driver = self.context().driver();
+        // The graph owns the closure from here on (released with the graph, its clones and
+        // executable graphs), before the driver can run it.
+        let mut keep = super::keep::Keep::default();
+        keep.push(boxed);
+        keep.flush(driver, graph)?;
+        // `entry` reads `data` as the closure `host_fn` boxed, which the capturing graph keeps
+        // alive for as long as any node made from this call can run.
+        self.call(|driver, handle| driver.launch_host_func(handle, entry, data))
+    }
+}

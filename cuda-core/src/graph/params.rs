@@ -162,7 +162,7 @@ pub(super) fn host_copy_spec<T: Pod>(
 pub(super) type HostFn = (unsafe extern "C" fn(*mut c_void), *mut c_void);
 
 /// Boxes `f` for a host node: the box to keep, and the entry point and data for the driver.
-pub(super) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn) {
+pub(crate) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn) {
     unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
         // SAFETY: `data` is the boxed closure kept alive while the driver may run the node;
         // it is only read.

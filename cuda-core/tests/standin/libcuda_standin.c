@@ -1016,13 +1016,14 @@ static int blocking_captures(void) {
 /* cuStreamIsCapturing and cuStreamGetCaptureInfo: on the legacy stream while a blocking stream
  * captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (as the runtime's documentation of
  * cudaStreamIsCapturing says), without invalidating anything. */
-static int m_capture_info(void *s, int *status, unsigned long long *id) {
+static int m_capture_info(void *s, int *status, unsigned long long *id, void **graph) {
     M_LOCK;
     if (stale("cuStreamGetCaptureInfo", s, STREAM)) { M_UNLOCK; return 400; }
     if ((s == NULL || (uintptr_t)s == 1) && blocking_captures()) { M_UNLOCK; return 906; }
     struct capture *c = capture_of(s);
     if (status) *status = !c ? 0 : c->invalidated ? 2 : 1;
     if (id) *id = c ? (unsigned long long)c->id : 0;
+    if (graph) *graph = c && !c->invalidated ? (void *)c->graph : NULL;
     M_UNLOCK;
     return 0;
 }
@@ -1081,8 +1082,10 @@ static int m_launch_host(void *s, host_fn fn, void *data) {
     M_LOCK;
     int r = queue_on("cuLaunchHostFunc", s, &cap);
     if (r == 1) {
-        r = 900;
-        note("!captured cuLaunchHostFunc on %s%s: a host function captured would run once per launch", name(s, b), tag(s));
+        /* As the driver does: a host node of the graph, run on each of its launches. */
+        add_member(cap->graph, (struct gnode){.type = G_HOST, .fn = fn, .data = data});
+        note("cuLaunchHostFunc on %s%s captured as a host node", name(s, b), tag(s));
+        r = 0;
     } else if (r == 0) {
         unsigned long long id = enqueue_work(fn, data, 0, NULL, 0);
         if ((uintptr_t)s > 2) ((struct object *)s)->pending = id;
@@ -1713,24 +1716,24 @@ int cuStreamEndCapture(void *s, void **graph) {
     return 0;
 }
 int cuStreamIsCapturing(void *s, int *status) {
-    MODEL_ANSWERS(m_capture_info(s, status, NULL));
+    MODEL_ANSWERS(m_capture_info(s, status, NULL, NULL));
     *status = capturing == s ? 1 : 0;
     return 0;
 }
 /* The 12 header's cuStreamGetCaptureInfo (status, id, graph, dependencies, their count) and
- * the 13 header's (with edge data too): only the status and the id are answered. */
-static int capture_info(void *s, int *status, unsigned long long *id) {
-    MODEL_ANSWERS(m_capture_info(s, status, id));
+ * the 13 header's (with edge data too): the status, the id and the graph are answered. */
+static int capture_info(void *s, int *status, unsigned long long *id, void **graph) {
+    MODEL_ANSWERS(m_capture_info(s, status, id, graph));
     if (status) *status = capturing == s ? 1 : 0;
     if (id) *id = capturing == s ? 1 : 0;
+    if (graph) *graph = capturing == s ? (void *)&graph_token : NULL;
     return 0;
 }
 int cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void **graph,
                               const void **deps, size_t *count) {
-    if (graph) *graph = NULL;
     if (deps) *deps = NULL;
     if (count) *count = 0;
-    return capture_info(s, status, id);
+    return capture_info(s, status, id, graph);
 }
 int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **graph,
                               const void **deps, const void **edges, size_t *count) {

@@ -173,6 +173,9 @@ pub(crate) trait GraphApi {
     /// `cuStreamGetCaptureInfo`: the raw `CUstreamCaptureStatus` and the capture's id (0
     /// when not capturing).
     fn stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)>;
+    /// `cuStreamGetCaptureInfo`: the graph an active capture of `stream` records into
+    /// (`None` when the stream does not capture, or its capture is invalidated).
+    fn stream_capture_graph(&self, stream: StreamHandle) -> Result<Option<GraphHandle>>;
     /// `cuMemAllocAsync` of `bytes` on `stream` (from the current pool of its device), in
     /// the current context.
     fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<DevicePtr>;

@@ -381,6 +381,13 @@ impl crate::driver::api::GraphApi for Drv {
 
     fn stream_capture_info(&self, stream: StreamHandle) -> Result<(u32, u64)> {
         self.abi_stream_capture_info(stream)
+            .map(|(status, id, _)| (status, id))
+    }
+
+    fn stream_capture_graph(&self, stream: StreamHandle) -> Result<Option<GraphHandle>> {
+        // CU_STREAM_CAPTURE_STATUS_ACTIVE: the graph being captured into.
+        let (status, _, graph) = self.abi_stream_capture_info(stream)?;
+        Ok((status == 1 && !graph.0.is_null()).then_some(graph))
     }
 
     fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<DevicePtr> {
