@@ -1,4 +1,5 @@
-//! Object code: PTX, cubin, fatbin or LTO-IR, loaded into the driver on first use.
+//! Object code: PTX, cubin, fatbin, LTO-IR or a static library, loaded into the driver on
+//! first use.
 
 use std::ffi::CString;
 use std::fmt;
@@ -110,7 +111,10 @@ impl ObjectCode {
     /// Code of the given type from bytes (PTX gets a terminating NUL if it lacks one).
     #[must_use]
     pub fn from_bytes(code_type: CodeType, code: impl Into<Vec<u8>>) -> ObjectCode {
-        let name = format!("<{} bytes>", code_type.extension());
+        let name = match code_type {
+            CodeType::Library => "<library bytes>".to_owned(),
+            _ => format!("<{} bytes>", code_type.extension()),
+        };
         ObjectCode::new(code_type, code.into(), name, String::new(), Vec::new())
     }
 
@@ -138,9 +142,46 @@ impl ObjectCode {
         ObjectCode::from_bytes(CodeType::LtoIr, code)
     }
 
-    /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`)
-    /// unless given. A file that cannot be read is [`Error::Io`], with the I/O error as its
-    /// source.
+    /// A static library (an `ar` archive, the bytes of a `.a` file, such as the device runtime
+    /// `libcudadevrt.a`): an input of a [`Linker`](crate::Linker), which passes it as
+    /// `NVJITLINK_INPUT_LIBRARY` or `CU_JIT_INPUT_LIBRARY`, and refuses it, before any linker
+    /// runs, when it does not start as an archive does (`!<arch>\n`). It cannot be loaded alone:
+    /// [`ObjectCode::get_kernel`] and the other loads of one are [`Error::InvalidArgument`].
+    /// [`ObjectCode::device_runtime`] finds the device runtime's.
+    #[must_use]
+    pub fn from_library(code: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::Library, code)
+    }
+
+    /// The CUDA device runtime, `libcudadevrt.a`, as a static library: what a kernel that
+    /// launches kernels (dynamic parallelism, compiled with relocatable device code) is
+    /// linked with. [`LinkerOptions::with_device_runtime`](crate::LinkerOptions) adds it to a
+    /// link; this is the same library, for a link that lists its inputs itself.
+    ///
+    /// It is looked for, once a process, as nvJitLink is: `CUDA_CORE_CUDADEVRT_PATH` (that
+    /// file alone), then `lib64` and `targets/*/lib` of `$CUDA_HOME`, `$CUDA_PATH` and
+    /// `/usr/local/cuda`, then the runtime wheels in Python's `site-packages`
+    /// (`nvidia/cu13/lib/libcudadevrt.a` of `nvidia-cuda-runtime` for CUDA 13,
+    /// `nvidia/cuda_runtime/lib/libcudadevrt.a` of `nvidia-cuda-runtime-cu12` for 12), the
+    /// major of the nvJitLink in use first. A toolkit's comes before a wheel's whatever its
+    /// major: where a toolkit of another major than nvJitLink's is installed, set the
+    /// variable. None found is [`Error::Link`] naming every place looked at; a file that
+    /// cannot be read, [`Error::Io`].
+    #[doc(alias = "libcudadevrt")]
+    pub fn device_runtime() -> Result<ObjectCode> {
+        static FOUND: OnceLock<std::result::Result<std::path::PathBuf, String>> = OnceLock::new();
+        let path = FOUND
+            .get_or_init(crate::driver::device_runtime_path)
+            .as_ref()
+            .map_err(|why| Error::Link {
+                log: format!("the device runtime was not found: {why}"),
+            })?;
+        ObjectCode::from_file(path, Some(CodeType::Library))
+    }
+
+    /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`,
+    /// `.a` for a static library) unless given. A file that cannot be read is [`Error::Io`],
+    /// with the I/O error as its source.
     pub fn from_file(path: impl AsRef<Path>, code_type: Option<CodeType>) -> Result<ObjectCode> {
         let path = path.as_ref();
         let code_type = match code_type {
@@ -152,8 +193,8 @@ impl ObjectCode {
                 .ok_or_else(|| Error::InvalidArgument {
                     name: "path",
                     reason: format!(
-                        "cannot tell the code type of {}: name it, or use a .ptx, .cubin, .fatbin \
-                         or .ltoir extension",
+                        "cannot tell the code type of {}: name it, or use a .ptx, .cubin, \
+                         .fatbin, .ltoir or .a extension",
                         path.display()
                     ),
                 })?,
@@ -211,6 +252,16 @@ impl ObjectCode {
     fn library(&self) -> Result<(LibraryHandle, &'static dyn Driver)> {
         if let Some(loaded) = self.inner.library.get() {
             return Ok(*loaded);
+        }
+        if self.inner.code_type == CodeType::Library {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!(
+                    "{} is a static library, which cannot be loaded alone: link it with the \
+                     code that uses it (Linker) and load the linked code",
+                    self.inner.name
+                ),
+            });
         }
         if self.inner.code_type == CodeType::LtoIr {
             return Err(Error::Link {
