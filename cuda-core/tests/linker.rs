@@ -3,7 +3,9 @@
 //! NVRTC 12 (`CUDA_CORE_NVRTC_PATH`, `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`), which makes nvJitLink
 //! 12 the one loaded. Each option's effect is read where a CPU can see it: the linked PTX,
 //! ptxas's report in the info log, the cubin's section names. The GPU tests read what only a
-//! device shows (a kernel's register count) and run the driver's linker.
+//! device shows (a kernel's register count) and run the driver's linker. The driver's JIT
+//! options at load time (`ObjectCode::with_jit_options`) are checked against the stand-in
+//! driver (the option codes it is given, the logs it writes) and on a GPU.
 
 use crate::common;
 
@@ -752,7 +754,8 @@ fn the_driver_backend_links_with_typed_options_and_runs() {
     );
 }
 
-// Static libraries, the device runtime, and name expressions through a link.
+// Static libraries, the device runtime, name expressions through a link, and the driver's JIT
+// options at load time.
 
 /// The device runtime, or `None` with the reason printed (failing where `cudadevrt` is
 /// required).
@@ -799,6 +802,7 @@ fn a_static_library_is_an_archive_by_extension_and_is_never_loaded_alone() {
     for err in [
         library.get_kernel("k").unwrap_err(),
         library.kernel_names().unwrap_err(),
+        library.load().unwrap_err(),
     ] {
         assert!(
             matches!(&err, Error::InvalidArgument { name: "self", reason }
@@ -928,6 +932,83 @@ fn a_linked_object_keeps_every_inputs_name_expressions_the_first_where_two_diffe
 }
 
 #[test]
+fn jit_options_reach_culibraryloaddata_with_both_logs() {
+    common::standin::run(
+        module_path!(),
+        "jit_options_reach_culibraryloaddata_with_both_logs",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n");
+            // Catches the log buffers not passed: 4 options (the two buffers and their sizes).
+            assert_eq!(ptx.load().unwrap(), "stand-in JIT: 4 options");
+            assert!(standin::last_call("cuLibraryLoadData").contains("jit_options=4 codes=3,4,5,6"));
+            let options = cuda_core::JitOptions::default()
+                .with_max_registers(32)
+                .with_optimization_level(2)
+                .with_verbose(true);
+            let capped = ptx.with_jit_options(options.clone()).unwrap();
+            assert_eq!(capped.jit_options(), &options);
+            // Catches a log read before any load.
+            assert_eq!(capped.jit_log(), None);
+            capped.get_kernel("k1").unwrap();
+            // Catches the options left out of the load: MAX_REGISTERS 0, OPTIMIZATION_LEVEL 7,
+            // LOG_VERBOSE 12 after the logs.
+            let call = standin::last_call("cuLibraryLoadData");
+            assert!(
+                call.contains("jit_options=7 codes=3,4,5,6,7,0,12"),
+                "{call}"
+            );
+            // Catches the info log lost after the load.
+            assert_eq!(capped.jit_log(), Some("stand-in JIT: 7 options"));
+            // A second load loads nothing more.
+            standin::clear_log();
+            capped.load().unwrap();
+            assert!(standin::calls("cuLibraryLoadData").is_empty());
+            // Catches a level the driver does not take reaching it.
+            let err = ptx
+                .with_jit_options(cuda_core::JitOptions::default().with_optimization_level(5))
+                .unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    Error::InvalidArgument {
+                        name: "options",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_failed_jit_is_a_compile_error_with_the_jits_error_log() {
+    common::standin::run(
+        module_path!(),
+        "a_failed_jit_is_a_compile_error_with_the_jits_error_log",
+        &[],
+        &[("STANDIN_JIT_FAIL", "1")],
+        || {
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n");
+            let err = ptx.get_kernel("k1").unwrap_err();
+            // Catches the error log dropped (the user would see only INVALID_PTX).
+            assert!(
+                matches!(&err, Error::Compile { program, log }
+                    if program == "<ptx bytes>"
+                        && log.contains("cuLibraryLoadData failed")
+                        && log.contains("(218)")
+                        && log.contains("stand-in JIT: ptxas fatal error")),
+                "{err}"
+            );
+            assert_eq!(ptx.jit_log(), None);
+        },
+    );
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_kernel_launching_kernels_runs_after_a_link_with_the_device_runtime() {
     use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
@@ -1024,4 +1105,54 @@ fn a_template_kernel_is_found_by_its_name_expression_after_a_link() {
         let expected: Vec<f32> = input.iter().map(|v| v * 2.5).collect();
         assert_eq!(x.to_vec::<f32>(&stream).unwrap(), expected, "{backend:?}");
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let Ok(ptx) = Program::new(HEAVY, ProgramOptions::default()).compile(CodeType::Ptx, &[]) else {
+        common::not_run("nvrtc", "no NVRTC to make the PTX");
+        return;
+    };
+    let regs = |code: &ObjectCode| {
+        code.get_kernel("heavy")
+            .unwrap()
+            .attribute(device, KernelAttribute::NumRegs)
+            .unwrap()
+    };
+    let free = ptx
+        .with_jit_options(cuda_core::JitOptions::default())
+        .unwrap();
+    let capped = ptx
+        .with_jit_options(
+            cuda_core::JitOptions::default()
+                .with_max_registers(32)
+                .with_verbose(true),
+        )
+        .unwrap();
+    let (free_regs, capped_regs) = (regs(&free), regs(&capped));
+    let log = capped.jit_log().unwrap();
+    println!("heavy: {free_regs} registers free, {capped_regs} capped; JIT log:\n{log}");
+    // Catches the cap not passed to cuLibraryLoadData (the kernel would keep its count).
+    assert!(free_regs > 32, "{free_regs}");
+    assert!(capped_regs <= 32, "{capped_regs}");
+    // Catches the info log not read back: with LOG_VERBOSE the JIT reports the registers.
+    assert!(log.contains("registers"), "{log}");
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
+    );
+    // PTX the JIT refuses: its error log in the error.
+    let bad = ObjectCode::from_ptx(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus_op; }\n",
+    );
+    let err = bad.load().unwrap_err();
+    println!("{err}");
+    // Catches the error log dropped: the driver's error alone is one line.
+    assert!(
+        matches!(&err, Error::Compile { log, .. } if log.lines().count() > 1),
+        "{err}"
+    );
 }
