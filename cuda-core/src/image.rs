@@ -20,16 +20,21 @@ pub enum CodeType {
     Fatbin,
     /// LTO-IR: intermediate code for link-time optimisation (nvJitLink only).
     LtoIr,
+    /// A static library (an `ar` archive, `.a`, such as the device runtime `libcudadevrt.a`):
+    /// a linker input only (`NVJITLINK_INPUT_LIBRARY`, `CU_JIT_INPUT_LIBRARY`), never loaded
+    /// alone.
+    Library,
 }
 
 impl CodeType {
-    /// The usual file extension: `ptx`, `cubin`, `fatbin`, `ltoir`.
+    /// The usual file extension: `ptx`, `cubin`, `fatbin`, `ltoir`, `a`.
     pub fn extension(self) -> &'static str {
         match self {
             CodeType::Ptx => "ptx",
             CodeType::Cubin => "cubin",
             CodeType::Fatbin => "fatbin",
             CodeType::LtoIr => "ltoir",
+            CodeType::Library => "a",
         }
     }
 
@@ -40,6 +45,7 @@ impl CodeType {
             CodeType::Cubin => "a cubin",
             CodeType::Fatbin => "a fatbin",
             CodeType::LtoIr => "LTO-IR",
+            CodeType::Library => "a static library",
         }
     }
 
@@ -49,6 +55,7 @@ impl CodeType {
             "cubin" => Some(CodeType::Cubin),
             "fatbin" => Some(CodeType::Fatbin),
             "ltoir" => Some(CodeType::LtoIr),
+            "a" => Some(CodeType::Library),
             _ => None,
         }
     }
@@ -56,6 +63,8 @@ impl CodeType {
 
 /// `\x7fELF`.
 const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
+/// An `ar` archive's first bytes (a static library).
+pub(crate) const AR_MAGIC: [u8; 8] = *b"!<arch>\n";
 /// A fatbin's magic number (little-endian).
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 /// `SHT_NOBITS`: a section that takes no bytes of the file.
@@ -68,6 +77,7 @@ const PN_XNUM: u16 = 0xffff;
 pub(crate) enum Kind {
     Elf,
     Fatbin,
+    Archive,
     Text,
 }
 
@@ -78,6 +88,8 @@ impl Kind {
             Kind::Elf
         } else if bytes.len() >= 4 && u32_at(bytes, 0) == Some(FATBIN_MAGIC) {
             Kind::Fatbin
+        } else if bytes.starts_with(&AR_MAGIC) {
+            Kind::Archive
         } else {
             Kind::Text
         }
@@ -87,31 +99,41 @@ impl Kind {
         match self {
             Kind::Elf => "an ELF image (a cubin)",
             Kind::Fatbin => "a fatbin",
-            Kind::Text => "neither an ELF image nor a fatbin (PTX text, or something else)",
+            Kind::Archive => "an ar archive (a static library)",
+            Kind::Text => {
+                "neither an ELF image, a fatbin nor an ar archive (PTX text, or something else)"
+            }
         }
     }
 }
 
-/// Checks that `bytes` are an image of `declared` type whose headers stay within them.
+/// Checks that `bytes` are an image of `declared` type whose headers stay within them. A
+/// static library is checked for its `ar` magic only (the linkers that take it read its
+/// members with the length they are given).
 pub(crate) fn check(declared: CodeType, bytes: &[u8]) -> Result<()> {
     let found = Kind::of(bytes);
     let expected = match declared {
         CodeType::Cubin => Kind::Elf,
         CodeType::Fatbin => Kind::Fatbin,
         CodeType::Ptx => Kind::Text,
+        CodeType::Library => Kind::Archive,
         // Never loaded: linked first.
         CodeType::LtoIr => return Ok(()),
     };
     if found != expected {
+        let declared = match declared {
+            CodeType::Library => "a static library, an ar archive (starting with !<arch>)",
+            other => other.describe(),
+        };
         return Err(bad(format!(
-            "the code is declared {}, but its bytes are {}",
-            declared.describe(),
+            "the code is declared {declared}, but its bytes are {}",
             found.describe()
         )));
     }
     match found {
         Kind::Elf => check_elf(bytes),
         Kind::Fatbin => check_fatbin(bytes),
+        Kind::Archive => Ok(()),
         Kind::Text if bytes.last() == Some(&0) => Ok(()),
         Kind::Text => Err(bad("PTX must end in a NUL byte".to_owned())),
     }

@@ -63,6 +63,14 @@ crate::options::options_table! {
         /// Which linker.
         backend: LinkerBackend, with_backend(LinkerBackend),
             @0 |_, _| None::<String>;
+        /// Link with the CUDA device runtime (`libcudadevrt.a`, found as
+        /// [`ObjectCode::device_runtime`] says), added as the last input: what a kernel that
+        /// launches kernels (dynamic parallelism: `<<<...>>>` in device code, compiled with
+        /// [`relocatable_device_code`](crate::ProgramOptions::relocatable_device_code)) needs.
+        /// Both linkers take it. A device runtime not found fails the link with
+        /// [`Error::Link`] naming the places looked at.
+        device_runtime: bool, with_device_runtime(bool),
+            @0 |_, _| None::<String>;
         /// The optimisation level (`-O<n>`; the driver's `CU_JIT_OPTIMIZATION_LEVEL`). nvJitLink
         /// takes 0 and 3, the driver 0 to 4.
         optimization_level: Option<u32>, with_optimization_level(u32) => some,
@@ -265,12 +273,36 @@ impl LinkerOptions {
     }
 }
 
-/// Links PTX, cubin, fatbin and LTO-IR inputs (compiled with relocatable device code) into one
-/// cubin, or LTO-IR into PTX: through nvJitLink when it is found (discovered like NVRTC:
+/// Links PTX, cubin, fatbin and LTO-IR inputs (compiled with relocatable device code) and
+/// static libraries ([`ObjectCode::from_library`], such as the device runtime:
+/// [`LinkerOptions::with_device_runtime`]) into one cubin, or LTO-IR into PTX: through nvJitLink when it is found (discovered like NVRTC:
 /// `CUDA_CORE_NVJITLINK_PATH`, the loader, the toolkit, the `nvidia-nvjitlink` wheels), else
 /// through the driver's linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), which
 /// cannot take LTO-IR nor make PTX: that is an error saying so. With LTO-IR inputs, nvJitLink
 /// links with `-lto`.
+///
+/// The linked code keeps the name expressions of its inputs ([`ObjectCode::name_expressions`],
+/// in input order), so that [`ObjectCode::get_kernel`] finds a kernel by the expression it was
+/// compiled with (`"scale<float>"`) on the linked code too. Where two inputs lowered the same
+/// expression to different names (two programs each with their own `scale<float>`, in
+/// different namespaces or with different definitions), the first input's is kept.
+///
+/// A kernel that launches kernels compiles, links with the device runtime and runs in three
+/// calls:
+///
+/// ```no_run
+/// use cuda_core::{CodeType, Linker, LinkerOptions, Program, ProgramOptions};
+///
+/// let source = r#"
+///     extern "C" __global__ void child(int* out) { out[threadIdx.x] = threadIdx.x; }
+///     extern "C" __global__ void parent(int* out) { child<<<1, 32>>>(out); }
+/// "#;
+/// let rdc = ProgramOptions::default().with_relocatable_device_code(true);
+/// let code = Program::new(source, rdc).compile(CodeType::LtoIr, &[])?;
+/// let linked = Linker::new(&[code], LinkerOptions::default().with_device_runtime(true)).link()?;
+/// let parent = linked.get_kernel("parent")?;
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 ///
 /// ```no_run
 /// use cuda_core::{CodeType, Linker, LinkerOptions, Program, ProgramOptions};
@@ -343,6 +375,22 @@ impl Linker {
                 reason: format!("the linker makes a cubin or PTX, not {}", target.describe()),
             });
         }
+        check_libraries(&self.inputs)?;
+        if self.options.device_runtime {
+            let mut inputs = self.inputs.clone();
+            inputs.push(ObjectCode::device_runtime()?);
+            let linker = Linker {
+                inputs,
+                options: self.options.clone().with_device_runtime(false),
+            };
+            return linker.link_as(target, self.inputs.len());
+        }
+        self.link_as(target, self.inputs.len())
+    }
+
+    /// [`Linker::link_to`] once the inputs are complete; the result is named after `given`
+    /// inputs (those the user gave).
+    fn link_as(&self, target: CodeType, given: usize) -> Result<ObjectCode> {
         let device = || match self.options.device {
             Some(device) => Ok(device),
             None => Device::current(),
@@ -357,7 +405,7 @@ impl Linker {
                             Some(arch) => arch.clone(),
                             None => device()?.arch()?,
                         };
-                        if let Some(linked) = self.link_with_nvjitlink(&arch, target)? {
+                        if let Some(linked) = self.link_with_nvjitlink(&arch, target, given)? {
                             return Ok(linked);
                         }
                         "nvJitLink was not found".to_owned()
@@ -394,6 +442,7 @@ impl Linker {
                 CodeType::Cubin => 0,
                 CodeType::Ptx => 1,
                 CodeType::Fatbin => 2,
+                CodeType::Library => 4,
                 CodeType::LtoIr => {
                     return Err(Error::Link {
                         log: format!(
@@ -413,14 +462,20 @@ impl Linker {
         let (cubin, log) = device()?
             .primary_context()?
             .with_current(|driver| driver.link(&inputs, &options))?;
-        let name = format!("linked({})", self.inputs.len());
+        let name = format!("linked({given})");
         Ok(ObjectCode::from_compiled(
             CodeType::Cubin,
             cubin,
             name,
             log,
-            Vec::new(),
+            self.name_expressions(),
         ))
+    }
+
+    /// The name expressions of every input, in input order; the first of an expression
+    /// lowered twice.
+    fn name_expressions(&self) -> Vec<(String, String)> {
+        merge_name_expressions(self.inputs.iter().map(ObjectCode::name_expressions))
     }
 
     /// Refuses, before nvJitLink runs (and before the device is asked for its architecture),
@@ -449,7 +504,12 @@ impl Linker {
     }
 
     /// Links with nvJitLink; `None` when there is none.
-    fn link_with_nvjitlink(&self, arch: &str, target: CodeType) -> Result<Option<ObjectCode>> {
+    fn link_with_nvjitlink(
+        &self,
+        arch: &str,
+        target: CodeType,
+        given: usize,
+    ) -> Result<Option<ObjectCode>> {
         let lto = self.inputs.iter().any(|o| o.code_type() == CodeType::LtoIr);
         let options = LinkerOptions {
             arch: Some(arch.to_owned()),
@@ -466,6 +526,7 @@ impl Linker {
                     CodeType::Ptx => 2,
                     CodeType::LtoIr => 3,
                     CodeType::Fatbin => 4,
+                    CodeType::Library => 6,
                 },
                 data: o.code(),
                 name: o.name(),
@@ -478,15 +539,44 @@ impl Linker {
         let Some((code, log)) = jit_link(&inputs, &options, output)? else {
             return Ok(None);
         };
-        let name = format!("linked({})", self.inputs.len());
+        let name = format!("linked({given})");
         Ok(Some(ObjectCode::from_compiled(
             target,
             code,
             name,
             log,
-            Vec::new(),
+            self.name_expressions(),
         )))
     }
+}
+
+/// Refuses a static library input whose bytes are not an `ar` archive, naming it, before any
+/// linker reads them.
+fn check_libraries(inputs: &[ObjectCode]) -> Result<()> {
+    for object in inputs.iter().filter(|o| o.code_type() == CodeType::Library) {
+        crate::image::check(CodeType::Library, object.code()).map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+                name: "inputs",
+                reason: format!("{}: {reason}", object.name()),
+            },
+            other => other,
+        })?;
+    }
+    Ok(())
+}
+
+/// Name expressions of several inputs as one table: each expression once, with the lowered
+/// name of the first input that has it.
+fn merge_name_expressions<'a>(
+    tables: impl IntoIterator<Item = &'a [(String, String)]>,
+) -> Vec<(String, String)> {
+    let mut merged: Vec<(String, String)> = Vec::new();
+    for (expression, lowered) in tables.into_iter().flatten() {
+        if !merged.iter().any(|(e, _)| e == expression) {
+            merged.push((expression.clone(), lowered.clone()));
+        }
+    }
+    merged
 }
 
 /// The version of the nvJitLink this process links with, `(major, minor)`; [`Error::Link`]
@@ -645,6 +735,29 @@ mod tests {
             .driver_options("")
             .unwrap_err();
         assert!(err.to_string().contains("0 to 4"), "{err}");
+    }
+
+    /// Each expression once, in input order, with its first input's lowered name (bugs
+    /// caught: a later input's name winning, an expression listed twice, one dropped).
+    #[test]
+    fn merged_name_expressions_keep_the_first_lowering_of_each() {
+        let pair = |e: &str, l: &str| (e.to_owned(), l.to_owned());
+        let one = [
+            pair("k<int>", "_ZN3one1kIiEEvPT_"),
+            pair("a<1>", "_Z1aILi1EEvv"),
+        ];
+        let two = [
+            pair("k<int>", "_ZN3two1kIiEEvPT_"),
+            pair("b<2>", "_Z1bILi2EEvv"),
+        ];
+        assert_eq!(
+            merge_name_expressions([&one[..], &[], &two[..]]),
+            [one[0].clone(), one[1].clone(), two[1].clone()]
+        );
+        assert_eq!(
+            merge_name_expressions([&two[..], &one[..]])[0],
+            two[0].clone()
+        );
     }
 
     #[test]

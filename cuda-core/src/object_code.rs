@@ -1,4 +1,5 @@
-//! Object code: PTX, cubin, fatbin or LTO-IR, loaded into the driver on first use.
+//! Object code: PTX, cubin, fatbin, LTO-IR or a static library, loaded into the driver on
+//! first use (with the JIT options of [`JitOptions`] where the driver compiles PTX).
 
 use std::ffi::CString;
 use std::fmt;
@@ -6,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::device::Device;
-use crate::driver::{driver, Driver, LibraryHandle};
+use crate::driver::{driver, Driver, LibraryHandle, LinkOptions};
 use crate::error::{Cause, DriverCode, Error, Result};
 use crate::global::Global;
 pub use crate::image::CodeType;
@@ -23,6 +24,10 @@ use crate::DevicePtr;
 /// checked against the bytes first. A cubin's ELF tables and sections, a fatbin's header and
 /// entries must lie within them, PTX must be text (it always gets its NUL), and the bytes must
 /// be of the type declared; anything else is [`Error::InvalidArgument`] naming what was found.
+///
+/// PTX is compiled by the driver's JIT as it loads, with the options of
+/// [`ObjectCode::with_jit_options`]; the JIT's info log is then [`ObjectCode::jit_log`], and a
+/// PTX the JIT refuses is [`Error::Compile`] with its error log.
 #[doc(alias = "CUlibrary")]
 #[derive(Clone)]
 pub struct ObjectCode {
@@ -40,6 +45,10 @@ struct ObjectInner {
     name: String,
     log: String,
     lowered: Vec<(String, String)>,
+    /// The JIT options of the load.
+    jit: JitOptions,
+    /// The JIT's info log of the load that was kept.
+    jit_log: OnceLock<String>,
     library: OnceLock<(LibraryHandle, &'static dyn Driver)>,
     /// The kernels taken so far, by symbol: asking again makes no driver call.
     kernels: Mutex<Vec<Arc<KernelInner>>>,
@@ -74,10 +83,22 @@ impl ObjectCode {
     /// Code of `code_type` from its parts (as a compile, a load or a cache entry gives them).
     pub(crate) fn new(
         code_type: CodeType,
+        code: Vec<u8>,
+        name: String,
+        log: String,
+        lowered: Vec<(String, String)>,
+    ) -> ObjectCode {
+        ObjectCode::with_parts(code_type, code, name, log, lowered, JitOptions::default())
+    }
+
+    /// [`ObjectCode::new`], loaded with `jit`.
+    fn with_parts(
+        code_type: CodeType,
         mut code: Vec<u8>,
         name: String,
         log: String,
         lowered: Vec<(String, String)>,
+        jit: JitOptions,
     ) -> ObjectCode {
         // The driver reads PTX as a C string.
         if code_type == CodeType::Ptx && code.last() != Some(&0) {
@@ -95,6 +116,8 @@ impl ObjectCode {
                 name,
                 log,
                 lowered,
+                jit,
+                jit_log: OnceLock::new(),
                 library: OnceLock::new(),
                 kernels: Mutex::new(Vec::new()),
                 symbols: OnceLock::new(),
@@ -115,7 +138,10 @@ impl ObjectCode {
     /// Code of the given type from bytes (PTX gets a terminating NUL if it lacks one).
     #[must_use]
     pub fn from_bytes(code_type: CodeType, code: impl Into<Vec<u8>>) -> ObjectCode {
-        let name = format!("<{} bytes>", code_type.extension());
+        let name = match code_type {
+            CodeType::Library => "<library bytes>".to_owned(),
+            _ => format!("<{} bytes>", code_type.extension()),
+        };
         ObjectCode::new(code_type, code.into(), name, String::new(), Vec::new())
     }
 
@@ -143,9 +169,46 @@ impl ObjectCode {
         ObjectCode::from_bytes(CodeType::LtoIr, code)
     }
 
-    /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`)
-    /// unless given. A file that cannot be read is [`Error::Io`], with the I/O error as its
-    /// source.
+    /// A static library (an `ar` archive, the bytes of a `.a` file, such as the device runtime
+    /// `libcudadevrt.a`): an input of a [`Linker`](crate::Linker), which passes it as
+    /// `NVJITLINK_INPUT_LIBRARY` or `CU_JIT_INPUT_LIBRARY`, and refuses it, before any linker
+    /// runs, when it does not start as an archive does (`!<arch>\n`). It cannot be loaded alone:
+    /// [`ObjectCode::get_kernel`] and the other loads of one are [`Error::InvalidArgument`].
+    /// [`ObjectCode::device_runtime`] finds the device runtime's.
+    #[must_use]
+    pub fn from_library(code: impl Into<Vec<u8>>) -> ObjectCode {
+        ObjectCode::from_bytes(CodeType::Library, code)
+    }
+
+    /// The CUDA device runtime, `libcudadevrt.a`, as a static library: what a kernel that
+    /// launches kernels (dynamic parallelism, compiled with relocatable device code) is
+    /// linked with. [`LinkerOptions::with_device_runtime`](crate::LinkerOptions) adds it to a
+    /// link; this is the same library, for a link that lists its inputs itself.
+    ///
+    /// It is looked for, once a process, as nvJitLink is: `CUDA_CORE_CUDADEVRT_PATH` (that
+    /// file alone), then `lib64` and `targets/*/lib` of `$CUDA_HOME`, `$CUDA_PATH` and
+    /// `/usr/local/cuda`, then the runtime wheels in Python's `site-packages`
+    /// (`nvidia/cu13/lib/libcudadevrt.a` of `nvidia-cuda-runtime` for CUDA 13,
+    /// `nvidia/cuda_runtime/lib/libcudadevrt.a` of `nvidia-cuda-runtime-cu12` for 12), the
+    /// major of the nvJitLink in use first. A toolkit's comes before a wheel's whatever its
+    /// major: where a toolkit of another major than nvJitLink's is installed, set the
+    /// variable. None found is [`Error::Link`] naming every place looked at; a file that
+    /// cannot be read, [`Error::Io`].
+    #[doc(alias = "libcudadevrt")]
+    pub fn device_runtime() -> Result<ObjectCode> {
+        static FOUND: OnceLock<std::result::Result<std::path::PathBuf, String>> = OnceLock::new();
+        let path = FOUND
+            .get_or_init(crate::driver::device_runtime_path)
+            .as_ref()
+            .map_err(|why| Error::Link {
+                log: format!("the device runtime was not found: {why}"),
+            })?;
+        ObjectCode::from_file(path, Some(CodeType::Library))
+    }
+
+    /// Code from a file; its type from the extension (`.ptx`, `.cubin`, `.fatbin`, `.ltoir`,
+    /// `.a` for a static library) unless given. A file that cannot be read is [`Error::Io`],
+    /// with the I/O error as its source.
     pub fn from_file(path: impl AsRef<Path>, code_type: Option<CodeType>) -> Result<ObjectCode> {
         let path = path.as_ref();
         let code_type = match code_type {
@@ -157,8 +220,8 @@ impl ObjectCode {
                 .ok_or_else(|| Error::InvalidArgument {
                     name: "path",
                     reason: format!(
-                        "cannot tell the code type of {}: name it, or use a .ptx, .cubin, .fatbin \
-                         or .ltoir extension",
+                        "cannot tell the code type of {}: name it, or use a .ptx, .cubin, \
+                         .fatbin, .ltoir or .a extension",
                         path.display()
                     ),
                 })?,
@@ -212,10 +275,83 @@ impl ObjectCode {
         &self.inner.lowered
     }
 
+    /// The same code, not loaded yet, loaded with these JIT options: they apply where the
+    /// driver compiles PTX as it loads (PTX, or a fatbin's PTX for a device it has no cubin
+    /// for), and a cubin ignores them. The clone keeps the name, log and name expressions; the
+    /// code is copied once. An optimisation level above 4 is [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, Device, JitOptions, KernelAttribute, Program, ProgramOptions};
+    ///
+    /// let ptx = Program::new(
+    ///     r#"extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }"#,
+    ///     ProgramOptions::default(),
+    /// )
+    /// .compile(CodeType::Ptx, &[])?;
+    /// let code = ptx.with_jit_options(JitOptions::default().with_max_registers(32).with_verbose(true))?;
+    /// let kernel = code.get_kernel("k")?; // the driver compiles the PTX here
+    /// println!("{}", code.jit_log().unwrap_or_default()); // ptxas's report, where it writes one
+    /// let registers = kernel.attribute(Device::new(0)?, KernelAttribute::NumRegs)?;
+    /// assert!(registers <= 32);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("CUjit_option", "CU_JIT_MAX_REGISTERS", "CU_JIT_INFO_LOG_BUFFER"))]
+    pub fn with_jit_options(&self, options: JitOptions) -> Result<ObjectCode> {
+        if let Some(level) = options.optimization_level {
+            if level > 4 {
+                return Err(Error::InvalidArgument {
+                    name: "options",
+                    reason: format!("optimization_level {level}: the driver's JIT takes 0 to 4"),
+                });
+            }
+        }
+        Ok(ObjectCode::with_parts(
+            self.inner.code_type,
+            self.code().to_vec(),
+            self.inner.name.clone(),
+            self.inner.log.clone(),
+            self.inner.lowered.clone(),
+            options,
+        ))
+    }
+
+    /// The JIT options it is loaded with ([`ObjectCode::with_jit_options`]).
+    pub fn jit_options(&self) -> &JitOptions {
+        &self.inner.jit
+    }
+
+    /// The info log the driver's JIT wrote as it loaded the code (ptxas's report with
+    /// [`JitOptions::verbose`]); `None` before the code is loaded (on the first
+    /// [`ObjectCode::get_kernel`], or by [`ObjectCode::load`]). Empty where the JIT wrote
+    /// nothing, as for a cubin.
+    pub fn jit_log(&self) -> Option<&str> {
+        self.inner.jit_log.get().map(String::as_str)
+    }
+
+    /// Loads the code now, rather than on its first use, and returns the JIT's info log (as
+    /// [`ObjectCode::jit_log`]). Loading twice loads once. A PTX the JIT refuses is
+    /// [`Error::Compile`] with the JIT's error log; LTO-IR and a static library, which must be
+    /// linked first, are refused.
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn load(&self) -> Result<&str> {
+        self.library()?;
+        Ok(self.jit_log().unwrap_or_default())
+    }
+
     /// Loads the code (once) and returns the library handle.
     fn library(&self) -> Result<(LibraryHandle, &'static dyn Driver)> {
         if let Some(loaded) = self.inner.library.get() {
             return Ok(*loaded);
+        }
+        if self.inner.code_type == CodeType::Library {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!(
+                    "{} is a static library, which cannot be loaded alone: link it with the \
+                     code that uses it (Linker) and load the linked code",
+                    self.inner.name
+                ),
+            });
         }
         if self.inner.code_type == CodeType::LtoIr {
             return Err(Error::Link {
@@ -229,12 +365,25 @@ impl ObjectCode {
         // The driver follows the image's own headers: check them against our bytes first.
         crate::image::check(self.inner.code_type, self.code())?;
         let driver = driver()?;
-        let library = driver.library_load_data(&self.inner.code)?;
+        let (library, logs) = driver.library_load_data(&self.inner.code, &self.inner.jit.raw());
+        let library = library.map_err(|e| {
+            if logs.error.is_empty() {
+                e
+            } else {
+                Error::Compile {
+                    program: self.inner.name.clone(),
+                    log: format!("{e}\n{}", logs.error),
+                }
+            }
+        })?;
         if self.inner.library.set((library, driver)).is_err() {
             // Another thread loaded it first: keep theirs.
             if let Err(e) = driver.library_unload(library) {
                 log::error!("unloading a duplicate load of {}: {e}", self.inner.name);
             }
+        } else {
+            // The load kept is this one: its log with it.
+            let _ = self.inner.jit_log.set(logs.info);
         }
         self.inner
             .library
@@ -404,6 +553,56 @@ impl ObjectCode {
             .kernels
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The driver's JIT options for code it compiles as it loads it (PTX): see
+/// [`ObjectCode::with_jit_options`]. Each field is one `CUjit_option` of `cuLibraryLoadData`;
+/// the info and error logs are always asked for ([`ObjectCode::jit_log`], and the log of an
+/// [`Error::Compile`]).
+///
+/// ```
+/// use cuda_core::JitOptions;
+///
+/// let options = JitOptions::default().with_max_registers(32).with_optimization_level(3);
+/// assert_eq!(options.max_registers, Some(32));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUjit_option")]
+pub struct JitOptions {
+    /// A register limit per thread (`CU_JIT_MAX_REGISTERS`).
+    pub max_registers: Option<u32>,
+    /// The optimisation level, 0 to 4 (`CU_JIT_OPTIMIZATION_LEVEL`; the driver's default is 4).
+    pub optimization_level: Option<u32>,
+    /// Debug information (`CU_JIT_GENERATE_DEBUG_INFO`).
+    pub debug: bool,
+    /// Line information for profilers (`CU_JIT_GENERATE_LINE_INFO`).
+    pub line_info: bool,
+    /// Verbose messages, such as ptxas's register counts, in the info log
+    /// (`CU_JIT_LOG_VERBOSE`).
+    pub verbose: bool,
+}
+
+crate::options::chainers!(JitOptions {
+    with_max_registers(max_registers: u32) => some;
+    with_optimization_level(optimization_level: u32) => some;
+    with_debug(debug: bool);
+    with_line_info(line_info: bool);
+    with_verbose(verbose: bool);
+});
+
+impl JitOptions {
+    /// The options in the driver layer's neutral form.
+    fn raw(&self) -> LinkOptions {
+        LinkOptions {
+            optimization_level: self.optimization_level,
+            max_registers: self.max_registers,
+            debug: self.debug,
+            line_info: self.line_info,
+            verbose: self.verbose,
+            wall_time: false,
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 //! NVRTC 12 (`CUDA_CORE_NVRTC_PATH`, `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`), which makes nvJitLink
 //! 12 the one loaded. Each option's effect is read where a CPU can see it: the linked PTX,
 //! ptxas's report in the info log, the cubin's section names. The GPU tests read what only a
-//! device shows (a kernel's register count) and run the driver's linker.
+//! device shows (a kernel's register count) and run the driver's linker. The driver's JIT
+//! options at load time (`ObjectCode::with_jit_options`) are checked against the stand-in
+//! driver (the option codes it is given, the logs it writes) and on a GPU.
 
 use crate::common;
 
@@ -747,5 +749,408 @@ fn the_driver_backend_links_with_typed_options_and_runs() {
     assert_close(
         &run_heavy(&debug, &heavy_input()),
         &run_heavy(&free, &heavy_input()),
+    );
+}
+
+// Static libraries, the device runtime, name expressions through a link, and the driver's JIT
+// options at load time.
+
+/// The device runtime, or `None` with the reason printed (failing where `cudadevrt` is
+/// required).
+fn device_runtime() -> Option<ObjectCode> {
+    match ObjectCode::device_runtime() {
+        Ok(devrt) => Some(devrt),
+        Err(e) => {
+            common::not_run("cudadevrt", &format!("no libcudadevrt.a: {e}"));
+            None
+        }
+    }
+}
+
+/// A parent kernel that launches a child grid per block (dynamic parallelism): each child
+/// thread writes `3 * i + block` to its element.
+const DYNAMIC: &str = r#"
+extern "C" __global__ void child(int* out, int offset) {
+    int i = offset + threadIdx.x;
+    out[i] = 3 * i + (offset / 32);
+}
+extern "C" __global__ void parent(int* out) {
+    if (threadIdx.x == 0) child<<<1, 32>>>(out, blockIdx.x * 32);
+}
+"#;
+
+/// What [`DYNAMIC`]'s parent on `blocks` blocks leaves in its buffer, on the CPU.
+fn dynamic_expected(blocks: usize) -> Vec<i32> {
+    (0..blocks * 32)
+        .map(|i| 3 * i as i32 + (i / 32) as i32)
+        .collect()
+}
+
+#[test]
+fn a_static_library_is_an_archive_by_extension_and_is_never_loaded_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libthing.a");
+    std::fs::write(&path, b"!<arch>\n").unwrap();
+    let library = ObjectCode::from_file(&path, None).unwrap();
+    // Catches `.a` not recognised (the call would be refused for want of a type).
+    assert_eq!(library.code_type(), CodeType::Library);
+    assert_eq!(CodeType::Library.extension(), "a");
+    // Catches a library handed to cuLibraryLoadData, which would fail with a driver error or
+    // read it as another image type: refused before any driver call, naming what to do.
+    for err in [
+        library.get_kernel("k").unwrap_err(),
+        library.kernel_names().unwrap_err(),
+        library.load().unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "self", reason }
+                if reason.contains("static library") && reason.contains("libthing.a")),
+            "{err}"
+        );
+    }
+    // Catches bytes that are not an archive reaching a linker (which reads what it is told is
+    // an archive): refused by name, before any linker runs, with any backend.
+    for backend in [LinkerBackend::Auto, LinkerBackend::Driver] {
+        let err = Linker::new(
+            &[ObjectCode::from_library(b"\x7fELF not an archive".to_vec())],
+            LinkerOptions::default()
+                .with_arch("90")
+                .with_backend(backend),
+        )
+        .link()
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { name: "inputs", reason }
+                if reason.contains("<library bytes>") && reason.contains("ar archive")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_kernel_that_launches_kernels_links_with_the_device_runtime_and_not_without() {
+    if !nvjitlink() {
+        return;
+    }
+    let Some(devrt) = device_runtime() else {
+        return;
+    };
+    assert_eq!(devrt.code_type(), CodeType::Library);
+    assert!(devrt.code().starts_with(b"!<arch>\n"));
+    println!("device runtime: {}", devrt.name());
+    for target in [CodeType::LtoIr, CodeType::Cubin] {
+        let code = Program::new(DYNAMIC, rdc())
+            .with_name("dynamic.cu")
+            .compile(target, &[])
+            .unwrap();
+        // Catches the option adding nothing (the child launch's runtime calls stay undefined)
+        // and a library input passed as another input type.
+        let linked = Linker::new(std::slice::from_ref(&code), jit().with_device_runtime(true))
+            .link()
+            .unwrap();
+        assert!(linked.code().starts_with(b"\x7fELF"), "{target:?}");
+        // Named after the input given, not the library added.
+        assert_eq!(linked.name(), "linked(1)");
+        // The library given as an input instead links the same way.
+        Linker::new(&[code.clone(), devrt.clone()], jit())
+            .link()
+            .unwrap();
+        // Without it the link fails: what proves the two links above used it.
+        let err = Linker::new(std::slice::from_ref(&code), jit())
+            .link()
+            .unwrap_err();
+        assert!(matches!(&err, Error::Link { .. }), "{target:?}: {err}");
+    }
+}
+
+/// Two programs whose `k<int>` are different kernels (one in each namespace).
+fn namespaced(space: &str) -> ObjectCode {
+    let source = format!(
+        "namespace {space} {{ template <typename T> __global__ void k(T* x) {{ x[0] = 1; }} }}
+         using namespace {space};
+         template <typename T> __global__ void scale_{space}(T* x, T a) {{ x[threadIdx.x] *= a; }}"
+    );
+    Program::new(source, rdc())
+        .with_name(format!("{space}.cu"))
+        .compile(
+            CodeType::LtoIr,
+            &["k<int>", &format!("scale_{space}<float>")],
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_linked_object_keeps_every_inputs_name_expressions_the_first_where_two_differ() {
+    if !nvjitlink() {
+        return;
+    }
+    let (one, two) = (namespaced("one"), namespaced("two"));
+    let (k_one, k_two) = (
+        one.lowered_name("k<int>").unwrap().to_owned(),
+        two.lowered_name("k<int>").unwrap().to_owned(),
+    );
+    assert_ne!(k_one, k_two);
+    for target in [CodeType::Cubin, CodeType::Ptx] {
+        let linked = Linker::new(&[one.clone(), two.clone()], jit())
+            .link_to(target)
+            .unwrap();
+        // Catches the table dropped by the link (get_kernel("scale_one<float>") would then
+        // ask the driver for a kernel of that literal name).
+        assert_eq!(
+            linked.lowered_name("scale_one<float>"),
+            one.lowered_name("scale_one<float>")
+        );
+        assert_eq!(
+            linked.lowered_name("scale_two<float>"),
+            two.lowered_name("scale_two<float>")
+        );
+        // Catches the last input's winning a conflict, or the expression listed twice.
+        assert_eq!(linked.lowered_name("k<int>"), Some(k_one.as_str()));
+        let expressions: Vec<&str> = linked
+            .name_expressions()
+            .iter()
+            .map(|(e, _)| e.as_str())
+            .collect();
+        assert_eq!(
+            expressions,
+            ["k<int>", "scale_one<float>", "scale_two<float>"],
+            "{target:?}"
+        );
+        // The lowered names are the linked code's symbols.
+        if target == CodeType::Ptx {
+            let ptx = String::from_utf8_lossy(linked.code());
+            for (_, lowered) in linked.name_expressions() {
+                assert!(ptx.contains(&format!(".entry {lowered}")), "{lowered}");
+            }
+        }
+    }
+    // In the other order, the other's.
+    let swapped = Linker::new(&[two, one], jit()).link().unwrap();
+    assert_eq!(swapped.lowered_name("k<int>"), Some(k_two.as_str()));
+}
+
+#[test]
+fn jit_options_reach_culibraryloaddata_with_both_logs() {
+    common::standin::run(
+        module_path!(),
+        "jit_options_reach_culibraryloaddata_with_both_logs",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n");
+            // Catches the log buffers not passed: 4 options (the two buffers and their sizes).
+            assert_eq!(ptx.load().unwrap(), "stand-in JIT: 4 options");
+            assert!(standin::last_call("cuLibraryLoadData").contains("jit_options=4 codes=3,4,5,6"));
+            let options = cuda_core::JitOptions::default()
+                .with_max_registers(32)
+                .with_optimization_level(2)
+                .with_verbose(true);
+            let capped = ptx.with_jit_options(options.clone()).unwrap();
+            assert_eq!(capped.jit_options(), &options);
+            // Catches a log read before any load.
+            assert_eq!(capped.jit_log(), None);
+            capped.get_kernel("k1").unwrap();
+            // Catches the options left out of the load: MAX_REGISTERS 0, OPTIMIZATION_LEVEL 7,
+            // LOG_VERBOSE 12 after the logs.
+            let call = standin::last_call("cuLibraryLoadData");
+            assert!(
+                call.contains("jit_options=7 codes=3,4,5,6,7,0,12"),
+                "{call}"
+            );
+            // Catches the info log lost after the load.
+            assert_eq!(capped.jit_log(), Some("stand-in JIT: 7 options"));
+            // A second load loads nothing more.
+            standin::clear_log();
+            capped.load().unwrap();
+            assert!(standin::calls("cuLibraryLoadData").is_empty());
+            // Catches a level the driver does not take reaching it.
+            let err = ptx
+                .with_jit_options(cuda_core::JitOptions::default().with_optimization_level(5))
+                .unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    Error::InvalidArgument {
+                        name: "options",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_failed_jit_is_a_compile_error_with_the_jits_error_log() {
+    common::standin::run(
+        module_path!(),
+        "a_failed_jit_is_a_compile_error_with_the_jits_error_log",
+        &[],
+        &[("STANDIN_JIT_FAIL", "1")],
+        || {
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n");
+            let err = ptx.get_kernel("k1").unwrap_err();
+            // Catches the error log dropped (the user would see only INVALID_PTX).
+            assert!(
+                matches!(&err, Error::Compile { program, log }
+                    if program == "<ptx bytes>"
+                        && log.contains("cuLibraryLoadData failed")
+                        && log.contains("(218)")
+                        && log.contains("stand-in JIT: ptxas fatal error")),
+                "{err}"
+            );
+            assert_eq!(ptx.jit_log(), None);
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_launching_kernels_runs_after_a_link_with_the_device_runtime() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    let device = common::device();
+    device.set_current().unwrap();
+    if !nvjitlink() {
+        return;
+    }
+    let Some(_) = device_runtime() else {
+        return;
+    };
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = device.memory_resource().unwrap();
+    let blocks = 8;
+    let rdc = ProgramOptions::default().with_relocatable_device_code(true);
+    for (target, backend) in [
+        (CodeType::LtoIr, LinkerBackend::Auto),
+        (CodeType::Cubin, LinkerBackend::Auto),
+        (CodeType::Cubin, LinkerBackend::Driver),
+    ] {
+        // The three calls: compile, link with the device runtime, take the kernel.
+        let code = Program::new(DYNAMIC, rdc.clone())
+            .compile(target, &[])
+            .unwrap();
+        let linked = Linker::new(
+            &[code],
+            LinkerOptions::default()
+                .with_device_runtime(true)
+                .with_backend(backend),
+        )
+        .link()
+        .unwrap();
+        let parent = linked.get_kernel("parent").unwrap();
+        let mut out = pool.allocate(4 * 32 * blocks, &stream).unwrap();
+        out.fill(0xffff_ffffu32, &stream).unwrap();
+        // SAFETY: each of the `blocks` children writes its 32 ints of `out`.
+        unsafe {
+            launch(
+                &stream,
+                &LaunchConfig::new([blocks as u32, 1, 1], [32, 1, 1]),
+                &parent,
+                &[&out],
+            )
+        }
+        .unwrap();
+        // Catches children that did not run (the fill's -1 stays) or ran with other
+        // arguments.
+        assert_eq!(
+            out.to_vec::<i32>(&stream).unwrap(),
+            dynamic_expected(blocks),
+            "{target:?} {backend:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_template_kernel_is_found_by_its_name_expression_after_a_link() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    let device = common::device();
+    device.set_current().unwrap();
+    if !nvjitlink() {
+        return;
+    }
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = device.memory_resource().unwrap();
+    let rdc = ProgramOptions::default().with_relocatable_device_code(true);
+    let source = "template <typename T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }";
+    for (target, backend) in [
+        (CodeType::LtoIr, LinkerBackend::Auto),
+        (CodeType::Ptx, LinkerBackend::Driver),
+    ] {
+        let code = Program::new(source, rdc.clone())
+            .compile(target, &["scale<float>"])
+            .unwrap();
+        let linked = Linker::new(&[code], LinkerOptions::default().with_backend(backend))
+            .link()
+            .unwrap();
+        // Catches the expression lost by the link: the driver has no kernel of that name.
+        let kernel = linked.get_kernel("scale<float>").unwrap();
+        let mut x = pool.allocate(4 * 32, &stream).unwrap();
+        let input: Vec<f32> = (0..32).map(|i| i as f32).collect();
+        x.copy_from_host(&input, &stream).unwrap();
+        // SAFETY: 32 threads scale the 32 floats of `x`.
+        unsafe {
+            launch(
+                &stream,
+                &LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+                &kernel,
+                &[&x, &2.5f32],
+            )
+        }
+        .unwrap();
+        let expected: Vec<f32> = input.iter().map(|v| v * 2.5).collect();
+        assert_eq!(x.to_vec::<f32>(&stream).unwrap(), expected, "{backend:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let Ok(ptx) = Program::new(HEAVY, ProgramOptions::default()).compile(CodeType::Ptx, &[]) else {
+        common::not_run("nvrtc", "no NVRTC to make the PTX");
+        return;
+    };
+    let regs = |code: &ObjectCode| {
+        code.get_kernel("heavy")
+            .unwrap()
+            .attribute(device, KernelAttribute::NumRegs)
+            .unwrap()
+    };
+    let free = ptx
+        .with_jit_options(cuda_core::JitOptions::default())
+        .unwrap();
+    let capped = ptx
+        .with_jit_options(
+            cuda_core::JitOptions::default()
+                .with_max_registers(32)
+                .with_verbose(true),
+        )
+        .unwrap();
+    let (free_regs, capped_regs) = (regs(&free), regs(&capped));
+    let log = capped.jit_log().unwrap();
+    println!("heavy: {free_regs} registers free, {capped_regs} capped; JIT log:\n{log}");
+    // Catches the cap not passed to cuLibraryLoadData (the kernel would keep its count).
+    assert!(free_regs > 32, "{free_regs}");
+    assert!(capped_regs <= 32, "{capped_regs}");
+    // Catches the info log not read back: with LOG_VERBOSE the JIT reports the registers.
+    assert!(log.contains("registers"), "{log}");
+    assert_close(
+        &run_heavy(&capped, &heavy_input()),
+        &run_heavy(&free, &heavy_input()),
+    );
+    // PTX the JIT refuses: its error log in the error.
+    let bad = ObjectCode::from_ptx(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus_op; }\n",
+    );
+    let err = bad.load().unwrap_err();
+    println!("{err}");
+    // Catches the error log dropped: the driver's error alone is one line.
+    assert!(
+        matches!(&err, Error::Compile { log, .. } if log.lines().count() > 1),
+        "{err}"
     );
 }

@@ -14,6 +14,9 @@
 //! - [`nvvm`]: the same for libNVVM, the compiler of NVVM IR to PTX: its types, table and
 //!   search, and where its libdevice lies.
 //!
+//! - [`devrt`]: the search for the device runtime `libcudadevrt.a`, the static library that
+//!   kernels launching kernels are linked with (a file, found by path; never loaded here).
+//!
 //! Nothing links to NVRTC, nvJitLink or libNVVM at build time. The safe API is in `cuda-core`.
 //!
 //! ```no_run
@@ -28,6 +31,7 @@
 //! }
 //! ```
 
+pub mod devrt;
 mod loader;
 pub mod nvjitlink;
 mod nvrtc;

@@ -31,6 +31,10 @@ pub trait Discoverable: Sized {
     /// The names, variable and layouts to look for.
     const SPEC: &'static LibrarySpec;
 
+    /// Whether the names are also handed to the dynamic loader, which searches its own path
+    /// (a shared library); `false` for a file found by its path only (a static library).
+    const BY_LOADER: bool = true;
+
     /// Loads the library from one candidate, or says why it could not.
     fn open(candidate: &Candidate) -> Result<Self, String>;
 }
@@ -103,7 +107,9 @@ impl fmt::Display for Candidate {
 /// `CUDA_CORE_NVJITLINK_PATH`, `libnvJitLink.so.*`, and the wheel folders `nvidia/cu13/lib` and
 /// `nvidia/nvjitlink/lib`; libNVVM's are `CUDA_CORE_NVVM_PATH`, `libnvvm.so.4` and
 /// `libnvvm.so`, the toolkit's `nvvm/lib64`, and the wheel folders `nvidia/cu13/lib` and
-/// `nvidia/cuda_nvcc/nvvm/lib64`):
+/// `nvidia/cuda_nvcc/nvvm/lib64`; the device runtime's are `CUDA_CORE_CUDADEVRT_PATH`,
+/// `libcudadevrt.a` as a file only (step 2 is skipped: [`Discoverable::BY_LOADER`]), and the
+/// wheel folders `nvidia/cu13/lib` and `nvidia/cuda_runtime/lib`):
 ///
 /// 1. `CUDA_CORE_NVRTC_PATH`, when set: then that file alone is tried, so that a wrong override
 ///    is an error rather than silently another library;
@@ -218,7 +224,11 @@ impl<L: Discoverable> Discovery<L> {
             return vec![Candidate::File(path.clone())];
         }
         let names = self.ordered_sonames();
-        let mut out: Vec<Candidate> = names.iter().map(|name| Candidate::Soname(name)).collect();
+        let mut out: Vec<Candidate> = if L::BY_LOADER {
+            names.iter().map(|name| Candidate::Soname(name)).collect()
+        } else {
+            Vec::new()
+        };
         for root in &self.toolkit_roots {
             for dir in L::SPEC.toolkit_dirs.iter().flat_map(|d| expand(root, d)) {
                 out.extend(

@@ -1,9 +1,11 @@
 //! cuda-nvrtc-sys's integration tests: one binary, one module per area. Discovery is tested
 //! over temporary directory layouts; the real NVRTC, nvJitLink and libNVVM of each major where they are
-//! installed (`CUDA_CORE_TEST_REQUIRE` makes a missing one fail).
+//! installed (`CUDA_CORE_TEST_REQUIRE` makes a missing one fail); the device runtime archive's
+//! search likewise over temporary layouts.
 
 mod common;
 
+mod devrt;
 mod discovery;
 mod environment;
 mod nvjitlink_discovery;

@@ -57,6 +57,9 @@ pub(crate) fn encode(code: &ObjectCode) -> Vec<u8> {
         CodeType::Cubin => 1,
         CodeType::Fatbin => 2,
         CodeType::LtoIr => 3,
+        // Never a compile's output, but an `ObjectCode` all the same; an older reader of
+        // this format takes the byte it does not know for a miss.
+        CodeType::Library => 4,
     });
     let mut put = |bytes: &[u8]| {
         out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -83,6 +86,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<ObjectCode> {
         1 => CodeType::Cubin,
         2 => CodeType::Fatbin,
         3 => CodeType::LtoIr,
+        4 => CodeType::Library,
         _ => return None,
     };
     let mut take = || -> Option<&[u8]> {
@@ -143,6 +147,28 @@ mod tests {
         let mut other_kind = bytes;
         other_kind[CODE_MAGIC.len()] = 9;
         assert!(decode(&other_kind).is_none());
+    }
+
+    /// Each code type keeps the byte it was stored with, so that entries written before the
+    /// static library type was added read as before (bugs caught: a type renumbered, which
+    /// would turn old entries into misses or into another type; the library type not kept).
+    #[test]
+    fn each_code_type_has_its_stored_byte_and_comes_back() {
+        let types = [
+            (CodeType::Ptx, 0),
+            (CodeType::Cubin, 1),
+            (CodeType::Fatbin, 2),
+            (CodeType::LtoIr, 3),
+            (CodeType::Library, 4),
+        ];
+        for (code_type, byte) in types {
+            let code = ObjectCode::from_bytes(code_type, b"!<arch>\nbytes".to_vec());
+            let bytes = encode(&code);
+            assert_eq!(bytes[CODE_MAGIC.len()], byte, "{code_type:?}");
+            let back = decode(&bytes).unwrap();
+            assert_eq!(back.code_type(), code_type);
+            assert_eq!(back.code(), code.code());
+        }
     }
 
     /// A header names its payload's length and checksum (bugs caught: a length or a checksum

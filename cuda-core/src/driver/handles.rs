@@ -164,8 +164,9 @@ pub(crate) struct LinkInput<'a> {
     pub(crate) name: &'a std::ffi::CStr,
 }
 
-/// The options of the driver's linker (`cuLinkCreate`), in neutral form: each is one
-/// `CUjit_option`, left out when unset.
+/// The options of the driver's linker (`cuLinkCreate`) and of its JIT compile of PTX at load
+/// time (`cuLibraryLoadData`), in neutral form: each is one `CUjit_option`, left out when
+/// unset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LinkOptions {
     /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4).
@@ -180,6 +181,14 @@ pub(crate) struct LinkOptions {
     pub(crate) verbose: bool,
     /// `CU_JIT_WALL_TIME`: the link's wall time, in milliseconds, appended to the info log.
     pub(crate) wall_time: bool,
+}
+
+/// The logs the driver's JIT wrote while it loaded code (`CU_JIT_INFO_LOG_BUFFER` and
+/// `CU_JIT_ERROR_LOG_BUFFER`), up to their first NUL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct JitLogs {
+    pub(crate) info: String,
+    pub(crate) error: String,
 }
 
 /// A `CUdevResource`, held as bytes large enough for either header's layout (the 13 header

@@ -52,7 +52,9 @@ pub(crate) use self::handles::{
     LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
 };
 pub(crate) use self::load::{driver, loaded};
-pub(crate) use self::nvjitlink::{jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput};
+pub(crate) use self::nvjitlink::{
+    device_runtime_path, jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput,
+};
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
 };

@@ -36,6 +36,21 @@ pub(crate) fn nvjitlink_info() -> std::result::Result<((u32, u32), std::path::Pa
         .map_err(str::to_owned)
 }
 
+/// Where the device runtime `libcudadevrt.a` is, preferring the major of the nvJitLink in use
+/// (else of NVRTC, else of the driver ABI): a toolkit's, or a runtime wheel's (see
+/// `cuda_nvrtc_sys::devrt`). `Err` says every place looked at.
+pub(crate) fn device_runtime_path() -> std::result::Result<std::path::PathBuf, String> {
+    let major = nvjitlink()
+        .map(|n| n.version().0)
+        .or_else(|_| super::nvrtc().map(|n| n.version().0 as u32))
+        .or_else(|_| super::load::loaded().map(|l| l.driver.abi().major()))
+        .unwrap_or(13);
+    cuda_nvrtc_sys::devrt::DeviceRuntimeSearch::from_env(major)
+        .load()
+        .map(|devrt| devrt.path().to_path_buf())
+        .map_err(|e| e.to_string())
+}
+
 /// Which linker a link of [`LinkerBackend::Auto`](crate::LinkerBackend) uses, exactly, for
 /// program cache keys: nvJitLink's file (by path, size and modification time) where it is
 /// loaded, or before it loads where discovery would find it (found without loading it, so

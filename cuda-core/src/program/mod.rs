@@ -183,10 +183,13 @@ impl Program {
             CodeType::Ptx => NvrtcOutput::Ptx,
             CodeType::Cubin => NvrtcOutput::Cubin,
             CodeType::LtoIr => NvrtcOutput::LtoIr,
-            CodeType::Fatbin => {
+            CodeType::Fatbin | CodeType::Library => {
                 return Err(Error::InvalidArgument {
                     name: "target",
-                    reason: "NVRTC compiles to PTX, cubin or LTO-IR, not fatbin".to_owned(),
+                    reason: format!(
+                        "NVRTC compiles to PTX, cubin or LTO-IR, not {}",
+                        target.describe()
+                    ),
                 })
             }
         };

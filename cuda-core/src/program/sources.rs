@@ -257,10 +257,13 @@ pub(crate) fn compile(
 ) -> Result<ObjectCode> {
     let kind = program.kind();
     no_name_expressions(kind, name_expressions)?;
-    if target == CodeType::Fatbin {
+    if matches!(target, CodeType::Fatbin | CodeType::Library) {
         return Err(Error::InvalidArgument {
             name: "target",
-            reason: format!("a {kind} program compiles to PTX, a cubin or LTO-IR, not a fatbin"),
+            reason: format!(
+                "a {kind} program compiles to PTX, a cubin or LTO-IR, not {}",
+                target.describe()
+            ),
         });
     }
     if kind == ProgramKind::Ptx && target == CodeType::LtoIr {

@@ -56,6 +56,7 @@
  *                            the CUDA headers describe)
  *   STANDIN_BATCH_FAIL=I     cuMemcpyBatchAsync fails (CUDA_ERROR_INVALID_VALUE) naming copy I
  *   STANDIN_CONCURRENT_MANAGED=0 devices do not access managed memory concurrently
+ *   STANDIN_JIT_FAIL=1       cuLibraryLoadData writes its error log and fails as on bad PTX
  * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
  * maps are at the end: their calls are logged with their arguments.
@@ -1549,10 +1550,30 @@ int cuMemcpyHtoDAsync_v2(devptr dst, const void *src, size_t n, void *s) {
     note("cuMemcpyHtoDAsync %#llx size=%zu on %s", dst, n, name(s, b));
     return 0;
 }
-int cuLibraryLoadData(void **lib, const void *code, void *o1, void *o2, unsigned n1, void *o3,
-                      void *o4, unsigned n2) {
-    (void)code; (void)o1; (void)o2; (void)n1; (void)o3; (void)o4; (void)n2;
-    note("cuLibraryLoadData");
+/* Logs how many JIT options a load takes and their codes; writes a line to the info log
+   buffer (CU_JIT_INFO_LOG_BUFFER 3, of CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4) where given, and
+   with STANDIN_JIT_FAIL set, a line to the error log buffer (5, of size 6) and fails as the JIT
+   does on bad PTX (CUDA_ERROR_INVALID_PTX 218). */
+int cuLibraryLoadData(void **lib, const void *code, int *options, void **values, unsigned n1,
+                      void *o3, void *o4, unsigned n2) {
+    (void)code; (void)o3; (void)o4; (void)n2;
+    char codes[128] = "";
+    char *info = NULL, *error = NULL;
+    size_t info_size = 0, error_size = 0;
+    for (unsigned i = 0; i < n1 && i < 16; i++) {
+        size_t at = strlen(codes);
+        snprintf(codes + at, sizeof codes - at, "%s%d", i ? "," : "", options[i]);
+        if (options[i] == 3) info = values[i];
+        if (options[i] == 4) info_size = (size_t)values[i];
+        if (options[i] == 5) error = values[i];
+        if (options[i] == 6) error_size = (size_t)values[i];
+    }
+    note("cuLibraryLoadData jit_options=%u codes=%s", n1, codes);
+    if (info && info_size) snprintf(info, info_size, "stand-in JIT: %u options", n1);
+    if (setting("STANDIN_JIT_FAIL", 0)) {
+        if (error && error_size) snprintf(error, error_size, "stand-in JIT: ptxas fatal error");
+        return 218;
+    }
     *lib = &library;
     return 0;
 }

@@ -3,15 +3,22 @@
 use std::ffi::CStr;
 
 use crate::driver::handles::{
-    DeviceHandle, DevicePtr, FunctionHandle, KernelHandle, LaunchParams, LibraryHandle, LinkInput,
-    LinkOptions,
+    DeviceHandle, DevicePtr, FunctionHandle, JitLogs, KernelHandle, LaunchParams, LibraryHandle,
+    LinkInput, LinkOptions,
 };
 use crate::error::Result;
 
 /// Libraries, kernels and the driver's linker.
 pub(crate) trait ModuleApi {
-    /// `cuLibraryLoadData` of a cubin, fatbin or NUL-terminated PTX image, with no options.
-    fn library_load_data(&self, image: &[u8]) -> Result<LibraryHandle>;
+    /// `cuLibraryLoadData` of a cubin, fatbin or NUL-terminated PTX image, with the JIT
+    /// options of `options` (which apply where the driver compiles PTX; `wall_time` is not
+    /// asked for) and an info and an error log buffer: the library, or the driver's error,
+    /// with what the JIT wrote to its logs either way.
+    fn library_load_data(
+        &self,
+        image: &[u8],
+        options: &LinkOptions,
+    ) -> (Result<LibraryHandle>, JitLogs);
     /// `cuLibraryUnload`.
     fn library_unload(&self, library: LibraryHandle) -> Result<()>;
     /// `cuLibraryGetKernel`.

@@ -55,7 +55,7 @@ macro_rules! driver_impl {
         use $crate::driver::handles::{
             ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, DevicePtr,
             EventHandle, FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle,
-            GreenContextHandle, KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle,
+            GreenContextHandle, JitLogs, KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle,
             LinkInput, LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult,
             UserObjectHandle,
         };
