@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::memory::buffer::Buffer;
 use crate::memory::device_ptr::DevicePtr;
-use crate::memory::{BufferSlice, BufferSliceMut, SharedSlice};
 use crate::stream::Stream;
 
 /// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
@@ -45,7 +44,7 @@ unsafe impl DeviceRepr for DevicePtr {}
 
 /// Anything that can be a kernel argument of [`launch`](crate::launch): [`DeviceRepr`]
 /// values, [`Buffer`]s and `Arc<Buffer>`s (passed as their device address), slices of them
-/// ([`BufferSlice`], [`BufferSliceMut`], [`SharedSlice`]: the address of their first byte,
+/// ([`BufferSlice`](crate::memory::BufferSlice), [`BufferSliceMut`](crate::memory::BufferSliceMut), [`SharedSlice`](crate::memory::SharedSlice): the address of their first byte,
 /// `d_data + 256` in CUDA C), [`StridedView`](crate::StridedView)s
 /// (their first element's address), [`TensorMap`](crate::tensor_map::TensorMap)s (their 128-byte
 /// descriptor), and [`Texture`](crate::texture::Texture) and [`Surface`](crate::texture::Surface) objects (their
@@ -56,12 +55,9 @@ pub trait KernelArg: sealed::Arg {}
 impl<T: DeviceRepr> KernelArg for T {}
 impl KernelArg for Buffer {}
 impl KernelArg for Arc<Buffer> {}
-impl KernelArg for BufferSlice<'_> {}
-impl KernelArg for BufferSliceMut<'_> {}
-impl KernelArg for SharedSlice {}
 
 /// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), an
-/// `Arc<Buffer>` or a [`SharedSlice`] of one (passed as its address, and kept alive by the
+/// `Arc<Buffer>` or a [`SharedSlice`](crate::memory::SharedSlice) of one (passed as its address, and kept alive by the
 /// graph: a borrowed buffer or slice cannot be, so a graph takes none), a
 /// [`ConditionalHandle`](crate::ConditionalHandle) (passed as its raw handle), a tensor map,
 /// a texture or a surface (kept alive by the graph with what they read). Sealed.
@@ -69,7 +65,6 @@ pub trait GraphArg: sealed::Arg {}
 
 impl<T: DeviceRepr> GraphArg for T {}
 impl GraphArg for Arc<Buffer> {}
-impl GraphArg for SharedSlice {}
 
 pub(crate) mod sealed {
     use std::ffi::c_void;
@@ -120,7 +115,7 @@ impl<T: DeviceRepr> Arg for T {
 /// An address in `buffer` (its own, or a slice's, at `ptr`), ordered on its deallocation
 /// stream.
 #[inline]
-fn buffer_arg<'a>(ptr: &'a u64, buffer: &'a Buffer) -> ArgBytes<'a> {
+pub(crate) fn buffer_arg<'a>(ptr: &'a u64, buffer: &'a Buffer) -> ArgBytes<'a> {
     ArgBytes {
         ptr: (ptr as *const u64).cast::<c_void>(),
         size: std::mem::size_of::<u64>(),
@@ -143,30 +138,5 @@ impl Arg for Arc<Buffer> {
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {
         Some(self)
-    }
-}
-
-impl Arg for BufferSlice<'_> {
-    #[inline]
-    fn arg(&self) -> ArgBytes<'_> {
-        buffer_arg(self.ptr_ref(), self.buffer())
-    }
-}
-
-impl Arg for BufferSliceMut<'_> {
-    #[inline]
-    fn arg(&self) -> ArgBytes<'_> {
-        buffer_arg(self.ptr_ref(), self.buffer())
-    }
-}
-
-impl Arg for SharedSlice {
-    #[inline]
-    fn arg(&self) -> ArgBytes<'_> {
-        buffer_arg(self.ptr_ref(), self.buffer())
-    }
-
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
-        Some(self.shared_buffer())
     }
 }

@@ -178,7 +178,7 @@ pub trait BuildGraph: seal::Buildable {
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let (boxed, (entry, data)) = params::host_fn(f);
+        let (boxed, (entry, data)) = super::keep::host_fn(f);
         let driver = target.context.driver();
         let handle = driver.graph_add_host_node(target.graph, &deps, entry, data)?;
         target.keep(boxed);
@@ -572,7 +572,7 @@ pub trait BuildGraph: seal::Buildable {
     fn set_host<F: Fn() + Send + Sync + 'static>(&mut self, node: GraphNode, f: F) -> Result<()> {
         let mut target = self.target();
         target.check_kind(node, params::kinds::HOST, "a host node")?;
-        let (boxed, (entry, data)) = params::host_fn(f);
+        let (boxed, (entry, data)) = super::keep::host_fn(f);
         target
             .context
             .driver()

@@ -319,7 +319,7 @@ impl Stream {
                          cannot join it"
                     .to_owned(),
             })?;
-        let (boxed, (entry, data)) = super::params::host_fn(f);
+        let (boxed, (entry, data)) = super::keep::host_fn(f);
         let driver = self.context().driver();
         // The graph owns the closure from here on (released with the graph, its clones and
         // executable graphs), before the driver can run it.

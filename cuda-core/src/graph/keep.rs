@@ -84,6 +84,25 @@ impl Keep {
     }
 }
 
+/// A host node's function: the driver's entry point and its data, the boxed closure (which
+/// must be kept alive while the node may run).
+pub(crate) type HostFn = (unsafe extern "C" fn(*mut c_void), *mut c_void);
+
+/// Boxes `f` for a host node: the box to keep, and the entry point and data for the driver.
+pub(crate) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn) {
+    unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
+        // SAFETY: `data` is the boxed closure kept alive while the driver may run the node;
+        // it is only read.
+        let f = unsafe { &*data.cast_const().cast::<F>() };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            std::process::abort();
+        }
+    }
+    let boxed = Box::new(f);
+    let data = (&*boxed as *const F).cast_mut().cast::<c_void>();
+    (boxed, (trampoline::<F>, data))
+}
+
 /// The release thread's sender, started on first use (`None` if it could not start).
 fn reaper() -> Option<&'static Sender<Vec<Kept>>> {
     static REAPER: OnceLock<Option<Sender<Vec<Kept>>>> = OnceLock::new();

@@ -2,7 +2,6 @@
 //! of [`BuildGraph`](super::BuildGraph) and [`GraphExec`] hand the driver, checked the same
 //! way for both, and what the driver gives back when asked.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::keep::Kept;
@@ -157,25 +156,6 @@ pub(super) fn host_copy_spec<T: Pod>(
     })
 }
 
-/// A host node's function: the driver's entry point and its data, the boxed closure (which
-/// must be kept alive while the node may run).
-pub(super) type HostFn = (unsafe extern "C" fn(*mut c_void), *mut c_void);
-
-/// Boxes `f` for a host node: the box to keep, and the entry point and data for the driver.
-pub(crate) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn) {
-    unsafe extern "C" fn trampoline<F: Fn()>(data: *mut c_void) {
-        // SAFETY: `data` is the boxed closure kept alive while the driver may run the node;
-        // it is only read.
-        let f = unsafe { &*data.cast_const().cast::<F>() };
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-            std::process::abort();
-        }
-    }
-    let boxed = Box::new(f);
-    let data = (&*boxed as *const F).cast_mut().cast::<c_void>();
-    (boxed, (trampoline::<F>, data))
-}
-
 /// Refuses an event of another context than `context`.
 pub(super) fn check_event(event: &Event, context: &Context) -> Result<()> {
     if event.context().handle() != context.handle() {
@@ -319,7 +299,7 @@ impl GraphExec {
         f: F,
     ) -> Result<()> {
         self.check_source(graph, node, HOST, "a host node")?;
-        let (boxed, (entry, data)) = host_fn(f);
+        let (boxed, (entry, data)) = super::keep::host_fn(f);
         self.context
             .driver()
             .graph_exec_host_node_set(self.handle, node.handle, entry, data)?;

@@ -781,6 +781,38 @@ impl sealed::Kept for SharedSlice {
 }
 impl GraphMemory for SharedSlice {}
 
+// Kernel arguments: the address of the slice's first byte, ordered on its buffer's
+// deallocation stream; a shared slice is graph memory too, kept by the graph.
+impl crate::args::KernelArg for BufferSlice<'_> {}
+impl crate::args::KernelArg for BufferSliceMut<'_> {}
+impl crate::args::KernelArg for SharedSlice {}
+impl crate::args::GraphArg for SharedSlice {}
+
+impl crate::args::sealed::Arg for BufferSlice<'_> {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+    }
+}
+
+impl crate::args::sealed::Arg for BufferSliceMut<'_> {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+    }
+}
+
+impl crate::args::sealed::Arg for SharedSlice {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+    }
+
+    fn buffer(&self) -> Option<&Arc<Buffer>> {
+        Some(self.shared_buffer())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::resolve;
