@@ -482,6 +482,11 @@ fn slices_out_of_range_and_misaligned_are_refused_before_the_driver() {
                 .allocate(100, &stream)
                 .unwrap();
             let shared = common::shared_buffer(device, &stream, 100);
+            let a = shared.shared_slice(0..32).unwrap();
+            let b = shared.shared_slice(16..48).unwrap();
+            // Adjacent ranges do not overlap.
+            let c = shared.shared_slice(32..64).unwrap();
+            a.copy_to(&c, &stream).unwrap();
             standin::clear_log();
             for e in [
                 buffer.slice(0..101).unwrap_err(),
@@ -518,6 +523,13 @@ fn slices_out_of_range_and_misaligned_are_refused_before_the_driver() {
                 .copy_from_host(&[0u8; 5], &stream)
                 .unwrap_err();
             assert_eq!(invalid_name(&e), "src", "{e}");
+            // Overlapping copies: two slices of one shared buffer, and a buffer into itself
+            // (the driver's result would be undefined). Catches a check of sizes alone.
+            assert_eq!(invalid_name(&a.copy_to(&b, &stream).unwrap_err()), "dst");
+            assert_eq!(
+                invalid_name(&shared.copy_to(&shared, &stream).unwrap_err()),
+                "dst"
+            );
             // Empty slices are slices (of no bytes), at the end too.
             assert_eq!(buffer.slice(100..).unwrap().size(), 0);
             let log = standin::log();

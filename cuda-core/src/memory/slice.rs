@@ -180,6 +180,23 @@ impl<'a> Span<'a> {
         } else {
             dst.same_size(self.size, src_name)?;
         }
+        if self.size > 0
+            && self.ptr < dst.ptr + dst.size as u64
+            && dst.ptr < self.ptr + self.size as u64
+        {
+            // cuMemcpyAsync's result is undefined for overlapping memory: two slices of one
+            // buffer, or a shared buffer copied into itself.
+            return Err(invalid(
+                dst_name,
+                format!(
+                    "bytes {:#x}..{:#x} overlap the source's {:#x}..{:#x}",
+                    dst.ptr,
+                    dst.ptr + dst.size as u64,
+                    self.ptr,
+                    self.ptr + self.size as u64
+                ),
+            ));
+        }
         let _reach = self.buffer.check_reachable(stream, src_name, true)?;
         let _dst_reach = dst.buffer.check_reachable(stream, dst_name, true)?;
         let homes = [
