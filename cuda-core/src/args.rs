@@ -12,7 +12,8 @@ use crate::memory::device_ptr::DevicePtr;
 use crate::stream::Stream;
 
 /// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
-/// kernel's parameter type. Integers, floats, arrays of them and [`DevicePtr`] implement it,
+/// kernel's parameter type. Integers, floats, `bool` (C++'s one-byte `bool`), arrays of them
+/// and [`DevicePtr`] implement it,
 /// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
 /// `__nv_bfloat16`).
 ///
@@ -35,6 +36,10 @@ macro_rules! device_repr {
     )*};
 }
 device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+// SAFETY: a `bool` is one byte, 0 or 1, as C++'s `bool` parameter is on the device (a kernel
+// only reads it: no bit pattern comes back).
+unsafe impl DeviceRepr for bool {}
 
 // SAFETY: a C array of plain data is plain data, laid out alike.
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}

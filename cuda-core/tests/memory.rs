@@ -746,3 +746,73 @@ fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
         },
     );
 }
+
+/// `bool` elements: one byte each on the device, as C++'s `bool`; a `bool` kernel argument by
+/// value; a byte that is no `bool` refused when read back.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bools_are_one_byte_elements_and_arguments_checked_when_read_back() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let code = Program::new(
+        r#"extern "C" __global__ void every_third(bool* flags, bool invert, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) flags[i] = (i % 3 == 0) != invert;
+        }
+        extern "C" __global__ void poke(unsigned char* bytes) { bytes[5] = 2; }"#,
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let n = 100u32;
+    let mut flags = device
+        .memory_resource()
+        .unwrap()
+        .allocate(n as usize, &stream)
+        .unwrap();
+    let input: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    flags.copy_from_bools(&input, &stream).unwrap();
+    // Catches bools written as anything but one byte each.
+    assert_eq!(flags.to_vec_bools(&stream).unwrap(), input);
+    assert_eq!(
+        flags.to_vec::<u8>(&stream).unwrap(),
+        input.iter().map(|&b| u8::from(b)).collect::<Vec<_>>()
+    );
+    // SAFETY: the kernel writes `n` bools of a buffer of `n` bytes.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n.into(), 128),
+            &code.get_kernel("every_third").unwrap(),
+            &[&flags, &true, &n],
+        )
+    }
+    .unwrap();
+    let expected: Vec<bool> = (0..n).map(|i| i % 3 != 0).collect();
+    // Catches the `bool` argument passed as other than one byte (the kernel would read
+    // `invert` wrongly, or the launch refuse its size).
+    assert_eq!(flags.to_vec_bools(&stream).unwrap(), expected);
+    // Part of it, through slices.
+    flags
+        .slice_mut(0..3)
+        .unwrap()
+        .copy_from_bools(&[true, true, true], &stream)
+        .unwrap();
+    assert_eq!(
+        flags.slice(0..4).unwrap().to_vec_bools(&stream).unwrap(),
+        [true, true, true, false]
+    );
+    // A byte that is no bool: refused naming it (reading it as a bool would be undefined).
+    // SAFETY: the kernel writes byte 5 of a 100-byte buffer.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(1, 1),
+            &code.get_kernel("poke").unwrap(),
+            &[&flags],
+        )
+    }
+    .unwrap();
+    let e = flags.to_vec_bools(&stream).unwrap_err();
+    assert!(e.to_string().contains("byte 5 is 2"), "{e}");
+}

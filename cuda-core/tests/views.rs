@@ -759,3 +759,57 @@ fn a_view_copy_of_pool_memory_without_access_is_refused_like_the_buffers() {
         },
     );
 }
+
+/// Non-contiguous views read back in row-major order: a sub-matrix and a column (one 2D copy
+/// each), a transpose, a reversal, a broadcast and a 3-D view (the spanned bytes, picked on
+/// the host), each against the element the index math names.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_of_any_layout_read_back_in_row_major_order() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 256, &stream)
+        .unwrap();
+    let values: Vec<u32> = (0..256).collect();
+    buffer.copy_from_host(&values, &stream).unwrap();
+    // Element [i, j, ...] of a view from element `first` with `strides` is
+    // values[first + sum(i * stride)].
+    let check = |first: usize, shape: &[usize], strides: &[isize]| {
+        let view = StridedView::<u32>::new(&buffer, 4 * first, shape, Some(strides)).unwrap();
+        assert!(!view.is_contiguous());
+        let read = view.to_vec(&stream).unwrap();
+        let mut expected = Vec::new();
+        let mut index = vec![0usize; shape.len()];
+        for _ in 0..read.len() {
+            let at: isize = index
+                .iter()
+                .zip(strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum::<isize>()
+                + first as isize;
+            expected.push(values[at as usize]);
+            for d in (0..index.len()).rev() {
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        // Catches rows copied at the wrong pitch, elements gathered from the wrong offset, a
+        // negative stride read forwards, and a refusal of the layout.
+        assert_eq!(
+            read, expected,
+            "shape {shape:?} strides {strides:?} from {first}"
+        );
+    };
+    check(2 * 16 + 3, &[4, 5], &[16, 1]); // a sub-matrix: 2D copy
+    check(7, &[16], &[16]); // a column: 2D copy, one element a row
+    check(0, &[16, 16], &[1, 16]); // the transpose
+    check(255, &[16], &[-1]); // reversed
+    check(10, &[3, 4], &[0, 1]); // a row broadcast three times
+    check(1, &[2, 3, 2], &[128, 16, 2]); // three dimensions
+}

@@ -495,6 +495,34 @@ impl Buffer {
         self.span().to_vec_timeout(stream, timeout)
     }
 
+    /// Copies `bool`s into the buffer, one byte each (0 or 1, as C++'s `bool` on the device),
+    /// and waits for the copy; the buffer holds `src.len()` bytes. (`bool` is no [`Pod`]: not
+    /// every byte is a `bool`, so reading back goes through [`to_vec_bools`](Buffer::to_vec_bools).)
+    /// A kernel takes a `bool` argument by value as well ([`DeviceRepr`](crate::DeviceRepr)).
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut flags = device.memory_resource()?.allocate(3, &stream)?;
+    /// flags.copy_from_bools(&[true, false, true], &stream)?;
+    /// assert_eq!(flags.to_vec_bools(&stream)?, [true, false, true]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuMemcpyHtoDAsync")]
+    pub fn copy_from_bools(&mut self, src: &[bool], stream: &Stream) -> Result<()> {
+        self.span().copy_from_bools(src, stream)
+    }
+
+    /// The buffer's bytes as `bool`s, waiting for the copy. A byte that is neither 0 nor 1
+    /// (which a kernel may have written) is refused, naming it: reading it as a `bool` would
+    /// be undefined behaviour.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    pub fn to_vec_bools(&self, stream: &Stream) -> Result<Vec<bool>> {
+        self.span().to_vec_bools(stream)
+    }
+
     /// Fills the buffer with a 1, 2 or 4-byte value, in order on `stream` (`cuMemsetD8Async`,
     /// `D16`, `D32`); the size must be a multiple of the value's. Part of it is filled through
     /// a slice: [`Buffer::slice_mut`].

@@ -308,6 +308,29 @@ impl<'a> Span<'a> {
         Ok(out)
     }
 
+    /// Copies `src` into this span as bytes 0 and 1 (C++'s one-byte `bool`), waiting.
+    pub(crate) fn copy_from_bools(self, src: &[bool], stream: &Stream) -> Result<()> {
+        // SAFETY: `bool` is one byte, 0 or 1, each a valid `u8`; the slice is borrowed as long.
+        let bytes = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), src.len()) };
+        self.copy_from_host(bytes, stream)
+    }
+
+    /// This span's bytes as `bool`s, waiting for the copy: refused, naming the first, where a
+    /// byte is neither 0 nor 1 (no `bool` has it).
+    pub(crate) fn to_vec_bools(self, stream: &Stream) -> Result<Vec<bool>> {
+        let bytes = self.to_vec::<u8>(stream)?;
+        if let Some(at) = bytes.iter().position(|&b| b > 1) {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: format!(
+                    "byte {at} is {}, no bool (a bool on the device is one byte, 0 or 1)",
+                    bytes[at]
+                ),
+            });
+        }
+        Ok(bytes.into_iter().map(|b| b == 1).collect())
+    }
+
     fn whole_values<T>(&self) -> Result<usize> {
         let width = std::mem::size_of::<T>().max(1);
         if self.size % width != 0 {
@@ -578,6 +601,12 @@ macro_rules! slice_reads {
             self.span().to_vec_timeout(stream, timeout)
         }
 
+        /// The slice's bytes as `bool`s (C++'s one-byte `bool`), waiting for the copy: see
+        /// [`Buffer::to_vec_bools`].
+        pub fn to_vec_bools(&self, stream: &Stream) -> Result<Vec<bool>> {
+            self.span().to_vec_bools(stream)
+        }
+
         /// A strided view of the slice's memory: `shape` and `strides` (in elements; `None`:
         /// compact row-major) from its first byte, every element checked to lie within the
         /// slice. See [`StridedView::new`].
@@ -621,6 +650,12 @@ macro_rules! slice_writes {
         ) -> Result<()> {
             // SAFETY: the caller's promise.
             unsafe { self.span().copy_from_host_async(src, stream) }
+        }
+
+        /// Copies `bool`s into the slice as bytes 0 and 1 and waits: see
+        /// [`Buffer::copy_from_bools`].
+        pub fn copy_from_bools(self: $self, src: &[bool], stream: &Stream) -> Result<()> {
+            self.span().copy_from_bools(src, stream)
         }
 
         /// Fills the slice with a 1, 2 or 4-byte value, in order on `stream`

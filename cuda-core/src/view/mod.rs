@@ -551,10 +551,30 @@ impl<T: Pod> StridedView<'_, T> {
     /// memory is copied on a stream of its own device; a view of a buffer is ordered after
     /// the work queued on the buffer's deallocation stream, and refused where the buffer's
     /// own copies are (memory the stream's device cannot reach, such as a pinned pool's
-    /// without access granted to it).
+    /// without access granted to it). A view of any layout is read by
+    /// [`to_vec`](StridedView::to_vec).
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check_contiguous("dst", dst.len())?;
+        let bytes = std::mem::size_of_val(dst);
+        if bytes == 0 {
+            return Ok(());
+        }
+        let out = dst.as_mut_ptr() as u64;
+        // The unified copy: the view may be of host memory (a pool's is no device pointer to
+        // cuMemcpyDtoHAsync).
+        self.read_on(stream, |driver, handle| {
+            driver.memcpy_async(out, self.ptr, bytes, handle)
+        })
+    }
+
+    /// Queues `copy`, a read of the view's memory into host memory, in order on `stream`,
+    /// after the checks a buffer's own copies make, and waits for it.
+    fn read_on(
+        &self,
+        stream: &Stream,
+        copy: impl FnOnce(&'static dyn crate::driver::Driver, crate::driver::StreamHandle) -> Result<()>,
+    ) -> Result<()> {
         // A buffer's own check, as for its copies: a pool's host memory that the stream's
         // device was not granted must not reach the driver, which crashed on it. (Device
         // memory is checked against the stream's device below, naming the stream.)
@@ -577,33 +597,113 @@ impl<T: Pod> StridedView<'_, T> {
                 ));
             }
         }
-        let bytes = std::mem::size_of_val(dst);
-        if bytes == 0 {
-            return Ok(());
-        }
-        let out = dst.as_mut_ptr() as u64;
         let homes: &[&Stream] = match self.home() {
             Some(home) => &[home],
             None => &[],
         };
-        crate::memory::in_stream_order(homes, stream, || {
-            // The unified copy: the view may be of host memory (a pool's is no device pointer
-            // to cuMemcpyDtoHAsync).
-            stream
-                .call_in_context(|driver, handle| driver.memcpy_async(out, self.ptr, bytes, handle))
-        })?;
+        crate::memory::in_stream_order(homes, stream, || stream.call_in_context(copy))?;
         stream.sync_for_host()
     }
 
-    /// The elements of a contiguous view, copied to a new vector (see
-    /// [`copy_to_host`](StridedView::copy_to_host)).
-    #[doc(alias = "cuMemcpyAsync")]
+    /// The elements of the view in row-major order (the last index fastest), copied to a new
+    /// vector, in order on `stream`, waiting for the copy. A contiguous view is one copy
+    /// ([`copy_to_host`](StridedView::copy_to_host)). A view of rows (`[rows, cols]` with
+    /// unit column stride and rows at least `cols` apart, or `[n]` of any positive stride) is
+    /// one 2D copy (`cuMemcpy2DAsync`) of just its elements: a sub-matrix, a column. Any
+    /// other layout (negative or zero strides, more dimensions) copies the bytes the view
+    /// spans and picks its elements on the host.
+    #[doc(alias("cuMemcpyAsync", "cuMemcpy2DAsync"))]
     pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>>
     where
         T: Default,
     {
         let mut out = vec![T::default(); self.len()];
-        self.copy_to_host(&mut out, stream)?;
+        if self.is_contiguous() {
+            self.copy_to_host(&mut out, stream)?;
+            return Ok(out);
+        }
+        if out.is_empty() {
+            return Ok(out);
+        }
+        let size = std::mem::size_of::<T>();
+        // Dimensions of one element add nothing to the layout.
+        let dims: Vec<(usize, isize)> = self
+            .shape()
+            .iter()
+            .zip(self.strides())
+            .map(|(&e, &s)| (e, s))
+            .filter(|&(e, _)| e != 1)
+            .collect();
+        let rows = match *dims.as_slice() {
+            // Rows of `cols` elements, `pitch` elements apart.
+            [(rows, pitch), (cols, 1)] if pitch > 0 && pitch as usize >= cols => {
+                Some((rows, cols * size, pitch as usize * size))
+            }
+            // One element a row: a column, or every n-th element.
+            [(n, stride)] if stride > 0 => Some((n, size, stride as usize * size)),
+            _ => None,
+        };
+        if let Some((height, width, pitch)) = rows {
+            use crate::driver::{PitchedCopy, PitchedMemory, PitchedSide};
+            let side = |memory, pitch| PitchedSide {
+                memory,
+                x: 0,
+                y: 0,
+                z: 0,
+                pitch,
+                height,
+            };
+            let copy = PitchedCopy {
+                src: side(PitchedMemory::Unified(self.ptr), pitch),
+                dst: side(PitchedMemory::Host(out.as_mut_ptr().cast()), width),
+                width,
+                height,
+                depth: 1,
+            };
+            self.read_on(stream, |driver, handle| {
+                driver.memcpy_2d_async(&copy, handle)
+            })?;
+            return Ok(out);
+        }
+        let Some((low, end)) = layout::span(self.shape(), self.strides(), size)
+            .map_err(|reason| invalid("self", reason))?
+        else {
+            return Ok(out);
+        };
+        let spanned = usize::try_from(end - low).map_err(|_| {
+            invalid(
+                "self",
+                format!("the view spans {} bytes, more than memory holds", end - low),
+            )
+        })?;
+        let mut bytes = vec![0u8; spanned];
+        let first = self.ptr.wrapping_add_signed(low as i64);
+        let into = bytes.as_mut_ptr() as u64;
+        self.read_on(stream, |driver, handle| {
+            driver.memcpy_async(into, first, spanned, handle)
+        })?;
+        let (shape, strides) = (self.shape(), self.strides());
+        let mut index = vec![0usize; shape.len()];
+        for slot in out.iter_mut() {
+            let offset: i128 = index
+                .iter()
+                .zip(strides)
+                .map(|(&i, &s)| i as i128 * s as i128)
+                .sum::<i128>()
+                * size as i128
+                - low;
+            let at = offset as usize;
+            // SAFETY: `at..at + size` lies within `bytes` (every element lies in the span
+            // `low..end` that `bytes` holds); any bytes are a `T` (`Pod`), read unaligned.
+            *slot = unsafe { std::ptr::read_unaligned(bytes.as_ptr().add(at).cast::<T>()) };
+            for d in (0..index.len()).rev() {
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
         Ok(out)
     }
 
