@@ -1243,3 +1243,103 @@ fn pitched_copies_on_another_stream_wait_for_their_buffers_streams() {
         },
     );
 }
+
+/// Pitched memory as CUDA C uses it: filled by a 2D memset (`cudaMemset2DAsync`), written by a
+/// kernel that takes its pointer and pitch, and read through a texture bound to its rows.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pitched_memory_is_a_memset_target_a_kernel_argument_and_a_texture_source() {
+    use cuda_core::texture::{ArrayFormat, Texture, TextureOptions};
+    use cuda_core::{launch, CodeType, LaunchConfig, Program, ProgramOptions};
+    use std::sync::Arc;
+
+    let device = common::device();
+    let stream = stream(device);
+    let (cols, rows) = (100usize, 37usize);
+    let mut image = PitchedBuffer::new(&stream, cols * 4, rows, 4).unwrap();
+    // The rows are padded: a memset over the packed size would land in the padding.
+    assert!(image.pitch() > cols * 4, "pitch {}", image.pitch());
+    image.fill(0x3F80_0000u32, &stream).unwrap(); // 1.0f
+                                                  // Catches a fill of the first `width * height` bytes as one run (rows past the first
+                                                  // would be left unset, and padding written).
+    assert!(image
+        .to_vec::<f32>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&x| x == 1.0));
+    image.fill(0u16, &stream).unwrap();
+    assert!(image
+        .to_vec::<u32>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&x| x == 0));
+    let mut odd = PitchedBuffer::new(&stream, 6, 4, 4).unwrap();
+    let e = odd.fill(7u32, &stream).unwrap_err();
+    assert!(e.to_string().contains("does not tile"), "{e}");
+
+    let code = Program::new(
+        r#"extern "C" __global__ void number(float* rows, unsigned long long pitch,
+                                            unsigned cols, unsigned n_rows) {
+            unsigned c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+            if (c >= cols || r >= n_rows) return;
+            float* row = (float*)((char*)rows + r * pitch);
+            row[c] = r * 1000.0f + c;
+        }
+        extern "C" __global__ void fetch(cudaTextureObject_t t, float* out, unsigned cols,
+                                         unsigned n_rows) {
+            unsigned c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+            if (c >= cols || r >= n_rows) return;
+            out[r * cols + c] = tex2D<float>(t, c + 0.5f, r + 0.5f);
+        }"#,
+        ProgramOptions::default(),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let config = LaunchConfig::new([1, rows as u32, 1], [128, 1, 1]);
+    let (c32, r32) = (cols as u32, rows as u32);
+    // SAFETY: the kernel writes `rows` rows of `cols` floats, each row `pitch` bytes apart.
+    unsafe {
+        launch(
+            &stream,
+            &config,
+            &code.get_kernel("number").unwrap(),
+            &[&image, &(image.pitch() as u64), &c32, &r32],
+        )
+    }
+    .unwrap();
+    let expected: Vec<f32> = (0..rows)
+        .flat_map(|r| (0..cols).map(move |c| r as f32 * 1000.0 + c as f32))
+        .collect();
+    // Catches the buffer passed as anything but its first row's address.
+    assert_eq!(image.to_vec::<f32>(&stream).unwrap(), expected);
+
+    let image = Arc::new(image);
+    let texture =
+        Texture::from_pitched(&image, ArrayFormat::F32, 1, &TextureOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(cols * rows * 4, &stream)
+        .unwrap();
+    // SAFETY: the kernel writes `rows * cols` floats of `out`.
+    unsafe {
+        launch(
+            &stream,
+            &config,
+            &code.get_kernel("fetch").unwrap(),
+            &[&texture, &out, &c32, &r32],
+        )
+    }
+    .unwrap();
+    // Catches a texture bound with the packed width as its pitch (rows would shear).
+    assert_eq!(out.to_vec::<f32>(&stream).unwrap(), expected);
+    // Rows of 6 bytes hold no whole number of 4-byte elements: refused before the driver.
+    let e = Texture::from_pitched(
+        &Arc::new(odd),
+        ArrayFormat::F32,
+        1,
+        &TextureOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("whole"), "{e}");
+}

@@ -88,6 +88,11 @@ macro_rules! fill_pattern {
 }
 fill_pattern!(u8, u16, u32);
 
+/// The value as the driver's memsets take it (the low bytes of a `u32`).
+pub(crate) fn pattern_of<P: FillPattern>(value: P) -> u32 {
+    private::Fill::pattern(value)
+}
+
 /// Queues the memset of `count` values of `value` at `ptr` (`cuMemsetD8Async`, `D16` or `D32`,
 /// by the value's width).
 pub(crate) fn fill_raw<P: FillPattern>(

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::mem::size_of_val;
 
-use super::{in_stream_order, Buffer, DevicePtr, Pod};
+use super::{in_stream_order, Buffer, DevicePtr, FillPattern, Pod};
 use crate::device::Device;
 use crate::driver::{PitchedCopy, PitchedMemory, PitchedSide};
 use crate::error::{Error, Result};
@@ -269,6 +269,62 @@ impl PitchedBuffer {
         let mut out = vec![T::default(); bytes / width];
         self.copy_to_host(&mut out, stream)?;
         Ok(out)
+    }
+
+    /// Fills every row's `width` bytes with a 1, 2 or 4-byte value (`cuMemsetD2D8Async`,
+    /// `D16`, `D32`), in order on `stream`, leaving the padding at each row's end as it was:
+    /// `cudaMemset2DAsync`. The width must be a multiple of the value's size.
+    ///
+    /// ```no_run
+    /// use cuda_core::memory::PitchedBuffer;
+    /// use cuda_core::{Device, StreamOptions};
+    ///
+    /// let stream = Device::new(0)?.create_stream(StreamOptions::default())?;
+    /// let mut image = PitchedBuffer::new(&stream, 64 * 4, 32, 4)?;
+    /// image.fill(1.0f32.to_bits(), &stream)?;
+    /// assert!(image.to_vec::<f32>(&stream)?.iter().all(|&x| x == 1.0));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias(
+        "cuMemsetD2D8Async",
+        "cuMemsetD2D16Async",
+        "cuMemsetD2D32Async",
+        "cudaMemset2DAsync"
+    ))]
+    pub fn fill<P: FillPattern>(&mut self, value: P, stream: &Stream) -> Result<()> {
+        let size = std::mem::size_of::<P>();
+        if self.width % size != 0 {
+            return Err(Error::InvalidArgument {
+                name: "value",
+                reason: format!(
+                    "a {size}-byte pattern does not tile rows of {} bytes",
+                    self.width
+                ),
+            });
+        }
+        if stream.device() != self.device() {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: format!(
+                    "the buffer is of device {}, the stream of device {}",
+                    self.device().ordinal(),
+                    stream.device().ordinal()
+                ),
+            });
+        }
+        let (ptr, pitch) = (self.ptr, self.pitch);
+        let (width, rows) = (self.width / size, self.height * self.depth);
+        let pattern = crate::memory::buffer::pattern_of(value);
+        crate::order::in_stream_order(&[&self.stream], stream, || {
+            stream.call_in_context(|driver, handle| {
+                driver.memset_2d_async(ptr, pitch, (pattern, size), (width, rows), handle)
+            })
+        })
+    }
+
+    /// The address field, for passing the buffer as a kernel argument.
+    pub(crate) fn ptr_ref(&self) -> &u64 {
+        &self.ptr
     }
 
     fn packed(&self, bytes: usize, name: &'static str) -> Result<()> {
@@ -789,6 +845,21 @@ unsafe fn pitched_copy(
         return synced;
     }
     result
+}
+
+// A kernel argument: its first row's address (a pointer parameter), ordered on its
+// deallocation stream as a buffer is; the kernel takes the pitch as a further argument.
+impl crate::args::KernelArg for PitchedBuffer {}
+
+impl crate::args::sealed::Arg for PitchedBuffer {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
+            ptr: (self.ptr_ref() as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            home: Some(&self.stream),
+        }
+    }
 }
 
 #[cfg(test)]

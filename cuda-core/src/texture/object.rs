@@ -257,6 +257,7 @@ enum Source {
     Array(Arc<Array>),
     Mipmapped(Arc<MipmappedArray>),
     Linear(Arc<Buffer>),
+    Pitched(Arc<crate::memory::PitchedBuffer>),
 }
 
 /// The texture object, destroyed (after its home stream's work) when the last clone drops.
@@ -309,6 +310,7 @@ impl fmt::Debug for Texture {
             Source::Array(array) => format!("{array:?}"),
             Source::Mipmapped(array) => format!("{array:?}"),
             Source::Linear(buffer) => format!("{buffer:?}"),
+            Source::Pitched(buffer) => format!("{buffer:?}"),
         };
         f.debug_struct("Texture")
             .field("handle", &format_args!("{:#x}", self.handle))
@@ -592,6 +594,71 @@ impl Texture {
             }
         };
         Texture::create(resource, options, Source::Linear(buffer.clone()), home)
+    }
+
+    /// A 2D texture over a [`PitchedBuffer`](crate::memory::PitchedBuffer)'s rows
+    /// (`CU_RESOURCE_TYPE_PITCH2D`): elements of `channels` channels of `format` (a row's
+    /// width must hold a whole number of them), its height in rows and its pitch, in the
+    /// context of its deallocation stream, its home; the texture keeps the buffer.
+    /// `cudaMallocPitch` memory bound to a texture, as CUDA C does it.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_core::memory::PitchedBuffer;
+    /// use cuda_core::texture::{ArrayFormat, Texture, TextureOptions};
+    /// use cuda_core::{Device, StreamOptions};
+    ///
+    /// let stream = Device::new(0)?.create_stream(StreamOptions::default())?;
+    /// let image = Arc::new(PitchedBuffer::new(&stream, 640 * 4, 480, 4)?);
+    /// let texture = Texture::from_pitched(&image, ArrayFormat::F32, 1, &TextureOptions::default())?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuTexObjectCreate")]
+    pub fn from_pitched(
+        buffer: &Arc<crate::memory::PitchedBuffer>,
+        format: ArrayFormat,
+        channels: u32,
+        options: &TextureOptions,
+    ) -> Result<Texture> {
+        let home = buffer.deallocation_stream();
+        let element = format.bytes() * channels.max(1) as usize;
+        if buffer.width() % element != 0 || buffer.depth() != 1 {
+            return Err(Error::InvalidArgument {
+                name: "buffer",
+                reason: format!(
+                    "a 2D texture of {element}-byte elements needs one slice of rows of a whole \
+                     number of them; the buffer has {} slices of rows of {} bytes",
+                    buffer.depth(),
+                    buffer.width()
+                ),
+            });
+        }
+        let linear = TextureLinear::two_d(
+            format,
+            buffer.width() / element,
+            buffer.height(),
+            buffer.pitch(),
+        )
+        .with_channels(channels);
+        check_options(
+            options,
+            Reads::Linear {
+                format,
+                height: linear.height,
+            },
+        )?;
+        let limits = linear_limits(home.device())?;
+        let size = buffer.pitch() * buffer.height();
+        check_linear_memory(&linear, buffer.ptr().0, size, &limits)?;
+        let resource = ResourceSpec::Pitch2d {
+            ptr: buffer.ptr().0,
+            format: format.code(),
+            channels: channels.max(1),
+            width: linear.width,
+            height: linear.height,
+            pitch: linear.pitch,
+        };
+        Texture::create(resource, options, Source::Pitched(buffer.clone()), home)
     }
 
     fn create(

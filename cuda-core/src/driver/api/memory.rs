@@ -39,6 +39,17 @@ pub(crate) trait MemoryApi {
     fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr>;
     /// `cuMemGetInfo` of the current context's device: `(free, total)`.
     fn mem_get_info(&self) -> Result<(usize, usize)>;
+    /// `cuMemsetD2D8Async`, `cuMemsetD2D16Async` or `cuMemsetD2D32Async` by the value's width
+    /// (`value`: its bits and its bytes, 1, 2 or 4): `extent` is `(width, height)`, rows of
+    /// `width` values, `pitch` bytes apart.
+    fn memset_2d_async(
+        &self,
+        dst: DevicePtr,
+        pitch: usize,
+        value: (u32, usize),
+        extent: (usize, usize),
+        stream: StreamHandle,
+    ) -> Result<()>;
     /// `cuMemsetD8Async`.
     fn memset_d8_async(
         &self,

@@ -112,6 +112,22 @@ impl crate::driver::api::MemoryApi for Drv {
         call!(self.cuMemsetD8Async(dst, value, count, stream.0.cast()))
     }
 
+    fn memset_2d_async(
+        &self,
+        dst: DevicePtr,
+        pitch: usize,
+        (value, value_bytes): (u32, usize),
+        (width, height): (usize, usize),
+        stream: StreamHandle,
+    ) -> Result<()> {
+        let stream = stream.0.cast();
+        match value_bytes {
+            1 => call!(self.cuMemsetD2D8Async(dst, pitch, value as u8, width, height, stream)),
+            2 => call!(self.cuMemsetD2D16Async(dst, pitch, value as u16, width, height, stream)),
+            _ => call!(self.cuMemsetD2D32Async(dst, pitch, value, width, height, stream)),
+        }
+    }
+
     fn memset_d16_async(
         &self,
         dst: DevicePtr,
