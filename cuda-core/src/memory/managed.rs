@@ -2,7 +2,7 @@
 //! device or the host, advice, discard, and the range attributes that show their effect.
 
 use std::fmt;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::{check_request, in_stream_order, Buffer, DevicePtr, MemoryResource};
@@ -369,17 +369,7 @@ pub(crate) fn byte_range(
     size: usize,
     name: &'static str,
 ) -> Result<(usize, usize)> {
-    let start = match range.start_bound() {
-        Bound::Included(&s) => Some(s),
-        Bound::Excluded(&s) => s.checked_add(1),
-        Bound::Unbounded => Some(0),
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e.checked_add(1),
-        Bound::Excluded(&e) => Some(e),
-        Bound::Unbounded => Some(size),
-    };
-    match (start, end) {
+    match super::slice::bounds(range, size) {
         (Some(start), Some(end)) if start < end && end <= size => Ok((start, end - start)),
         (Some(start), Some(end)) => Err(Error::InvalidArgument {
             name,
@@ -652,7 +642,14 @@ mod tests {
             byte_range(&(..=100), 100, "r"),
             byte_range(&(100..), 100, "r"),
             byte_range(&(..=usize::MAX), 100, "r"),
-            byte_range(&(Bound::Excluded(usize::MAX), Bound::Unbounded), 100, "r"),
+            byte_range(
+                &(
+                    std::ops::Bound::Excluded(usize::MAX),
+                    std::ops::Bound::Unbounded,
+                ),
+                100,
+                "r",
+            ),
             byte_range(&(..), 0, "r"),
         ] {
             match bad {

@@ -60,8 +60,12 @@ pub trait CopyDestination: sealed::Region {}
 /// [`SharedSlice`]. Sealed.
 pub trait GraphMemory: sealed::Kept {}
 
-/// The byte range `range` of `size` bytes, checked.
-fn resolve(range: &impl RangeBounds<usize>, size: usize, unit: usize) -> Result<(usize, usize)> {
+/// The first index of `range` and one past its last, `end` where it has no end; `None` for a
+/// bound that overflows.
+pub(crate) fn bounds(
+    range: &impl RangeBounds<usize>,
+    end: usize,
+) -> (Option<usize>, Option<usize>) {
     let start = match range.start_bound() {
         Bound::Included(&s) => Some(s),
         Bound::Excluded(&s) => s.checked_add(1),
@@ -70,8 +74,14 @@ fn resolve(range: &impl RangeBounds<usize>, size: usize, unit: usize) -> Result<
     let end = match range.end_bound() {
         Bound::Included(&e) => e.checked_add(1),
         Bound::Excluded(&e) => Some(e),
-        Bound::Unbounded => Some(size / unit),
+        Bound::Unbounded => Some(end),
     };
+    (start, end)
+}
+
+/// The byte range `range` of `size` bytes, checked.
+fn resolve(range: &impl RangeBounds<usize>, size: usize, unit: usize) -> Result<(usize, usize)> {
+    let (start, end) = bounds(range, size / unit);
     let describe = || {
         format!(
             "{:?}..{:?} of {} {}",
