@@ -12,6 +12,9 @@
 //! | [`cdp_simple_quicksort`] | `cdpSimpleQuicksort` | 0 | 0 |
 //! | [`graph_memory_nodes`] | `graphMemoryNodes` | 0 | 2 (`GraphAllocation::ptr`, `CapturedAllocation::ptr`) |
 //! | [`jacobi_cuda_graphs`] | `jacobiCudaGraphs` | 0 | 0 |
+//! | [`wmma_tensor_core_gemm`] | `cudaTensorCoreGemm` (its simple WMMA kernel) | 0 | 0 |
+//! | [`simple_cubemap_texture`] | `simpleCubemapTexture` | 0 | 0 |
+//! | [`binary_partition_cg`] | `binaryPartitionCG` | 0 | 0 |
 //!
 //! What the API lacked, where a port needed it (each is written down in its test too):
 //!
@@ -24,6 +27,12 @@
 //!   here a host function cannot read what a copy wrote into pinned memory without `unsafe`
 //!   (`Buffer::as_slice`), so each callback only reports its worker, and the main thread
 //!   checks the data after the callbacks.
+//! - The WMMA and cooperative-groups kernels need the toolkit's headers (`<mma.h>`,
+//!   `<cooperative_groups.h>` and, for CUDA 13, its `include/cccl`), which NVRTC does not have
+//!   built in: there is no option that finds them (issue 30's item 3), so [`toolkit_include`]
+//!   looks in `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda` as the tests of
+//!   `kernel_effects` do. Pointing `CUDA_HOME` at the `nvidia/cu13` folder of the
+//!   `nvidia-cuda-runtime`, `nvidia-cuda-crt` and `nvidia-cuda-cccl` wheels works too.
 //!
 //! Every kernel of the module compiles on any machine with NVRTC
 //! ([`every_sample_kernel_compiles_for_sm_90`]), so a kernel that would fail only on the GPU
@@ -37,6 +46,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use cuda_core::memory::PinnedMemoryResource;
+use cuda_core::texture::{AddressMode, Array, ArrayFormat, ArrayOptions, Texture, TextureOptions};
 use cuda_core::{
     launch, Allocate, BuildGraph, CaptureMode, CodeType, Device, EventOptions, Graph, GraphOptions,
     LaunchConfig, Linker, LinkerOptions, ObjectCode, Program, ProgramOptions,
@@ -217,14 +227,114 @@ extern "C" __global__ void jacobi_step(const float* a, const double* b, const do
     expressions: &[],
 };
 
+const WMMA_GEMM: Source = Source {
+    sample: "cudaTensorCoreGemm",
+    text: r#"
+#include <mma.h>
+using namespace nvcuda;
+
+// D = alpha * A * B + beta * C: A is m x k row-major half, B is k x n column-major half, C and
+// D are m x n row-major float. Each warp computes one 16 x 16 tile of D, accumulating in float.
+extern "C" __global__ void wmma_gemm(const __half* a, const __half* b, const float* c, float* d,
+                                     int m, int n, int k, float alpha, float beta) {
+    int tile_row = (blockIdx.x * blockDim.x + threadIdx.x) / warpSize;
+    int tile_col = blockIdx.y * blockDim.y + threadIdx.y;
+    int row = tile_row * 16, col = tile_col * 16;
+    if (row >= m || col >= n) return;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a_tile;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b_tile;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c_tile;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int i = 0; i < k; i += 16) {
+        wmma::load_matrix_sync(a_tile, a + row * k + i, k);
+        wmma::load_matrix_sync(b_tile, b + col * k + i, k);
+        wmma::mma_sync(acc, a_tile, b_tile, acc);
+    }
+    wmma::load_matrix_sync(c_tile, c + row * n + col, n, wmma::mem_row_major);
+    for (int e = 0; e < c_tile.num_elements; ++e) {
+        c_tile.x[e] = alpha * acc.x[e] + beta * c_tile.x[e];
+    }
+    wmma::store_matrix_sync(d + row * n + col, c_tile, n, wmma::mem_row_major);
+}
+"#,
+    header: Some("mma.h"),
+    device_runtime: false,
+    expressions: &[],
+};
+
+const CUBEMAP: Source = Source {
+    sample: "simpleCubemapTexture",
+    text: r#"
+// Thread (x, y) of block z reads texel (x, y) of face z through the cube's direction for it
+// (the CUDA programming guide's table of cubemap faces) and writes its negation.
+extern "C" __global__ void negate_faces(cudaTextureObject_t cube, float* out, unsigned width) {
+    unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned face = blockIdx.z;
+    if (x >= width || y >= width) return;
+    float u = ((x + 0.5f) / (float)width) * 2.0f - 1.0f;
+    float v = ((y + 0.5f) / (float)width) * 2.0f - 1.0f;
+    float cx, cy, cz;
+    switch (face) {
+        case 0: cx = 1.0f;  cy = -v;    cz = -u;    break;
+        case 1: cx = -1.0f; cy = -v;    cz = u;     break;
+        case 2: cx = u;     cy = 1.0f;  cz = v;     break;
+        case 3: cx = u;     cy = -1.0f; cz = -v;    break;
+        case 4: cx = u;     cy = -v;    cz = 1.0f;  break;
+        default: cx = -u;   cy = -v;    cz = -1.0f; break;
+    }
+    out[(face * width + y) * width + x] = -texCubemap<float>(cube, cx, cy, cz);
+}
+"#,
+    header: None,
+    device_runtime: false,
+    expressions: &[],
+};
+
+const BINARY_PARTITION: Source = Source {
+    sample: "binaryPartitionCG",
+    text: r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+// Each warp splits into the threads holding odd values and those holding even ones; each part
+// sums its values and counts itself, and its first thread adds that to the totals:
+// sums[0] the odd values', sums[1] the even ones', *odd_count the odd values.
+extern "C" __global__ void odd_even_count_and_sum(const int* values, int* odd_count, int* sums,
+                                                  unsigned n) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int value = values[i];
+        bool odd = value & 1;
+        cg::coalesced_group part = cg::binary_partition(warp, odd);
+        int sum = cg::reduce(part, value, cg::plus<int>());
+        if (part.thread_rank() == 0) {
+            if (odd) atomicAdd(odd_count, (int)part.num_threads());
+            atomicAdd(&sums[odd ? 0 : 1], sum);
+        }
+    }
+}
+"#,
+    header: Some("cooperative_groups.h"),
+    device_runtime: false,
+    expressions: &[],
+};
+
 /// Every kernel source of the module.
-const SOURCES: [&Source; 6] = [
+const SOURCES: [&Source; 9] = [
     &SIMPLE_STREAMS,
     &SIMPLE_CALLBACK,
     &SIMPLE_TEMPLATES,
     &CDP_QUICKSORT,
     &GRAPH_MEMORY_NODES,
     &JACOBI,
+    &WMMA_GEMM,
+    &CUBEMAP,
+    &BINARY_PARTITION,
 ];
 
 /// The toolkit's include directory holding `header`, and its `cccl` beside it where it has one
@@ -839,4 +949,231 @@ fn jacobi_cpu(a: &[f32], b: &[f64], threshold: f64, max: usize) -> (Vec<f64>, us
         iterations += 2;
     }
     (x, iterations, last)
+}
+
+/// Follows the simple WMMA kernel of `cudaTensorCoreGemm`: D = alpha * A * B + beta * C with
+/// half A (row-major) and B (column-major), float C and D, each warp computing a 16 x 16 tile
+/// on the tensor cores with `nvcuda::wmma` and accumulating in float, alpha 1.1 and beta 1.2
+/// as in the sample; 256 x 256 from K = 512, compared with a CPU GEMM of the same halves
+/// within a float accumulation's tolerance.
+#[cfg(feature = "half")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wmma_tensor_core_gemm() {
+    use half::f16;
+    let device = common::device();
+    let Some(code) = build_for(device, &WMMA_GEMM) else {
+        return;
+    };
+    let kernel = code.get_kernel("wmma_gemm").unwrap();
+    let stream = common::stream(device);
+    let memory = device.memory_resource().unwrap();
+    let (m, n, k) = (256usize, 256usize, 512usize);
+    let (alpha, beta) = (1.1f32, 1.2f32);
+    let signed = |r: u32| (r >> 8) as f32 / (1u32 << 23) as f32 - 1.0;
+    let a: Vec<f16> = common::random_u32(41, m * k)
+        .into_iter()
+        .map(|r| f16::from_f32(signed(r)))
+        .collect();
+    let b: Vec<f16> = common::random_u32(42, k * n)
+        .into_iter()
+        .map(|r| f16::from_f32(signed(r)))
+        .collect();
+    let c: Vec<f32> = common::random_u32(43, m * n)
+        .into_iter()
+        .map(signed)
+        .collect();
+    let upload = |bytes: usize| memory.allocate(bytes, &stream).unwrap();
+    let mut a_dev = upload(2 * m * k);
+    a_dev.copy_from_host(&a, &stream).unwrap();
+    let mut b_dev = upload(2 * k * n);
+    b_dev.copy_from_host(&b, &stream).unwrap();
+    let mut c_dev = upload(4 * m * n);
+    c_dev.copy_from_host(&c, &stream).unwrap();
+    let mut d_dev = upload(4 * m * n);
+    d_dev.fill(0x7fc0_0000u32, &stream).unwrap();
+    // Four warps across and four down per block: 4 x 4 tiles of 16 x 16.
+    let config = LaunchConfig::new([(m / 16 / 4) as u32, (n / 16 / 4) as u32, 1], [128, 4, 1]);
+    let dims = [m as i32, n as i32, k as i32];
+    // SAFETY: m x k and k x n halves in a and b, m x n floats in c and d.
+    unsafe {
+        launch(
+            &stream,
+            &config,
+            &kernel,
+            &[
+                &a_dev, &b_dev, &c_dev, &d_dev, &dims[0], &dims[1], &dims[2], &alpha, &beta,
+            ],
+        )
+    }
+    .unwrap();
+    let d = d_dev.to_vec::<f32>(&stream).unwrap();
+    let mut wrong = Vec::new();
+    for row in 0..m {
+        for col in 0..n {
+            let product: f64 = (0..k)
+                .map(|i| f64::from(a[row * k + i].to_f32()) * f64::from(b[col * k + i].to_f32()))
+                .sum();
+            let expected =
+                f64::from(alpha) * product + f64::from(beta) * f64::from(c[row * n + col]);
+            let got = f64::from(d[row * n + col]);
+            // Catches a tile stored at the wrong place (or not at all: the NaN fill stays), B
+            // read row-major, alpha and beta swapped, and half inputs read as other bits.
+            if got.is_nan() || (got - expected).abs() > 1e-3 * (1.0 + expected.abs()) {
+                wrong.push((row, col, got, expected));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} elements differ, first {:?}",
+        wrong.len(),
+        m * n,
+        &wrong[..wrong.len().min(4)]
+    );
+}
+
+/// Follows `simpleCubemapTexture`: a 64-wide cubemap CUDA array of floats (six faces), read
+/// through a texture object with normalized coordinates and point filtering by a kernel that
+/// turns each face's texel into its cube direction and writes the negated fetch; checked
+/// against a CPU that resolves each direction to a face and texel by the CUDA programming
+/// guide's table (and so against the negated input, as the sample does).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn simple_cubemap_texture() {
+    let device = common::device();
+    let code = build_for(device, &CUBEMAP).unwrap();
+    let kernel = code.get_kernel("negate_faces").unwrap();
+    let stream = common::stream(device);
+    let width = 64usize;
+    let values: Vec<f32> = (0..6 * width * width).map(|i| i as f32).collect();
+    let mut array = Array::new(&stream, &ArrayOptions::cubemap(ArrayFormat::F32, width)).unwrap();
+    array.copy_from_host(&values, &stream).unwrap();
+    let array = Arc::new(array);
+    let texture = Texture::from_array(
+        &array,
+        &TextureOptions::default()
+            .with_normalized_coordinates(true)
+            .with_address_mode_all(AddressMode::Wrap),
+    )
+    .unwrap();
+    let mut out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * values.len(), &stream)
+        .unwrap();
+    out.fill(0x7fc0_0000u32, &stream).unwrap();
+    let w = width as u32;
+    // SAFETY: 6 x width x width floats in `out`; the texture is alive.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([w / 8, w / 8, 6], [8, 8, 1]),
+            &kernel,
+            &[&texture, &out, &w],
+        )
+    }
+    .unwrap();
+    let expected = cubemap_cpu(&values, width);
+    // The CPU's table gives back each texel: the reference is the negated input.
+    let negated: Vec<f32> = values.iter().map(|v| -v).collect();
+    assert_eq!(expected, negated, "the CPU reference's face table");
+    // Catches faces in another order than the array's layers, a texture made without the
+    // cubemap flag (a 2D layered read), and texels read off by one.
+    assert_eq!(out.to_vec::<f32>(&stream).unwrap(), expected);
+}
+
+/// What [`CUBEMAP`]'s kernel writes, on the CPU: each thread's direction resolved to a face
+/// and texel by the major axis (the CUDA programming guide's cubemap table), negated.
+fn cubemap_cpu(values: &[f32], width: usize) -> Vec<f32> {
+    let w = width as f32;
+    let mut out = vec![0.0; values.len()];
+    for face in 0..6 {
+        for y in 0..width {
+            for x in 0..width {
+                let u = ((x as f32 + 0.5) / w) * 2.0 - 1.0;
+                let v = ((y as f32 + 0.5) / w) * 2.0 - 1.0;
+                let (cx, cy, cz) = match face {
+                    0 => (1.0, -v, -u),
+                    1 => (-1.0, -v, u),
+                    2 => (u, 1.0, v),
+                    3 => (u, -1.0, -v),
+                    4 => (u, -v, 1.0),
+                    _ => (-u, -v, -1.0f32),
+                };
+                let (ax, ay, az) = (cx.abs(), cy.abs(), cz.abs());
+                let (read_face, sc, tc, ma) = if ax >= ay && ax >= az {
+                    if cx > 0.0 {
+                        (0, -cz, -cy, ax)
+                    } else {
+                        (1, cz, -cy, ax)
+                    }
+                } else if ay >= az {
+                    if cy > 0.0 {
+                        (2, cx, cz, ay)
+                    } else {
+                        (3, cx, -cz, ay)
+                    }
+                } else if cz > 0.0 {
+                    (4, cx, -cy, az)
+                } else {
+                    (5, -cx, -cy, az)
+                };
+                let s = (sc / ma + 1.0) / 2.0;
+                let t = (tc / ma + 1.0) / 2.0;
+                let texel_x = ((s * w) as usize).min(width - 1);
+                let texel_y = ((t * w) as usize).min(width - 1);
+                out[(face * width + y) * width + x] =
+                    -values[(read_face * width + texel_y) * width + texel_x];
+            }
+        }
+    }
+    out
+}
+
+/// Follows `binaryPartitionCG`: every warp (`tiled_partition<32>`) splits by
+/// `binary_partition` into its threads holding odd values and those holding even ones; each
+/// part reduces its values (`cg::reduce`) and its first thread adds the part's sum and, for
+/// odd parts, its size to global totals. 1 Mi values in 0..50; the odd count and both sums
+/// must equal the CPU's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn binary_partition_cg() {
+    let device = common::device();
+    let Some(code) = build_for(device, &BINARY_PARTITION) else {
+        return;
+    };
+    let kernel = code.get_kernel("odd_even_count_and_sum").unwrap();
+    let stream = common::stream(device);
+    let memory = device.memory_resource().unwrap();
+    let n = 1usize << 20;
+    let values: Vec<i32> = common::random_u32(50, n)
+        .into_iter()
+        .map(|r| (r % 50) as i32)
+        .collect();
+    let mut input = memory.allocate(4 * n, &stream).unwrap();
+    input.copy_from_host(&values, &stream).unwrap();
+    let mut odd_count = memory.allocate(4, &stream).unwrap();
+    odd_count.fill(0u32, &stream).unwrap();
+    let mut sums = memory.allocate(8, &stream).unwrap();
+    sums.fill(0u32, &stream).unwrap();
+    let count = n as u32;
+    // A grid-stride loop whose threads divide n: every warp is whole on every pass.
+    // SAFETY: n ints in `input`, one int in `odd_count`, two in `sums`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([512, 1, 1], [256, 1, 1]),
+            &kernel,
+            &[&input, &odd_count, &sums, &count],
+        )
+    }
+    .unwrap();
+    let odd = values.iter().filter(|v| *v & 1 == 1).count() as i32;
+    let odd_sum: i32 = values.iter().filter(|v| *v & 1 == 1).sum();
+    let even_sum: i32 = values.iter().filter(|v| *v & 1 == 0).sum();
+    // Catches parts that are not split by the predicate (the sums would mix), a reduce over
+    // the whole warp instead of the part, and parts counted once per thread.
+    assert_eq!(odd_count.to_vec::<i32>(&stream).unwrap(), [odd]);
+    assert_eq!(sums.to_vec::<i32>(&stream).unwrap(), [odd_sum, even_sum]);
 }
