@@ -10,7 +10,7 @@
 //! | [`simple_callback`] | `simpleCallback` | 0 | 0 |
 //! | [`simple_templates`] | `simpleTemplates` | 0 | 0 |
 //! | [`cdp_simple_quicksort`] | `cdpSimpleQuicksort` | 0 | 0 |
-//! | [`graph_memory_nodes`] | `graphMemoryNodes` | 0 | 2 (`GraphAllocation::ptr`, `CapturedAllocation::ptr`) |
+//! | [`graph_memory_nodes`] | `graphMemoryNodes` | 0 | 0 |
 //! | [`jacobi_cuda_graphs`] | `jacobiCudaGraphs` | 0 | 0 |
 //! | [`wmma_tensor_core_gemm`] | `cudaTensorCoreGemm` (its simple WMMA kernel) | 0 | 0 |
 //! | [`simple_cubemap_texture`] | `simpleCubemapTexture` | 0 | 0 |
@@ -716,11 +716,10 @@ fn cdp_simple_quicksort() {
 /// inputs between launches, and must give the CPU's `a * a + b` each time; the device's graph
 /// memory is in use while the graphs exist, and is given back once they are dropped and
 /// trimmed.
+/// The allocations are kernel arguments as they are (`GraphAllocation`, `CapturedAllocation`).
 ///
-/// Lacking: graph memory reaches kernels only as a raw `DevicePtr` (`GraphAllocation::ptr`,
-/// `CapturedAllocation::ptr`): neither allocation is a kernel argument nor a copy or fill end,
-/// so the sample's copies into graph memory are kernels here and the addresses are passed raw
-/// (the table's 2 raw pointers).
+/// Lacking: neither allocation is a copy or fill end, so the sample's copies into graph
+/// memory are kernels here.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn graph_memory_nodes() {
@@ -744,15 +743,13 @@ fn graph_memory_nodes() {
     // Node by node: alloc -> square -> add -> free.
     let mut graph = Graph::new(device).unwrap();
     let scratch = graph.add_alloc(&[], bytes).unwrap();
-    // RAW POINTER: the allocation is not a graph argument (see the doc comment).
-    let at = scratch.ptr();
-    // SAFETY: n floats at `at` between its allocation and free nodes; a, b and out hold n.
+    // SAFETY: n floats of `scratch` between its allocation and free nodes; a, b and out hold n.
     let added = unsafe {
         let squared = graph
-            .add_kernel(&[scratch.node()], &config, &square, &[&at, &a, &n])
+            .add_kernel(&[scratch.node()], &config, &square, &[&scratch, &a, &n])
             .unwrap();
         graph
-            .add_kernel(&[squared], &config, &add, &[&out, &at, &b, &n])
+            .add_kernel(&[squared], &config, &add, &[&out, &scratch, &b, &n])
             .unwrap()
     };
     graph.add_free(&[added], scratch).unwrap();
@@ -763,12 +760,10 @@ fn graph_memory_nodes() {
     // SAFETY: no buffer is allocated or freed on the stream while it captures.
     unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     let scratch = stream.capture_alloc(bytes).unwrap();
-    // RAW POINTER: as above, for the captured allocation.
-    let at = scratch.ptr();
-    // SAFETY: n floats at `at` between its allocation and free; a, b and out hold n.
+    // SAFETY: n floats of `scratch` between its allocation and free; a, b and out hold n.
     unsafe {
-        launch(&stream, &config, &square, &[&at, &*a, &n]).unwrap();
-        launch(&stream, &config, &add, &[&*out, &at, &*b, &n]).unwrap();
+        launch(&stream, &config, &square, &[&scratch, &a, &n]).unwrap();
+        launch(&stream, &config, &add, &[&out, &scratch, &b, &n]).unwrap();
     }
     stream.capture_free(scratch).unwrap();
     let captured = stream

@@ -151,6 +151,22 @@ pub struct CapturedAllocation {
     capture: u64,
 }
 
+// A kernel argument of launches on the capturing streams (and graph nodes): its address,
+// valid in the graph's work between its allocation and its free.
+impl crate::args::KernelArg for CapturedAllocation {}
+impl crate::args::GraphArg for CapturedAllocation {}
+
+impl crate::args::sealed::Arg for CapturedAllocation {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
+            ptr: (&self.ptr.0 as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            home: None,
+        }
+    }
+}
+
 impl CapturedAllocation {
     /// The address it has while the graph runs.
     pub fn ptr(&self) -> DevicePtr {

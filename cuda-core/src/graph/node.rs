@@ -89,12 +89,28 @@ pub struct KernelNodeParams {
 /// exists while the graph runs, from that node until the free node that takes this value
 /// ([`BuildGraph::add_free`](crate::BuildGraph::add_free)), or, without one, until freed on the device's default pool's
 /// terms (see [`GraphOptions::auto_free_on_launch`](crate::GraphOptions::auto_free_on_launch)).
-/// Pass [`GraphAllocation::ptr`] to the graph's kernels between the two nodes.
+/// Pass it to the graph's kernels between the two nodes: it is a kernel argument (its address).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct GraphAllocation {
     pub(super) node: GraphNode,
     pub(super) ptr: DevicePtr,
     pub(super) size: usize,
+}
+
+// A kernel argument (of a graph node, or a launch in the capture that made it): its address,
+// valid in the nodes between its allocation and its free, which the graph keeps.
+impl crate::args::KernelArg for GraphAllocation {}
+impl crate::args::GraphArg for GraphAllocation {}
+
+impl crate::args::sealed::Arg for GraphAllocation {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::sealed::ArgBytes {
+            ptr: (&self.ptr.0 as *const u64).cast(),
+            size: std::mem::size_of::<u64>(),
+            home: None,
+        }
+    }
 }
 
 impl GraphAllocation {

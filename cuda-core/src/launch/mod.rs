@@ -31,6 +31,8 @@ const fn is_wrapper_size(size: usize) -> bool {
         || size == std::mem::size_of::<crate::memory::BufferSlice<'static>>()
         || size == std::mem::size_of::<crate::memory::SharedSlice>()
         || size == std::mem::size_of::<crate::memory::PitchedBuffer>()
+        || size == std::mem::size_of::<crate::graph::GraphAllocation>()
+        || size == std::mem::size_of::<crate::graph::CapturedAllocation>()
         || size == std::mem::size_of::<crate::view::StridedView<'static, u8>>()
         || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
         || size == std::mem::size_of::<crate::texture::Texture>()
