@@ -199,6 +199,7 @@ impl Program {
         let compiled = driver::compile(
             source,
             &self.name,
+            &options.headers,
             &options.to_args(target),
             &expressions,
             output,
@@ -244,6 +245,7 @@ impl Program {
         let checked = driver::compile(
             source,
             &self.name,
+            &options.headers,
             &options.to_args(CodeType::Ptx),
             &[],
             NvrtcOutput::Nothing,
@@ -262,7 +264,9 @@ impl Program {
     /// resolved in every place NVRTC could take it from (the including file's directory for
     /// quoted names, the working directory for the program's own, then `include_paths` and
     /// `-I` options), and the `-include` / `--pre-include` headers; a name found nowhere is one
-    /// of NVRTC's built-in headers (or missing), keyed by name. A program whose includes the
+    /// of NVRTC's built-in headers (or missing), keyed by name. Every header given in memory
+    /// ([`ProgramOptions::with_header`]) is keyed by its name and contents, included or not; a
+    /// name it gives is not looked for on disk, and the includes in it are followed. A program whose includes the
     /// scan cannot follow (`#include MACRO`) has no key: [`Error::Cache`] says why, and
     /// [`Program::compile_cached`] compiles it uncached.
     ///
@@ -290,10 +294,11 @@ impl Program {
         };
         let options = self.options.resolved()?;
         let (include_dirs, pre_includes) = options.header_search();
-        let headers = match crate::headers::reached(source, &include_dirs, &pre_includes) {
-            Ok(headers) => headers,
-            Err(why) => return Ok(Err(why)),
-        };
+        let headers =
+            match crate::headers::reached(source, &include_dirs, &pre_includes, &options.headers) {
+                Ok(headers) => headers,
+                Err(why) => return Ok(Err(why)),
+            };
         Ok(Ok(key(
             source,
             &self.name,
@@ -396,6 +401,11 @@ fn key(
     }
     for name in &headers.unresolved {
         key = key.field("builtin_header", name.as_bytes());
+    }
+    for (name, contents) in &options.headers {
+        key = key
+            .field("memory_header_name", name.as_bytes())
+            .field("memory_header", contents.as_bytes());
     }
     key.finish()
 }

@@ -95,6 +95,13 @@ crate::options::options_table! {
         /// Directories searched for `#include` (`-I`).
         include_paths: Vec<PathBuf>, with_include_paths(Vec<PathBuf>),
             @3 |v, _| v.iter().map(|p| format!("-I{}", p.display()));
+        /// Headers given in memory, each an include name and its contents (NVRTC's
+        /// `nvrtcCreateProgram` header arrays): `#include "name"` or `#include <name>` of the
+        /// source, of a header or of `pre_includes` reads the contents given, never a file of
+        /// that name. The cache key holds every one of them, name and contents, whether the
+        /// source includes it or not. Add one with [`ProgramOptions::with_header`].
+        headers: Vec<(String, String)>, with_headers(Vec<(String, String)>),
+            @51 |_, _| None::<String>;
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
             @4 |v, _| on(*v, "-G"), for [Ptx @1, Nvvm @1];
@@ -297,6 +304,33 @@ impl FastCompile {
 }
 
 impl ProgramOptions {
+    /// Adds one header given in memory to [`headers`](Self::headers): `#include "name"` (or
+    /// `<name>`) in the source then reads `contents`. A name given twice keeps its last
+    /// contents.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, Program, ProgramOptions};
+    ///
+    /// let options = ProgramOptions::default()
+    ///     .with_header("histogram_common.h", "#define BIN_COUNT 64\n");
+    /// let program = Program::new(
+    ///     r#"#include "histogram_common.h"
+    ///     extern "C" __global__ void clear(unsigned* bins) {
+    ///         if (threadIdx.x < BIN_COUNT) bins[threadIdx.x] = 0;
+    ///     }"#,
+    ///     options,
+    /// );
+    /// let code = program.compile(CodeType::Cubin, &[])?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        let name = name.into();
+        self.headers.retain(|(known, _)| *known != name);
+        self.headers.push((name, contents.into()));
+        self
+    }
+
     /// Where NVRTC looks for headers: `include_paths` and the `-I` / `--include-path` options,
     /// in order; and the headers `-include` / `--pre-include` names.
     pub(crate) fn header_search(&self) -> (Vec<PathBuf>, Vec<String>) {
