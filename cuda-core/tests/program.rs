@@ -1047,3 +1047,54 @@ fn a_header_given_in_memory_is_what_the_source_includes() {
         "{err}"
     );
 }
+
+/// A cooperative-groups kernel: CUDA 13's header includes CCCL (`cuda/std/...`, `nv/target`).
+const COOPERATIVE: &str = r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void block_sum(const int* x, int* out) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int sum = cg::reduce(warp, x[block.thread_rank()], cg::plus<int>());
+    if (warp.thread_rank() == 0) atomicAdd(out, sum);
+}
+"#;
+
+/// One option finds the toolkit's headers (a toolkit's, or the runtime and CCCL wheels'), and
+/// a kernel that includes `<cooperative_groups.h>` compiles with it and not without it.
+#[test]
+fn the_toolkit_includes_option_compiles_a_cooperative_groups_kernel() {
+    if !nvrtc() {
+        return;
+    }
+    let with = Program::new(COOPERATIVE, options().with_toolkit_includes(true))
+        .with_name("cooperative.cu")
+        .compile(CodeType::Ptx, &[]);
+    let code = match with {
+        Err(Error::InvalidArgument {
+            name: "toolkit_includes",
+            reason,
+        }) => return crate::common::not_run("cuda-headers", &reason),
+        other => other.unwrap(),
+    };
+    let text = String::from_utf8_lossy(code.code());
+    // Catches the folders not handed to NVRTC, or CCCL's left out (the include fails).
+    assert!(text.contains(".entry block_sum"), "{text}");
+    // Catches a test that would pass without the option (headers NVRTC has built in).
+    let without = Program::new(COOPERATIVE, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&without, Error::Compile { log, .. } if log.contains("cooperative_groups")),
+        "{without}"
+    );
+    // A PTX program has no use for it, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_toolkit_includes(true))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("toolkit_includes")),
+        "{err}"
+    );
+}

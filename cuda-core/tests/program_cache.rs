@@ -392,3 +392,35 @@ fn headers_given_in_memory_are_keyed_by_name_and_contents() {
     let again = ptx(&changed);
     assert!(again.contains("2007"), "the old kernel came back:\n{again}");
 }
+
+/// The toolkit's include folders are keyed as `include_paths` are: the key of a program with
+/// the option is that of the same program given the folders found (the same major's, found
+/// the same way) as include paths, with the headers reached through them; and it is not the
+/// key without them.
+#[test]
+fn the_toolkit_includes_are_keyed_as_include_paths() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "#include <cooperative_groups.h>\nextern \"C\" __global__ void k() {}";
+    let (major, _) = nvrtc_version().unwrap();
+    let search = cuda_nvrtc_sys::headers::ToolkitHeadersSearch::from_env(major as u32);
+    let dirs: Vec<std::path::PathBuf> = match cuda_nvrtc_sys::headers::ToolkitHeaders::find(&search)
+    {
+        Ok(found) => found.dirs().into_iter().map(Into::into).collect(),
+        Err(why) => return crate::common::not_run("cuda-headers", &why.to_string()),
+    };
+    let key = |options: ProgramOptions| {
+        Program::new(source, options.with_arch("90"))
+            .cache_key(CodeType::Ptx, &[])
+            .unwrap()
+    };
+    let with = key(ProgramOptions::default().with_toolkit_includes(true));
+    // Catches the folders left out of the key (another toolkit would hit this one's code).
+    assert_ne!(with, key(ProgramOptions::default()));
+    // Catches the folders keyed otherwise than include paths (their headers not scanned).
+    assert_eq!(
+        with,
+        key(ProgramOptions::default().with_include_paths(dirs))
+    );
+}

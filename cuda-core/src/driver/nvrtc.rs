@@ -52,6 +52,26 @@ pub(super) fn expected_major() -> Option<u32> {
     }
 }
 
+/// The CUDA toolkit's include folders (that of `cuda_runtime.h`, then CCCL's where it is
+/// another), preferring the major of the NVRTC in use (loaded, else the one discovery would
+/// load); found once per process and major (see `cuda_nvrtc_sys::headers`). `Err` says every
+/// place looked at.
+pub(crate) fn toolkit_include_dirs() -> std::result::Result<Vec<std::path::PathBuf>, String> {
+    type Found = std::result::Result<Vec<std::path::PathBuf>, String>;
+    static FOUND: std::sync::Mutex<Vec<(u32, Found)>> = std::sync::Mutex::new(Vec::new());
+    let major = expected_major().unwrap_or_else(preferred_major);
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, known)) = found.iter().find(|(m, _)| *m == major) {
+        return known.clone();
+    }
+    let search = cuda_nvrtc_sys::headers::ToolkitHeadersSearch::from_env(major);
+    let result = cuda_nvrtc_sys::headers::ToolkitHeaders::find(&search)
+        .map(|headers| headers.dirs().into_iter().map(Into::into).collect())
+        .map_err(|e| e.to_string());
+    found.push((major, result.clone()));
+    result
+}
+
 /// What NVRTC should produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NvrtcOutput {

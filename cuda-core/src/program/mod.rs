@@ -195,6 +195,8 @@ impl Program {
         };
         let (major, minor) = nvrtc_version()?;
         options.check_nvrtc(major, minor)?;
+        // After NVRTC is loaded: the toolkit's headers of its major are preferred.
+        let options = options.with_toolkit_dirs()?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
         let compiled = driver::compile(
             source,
@@ -238,9 +240,10 @@ impl Program {
                 ),
             });
         };
-        let mut options = self.options.resolved()?;
+        let options = self.options.resolved()?;
         let (major, minor) = nvrtc_version()?;
         options.check_nvrtc(major, minor)?;
+        let mut options = options.with_toolkit_dirs()?;
         options.extra.push("-fdevice-syntax-only".to_owned());
         let checked = driver::compile(
             source,
@@ -292,7 +295,7 @@ impl Program {
         let Source::Cxx(source) = &self.source else {
             return sources::key(self, target, name_expressions).map(Ok);
         };
-        let options = self.options.resolved()?;
+        let options = self.options.resolved()?.with_toolkit_dirs()?;
         let (include_dirs, pre_includes) = options.header_search();
         let headers =
             match crate::headers::reached(source, &include_dirs, &pre_includes, &options.headers) {

@@ -102,6 +102,35 @@ crate::options::options_table! {
         /// source includes it or not. Add one with [`ProgramOptions::with_header`].
         headers: Vec<(String, String)>, with_headers(Vec<(String, String)>),
             @51 |_, _| None::<String>;
+        /// Add the CUDA toolkit's include folders after `include_paths`, for sources that
+        /// include its headers (`<cooperative_groups.h>`, `<cuda/pipeline>`, `<cuda/barrier>`):
+        /// the folder of `cuda_runtime.h` and CCCL's (`include/cccl` in CUDA 13), found as
+        /// NVRTC is found and preferring the major of the NVRTC in use:
+        /// `CUDA_CORE_CUDA_INCLUDE_PATH` (an include folder), a toolkit under `$CUDA_HOME`,
+        /// `$CUDA_PATH` or `/usr/local/cuda`, then the wheels `nvidia-cuda-runtime` with
+        /// `nvidia-cuda-cccl` (CUDA 13) or `nvidia-cuda-runtime-cu12` with
+        /// `nvidia-cuda-cccl-cu12` (CUDA 12); see `cuda_nvrtc_sys::headers`. None found is
+        /// [`Error::InvalidArgument`] naming every place tried. The folders found and the
+        /// headers the source reaches through them are in the cache key, as `include_paths`
+        /// are.
+        ///
+        /// ```no_run
+        /// use cuda_core::{CodeType, Program, ProgramOptions};
+        ///
+        /// let program = Program::new(
+        ///     r#"#include <cooperative_groups.h>
+        ///     namespace cg = cooperative_groups;
+        ///     extern "C" __global__ void sum(const int* x, int* out) {
+        ///         cg::thread_block block = cg::this_thread_block();
+        ///         atomicAdd(out, x[block.thread_rank()]);
+        ///     }"#,
+        ///     ProgramOptions::default().with_toolkit_includes(true),
+        /// );
+        /// let code = program.compile(CodeType::Cubin, &[])?;
+        /// # Ok::<(), cuda_core::Error>(())
+        /// ```
+        toolkit_includes: bool, with_toolkit_includes(bool),
+            @52 |_, _| None::<String>;
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
             @4 |v, _| on(*v, "-G"), for [Ptx @1, Nvvm @1];
@@ -352,6 +381,20 @@ impl ProgramOptions {
             }
         }
         (dirs, pre)
+    }
+
+    /// These options with the toolkit's include folders after `include_paths` where
+    /// `toolkit_includes` asks for them (a C++ program's: NVRTC reads them).
+    pub(crate) fn with_toolkit_dirs(mut self) -> Result<ProgramOptions> {
+        if self.toolkit_includes {
+            let dirs =
+                crate::driver::toolkit_include_dirs().map_err(|why| Error::InvalidArgument {
+                    name: "toolkit_includes",
+                    reason: format!("the CUDA toolkit's headers were not found: {why}"),
+                })?;
+            self.include_paths.extend(dirs);
+        }
+        Ok(self)
     }
 
     /// These options with `arch` filled in: as given, else the current device's.
