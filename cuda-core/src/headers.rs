@@ -32,11 +32,14 @@ pub(crate) struct Reached {
 }
 
 /// The headers `source` reaches through `include_dirs` and the `pre_includes` (`-include`)
-/// NVRTC reads before it, or why they cannot be known.
+/// NVRTC reads before it, or why they cannot be known. A name of `in_memory` (the program's
+/// headers given in memory, name and contents) is that header, never a file: it is not looked
+/// up on disk, and its own includes are followed (the caller keys its contents).
 pub(crate) fn reached(
     source: &str,
     include_dirs: &[PathBuf],
     pre_includes: &[String],
+    in_memory: &[(String, String)],
 ) -> Result<Reached, String> {
     let mut reached = Reached::default();
     let top = includes(source)?;
@@ -55,6 +58,15 @@ pub(crate) fn reached(
     let mut seen_names = std::collections::HashSet::new();
     while let Some((name, quoting, dir)) = pending.pop() {
         if !seen_names.insert((name.clone(), quoting, dir.clone())) {
+            continue;
+        }
+        if let Some((_, contents)) = in_memory.iter().rev().find(|(known, _)| *known == name) {
+            // NVRTC reads it from memory; a quoted include in it is looked for beside the
+            // program, as the program's own are.
+            let nested = includes(contents).map_err(|e| format!("header {name}: {e}"))?;
+            for (name, quoting) in nested {
+                pending.push((name, quoting, cwd.clone()));
+            }
             continue;
         }
         let mut places = Vec::new();
@@ -260,7 +272,13 @@ mod tests {
         std::fs::write(b.join("val.h"), "#define VAL 2\n").unwrap();
         std::fs::write(b.join("deep.h"), "\n").unwrap();
         let dirs = [a.clone(), b.clone()];
-        let found = reached("#include \"val.h\"\n#include <cuda_fp16.h>\n", &dirs, &[]).unwrap();
+        let found = reached(
+            "#include \"val.h\"\n#include <cuda_fp16.h>\n",
+            &dirs,
+            &[],
+            &[],
+        )
+        .unwrap();
         // Both val.h files (b's would be used were a's gone), the nested ones, and the name
         // found nowhere.
         let files: Vec<_> = found.files.keys().cloned().collect();
@@ -278,12 +296,35 @@ mod tests {
         // A change to any of them changes its hash.
         let before = found.files[&b.join("deep.h")];
         std::fs::write(b.join("deep.h"), "int changed;\n").unwrap();
-        let after = reached("#include \"val.h\"\n", &dirs, &[]).unwrap();
+        let after = reached("#include \"val.h\"\n", &dirs, &[], &[]).unwrap();
         assert_ne!(after.files[&b.join("deep.h")], before);
         // A pre-included header is followed too; a macro include cannot be.
-        let pre = reached("", &dirs, &["val.h".to_owned()]).unwrap();
+        let pre = reached("", &dirs, &["val.h".to_owned()], &[]).unwrap();
         assert!(pre.files.contains_key(&a.join("val.h")));
-        assert!(reached("#include NAME\n", &dirs, &[]).is_err());
+        assert!(reached("#include NAME\n", &dirs, &[], &[]).is_err());
+    }
+
+    #[test]
+    fn a_header_in_memory_is_not_looked_up_on_disk_and_its_includes_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("given.h"), "#include \"shadowed.h\"\n").unwrap();
+        std::fs::write(dir.path().join("nested.h"), "\n").unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let memory = [(
+            "given.h".to_owned(),
+            "#include <nested.h>\n#include <cuda_fp16.h>\n".to_owned(),
+        )];
+        let found = reached("#include \"given.h\"\n", &dirs, &[], &memory).unwrap();
+        // Catches the file of the same name keyed (and followed) instead of the header in
+        // memory, and the header in memory's own includes left out.
+        let files: Vec<_> = found.files.keys().cloned().collect();
+        assert_eq!(files, [dir.path().join("nested.h")]);
+        // Catches the header in memory taken for a built-in one (keyed by name alone).
+        assert_eq!(found.unresolved, ["cuda_fp16.h"]);
+        // A header in memory that names its include through a macro cannot be followed.
+        let memory = [("given.h".to_owned(), "#include NAME\n".to_owned())];
+        let why = reached("#include <given.h>\n", &dirs, &[], &memory).unwrap_err();
+        assert!(why.contains("given.h") && why.contains("macro"), "{why}");
     }
 
     #[test]

@@ -172,18 +172,11 @@ fn dynamic_shared_memory_above_48_kib_is_used_whole() {
 
 /// The cooperative attribute reaches the driver: the grid can tell (`grid.is_valid()` holds
 /// only in a cooperative launch), and a grid-wide `grid.sync()` holds. The cooperative-groups
-/// header comes with the CUDA toolkit.
+/// header comes with the CUDA toolkit, found by `with_toolkit_includes`.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_cooperative_launch_is_one_the_grid_can_tell() {
     let device = common::device();
-    let Some(include) = toolkit_include("cooperative_groups.h") else {
-        return common::not_run(
-            "cuda-headers",
-            "no CUDA toolkit headers (cooperative_groups.h) under $CUDA_HOME, $CUDA_PATH or \
-             /usr/local/cuda",
-        );
-    };
     device.set_current().unwrap();
     let source = r#"
 #include <cooperative_groups.h>
@@ -199,14 +192,19 @@ extern "C" __global__ void grid_sync_count(unsigned* counter, unsigned* out) {
     if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(counter, 0u);
 }
 "#;
-    // CUDA 13 keeps the C++ library the header includes in include/cccl.
-    let cccl = include.join("cccl");
-    let code = Program::new(
+    // The toolkit's include folders and CCCL's (include/cccl in CUDA 13), found by the option.
+    let compiled = Program::new(
         source,
-        ProgramOptions::default().with_include_paths(vec![include, cccl]),
+        ProgramOptions::default().with_toolkit_includes(true),
     )
-    .compile(CodeType::Cubin, &[])
-    .unwrap();
+    .compile(CodeType::Cubin, &[]);
+    let code = match compiled {
+        Err(cuda_core::Error::InvalidArgument {
+            name: "toolkit_includes",
+            reason,
+        }) => return common::not_run("cuda-headers", &reason),
+        other => other.unwrap(),
+    };
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let memory = device.memory_resource().unwrap();
     let kind = code.get_kernel("grid_kind").unwrap();
@@ -243,17 +241,6 @@ extern "C" __global__ void grid_sync_count(unsigned* counter, unsigned* out) {
         seen.iter().all(|&v| v == blocks),
         "{blocks} blocks: {seen:?}"
     );
-}
-
-/// A header of the CUDA toolkit's include directory, if there is one here.
-fn toolkit_include(header: &str) -> Option<std::path::PathBuf> {
-    ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(std::path::PathBuf::from)
-        .chain([std::path::PathBuf::from("/usr/local/cuda")])
-        .map(|root| root.join("include"))
-        .find(|dir| dir.join(header).is_file())
 }
 
 /// A kernel's attributes are the ones it was built with: 4 KiB of static shared memory, 1 KiB

@@ -988,3 +988,113 @@ fn automatic_precompiled_headers_never_use_the_working_directory() {
         },
     );
 }
+
+/// The PTX of `source` compiled with `options`, as text.
+fn ptx_text(source: &str, options: ProgramOptions) -> String {
+    let code = Program::new(source, options)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    String::from_utf8_lossy(code.code()).into_owned()
+}
+
+/// A header given in memory is what `#include` reads, quoted or angled, from the source and
+/// from another header in memory, and it wins over a file of the same name in an include
+/// directory (NVRTC reads the in-memory one first).
+#[test]
+fn a_header_given_in_memory_is_what_the_source_includes() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "#include \"histogram_common.h\"\n\
+                  extern \"C\" __global__ void k(unsigned* out) { out[0] = BIN_COUNT; out[1] = SHIFT; }";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("histogram_common.h"),
+        "#define BIN_COUNT 777\n#define SHIFT 1\n",
+    )
+    .unwrap();
+    let given = options()
+        .with_include_paths(vec![dir.path().to_path_buf()])
+        .with_header(
+            "histogram_common.h",
+            "#include <shift.h>\n#define BIN_COUNT 12345\n",
+        )
+        .with_header("shift.h", "#define SHIFT 54321\n");
+    let text = ptx_text(source, given.clone());
+    // Catches the headers not handed to NVRTC (the include fails or reads the file), and a
+    // header in memory that another one includes not found.
+    assert!(text.contains("12345") && text.contains("54321"), "{text}");
+    // Catches the file of the same name read instead of the header given in memory.
+    assert!(!text.contains("777"), "{text}");
+    // Catches `with_header` adding a second header of a name instead of replacing it.
+    let text = ptx_text(
+        source,
+        given.with_header("shift.h", "#define SHIFT 24680\n"),
+    );
+    assert!(text.contains("24680") && !text.contains("54321"), "{text}");
+    // A NUL in a header is refused by name, before NVRTC.
+    let err = Program::new(source, options().with_header("histogram_common.h", "\0"))
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                name: "headers",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// A cooperative-groups kernel: CUDA 13's header includes CCCL (`cuda/std/...`, `nv/target`).
+const COOPERATIVE: &str = r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void block_sum(const int* x, int* out) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int sum = cg::reduce(warp, x[block.thread_rank()], cg::plus<int>());
+    if (warp.thread_rank() == 0) atomicAdd(out, sum);
+}
+"#;
+
+/// One option finds the toolkit's headers (a toolkit's, or the runtime and CCCL wheels'), and
+/// a kernel that includes `<cooperative_groups.h>` compiles with it and not without it.
+#[test]
+fn the_toolkit_includes_option_compiles_a_cooperative_groups_kernel() {
+    if !nvrtc() {
+        return;
+    }
+    let with = Program::new(COOPERATIVE, options().with_toolkit_includes(true))
+        .with_name("cooperative.cu")
+        .compile(CodeType::Ptx, &[]);
+    let code = match with {
+        Err(Error::InvalidArgument {
+            name: "toolkit_includes",
+            reason,
+        }) => return crate::common::not_run("cuda-headers", &reason),
+        other => other.unwrap(),
+    };
+    let text = String::from_utf8_lossy(code.code());
+    // Catches the folders not handed to NVRTC, or CCCL's left out (the include fails).
+    assert!(text.contains(".entry block_sum"), "{text}");
+    // Catches a test that would pass without the option (headers NVRTC has built in).
+    let without = Program::new(COOPERATIVE, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&without, Error::Compile { log, .. } if log.contains("cooperative_groups")),
+        "{without}"
+    );
+    // A PTX program has no use for it, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_toolkit_includes(true))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("toolkit_includes")),
+        "{err}"
+    );
+}

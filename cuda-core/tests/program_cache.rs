@@ -336,3 +336,91 @@ fn the_order_of_include_paths_is_in_the_key() {
     );
     assert_eq!(cache.len(), 2);
 }
+
+/// Headers given in memory are in the key, by name and contents; a file of the same name on
+/// disk is not (NVRTC reads the header in memory), and a file that one of them includes is.
+#[test]
+fn headers_given_in_memory_are_keyed_by_name_and_contents() {
+    if !nvrtc() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inner.h"), "#define INNER 1000\n").unwrap();
+    let source = "#include \"common.h\"\nextern \"C\" __global__ void k(int* x) { *x = VAL; }";
+    let with = |name: &str, contents: &str| {
+        Program::new(
+            source,
+            ProgramOptions::default()
+                .with_arch("90")
+                .with_include_paths(vec![dir.path().to_path_buf()])
+                .with_header(name, contents),
+        )
+    };
+    let key = |p: &Program| p.cache_key(CodeType::Ptx, &[]).unwrap();
+    let program = with("common.h", "#include <inner.h>\n#define VAL (INNER + 1)\n");
+    let before = key(&program);
+    // Catches the contents left out of the key: a changed header would hit the old kernel.
+    assert_ne!(
+        before,
+        key(&with(
+            "common.h",
+            "#include <inner.h>\n#define VAL (INNER + 2)\n"
+        ))
+    );
+    // Catches the name left out: the same text under another name is another program.
+    assert_ne!(
+        before,
+        key(&with(
+            "other.h",
+            "#include <inner.h>\n#define VAL (INNER + 1)\n"
+        ))
+    );
+    // Catches a file of the same name keyed in its place: NVRTC never reads it.
+    std::fs::write(dir.path().join("common.h"), "#define VAL 5\n").unwrap();
+    assert_eq!(before, key(&program));
+    // Catches the includes of a header in memory not followed: a file it reaches is keyed.
+    std::fs::write(dir.path().join("inner.h"), "#define INNER 2000\n").unwrap();
+    assert_ne!(before, key(&program));
+    // And through the cache: the kernel compiled from the changed header, not the old one.
+    let cache = InMemoryProgramCache::new(64 << 20);
+    let ptx = |p: &Program| {
+        let code = p.compile_cached(&cache, CodeType::Ptx, &[]).unwrap();
+        String::from_utf8_lossy(code.code()).into_owned()
+    };
+    assert!(ptx(&program).contains("2001"));
+    let changed = with("common.h", "#include <inner.h>\n#define VAL (INNER + 7)\n");
+    let again = ptx(&changed);
+    assert!(again.contains("2007"), "the old kernel came back:\n{again}");
+}
+
+/// The toolkit's include folders are keyed as `include_paths` are: the key of a program with
+/// the option is that of the same program given the folders found (the same major's, found
+/// the same way) as include paths, with the headers reached through them; and it is not the
+/// key without them.
+#[test]
+fn the_toolkit_includes_are_keyed_as_include_paths() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "#include <cooperative_groups.h>\nextern \"C\" __global__ void k() {}";
+    let (major, _) = nvrtc_version().unwrap();
+    let search = cuda_nvrtc_sys::headers::ToolkitHeadersSearch::from_env(major as u32);
+    let dirs: Vec<std::path::PathBuf> = match cuda_nvrtc_sys::headers::ToolkitHeaders::find(&search)
+    {
+        Ok(found) => found.dirs().into_iter().map(Into::into).collect(),
+        Err(why) => return crate::common::not_run("cuda-headers", &why.to_string()),
+    };
+    let key = |options: ProgramOptions| {
+        Program::new(source, options.with_arch("90"))
+            .cache_key(CodeType::Ptx, &[])
+            .unwrap()
+    };
+    let with = key(ProgramOptions::default().with_toolkit_includes(true));
+    // Catches the folders left out of the key (another toolkit would hit this one's code).
+    assert_ne!(with, key(ProgramOptions::default()));
+    // Catches the folders keyed otherwise than include paths (their headers not scanned).
+    assert_eq!(
+        with,
+        key(ProgramOptions::default().with_include_paths(dirs))
+    );
+}

@@ -13,7 +13,7 @@ use cuda_core::{
     launch,
     tensor_map::{
         Im2colOptions, Im2colWideOptions, TensorDataType, TensorMap, TensorMapDescriptor,
-        TensorMapSwizzle, TiledOptions,
+        TensorMapSwizzle, TiledOptions, NVRTC_HEADER, NVRTC_HEADER_NAME,
     },
     Allocate, Buffer, BuildGraph, CodeType, Device, Error, Graph, GraphOptions, LaunchConfig,
     ObjectCode, Program, ProgramOptions, Stream,
@@ -22,9 +22,11 @@ use cuda_core::{
 /// One block loads the box at `(x, y)` of `src` into shared memory with
 /// `cp.async.bulk.tensor` (completing on an mbarrier), writes the shared bytes as they lie
 /// there (swizzled) to `raw`, and stores the box to `(dx, dy)` of `dst`. The maps come by value
-/// as `__grid_constant__` parameters, aligned to 64 bytes as the hardware reads them.
+/// as `__grid_constant__ CUtensorMap` parameters, the type declared by the crate's
+/// `NVRTC_HEADER` (given in memory by `tma_code`).
 const TMA: &str = r#"
-struct __align__(64) TensorMap { unsigned long long opaque[16]; };
+#include "cuda_core/tensor_map.h"
+typedef CUtensorMap TensorMap;
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -99,7 +101,10 @@ fn nvrtc() -> bool {
 }
 
 fn tma_code() -> cuda_core::Result<ObjectCode> {
-    Program::new(TMA, ProgramOptions::default().with_arch("90"))
+    let options = ProgramOptions::default()
+        .with_arch("90")
+        .with_header(NVRTC_HEADER_NAME, NVRTC_HEADER);
+    Program::new(TMA, options)
         .with_name("tma.cu")
         .compile(CodeType::Cubin, &[])
 }
@@ -118,6 +123,42 @@ fn the_tma_kernel_compiles_for_sm_90() {
         code.code().windows(section.len()).any(|w| w == section),
         "the cubin holds no tile_round_trip"
     );
+}
+
+/// A kernel taking `const __grid_constant__ CUtensorMap` compiles for sm_90 with the crate's
+/// declaration given in memory, and takes it as the driver's 128 bytes aligned to 128 (the
+/// parameter the PTX declares), as `cuda.h`'s type is.
+#[test]
+fn the_nvrtc_header_declares_cutensormap_as_cuda_h_does() {
+    if !nvrtc() {
+        return;
+    }
+    let source = "#include \"cuda_core/tensor_map.h\"\n\
+        extern \"C\" __global__ void prefetch(const __grid_constant__ CUtensorMap map) {\n\
+            asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"(&map) : \"memory\");\n\
+        }\n\
+        static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 128, \"layout\");\n";
+    let options = ProgramOptions::default()
+        .with_arch("90")
+        .with_header(NVRTC_HEADER_NAME, NVRTC_HEADER);
+    let code = Program::new(source, options)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    let ptx = String::from_utf8_lossy(code.code());
+    // Catches a declaration of another size or alignment than the 128 bytes a TensorMap
+    // passes (the static_assert fails the compile; the parameter shows what a launch gets).
+    assert!(
+        ptx.contains(".param .align 128 .b8 prefetch_param_0[128]"),
+        "{ptx}"
+    );
+    // Catches a header that clashes with cuda.h's declaration where a source has both.
+    let both = format!("#define CU_TENSOR_MAP_NUM_QWORDS 16\ntypedef struct CUtensorMap_st {{ alignas(128) unsigned long long opaque[16]; }} CUtensorMap;\n{source}");
+    let options = ProgramOptions::default()
+        .with_arch("90")
+        .with_header(NVRTC_HEADER_NAME, NVRTC_HEADER);
+    Program::new(both, options)
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
 }
 
 fn matrix(swizzle: TensorMapSwizzle, box_width: u32) -> TiledOptions {

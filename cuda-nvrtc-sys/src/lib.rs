@@ -16,6 +16,8 @@
 //!
 //! - [`devrt`]: the search for the device runtime `libcudadevrt.a`, the static library that
 //!   kernels launching kernels are linked with (a file, found by path; never loaded here).
+//! - [`headers`]: the search for the CUDA toolkit's headers (`cuda_runtime.h` and CCCL's
+//!   folder), from a toolkit or the runtime and CCCL wheels, for programs that include them.
 //!
 //! Nothing links to NVRTC, nvJitLink or libNVVM at build time. The safe API is in `cuda-core`.
 //!
@@ -32,6 +34,7 @@
 //! ```
 
 pub mod devrt;
+pub mod headers;
 mod loader;
 pub mod nvjitlink;
 mod nvrtc;

@@ -35,6 +35,10 @@ pub trait Discoverable: Sized {
     /// (a shared library); `false` for a file found by its path only (a static library).
     const BY_LOADER: bool = true;
 
+    /// What the spec's variable names, for messages: the library file, or the include folder
+    /// of the toolkit's headers.
+    const OVERRIDE: &'static str = "the library file";
+
     /// Loads the library from one candidate, or says why it could not.
     fn open(candidate: &Candidate) -> Result<Self, String>;
 }
@@ -337,8 +341,10 @@ impl<L: Discoverable> fmt::Display for DiscoveryError<L> {
         }
         write!(
             f,
-            "\ninstall the CUDA toolkit or `pip install {}`, or set {} to the library file",
-            spec.wheel, spec.env_var
+            "\ninstall the CUDA toolkit or `pip install {}`, or set {} to {}",
+            spec.wheel,
+            spec.env_var,
+            L::OVERRIDE
         )
     }
 }

@@ -8,6 +8,7 @@ mod common;
 mod devrt;
 mod discovery;
 mod environment;
+mod headers;
 mod nvjitlink_discovery;
 mod nvjitlink_env;
 mod nvvm;

@@ -56,6 +56,7 @@ pub(crate) use self::nvjitlink::{
     device_runtime_path, jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput,
 };
 pub(crate) use self::nvrtc::{
-    compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size, NvrtcOutput,
+    compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size,
+    toolkit_include_dirs, NvrtcOutput,
 };
 pub(crate) use self::nvvm::{libdevice, nvvm_compile, nvvm_identity, nvvm_info, NvvmInput};

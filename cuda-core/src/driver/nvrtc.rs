@@ -52,6 +52,26 @@ pub(super) fn expected_major() -> Option<u32> {
     }
 }
 
+/// The CUDA toolkit's include folders (that of `cuda_runtime.h`, then CCCL's where it is
+/// another), preferring the major of the NVRTC in use (loaded, else the one discovery would
+/// load); found once per process and major (see `cuda_nvrtc_sys::headers`). `Err` says every
+/// place looked at.
+pub(crate) fn toolkit_include_dirs() -> std::result::Result<Vec<std::path::PathBuf>, String> {
+    type Found = std::result::Result<Vec<std::path::PathBuf>, String>;
+    static FOUND: std::sync::Mutex<Vec<(u32, Found)>> = std::sync::Mutex::new(Vec::new());
+    let major = expected_major().unwrap_or_else(preferred_major);
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, known)) = found.iter().find(|(m, _)| *m == major) {
+        return known.clone();
+    }
+    let search = cuda_nvrtc_sys::headers::ToolkitHeadersSearch::from_env(major);
+    let result = cuda_nvrtc_sys::headers::ToolkitHeaders::find(&search)
+        .map(|headers| headers.dirs().into_iter().map(Into::into).collect())
+        .map_err(|e| e.to_string());
+    found.push((major, result.clone()));
+    result
+}
+
 /// What NVRTC should produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NvrtcOutput {
@@ -77,11 +97,13 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32)> {
     Ok(nvrtc()?.version())
 }
 
-/// Compiles `source` with NVRTC: `nvrtcCreateProgram`, `nvrtcAddNameExpression` for each
-/// name expression, `nvrtcCompileProgram`, then the output, the log and the lowered names.
+/// Compiles `source` with NVRTC: `nvrtcCreateProgram` (with `headers`, each an include name
+/// and its contents, as its in-memory headers), `nvrtcAddNameExpression` for each name
+/// expression, `nvrtcCompileProgram`, then the output, the log and the lowered names.
 pub(crate) fn compile(
     source: &str,
     name: &str,
+    headers: &[(String, String)],
     options: &[String],
     name_expressions: &[String],
     output: NvrtcOutput,
@@ -108,6 +130,26 @@ pub(crate) fn compile(
         .iter()
         .map(|e| c("name_expressions", e))
         .collect::<Result<Vec<_>>>()?;
+    let header_names_c = headers
+        .iter()
+        .map(|(name, _)| c("headers", name))
+        .collect::<Result<Vec<_>>>()?;
+    let header_texts_c = headers
+        .iter()
+        .map(|(_, text)| c("headers", text))
+        .collect::<Result<Vec<_>>>()?;
+    let header_names: Vec<*const std::ffi::c_char> =
+        header_names_c.iter().map(|h| h.as_ptr()).collect();
+    let header_texts: Vec<*const std::ffi::c_char> =
+        header_texts_c.iter().map(|h| h.as_ptr()).collect();
+    let header_count = i32::try_from(headers.len()).map_err(|_| Error::InvalidArgument {
+        name: "headers",
+        reason: format!(
+            "{} headers; NVRTC takes at most {}",
+            headers.len(),
+            i32::MAX
+        ),
+    })?;
     let lacks = |symbol: &str| Error::NvrtcNotFound {
         reason: format!("the loaded NVRTC lacks {symbol}"),
         source: None,
@@ -119,15 +161,16 @@ pub(crate) fn compile(
         .nvrtcDestroyProgram
         .ok_or_else(|| lacks("nvrtcDestroyProgram"))?;
     let mut program: nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: all strings are NUL-terminated and outlive the call; no headers are passed.
+    // SAFETY: all strings are NUL-terminated and outlive the call (NVRTC copies them); the
+    // two header arrays hold `header_count` pointers each.
     let status = unsafe {
         create(
             &mut program,
             source_c.as_ptr(),
             name_c.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
+            header_count,
+            header_texts.as_ptr(),
+            header_names.as_ptr(),
         )
     };
     if status != nvrtcResult::NVRTC_SUCCESS {

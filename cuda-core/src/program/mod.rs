@@ -195,10 +195,13 @@ impl Program {
         };
         let (major, minor) = nvrtc_version()?;
         options.check_nvrtc(major, minor)?;
+        // After NVRTC is loaded: the toolkit's headers of its major are preferred.
+        let options = options.with_toolkit_dirs()?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
         let compiled = driver::compile(
             source,
             &self.name,
+            &options.headers,
             &options.to_args(target),
             &expressions,
             output,
@@ -237,13 +240,15 @@ impl Program {
                 ),
             });
         };
-        let mut options = self.options.resolved()?;
+        let options = self.options.resolved()?;
         let (major, minor) = nvrtc_version()?;
         options.check_nvrtc(major, minor)?;
+        let mut options = options.with_toolkit_dirs()?;
         options.extra.push("-fdevice-syntax-only".to_owned());
         let checked = driver::compile(
             source,
             &self.name,
+            &options.headers,
             &options.to_args(CodeType::Ptx),
             &[],
             NvrtcOutput::Nothing,
@@ -262,7 +267,9 @@ impl Program {
     /// resolved in every place NVRTC could take it from (the including file's directory for
     /// quoted names, the working directory for the program's own, then `include_paths` and
     /// `-I` options), and the `-include` / `--pre-include` headers; a name found nowhere is one
-    /// of NVRTC's built-in headers (or missing), keyed by name. A program whose includes the
+    /// of NVRTC's built-in headers (or missing), keyed by name. Every header given in memory
+    /// ([`ProgramOptions::with_header`]) is keyed by its name and contents, included or not; a
+    /// name it gives is not looked for on disk, and the includes in it are followed. A program whose includes the
     /// scan cannot follow (`#include MACRO`) has no key: [`Error::Cache`] says why, and
     /// [`Program::compile_cached`] compiles it uncached.
     ///
@@ -288,12 +295,13 @@ impl Program {
         let Source::Cxx(source) = &self.source else {
             return sources::key(self, target, name_expressions).map(Ok);
         };
-        let options = self.options.resolved()?;
+        let options = self.options.resolved()?.with_toolkit_dirs()?;
         let (include_dirs, pre_includes) = options.header_search();
-        let headers = match crate::headers::reached(source, &include_dirs, &pre_includes) {
-            Ok(headers) => headers,
-            Err(why) => return Ok(Err(why)),
-        };
+        let headers =
+            match crate::headers::reached(source, &include_dirs, &pre_includes, &options.headers) {
+                Ok(headers) => headers,
+                Err(why) => return Ok(Err(why)),
+            };
         Ok(Ok(key(
             source,
             &self.name,
@@ -396,6 +404,11 @@ fn key(
     }
     for name in &headers.unresolved {
         key = key.field("builtin_header", name.as_bytes());
+    }
+    for (name, contents) in &options.headers {
+        key = key
+            .field("memory_header_name", name.as_bytes())
+            .field("memory_header", contents.as_bytes());
     }
     key.finish()
 }

@@ -95,6 +95,42 @@ crate::options::options_table! {
         /// Directories searched for `#include` (`-I`).
         include_paths: Vec<PathBuf>, with_include_paths(Vec<PathBuf>),
             @3 |v, _| v.iter().map(|p| format!("-I{}", p.display()));
+        /// Headers given in memory, each an include name and its contents (NVRTC's
+        /// `nvrtcCreateProgram` header arrays): `#include "name"` or `#include <name>` of the
+        /// source, of a header or of `pre_includes` reads the contents given, never a file of
+        /// that name. The cache key holds every one of them, name and contents, whether the
+        /// source includes it or not. Add one with [`ProgramOptions::with_header`].
+        headers: Vec<(String, String)>, with_headers(Vec<(String, String)>),
+            @51 |_, _| None::<String>;
+        /// Add the CUDA toolkit's include folders after `include_paths`, for sources that
+        /// include its headers (`<cooperative_groups.h>`, `<cuda/pipeline>`, `<cuda/barrier>`):
+        /// the folder of `cuda_runtime.h` and CCCL's (`include/cccl` in CUDA 13), found as
+        /// NVRTC is found and preferring the major of the NVRTC in use:
+        /// `CUDA_CORE_CUDA_INCLUDE_PATH` (an include folder), a toolkit under `$CUDA_HOME`,
+        /// `$CUDA_PATH` or `/usr/local/cuda`, then the wheels `nvidia-cuda-runtime` with
+        /// `nvidia-cuda-cccl` (CUDA 13) or `nvidia-cuda-runtime-cu12` with
+        /// `nvidia-cuda-cccl-cu12` (CUDA 12); see `cuda_nvrtc_sys::headers`. None found is
+        /// [`Error::InvalidArgument`] naming every place tried. The folders found and the
+        /// headers the source reaches through them are in the cache key, as `include_paths`
+        /// are.
+        ///
+        /// ```no_run
+        /// use cuda_core::{CodeType, Program, ProgramOptions};
+        ///
+        /// let program = Program::new(
+        ///     r#"#include <cooperative_groups.h>
+        ///     namespace cg = cooperative_groups;
+        ///     extern "C" __global__ void sum(const int* x, int* out) {
+        ///         cg::thread_block block = cg::this_thread_block();
+        ///         atomicAdd(out, x[block.thread_rank()]);
+        ///     }"#,
+        ///     ProgramOptions::default().with_toolkit_includes(true),
+        /// );
+        /// let code = program.compile(CodeType::Cubin, &[])?;
+        /// # Ok::<(), cuda_core::Error>(())
+        /// ```
+        toolkit_includes: bool, with_toolkit_includes(bool),
+            @52 |_, _| None::<String>;
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
             @4 |v, _| on(*v, "-G"), for [Ptx @1, Nvvm @1];
@@ -297,6 +333,33 @@ impl FastCompile {
 }
 
 impl ProgramOptions {
+    /// Adds one header given in memory to [`headers`](Self::headers): `#include "name"` (or
+    /// `<name>`) in the source then reads `contents`. A name given twice keeps its last
+    /// contents.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, Program, ProgramOptions};
+    ///
+    /// let options = ProgramOptions::default()
+    ///     .with_header("histogram_common.h", "#define BIN_COUNT 64\n");
+    /// let program = Program::new(
+    ///     r#"#include "histogram_common.h"
+    ///     extern "C" __global__ void clear(unsigned* bins) {
+    ///         if (threadIdx.x < BIN_COUNT) bins[threadIdx.x] = 0;
+    ///     }"#,
+    ///     options,
+    /// );
+    /// let code = program.compile(CodeType::Cubin, &[])?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        let name = name.into();
+        self.headers.retain(|(known, _)| *known != name);
+        self.headers.push((name, contents.into()));
+        self
+    }
+
     /// Where NVRTC looks for headers: `include_paths` and the `-I` / `--include-path` options,
     /// in order; and the headers `-include` / `--pre-include` names.
     pub(crate) fn header_search(&self) -> (Vec<PathBuf>, Vec<String>) {
@@ -318,6 +381,20 @@ impl ProgramOptions {
             }
         }
         (dirs, pre)
+    }
+
+    /// These options with the toolkit's include folders after `include_paths` where
+    /// `toolkit_includes` asks for them (a C++ program's: NVRTC reads them).
+    pub(crate) fn with_toolkit_dirs(mut self) -> Result<ProgramOptions> {
+        if self.toolkit_includes {
+            let dirs =
+                crate::driver::toolkit_include_dirs().map_err(|why| Error::InvalidArgument {
+                    name: "toolkit_includes",
+                    reason: format!("the CUDA toolkit's headers were not found: {why}"),
+                })?;
+            self.include_paths.extend(dirs);
+        }
+        Ok(self)
     }
 
     /// These options with `arch` filled in: as given, else the current device's.

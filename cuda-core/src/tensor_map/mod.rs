@@ -6,7 +6,9 @@
 //! dimensions and strides and the shape of what each copy moves: a box ([`TiledOptions`],
 //! `cuTensorMapEncodeTiled`), or im2col pixels ([`Im2colOptions`], `cuTensorMapEncodeIm2col`;
 //! [`Im2colWideOptions`], `cuTensorMapEncodeIm2colWide`). It keeps its buffer alive and is a
-//! kernel argument by value: the kernel takes a `const __grid_constant__ CUtensorMap`. Every
+//! kernel argument by value: the kernel takes a `const __grid_constant__ CUtensorMap`, a type
+//! NVRTC lacks: [`NVRTC_HEADER`] declares it, as a header given in memory (see [`TensorMap`]).
+//! Every
 //! rule the driver documents is checked before the driver, each refusal naming the rule; and
 //! the tensor must lie within the buffer.
 //!
@@ -50,6 +52,37 @@ use crate::device::Device;
 use crate::driver::{Im2colSpec, Im2colWideSpec, TensorMapBytes, TensorSpec};
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, DevicePtr};
+
+/// The name [`NVRTC_HEADER`] is included by: `#include "cuda_core/tensor_map.h"`.
+pub const NVRTC_HEADER_NAME: &str = "cuda_core/tensor_map.h";
+
+/// A declaration of `CUtensorMap` for NVRTC sources, which have no `cuda.h`: the type as the
+/// CUDA 13 `cuda.h` declares it (`struct CUtensorMap_st`, 16 opaque 64-bit words aligned to 128
+/// bytes: the layout of [`TensorMapDescriptor`]), and `CU_TENSOR_MAP_NUM_QWORDS`. Given to a
+/// program as a header in memory under [`NVRTC_HEADER_NAME`]
+/// ([`ProgramOptions::with_header`](crate::ProgramOptions::with_header)), a kernel takes
+/// `const __grid_constant__ CUtensorMap` parameters, which a [`TensorMap`] fills. A source that
+/// includes `cuda.h` first keeps `cuda.h`'s declaration (this one steps aside).
+///
+/// ```
+/// use cuda_core::tensor_map::{NVRTC_HEADER, NVRTC_HEADER_NAME};
+///
+/// assert_eq!(NVRTC_HEADER_NAME, "cuda_core/tensor_map.h");
+/// assert!(NVRTC_HEADER.contains("alignas(128) unsigned long long opaque["));
+/// assert!(NVRTC_HEADER.contains("#define CU_TENSOR_MAP_NUM_QWORDS 16"));
+/// ```
+pub const NVRTC_HEADER: &str = "\
+// cuda-core: CUtensorMap as cuda.h declares it, for NVRTC sources.
+#ifndef CUDA_CORE_TENSOR_MAP_H
+#define CUDA_CORE_TENSOR_MAP_H
+#ifndef CU_TENSOR_MAP_NUM_QWORDS
+#define CU_TENSOR_MAP_NUM_QWORDS 16
+typedef struct CUtensorMap_st {
+    alignas(128) unsigned long long opaque[CU_TENSOR_MAP_NUM_QWORDS];
+} CUtensorMap;
+#endif
+#endif
+";
 
 /// The most dimensions a tensor map has.
 pub const TENSOR_MAP_MAX_RANK: usize = 5;
@@ -132,6 +165,36 @@ impl TensorMapDescriptor {
 /// kernel argument passed by value, as the kernel's `const __grid_constant__ CUtensorMap`
 /// parameter takes it (128 bytes). In a [`launch`](crate::launch) it is ordered as its buffer
 /// is (see there), and a graph's kernel node keeps its buffer.
+///
+/// NVRTC has no `cuda.h`, so no `CUtensorMap`: a source includes [`NVRTC_HEADER`], given to
+/// the program as a header in memory, for the type.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use cuda_core::tensor_map::{
+///     TensorDataType, TensorMap, TiledOptions, NVRTC_HEADER, NVRTC_HEADER_NAME,
+/// };
+/// use cuda_core::{launch, Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions};
+/// use cuda_core::StreamOptions;
+///
+/// let source = r#"
+/// #include "cuda_core/tensor_map.h"
+/// extern "C" __global__ void prefetch(const __grid_constant__ CUtensorMap map) {
+///     asm volatile("prefetch.tensormap [%0];" :: "l"(&map) : "memory");
+/// }"#;
+/// let options = ProgramOptions::default().with_header(NVRTC_HEADER_NAME, NVRTC_HEADER);
+/// let code = Program::new(source, options).compile(CodeType::Cubin, &[])?;
+/// let kernel = code.get_kernel("prefetch")?;
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let matrix = Arc::new(device.memory_resource()?.allocate(1024 * 1024 * 4, &stream)?);
+/// let tiled = TiledOptions::new(TensorDataType::F32, &[1024, 1024], &[32, 32]);
+/// let map = TensorMap::tiled(&matrix, 0, &tiled)?;
+/// // SAFETY: the kernel takes one tensor map and reads nothing through it.
+/// unsafe { launch(&stream, &LaunchConfig::new([1, 1, 1], [32, 1, 1]), &kernel, &[&map]) }?;
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 ///
 /// Checked before the driver: every rule of `cuTensorMapEncode*` (rank, alignment of the
 /// address to 16 bytes, or 32 with [`TensorMapInterleave::B32`] and the 16-byte-aligned packed

@@ -9,8 +9,8 @@ use cuda_core::{Device, Stream};
 pub mod standin;
 
 /// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `two-gpus`, `nvrtc-12`, `nvrtc-13`,
-/// `nvjitlink-12`, `nvjitlink-13`, `nvvm-12`, `nvvm-13`, `cc`, `cc-9.0`, `cuda-headers`,
-/// `cudadevrt` (the device runtime `libcudadevrt.a`, from a toolkit or a runtime wheel),
+/// `nvjitlink-12`, `nvjitlink-13`, `nvvm-12`, `nvvm-13`, `cc`, `cc-9.0`, `cuda-headers` (the
+/// toolkit's headers and CCCL, of a toolkit or the runtime and CCCL wheels), `cudadevrt` (the device runtime `libcudadevrt.a`, from a toolkit or a runtime wheel),
 /// `mkfifo`, `root` (giving files to another user), `examples`, `driver-13`, `driver-12.3` and `driver-12.8` (conditional nodes),
 /// `host-pids`, `preferred-cluster`: a device that groups
 /// blocks by a preferred cluster shape, `programmatic-event-overlap`: a driver that fires a
