@@ -29,10 +29,8 @@
 //!   checks the data after the callbacks.
 //! - The WMMA and cooperative-groups kernels need the toolkit's headers (`<mma.h>`,
 //!   `<cooperative_groups.h>` and, for CUDA 13, its `include/cccl`), which NVRTC does not have
-//!   built in: there is no option that finds them (issue 30's item 3), so [`toolkit_include`]
-//!   looks in `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda` as the tests of
-//!   `kernel_effects` do. Pointing `CUDA_HOME` at the `nvidia/cu13` folder of the
-//!   `nvidia-cuda-runtime`, `nvidia-cuda-crt` and `nvidia-cuda-cccl` wheels works too.
+//!   built in: `ProgramOptions::with_toolkit_includes` finds them (a toolkit, or the
+//!   `nvidia-cuda-runtime`, `nvidia-cuda-crt` and `nvidia-cuda-cccl` wheels).
 //!
 //! Every kernel of the module compiles on any machine with NVRTC
 //! ([`every_sample_kernel_compiles_for_sm_90`]), so a kernel that would fail only on the GPU
@@ -40,7 +38,6 @@
 
 use crate::common;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -337,43 +334,14 @@ const SOURCES: [&Source; 9] = [
     &BINARY_PARTITION,
 ];
 
-/// The toolkit's include directory holding `header`, and its `cccl` beside it where it has one
-/// (CUDA 13 keeps the C++ library there), from `$CUDA_HOME`, `$CUDA_PATH` or `/usr/local/cuda`.
-/// No option of the crate finds them (issue 30's item 3).
-fn toolkit_include(header: &str) -> Option<Vec<PathBuf>> {
-    let include = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(PathBuf::from)
-        .chain([PathBuf::from("/usr/local/cuda")])
-        .map(|root| root.join("include"))
-        .find(|dir| dir.join(header).is_file())?;
-    let cccl = include.join("cccl");
-    Some(if cccl.is_dir() {
-        vec![include, cccl]
-    } else {
-        vec![include]
-    })
-}
-
 /// `source` compiled with `base` (and its headers' include paths), linked with the device
 /// runtime where it launches kernels; `None`, said as not run, where the headers or the device
 /// runtime are missing here.
 fn build(source: &Source, base: ProgramOptions) -> Option<ObjectCode> {
     let mut options = base;
-    if let Some(header) = source.header {
-        let Some(paths) = toolkit_include(header) else {
-            common::not_run(
-                "cuda-headers",
-                &format!(
-                    "{}: no CUDA toolkit headers ({header}) under $CUDA_HOME, $CUDA_PATH or \
-                     /usr/local/cuda",
-                    source.sample
-                ),
-            );
-            return None;
-        };
-        options = options.with_include_paths(paths);
+    if source.header.is_some() {
+        // The toolkit's include folders (and CCCL's), found as NVRTC is found.
+        options = options.with_toolkit_includes(true);
     }
     if source.device_runtime {
         if let Err(e) = ObjectCode::device_runtime() {
@@ -385,10 +353,22 @@ fn build(source: &Source, base: ProgramOptions) -> Option<ObjectCode> {
         }
         options = options.with_relocatable_device_code(true);
     }
-    let code = Program::new(source.text, options.clone())
+    let compiled = Program::new(source.text, options.clone())
         .with_name(format!("{}.cu", source.sample))
-        .compile(CodeType::Cubin, source.expressions)
-        .unwrap_or_else(|e| panic!("{}: {e}", source.sample));
+        .compile(CodeType::Cubin, source.expressions);
+    let code = match compiled {
+        Err(cuda_core::Error::InvalidArgument {
+            name: "toolkit_includes",
+            reason,
+        }) => {
+            common::not_run(
+                "cuda-headers",
+                &format!("{}: no CUDA toolkit headers: {reason}", source.sample),
+            );
+            return None;
+        }
+        other => other.unwrap_or_else(|e| panic!("{}: {e}", source.sample)),
+    };
     if !source.device_runtime {
         return Some(code);
     }
