@@ -18,11 +18,8 @@
 //!
 //! What the API lacked, where a port needed it (each is written down in its test too):
 //!
-//! - `graphMemoryNodes`: memory of a graph's allocation node (`BuildGraph::add_alloc`,
-//!   `Stream::capture_alloc`) reaches kernels only as its raw `DevicePtr`: neither
-//!   `GraphAllocation` nor `CapturedAllocation` is a kernel or graph argument, nor a copy or
-//!   fill end (`GraphMemory`), so the sample's copies into graph memory became kernels and its
-//!   addresses are passed raw.
+//! - `graphMemoryNodes`: graph allocations are kernel arguments, but neither is a copy or fill
+//!   end, so the sample's copies into graph memory are kernels here.
 //! - `simpleCallback`: the sample's callback checks the data its stream copied to the host;
 //!   here a host function cannot read what a copy wrote into pinned memory without `unsafe`
 //!   (`Buffer::as_slice`), so each callback only reports its worker, and the main thread
