@@ -117,15 +117,22 @@ impl<T: DeviceRepr> Arg for T {
     }
 }
 
+/// An address argument: the 8 bytes at `ptr` (a pointer parameter), of memory ordered on
+/// `home` where it has one.
+#[inline]
+pub(crate) fn address_arg<'a>(ptr: &'a u64, home: Option<&'a Stream>) -> ArgBytes<'a> {
+    ArgBytes {
+        ptr: (ptr as *const u64).cast::<c_void>(),
+        size: std::mem::size_of::<u64>(),
+        home,
+    }
+}
+
 /// An address in `buffer` (its own, or a slice's, at `ptr`), ordered on its deallocation
 /// stream.
 #[inline]
 pub(crate) fn buffer_arg<'a>(ptr: &'a u64, buffer: &'a Buffer) -> ArgBytes<'a> {
-    ArgBytes {
-        ptr: (ptr as *const u64).cast::<c_void>(),
-        size: std::mem::size_of::<u64>(),
-        home: Some::<&Stream>(buffer.deallocation_stream()),
-    }
+    address_arg(ptr, Some(buffer.deallocation_stream()))
 }
 
 impl Arg for Buffer {

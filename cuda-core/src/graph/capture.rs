@@ -159,11 +159,7 @@ impl crate::args::GraphArg for CapturedAllocation {}
 impl crate::args::sealed::Arg for CapturedAllocation {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::sealed::ArgBytes {
-            ptr: (&self.ptr.0 as *const u64).cast(),
-            size: std::mem::size_of::<u64>(),
-            home: None,
-        }
+        crate::args::address_arg(&self.ptr.0, None)
     }
 }
 

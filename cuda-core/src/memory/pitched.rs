@@ -854,11 +854,7 @@ impl crate::args::KernelArg for PitchedBuffer {}
 impl crate::args::sealed::Arg for PitchedBuffer {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::sealed::ArgBytes {
-            ptr: (self.ptr_ref() as *const u64).cast(),
-            size: std::mem::size_of::<u64>(),
-            home: Some(&self.stream),
-        }
+        crate::args::address_arg(self.ptr_ref(), Some(&self.stream))
     }
 }
 
