@@ -50,7 +50,9 @@ unsafe impl DeviceRepr for DevicePtr {}
 /// Anything that can be a kernel argument of [`launch`](crate::launch): [`DeviceRepr`]
 /// values, [`Buffer`]s and `Arc<Buffer>`s (passed as their device address), slices of them
 /// ([`BufferSlice`](crate::memory::BufferSlice), [`BufferSliceMut`](crate::memory::BufferSliceMut), [`SharedSlice`](crate::memory::SharedSlice): the address of their first byte,
-/// `d_data + 256` in CUDA C), [`StridedView`](crate::StridedView)s
+/// `d_data + 256` in CUDA C), a [`PitchedBuffer`](crate::memory::PitchedBuffer) or a
+/// virtual-memory [`Mapping`](crate::memory::Mapping) (its first byte's address), graph
+/// allocations (`GraphAllocation`, `CapturedAllocation`: their address), [`StridedView`](crate::StridedView)s
 /// (their first element's address), [`TensorMap`](crate::tensor_map::TensorMap)s (their 128-byte
 /// descriptor), and [`Texture`](crate::texture::Texture) and [`Surface`](crate::texture::Surface) objects (their
 /// 64-bit handle). It is sealed: make a type of your own an argument by implementing

@@ -1106,3 +1106,112 @@ fn virtual_memory_of_one_device_is_used_by_a_peer_given_access() {
     assert_eq!(mapping.access(d0).unwrap(), MemoryAccess::ReadWrite);
     s0.sync().unwrap();
 }
+
+/// Exported physical memory crosses a Unix socket with the crate's helper (as a pool does),
+/// is imported into its GPU, mapped at a second address and used there by a kernel that takes
+/// the `Mapping` itself as its argument; an import into the wrong GPU is refused.
+#[cfg(feature = "fd-passing")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shared_physical_memory_crosses_a_socket_and_maps_as_a_kernel_argument() {
+    use cuda_core::ipc::SharedPhysicalMemory;
+    use std::os::unix::net::UnixStream;
+
+    let device = common::device();
+    if !device
+        .properties()
+        .handle_type_posix_file_descriptor_supported()
+        .unwrap()
+    {
+        return common::not_run(
+            "gpu",
+            "the device cannot export memory as a file descriptor",
+        );
+    }
+    let (copy, xor) = (kernel("copy_words"), kernel("xor_words"));
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let options =
+        PhysicalMemoryOptions::default().with_handle_type(ShareableHandleType::PosixFileDescriptor);
+    let size =
+        PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum).unwrap();
+    let memory = PhysicalMemory::new(device, size, &options).unwrap();
+    let range = AddressRange::reserve(device, size, None).unwrap();
+    let first = range.map(0, &memory).unwrap();
+    first
+        .set_access(&[(device, MemoryAccess::ReadWrite)])
+        .unwrap();
+    let words = (size / 4) as u64;
+    let data = common::random_u32(29, size / 4);
+    let mut staging = device
+        .memory_resource()
+        .unwrap()
+        .allocate(size, &stream)
+        .unwrap();
+    staging.copy_from_host(&data, &stream).unwrap();
+    // SAFETY: `words` words at each address; `first` stays mapped until synchronised below.
+    unsafe { launch(&stream, &grid(), &copy, &[&first, &staging, &words]) }.unwrap();
+
+    let (here, there) = UnixStream::pair().unwrap();
+    SharedPhysicalMemory::new(&memory)
+        .unwrap()
+        .send(&here)
+        .unwrap();
+    let received = SharedPhysicalMemory::recv(&there).unwrap();
+    // Catches the size or the GPU lost on the way.
+    assert_eq!(received.size(), size);
+    assert_eq!(received.gpu(), device.uuid().unwrap());
+    // SAFETY: the size came from this crate's send of the memory, in this process.
+    let imported = unsafe { received.import(device) }.unwrap();
+    let second_range = AddressRange::reserve(device, size, None).unwrap();
+    let second = second_range.map(0, &imported).unwrap();
+    second
+        .set_access(&[(device, MemoryAccess::ReadWrite)])
+        .unwrap();
+    // The Mapping is the kernel's argument (its address): flip every word through it.
+    // SAFETY: `words` words at `second`, mapped until the stream is synchronised below.
+    unsafe { launch(&stream, &grid(), &xor, &[&second, &0xFFFF_FFFFu32, &words]) }.unwrap();
+    // Read back through the first mapping: the same memory (catches an import of other memory,
+    // or a Mapping passed as anything but its address).
+    // SAFETY: as above.
+    unsafe { launch(&stream, &grid(), &copy, &[&staging, &first, &words]) }.unwrap();
+    let flipped: Vec<u32> = data.iter().map(|w| !w).collect();
+    assert_eq!(staging.to_vec::<u32>(&stream).unwrap(), flipped);
+    stream.sync().unwrap();
+}
+
+/// The crate's socket helper carries physical memory to an import of the same memory, into
+/// its own GPU only (the stand-in's devices have distinct UUIDs).
+#[cfg(feature = "fd-passing")]
+#[test]
+fn shared_physical_memory_imports_into_its_own_gpu_only() {
+    on_both_abis(
+        "shared_physical_memory_imports_into_its_own_gpu_only",
+        &[],
+        || {
+            use cuda_core::ipc::SharedPhysicalMemory;
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let exportable = PhysicalMemoryOptions::default()
+                .with_handle_type(ShareableHandleType::PosixFileDescriptor);
+            let memory = PhysicalMemory::new(d0, 2 * G, &exportable).unwrap();
+            let (here, there) = std::os::unix::net::UnixStream::pair().unwrap();
+            SharedPhysicalMemory::new(&memory)
+                .unwrap()
+                .send(&here)
+                .unwrap();
+            let received = SharedPhysicalMemory::recv(&there).unwrap();
+            assert_eq!(received.size(), 2 * G);
+            assert_eq!(received.gpu(), d0.uuid().unwrap());
+            // Catches an import into another GPU than the memory's.
+            // SAFETY: the size came from this crate's send, in this process.
+            refused(unsafe { received.import(d1) }, "device");
+            standin::clear_log();
+            // SAFETY: as above.
+            let imported = unsafe { received.import(d0) }.unwrap();
+            assert_eq!(imported.size(), 2 * G);
+            assert!(standin::log().contains("cuMemImportFromShareableHandle"));
+            // Memory made without a descriptor handle cannot be shared.
+            let plain = PhysicalMemory::new(d0, G, &PhysicalMemoryOptions::default()).unwrap();
+            refused(SharedPhysicalMemory::new(&plain), "self");
+        },
+    );
+}

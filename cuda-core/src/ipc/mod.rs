@@ -89,6 +89,7 @@ mod form;
 mod import;
 mod legacy;
 mod liveness;
+mod physical;
 mod pool;
 #[cfg(feature = "fd-passing")]
 mod socket;
@@ -99,6 +100,7 @@ pub use buffer::BufferDescriptor;
 pub use event::IpcEventHandle;
 pub use import::ImportedPool;
 pub use legacy::IpcMemHandle;
+pub use physical::SharedPhysicalMemory;
 pub use pool::{SharedPoolHandle, SharedPoolParts};
 
 pub(crate) use import::{destroy_own, register_own};

@@ -5,7 +5,7 @@
 
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 use rustix::net::{
@@ -57,36 +57,7 @@ impl SharedPoolHandle {
     #[doc(alias("sendmsg", "SCM_RIGHTS"))]
     pub fn send(&self, socket: impl AsFd) -> Result<()> {
         let bytes = self.identity().to_bytes();
-        let fds = [self.as_fd(), self.liveness_fd()];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-            return Err(socket_error(
-                "sendmsg",
-                std::io::Error::other("no room for the file descriptors' control message"),
-            ));
-        }
-        let sent = loop {
-            match rustix::net::sendmsg(
-                &socket,
-                &[IoSlice::new(&bytes)],
-                &mut control,
-                SendFlags::NOSIGNAL,
-            ) {
-                Err(Errno::INTR) => continue,
-                other => break other.map_err(errno("sendmsg"))?,
-            }
-        };
-        let mut sent = sent;
-        while sent < bytes.len() {
-            match rustix::net::send(&socket, &bytes[sent..], SendFlags::NOSIGNAL) {
-                Err(Errno::INTR) => continue,
-                Ok(0) => return Err(short("send", "the socket took no more bytes".to_owned())),
-                Ok(n) => sent += n,
-                Err(e) => return Err(errno("send")(e)),
-            }
-        }
-        Ok(())
+        send_with_fds(socket, &bytes, &[self.as_fd(), self.liveness_fd()])
     }
 
     /// Receives a handle sent with [`send`](Self::send) from a connected Unix socket,
@@ -97,89 +68,16 @@ impl SharedPoolHandle {
     #[doc(alias("recvmsg", "SCM_RIGHTS"))]
     pub fn recv(socket: impl AsFd) -> Result<SharedPoolHandle> {
         let mut bytes = [0u8; SharedPoolHandle::INFO_BYTES];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let message = loop {
-            match rustix::net::recvmsg(
-                &socket,
-                &mut [IoSliceMut::new(&mut bytes)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            ) {
-                Err(Errno::INTR) => continue,
-                other => break other.map_err(errno("recvmsg"))?,
-            }
-        };
-        let mut received: Vec<OwnedFd> = Vec::new();
-        for ancillary in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(fds) = ancillary {
-                received.extend(fds);
-            }
-        }
-        if message.flags.contains(ReturnFlags::TRUNC) {
-            return Err(Error::InvalidArgument {
-                name: "socket",
-                reason: format!(
-                    "the message was longer than a shared pool's {} bytes: was it sent with \
-                     SharedPoolHandle::send?",
-                    bytes.len()
-                ),
-            });
-        }
-        if message.bytes < bytes.len()
-            && rustix::net::sockopt::socket_type(&socket).map_err(errno("getsockopt"))?
-                != SocketType::STREAM
-        {
-            // A datagram or sequenced packet is one whole message: the rest of a short one
-            // is not in the next (reading on would take another message's bytes).
-            return Err(short(
-                "recvmsg",
-                format!(
-                    "a message of {} bytes, where a shared pool has {}",
-                    message.bytes,
-                    bytes.len()
-                ),
-            ));
-        }
-        if message.bytes == 0 {
-            return Err(short(
-                "recvmsg",
-                "the socket closed before a shared pool came".to_owned(),
-            ));
-        }
-        if message.flags.contains(ReturnFlags::CTRUNC) {
-            return Err(short(
-                "recvmsg",
-                "the message's file descriptors were cut short (more came than two)".to_owned(),
-            ));
-        }
-        let mut got = message.bytes;
-        while got < bytes.len() {
-            match rustix::net::recv(&socket, &mut bytes[got..], RecvFlags::empty()) {
-                Err(Errno::INTR) => continue,
-                Ok((0, _)) => {
-                    return Err(short(
-                        "recv",
-                        format!(
-                            "the socket closed after {got} of a shared pool's {} bytes",
-                            bytes.len()
-                        ),
-                    ))
-                }
-                Ok((n, _)) => got += n,
-                Err(e) => return Err(errno("recv")(e)),
-            }
-        }
+        let received = recv_with_fds(
+            socket,
+            &mut bytes,
+            "a shared pool",
+            "SharedPoolHandle::send",
+        )?;
         let count = received.len();
         let mut fds = received.into_iter();
         match (fds.next(), fds.next(), count) {
             (Some(pool), Some(liveness), 2) => SharedPoolHandle::from_parts(pool, liveness, &bytes),
-            (None, _, _) => Err(Error::InvalidArgument {
-                name: "socket",
-                reason: "the message carried no file descriptor: was it sent with \
-                         SharedPoolHandle::send?"
-                    .to_owned(),
-            }),
             (_, _, n) => Err(Error::InvalidArgument {
                 name: "socket",
                 reason: format!(
@@ -189,6 +87,131 @@ impl SharedPoolHandle {
             }),
         }
     }
+}
+
+/// Sends `bytes` over a connected Unix socket with `fds` as `SCM_RIGHTS` ancillary data (the
+/// first part of the bytes with them, the rest after if the socket took less).
+pub(crate) fn send_with_fds(socket: impl AsFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(socket_error(
+            "sendmsg",
+            std::io::Error::other("no room for the file descriptors' control message"),
+        ));
+    }
+    let mut sent = loop {
+        match rustix::net::sendmsg(
+            &socket,
+            &[IoSlice::new(bytes)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        ) {
+            Err(Errno::INTR) => continue,
+            other => break other.map_err(errno("sendmsg"))?,
+        }
+    };
+    while sent < bytes.len() {
+        match rustix::net::send(&socket, &bytes[sent..], SendFlags::NOSIGNAL) {
+            Err(Errno::INTR) => continue,
+            Ok(0) => return Err(short("send", "the socket took no more bytes".to_owned())),
+            Ok(n) => sent += n,
+            Err(e) => return Err(errno("send")(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Receives a message of exactly `bytes.len()` bytes, `what` (sent by `sender`, through
+/// [`send_with_fds`]), and its file descriptors (close-on-exec, at most three, at least one),
+/// blocking until it comes; the caller checks their count. A message without descriptors,
+/// with more than three, or cut short (on a datagram or seq-packet socket: shorter or longer
+/// than `bytes`) is an error, and the descriptors that came with it are closed.
+pub(crate) fn recv_with_fds(
+    socket: impl AsFd,
+    bytes: &mut [u8],
+    what: &'static str,
+    sender: &'static str,
+) -> Result<Vec<OwnedFd>> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let message = loop {
+        match rustix::net::recvmsg(
+            &socket,
+            &mut [IoSliceMut::new(bytes)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Err(Errno::INTR) => continue,
+            other => break other.map_err(errno("recvmsg"))?,
+        }
+    };
+    let mut received: Vec<OwnedFd> = Vec::new();
+    for ancillary in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = ancillary {
+            received.extend(fds);
+        }
+    }
+    if message.flags.contains(ReturnFlags::TRUNC) {
+        return Err(Error::InvalidArgument {
+            name: "socket",
+            reason: format!(
+                "the message was longer than {what}'s {} bytes: was it sent with {sender}?",
+                bytes.len()
+            ),
+        });
+    }
+    if message.bytes < bytes.len()
+        && rustix::net::sockopt::socket_type(&socket).map_err(errno("getsockopt"))?
+            != SocketType::STREAM
+    {
+        // A datagram or sequenced packet is one whole message: the rest of a short one is
+        // not in the next (reading on would take another message's bytes).
+        return Err(short(
+            "recvmsg",
+            format!(
+                "a message of {} bytes, where {what} has {}",
+                message.bytes,
+                bytes.len()
+            ),
+        ));
+    }
+    if message.bytes == 0 {
+        return Err(short(
+            "recvmsg",
+            format!("the socket closed before {what} came"),
+        ));
+    }
+    if message.flags.contains(ReturnFlags::CTRUNC) {
+        return Err(short(
+            "recvmsg",
+            "the message's file descriptors were cut short (more came than three)".to_owned(),
+        ));
+    }
+    let mut got = message.bytes;
+    while got < bytes.len() {
+        match rustix::net::recv(&socket, &mut bytes[got..], RecvFlags::empty()) {
+            Err(Errno::INTR) => continue,
+            Ok((0, _)) => {
+                return Err(short(
+                    "recv",
+                    format!(
+                        "the socket closed after {got} of {what}'s {} bytes",
+                        bytes.len()
+                    ),
+                ))
+            }
+            Ok((n, _)) => got += n,
+            Err(e) => return Err(errno("recv")(e)),
+        }
+    }
+    if received.is_empty() {
+        return Err(Error::InvalidArgument {
+            name: "socket",
+            reason: format!("the message carried no file descriptor: was it sent with {sender}?"),
+        });
+    }
+    Ok(received)
 }
 
 #[cfg(test)]

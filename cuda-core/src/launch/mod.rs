@@ -31,6 +31,7 @@ pub(crate) const fn is_wrapper_size(size: usize) -> bool {
         || size == std::mem::size_of::<crate::memory::BufferSlice<'static>>()
         || size == std::mem::size_of::<crate::memory::SharedSlice>()
         || size == std::mem::size_of::<crate::memory::PitchedBuffer>()
+        || size == std::mem::size_of::<crate::memory::Mapping>()
         // A graph allocation's (a captured allocation's is a slice's): named by the unit
         // test below, since naming them here would close an import circle.
         || size == 5 * std::mem::size_of::<u64>()

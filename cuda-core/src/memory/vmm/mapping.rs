@@ -185,6 +185,17 @@ impl Drop for Mapping {
     }
 }
 
+// A kernel argument: its first byte's address. No stream orders a mapping: the kernel must be
+// done before it is unmapped, which `launch`'s contract asks of raw addresses too.
+impl crate::args::KernelArg for Mapping {}
+
+impl crate::args::sealed::Arg for Mapping {
+    #[inline]
+    fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
+        crate::args::address_arg(&self.ptr, None)
+    }
+}
+
 impl Mapping {
     /// The address of its first byte.
     pub fn ptr(&self) -> DevicePtr {
