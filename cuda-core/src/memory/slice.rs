@@ -747,25 +747,6 @@ impl SharedSlice {
             buffer: Arc::clone(&self.buffer),
         })
     }
-
-    /// The address field, for passing the slice as a kernel argument.
-    pub(crate) fn ptr_ref(&self) -> &u64 {
-        &self.ptr
-    }
-}
-
-impl<'a> BufferSlice<'a> {
-    /// The address field, for passing the slice as a kernel argument.
-    pub(crate) fn ptr_ref(&self) -> &u64 {
-        &self.span.ptr
-    }
-}
-
-impl<'a> BufferSliceMut<'a> {
-    /// The address field, for passing the slice as a kernel argument.
-    pub(crate) fn ptr_ref(&self) -> &u64 {
-        &self.span.ptr
-    }
 }
 
 // What copies and fills take, by reference or (for the borrowed slices) by value.
@@ -853,25 +834,25 @@ impl crate::args::GraphArg for SharedSlice {}
 impl crate::args::sealed::Arg for BufferSlice<'_> {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+        crate::args::buffer_arg(&self.span.ptr, self.span.buffer)
     }
 }
 
 impl crate::args::sealed::Arg for BufferSliceMut<'_> {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+        crate::args::buffer_arg(&self.span.ptr, self.span.buffer)
     }
 }
 
 impl crate::args::sealed::Arg for SharedSlice {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(self.ptr_ref(), self.buffer())
+        crate::args::buffer_arg(&self.ptr, &self.buffer)
     }
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {
-        Some(self.shared_buffer())
+        Some(&self.buffer)
     }
 }
 
