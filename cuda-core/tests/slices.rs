@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use cuda_core::memory::BufferSlice;
 use cuda_core::{
-    launch, Allocate, BuildGraph, CaptureMode, CodeType, Device, Error, Graph, GraphOptions,
-    Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
+    launch, Allocate, BuildGraph, CaptureMode, CodeType, Device, DevicePtr, Error, Graph,
+    GraphOptions, Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
 };
 
 const ADD_ONE: &str = r#"
@@ -462,6 +462,93 @@ fn slices_on_another_stream_keep_their_buffers_stream_order() {
                     assert!(lines[work].contains(&expected), "{}", lines[work]);
                 }
             }
+        },
+    );
+}
+
+/// Copies to and from raw device pointers: in the buffer's stream order on another stream, at
+/// the slice's address; null, wrapping and overlapping pointers refused before the driver.
+#[test]
+fn raw_pointer_copies_keep_their_buffers_stream_order_and_refuse_bad_pointers() {
+    standin::run(
+        module_path!(),
+        "raw_pointer_copies_keep_their_buffers_stream_order_and_refuse_bad_pointers",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let (home, home_name) = stream_of(device);
+            let (other, other_name) = stream_of(device);
+            let memory = device.memory_resource().unwrap();
+            let mut buffer = memory.allocate(4096, &home).unwrap();
+            let foreign = memory.allocate(4096, &home).unwrap();
+            let raw = foreign.ptr();
+            for into_buffer in [true, false] {
+                standin::clear_log();
+                // SAFETY: the stand-in copies nothing; `foreign` outlives the calls.
+                unsafe {
+                    if into_buffer {
+                        buffer
+                            .slice_mut(1024..2048)
+                            .unwrap()
+                            .copy_from_device_ptr(raw, &other)
+                    } else {
+                        buffer
+                            .slice(1024..2048)
+                            .unwrap()
+                            .copy_to_device_ptr(raw, &other)
+                    }
+                }
+                .unwrap();
+                let log = standin::log();
+                let lines: Vec<&str> = log.lines().collect();
+                let work = lines
+                    .iter()
+                    .position(|l| l.contains("cuMemcpyAsync") && l.contains(&other_name))
+                    .unwrap_or_else(|| panic!("no copy on the other stream:\n{log}"));
+                // Catches a raw copy that skips the buffer's stream order.
+                let waits_before = lines[..work]
+                    .iter()
+                    .any(|l| l.contains(&format!("cuStreamWaitEvent {other_name} waits")));
+                let waits_after = lines[work..]
+                    .iter()
+                    .any(|l| l.contains(&format!("cuStreamWaitEvent {home_name} waits")));
+                assert!(waits_before && waits_after, "{log}");
+                // The slice's address on its side, the pointer on the other, in the direction
+                // asked (catches swapped ends and offsets lost).
+                let slice = buffer.ptr().0 + 1024;
+                let expected = if into_buffer {
+                    format!("cuMemcpyAsync {slice:#x} <- {:#x} size=1024", raw.0)
+                } else {
+                    format!("cuMemcpyAsync {:#x} <- {slice:#x} size=1024", raw.0)
+                };
+                assert!(lines[work].contains(&expected), "{}", lines[work]);
+            }
+            standin::clear_log();
+            // SAFETY: each call is refused before any copy is queued.
+            unsafe {
+                let e = buffer
+                    .copy_from_device_ptr(DevicePtr(0), &home)
+                    .unwrap_err();
+                assert_eq!(invalid_name(&e), "src", "{e}");
+                let e = buffer
+                    .copy_to_device_ptr(DevicePtr(u64::MAX - 100), &home)
+                    .unwrap_err();
+                assert_eq!(invalid_name(&e), "dst", "{e}");
+                // Into itself, 1 byte apart: the driver's result would be undefined.
+                let e = buffer
+                    .copy_from_device_ptr(DevicePtr(buffer.ptr().0 + 1), &home)
+                    .unwrap_err();
+                assert_eq!(invalid_name(&e), "src", "{e}");
+                // Adjacent is not overlapping.
+                buffer
+                    .slice(0..16)
+                    .unwrap()
+                    .copy_to_device_ptr(DevicePtr(buffer.ptr().0 + 16), &home)
+                    .unwrap();
+            }
+            let log = standin::log();
+            assert_eq!(log.matches("cuMemcpyAsync").count(), 1, "{log}");
         },
     );
 }

@@ -639,6 +639,86 @@ fn memory_whose_stream_does_not_synchronise_stays_mapped_for_good() {
     );
 }
 
+/// A mapping made a buffer: refused without read-write access for its device (the mapping
+/// handed back), then freed by unmapping after its stream; another device reaches it only with
+/// read-write access; a failed synchronisation keeps it mapped.
+#[test]
+fn a_mapping_becomes_a_buffer_unmapped_after_its_stream() {
+    on_both_abis(
+        "a_mapping_becomes_a_buffer_unmapped_after_its_stream",
+        &[],
+        || {
+            let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let stream = d0.create_stream(StreamOptions::default()).unwrap();
+            let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+            let options = PhysicalMemoryOptions::default();
+            let range = AddressRange::reserve(d0, 4 * G, None).unwrap();
+            let physical = PhysicalMemory::new(d0, 2 * G, &options).unwrap();
+            let mapping = range.map(G * 2, &physical).unwrap();
+            standin::clear_log();
+
+            // No access yet: refused, and the mapping comes back mapped (catches a conversion
+            // that makes a buffer its device cannot write, or that drops the mapping).
+            let (error, mapping) = mapping.into_buffer(&stream).unwrap_err();
+            let why = refused(Err::<(), _>(error), "self");
+            assert!(why.contains("set_access") && why.contains("None"), "{why}");
+            assert_eq!(mapping.ptr().0, range.ptr().0 + 2 * G as u64);
+            assert_eq!(count("cuMemUnmap"), 0, "{}", standin::log());
+            // Read access for device 1 only: device 1 does not reach the buffer.
+            mapping
+                .set_access(&[(d0, MemoryAccess::ReadWrite), (d1, MemoryAccess::Read)])
+                .unwrap();
+            let mut buffer = mapping.into_buffer(&stream).unwrap();
+            assert_eq!(buffer.ptr().0, range.ptr().0 + 2 * G as u64);
+            assert_eq!((buffer.size(), buffer.device()), (2 * G, Some(d0)));
+            let resource = buffer.memory_resource().clone();
+            assert!(resource.is_accessible_from(d0).unwrap());
+            assert!(!resource.is_accessible_from(d1).unwrap());
+            // It allocates nothing else.
+            refused(resource.allocate(64, &stream), "self");
+            // A buffer's operations, at the mapping's address.
+            buffer.fill(7u32, &stream).unwrap();
+            assert!(
+                standin::log().contains(&format!("cuMemsetD32Async {:#x}", buffer.ptr().0)),
+                "{}",
+                standin::log()
+            );
+            let mut other = d1.memory_resource().unwrap().allocate(2 * G, &s1).unwrap();
+            let before = standin::log().matches("cuMemcpy").count();
+            let e = buffer.copy_to(&mut other, &s1).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+            assert_eq!(standin::log().matches("cuMemcpy").count(), before);
+            drop(other);
+
+            // Freed: the stream synchronised, then unmapped; the range's part free again.
+            standin::clear_log();
+            drop(buffer);
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let synced = position(&log, 0, "cuStreamSynchronize");
+            let unmapped = position(&log, 0, "cuMemUnmap");
+            assert!(synced < unmapped, "unmapped before its stream:\n{text}");
+            assert_eq!(range.mapped_bytes(), 0);
+            // The resource outlives its buffer: it answers, and frees nothing twice.
+            assert!(!resource.is_accessible_from(d1).unwrap());
+            drop(resource);
+            assert_eq!(count("cuMemUnmap"), 1, "{}", standin::log());
+
+            // Mapped again and made a buffer whose stream fails to synchronise: kept mapped.
+            let mapping = range.map(0, &physical).unwrap();
+            mapping
+                .set_access(&[(d0, MemoryAccess::ReadWrite)])
+                .unwrap();
+            let buffer = mapping.into_buffer(&stream).unwrap();
+            standin::clear_log();
+            standin::set_sync_status(SYNC_FAILED);
+            drop(buffer);
+            assert_eq!(count("cuMemUnmap"), 0, "{}", standin::log());
+            assert_eq!(range.mapped_bytes(), 2 * G, "still mapped");
+        },
+    );
+}
+
 // ---- on the GPU -----------------------------------------------------------------------------
 
 const SOURCE: &str = r#"
@@ -1177,6 +1257,92 @@ fn shared_physical_memory_crosses_a_socket_and_maps_as_a_kernel_argument() {
     let flipped: Vec<u32> = data.iter().map(|w| !w).collect();
     assert_eq!(staging.to_vec::<u32>(&stream).unwrap(), flipped);
     stream.sync().unwrap();
+}
+
+/// A mapping made a buffer is read and written as one, without `unsafe`: host copies, slices,
+/// a graph that keeps it, raw-pointer copies out of it; freed, it is unmapped.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_mapping_made_a_buffer_is_copied_launched_and_kept_by_graphs() {
+    use cuda_core::BuildGraph;
+    use std::sync::Arc;
+    let device = common::device();
+    let xor = kernel("xor_words");
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let options = PhysicalMemoryOptions::default();
+    let size =
+        PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum).unwrap();
+    let physical = PhysicalMemory::new(device, size, &options).unwrap();
+    let range = AddressRange::reserve(device, 2 * size, None).unwrap();
+    let mapping = range.map(size, &physical).unwrap();
+    // The driver's own record of access is what is checked: none yet.
+    let (_, mapping) = mapping.into_buffer(&stream).unwrap_err();
+    mapping
+        .set_access(&[(device, MemoryAccess::ReadWrite)])
+        .unwrap();
+    let mut buffer = mapping.into_buffer(&stream).unwrap();
+    let data = common::random_u32(31, size / 4);
+    buffer.copy_from_host(&data, &stream).unwrap();
+    // A part read back alone (catches a buffer at the range's start, not the mapping's).
+    assert_eq!(
+        buffer
+            .slice_of::<u32>(1000..1010)
+            .unwrap()
+            .to_vec::<u32>(&stream)
+            .unwrap(),
+        &data[1000..1010]
+    );
+    // A graph keeps it: the kernel flips every word on each launch, after the caller dropped
+    // its handle (catches a graph holding the address only, or a buffer unmapped under it).
+    let shared = Arc::new(buffer);
+    let weak = Arc::downgrade(&shared);
+    let mut graph = cuda_core::Graph::new(device).unwrap();
+    let words = (size / 4) as u64;
+    // SAFETY: `words` words of a buffer of that many, kept alive by the graph.
+    unsafe { graph.add_kernel(&[], &grid(), &xor, &[&shared, &0xFFFF_FFFFu32, &words]) }.unwrap();
+    let exec = graph
+        .instantiate(cuda_core::GraphOptions::default())
+        .unwrap();
+    drop(graph);
+    let keep = Arc::clone(&shared);
+    drop(shared);
+    exec.launch(&stream).unwrap();
+    let flipped: Vec<u32> = data.iter().map(|w| !w).collect();
+    assert_eq!(keep.to_vec::<u32>(&stream).unwrap(), flipped);
+    // Out through a raw pointer, as to another library's memory.
+    let mut foreign = device
+        .memory_resource()
+        .unwrap()
+        .allocate(size, &stream)
+        .unwrap();
+    foreign.fill(0u32, &stream).unwrap();
+    // SAFETY: `foreign` is a live allocation of `size` bytes, read only after the copy (in
+    // stream order on the same stream).
+    unsafe { keep.copy_to_device_ptr(foreign.ptr(), &stream) }.unwrap();
+    assert_eq!(foreign.to_vec::<u32>(&stream).unwrap(), flipped);
+    // And back into a part of it.
+    // SAFETY: as above; 16 bytes of `foreign`.
+    unsafe {
+        Arc::clone(&keep)
+            .shared_slice(0..16)
+            .unwrap()
+            .copy_from_device_ptr(DevicePtr(foreign.ptr().0 + 16), &stream)
+    }
+    .unwrap();
+    assert_eq!(
+        keep.slice_of::<u32>(0..4)
+            .unwrap()
+            .to_vec::<u32>(&stream)
+            .unwrap(),
+        &flipped[4..8]
+    );
+    drop(exec);
+    drop(keep);
+    // Every holder gone: unmapped, the range free for another map.
+    assert!(weak.upgrade().is_none());
+    assert_eq!(range.mapped_bytes(), 0);
+    let again = range.map(0, &physical).unwrap();
+    assert_eq!(again.size(), size);
 }
 
 /// The crate's socket helper carries physical memory to an import of the same memory, into

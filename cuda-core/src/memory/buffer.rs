@@ -420,6 +420,40 @@ impl Buffer {
         Region::span(&src).copy_to(self.span(), stream, ("src", "self"))
     }
 
+    /// Queues a copy of the buffer's size from the raw device memory at `src` into the buffer,
+    /// in order on `stream` (`cuMemcpyAsync`): memory another library allocated (a framework's
+    /// tensor, an exported pointer), read without owning it. A null `src`, a range that wraps
+    /// and one that overlaps the buffer are refused before the driver; the buffer's side is
+    /// checked and ordered as [`copy_from`](Buffer::copy_from) checks it. Part of the buffer:
+    /// [`BufferSliceMut::copy_from_device_ptr`](super::BufferSliceMut::copy_from_device_ptr).
+    ///
+    /// # Safety
+    ///
+    /// `src..src + size` is memory that work on `stream` may read (device memory of its
+    /// device or accessible from it, or registered or managed host memory), and stays
+    /// allocated and unwritten by other work until the copy is done: the crate orders this
+    /// buffer, not memory it does not know.
+    #[doc(alias = "cuMemcpyAsync")]
+    pub unsafe fn copy_from_device_ptr(&mut self, src: DevicePtr, stream: &Stream) -> Result<()> {
+        // SAFETY: the caller's promise.
+        unsafe { self.span().copy_raw(src, true, stream) }
+    }
+
+    /// Queues a copy of the buffer into the raw device memory at `dst`, in order on `stream`
+    /// (`cuMemcpyAsync`): see [`copy_from_device_ptr`](Buffer::copy_from_device_ptr). Part of
+    /// the buffer: [`BufferSlice::copy_to_device_ptr`](super::BufferSlice::copy_to_device_ptr).
+    ///
+    /// # Safety
+    ///
+    /// `dst..dst + size` is memory that work on `stream` may write, that nothing else reads
+    /// or writes, and that stays allocated, until the copy is done; it is not memory that
+    /// safe code reads as Rust values (a host slice or a buffer's host view).
+    #[doc(alias = "cuMemcpyAsync")]
+    pub unsafe fn copy_to_device_ptr(&self, dst: DevicePtr, stream: &Stream) -> Result<()> {
+        // SAFETY: the caller's promise.
+        unsafe { self.span().copy_raw(dst, false, stream) }
+    }
+
     /// Copies a host slice of the buffer's size into it and waits for the copy. Part of the
     /// buffer is written through a slice of it: [`Buffer::slice_mut`].
     #[doc(alias = "cuMemcpyHtoDAsync")]

@@ -220,6 +220,59 @@ impl<'a> Span<'a> {
         })
     }
 
+    /// Queues a copy between this span and the raw device memory at `other` (into the span
+    /// where `into_span`), in this span's buffer's stream order (`cuMemcpyAsync`).
+    ///
+    /// # Safety
+    ///
+    /// As [`Buffer::copy_from_device_ptr`] (into the span) and
+    /// [`Buffer::copy_to_device_ptr`] (out of it) ask of `other`.
+    pub(crate) unsafe fn copy_raw(
+        self,
+        other: DevicePtr,
+        into_span: bool,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (name, span_name) = if into_span {
+            ("src", "self")
+        } else {
+            ("dst", "self")
+        };
+        let Some(end) = other
+            .0
+            .checked_add(self.size as u64)
+            .filter(|_| other.0 != 0)
+        else {
+            return Err(invalid(
+                name,
+                format!(
+                    "{other} cannot hold {} bytes: null, or they would wrap",
+                    self.size
+                ),
+            ));
+        };
+        if self.size > 0 && other.0 < self.ptr + self.size as u64 && self.ptr < end {
+            return Err(invalid(
+                name,
+                format!(
+                    "bytes {other}..{end:#x} overlap this memory's {:#x}..{:#x}",
+                    self.ptr,
+                    self.ptr + self.size as u64
+                ),
+            ));
+        }
+        let _reach = self.buffer.check_reachable(stream, span_name, true)?;
+        let (dst, src) = if into_span {
+            (self.ptr, other.0)
+        } else {
+            (other.0, self.ptr)
+        };
+        crate::order::in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
+            stream
+                .call_in_context(|driver, handle| driver.memcpy_async(dst, src, self.size, handle))
+        })
+    }
+
     /// Queues a copy of `src` into this span.
     ///
     /// # Safety
@@ -593,6 +646,18 @@ macro_rules! slice_reads {
             unsafe { self.span().copy_to_host_async(dst, stream) }
         }
 
+        /// Queues a copy of the slice into the raw device memory at `dst`, as
+        /// [`Buffer::copy_to_device_ptr`] does for a whole buffer.
+        ///
+        /// # Safety
+        ///
+        /// As for [`Buffer::copy_to_device_ptr`], for the slice's size.
+        #[doc(alias = "cuMemcpyAsync")]
+        pub unsafe fn copy_to_device_ptr(&self, dst: DevicePtr, stream: &Stream) -> Result<()> {
+            // SAFETY: the caller's promise.
+            unsafe { self.span().copy_raw(dst, false, stream) }
+        }
+
         /// Copies the slice to a new vector and waits for the copy; its size must be a
         /// multiple of `T`'s.
         #[doc(alias = "cuMemcpyDtoHAsync")]
@@ -660,6 +725,22 @@ macro_rules! slice_writes {
         ) -> Result<()> {
             // SAFETY: the caller's promise.
             unsafe { self.span().copy_from_host_async(src, stream) }
+        }
+
+        /// Queues a copy of the raw device memory at `src` into the slice, as
+        /// [`Buffer::copy_from_device_ptr`] does for a whole buffer.
+        ///
+        /// # Safety
+        ///
+        /// As for [`Buffer::copy_from_device_ptr`], for the slice's size.
+        #[doc(alias = "cuMemcpyAsync")]
+        pub unsafe fn copy_from_device_ptr(
+            self: $self,
+            src: DevicePtr,
+            stream: &Stream,
+        ) -> Result<()> {
+            // SAFETY: the caller's promise.
+            unsafe { self.span().copy_raw(src, true, stream) }
         }
 
         /// Copies `bool`s into the slice as bytes 0 and 1 and waits: see

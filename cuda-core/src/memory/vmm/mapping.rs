@@ -10,6 +10,8 @@ use super::{checks, AllocationGranularity, MemoryAccess};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::lifetime::Held;
+use crate::memory::{Buffer, MemoryResource};
 use crate::stream::Stream;
 use crate::DevicePtr;
 
@@ -267,6 +269,83 @@ impl Mapping {
             .map(MemoryAccess::from_flags)
     }
 
+    /// This mapping as a [`Buffer`] freed on `stream`: every copy, fill, slice, view, graph
+    /// node and kernel argument a buffer has, in stream order with `stream` as its
+    /// deallocation stream. Freeing the buffer (dropping or [closing](Buffer::close) it)
+    /// synchronises its deallocation stream, then unmaps the memory (the range and physical
+    /// memory are released once nothing else holds them); where that synchronisation fails,
+    /// the memory stays mapped for good, as [`unmap_after`](Mapping::unmap_after) keeps it.
+    ///
+    /// The memory's own device must have read-write access already
+    /// ([`set_access`](Mapping::set_access)), which is refused before anything changes
+    /// otherwise (the mapping is returned in the error's place: see below). Other devices
+    /// reach the buffer where they have read-write access too. The access cannot change once
+    /// the mapping is the buffer's.
+    ///
+    /// Work queued before this call that uses the mapping's addresses (a kernel given the
+    /// mapping) is not ordered by it: queue it on `stream`, or wait for it first.
+    ///
+    /// ```no_run
+    /// use cuda_core::memory::{
+    ///     AddressRange, AllocationGranularity, MemoryAccess, PhysicalMemory, PhysicalMemoryOptions,
+    /// };
+    /// use cuda_core::{Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let options = PhysicalMemoryOptions::default();
+    /// let size = PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum)?;
+    /// let memory = PhysicalMemory::new(device, size, &options)?;
+    /// let range = AddressRange::reserve(device, size, None)?;
+    /// let mapping = range.map(0, &memory)?;
+    /// mapping.set_access(&[(device, MemoryAccess::ReadWrite)])?;
+    /// let mut buffer = mapping.into_buffer(&stream).map_err(|(e, _)| e)?;
+    /// buffer.fill(7u32, &stream)?;
+    /// assert!(buffer.to_vec::<u32>(&stream)?.iter().all(|&x| x == 7));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] where the memory's device lacks read-write access, or the
+    /// driver's error where asking for it fails; the mapping comes back with the error,
+    /// unchanged.
+    #[allow(clippy::result_large_err)]
+    pub fn into_buffer(self, stream: &Stream) -> std::result::Result<Buffer, (Error, Mapping)> {
+        let own = self.physical.device();
+        match self.access(own) {
+            Ok(MemoryAccess::ReadWrite) => {}
+            Ok(had) => {
+                let reason = format!(
+                    "device {} (the memory's) has {had:?} access, and a buffer is read and \
+                     written by its device: grant it MemoryAccess::ReadWrite with \
+                     Mapping::set_access first",
+                    own.ordinal()
+                );
+                return Err((
+                    Error::InvalidArgument {
+                        name: "self",
+                        reason,
+                    },
+                    self,
+                ));
+            }
+            Err(e) => return Err((e, self)),
+        }
+        let (ptr, size) = (self.ptr, self.size);
+        let resource: Arc<dyn MemoryResource> = Arc::new(MappedMemory {
+            ptr,
+            device: own,
+            mapping: Mutex::new(Some(self)),
+        });
+        Ok(Buffer::new(
+            ptr,
+            size,
+            Held::counted(resource),
+            stream.clone(),
+        ))
+    }
+
     /// Unmaps once the work queued on `stream` so far is done (it synchronises `stream`
     /// first), reporting an error that dropping would only log. Where the synchronisation
     /// fails, that work may still be using the memory: it is then kept mapped for good (with
@@ -311,6 +390,79 @@ impl Mapping {
         std::mem::forget(Arc::clone(&self.physical));
         std::mem::forget(Arc::clone(&self.range));
         self.size = 0;
+    }
+}
+
+/// The resource of a buffer made of a mapping ([`Mapping::into_buffer`]): it holds the
+/// mapping, and unmaps it when the buffer is freed, after the buffer's stream.
+struct MappedMemory {
+    ptr: u64,
+    device: Device,
+    /// Taken when the buffer is freed.
+    mapping: Mutex<Option<Mapping>>,
+}
+
+impl fmt::Debug for MappedMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedMemory")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("device", &self.device.ordinal())
+            .finish()
+    }
+}
+
+impl MappedMemory {
+    fn mapping(&self) -> MutexGuard<'_, Option<Mapping>> {
+        self.mapping.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+// SAFETY: its one allocation is the mapping's memory, mapped with read-write access for its
+// own device (checked by `into_buffer`), whose access nothing can change after (the mapping is
+// held here alone); it is unmapped only in `deallocate`, after the stream is synchronised
+// (kept mapped for good where that fails). Other devices are answered by the driver's record
+// of their access.
+unsafe impl MemoryResource for MappedMemory {
+    fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<DevicePtr> {
+        Err(Error::InvalidArgument {
+            name: "self",
+            reason: "the memory of a buffer made by Mapping::into_buffer is that mapping's; \
+                     it allocates no other buffers"
+                .to_owned(),
+        })
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        let Some(mapping) = self.mapping().take_if(|_| ptr.0 == self.ptr) else {
+            return Err(Error::InvalidArgument {
+                name: "ptr",
+                reason: format!("{ptr} is not the live mapping of this buffer"),
+            });
+        };
+        mapping.unmap_after(Some(stream))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+
+    /// The own device; others where the driver records read-write access for them.
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        if device == self.device {
+            return Ok(true);
+        }
+        match self.mapping().as_ref() {
+            Some(mapping) => Ok(mapping.access(device)? == MemoryAccess::ReadWrite),
+            None => Ok(false),
+        }
     }
 }
 
