@@ -1259,6 +1259,50 @@ fn shared_physical_memory_crosses_a_socket_and_maps_as_a_kernel_argument() {
     stream.sync().unwrap();
 }
 
+/// What the driver does with an import whose claimed size exceeds the exported memory: the
+/// question whether `PhysicalMemory::import_fd` (and `SharedPhysicalMemory::import`) could be
+/// safe. They stay `unsafe` until this shows that `cuMemMap` refuses to map more than there is
+/// (a smaller size maps a prefix, which is harmless).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_import_claiming_more_than_was_exported_is_refused_at_map() {
+    let device = common::device();
+    if !device
+        .properties()
+        .handle_type_posix_file_descriptor_supported()
+        .unwrap()
+    {
+        return common::not_run(
+            "gpu",
+            "the device cannot export memory as a file descriptor",
+        );
+    }
+    let options =
+        PhysicalMemoryOptions::default().with_handle_type(ShareableHandleType::PosixFileDescriptor);
+    let g = PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum).unwrap();
+    let memory = PhysicalMemory::new(device, g, &options).unwrap();
+    let fd = memory.export_fd().unwrap();
+    // SAFETY: deliberately not: the claimed size is twice the memory's. The result is only
+    // mapped, which the driver is expected to refuse; it is never accessed.
+    let imported = unsafe { PhysicalMemory::import_fd(device, fd.as_fd(), 2 * g) }.unwrap();
+    let range = AddressRange::reserve(device, 2 * g, None).unwrap();
+    let result = range.map(0, &imported);
+    eprintln!("cuMemMap of 2 x {g} bytes of a {g}-byte import: {result:?}");
+    // Catches a driver that maps past the end of physical memory (then import stays unsafe).
+    assert!(
+        result.as_ref().is_err_and(|e| e.driver_code().is_some()),
+        "the driver mapped more than was exported: {result:?}"
+    );
+    assert_eq!(range.mapped_bytes(), 0);
+    // The true size maps.
+    // SAFETY: the size is the memory's.
+    let honest = unsafe { PhysicalMemory::import_fd(device, fd.as_fd(), g) }.unwrap();
+    let mapping = range.map(0, &honest).unwrap();
+    mapping
+        .set_access(&[(device, MemoryAccess::ReadWrite)])
+        .unwrap();
+}
+
 /// A mapping made a buffer is read and written as one, without `unsafe`: host copies, slices,
 /// a graph that keeps it, raw-pointer copies out of it; freed, it is unmapped.
 #[test]
