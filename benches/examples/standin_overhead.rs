@@ -121,17 +121,8 @@ fn build_standin(dir: &Path) -> Result<Option<PathBuf>> {
 }
 
 /// The best time per call of `op`, in nanoseconds: the fastest of 200 batches of 10 000.
-fn best(mut op: impl FnMut()) -> f64 {
-    const BATCH: u32 = 10_000;
-    (0..200)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                op();
-            }
-            start.elapsed().as_nanos() as f64 / f64::from(BATCH)
-        })
-        .fold(f64::INFINITY, f64::min)
+fn best(op: impl FnMut()) -> f64 {
+    best_of(200, 10_000, op)
 }
 
 fn row(name: &str, raw: f64, core: f64) {
@@ -446,7 +437,120 @@ fn measure() -> Result<()> {
         best(|| copy.copy_from_host(&host, &stream).unwrap()),
     );
     tensor_map_row(&t, &device, &stream)?;
+    replay_row(&t, &stream, &k4, &buffers)?;
     Ok(())
+}
+
+/// `replay_100`: 100 launches of `empty4`, the first one's scalar changed on every call, raw
+/// (`cuGraphExecKernelNodeSetParams` of that node, `cuGraphLaunch`) and through a `Replay`
+/// whose body makes the 100 launches (compared, one node updated, one graph launch).
+fn replay_row(
+    t: &cuda_sys13::DriverTable,
+    stream: &cuda_core::Stream,
+    k4: &cuda_core::Kernel,
+    buffers: &[cuda_core::Buffer],
+) -> Result<()> {
+    const KERNELS: usize = 100;
+    let missing = |what: &str| format!("the stand-in lacks {what}");
+    let create = t.cuGraphCreate.ok_or_else(|| missing("cuGraphCreate"))?;
+    let add = t
+        .cuGraphAddKernelNode
+        .ok_or_else(|| missing("cuGraphAddKernelNode"))?;
+    let instantiate = t
+        .cuGraphInstantiateWithFlags
+        .ok_or_else(|| missing("cuGraphInstantiateWithFlags"))?;
+    let set = t
+        .cuGraphExecKernelNodeSetParams
+        .ok_or_else(|| missing("cuGraphExecKernelNodeSetParams"))?;
+    let graph_launch = t.cuGraphLaunch.ok_or_else(|| missing("cuGraphLaunch"))?;
+    let s = stream.as_raw().cast();
+    let context = stream.context().as_raw().cast();
+    let ptrs: [u64; 3] = std::array::from_fn(|i| buffers[i].ptr().0);
+    let n = 1024i32;
+    let params = |value: &i32| [arg(&ptrs[0]), arg(&ptrs[1]), arg(&ptrs[2]), arg(value)];
+    let node_params = |args: &mut [*mut c_void; 4]| cuda_sys13::CUDA_KERNEL_NODE_PARAMS {
+        func: null_mut(),
+        gridDimX: 1,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 32,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: args.as_mut_ptr(),
+        extra: null_mut(),
+        kern: k4.as_raw().cast(),
+        ctx: context,
+    };
+    let (mut graph, mut exec, mut first) = (null_mut(), null_mut(), null_mut());
+    // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+    unsafe {
+        create(&mut graph, 0);
+        let mut last: *mut cuda_sys13::CUgraphNode_st = null_mut();
+        for i in 0..KERNELS {
+            let mut node = null_mut();
+            let mut args = params(&n);
+            let deps = [last];
+            let count = usize::from(i > 0);
+            add(
+                &mut node,
+                graph,
+                deps.as_ptr(),
+                count,
+                &node_params(&mut args),
+            );
+            if i == 0 {
+                first = node;
+            }
+            last = node;
+        }
+        instantiate(&mut exec, graph, 0);
+    }
+    let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+    let [b0, b1, b2] = [&buffers[0], &buffers[1], &buffers[2]];
+    let mut region = cuda_core::Replay::new();
+    let (mut raw_scalar, mut core_scalar) = (0i32, 0i32);
+    row(
+        "replay_100 (raw: one node updated, one graph launch)",
+        best_of(20, 1_000, || {
+            raw_scalar = raw_scalar.wrapping_add(1);
+            let mut args = params(&raw_scalar);
+            // SAFETY: stand-in functions, the graph made above.
+            unsafe {
+                set(exec, first, &node_params(&mut args));
+                graph_launch(exec, s);
+            }
+        }),
+        best_of(20, 1_000, || {
+            core_scalar = core_scalar.wrapping_add(1);
+            let scalar = core_scalar;
+            region
+                .run(stream, |r| {
+                    // SAFETY: the stand-in runs nothing.
+                    unsafe { r.launch(&config, k4, &[b0, b1, b2, &scalar])? };
+                    for _ in 1..KERNELS {
+                        // SAFETY: as above.
+                        unsafe { r.launch(&config, k4, &[b0, b1, b2, &n])? };
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }),
+    );
+    Ok(())
+}
+
+/// The best time per call over `batches` batches of `per_batch` calls.
+fn best_of(batches: u32, per_batch: u32, mut op: impl FnMut()) -> f64 {
+    (0..batches)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..per_batch {
+                op();
+            }
+            start.elapsed().as_nanos() as f64 / f64::from(per_batch)
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// `tensor_map_encode`: a tiled map of a 1024 x 1024 `f32` matrix in 32 x 32 boxes with the

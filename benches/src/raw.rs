@@ -262,6 +262,55 @@ pub trait RawDriver {
     /// See the trait.
     unsafe fn cuGraphExecDestroy(&self, exec: Handle) -> u32;
 
+    /// `cuGraphCreate` with no flags.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphCreate(&self, graph: *mut Handle) -> u32;
+
+    /// `cuGraphDestroy`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphDestroy(&self, graph: Handle) -> u32;
+
+    /// `cuGraphAddKernelNode` (`_v2`) of a `CUkernel` in `context`, after `deps`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cuGraphAddKernelNode(
+        &self,
+        node: *mut Handle,
+        graph: Handle,
+        deps: &[Handle],
+        kernel: Handle,
+        context: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        params: *mut *mut c_void,
+    ) -> u32;
+
+    /// `cuGraphExecKernelNodeSetParams` (`_v2`) of a `CUkernel` in `context`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cuGraphExecKernelNodeSetParams(
+        &self,
+        exec: Handle,
+        node: Handle,
+        kernel: Handle,
+        context: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        params: *mut *mut c_void,
+    ) -> u32;
+
     /// `cuDeviceGetDefaultMemPool`.
     ///
     /// # Safety
@@ -422,7 +471,14 @@ macro_rules! used_fields {
             cuMemcpyHtoDAsync,
             cuMemcpyDtoHAsync,
             cuMemcpyAsync,
-            cuMemPoolImportPointer
+            cuMemPoolImportPointer,
+            cuGraphLaunch,
+            cuGraphInstantiateWithFlags,
+            cuGraphExecDestroy,
+            cuGraphCreate,
+            cuGraphDestroy,
+            cuGraphAddKernelNode,
+            cuGraphExecKernelNodeSetParams
         )
     };
 }
@@ -436,6 +492,26 @@ macro_rules! missing_fields {
         })*
         missing
     }};
+}
+
+/// A kernel node's parameters (`CUDA_KERNEL_NODE_PARAMS_v2`) for a `CUkernel` in a context.
+macro_rules! kernel_node_params {
+    ($sys:ident, $kernel:expr, $context:expr, $grid:expr, $block:expr, $params:expr) => {
+        $sys::CUDA_KERNEL_NODE_PARAMS {
+            func: std::ptr::null_mut(),
+            gridDimX: $grid[0],
+            gridDimY: $grid[1],
+            gridDimZ: $grid[2],
+            blockDimX: $block[0],
+            blockDimY: $block[1],
+            blockDimZ: $block[2],
+            sharedMemBytes: 0,
+            kernelParams: $params,
+            extra: std::ptr::null_mut(),
+            kern: $kernel.cast(),
+            ctx: $context.cast(),
+        }
+    };
 }
 
 /// Calls a table field. Only for fields listed in `used_fields!`, which [`load`] checked.
@@ -729,6 +805,55 @@ macro_rules! raw_driver {
             #[inline(always)]
             unsafe fn cuGraphExecDestroy(&self, exec: Handle) -> u32 {
                 call!(self.cuGraphExecDestroy(exec.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphCreate(&self, graph: *mut Handle) -> u32 {
+                call!(self.cuGraphCreate(graph.cast(), 0))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphDestroy(&self, graph: Handle) -> u32 {
+                call!(self.cuGraphDestroy(graph.cast()))
+            }
+
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+    unsafe fn cuGraphAddKernelNode(
+                &self,
+                node: *mut Handle,
+                graph: Handle,
+                deps: &[Handle],
+                kernel: Handle,
+                context: Handle,
+                grid: [u32; 3],
+                block: [u32; 3],
+                params: *mut *mut c_void,
+            ) -> u32 {
+                let params = kernel_node_params!($sys, kernel, context, grid, block, params);
+                call!(self.cuGraphAddKernelNode(
+                    node.cast(),
+                    graph.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len(),
+                    &params
+                ))
+            }
+
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+    unsafe fn cuGraphExecKernelNodeSetParams(
+                &self,
+                exec: Handle,
+                node: Handle,
+                kernel: Handle,
+                context: Handle,
+                grid: [u32; 3],
+                block: [u32; 3],
+                params: *mut *mut c_void,
+            ) -> u32 {
+                let params = kernel_node_params!($sys, kernel, context, grid, block, params);
+                call!(self.cuGraphExecKernelNodeSetParams(exec.cast(), node.cast(), &params))
             }
 
             #[inline(always)]

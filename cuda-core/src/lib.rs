@@ -72,7 +72,8 @@ pub use graph::{
     graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus,
     CapturedAllocation, ConditionalHandle, ConditionalKind, ConditionalNode, CopyEnd,
     CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation, GraphBody,
-    GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind,
+    GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind, Replay, ReplayRecorder,
+    ReplayStats,
 };
 pub use kernel::{Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{

@@ -44,6 +44,7 @@ mod pools;
 mod program;
 mod program_cache;
 mod recycling;
+mod replay;
 mod samples;
 mod sanitizer_clean;
 mod slices;

@@ -26,6 +26,9 @@
 //! | `graph_chain_100` | launch a graph of 100 empty kernels one after another, then synchronise |
 //! | `stream_chain_100` | the same 100 launches on the stream, then synchronise |
 //! | `graph_instantiate` | instantiate the 100-node graph and destroy the result |
+//! | `replay_100` | 100 launches of `empty4` one after another, the first one's scalar changed on every call, then synchronise: raw updates that node of its executable graph (`cuGraphExecKernelNodeSetParams`) and launches it; cuda-core runs a `Replay` whose body makes the 100 launches |
+//! | `replay_100_stream` | the same 100 launches queued on the stream one by one, then synchronise (what `replay_100` replaces) |
+//! | `replay_100_first` | the first call: raw builds the 100-node graph (`cuGraphCreate`, `cuGraphAddKernelNode`), instantiates, launches, synchronises and destroys it; cuda-core a new `Replay`'s first run, synchronised and dropped |
 //! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched; cuda-core's pool wrapped with `from_raw`, which keeps no small buffers) |
 //! | `alloc_churn` | the same through cuda-core's default resource, whose stream keeps the freed buffer for the next allocation |
 //! | `copy_htod_4k`, `copy_dtoh_4k` | copy 4 KiB between a `Vec` and the device on a stream, then synchronise |
@@ -64,6 +67,7 @@ mod launch;
 mod memory;
 mod pdl;
 mod pools;
+mod replay;
 mod seed;
 mod setup;
 mod stream_event;
@@ -78,6 +82,7 @@ use launch::*;
 use memory::*;
 use pdl::*;
 use pools::*;
+use replay::*;
 use seed::*;
 use setup::*;
 use stream_event::*;
@@ -210,6 +215,7 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     if let Some(graphs) = &graphs {
         graph_cases(c, driver, &core, &raw, &rc, graphs);
     }
+    replay_cases(c, driver, &core, &raw, &rc);
     memory_cases(c, driver, &mut core, &raw, &mut rc, &mut host);
     copy_batch_cases(c, driver, &core, &raw);
     pool_cases(c, driver, &core, &raw);

@@ -40,6 +40,7 @@ pub(crate) mod id;
 mod keep;
 mod node;
 mod params;
+mod replay;
 mod target;
 
 use std::cell::{Cell, RefCell};
@@ -59,6 +60,7 @@ pub(crate) use keep::release_later;
 pub use keep::{graph_releases, wait_for_graph_releases};
 pub use node::{GraphAllocation, KernelNodeParams, NodeKind};
 pub use params::{CopyEnd, CopyNodeParams, FillNodeParams};
+pub use replay::{Replay, ReplayRecorder, ReplayStats};
 pub use target::GraphBody;
 
 use crate::context::Context;

@@ -47,7 +47,7 @@ pub(crate) const fn is_wrapper_size(size: usize) -> bool {
 /// sizes are not their arguments': see [`is_wrapper_size`]) and anything else ask through the
 /// trait object.
 #[inline(always)]
-fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
+pub(crate) fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
     if wanted == Some(own) && !is_wrapper_size(own) {
         // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does

@@ -1677,6 +1677,54 @@ int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params,
          config->grid[0], attrs);
     return 0;
 }
+/* Graphs of kernel nodes (the bench's replay row, and the tests'). */
+int cuGraphCreate(void **graph, unsigned flags) {
+    MODEL_ANSWERS(m_graph_create(graph));
+    char b[16];
+    struct object *g = make(GRAPH, current);
+    *graph = g;
+    note("cuGraphCreate %s flags=%u", name(g, b), flags);
+    return 0;
+}
+int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count, const char *params) {
+    char b[16], c[16];
+    void *kernel, **args;
+    unsigned long long first = 0;
+    (void)deps;
+    memcpy(&args, params + 40, sizeof args);
+    memcpy(&kernel, params + 56, sizeof kernel);
+    if (args && args[0]) memcpy(&first, args[0], sizeof first);
+    *node = make(NODE, NULL);
+    note("cuGraphAddKernelNode %s deps=%zu %s arg0=%llu", name(graph, b), count, name(kernel, c), first);
+    return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    MODEL_ANSWERS(m_instantiate(exec, graph));
+    char b[16], c[16];
+    struct object *e = make(EXEC, current);
+    *exec = e;
+    note("cuGraphInstantiateWithFlags %s flags=%llu -> %s", name(graph, b), flags, name(e, c));
+    return 0;
+}
+int cuGraphLaunch(void *exec, void *s) {
+    char b[16], c[16];
+    MODEL_ANSWERS(m_graph_launch(exec, s));
+    note("cuGraphLaunch %s on %s", name(exec, b), name(s, c));
+    return 0;
+}
+/* A kernel node of an executable graph given new arguments: the exec, the node, the first
+ * argument's first 8 bytes. */
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params) {
+    char b[16], c[16], d[16];
+    void *kernel, **args;
+    unsigned long long first = 0;
+    memcpy(&args, params + 40, sizeof args);
+    memcpy(&kernel, params + 56, sizeof kernel);
+    if (args && args[0]) memcpy(&first, args[0], sizeof first);
+    note("cuGraphExecKernelNodeSetParams %s %s %s arg0=%llu", name(exec, b), name(node, c),
+         name(kernel, d), first);
+    return 0;
+}
 #endif /* the bench and the tests */
 
 /* -- the tests only: the rest ---------------------------------------------------------- */
@@ -1907,14 +1955,6 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block,
 
 /* ---- graphs built node by node: graphs, empty and kernel nodes, conditional nodes --------- */
 
-int cuGraphCreate(void **graph, unsigned flags) {
-    MODEL_ANSWERS(m_graph_create(graph));
-    char b[16];
-    struct object *g = make(GRAPH, current);
-    *graph = g;
-    note("cuGraphCreate %s flags=%u", name(g, b), flags);
-    return 0;
-}
 int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
     MODEL_ANSWERS(m_add_node(node, graph, (struct gnode){.type = G_EMPTY}, "cuGraphAddEmptyNode"));
     char b[16], c[16];
@@ -1925,18 +1965,6 @@ int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
     return 0;
 }
 /* CUDA_KERNEL_NODE_PARAMS_v2's layout: the kernel at 56, its parameters' pointers at 40. */
-int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count, const char *params) {
-    char b[16], c[16];
-    void *kernel, **args;
-    unsigned long long first = 0;
-    (void)deps;
-    memcpy(&args, params + 40, sizeof args);
-    memcpy(&kernel, params + 56, sizeof kernel);
-    if (args && args[0]) memcpy(&first, args[0], sizeof first);
-    *node = make(NODE, NULL);
-    note("cuGraphAddKernelNode %s deps=%zu %s arg0=%llu", name(graph, b), count, name(kernel, c), first);
-    return 0;
-}
 static unsigned long long next_condition = 40;
 int cuGraphConditionalHandleCreate(unsigned long long *handle, void *graph, void *ctx,
                                    unsigned value, unsigned flags) {
@@ -1995,14 +2023,6 @@ int cuGraphAddNode_v2(void **node, void *graph, void **deps, const void *edges, 
     return add_node("cuGraphAddNode_v2", node, graph, count,
                     edges ? " edge-data=set" : " edge-data=null", params);
 }
-int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-    MODEL_ANSWERS(m_instantiate(exec, graph));
-    char b[16], c[16];
-    struct object *e = make(EXEC, current);
-    *exec = e;
-    note("cuGraphInstantiateWithFlags %s flags=%llu -> %s", name(graph, b), flags, name(e, c));
-    return 0;
-}
 int cuGraphExecDestroy(void *exec) {
     MODEL_ANSWERS(m_exec_destroy(exec));
     char b[16];
@@ -2054,12 +2074,6 @@ int cuGraphNodeGetType(void *node, int *type) {
     static const int types[] = {5, 2, 1, 3, 7, 6, 0};
     const struct object *o = node;
     *type = modeled() && o->g.type >= 0 && o->g.type <= G_KERNEL ? types[o->g.type] : 0;
-    return 0;
-}
-int cuGraphLaunch(void *exec, void *s) {
-    char b[16], c[16];
-    MODEL_ANSWERS(m_graph_launch(exec, s));
-    note("cuGraphLaunch %s on %s", name(exec, b), name(s, c));
     return 0;
 }
 /* User objects: kept and counted in the model only (elsewhere their destructors never run). */

@@ -1,0 +1,236 @@
+//! `replay_100`, `replay_100_stream` and `replay_100_first`: a pipeline of 100 small kernels
+//! whose first kernel's scalar changes on every call.
+
+use super::*;
+
+use cuda_core::Replay;
+
+/// The kernels of each call.
+const KERNELS: usize = 100;
+
+/// A raw graph of [`KERNELS`] launches of `empty4`, one after another, and its executable
+/// graph: the hand-written capture-and-update loop's.
+struct RawChain<'d, R: RawDriver> {
+    d: &'d R,
+    graph: Handle,
+    exec: Handle,
+    first: Handle,
+}
+
+impl<R: RawDriver> Drop for RawChain<'_, R> {
+    fn drop(&mut self) {
+        // SAFETY: made in `raw_chain`, destroyed once; no launch of them is queued after.
+        unsafe {
+            check(self.d.cuGraphExecDestroy(self.exec), "cuGraphExecDestroy");
+            check(self.d.cuGraphDestroy(self.graph), "cuGraphDestroy");
+        }
+    }
+}
+
+/// The raw chain: `cuGraphCreate`, 100 `cuGraphAddKernelNode`, `cuGraphInstantiate`.
+fn raw_chain<'d, R: RawDriver>(
+    d: &'d R,
+    raw: &RawState,
+    kernel: Handle,
+    n: i32,
+) -> RawChain<'d, R> {
+    let [p0, p1, p2, _] = &raw.args;
+    let mut graph = null_mut();
+    // SAFETY: out-pointers to locals; a kernel of the loaded library taking exactly these
+    // parameters (it touches none of them), in the raw context.
+    unsafe {
+        check(d.cuGraphCreate(&mut graph), "cuGraphCreate");
+        let mut last: Option<Handle> = None;
+        let mut first = null_mut();
+        for i in 0..KERNELS {
+            let mut node = null_mut();
+            let deps: Vec<Handle> = last.into_iter().collect();
+            check(
+                d.cuGraphAddKernelNode(
+                    &mut node,
+                    graph,
+                    &deps,
+                    kernel,
+                    raw.context,
+                    GRID,
+                    BLOCK,
+                    [arg(p0), arg(p1), arg(p2), arg(&n)].as_mut_ptr(),
+                ),
+                "cuGraphAddKernelNode",
+            );
+            if i == 0 {
+                first = node;
+            }
+            last = Some(node);
+        }
+        let mut exec = null_mut();
+        check(d.cuGraphInstantiate(&mut exec, graph), "cuGraphInstantiate");
+        RawChain {
+            d,
+            graph,
+            exec,
+            first,
+        }
+    }
+}
+
+/// The pipeline through a region: kernel 0 gets `scalar`, the others `n`.
+fn core_run(region: &mut Replay, core: &Core, kernel: &Kernel, scalar: i32, n: i32) {
+    let [b0, b1, b2, _] = &core.args;
+    let config = LaunchConfig::new(GRID, BLOCK);
+    region
+        .run(&core.stream, |r| {
+            // SAFETY: an empty kernel; the buffers outlive the run.
+            unsafe { r.launch(&config, kernel, &[b0, b1, b2, &scalar])? };
+            for _ in 1..KERNELS {
+                // SAFETY: as above.
+                unsafe { r.launch(&config, kernel, &[b0, b1, b2, &n])? };
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+pub(super) fn replay_cases<R: RawDriver>(
+    c: &mut Criterion,
+    d: &R,
+    core: &Core,
+    raw: &RawState,
+    rc: &Rc,
+) {
+    let (Some(core_k), Some(raw_k), Some((_, rc_k))) = (&core.kernels, &raw.kernels, &rc.kernels)
+    else {
+        return;
+    };
+    let n = 1024i32;
+    let config = LaunchConfig::new(GRID, BLOCK);
+    let rc_config = cudarc::driver::LaunchConfig {
+        grid_dim: (GRID[0], GRID[1], GRID[2]),
+        block_dim: (BLOCK[0], BLOCK[1], BLOCK[2]),
+        shared_mem_bytes: 0,
+    };
+    let [p0, p1, p2, _] = &raw.args;
+
+    // One call: the first kernel's scalar changed, the pipeline launched, the stream
+    // synchronised. Raw: one `cuGraphExecKernelNodeSetParams` and `cuGraphLaunch`.
+    Case::new("replay_100")
+        .variant("raw", |b| {
+            let chain = raw_chain(d, raw, raw_k[1], n);
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                // SAFETY: the chain's first node, the same kernel and parameters as built;
+                // a live executable graph on a live stream.
+                unsafe {
+                    check(
+                        d.cuGraphExecKernelNodeSetParams(
+                            chain.exec,
+                            chain.first,
+                            raw_k[1],
+                            raw.context,
+                            GRID,
+                            BLOCK,
+                            [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
+                        ),
+                        "cuGraphExecKernelNodeSetParams",
+                    );
+                    check(d.cuGraphLaunch(chain.exec, raw.stream), "cuGraphLaunch");
+                }
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            let mut region = Replay::new();
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                core_run(&mut region, core, &core_k[1], scalar, n);
+                core.stream.sync().unwrap();
+            });
+        })
+        .run(c);
+
+    // The same 100 launches queued on the stream one by one, then synchronised: what the
+    // region replaces (its target: at most a quarter of raw's time).
+    Case::new("replay_100_stream")
+        .variant("raw", |b| {
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                for i in 0..KERNELS {
+                    let value = if i == 0 { &scalar } else { &n };
+                    let mut params = [arg(p0), arg(p1), arg(p2), arg(value)];
+                    // SAFETY: as in `launch_4`.
+                    let status = unsafe {
+                        d.cuLaunchKernel(
+                            raw_k[1],
+                            GRID[0],
+                            GRID[1],
+                            GRID[2],
+                            BLOCK[0],
+                            BLOCK[1],
+                            BLOCK[2],
+                            0,
+                            raw.stream,
+                            params.as_mut_ptr(),
+                            null_mut(),
+                        )
+                    };
+                    check(status, "cuLaunchKernel");
+                }
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            let [b0, b1, b2, _] = &core.args;
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                for i in 0..KERNELS {
+                    let value = if i == 0 { &scalar } else { &n };
+                    // SAFETY: an empty kernel; the buffers outlive the run.
+                    unsafe { launch(&core.stream, &config, &core_k[1], &[b0, b1, b2, value]) }
+                        .unwrap();
+                }
+                core.stream.sync().unwrap();
+            });
+        })
+        .variant("cudarc", |b| {
+            let [s0, s1, s2, _] = &rc.args;
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                for i in 0..KERNELS {
+                    let value = if i == 0 { &scalar } else { &n };
+                    let mut l = rc.stream.launch_builder(&rc_k[1]);
+                    l.arg(s0).arg(s1).arg(s2).arg(value);
+                    // SAFETY: an empty kernel; the buffers outlive the run.
+                    unsafe { l.launch(rc_config) }.unwrap();
+                }
+                rc.stream.synchronize().unwrap();
+            });
+        })
+        .run(c);
+
+    // The first call: the graph built, instantiated, launched and waited for, then destroyed.
+    Case::new("replay_100_first")
+        .variant("raw", |b| {
+            b.iter(|| {
+                let chain = raw_chain(d, raw, raw_k[1], n);
+                // SAFETY: a live executable graph on a live stream.
+                check(
+                    unsafe { d.cuGraphLaunch(chain.exec, raw.stream) },
+                    "cuGraphLaunch",
+                );
+                raw_sync(d, raw.stream);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| {
+                let mut region = Replay::new();
+                core_run(&mut region, core, &core_k[1], 1, n);
+                core.stream.sync().unwrap();
+            });
+        })
+        .run(c);
+}

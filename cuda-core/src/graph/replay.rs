@@ -1,0 +1,756 @@
+//! Replayable regions ([`Replay`]): a sequence of kernel launches written once, as a closure,
+//! run as one executable graph whose changed arguments are updated in place on later runs.
+
+use std::fmt;
+
+use super::node::note;
+use super::{Graph, GraphExec, GraphOptions};
+use crate::args::KernelArg;
+use crate::context::Context;
+use crate::driver::{GraphNodeHandle, KernelHandle, KernelNodeSpec};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
+use crate::stream::Stream;
+
+/// How many executable graphs a [`Replay`] keeps unless told otherwise.
+const DEFAULT_CAPACITY: usize = 4;
+
+/// A replayable region: a sequence of kernel launches, written once as a closure, that runs as
+/// one executable graph (one `cuGraphLaunch` for all of them) and is updated in place when
+/// only the launches' arguments change.
+///
+/// Each [`run`](Replay::run) calls the body with a [`ReplayRecorder`], whose
+/// [`launch`](ReplayRecorder::launch) takes what [`launch`](crate::launch) takes. The first run
+/// builds a graph of the launches, one after another, instantiates it and launches it on the
+/// stream. A later run whose launches have the same kernels, shapes and argument sizes, in
+/// the same order, changes only the kernel nodes whose argument bytes differ
+/// (`cuGraphExecKernelNodeSetParams`) and launches the same executable graph again: an
+/// inference or solver loop whose scalars and pointers change pays one driver call per changed
+/// kernel and one launch, where stream launches pay one call per kernel. A run whose sequence
+/// differs uses the executable graph of a recent run with that sequence, or builds one; the
+/// region keeps the most recently used few ([`with_capacity`](Replay::with_capacity), 4 by
+/// default), each with its graph.
+///
+/// The launches run as stream launches would: on `run`'s stream, after the work queued there
+/// before, one after another, each seeing the previous one's writes. Arguments follow
+/// [`launch`](crate::launch)'s stream-order rules (a buffer whose deallocation stream is
+/// another stream is ordered with it), and are only borrowed: the graph keeps nothing alive
+/// beyond the run, as no later launch of it happens without a run that gives its arguments
+/// again.
+///
+/// ```no_run
+/// use cuda_core::{Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions, Replay};
+/// use cuda_core::StreamOptions;
+///
+/// let device = Device::new(0)?;
+/// let code = Program::new(
+///     r#"extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+///            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///            if (i < n) y[i] += a * x[i];
+///        }"#,
+///     ProgramOptions::default(),
+/// )
+/// .compile(CodeType::Cubin, &[])?;
+/// let axpy = code.get_kernel("axpy")?;
+/// let stream = device.create_stream(StreamOptions::default())?;
+/// let memory = device.memory_resource()?;
+/// let n = 1024u32;
+/// let mut x = memory.allocate(4 * n as usize, &stream)?;
+/// let mut y = memory.allocate(4 * n as usize, &stream)?;
+/// x.copy_from_host(&vec![1.0f32; n as usize], &stream)?;
+/// y.fill(0u32, &stream)?;
+/// let config = LaunchConfig::for_elements(u64::from(n), 256);
+/// let mut region = Replay::new();
+/// for step in 0..10 {
+///     let a = step as f32;
+///     // Built on the first run; on later ones only the scalar `a` changes: one node updated.
+///     region.run(&stream, |r| {
+///         for _ in 0..8 {
+///             // SAFETY: the kernel reads and writes `n` floats of `x` and `y`.
+///             unsafe { r.launch(&config, &axpy, &[&a, &x, &y, &n])? };
+///         }
+///         Ok(())
+///     })?;
+/// }
+/// assert_eq!(region.stats().builds, 1);
+/// let sum: f32 = (0..10).map(|a| 8.0 * a as f32).sum();
+/// assert!(y.to_vec::<f32>(&stream)?.iter().all(|&v| v == sum));
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+///
+/// The body may be called more than once in a run: where its sequence differs from the last
+/// run's, once more to read the sequence, and once more to update or build the graph that
+/// has it. It must make the same launches each time it is called in a run, and should do
+/// nothing else with the GPU (work it queues on the stream itself runs before the region's
+/// launches, which are queued when the body has returned).
+///
+/// Graph nodes have no clusters, cooperative launches or launch attributes: launches with
+/// them are refused (capture them instead: [`Stream::begin_capture`]). A run on a capturing
+/// stream is refused. A region is `Send` (its graphs may move to another thread with it) but
+/// not `Sync`.
+pub struct Replay {
+    /// Most recently used first.
+    entries: Vec<Entry>,
+    capacity: usize,
+    stats: ReplayStats,
+    /// The sequence read by a signature pass, reused from run to run.
+    signature: Vec<Step>,
+    /// The argument sizes of `signature`'s steps, one after another.
+    sizes: Vec<usize>,
+    /// The deallocation streams of this run's buffer arguments that are not its stream.
+    homes: Vec<Stream>,
+}
+
+/// What a [`Replay`] did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplayStats {
+    /// Runs that launched a graph.
+    pub runs: u64,
+    /// Graphs built and instantiated (a run whose sequence no kept graph had).
+    pub builds: u64,
+    /// Kernel nodes updated in place because their arguments changed.
+    pub updated_nodes: u64,
+}
+
+/// One kept executable graph, with its graph and what each of its kernel nodes was last
+/// given.
+struct Entry {
+    exec: GraphExec,
+    /// Kept with its executable graph (whose nodes it names), and for its kernels.
+    _graph: Graph,
+    nodes: Vec<Node>,
+}
+
+/// A kernel node: its kernel (kept alive), shape, and the bytes of its arguments now.
+struct Node {
+    handle: GraphNodeHandle,
+    /// `kernel`'s handle, read without going through it.
+    function: KernelHandle,
+    kernel: Kernel,
+    config: LaunchConfig,
+    args: Args,
+    /// The arguments of the pass under way where they differ from `args`: applied once the
+    /// whole sequence is known to match, dropped otherwise.
+    staged: Option<Args>,
+}
+
+/// Kernel arguments' bytes, each at a 16-byte aligned place (so that a pointer to one may be
+/// read as its type).
+#[derive(Default)]
+struct Args {
+    words: Vec<u128>,
+    /// Each argument's first word and size in bytes.
+    places: Vec<(usize, usize)>,
+}
+
+impl Args {
+    fn clear(&mut self) {
+        self.words.clear();
+        self.places.clear();
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let first = self.words.len();
+        self.words.resize(first + bytes.len().div_ceil(16), 0);
+        // SAFETY: the words from `first` on are at least `bytes.len()` bytes, owned here;
+        // any bytes are a valid `u128`'s.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.words[first..].as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            );
+        }
+        self.places.push((first, bytes.len()));
+    }
+
+    fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// A pointer to each argument's bytes, for the driver.
+    fn pointers(&mut self, out: &mut Vec<*mut std::ffi::c_void>) {
+        out.clear();
+        for &(first, _) in &self.places {
+            out.push(self.words[first..].as_mut_ptr().cast());
+        }
+    }
+}
+
+/// A launch as a signature pass reads it: what must match for an update in place.
+struct Step {
+    kernel: KernelHandle,
+    config: LaunchConfig,
+    /// Its argument sizes: `sizes[first..first + count]` of the pass.
+    first: usize,
+    count: usize,
+}
+
+impl Node {
+    fn same_shape(&self, kernel: &Kernel, config: &LaunchConfig, args: usize) -> bool {
+        self.function == kernel.handle() && self.config == *config && self.args.len() == args
+    }
+}
+
+impl Entry {
+    fn has(&self, signature: &[Step], sizes: &[usize], context: &Context) -> bool {
+        self.exec.context.handle() == context.handle()
+            && self.nodes.len() == signature.len()
+            && self.nodes.iter().zip(signature).all(|(node, step)| {
+                node.function == step.kernel
+                    && node.config == step.config
+                    && node.args.len() == step.count
+                    && (0..step.count).all(|i| node.args.places[i].1 == sizes[step.first + i])
+            })
+    }
+}
+
+impl fmt::Debug for Replay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replay")
+            .field("graphs", &self.entries.len())
+            .field("capacity", &self.capacity)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Default for Replay {
+    fn default() -> Replay {
+        Replay::new()
+    }
+}
+
+/// What a pass of the body does with each launch.
+enum Mode<'p> {
+    /// Compare with a kept graph's nodes, updating those whose arguments changed.
+    Update {
+        entry: &'p mut Entry,
+        /// The sequence differs from the entry's: the rest of the pass does nothing.
+        diverged: bool,
+        updated: u64,
+    },
+    /// Read the sequence only.
+    Signature {
+        steps: &'p mut Vec<Step>,
+        sizes: &'p mut Vec<usize>,
+    },
+    /// Add each launch to a new graph, after the one before.
+    Build {
+        graph: &'p mut Graph,
+        nodes: &'p mut Vec<Node>,
+    },
+}
+
+/// What a [`Replay`]'s body launches through: see [`Replay::run`].
+pub struct ReplayRecorder<'p> {
+    mode: Mode<'p>,
+    stream: &'p Stream,
+    homes: &'p mut Vec<Stream>,
+    index: usize,
+    /// A launch of this pass was refused: nothing is launched, whatever the body returns.
+    refused: bool,
+}
+
+impl fmt::Debug for ReplayRecorder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplayRecorder")
+            .field("launches", &self.index)
+            .finish()
+    }
+}
+
+impl ReplayRecorder<'_> {
+    /// Adds a kernel launch to the region, after the ones before it: the launch of
+    /// [`launch`](crate::launch), run when the region's graph is launched, once the body has
+    /// returned. Its configuration is checked as a graph kernel node's (no clusters,
+    /// cooperative launches or launch attributes) and its arguments against the kernel's
+    /// parameters where the graph is built; a refused launch fails the run (nothing of it is
+    /// launched, even where the body goes on).
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](crate::launch): the kernel must only access memory its arguments
+    /// make valid for it, which they must be when the run launches the graph (the borrowed
+    /// arguments outlive the run's queued work by the stream order the crate keeps for
+    /// buffers; raw addresses are the caller's to keep valid until it is done).
+    #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    pub unsafe fn launch(
+        &mut self,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let index = self.index;
+        self.index += 1;
+        if let Mode::Update {
+            entry,
+            diverged,
+            updated,
+        } = &mut self.mode
+        {
+            // The hot path: one read of each argument, compared where it lies.
+            if !*diverged {
+                match compare(entry, index, config, kernel, args, self.stream, self.homes) {
+                    Some(changed) => *updated += u64::from(changed),
+                    None => *diverged = true,
+                }
+            }
+            return Ok(());
+        }
+        for arg in args {
+            if let Some(home) = arg.arg().home {
+                note_home(self.homes, home, self.stream);
+            }
+        }
+        let result = match &mut self.mode {
+            Mode::Update { .. } => Ok(()),
+            Mode::Signature { steps, sizes } => {
+                let first = sizes.len();
+                sizes.extend(args.iter().map(|arg| arg.arg().size));
+                steps.push(Step {
+                    kernel: kernel.handle(),
+                    config: *config,
+                    first,
+                    count: args.len(),
+                });
+                Ok(())
+            }
+            // SAFETY: the caller's promise.
+            Mode::Build { graph, nodes } => unsafe { build(graph, nodes, config, kernel, args) },
+        };
+        if result.is_err() {
+            self.refused = true;
+        }
+        result
+    }
+}
+
+/// Notes `home` among the run's streams to order, unless it is the run's stream or noted.
+#[inline]
+fn note_home(homes: &mut Vec<Stream>, home: &Stream, stream: &Stream) {
+    if !home.same_as(stream) && !homes.iter().any(|h| h.same_as(home)) {
+        homes.push(home.clone());
+    }
+}
+
+/// Whether the `size` bytes at `a` and `b` are equal; `b` is 16-byte aligned.
+#[inline(always)]
+fn same_bytes(a: *const u8, b: *const u8, size: usize) -> bool {
+    // SAFETY: both hold `size` readable bytes (an argument's, and its copy in `Args`).
+    unsafe {
+        match size {
+            4 => a.cast::<u32>().read_unaligned() == b.cast::<u32>().read(),
+            8 => a.cast::<u64>().read_unaligned() == b.cast::<u64>().read(),
+            _ => std::slice::from_raw_parts(a, size) == std::slice::from_raw_parts(b, size),
+        }
+    }
+}
+
+/// Compares launch `index` with the entry's node, staging its arguments where only their
+/// bytes differ: `Some(true)` staged, `Some(false)` the same, `None` a launch the entry has
+/// no node of that shape for.
+fn compare(
+    entry: &mut Entry,
+    index: usize,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    stream: &Stream,
+    homes: &mut Vec<Stream>,
+) -> Option<bool> {
+    let node = entry.nodes.get_mut(index)?;
+    if !node.same_shape(kernel, config, args.len()) {
+        return None;
+    }
+    let mut same = true;
+    let words = node.args.words.as_ptr().cast::<u8>();
+    for (arg, &(first, size)) in args.iter().zip(&node.args.places) {
+        let bytes = crate::launch::arg_bytes(*arg, Some(size));
+        if bytes.size != size {
+            return None;
+        }
+        if let Some(home) = bytes.home {
+            note_home(homes, home, stream);
+        }
+        // `first` words into the copy: within it (its place was made there).
+        same &= same_bytes(bytes.ptr.cast(), words.wrapping_add(16 * first), size);
+    }
+    if same {
+        node.staged = None;
+        return Some(false);
+    }
+    let mut staged = node.staged.take().unwrap_or_default();
+    staged.clear();
+    for arg in args {
+        staged.push(arg_bytes(arg));
+    }
+    node.staged = Some(staged);
+    Some(true)
+}
+
+/// An argument's bytes, as the driver copies them into a node.
+fn arg_bytes<'a>(arg: &'a &dyn KernelArg) -> &'a [u8] {
+    let bytes = arg.arg();
+    // SAFETY: an argument's bytes are `size` readable bytes at `ptr`, borrowed from it.
+    unsafe { std::slice::from_raw_parts(bytes.ptr.cast::<u8>(), bytes.size) }
+}
+
+/// Applies the arguments staged on the entry's nodes (`cuGraphExecKernelNodeSetParams`).
+///
+/// # Safety
+///
+/// Each staged node's arguments were given to [`ReplayRecorder::launch`], under its contract.
+unsafe fn apply(entry: &mut Entry) -> Result<()> {
+    let context = &entry.exec.context;
+    let mut pointers = Vec::new();
+    for node in &mut entry.nodes {
+        let Some(staged) = node.staged.as_mut() else {
+            continue;
+        };
+        staged.pointers(&mut pointers);
+        let spec = spec(context, &node.config, &node.kernel, &mut pointers);
+        // SAFETY: one pointer per parameter (the count and sizes are the node's, checked when
+        // it was built), each to its bytes, alive for the call (the driver copies them); the
+        // caller vouches for what the kernel does with them.
+        unsafe {
+            context
+                .driver()
+                .graph_exec_kernel_node_set(entry.exec.handle, node.handle, &spec)
+        }?;
+        if let Some(staged) = node.staged.take() {
+            node.staged = Some(std::mem::replace(&mut node.args, staged));
+        }
+    }
+    Ok(())
+}
+
+/// Adds the launch to `graph` after the last node, checked as a graph kernel node.
+///
+/// # Safety
+///
+/// As for [`ReplayRecorder::launch`].
+unsafe fn build(
+    graph: &mut Graph,
+    nodes: &mut Vec<Node>,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+) -> Result<()> {
+    let sizes: Vec<usize> = args.iter().map(|arg| arg.arg().size).collect();
+    crate::launch::validate_node(&graph.context, config, kernel, &sizes)?;
+    let mut pointers: Vec<*mut std::ffi::c_void> =
+        args.iter().map(|arg| arg.arg().ptr.cast_mut()).collect();
+    let spec = spec(&graph.context, config, kernel, &mut pointers);
+    let deps: Vec<GraphNodeHandle> = nodes.last().map(|node| node.handle).into_iter().collect();
+    // SAFETY: one pointer per parameter, each to its argument's bytes (count and sizes
+    // checked above), borrowed for the call; the caller vouches for the kernel.
+    let handle = unsafe {
+        graph
+            .context
+            .driver()
+            .graph_add_kernel_node(graph.handle, &deps, &spec)
+    }?;
+    note(&mut graph.state, graph.handle, handle);
+    let mut kept = Args::default();
+    for arg in args {
+        kept.push(arg_bytes(arg));
+    }
+    nodes.push(Node {
+        handle,
+        function: kernel.handle(),
+        kernel: kernel.clone(),
+        config: *config,
+        args: kept,
+        staged: None,
+    });
+    Ok(())
+}
+
+fn spec(
+    context: &Context,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    pointers: &mut [*mut std::ffi::c_void],
+) -> KernelNodeSpec {
+    KernelNodeSpec {
+        kernel: kernel.handle(),
+        context: context.handle(),
+        grid: config.grid,
+        block: config.block,
+        shared_mem_bytes: config.shared_memory_bytes,
+        args: pointers.as_mut_ptr(),
+    }
+}
+
+impl Replay {
+    /// An empty region that keeps up to 4 executable graphs.
+    pub fn new() -> Replay {
+        Replay::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// An empty region that keeps up to `graphs` executable graphs (at least one), one per
+    /// sequence of launches most recently run: a body that alternates between a few
+    /// sequences (a solver's even and odd steps, a last partial batch) rebuilds nothing.
+    pub fn with_capacity(graphs: usize) -> Replay {
+        Replay {
+            entries: Vec::new(),
+            capacity: graphs.max(1),
+            stats: ReplayStats::default(),
+            signature: Vec::new(),
+            sizes: Vec::new(),
+            homes: Vec::new(),
+        }
+    }
+
+    /// What the region did so far.
+    pub fn stats(&self) -> ReplayStats {
+        self.stats
+    }
+
+    /// How many executable graphs it keeps now.
+    pub fn graphs(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Runs the region on `stream`: calls `body` with a recorder of its launches, then
+    /// launches them as one graph, after the work queued on `stream` before (see [`Replay`]).
+    /// A body that launches nothing queues nothing. An error of the body, or a refused
+    /// launch, is returned with nothing launched; graphs of the stream's device and context
+    /// only (a green context's stream gets graphs of its green context).
+    #[doc(alias("cuGraphLaunch", "cuGraphExecKernelNodeSetParams"))]
+    pub fn run<F>(&mut self, stream: &Stream, mut body: F) -> Result<()>
+    where
+        F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
+    {
+        if stream.capturing() {
+            return Err(Error::InvalidArgument {
+                name: "stream",
+                reason: "it is capturing: a region launches its own graph; run it outside the \
+                         capture"
+                    .to_owned(),
+            });
+        }
+        let context = stream.context();
+        if self.entries.is_empty() {
+            return self.build_and_launch(stream, &mut body);
+        }
+        // The graph of the last run, updated where only arguments changed: one pass.
+        if self
+            .entries
+            .first()
+            .is_some_and(|e| e.exec.context.handle() == context.handle())
+            && self.update_pass(0, stream, &mut body)?
+        {
+            return self.launch(0, stream);
+        }
+        // Another sequence: read it, then update the kept graph that has it, or build one.
+        self.homes.clear();
+        self.signature.clear();
+        self.sizes.clear();
+        let mut recorder = ReplayRecorder {
+            mode: Mode::Signature {
+                steps: &mut self.signature,
+                sizes: &mut self.sizes,
+            },
+            stream,
+            homes: &mut self.homes,
+            index: 0,
+            refused: false,
+        };
+        finish(body(&mut recorder), recorder.refused)?;
+        if self.signature.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = self
+            .entries
+            .iter()
+            .position(|e| e.has(&self.signature, &self.sizes, context))
+        {
+            let entry = self.entries.remove(at);
+            self.entries.insert(0, entry);
+            if self.update_pass(0, stream, &mut body)? {
+                return self.launch(0, stream);
+            }
+        }
+        self.build_and_launch(stream, &mut body)
+    }
+
+    fn build_and_launch<F>(&mut self, stream: &Stream, body: &mut F) -> Result<()>
+    where
+        F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
+    {
+        if self.build_pass(stream, body)? {
+            self.launch(0, stream)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `body` against entry `at`, updating its changed nodes: whether the whole sequence
+    /// matched it.
+    fn update_pass<F>(&mut self, at: usize, stream: &Stream, body: &mut F) -> Result<bool>
+    where
+        F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
+    {
+        self.homes.clear();
+        let nodes = self.entries[at].nodes.len();
+        let mut recorder = ReplayRecorder {
+            mode: Mode::Update {
+                entry: &mut self.entries[at],
+                diverged: false,
+                updated: 0,
+            },
+            stream,
+            homes: &mut self.homes,
+            index: 0,
+            refused: false,
+        };
+        let returned = body(&mut recorder);
+        let (launches, refused) = (recorder.index, recorder.refused);
+        let Mode::Update {
+            diverged, updated, ..
+        } = recorder.mode
+        else {
+            unreachable!("an update pass's recorder updates")
+        };
+        let entry = &mut self.entries[at];
+        let finished = finish(returned, refused);
+        if finished.is_err() || diverged || launches != nodes || launches == 0 {
+            // Another sequence, or a failed body: the graph stays as it was.
+            for node in &mut entry.nodes {
+                node.staged = None;
+            }
+            finished?;
+            return Ok(false);
+        }
+        // SAFETY: the staged arguments were given to `ReplayRecorder::launch`, whose caller
+        // vouched for them.
+        unsafe { apply(entry) }?;
+        self.stats.updated_nodes += updated;
+        Ok(true)
+    }
+
+    /// Calls `body` to build a new graph of its launches, instantiated and kept first; false
+    /// where it launched nothing (no graph is then made).
+    fn build_pass<F>(&mut self, stream: &Stream, body: &mut F) -> Result<bool>
+    where
+        F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
+    {
+        self.homes.clear();
+        let context = stream.context().clone();
+        let handle = context.with_current(|driver| driver.graph_create())?;
+        let mut graph = Graph::from_handle(handle, context);
+        let mut nodes = Vec::new();
+        let mut recorder = ReplayRecorder {
+            mode: Mode::Build {
+                graph: &mut graph,
+                nodes: &mut nodes,
+            },
+            stream,
+            homes: &mut self.homes,
+            index: 0,
+            refused: false,
+        };
+        let returned = body(&mut recorder);
+        let refused = recorder.refused;
+        finish(returned, refused)?;
+        if nodes.is_empty() {
+            return Ok(false);
+        }
+        let exec = graph.instantiate(GraphOptions::default())?;
+        self.stats.builds += 1;
+        self.entries.insert(
+            0,
+            Entry {
+                exec,
+                _graph: graph,
+                nodes,
+            },
+        );
+        // The least recently used go: their launches queued so far keep running (an
+        // executable graph destroyed while launched finishes those launches first).
+        self.entries.truncate(self.capacity);
+        Ok(true)
+    }
+
+    /// Launches entry `at` on `stream`, in the stream order of this run's buffers.
+    fn launch(&mut self, at: usize, stream: &Stream) -> Result<()> {
+        let exec = &self.entries[at].exec;
+        if self.homes.is_empty() {
+            exec.launch(stream)?;
+        } else {
+            let homes: Vec<&Stream> = self.homes.iter().collect();
+            crate::memory::in_stream_order(&homes, stream, || exec.launch(stream))?;
+        }
+        self.stats.runs += 1;
+        Ok(())
+    }
+}
+
+/// The body's result, or a refusal of one of its launches where the body went on.
+fn finish(returned: Result<()>, refused: bool) -> Result<()> {
+    returned?;
+    if refused {
+        return Err(Error::InvalidArgument {
+            name: "body",
+            reason: "a launch of the region was refused (its error was returned to the body, \
+                     which went on); nothing was launched"
+                .to_owned(),
+        });
+    }
+    Ok(())
+}
+
+// A region moves between threads with its graphs.
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Replay>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_kept_aligned_and_compared_by_their_bytes() {
+        let mut args = Args::default();
+        args.push(&7u32.to_ne_bytes());
+        args.push(&0x0102_0304_0506_0708u64.to_ne_bytes());
+        args.push(&[9u8; 20]);
+        args.push(&[]);
+        assert_eq!(args.len(), 4);
+        let mut pointers = Vec::new();
+        args.pointers(&mut pointers);
+        // Catches places that overlap or lose 16-byte alignment (a pointer read as its type).
+        for pointer in &pointers {
+            assert_eq!(*pointer as usize % 16, 0);
+        }
+        // SAFETY: the pointers are to the pushed bytes, alive in `args`.
+        unsafe {
+            assert_eq!(pointers[0].cast::<u32>().read(), 7);
+            assert_eq!(pointers[1].cast::<u64>().read(), 0x0102_0304_0506_0708);
+            assert_eq!(
+                std::slice::from_raw_parts(pointers[2].cast::<u8>(), 20),
+                [9u8; 20]
+            );
+        }
+        let words = args.words.as_ptr().cast::<u8>();
+        let at = |i: usize| words.wrapping_add(16 * args.places[i].0);
+        // Each width's comparison: equal, and one byte off (catches a width compared short).
+        assert!(same_bytes(7u32.to_ne_bytes().as_ptr(), at(0), 4));
+        assert!(!same_bytes(8u32.to_ne_bytes().as_ptr(), at(0), 4));
+        let wide = 0x0102_0304_0506_0708u64.to_ne_bytes();
+        assert!(same_bytes(wide.as_ptr(), at(1), 8));
+        let mut off = wide;
+        off[7] ^= 1;
+        assert!(!same_bytes(off.as_ptr(), at(1), 8));
+        let mut long = [9u8; 20];
+        assert!(same_bytes(long.as_ptr(), at(2), 20));
+        long[19] = 0;
+        assert!(!same_bytes(long.as_ptr(), at(2), 20));
+        args.clear();
+        assert_eq!((args.len(), args.words.len()), (0, 0));
+    }
+}

@@ -1,0 +1,415 @@
+//! Replayable regions (`Replay`): a sequence of launches built into a graph once, updated in
+//! place where only arguments change, rebuilt where the sequence changes.
+//!
+//! On the stand-in (both ABIs): what reaches the driver on each run (nodes added once, one
+//! node update per changed launch, one graph launch), the kept graphs and their limit, the
+//! stream order of buffers of other streams, and what is refused with nothing launched. On the
+//! GPU: a ping-pong pipeline whose scalars and buffers change on every run, checked against
+//! the CPU after each, and the same sequence through stream launches.
+
+use crate::common;
+use crate::common::standin;
+
+use cuda_core::{
+    launch, Allocate, CaptureMode, CodeType, Device, Error, Kernel, LaunchConfig, ObjectCode,
+    Program, ProgramOptions, Replay, ReplayStats, Stream, StreamOptions,
+};
+
+fn on_both_abis(function: &str, body: fn()) {
+    for abi in ["13", "12"] {
+        standin::run(
+            module_path!(),
+            function,
+            &[],
+            &[("CUDA_CORE_DRIVER_ABI", abi)],
+            || {
+                let info = cuda_core::info::driver_info().unwrap();
+                assert_eq!(info.abi.major().to_string(), abi, "{info:?}");
+                body();
+            },
+        );
+    }
+}
+
+/// The calls logged since the last clear whose line starts with `call`.
+fn count(call: &str) -> usize {
+    standin::log()
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(call))
+        .count()
+}
+
+fn k1() -> Kernel {
+    ObjectCode::from_cubin(standin::cubin())
+        .get_kernel("k1")
+        .unwrap()
+}
+
+/// Runs `values.len()` launches of `kernel`, launch `i` given `values[i]`.
+fn run(region: &mut Replay, stream: &Stream, kernel: &Kernel, values: &[u64]) -> Result<(), Error> {
+    let config = LaunchConfig::for_elements(1, 1);
+    region.run(stream, |r| {
+        for value in values {
+            // SAFETY: the stand-in runs no kernel.
+            unsafe { r.launch(&config, kernel, &[value])? };
+        }
+        Ok(())
+    })
+}
+
+fn stats(runs: u64, builds: u64, updated_nodes: u64) -> ReplayStats {
+    let mut stats = ReplayStats::default();
+    stats.runs = runs;
+    stats.builds = builds;
+    stats.updated_nodes = updated_nodes;
+    stats
+}
+
+#[test]
+fn a_region_is_built_once_and_updated_where_arguments_change() {
+    on_both_abis(
+        "a_region_is_built_once_and_updated_where_arguments_change",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let kernel = k1();
+            let mut region = Replay::new();
+            standin::clear_log();
+
+            // The first run builds a chain of three nodes and launches it once.
+            run(&mut region, &stream, &kernel, &[10, 11, 12]).unwrap();
+            let log = standin::log();
+            let adds: Vec<&str> = log
+                .lines()
+                .filter(|l| l.starts_with("cuGraphAddKernelNode"))
+                .collect();
+            assert_eq!(adds.len(), 3, "{log}");
+            // Catches launches that are not ordered one after another (each after the last).
+            for (i, add) in adds.iter().enumerate() {
+                let deps = if i == 0 { "deps=0" } else { "deps=1" };
+                assert!(add.contains(deps), "{add}");
+                assert!(add.contains(&format!("arg0={}", 10 + i)), "{add}");
+            }
+            assert_eq!(count("cuGraphInstantiateWithFlags"), 1, "{log}");
+            assert_eq!(count("cuGraphLaunch"), 1, "{log}");
+            assert_eq!(region.stats(), stats(1, 1, 0));
+
+            // The same arguments: the same graph launched, nothing changed (catches updates of
+            // unchanged nodes, and rebuilds).
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[10, 11, 12]).unwrap();
+            let log = standin::log();
+            assert_eq!(count("cuGraphLaunch"), 1, "{log}");
+            assert!(!log.contains("cuGraphAddKernelNode"), "{log}");
+            assert!(!log.contains("cuGraphExecKernelNodeSetParams"), "{log}");
+
+            // One changed argument: one node updated, with the new value, then launched.
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[10, 77, 12]).unwrap();
+            let log = standin::log();
+            let sets: Vec<&str> = log
+                .lines()
+                .filter(|l| l.starts_with("cuGraphExecKernelNodeSetParams"))
+                .collect();
+            assert_eq!(sets.len(), 1, "{log}");
+            assert!(sets[0].contains("arg0=77"), "{}", sets[0]);
+            let set_at = log.find("cuGraphExecKernelNodeSetParams").unwrap();
+            let launch_at = log.find("cuGraphLaunch").unwrap();
+            assert!(set_at < launch_at, "launched before its update:\n{log}");
+            assert_eq!(region.stats(), stats(3, 1, 1));
+
+            // Another sequence (four launches): a second graph, the first kept.
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[1, 2, 3, 4]).unwrap();
+            assert_eq!(count("cuGraphAddKernelNode"), 4, "{}", standin::log());
+            assert_eq!(region.graphs(), 2);
+            assert_eq!(region.stats().builds, 2);
+
+            // Back to three: the first graph again, updated from its last arguments (77 -> 11),
+            // not rebuilt (catches a region that keeps only its last graph).
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[10, 11, 12]).unwrap();
+            let log = standin::log();
+            assert!(!log.contains("cuGraphAddKernelNode"), "{log}");
+            let sets: Vec<&str> = log
+                .lines()
+                .filter(|l| l.starts_with("cuGraphExecKernelNodeSetParams"))
+                .collect();
+            assert!(sets.len() == 1 && sets[0].contains("arg0=11"), "{log}");
+            assert_eq!(count("cuGraphLaunch"), 1, "{log}");
+            assert_eq!(region.stats().builds, 2);
+
+            // Nothing launched: nothing queued, no graph made.
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[]).unwrap();
+            let log = standin::log();
+            assert!(
+                !log.contains("cuGraphLaunch") && !log.contains("cuGraphCreate"),
+                "{log}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched() {
+    on_both_abis(
+        "a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let kernel = k1();
+            let mut region = Replay::with_capacity(1);
+            run(&mut region, &stream, &kernel, &[1]).unwrap();
+            standin::clear_log();
+            // Alternating sequences with room for one graph: each run builds, and the graph
+            // it replaces is destroyed.
+            run(&mut region, &stream, &kernel, &[1, 2]).unwrap();
+            run(&mut region, &stream, &kernel, &[1]).unwrap();
+            let log = standin::log();
+            assert_eq!(count("cuGraphExecDestroy"), 2, "{log}");
+            assert_eq!(region.graphs(), 1);
+            assert_eq!(region.stats().builds, 3);
+
+            standin::clear_log();
+            // A body's error: returned, nothing launched.
+            let e = region
+                .run(&stream, |_| {
+                    Err(Error::InvalidArgument {
+                        name: "mine",
+                        reason: "the body's".to_owned(),
+                    })
+                })
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "mine", .. }),
+                "{e}"
+            );
+            // A launch refused (a cooperative launch cannot be a node), its error swallowed by
+            // the body: the run fails and launches nothing (catches a graph launched without
+            // the refused kernel).
+            let cooperative = LaunchConfig::for_elements(1, 1).with_cooperative(true);
+            let mut refusals = 0;
+            let e = region
+                .run(&stream, |r| {
+                    let value = 5u64;
+                    // SAFETY: the stand-in runs no kernel.
+                    let refused = unsafe { r.launch(&cooperative, &kernel, &[&value]) };
+                    refusals += usize::from(refused.is_err());
+                    // SAFETY: as above.
+                    unsafe { r.launch(&LaunchConfig::for_elements(1, 1), &kernel, &[&value]) }
+                })
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "body", .. }),
+                "{e}"
+            );
+            // Refused in the pass that builds the graph, which checks launches as nodes.
+            assert_eq!(refusals, 1);
+            // An argument of the wrong size for the kernel: refused where the graph is built.
+            let e = region
+                .run(&stream, |r| {
+                    // SAFETY: as above.
+                    unsafe { r.launch(&LaunchConfig::for_elements(1, 1), &kernel, &[&1u32]) }
+                })
+                .unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+            // A capturing stream.
+            // SAFETY: nothing is captured: the run is refused before any call.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let e = run(&mut region, &stream, &kernel, &[1]).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "stream", .. }),
+                "{e}"
+            );
+            let _ = stream.end_capture();
+            assert!(
+                !standin::log().contains("cuGraphLaunch"),
+                "{}",
+                standin::log()
+            );
+        },
+    );
+}
+
+#[test]
+fn a_region_keeps_buffers_of_other_streams_in_stream_order() {
+    on_both_abis(
+        "a_region_keeps_buffers_of_other_streams_in_stream_order",
+        || {
+            let device = Device::new(0).unwrap();
+            let home = common::stream(device);
+            let stream = common::stream(device);
+            let kernel = k1();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &home)
+                .unwrap();
+            let own = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            let mut region = Replay::new();
+            for (round, arg) in [&own, &buffer, &buffer].into_iter().enumerate() {
+                standin::clear_log();
+                region
+                    .run(&stream, |r| {
+                        // SAFETY: the stand-in runs no kernel.
+                        unsafe { r.launch(&LaunchConfig::for_elements(1, 1), &kernel, &[arg]) }
+                    })
+                    .unwrap();
+                let log = standin::log();
+                let lines: Vec<&str> = log.lines().collect();
+                let launched = lines
+                    .iter()
+                    .position(|l| l.starts_with("cuGraphLaunch"))
+                    .unwrap_or_else(|| panic!("round {round}: not launched:\n{log}"));
+                let waits = |range: &[&str]| {
+                    range
+                        .iter()
+                        .filter(|l| l.starts_with("cuStreamWaitEvent"))
+                        .count()
+                };
+                if round == 0 {
+                    // A buffer of the run's own stream costs no wait.
+                    assert_eq!(waits(&lines), 0, "{log}");
+                } else {
+                    // The run waits for the buffer's stream, which waits for the run (catches
+                    // a region that loses launch's cross-stream order, in a rebuild or a
+                    // replay of the same graph).
+                    assert!(
+                        waits(&lines[..launched]) >= 1 && waits(&lines[launched..]) >= 1,
+                        "round {round}:\n{log}"
+                    );
+                }
+            }
+        },
+    );
+}
+
+// ---- on the GPU -----------------------------------------------------------------------------
+
+const KERNELS: &str = r#"
+extern "C" __global__ void scale_into(const float* x, float* y, float a, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + 1.0f;
+}
+extern "C" __global__ void add_scalar(float* y, float b, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += b;
+}
+"#;
+
+/// A ping-pong pipeline whose scalars change on every run and whose buffers swap: each run's
+/// result checked against the CPU, and against the same launches queued on a stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_replayed_pipeline_computes_what_stream_launches_compute() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let code = Program::new(KERNELS, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (scale, add) = (
+        code.get_kernel("scale_into").unwrap(),
+        code.get_kernel("add_scalar").unwrap(),
+    );
+    let n = 4096u32;
+    let memory = device.memory_resource().unwrap();
+    let input: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25).collect();
+    let mut a = memory.allocate(4 * n as usize, &stream).unwrap();
+    let b = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut c = memory.allocate(4 * n as usize, &stream).unwrap();
+    let config = LaunchConfig::for_elements(u64::from(n), 256);
+    let mut region = Replay::new();
+    // The CPU's copy of one run: x -> y = s * x + 1, then y += t, three times over, ping-pong.
+    let cpu = |x: &[f32], s: f32, t: f32| -> Vec<f32> {
+        let mut v = x.to_vec();
+        for _ in 0..3 {
+            v = v.iter().map(|x| s * x + 1.0 + t).collect();
+        }
+        v
+    };
+    for step in 0..6u32 {
+        a.copy_from_host(&input, &stream).unwrap();
+        let (s, t) = (0.5 + step as f32 * 0.125, step as f32);
+        // Odd steps swap the scratch buffers: pointers change too.
+        let (p, q) = if step % 2 == 0 { (&b, &c) } else { (&c, &b) };
+        region
+            .run(&stream, |r| {
+                // SAFETY: each kernel reads and writes `n` floats of `n`-float buffers.
+                unsafe {
+                    r.launch(&config, &scale, &[&a, p, &s, &n])?;
+                    r.launch(&config, &add, &[p, &t, &n])?;
+                    r.launch(&config, &scale, &[p, q, &s, &n])?;
+                    r.launch(&config, &add, &[q, &t, &n])?;
+                    r.launch(&config, &scale, &[q, p, &s, &n])?;
+                    r.launch(&config, &add, &[p, &t, &n])
+                }
+            })
+            .unwrap();
+        let got = p.to_vec::<f32>(&stream).unwrap();
+        let want = cpu(&input, s, t);
+        // Catches a node left with an earlier run's scalar or buffer (every step changes both
+        // scalars; odd steps swap the buffers).
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                "step {step}, element {i}: {g} vs {w}"
+            );
+        }
+    }
+    let stats = region.stats();
+    assert_eq!((stats.runs, stats.builds), (6, 1), "{stats:?}");
+    // Each later run changes two scalars in six launches, and odd or even steps the buffers of
+    // all six: at least the scalar nodes are updated, and none when nothing changes.
+    assert!(stats.updated_nodes >= 5 * 6, "{stats:?}");
+    region
+        .run(&stream, |r| {
+            let (s, t) = (0.5 + 5.0 * 0.125, 5.0f32);
+            // SAFETY: as above, the same arguments as the last run.
+            unsafe {
+                r.launch(&config, &scale, &[&a, &c, &s, &n])?;
+                r.launch(&config, &add, &[&c, &t, &n])?;
+                r.launch(&config, &scale, &[&c, &b, &s, &n])?;
+                r.launch(&config, &add, &[&b, &t, &n])?;
+                r.launch(&config, &scale, &[&b, &c, &s, &n])?;
+                r.launch(&config, &add, &[&c, &t, &n])
+            }
+        })
+        .unwrap();
+    assert_eq!(region.stats().updated_nodes, stats.updated_nodes);
+
+    // The same launches on the stream, one by one: the same result.
+    a.copy_from_host(&input, &stream).unwrap();
+    let (s, t) = (2.0f32, 3.0f32);
+    // SAFETY: as above.
+    unsafe {
+        launch(&stream, &config, &scale, &[&a, &b, &s, &n]).unwrap();
+        launch(&stream, &config, &add, &[&b, &t, &n]).unwrap();
+        launch(&stream, &config, &scale, &[&b, &c, &s, &n]).unwrap();
+        launch(&stream, &config, &add, &[&c, &t, &n]).unwrap();
+        launch(&stream, &config, &scale, &[&c, &b, &s, &n]).unwrap();
+        launch(&stream, &config, &add, &[&b, &t, &n]).unwrap();
+    }
+    let launched = b.to_vec::<f32>(&stream).unwrap();
+    c.fill(0u32, &stream).unwrap();
+    region
+        .run(&stream, |r| {
+            // SAFETY: as above.
+            unsafe {
+                r.launch(&config, &scale, &[&a, &b, &s, &n])?;
+                r.launch(&config, &add, &[&b, &t, &n])?;
+                r.launch(&config, &scale, &[&b, &c, &s, &n])?;
+                r.launch(&config, &add, &[&c, &t, &n])?;
+                r.launch(&config, &scale, &[&c, &b, &s, &n])?;
+                r.launch(&config, &add, &[&b, &t, &n])
+            }
+        })
+        .unwrap();
+    assert_eq!(b.to_vec::<f32>(&stream).unwrap(), launched);
+    drop((a, b, c));
+    stream.sync().unwrap();
+}
