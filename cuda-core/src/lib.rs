@@ -20,6 +20,8 @@
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod args;
 pub mod cache;
 pub mod checkpoint;
@@ -49,6 +51,7 @@ mod program;
 mod sm_resources;
 mod stream;
 #[cfg(feature = "nvml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
 pub mod system;
 pub mod tensor_map;
 pub mod texture;
