@@ -134,7 +134,9 @@ pub(crate) mod test_support {
     }
 }
 
-/// README's code blocks, compiled as doctests so that its usage sample stays true.
-#[doc = include_str!("../../README.md")]
+/// The crate's README (its page on crates.io), compiled as doctests so that any sample in it
+/// stays true. The repository's README is compiled by `benches`, since this crate's package
+/// does not carry it.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
