@@ -17,3 +17,10 @@ pub mod kernels;
 pub mod locate;
 pub mod raw;
 pub mod raw_nvrtc;
+
+/// The repository's README, its code blocks compiled as doctests against cuda-core so that its
+/// usage sample stays true. Here rather than in cuda-core, whose published package does not
+/// carry that file (it has a README of its own).
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

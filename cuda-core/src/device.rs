@@ -371,6 +371,7 @@ impl Device {
     /// This device as NVML sees it, matched by UUID (NVML's numbering is the machine's, not
     /// this process's: `CUDA_VISIBLE_DEVICES` reorders CUDA's only).
     #[cfg(feature = "nvml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
     pub fn system_device(&self) -> Result<crate::system::SystemDevice<'static>> {
         let uuid = self.uuid()?.to_nvml_string();
         crate::system::System::get()?.device_by_uuid(&uuid)

@@ -8,8 +8,10 @@ mod half_types {
 
     // SAFETY: `f16` and `bf16` are `#[repr(transparent)]` 16-bit values, passed to a kernel
     // as CUDA's `__half` and `__nv_bfloat16` (two bytes, aligned to two).
+    #[cfg_attr(docsrs, doc(cfg(feature = "half")))]
     unsafe impl DeviceRepr for half::f16 {}
     // SAFETY: as above.
+    #[cfg_attr(docsrs, doc(cfg(feature = "half")))]
     unsafe impl DeviceRepr for half::bf16 {}
 
     // With `bytemuck`, `half`'s own `bytemuck::Pod` implementations make them `Pod`.
@@ -24,9 +26,11 @@ mod half_types {
 // SAFETY: a `#[repr(transparent)]` `u64`: zero is its null value and every bit pattern is an
 // address, with no padding.
 #[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 unsafe impl bytemuck::Zeroable for crate::DevicePtr {}
 // SAFETY: as above.
 #[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 unsafe impl bytemuck::Pod for crate::DevicePtr {}
 
 // SAFETY: as above (`bytemuck` makes it `Pod` through the bridge instead).
@@ -70,6 +74,7 @@ unsafe impl crate::Pod for crate::DevicePtr {}
 /// cuda_core::device_repr!(Padded);
 /// ```
 #[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 #[macro_export]
 macro_rules! device_repr {
     ($($t:ty),+ $(,)?) => {$(

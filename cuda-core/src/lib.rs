@@ -20,6 +20,8 @@
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod args;
 pub mod cache;
 pub mod checkpoint;
@@ -49,6 +51,7 @@ mod program;
 mod sm_resources;
 mod stream;
 #[cfg(feature = "nvml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
 pub mod system;
 pub mod tensor_map;
 pub mod texture;
@@ -132,7 +135,9 @@ pub(crate) mod test_support {
     }
 }
 
-/// README's code blocks, compiled as doctests so that its usage sample stays true.
-#[doc = include_str!("../../README.md")]
+/// The crate's README (its page on crates.io), compiled as doctests so that any sample in it
+/// stays true. The repository's README is compiled by `benches`, since this crate's package
+/// does not carry it.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

@@ -33,6 +33,8 @@
 //! }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod devrt;
 pub mod headers;
 mod loader;

@@ -28,6 +28,8 @@
 //! # Ok::<(), libloading::Error>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 /// The generated bindings and table, included so that formatting tools leave them as written.
 #[allow(
     non_camel_case_types,

@@ -151,6 +151,7 @@ impl SharedPhysicalMemory {
     /// [`SharedPoolHandle::send`](super::SharedPoolHandle::send) sends a pool: its bytes, with a
     /// copy of its file descriptor as `SCM_RIGHTS` ancillary data. It stays usable here.
     #[cfg(feature = "fd-passing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fd-passing")))]
     #[doc(alias("sendmsg", "SCM_RIGHTS"))]
     pub fn send(&self, socket: impl AsFd) -> Result<()> {
         let (fd, info) = (self.fd.as_fd(), self.info());
@@ -162,6 +163,7 @@ impl SharedPhysicalMemory {
     /// descriptor, cut short, or whose bytes are no shared physical memory's is an error (any
     /// descriptors that came with it are closed).
     #[cfg(feature = "fd-passing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fd-passing")))]
     #[doc(alias("recvmsg", "SCM_RIGHTS"))]
     pub fn recv(socket: impl AsFd) -> Result<SharedPhysicalMemory> {
         let mut info = [0u8; SharedPhysicalMemory::INFO_BYTES];

@@ -54,6 +54,7 @@ impl SharedPoolHandle {
     /// assert_eq!(received.gpu(), Some(device.uuid()?));
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "fd-passing")))]
     #[doc(alias("sendmsg", "SCM_RIGHTS"))]
     pub fn send(&self, socket: impl AsFd) -> Result<()> {
         let bytes = self.identity().to_bytes();
@@ -65,6 +66,7 @@ impl SharedPoolHandle {
     /// the pool's two file descriptors, with more, cut short (on a datagram or seq-packet socket: a
     /// message shorter or longer than a pool's), or whose bytes are no pool's is an error (any
     /// descriptors that came with it are closed).
+    #[cfg_attr(docsrs, doc(cfg(feature = "fd-passing")))]
     #[doc(alias("recvmsg", "SCM_RIGHTS"))]
     pub fn recv(socket: impl AsFd) -> Result<SharedPoolHandle> {
         let mut bytes = [0u8; SharedPoolHandle::INFO_BYTES];

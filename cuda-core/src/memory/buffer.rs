@@ -46,6 +46,7 @@ pub unsafe trait Pod: Copy + Send + Sync + 'static {}
 // SAFETY: `bytemuck::Pod` promises what `Pod` asks (`Copy`, no padding, every bit pattern a
 // value); `Send + Sync` are required here as well.
 #[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 unsafe impl<T: bytemuck::Pod + Send + Sync> Pod for T {}
 
 #[cfg(not(feature = "bytemuck"))]

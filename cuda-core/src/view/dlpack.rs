@@ -255,7 +255,8 @@ pub trait Element: Pod {
 }
 
 macro_rules! element {
-    ($($t:ty => $code:ident),*) => {$(
+    ($($(#[$attr:meta])* $t:ty => $code:ident),*) => {$(
+        $(#[$attr])*
         impl Element for $t {
             const DATA_TYPE: DLDataType =
                 DLDataType::scalar(DLDataType::$code, (std::mem::size_of::<$t>() * 8) as u8);
@@ -269,7 +270,10 @@ element!(
 );
 
 #[cfg(feature = "half")]
-element!(half::f16 => FLOAT, half::bf16 => BFLOAT);
+element!(
+    #[cfg_attr(docsrs, doc(cfg(feature = "half")))] half::f16 => FLOAT,
+    #[cfg_attr(docsrs, doc(cfg(feature = "half")))] half::bf16 => BFLOAT
+);
 
 fn invalid(name: &'static str, reason: String) -> Error {
     Error::InvalidArgument { name, reason }
