@@ -5,6 +5,8 @@
 //!   ABI probe and errors.
 //! - [`from_cuda_runtime`]: the CUDA runtime calls a CUDA C++ program makes, each with its
 //!   equivalent here, the rules that differ, and a vector add written both ways.
+//! - [`from_cuda_core_python`]: NVIDIA's Python `cuda.core`, class by class, with SAXPY and
+//!   green contexts written both ways.
 //! - [`threat_model`]: who can reach a process that uses this crate, and what the crate
 //!   guarantees against each.
 //!
@@ -21,6 +23,9 @@ pub mod concepts {}
 
 #[doc = include_str!("from_cuda_runtime.md")]
 pub mod from_cuda_runtime {}
+
+#[doc = include_str!("from_cuda_core_python.md")]
+pub mod from_cuda_core_python {}
 
 #[doc = include_str!("threat_model.md")]
 pub mod threat_model {}
