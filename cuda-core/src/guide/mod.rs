@@ -7,6 +7,8 @@
 //!   equivalent here, the rules that differ, and a vector add written both ways.
 //! - [`from_cuda_core_python`]: NVIDIA's Python `cuda.core`, class by class, with SAXPY and
 //!   green contexts written both ways.
+//! - [`from_cudarc`]: cudarc's objects mapped to this crate's, and both crates in one program
+//!   through raw handles.
 //! - [`threat_model`]: who can reach a process that uses this crate, and what the crate
 //!   guarantees against each.
 //!
@@ -26,6 +28,9 @@ pub mod from_cuda_runtime {}
 
 #[doc = include_str!("from_cuda_core_python.md")]
 pub mod from_cuda_core_python {}
+
+#[doc = include_str!("from_cudarc.md")]
+pub mod from_cudarc {}
 
 #[doc = include_str!("threat_model.md")]
 pub mod threat_model {}
