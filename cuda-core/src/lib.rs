@@ -19,6 +19,17 @@
 //! ```
 //!
 //! Without a driver every call returns [`Error::DriverNotFound`], listing the names tried.
+//!
+//! A program is made of a few objects: a [`Device`] and its [`Context`], [`Stream`]s and
+//! [`Event`]s, [`Buffer`]s from a [`MemoryResource`], a [`Program`] compiled into
+//! [`ObjectCode`], and [`Kernel`]s run with [`launch()`] or in a [`Graph`]. The [`guide`]
+//! explains them beyond one type at a time: [`guide::concepts`] says what the crate does that
+//! the CUDA APIs leave to you (stream order across streams, what keeps what alive, recycled
+//! handles, captures, the driver ABI, errors), and three chapters port existing code:
+//! [`guide::from_cuda_runtime`] (the CUDA runtime API, call by call),
+//! [`guide::from_cuda_core_python`] (NVIDIA's Python `cuda.core`) and [`guide::from_cudarc`]
+//! (cudarc, and both crates in one program). [`guide::threat_model`] says what the crate
+//! trusts.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
