@@ -467,6 +467,81 @@ fn tensor_maps_need_compute_capability_9_and_wide_ones_10() {
     }
 }
 
+/// A layout checked once encodes what `TensorMap::tiled` encodes, with only the buffer's
+/// checks per map: its device, the address's alignment, the tensor's extent; a layout a device
+/// cannot take, or a broken rule, is refused when the layout is made.
+#[test]
+fn a_layout_checked_once_encodes_as_the_full_check_does() {
+    standin::run(
+        module_path!(),
+        "a_layout_checked_once_encodes_as_the_full_check_does",
+        &[],
+        &[("STANDIN_DEVICE1_CC", "8")],
+        || {
+            use cuda_core::tensor_map::TensorMapLayout;
+            let (zero, one) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+            let s0 = stream(zero);
+            let matrix_buffer = buffer(zero, &s0, N * N * 4 + 256);
+            let options = matrix(TensorMapSwizzle::B128, 32);
+            let layout = TensorMapLayout::tiled(zero, &options).unwrap();
+            assert_eq!(
+                (layout.device(), layout.span_bytes(), layout.alignment()),
+                (zero, (N * N * 4) as u64, 16)
+            );
+            standin::clear_log();
+            let full = TensorMap::tiled(&matrix_buffer, 256, &options).unwrap();
+            let full_call = last_call("cuTensorMapEncodeTiled");
+            let fast = TensorMap::with_layout(&matrix_buffer, 256, &layout).unwrap();
+            // The same call and descriptor (catches a layout that loses a field on the way).
+            assert_eq!(last_call("cuTensorMapEncodeTiled"), full_call);
+            assert_eq!(fast.descriptor(), full.descriptor());
+            assert_eq!(
+                (fast.offset(), fast.span_bytes()),
+                (full.offset(), full.span_bytes())
+            );
+            assert!(Arc::ptr_eq(fast.buffer(), &matrix_buffer));
+            let encodes = standin::calls("cuTensorMapEncode").len();
+            // What depends on the buffer is still checked, before the driver: an address off
+            // the 16-byte alignment, a tensor past the buffer's end, an offset past it, a
+            // buffer of another device.
+            refused(
+                TensorMap::with_layout(&matrix_buffer, 8, &layout),
+                "offset",
+                "aligned to 16",
+            );
+            refused(
+                TensorMap::with_layout(&matrix_buffer, 512, &layout),
+                "buffer",
+                "past the end",
+            );
+            refused(
+                TensorMap::with_layout(&matrix_buffer, N * N * 4 + 256, &layout),
+                "offset",
+                "past the end",
+            );
+            let s1 = stream(one);
+            let other = buffer(one, &s1, N * N * 4);
+            refused(
+                TensorMap::with_layout(&other, 0, &layout),
+                "buffer",
+                "checked for device 0",
+            );
+            assert_eq!(standin::calls("cuTensorMapEncode").len(), encodes);
+            // The layout's own rules and the device's capability, when it is made.
+            refused(
+                TensorMapLayout::tiled(one, &options),
+                "device",
+                "compute capability 9.0; device 1 is 8.0",
+            );
+            refused(
+                TensorMapLayout::tiled(zero, &options.clone().with_box_dims(vec![32, 300])),
+                "options.box_dims",
+                "256",
+            );
+        },
+    );
+}
+
 /// An im2col map reaches `cuTensorMapEncodeIm2col` with its corners, channels and pixels.
 #[test]
 fn im2col_maps_reach_the_driver_with_their_corners() {
@@ -669,7 +744,11 @@ fn a_tma_kernel_copies_a_tile_through_shared_memory_for_each_swizzle() {
         let dst = tma.untouched();
         let options = matrix(swizzle, width as u32);
         let src_map = TensorMap::tiled(&tma.src, 0, &options).unwrap();
-        let dst_map = TensorMap::tiled(&dst, 0, &options).unwrap();
+        // The destination's map from a layout checked once (catches a layout that encodes
+        // otherwise than the full check).
+        let layout =
+            cuda_core::tensor_map::TensorMapLayout::tiled(tma.stream.device(), &options).unwrap();
+        let dst_map = TensorMap::with_layout(&dst, 0, &layout).unwrap();
         let raw = tma.round_trip(
             &src_map,
             &dst_map,

@@ -39,6 +39,7 @@
 //! | `copy_batch_1000` | the same 1000 copies in one `cuMemcpyBatchAsync` (cuda-core: a `CopyBatch` built once and submitted), then synchronise |
 //! | `copy_batch_1000_build` | the same, with the batch made anew each time (raw: its three arrays filled again; cuda-core: a new `CopyBatch` and its checks) |
 //! | `tensor_map_encode` | encode a tiled tensor map of a 1024 x 1024 `f32` matrix in 32 x 32 boxes with the 128-byte swizzle (raw: `cuTensorMapEncodeTiled` into a descriptor on the stack; cuda-core: `TensorMap::tiled` over a buffer, every rule checked, the buffer's `Arc` taken and dropped; no cudarc equivalent) |
+//! | `tensor_map_encode_layout` | the same encoding through cuda-core's `TensorMap::with_layout`, the layout checked once before (`TensorMapLayout`): per map only the buffer's device, the address's alignment and the tensor's extent are checked |
 //!
 //! "Batched" cases queue [`common::BATCH`] operations per timed batch and synchronise the
 //! stream after it, outside the timed part; the time reported is per operation.

@@ -6,7 +6,9 @@ use super::*;
 /// checks every rule, makes the buffer's context current where it is not, and holds the
 /// buffer). cudarc has no tensor maps.
 pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
-    use cuda_core::tensor_map::{TensorDataType, TensorMap, TensorMapSwizzle, TiledOptions};
+    use cuda_core::tensor_map::{
+        TensorDataType, TensorMap, TensorMapLayout, TensorMapSwizzle, TiledOptions,
+    };
 
     /// A `CUtensorMap`'s bytes, aligned as the driver needs.
     #[repr(C, align(128))]
@@ -52,6 +54,38 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
         })
         .variant("cuda-core", |b| {
             b.iter(|| black_box(TensorMap::tiled(&matrix, 0, &options).unwrap()));
+        })
+        .run(c);
+
+    // The same encoding with the layout checked once (`TensorMapLayout`): per map, only the
+    // buffer's device, the address's alignment and the tensor's extent are checked.
+    let layout = TensorMapLayout::tiled(core.device, &options).expect("the layout");
+    Case::new("tensor_map_encode_layout")
+        .variant("raw", |b| {
+            b.iter(|| {
+                // SAFETY: as above.
+                let status = unsafe {
+                    d.cuTensorMapEncodeTiled(
+                        (&mut out as *mut Descriptor).cast(),
+                        7,
+                        2,
+                        address,
+                        dims.as_ptr(),
+                        strides.as_ptr(),
+                        boxes.as_ptr(),
+                        element_strides.as_ptr(),
+                        0,
+                        3,
+                        0,
+                        0,
+                    )
+                };
+                check(status, "cuTensorMapEncodeTiled");
+                black_box(&mut out);
+            });
+        })
+        .variant("cuda-core", |b| {
+            b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));
         })
         .run(c);
 }

@@ -297,6 +297,62 @@ impl TensorMap {
         Ok(map)
     }
 
+    /// A map of the tensor at `offset` bytes into `buffer` with a layout checked once
+    /// ([`TensorMapLayout`]): only what depends on the buffer is checked here (its device is
+    /// the layout's, the address's alignment, that the tensor lies within the buffer) before
+    /// the driver encodes it. For maps made often with one layout over changing buffers.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_core::tensor_map::{TensorDataType, TensorMap, TensorMapLayout, TiledOptions};
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let layout = TensorMapLayout::tiled(
+    ///     device,
+    ///     &TiledOptions::new(TensorDataType::F32, &[1024, 1024], &[32, 32]),
+    /// )?;
+    /// for _ in 0..3 {
+    ///     let matrix = Arc::new(device.memory_resource()?.allocate(1024 * 1024 * 4, &stream)?);
+    ///     let map = TensorMap::with_layout(&matrix, 0, &layout)?;
+    ///     # let _ = map;
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"))]
+    pub fn with_layout(
+        buffer: &Arc<Buffer>,
+        offset: usize,
+        layout: &TensorMapLayout,
+    ) -> Result<TensorMap> {
+        let stream = buffer.deallocation_stream();
+        if stream.device() != layout.device {
+            return Err(other_device(layout.device, stream.device()));
+        }
+        let address = address_in(buffer, offset)?;
+        let checked = &layout.checked;
+        if address.0 & (checked.align - 1) != 0 || checked.span > (buffer.size() - offset) as u64 {
+            check_alignment(address, checked.align, "offset")?;
+            fits(buffer, offset, checked.span)?;
+        }
+        let mut map = TensorMap {
+            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
+            buffer: buffer.clone(),
+            offset,
+            align: checked.align,
+            span: checked.span,
+        };
+        encode_into(
+            stream.context(),
+            address,
+            &layout.options.layout(),
+            checked,
+            &mut map.descriptor,
+        )?;
+        Ok(map)
+    }
+
     /// Points the map at the same tensor layout at `offset` bytes into `buffer`
     /// (`cuTensorMapReplaceAddress`), which it then keeps instead. Checked before the driver:
     /// the buffer is of the device the map was encoded for (its deallocation stream's, as for
@@ -375,6 +431,92 @@ impl crate::args::sealed::Arg for TensorMap {
 
     fn buffer(&self) -> Option<&Arc<Buffer>> {
         Some(&self.buffer)
+    }
+}
+
+/// A tensor map's layout checked once, for one device: every rule of the encoding and the
+/// device's compute capability, so that [`TensorMap::with_layout`] checks only what depends on
+/// the buffer (its device, the address's alignment and the tensor's extent).
+#[derive(Clone, Debug)]
+pub struct TensorMapLayout {
+    device: Device,
+    options: LayoutOptions,
+    checked: Checked,
+}
+
+/// The options a [`TensorMapLayout`] was checked from.
+#[derive(Clone, Debug)]
+enum LayoutOptions {
+    Tiled(TiledOptions),
+    Im2col(Im2colOptions),
+    Wide(Im2colWideOptions),
+}
+
+impl LayoutOptions {
+    #[inline]
+    fn layout(&self) -> Layout<'_> {
+        match self {
+            LayoutOptions::Tiled(o) => Layout::of_tiled(o),
+            LayoutOptions::Im2col(o) => Layout::of_im2col(o),
+            LayoutOptions::Wide(o) => Layout::of_im2col_wide(o),
+        }
+    }
+}
+
+impl TensorMapLayout {
+    /// A tiled layout for maps on `device`, checked as [`TensorMap::tiled`] checks it.
+    pub fn tiled(device: Device, options: &TiledOptions) -> Result<TensorMapLayout> {
+        TensorMapLayout::checked(device, LayoutOptions::Tiled(options.clone()))
+    }
+
+    /// An im2col layout for maps on `device`, checked as [`TensorMap::im2col`] checks it.
+    pub fn im2col(device: Device, options: &Im2colOptions) -> Result<TensorMapLayout> {
+        TensorMapLayout::checked(device, LayoutOptions::Im2col(options.clone()))
+    }
+
+    /// A wide im2col layout for maps on `device` (compute capability 10.0 and newer), checked
+    /// as [`TensorMap::im2col_wide`] checks it.
+    pub fn im2col_wide(device: Device, options: &Im2colWideOptions) -> Result<TensorMapLayout> {
+        TensorMapLayout::checked(device, LayoutOptions::Wide(options.clone()))
+    }
+
+    fn checked(device: Device, options: LayoutOptions) -> Result<TensorMapLayout> {
+        let layout = options.layout();
+        let checked = check(&layout)?;
+        check_device(device, layout.kind, "device")?;
+        Ok(TensorMapLayout {
+            device,
+            options,
+            checked,
+        })
+    }
+
+    /// The device its maps are for.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The bytes a tensor of this layout spans from its address.
+    pub fn span_bytes(&self) -> u64 {
+        self.checked.span
+    }
+
+    /// The alignment in bytes its tensors' addresses need (16, or 32).
+    pub fn alignment(&self) -> u64 {
+        self.checked.align
+    }
+}
+
+#[cold]
+fn other_device(own: Device, buffer: Device) -> Error {
+    Error::InvalidArgument {
+        name: "buffer",
+        reason: format!(
+            "the layout was checked for device {}, and the buffer is of device {}'s stream; \
+             check a layout for it",
+            own.ordinal(),
+            buffer.ordinal()
+        ),
     }
 }
 
