@@ -17,7 +17,10 @@
 //! each mode and ended (from the thread that began them or another); host functions; graphs
 //! built node by node (an empty node, a fill of a buffer, a host node), a node removed,
 //! instantiated, launched, dropped while a launch is queued; captured graphs instantiated and
-//! launched. Operations run one at a time, in program order, each on its thread (a baton passed
+//! launched; a replayable region (`Replay`) run with one or two launches over a buffer or a
+//! slice of it (built, updated in place, rebuilt, on any stream). The stand-in's model counts
+//! a kernel node's first argument as used by each launch of its graph, as it counts a launch's,
+//! and follows `cuGraphExecKernelNodeSetParams`. Operations run one at a time, in program order, each on its thread (a baton passed
 //! over channels), so that a failing program replays and shrinks.
 //!
 //! Checked after every program (each check names the bug it catches):
@@ -147,6 +150,14 @@ pub(crate) enum Op {
         s: usize,
         part: bool,
     },
+    /// A replayable region's run of one or two launches of `k1` over the buffer (whole, or
+    /// bytes 64..128): built, updated in place or rebuilt as the sequence and buffer change.
+    Replay {
+        b: usize,
+        s: usize,
+        part: bool,
+        twice: bool,
+    },
     Copy {
         from: usize,
         to: usize,
@@ -228,6 +239,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => (i(), i(), i(), any::<bool>())
             .prop_map(|(from, to, s, part)| Op::Copy { from, to, s, part }),
         2 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Kernel { b, s, part }),
+        2 => (i(), i(), any::<bool>(), any::<bool>())
+            .prop_map(|(b, s, part, twice)| Op::Replay { b, s, part, twice }),
         1 => (i(), i()).prop_map(|(b, s)| Op::ToHost { b, s }),
         1 => (i(), i()).prop_map(|(b, s)| Op::SetHome { b, s }),
         3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
@@ -291,6 +304,8 @@ struct World {
     device: Device,
     /// The stand-in's `k1` (one 8-byte parameter), loaded on first use.
     kernel: Option<cuda_core::Kernel>,
+    /// The program's replayable region (two graphs kept), made on first use.
+    replay: Option<cuda_core::Replay>,
     streams: Vec<Option<Stream>>,
     events: Vec<Option<Arc<Event>>>,
     buffers: Vec<Option<Arc<Buffer>>>,
@@ -313,6 +328,7 @@ impl World {
         World {
             device,
             kernel: None,
+            replay: None,
             streams: (0..streams).map(|_| None).collect(),
             events: (0..EVENTS).map(|_| None).collect(),
             buffers: (0..BUFFERS).map(|_| None).collect(),
@@ -488,6 +504,34 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 let arg: &dyn cuda_core::KernelArg = if part { &slice } else { &buffer };
                 // SAFETY: the stand-in runs no kernel.
                 let _ = unsafe { cuda_core::launch(&stream, &config, &kernel, &[arg]) };
+            }
+        }
+        Op::Replay { b, s, part, twice } => {
+            if world.kernel.is_none() {
+                let code = cuda_core::ObjectCode::from_cubin(standin::cubin());
+                world.kernel = code.get_kernel("k1").ok();
+            }
+            if let (Some(stream), Some(buffer), Some(kernel)) = (
+                world.stream(s),
+                world.buffers[b % BUFFERS].clone(),
+                world.kernel.clone(),
+            ) {
+                let config = cuda_core::LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+                let slice = buffer.slice(64..128).expect("buffers have 128 bytes");
+                let arg: &dyn cuda_core::KernelArg = if part { &slice } else { &buffer };
+                let region = world
+                    .replay
+                    .get_or_insert_with(|| cuda_core::Replay::with_capacity(2));
+                // Refused on a capturing stream; otherwise one graph launch on `stream`.
+                let _ = region.run(&stream, |r| {
+                    // SAFETY: the stand-in runs no kernel.
+                    unsafe { r.launch(&config, &kernel, &[arg])? };
+                    if twice {
+                        // SAFETY: as above.
+                        unsafe { r.launch(&config, &kernel, &[arg])? };
+                    }
+                    Ok(())
+                });
             }
         }
         Op::Copy { from, to, s, part } => {
@@ -718,7 +762,7 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         // global capture (then retried with this thread relaxed, as documented).
         Op::ToHost { .. } => &["cuMemcpyDtoHAsync", "cuStreamSynchronize"],
         Op::HostFunc { .. } | Op::HostFuncRepeatable { .. } => &["cuLaunchHostFunc"],
-        Op::Launch { .. } => &["cuGraphLaunch"],
+        Op::Launch { .. } | Op::Replay { .. } => &["cuGraphLaunch"],
         Op::Alloc { .. } => &["cuMemAllocFromPoolAsync"],
         _ => &[],
     }
@@ -883,6 +927,7 @@ fn cleanup(
         let mut guard = world.lock().unwrap_or_else(|e| e.into_inner());
         guard.execs.iter_mut().for_each(|x| *x = None);
         guard.graphs.iter_mut().for_each(|g| *g = None);
+        guard.replay = None;
         drop(guard);
         settle(base)?;
         let guard = world.lock().unwrap_or_else(|e| e.into_inner());

@@ -521,7 +521,17 @@ impl Replay {
     /// launch, is returned with nothing launched; graphs of the stream's device and context
     /// only (a green context's stream gets graphs of its green context).
     #[doc(alias("cuGraphLaunch", "cuGraphExecKernelNodeSetParams"))]
-    pub fn run<F>(&mut self, stream: &Stream, mut body: F) -> Result<()>
+    pub fn run<F>(&mut self, stream: &Stream, body: F) -> Result<()>
+    where
+        F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
+    {
+        let result = self.run_passes(stream, body);
+        // The streams noted for this run's order are not held past it.
+        self.homes.clear();
+        result
+    }
+
+    fn run_passes<F>(&mut self, stream: &Stream, mut body: F) -> Result<()>
     where
         F: FnMut(&mut ReplayRecorder<'_>) -> Result<()>,
     {

@@ -1198,7 +1198,7 @@ static int m_graph_launch(void *exec, void *s) {
         unsigned long long last = 0;
         for (int i = 0; i < x->snap_count; i++) {
             struct gnode *n = &x->snap[i];
-            if (n->type == G_FILL || n->type == G_COPY) {
+            if (n->type == G_FILL || n->type == G_COPY || (n->type == G_KERNEL && n->bytes)) {
                 check_use("cuGraphLaunch", n->dst, n->bytes);
                 note("graph-use %#llx size=%zu on %s", n->dst, n->bytes, name(s, c));
                 if (n->type == G_COPY) {
@@ -1278,6 +1278,45 @@ static int m_launch(void *f, void *s, void **params) {
     if (arg < 0x10000000 || arg >= 0x100000000000ull) arg = 0;
     snprintf(line, sizeof line, "cuLaunchKernel %s arg0=%#llx", name(f, c), arg);
     return m_use(line, s, G_KERNEL, arg, 0, arg ? 1 : 0);
+}
+/* Kernel nodes: the first argument, where it is a device address, is used (a byte of it) by
+ * each launch of the graph, as a launch uses it. */
+static devptr kernel_arg0(void *kernel, const char *params) {
+    const struct object *k = kernel;
+    void **args;
+    devptr arg = 0;
+    memcpy(&args, params + 40, sizeof args);
+    if (k && k->params > 0 && args && args[0]) memcpy(&arg, args[0], sizeof arg);
+    if (arg < 0x10000000 || arg >= 0x100000000000ull) arg = 0;
+    return arg;
+}
+static int m_add_kernel_node(void **node, void *graph, const char *params) {
+    void *kernel;
+    memcpy(&kernel, params + 56, sizeof kernel);
+    devptr arg = kernel_arg0(kernel, params);
+    return m_add_node(node, graph, (struct gnode){.type = G_KERNEL, .dst = arg, .bytes = arg ? 1 : 0},
+                      "cuGraphAddKernelNode");
+}
+static int m_exec_kernel_node_set(void *exec, void *node, const char *params) {
+    char b[16], c[16];
+    void *kernel;
+    memcpy(&kernel, params + 56, sizeof kernel);
+    devptr arg = kernel_arg0(kernel, params);
+    M_LOCK;
+    if (stale("cuGraphExecKernelNodeSetParams", exec, EXEC)) { M_UNLOCK; return 400; }
+    if (stale("cuGraphExecKernelNodeSetParams", node, NODE)) { M_UNLOCK; return 400; }
+    struct object *x = exec, *n = node;
+    int found = 0;
+    for (int i = 0; i < x->snap_count; i++)
+        if (x->snap[i].id == n->id && x->snap[i].type == G_KERNEL) {
+            x->snap[i].dst = arg;
+            x->snap[i].bytes = arg ? 1 : 0;
+            found = 1;
+        }
+    note("cuGraphExecKernelNodeSetParams %s %s arg0=%#llx%s", name(x, b), name(n, c), arg,
+         found ? "" : " (no such kernel node)");
+    M_UNLOCK;
+    return found ? 0 : 1;
 }
 #endif /* STANDIN_FULL: the strict model */
 
@@ -1687,6 +1726,7 @@ int cuGraphCreate(void **graph, unsigned flags) {
     return 0;
 }
 int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count, const char *params) {
+    MODEL_ANSWERS(m_add_kernel_node(node, graph, params));
     char b[16], c[16];
     void *kernel, **args;
     unsigned long long first = 0;
@@ -1715,6 +1755,7 @@ int cuGraphLaunch(void *exec, void *s) {
 /* A kernel node of an executable graph given new arguments: the exec, the node, the first
  * argument's first 8 bytes. */
 int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params) {
+    MODEL_ANSWERS(m_exec_kernel_node_set(exec, node, params));
     char b[16], c[16], d[16];
     void *kernel, **args;
     unsigned long long first = 0;
