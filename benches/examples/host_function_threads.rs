@@ -45,9 +45,15 @@ fn main() -> ExitCode {
     println!("driver ABI {abi}");
     let outcome = (|| -> cuda_core::Result<()> {
         let options = StreamOptions::default().with_non_blocking(true);
-        let (a, b) = (device.create_stream(options)?, device.create_stream(options)?);
+        let (a, b) = (
+            device.create_stream(options)?,
+            device.create_stream(options)?,
+        );
         case("two streams of one thread", &a, &b)?;
-        let (c, d) = (device.create_stream(options)?, device.create_stream(options)?);
+        let (c, d) = (
+            device.create_stream(options)?,
+            device.create_stream(options)?,
+        );
         std::thread::scope(|scope| {
             scope
                 .spawn(|| case("two streams, the second queued from another thread", &c, &d))

@@ -410,6 +410,37 @@ fn a_replayed_pipeline_computes_what_stream_launches_compute() {
         })
         .unwrap();
     assert_eq!(b.to_vec::<f32>(&stream).unwrap(), launched);
+
+    // The region moved to another thread and run there on a stream of its own, over the same
+    // buffers (whose deallocation stream is `stream`): the same result, in their stream order
+    // (catches a run on another stream that races the buffers' own stream).
+    a.copy_from_host(&input, &stream).unwrap();
+    c.fill(0u32, &stream).unwrap();
+    let other = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mine = device.create_stream(StreamOptions::default()).unwrap();
+                region
+                    .run(&mine, |r| {
+                        // SAFETY: as above.
+                        unsafe {
+                            r.launch(&config, &scale, &[&a, &b, &s, &n])?;
+                            r.launch(&config, &add, &[&b, &t, &n])?;
+                            r.launch(&config, &scale, &[&b, &c, &s, &n])?;
+                            r.launch(&config, &add, &[&c, &t, &n])?;
+                            r.launch(&config, &scale, &[&c, &b, &s, &n])?;
+                            r.launch(&config, &add, &[&b, &t, &n])
+                        }
+                    })
+                    .unwrap();
+                region.stats()
+            })
+            .join()
+            .unwrap()
+    });
+    // Read on the buffers' own stream, with no synchronisation of the other: the crate's order.
+    assert_eq!(b.to_vec::<f32>(&stream).unwrap(), launched);
+    assert_eq!(other.builds, 1, "{other:?}");
     drop((a, b, c));
     stream.sync().unwrap();
 }
