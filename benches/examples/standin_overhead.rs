@@ -19,6 +19,8 @@
 //! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
 //! GPU; without a C compiler it says so and exits with status 0.
 //!
+//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`) measures that row alone, for a profiler.
+//!
 //! `CUDA_CORE_STANDIN_EVICT=32768` makes each stand-in call that stands for driver work first
 //! write over 32 KiB, as a real driver call's own work pushes the caller's data out of the
 //! nearest cache: cuda-core's memory accesses (its per-device state, the context, the trait
@@ -214,6 +216,12 @@ fn measure() -> Result<()> {
     }
     println!("| operation | raw (ns) | cuda-core (ns) | difference (ns) |");
     println!("| --- | ---: | ---: | ---: |");
+    // One row alone, for a profiler: `CUDA_CORE_STANDIN_ONLY=replay` or `=tensor_map`.
+    match std::env::var("CUDA_CORE_STANDIN_ONLY").as_deref() {
+        Ok("replay") => return replay_row(&t, &stream, &k4, &buffers),
+        Ok("tensor_map") => return tensor_map_row(&t, &device, &stream),
+        _ => {}
+    }
     // SAFETY (every raw call below): the stand-in's functions with valid out-pointers and the
     // handles made above.
     row(
@@ -510,9 +518,15 @@ fn replay_row(
     let [b0, b1, b2] = [&buffers[0], &buffers[1], &buffers[2]];
     let mut region = cuda_core::Replay::new();
     let (mut raw_scalar, mut core_scalar) = (0i32, 0i32);
+    // Alone (for a profiler), a hundred times the batches.
+    let batches = if std::env::var_os("CUDA_CORE_STANDIN_ONLY").is_some() {
+        2_000
+    } else {
+        20
+    };
     row(
         "replay_100 (raw: one node updated, one graph launch)",
-        best_of(20, 1_000, || {
+        best_of(batches, 1_000, || {
             raw_scalar = raw_scalar.wrapping_add(1);
             let mut args = params(&raw_scalar);
             // SAFETY: stand-in functions, the graph made above.
@@ -521,7 +535,7 @@ fn replay_row(
                 graph_launch(exec, s);
             }
         }),
-        best_of(20, 1_000, || {
+        best_of(batches, 1_000, || {
             core_scalar = core_scalar.wrapping_add(1);
             let scalar = core_scalar;
             region

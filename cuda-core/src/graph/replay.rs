@@ -121,6 +121,12 @@ struct Entry {
     /// Kept with its executable graph (whose nodes it names), and for its kernels.
     _graph: Graph,
     nodes: Vec<Node>,
+    /// Every node's arguments now, one node after another (compared in one sweep).
+    args: Args,
+    /// The arguments of the pass under way that differ, for the nodes in `staged_nodes`, in
+    /// that order: applied once the whole sequence is known to match, dropped otherwise.
+    staged: Args,
+    staged_nodes: Vec<usize>,
 }
 
 /// A kernel node: its kernel (kept alive), shape, and the bytes of its arguments now.
@@ -130,10 +136,9 @@ struct Node {
     function: KernelHandle,
     kernel: Kernel,
     config: LaunchConfig,
-    args: Args,
-    /// The arguments of the pass under way where they differ from `args`: applied once the
-    /// whole sequence is known to match, dropped otherwise.
-    staged: Option<Args>,
+    /// Its arguments' places in the entry's `args`: `first..first + count`.
+    first: usize,
+    count: usize,
 }
 
 /// Kernel arguments' bytes, each at a 16-byte aligned place (so that a pointer to one may be
@@ -170,10 +175,10 @@ impl Args {
         self.places.len()
     }
 
-    /// A pointer to each argument's bytes, for the driver.
-    fn pointers(&mut self, out: &mut Vec<*mut std::ffi::c_void>) {
+    /// A pointer to the bytes of each argument of `range`, for the driver.
+    fn pointers(&mut self, range: std::ops::Range<usize>, out: &mut Vec<*mut std::ffi::c_void>) {
         out.clear();
-        for &(first, _) in &self.places {
+        for &(first, _) in &self.places[range] {
             out.push(self.words[first..].as_mut_ptr().cast());
         }
     }
@@ -190,8 +195,23 @@ struct Step {
 
 impl Node {
     fn same_shape(&self, kernel: &Kernel, config: &LaunchConfig, args: usize) -> bool {
-        self.function == kernel.handle() && self.config == *config && self.args.len() == args
+        self.function == kernel.handle()
+            && plain_and_same(config, &self.config)
+            && self.count == args
     }
+}
+
+/// Whether `config` is `stored`, a kernel node's (which has no cluster, cooperative launch or
+/// attribute: a launch with one is refused where the node is built): its shape the same, and
+/// none of those. The derived comparison, not inlined, was a sixth of a replay's own time.
+#[inline(always)]
+fn plain_and_same(config: &LaunchConfig, stored: &LaunchConfig) -> bool {
+    config.grid == stored.grid
+        && config.block == stored.block
+        && config.shared_memory_bytes == stored.shared_memory_bytes
+        && config.cluster.is_none()
+        && !config.cooperative
+        && !config.attributes.any()
 }
 
 impl Entry {
@@ -201,8 +221,9 @@ impl Entry {
             && self.nodes.iter().zip(signature).all(|(node, step)| {
                 node.function == step.kernel
                     && node.config == step.config
-                    && node.args.len() == step.count
-                    && (0..step.count).all(|i| node.args.places[i].1 == sizes[step.first + i])
+                    && node.count == step.count
+                    && (0..step.count)
+                        .all(|i| self.args.places[node.first + i].1 == sizes[step.first + i])
             })
     }
 }
@@ -241,6 +262,7 @@ enum Mode<'p> {
     Build {
         graph: &'p mut Graph,
         nodes: &'p mut Vec<Node>,
+        args: &'p mut Args,
     },
 }
 
@@ -319,7 +341,11 @@ impl ReplayRecorder<'_> {
                 Ok(())
             }
             // SAFETY: the caller's promise.
-            Mode::Build { graph, nodes } => unsafe { build(graph, nodes, config, kernel, args) },
+            Mode::Build {
+                graph,
+                nodes,
+                args: kept,
+            } => unsafe { build(graph, nodes, kept, config, kernel, args) },
         };
         if result.is_err() {
             self.refused = true;
@@ -361,13 +387,14 @@ fn compare(
     stream: &Stream,
     homes: &mut Vec<Stream>,
 ) -> Option<bool> {
-    let node = entry.nodes.get_mut(index)?;
+    let node = entry.nodes.get(index)?;
     if !node.same_shape(kernel, config, args.len()) {
         return None;
     }
     let mut same = true;
-    let words = node.args.words.as_ptr().cast::<u8>();
-    for (arg, &(first, size)) in args.iter().zip(&node.args.places) {
+    let words = entry.args.words.as_ptr().cast::<u8>();
+    let places = &entry.args.places[node.first..node.first + node.count];
+    for (arg, &(first, size)) in args.iter().zip(places) {
         let bytes = crate::launch::arg_bytes(*arg, Some(size));
         if bytes.size != size {
             return None;
@@ -379,15 +406,12 @@ fn compare(
         same &= same_bytes(bytes.ptr.cast(), words.wrapping_add(16 * first), size);
     }
     if same {
-        node.staged = None;
         return Some(false);
     }
-    let mut staged = node.staged.take().unwrap_or_default();
-    staged.clear();
+    entry.staged_nodes.push(index);
     for arg in args {
-        staged.push(arg_bytes(arg));
+        entry.staged.push(arg_bytes(arg));
     }
-    node.staged = Some(staged);
     Some(true)
 }
 
@@ -398,7 +422,8 @@ fn arg_bytes<'a>(arg: &'a &dyn KernelArg) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(bytes.ptr.cast::<u8>(), bytes.size) }
 }
 
-/// Applies the arguments staged on the entry's nodes (`cuGraphExecKernelNodeSetParams`).
+/// Applies the arguments staged on the entry's nodes (`cuGraphExecKernelNodeSetParams`), and
+/// keeps them as the nodes' arguments now.
 ///
 /// # Safety
 ///
@@ -406,11 +431,12 @@ fn arg_bytes<'a>(arg: &'a &dyn KernelArg) -> &'a [u8] {
 unsafe fn apply(entry: &mut Entry) -> Result<()> {
     let context = &entry.exec.context;
     let mut pointers = Vec::new();
-    for node in &mut entry.nodes {
-        let Some(staged) = node.staged.as_mut() else {
-            continue;
-        };
-        staged.pointers(&mut pointers);
+    let mut place = 0;
+    for &index in &entry.staged_nodes {
+        let node = &entry.nodes[index];
+        let staged = place..place + node.count;
+        place += node.count;
+        entry.staged.pointers(staged.clone(), &mut pointers);
         let spec = spec(context, &node.config, &node.kernel, &mut pointers);
         // SAFETY: one pointer per parameter (the count and sizes are the node's, checked when
         // it was built), each to its bytes, alive for the call (the driver copies them); the
@@ -420,10 +446,15 @@ unsafe fn apply(entry: &mut Entry) -> Result<()> {
                 .driver()
                 .graph_exec_kernel_node_set(entry.exec.handle, node.handle, &spec)
         }?;
-        if let Some(staged) = node.staged.take() {
-            node.staged = Some(std::mem::replace(&mut node.args, staged));
+        for (from, to) in staged.zip(node.first..node.first + node.count) {
+            let ((source, size), (target, _)) = (entry.staged.places[from], entry.args.places[to]);
+            let count = size.div_ceil(16);
+            let (words, new) = (&mut entry.args.words, &entry.staged.words);
+            words[target..target + count].copy_from_slice(&new[source..source + count]);
         }
     }
+    entry.staged.clear();
+    entry.staged_nodes.clear();
     Ok(())
 }
 
@@ -435,6 +466,7 @@ unsafe fn apply(entry: &mut Entry) -> Result<()> {
 unsafe fn build(
     graph: &mut Graph,
     nodes: &mut Vec<Node>,
+    kept: &mut Args,
     config: &LaunchConfig,
     kernel: &Kernel,
     args: &[&dyn KernelArg],
@@ -454,7 +486,7 @@ unsafe fn build(
             .graph_add_kernel_node(graph.handle, &deps, &spec)
     }?;
     note(&mut graph.state, graph.handle, handle);
-    let mut kept = Args::default();
+    let first = kept.len();
     for arg in args {
         kept.push(arg_bytes(arg));
     }
@@ -463,8 +495,8 @@ unsafe fn build(
         function: kernel.handle(),
         kernel: kernel.clone(),
         config: *config,
-        args: kept,
-        staged: None,
+        first,
+        count: args.len(),
     });
     Ok(())
 }
@@ -629,9 +661,8 @@ impl Replay {
         let finished = finish(returned, refused);
         if finished.is_err() || diverged || launches != nodes || launches == 0 {
             // Another sequence, or a failed body: the graph stays as it was.
-            for node in &mut entry.nodes {
-                node.staged = None;
-            }
+            entry.staged.clear();
+            entry.staged_nodes.clear();
             finished?;
             return Ok(false);
         }
@@ -653,10 +684,12 @@ impl Replay {
         let handle = context.with_current(|driver| driver.graph_create())?;
         let mut graph = Graph::from_handle(handle, context);
         let mut nodes = Vec::new();
+        let mut args = Args::default();
         let mut recorder = ReplayRecorder {
             mode: Mode::Build {
                 graph: &mut graph,
                 nodes: &mut nodes,
+                args: &mut args,
             },
             stream,
             homes: &mut self.homes,
@@ -677,6 +710,9 @@ impl Replay {
                 exec,
                 _graph: graph,
                 nodes,
+                args,
+                staged: Args::default(),
+                staged_nodes: Vec::new(),
             },
         );
         // The least recently used go: their launches queued so far keep running (an
@@ -732,7 +768,7 @@ mod tests {
         args.push(&[]);
         assert_eq!(args.len(), 4);
         let mut pointers = Vec::new();
-        args.pointers(&mut pointers);
+        args.pointers(0..4, &mut pointers);
         // Catches places that overlap or lose 16-byte alignment (a pointer read as its type).
         for pointer in &pointers {
             assert_eq!(*pointer as usize % 16, 0);

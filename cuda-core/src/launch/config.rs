@@ -184,7 +184,7 @@ pub enum EventTrigger {
 
 impl LaunchAttributes {
     #[inline]
-    pub(super) fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.programmatic_serialization
             || self.priority.is_some()
             || self.memory_sync_domain.is_some()
