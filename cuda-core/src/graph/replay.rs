@@ -340,12 +340,14 @@ impl ReplayRecorder<'_> {
                 });
                 Ok(())
             }
-            // SAFETY: the caller's promise.
             Mode::Build {
                 graph,
                 nodes,
                 args: kept,
-            } => unsafe { build(graph, nodes, kept, config, kernel, args) },
+            } => {
+                // SAFETY: the caller's promise.
+                unsafe { build(graph, nodes, kept, config, kernel, args) }
+            }
         };
         if result.is_err() {
             self.refused = true;
