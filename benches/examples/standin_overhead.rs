@@ -19,7 +19,8 @@
 //! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
 //! GPU; without a C compiler it says so and exits with status 0.
 //!
-//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`) measures that row alone, for a profiler.
+//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`) measures that row alone,
+//! for a profiler.
 //!
 //! `CUDA_CORE_STANDIN_EVICT=32768` makes each stand-in call that stands for driver work first
 //! write over 32 KiB, as a real driver call's own work pushes the caller's data out of the
@@ -220,6 +221,10 @@ fn measure() -> Result<()> {
     match std::env::var("CUDA_CORE_STANDIN_ONLY").as_deref() {
         Ok("replay") => return replay_row(&t, &stream, &k4, &buffers),
         Ok("tensor_map") => return tensor_map_row(&t, &device, &stream),
+        Ok("launch_attrs") => {
+            launch_attrs_row(launch_kernel_ex, s, &k0, &stream, config);
+            return Ok(());
+        }
         _ => {}
     }
     // SAFETY (every raw call below): the stand-in's functions with valid out-pointers and the
@@ -381,38 +386,7 @@ fn measure() -> Result<()> {
             .unwrap();
         }),
     );
-    // A launch with programmatic serialization and the highest priority: the attributes
-    // built on the stack, as C code does at a launch.
-    let attributed = config
-        .with_programmatic_serialization(true)
-        .with_priority(-5);
-    row(
-        "launch_attrs",
-        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
-        best(|| unsafe {
-            use cuda_sys13::CUlaunchAttributeID as Id;
-            let mut attributes = [cuda_sys13::CUlaunchAttribute::default(); 2];
-            attributes[0].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attributes[0].value.programmaticStreamSerializationAllowed = 1;
-            attributes[1].id = Id::CU_LAUNCH_ATTRIBUTE_PRIORITY;
-            attributes[1].value.priority = -5;
-            let launch = cuda_sys13::CUlaunchConfig {
-                gridDimX: 1,
-                gridDimY: 1,
-                gridDimZ: 1,
-                blockDimX: 32,
-                blockDimY: 1,
-                blockDimZ: 1,
-                sharedMemBytes: 0,
-                hStream: s,
-                attrs: black_box(attributes.as_mut_ptr()),
-                numAttrs: 2,
-            };
-            launch_kernel_ex(&launch, k0.as_raw().cast(), null_mut(), null_mut());
-        }),
-        // SAFETY: the stand-in runs nothing.
-        best(|| unsafe { launch(&stream, &attributed, &k0, &[]) }.unwrap()),
-    );
+    launch_attrs_row(launch_kernel_ex, s, &k0, &stream, config);
     row(
         "alloc_free_1k",
         // SAFETY: stand-in functions, valid out-pointers, the handles made above.
@@ -552,6 +526,52 @@ fn replay_row(
         }),
     );
     Ok(())
+}
+
+/// `launch_attrs`: a launch with programmatic serialization and the highest priority, the
+/// attributes built on the stack as C code does at a launch.
+fn launch_attrs_row(
+    launch_kernel_ex: unsafe extern "C" fn(
+        *const cuda_sys13::CUlaunchConfig,
+        cuda_sys13::CUfunction,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> cuda_sys13::CUresult,
+    s: cuda_sys13::CUstream,
+    k0: &cuda_core::Kernel,
+    stream: &cuda_core::Stream,
+    config: LaunchConfig,
+) {
+    let attributed = config
+        .with_programmatic_serialization(true)
+        .with_priority(-5);
+    row(
+        "launch_attrs",
+        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+        best(|| unsafe {
+            use cuda_sys13::CUlaunchAttributeID as Id;
+            let mut attributes = [cuda_sys13::CUlaunchAttribute::default(); 2];
+            attributes[0].id = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attributes[0].value.programmaticStreamSerializationAllowed = 1;
+            attributes[1].id = Id::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            attributes[1].value.priority = -5;
+            let launch = cuda_sys13::CUlaunchConfig {
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 32,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: s,
+                attrs: black_box(attributes.as_mut_ptr()),
+                numAttrs: 2,
+            };
+            launch_kernel_ex(&launch, k0.as_raw().cast(), null_mut(), null_mut());
+        }),
+        // SAFETY: the stand-in runs nothing.
+        best(|| unsafe { launch(stream, &attributed, k0, &[]) }.unwrap()),
+    );
 }
 
 /// The best time per call over `batches` batches of `per_batch` calls.

@@ -520,10 +520,22 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
     Ok(())
 }
 
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
+
 /// Refuses argument `name` on a device older than compute capability 9.0; `needs` says what
 /// needs it, with its verb ("thread-block clusters need").
-#[cold]
+#[inline]
 fn needs_hopper(device: crate::Device, name: &'static str, needs: &str) -> Result<()> {
+    // The major alone where the device has it (the launch's path); the minor for the message.
+    if device.attribute(COMPUTE_CAPABILITY_MAJOR)? >= 9 {
+        return Ok(());
+    }
+    too_old(device, name, needs)
+}
+
+#[cold]
+fn too_old(device: crate::Device, name: &'static str, needs: &str) -> Result<()> {
     let (major, minor) = device.compute_capability()?;
     if major < 9 {
         return Err(invalid(
