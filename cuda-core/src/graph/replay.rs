@@ -35,9 +35,9 @@ const DEFAULT_CAPACITY: usize = 4;
 /// The launches run as stream launches would: on `run`'s stream, after the work queued there
 /// before, one after another, each seeing the previous one's writes. Arguments follow
 /// [`launch`](crate::launch)'s stream-order rules (a buffer whose deallocation stream is
-/// another stream is ordered with it), and are only borrowed: the graph keeps nothing alive
-/// beyond the run, as no later launch of it happens without a run that gives its arguments
-/// again.
+/// another stream is ordered with it), and are only borrowed: no later launch of a graph
+/// happens without a run that gives its arguments again. The kernels are kept loaded while a
+/// launch of a kept or dropped graph may still run them.
 ///
 /// ```no_run
 /// use cuda_core::{Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions, Replay};
@@ -488,6 +488,11 @@ unsafe fn build(
             .graph_add_kernel_node(graph.handle, &deps, &spec)
     }?;
     note(&mut graph.state, graph.handle, handle);
+    // The kernel stays loaded while any launch of the graph may run it: the graph hands it to
+    // the driver as a user object at instantiation, released once no launch refers to it
+    // (dropping the region's own clone may come sooner, an evicted graph's launch still
+    // queued).
+    graph.state.keep.get_mut().push(Box::new(kernel.clone()));
     let first = kept.len();
     for arg in args {
         kept.push(arg_bytes(arg));
