@@ -7,7 +7,9 @@
 //! (completions, gates, graph releases) until it opens, which would make tests run past 60 s
 //! together. This program holds stream A with such a host function for up to 10 s, queues a
 //! host function on stream B, and times how long B's takes to run; then the same on two
-//! streams of another thread. It prints one line per case:
+//! streams of another thread. Last, with a stream held so, it times the calls the completion
+//! test saw its thread held at under the 12 ABI (an allocation and a fill on the held stream,
+//! which should return at once). It prints one line per case:
 //!
 //! ```text
 //! cargo run --release -p benches --example host_function_threads
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cuda_core::{Device, Stream, StreamOptions};
+use cuda_core::{Allocate, Device, Stream, StreamOptions};
 
 /// How long stream A is held at most.
 const HOLD: Duration = Duration::from_secs(10);
@@ -65,6 +67,8 @@ fn main() -> ExitCode {
                     })
                 })
         })?;
+        let e = device.create_stream(options)?;
+        calls_behind_a_held_stream(device, &e)?;
         Ok(())
     })();
     match outcome {
@@ -109,4 +113,45 @@ fn case(what: &str, held: &Stream, other: &Stream) -> cuda_core::Result<()> {
         None => println!("{what}: the second stream's host function never ran"),
     }
     Ok(())
+}
+
+/// Holds `stream` at a host function, then times an allocation, a fill, a second host function
+/// and a query on it from this thread; each should return at once, the stream still held.
+fn calls_behind_a_held_stream(device: Device, stream: &Stream) -> cuda_core::Result<()> {
+    let (open, gate) = mpsc::channel::<()>();
+    stream.launch_host_func(move || {
+        let _ = gate.recv_timeout(HOLD);
+    })?;
+    std::thread::sleep(Duration::from_millis(200));
+    let held = Instant::now();
+    let timed = |what: &str, at: Instant| {
+        let took = at.elapsed();
+        let verdict = if took < HOLD / 2 {
+            "returned at once"
+        } else {
+            "held until the stream was released"
+        };
+        println!("behind a held stream, {what}: {verdict} ({took:?})");
+    };
+    let at = Instant::now();
+    let mut buffer = device.memory_resource()?.allocate(1 << 20, stream)?;
+    timed("an allocation of 1 MiB", at);
+    let at = Instant::now();
+    buffer.fill(9u32, stream)?;
+    timed("a fill", at);
+    let at = Instant::now();
+    stream.launch_host_func(|| {})?;
+    timed("a second host function", at);
+    let at = Instant::now();
+    let done = stream.is_done()?;
+    timed("a query", at);
+    let _ = open.send(());
+    stream.sync()?;
+    println!(
+        "behind a held stream: the stream reported done={done} while held; all calls took \
+         {:?}",
+        held.elapsed()
+    );
+    drop(buffer);
+    stream.sync()
 }
