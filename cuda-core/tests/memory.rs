@@ -816,3 +816,133 @@ fn bools_are_one_byte_elements_and_arguments_checked_when_read_back() {
     let e = flags.to_vec_bools(&stream).unwrap_err();
     assert!(e.to_string().contains("byte 5 is 2"), "{e}");
 }
+
+/// What a foreign buffer's owner records when it is dropped.
+struct Owner;
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        standin::mark("the foreign owner drops");
+    }
+}
+
+/// Foreign memory as a buffer: refused where null, empty or wrapping; used in its stream
+/// order as any buffer; its owner dropped only once the buffer's stream is synchronised, and
+/// kept for good where that fails.
+#[test]
+fn foreign_memory_is_a_buffer_whose_owner_drops_after_its_stream() {
+    standin::run(
+        module_path!(),
+        "foreign_memory_is_a_buffer_whose_owner_drops_after_its_stream",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let home = device.create_stream(StreamOptions::default()).unwrap();
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            let theirs = device
+                .memory_resource()
+                .unwrap()
+                .allocate(4096, &home)
+                .unwrap();
+            let ptr = theirs.ptr();
+            for (at, size) in [(0u64, 16usize), (ptr.0, 0), (u64::MAX - 8, 16)] {
+                // SAFETY: each is refused before any use.
+                let e = unsafe {
+                    cuda_core::Buffer::from_foreign(
+                        cuda_core::DevicePtr(at),
+                        size,
+                        device,
+                        (),
+                        &home,
+                    )
+                }
+                .unwrap_err();
+                assert!(
+                    matches!(e, Error::InvalidArgument { name: "ptr", .. }),
+                    "{e}"
+                );
+            }
+            // SAFETY: 4096 bytes of device 0 kept by `theirs`, the owner here; the stand-in
+            // runs nothing.
+            let mut ours = unsafe {
+                cuda_core::Buffer::from_foreign(ptr, 4096, device, (theirs, Owner), &home)
+            }
+            .unwrap();
+            assert_eq!(
+                (ours.ptr(), ours.size(), ours.device()),
+                (ptr, 4096, Some(device))
+            );
+            assert!(!ours.is_host_accessible());
+            // It allocates nothing else.
+            let e = ours.memory_resource().allocate(64, &home).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "self", .. }),
+                "{e}"
+            );
+            // A fill on another stream is ordered with its deallocation stream, as any
+            // buffer's (catches a foreign buffer outside the stream-order contract).
+            standin::clear_log();
+            ours.fill(1u8, &other).unwrap();
+            let log = standin::log();
+            assert_eq!(log.matches("cuStreamWaitEvent").count(), 2, "{log}");
+            // Freed: the stream synchronised, then the owner (and with it the memory) dropped.
+            standin::clear_log();
+            drop(ours);
+            let log = standin::log();
+            let synced = log.find("cuStreamSynchronize").expect(&log);
+            let dropped = log.find("the foreign owner drops").expect(&log);
+            assert!(
+                synced < dropped,
+                "the owner dropped before the stream:\n{log}"
+            );
+            // Where the synchronisation fails, the owner is kept for good.
+            // SAFETY: as above; the stand-in runs nothing.
+            let ours =
+                unsafe { cuda_core::Buffer::from_foreign(ptr, 64, device, Owner, &home) }.unwrap();
+            standin::clear_log();
+            standin::set_sync_status(700);
+            drop(ours);
+            let log = standin::log();
+            assert!(!log.contains("the foreign owner drops"), "{log}");
+        },
+    );
+}
+
+/// On the GPU: memory of another allocator (here `cuMemAlloc`, through `SyncMemoryResource`)
+/// read and written as a buffer, and a slice of it copied into pool memory.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn foreign_memory_reads_and_writes_as_a_buffer() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let data = common::random_u32(41, MIB / 4);
+    let mut theirs = SyncMemoryResource::new(device)
+        .unwrap()
+        .allocate(MIB, &stream)
+        .unwrap();
+    theirs.copy_from_host(&data, &stream).unwrap();
+    let ptr = theirs.ptr();
+    // SAFETY: MIB bytes of device memory kept by `theirs`, which the buffer owns; no other
+    // work uses it.
+    let mut ours =
+        unsafe { cuda_core::Buffer::from_foreign(ptr, MIB, device, theirs, &stream) }.unwrap();
+    // Catches a buffer at another address, or one that copies nothing.
+    assert_eq!(ours.to_vec::<u32>(&stream).unwrap(), data);
+    let mut pool = device
+        .memory_resource()
+        .unwrap()
+        .allocate(64, &stream)
+        .unwrap();
+    pool.copy_from(ours.slice(256..320).unwrap(), &stream)
+        .unwrap();
+    assert_eq!(pool.to_vec::<u32>(&stream).unwrap(), &data[64..80]);
+    ours.fill(0x5Au8, &stream).unwrap();
+    assert!(ours
+        .to_vec::<u8>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&b| b == 0x5A));
+    drop(ours);
+    stream.sync().unwrap();
+}

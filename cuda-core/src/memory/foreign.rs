@@ -1,0 +1,139 @@
+//! Memory another library owns, as a [`Buffer`] ([`Buffer::from_foreign`]): a framework's
+//! tensor, cudarc's `CudaSlice`, an allocation of a C library.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Mutex;
+
+use super::{Buffer, DevicePtr, MemoryResource};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::lifetime::Held;
+use crate::stream::Stream;
+
+/// The resource of a buffer over foreign memory: it holds the memory's owner, dropped once the
+/// buffer is freed and its deallocation stream's work is done.
+struct ForeignMemory {
+    ptr: u64,
+    device: Device,
+    /// Taken when the buffer is freed.
+    owner: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl fmt::Debug for ForeignMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ForeignMemory")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("device", &self.device.ordinal())
+            .finish()
+    }
+}
+
+// SAFETY: its one allocation is the foreign memory, which `Buffer::from_foreign`'s caller
+// vouches for (memory of `device` that work on its streams may use, owned by `owner` and
+// alive as long); `deallocate` drops the owner only after the deallocation stream's work is
+// done (it synchronises it first, and keeps the owner for good where that fails).
+unsafe impl MemoryResource for ForeignMemory {
+    fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<DevicePtr> {
+        Err(Error::InvalidArgument {
+            name: "self",
+            reason: "the memory of a buffer made by Buffer::from_foreign is its owner's; it \
+                     allocates no other buffers"
+                .to_owned(),
+        })
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if ptr.0 != self.ptr || owner.is_none() {
+            return Err(Error::InvalidArgument {
+                name: "ptr",
+                reason: format!("{ptr} is not the live foreign memory of this buffer"),
+            });
+        }
+        if let Err(e) = stream.sync_for_host() {
+            // Work may still use the memory: its owner is kept for good.
+            if let Some(kept) = owner.take() {
+                std::mem::forget(kept);
+            }
+            return Err(e);
+        }
+        drop(owner.take());
+        Ok(())
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}
+
+impl Buffer {
+    /// A buffer over `size` bytes of device memory at `ptr` that another library allocated
+    /// and owns, with `owner` (whatever keeps that memory allocated: the other library's
+    /// handle to it, or `()`) held until the buffer is freed. The buffer is freed on `stream`
+    /// like any buffer (dropped, or [closed](Buffer::close)): its deallocation stream is
+    /// synchronised, then `owner` is dropped (where that synchronisation fails, `owner` is
+    /// kept for good, never dropped). Copies, fills, slices, views, kernel arguments and graph
+    /// nodes then take it as any buffer, in its stream order.
+    ///
+    /// The other library's own work on the memory is not ordered with the crate's: queue it
+    /// on `stream`, or order it yourself (an event recorded there, waited on here).
+    ///
+    /// A null `ptr` or a zero `size`, and a range that wraps, are refused.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Buffer, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// // Memory another library allocated: here, a buffer of this crate stands for it.
+    /// let theirs = device.memory_resource()?.allocate(1024, &stream)?;
+    /// // SAFETY: 1024 bytes of device 0's memory, kept allocated by `theirs` (the owner),
+    /// // used by no other work while the buffer lives.
+    /// let mut ours = unsafe { Buffer::from_foreign(theirs.ptr(), 1024, device, theirs, &stream) }?;
+    /// ours.fill(7u8, &stream)?;
+    /// assert!(ours.to_vec::<u8>(&stream)?.iter().all(|&b| b == 7));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// `ptr..ptr + size` is memory of `device` that work queued on streams of `device` may
+    /// read and write (device memory, or managed memory), allocated at least until `owner` is
+    /// dropped, and not freed by anything else; while the buffer lives, nothing outside the
+    /// crate's ordering uses it in a way that its own work could race with (the other library's
+    /// work on it is ordered with the buffer's stream by the caller).
+    pub unsafe fn from_foreign<O: Send + 'static>(
+        ptr: DevicePtr,
+        size: usize,
+        device: Device,
+        owner: O,
+        stream: &Stream,
+    ) -> Result<Buffer> {
+        if ptr.0 == 0 || size == 0 || ptr.0.checked_add(size as u64).is_none() {
+            return Err(Error::InvalidArgument {
+                name: "ptr",
+                reason: format!("{size} bytes at {ptr}: null, empty, or wrapping"),
+            });
+        }
+        let resource: std::sync::Arc<dyn MemoryResource> = std::sync::Arc::new(ForeignMemory {
+            ptr: ptr.0,
+            device,
+            owner: Mutex::new(Some(Box::new(owner))),
+        });
+        Ok(Buffer::new(
+            ptr.0,
+            size,
+            Held::counted(resource),
+            stream.clone(),
+        ))
+    }
+}
