@@ -275,6 +275,33 @@ impl Context {
         self.with_current(|driver| driver.ctx_synchronize())
     }
 
+    /// Sets one of the context's limits (`cuCtxSetLimit`): the stack per GPU thread, the
+    /// `printf` FIFO, the heap of device-side `malloc`, the device runtime's pending launches,
+    /// the L2 fetch granularity or the persisting L2 size, in bytes (or a count). The driver
+    /// may round the value (read it back with [`Context::limit`]) and refuses values it cannot
+    /// take, with its error; some limits can only change before the context's first launch
+    /// (the heap and the FIFO: `CUDA_ERROR_INVALID_VALUE` after).
+    ///
+    /// ```no_run
+    /// use cuda_core::{ContextLimit, Device};
+    ///
+    /// let context = Device::new(0)?.primary_context()?;
+    /// // cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64 << 20)
+    /// context.set_limit(ContextLimit::MallocHeapSize, 64 << 20)?;
+    /// assert!(context.limit(ContextLimit::MallocHeapSize)? >= 64 << 20);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuCtxSetLimit", "cudaDeviceSetLimit"))]
+    pub fn set_limit(&self, limit: ContextLimit, value: usize) -> Result<()> {
+        self.with_current(|driver| driver.ctx_set_limit(limit.code(), value))
+    }
+
+    /// One of the context's limits (`cuCtxGetLimit`): see [`Context::set_limit`].
+    #[doc(alias("cuCtxGetLimit", "cudaDeviceGetLimit"))]
+    pub fn limit(&self, limit: ContextLimit) -> Result<usize> {
+        self.with_current(|driver| driver.ctx_get_limit(limit.code()))
+    }
+
     /// The raw `CUcontext`, for calling other CUDA libraries. It stays valid while this
     /// value (or a clone) lives.
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
@@ -295,5 +322,88 @@ impl Context {
         f: impl FnOnce(&'static dyn Driver) -> Result<T>,
     ) -> Result<T> {
         current::with_current(self.core.driver, self.core.handle, f)
+    }
+}
+
+/// A limit of a context ([`Context::set_limit`], `CUlimit`).
+#[doc(alias = "CUlimit")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ContextLimit {
+    /// The stack of each GPU thread, in bytes (`CU_LIMIT_STACK_SIZE`).
+    StackSize,
+    /// The FIFO of device-side `printf`, in bytes (`CU_LIMIT_PRINTF_FIFO_SIZE`).
+    PrintfFifoSize,
+    /// The heap of device-side `malloc` and `free`, in bytes (`CU_LIMIT_MALLOC_HEAP_SIZE`).
+    MallocHeapSize,
+    /// How many launches from the device may be pending at once
+    /// (`CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT`).
+    DeviceRuntimePendingLaunches,
+    /// The L2 fetch granularity, in bytes, 0 to 128 (`CU_LIMIT_MAX_L2_FETCH_GRANULARITY`).
+    MaxL2FetchGranularity,
+    /// The L2 set aside for persisting accesses, in bytes
+    /// (`CU_LIMIT_PERSISTING_L2_CACHE_SIZE`).
+    PersistingL2CacheSize,
+}
+
+impl ContextLimit {
+    /// The `CUlimit` value (the same in the 12 and 13 headers).
+    fn code(self) -> u32 {
+        match self {
+            ContextLimit::StackSize => 0,
+            ContextLimit::PrintfFifoSize => 1,
+            ContextLimit::MallocHeapSize => 2,
+            ContextLimit::DeviceRuntimePendingLaunches => 4,
+            ContextLimit::MaxL2FetchGranularity => 5,
+            ContextLimit::PersistingL2CacheSize => 6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::ContextLimit;
+
+    #[test]
+    fn limit_codes_are_both_headers_values() {
+        let all = [
+            (
+                ContextLimit::StackSize,
+                cuda_sys13::CUlimit::CU_LIMIT_STACK_SIZE,
+            ),
+            (
+                ContextLimit::PrintfFifoSize,
+                cuda_sys13::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+            ),
+            (
+                ContextLimit::MallocHeapSize,
+                cuda_sys13::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE,
+            ),
+            (
+                ContextLimit::DeviceRuntimePendingLaunches,
+                cuda_sys13::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+            ),
+            (
+                ContextLimit::MaxL2FetchGranularity,
+                cuda_sys13::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY,
+            ),
+            (
+                ContextLimit::PersistingL2CacheSize,
+                cuda_sys13::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+            ),
+        ];
+        for (limit, code) in all {
+            // Catches a limit sent as another (the driver would set the wrong one).
+            assert_eq!(limit.code(), code.0, "{limit:?}");
+            assert_eq!(cuda_sys12::CUlimit(code.0).0, limit.code());
+        }
+        assert_eq!(
+            cuda_sys12::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE.0,
+            ContextLimit::PersistingL2CacheSize.code()
+        );
+        assert_eq!(
+            cuda_sys12::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT.0,
+            ContextLimit::DeviceRuntimePendingLaunches.code()
+        );
     }
 }

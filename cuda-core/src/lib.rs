@@ -77,7 +77,7 @@ pub use view::dlpack;
 // `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};
-pub use context::{Context, ContextOptions};
+pub use context::{Context, ContextLimit, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};

@@ -1,6 +1,7 @@
 //! Devices: identity, attributes, the current device and bad ordinals.
 
 use crate::common;
+use crate::common::standin;
 
 use cuda_core::{Device, Error};
 
@@ -99,4 +100,54 @@ fn every_attribute_accessor_asks_for_its_headers_code() {
             assert_eq!(crate::attribute_codes::ACCESSORS.len(), 161);
         },
     );
+}
+
+/// A context's limits reach the driver in that context (made current around the call, the
+/// caller's restored) and read back as the driver keeps them (rounded, here).
+#[test]
+fn context_limits_are_set_in_their_context_and_read_back() {
+    standin::run(
+        module_path!(),
+        "context_limits_are_set_in_their_context_and_read_back",
+        &[],
+        &[],
+        || {
+            use cuda_core::ContextLimit;
+            let context = Device::new(1).unwrap().primary_context().unwrap();
+            Device::new(0).unwrap().set_current().unwrap();
+            standin::clear_log();
+            context.set_limit(ContextLimit::StackSize, 1000).unwrap();
+            // The stand-in rounds the stack to 16 bytes: what the driver keeps is returned.
+            assert_eq!(context.limit(ContextLimit::StackSize).unwrap(), 1008);
+            context
+                .set_limit(ContextLimit::MallocHeapSize, 64 << 20)
+                .unwrap();
+            assert_eq!(
+                context.limit(ContextLimit::MallocHeapSize).unwrap(),
+                64 << 20
+            );
+            let log = standin::log();
+            // Catches a limit set in the caller's context (device 0's) rather than its own.
+            assert!(log.contains("cuCtxSetLimit 0 1000 in c1"), "{log}");
+            assert!(log.contains("cuCtxSetLimit 2 67108864 in c1"), "{log}");
+            assert_eq!(
+                Device::current().unwrap().ordinal(),
+                0,
+                "the caller's context is restored"
+            );
+        },
+    );
+}
+
+/// On the GPU: the stack limit set, read back at least as large, and restored.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_stack_limit_is_set_and_read_back_on_the_gpu() {
+    use cuda_core::ContextLimit;
+    let context = common::device().primary_context().unwrap();
+    let before = context.limit(ContextLimit::StackSize).unwrap();
+    context.set_limit(ContextLimit::StackSize, 8192).unwrap();
+    assert!(context.limit(ContextLimit::StackSize).unwrap() >= 8192);
+    context.set_limit(ContextLimit::StackSize, before).unwrap();
+    assert_eq!(context.limit(ContextLimit::StackSize).unwrap(), before);
 }

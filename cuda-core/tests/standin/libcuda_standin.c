@@ -1481,6 +1481,23 @@ int cuCtxGetDevice(int *device) {
     return 0;
 }
 int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
+/* Limits of the current context, kept per limit; the stack rounded up to 16 bytes, as a
+ * driver may round. */
+static size_t limits[16] = {1024, 1 << 20, 8 << 20, 2, 2048, 64, 0};
+int cuCtxSetLimit(unsigned limit, size_t value) {
+    char b[16];
+    if (!current) return 201;
+    if (limit >= 16) return 1;
+    limits[limit] = limit == 0 ? (value + 15) & ~(size_t)15 : value;
+    note("cuCtxSetLimit %u %zu in %s", limit, value, name(current, b));
+    return 0;
+}
+int cuCtxGetLimit(size_t *value, unsigned limit) {
+    if (!current) return 201;
+    if (limit >= 16) return 1;
+    *value = limits[limit];
+    return 0;
+}
 int cuStreamCreate(void **s, unsigned flags) {
     MODEL_ANSWERS(m_stream_create(s, flags));
     if (!current) return 201;

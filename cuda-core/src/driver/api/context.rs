@@ -26,4 +26,8 @@ pub(crate) trait ContextApi {
     fn ctx_synchronize(&self) -> Result<()>;
     /// `cuCtxGetStreamPriorityRange` of the current context: `(least, greatest)`.
     fn ctx_get_stream_priority_range(&self) -> Result<(i32, i32)>;
+    /// `cuCtxSetLimit` of the current context (`limit`: a `CUlimit`).
+    fn ctx_set_limit(&self, limit: u32, value: usize) -> Result<()>;
+    /// `cuCtxGetLimit` of the current context.
+    fn ctx_get_limit(&self, limit: u32) -> Result<usize>;
 }

@@ -52,4 +52,14 @@ impl crate::driver::api::ContextApi for Drv {
         call!(self.cuCtxGetStreamPriorityRange(&mut least, &mut greatest))?;
         Ok((least, greatest))
     }
+
+    fn ctx_set_limit(&self, limit: u32, value: usize) -> Result<()> {
+        call!(self.cuCtxSetLimit(sys::CUlimit(limit), value))
+    }
+
+    fn ctx_get_limit(&self, limit: u32) -> Result<usize> {
+        let mut value = 0;
+        call!(self.cuCtxGetLimit(&mut value, sys::CUlimit(limit)))?;
+        Ok(value)
+    }
 }
