@@ -8,10 +8,12 @@
 //!   memory and copies: raw table call, cuda-core and cudarc, in the same run;
 //! - `compile`: an NVRTC compile of SAXPY, and program-cache hits;
 //! - `startup`: a whole process, from loading the driver to its first launch done (it runs the
-//!   `first_launch` example as a child).
+//!   `first_launch` example as a child);
+//! - `scaling`: how cost grows with work (cache entries, graph nodes, live buffers, threads),
+//!   raw and cuda-core at three sizes each.
 //!
 //! Without a CUDA driver and device each suite prints one line saying so and exits with
-//! status 0.
+//! status 0 (the scaling suite after its cache cases, which need no GPU).
 
 pub mod kernels;
 pub mod locate;

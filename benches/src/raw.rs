@@ -276,6 +276,13 @@ pub trait RawDriver {
     /// See the trait.
     unsafe fn cuGraphDestroy(&self, graph: Handle) -> u32;
 
+    /// `cuGraphAddEmptyNode`, after `deps`.
+    ///
+    /// # Safety
+    ///
+    /// See the trait.
+    unsafe fn cuGraphAddEmptyNode(&self, node: *mut Handle, graph: Handle, deps: &[Handle]) -> u32;
+
     /// `cuGraphAddKernelNode` (`_v2`) of a `CUkernel` in `context`, after `deps`.
     ///
     /// # Safety
@@ -460,6 +467,7 @@ macro_rules! used_fields {
             cuEventQuery,
             cuEventSynchronize,
             cuEventElapsedTime,
+            cuStreamWaitEvent,
             cuLibraryLoadData,
             cuLibraryGetKernel,
             cuLibraryUnload,
@@ -477,6 +485,7 @@ macro_rules! used_fields {
             cuGraphExecDestroy,
             cuGraphCreate,
             cuGraphDestroy,
+            cuGraphAddEmptyNode,
             cuGraphAddKernelNode,
             cuGraphExecKernelNodeSetParams
         )
@@ -815,6 +824,21 @@ macro_rules! raw_driver {
             #[inline(always)]
             unsafe fn cuGraphDestroy(&self, graph: Handle) -> u32 {
                 call!(self.cuGraphDestroy(graph.cast()))
+            }
+
+            #[inline(always)]
+            unsafe fn cuGraphAddEmptyNode(
+                &self,
+                node: *mut Handle,
+                graph: Handle,
+                deps: &[Handle],
+            ) -> u32 {
+                call!(self.cuGraphAddEmptyNode(
+                    node.cast(),
+                    graph.cast(),
+                    deps.as_ptr().cast(),
+                    deps.len()
+                ))
             }
 
             #[inline(always)]

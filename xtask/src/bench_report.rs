@@ -1,16 +1,23 @@
-//! `cargo xtask bench-report [--criterion DIR] [--out FILE]`: one markdown table of the
-//! overhead suites' results.
+//! `cargo xtask bench-report [--criterion DIR] [--out FILE] [--plot FILE]`: one markdown
+//! table of the overhead suites' results, and the scaling suite's table and plot.
 //!
 //! It reads criterion's estimates, `<DIR>/<case>/<variant>/new/estimates.json`, for the
 //! variants `raw`, `cuda-core` and `cudarc` of each case, takes the median's point estimate (in
 //! nanoseconds), and prints and writes a table of case, the three medians, cuda-core/raw and
 //! cudarc/cuda-core. A variant not measured shows as `n/a`, with a footnote saying why.
 //!
+//! Cases named `<family>_n<size>` (the `scaling` suite's) are left out of that table: they are
+//! grouped by family into a table of case, size, raw, cuda-core and their ratio after it, and
+//! plotted against their size, a panel per family, into an SVG file (see [`scaling`]).
+//!
 //! `DIR` defaults to `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the
-//! workspace's `target/criterion`; `FILE` to `bench-report.md` in that target directory.
+//! workspace's `target/criterion`; `FILE` to `bench-report.md` in that target directory, and
+//! the plot's to `bench-scaling.svg` there (written only where a scaled case was measured).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use crate::scaling;
 
 /// The variants of a case, in column order.
 const VARIANTS: [&str; 3] = ["raw", "cuda-core", "cudarc"];
@@ -392,29 +399,56 @@ fn median_of(values: &[f64]) -> Option<f64> {
 
 /// Runs the command with its arguments (after `bench-report`).
 pub(crate) fn run(args: &[String], workspace: &Path) -> Result<(), String> {
-    let (criterion, out) = parse_args(args)?;
+    let args = parse_args(args)?;
     let target = target_dir(workspace);
-    let criterion = criterion.unwrap_or_else(|| default_criterion_dir(&target));
-    let out = out.unwrap_or_else(|| target.join("bench-report.md"));
-    let report = render(&collect(&criterion)?);
+    let criterion = args
+        .criterion
+        .unwrap_or_else(|| default_criterion_dir(&target));
+    let out = args.out.unwrap_or_else(|| target.join("bench-report.md"));
+    let plot_file = args
+        .plot
+        .unwrap_or_else(|| target.join("bench-scaling.svg"));
+    let rows = collect(&criterion)?;
+    let report = render(&rows);
     print!("{report}");
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
-    }
-    std::fs::write(&out, &report).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    write(&out, &report)?;
     eprintln!("bench-report: wrote {}", out.display());
+    if let Some(svg) = scaling::plot(&rows, "How cost grows with work: cuda-core and raw") {
+        write(&plot_file, &svg)?;
+        eprintln!("bench-report: wrote {}", plot_file.display());
+    }
     Ok(())
 }
 
-/// `--criterion DIR` and `--out FILE`, each optional, in any order.
-pub(crate) fn parse_args(args: &[String]) -> Result<(Option<PathBuf>, Option<PathBuf>), String> {
-    let (mut criterion, mut out) = (None, None);
+/// Writes `text` to `file`, making its directory first.
+fn write(file: &Path, text: &str) -> Result<(), String> {
+    if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    }
+    std::fs::write(file, text).map_err(|e| format!("writing {}: {e}", file.display()))
+}
+
+/// The command's arguments, each optional.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Args {
+    /// `--criterion DIR`: where criterion's results are.
+    pub(crate) criterion: Option<PathBuf>,
+    /// `--out FILE`: the markdown report.
+    pub(crate) out: Option<PathBuf>,
+    /// `--plot FILE`: the scaling plot (SVG).
+    pub(crate) plot: Option<PathBuf>,
+}
+
+/// `--criterion DIR`, `--out FILE` and `--plot FILE`, each optional, in any order.
+pub(crate) fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args::default();
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let slot = match flag.as_str() {
-            "--criterion" => &mut criterion,
-            "--out" => &mut out,
+            "--criterion" => &mut parsed.criterion,
+            "--out" => &mut parsed.out,
+            "--plot" => &mut parsed.plot,
             other => return Err(format!("bench-report: unexpected argument {other:?}")),
         };
         let value = rest
@@ -422,7 +456,7 @@ pub(crate) fn parse_args(args: &[String]) -> Result<(Option<PathBuf>, Option<Pat
             .ok_or_else(|| format!("bench-report: {flag} needs a value"))?;
         *slot = Some(PathBuf::from(value));
     }
-    Ok((criterion, out))
+    Ok(parsed)
 }
 
 /// The target directory: `$CARGO_TARGET_DIR`, else the workspace's `target`.
@@ -512,9 +546,38 @@ fn median_ns(file: &Path) -> Result<f64, String> {
         .ok_or_else(|| format!("{} has no median.point_estimate", file.display()))
 }
 
-/// The markdown report: the table, its footnotes, the count of equal-work cases within
-/// target, the notes.
+/// The markdown report: the table of the cases that are not scaled (with its footnotes, the
+/// count of equal-work cases within target and the notes), then the scaling table, each where
+/// it has rows.
 pub(crate) fn render(rows: &[Row]) -> String {
+    let plain: Vec<Row> = rows
+        .iter()
+        .filter(|row| scaling::split(&row.case).is_none())
+        .cloned()
+        .collect();
+    let mut out = if plain.is_empty() {
+        String::new()
+    } else {
+        render_table(&plain)
+    };
+    let scaled = scaling::render(rows);
+    if !scaled.is_empty() {
+        if !out.is_empty() {
+            out.push_str(
+                "
+### How cost grows with work
+
+",
+            );
+        }
+        out.push_str(&scaled);
+    }
+    out
+}
+
+/// The table of the cases that are not scaled, its footnotes, the count of equal-work cases
+/// within target, the notes.
+fn render_table(rows: &[Row]) -> String {
     let mut footnotes: Vec<String> = Vec::new();
     let mut footnote = |text: &str| -> usize {
         match footnotes.iter().position(|f| f == text) {
@@ -633,12 +696,12 @@ pub(crate) fn render(rows: &[Row]) -> String {
 }
 
 /// A ratio's median to two decimals, or `n/a`.
-fn ratio(r: Option<Ratio>) -> String {
+pub(crate) fn ratio(r: Option<Ratio>) -> String {
     r.map_or_else(|| "n/a".to_owned(), |r| format!("{:.2}", r.median))
 }
 
 /// Nanoseconds: one decimal below 1000, else whole with thousands separated by commas.
-fn format_ns(ns: f64) -> String {
+pub(crate) fn format_ns(ns: f64) -> String {
     if ns < 1000.0 {
         return format!("{ns:.1}");
     }
@@ -871,6 +934,74 @@ mod tests {
     }
 
     #[test]
+    fn scaled_cases_have_a_table_of_their_own_after_the_main_one() {
+        let dir = fake_results();
+        let d = dir.path();
+        for (case, raw, core) in [
+            ("cache_hit_file_n10", 4000.0, 8000.0),
+            ("cache_hit_file_n1000", 5000.0, 9000.0),
+        ] {
+            estimate(d, case, "raw", raw);
+            estimate(d, case, "cuda-core", core);
+        }
+        let report = render(&collect(d).unwrap());
+        let (main, scaled) = report
+            .split_once("\n### How cost grows with work\n\n")
+            .expect("a scaling section");
+        assert!(main.starts_with("| case | raw (ns) |"), "{report}");
+        assert!(!main.contains("cache_hit_file_n"), "{report}");
+        assert!(
+            main.contains("- Within target: 1 of the 1 cases"),
+            "{report}"
+        );
+        assert!(scaled.starts_with("| case | size | unit |"), "{report}");
+        assert!(
+            scaled.contains(
+                "| cache_hit_file | 1,000 entries | ns per hit | 5,000 | 9,000 | 1.80 | one run \
+                 | 1.25 / 1.12 |"
+            ),
+            "{report}"
+        );
+        // Scaled cases alone: their table alone.
+        let only = tempfile::tempdir().unwrap();
+        estimate(only.path(), "launch_threads_n8", "raw", 250.0);
+        estimate(only.path(), "launch_threads_n8", "cuda-core", 260.0);
+        let report = render(&collect(only.path()).unwrap());
+        assert!(report.starts_with("| case | size | unit |"), "{report}");
+        assert!(
+            report.contains(
+                "| launch_threads | 8 threads | launches/s | 4,000,000 | 3,846,154 | 1.04 |"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn the_scaling_plot_is_written_where_asked_and_only_for_scaled_cases() {
+        let dir = fake_results();
+        let plot = dir.path().join("plots/scaling.svg");
+        let args = |criterion: &Path| {
+            [
+                "--criterion",
+                &criterion.display().to_string(),
+                "--out",
+                &dir.path().join("report.md").display().to_string(),
+                "--plot",
+                &plot.display().to_string(),
+            ]
+            .map(str::to_owned)
+        };
+        run(&args(dir.path()), dir.path()).unwrap();
+        assert!(!plot.exists(), "no scaled case, yet a plot");
+        estimate(dir.path(), "graph_build_empty_n10", "raw", 20_000.0);
+        estimate(dir.path(), "graph_build_empty_n10", "cuda-core", 21_000.0);
+        run(&args(dir.path()), dir.path()).unwrap();
+        let svg = std::fs::read_to_string(&plot).unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains(">graph_build_empty</text>"), "{svg}");
+    }
+
+    #[test]
     fn a_broken_estimate_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let new = dir.path().join("launch_0/raw/new");
@@ -895,10 +1026,22 @@ mod tests {
     #[test]
     fn arguments_are_parsed_in_any_order() {
         let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert_eq!(parse_args(&[]).unwrap(), (None, None));
+        assert_eq!(parse_args(&[]).unwrap(), Args::default());
         assert_eq!(
-            parse_args(&args(&["--out", "r.md", "--criterion", "c"])).unwrap(),
-            (Some(PathBuf::from("c")), Some(PathBuf::from("r.md")))
+            parse_args(&args(&[
+                "--out",
+                "r.md",
+                "--criterion",
+                "c",
+                "--plot",
+                "p.svg"
+            ]))
+            .unwrap(),
+            Args {
+                criterion: Some(PathBuf::from("c")),
+                out: Some(PathBuf::from("r.md")),
+                plot: Some(PathBuf::from("p.svg")),
+            }
         );
         assert!(parse_args(&args(&["--out"]))
             .unwrap_err()

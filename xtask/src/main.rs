@@ -6,8 +6,9 @@
 //!   the driver header (device attribute accessors, named result codes: see [`core_gen`]).
 //! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
 //!   when the committed files drift from what the pinned headers give.
-//! - `bench-report [--criterion DIR] [--out FILE]`: one markdown table of the overhead suites'
-//!   criterion results (see [`bench_report`]).
+//! - `bench-report [--criterion DIR] [--out FILE] [--plot FILE]`: one markdown table of the
+//!   overhead suites' criterion results, and the scaling suite's table and SVG plot (see
+//!   [`bench_report`]).
 //! - `import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import which, and the circles
 //!   among them (see [`imports`]; cuda-core by default).
 
@@ -17,6 +18,7 @@ mod core_gen;
 mod headers;
 mod imports;
 mod per_major;
+mod scaling;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +29,8 @@ fn usage() -> &'static str {
      commands:\n  \
        regenerate-bindings [--cuda-include DIR]      remake the committed FFI bindings\n  \
        check-bindings                                fail if the committed bindings drift\n  \
-       bench-report [--criterion DIR] [--out FILE]   the overhead benches' results as one table\n  \
+       bench-report [--criterion DIR] [--out FILE] [--plot FILE]\n                                                \
+       the benches' results as tables, scaling plotted\n  \
        import-graph [--crate DIR] [--check]          which files import which, and the circles\n"
 }
 

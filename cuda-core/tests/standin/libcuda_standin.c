@@ -1734,6 +1734,12 @@ int cuLaunchKernelEx(const struct launch_config *config, void *f, void **params,
     return 0;
 }
 /* Graphs of kernel nodes (the bench's replay row, and the tests'). */
+/* Whether a kernel node's argument pointers may be read: not for a CUkernel of no parameters,
+ * whose node's pointer the driver never reads (cuda-core passes a dangling one then). */
+static int reads_args(const void *kernel) {
+    const struct object *k = kernel;
+    return !k || k->params > 0;
+}
 int cuGraphCreate(void **graph, unsigned flags) {
     MODEL_ANSWERS(m_graph_create(graph));
     char b[16];
@@ -1750,7 +1756,7 @@ int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count,
     (void)deps;
     memcpy(&args, params + 40, sizeof args);
     memcpy(&kernel, params + 56, sizeof kernel);
-    if (args && args[0]) memcpy(&first, args[0], sizeof first);
+    if (args && reads_args(kernel) && args[0]) memcpy(&first, args[0], sizeof first);
     *node = make(NODE, NULL);
     note("cuGraphAddKernelNode %s deps=%zu %s arg0=%llu", name(graph, b), count, name(kernel, c), first);
     return 0;
@@ -1778,7 +1784,7 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params
     unsigned long long first = 0;
     memcpy(&args, params + 40, sizeof args);
     memcpy(&kernel, params + 56, sizeof kernel);
-    if (args && args[0]) memcpy(&first, args[0], sizeof first);
+    if (args && reads_args(kernel) && args[0]) memcpy(&first, args[0], sizeof first);
     note("cuGraphExecKernelNodeSetParams %s %s %s arg0=%llu", name(exec, b), name(node, c),
          name(kernel, d), first);
     return 0;
