@@ -15,6 +15,9 @@ pub enum Api {
     NvJitLink,
     /// `nvvm.h`: libNVVM, the NVVM IR compiler; one export name per function in every major.
     Nvvm,
+    /// `nccl.h`: NCCL, the collective communication library (cuda-core's `nccl` feature). Its
+    /// `pnccl*` twins (the profiling interface's names) are left out of the table.
+    Nccl,
 }
 
 /// One pinned header: the wheel that ships it.
@@ -43,7 +46,9 @@ pub struct Pin {
     pub api: Api,
     /// The name of the generated function table.
     pub table: &'static str,
-    /// Prepended to the generated files' names (`bindings.rs`, `table.rs`) in `src/generated`.
+    /// The folder of the generated files, relative to the crate directory.
+    pub dir: &'static str,
+    /// Prepended to the generated files' names (`bindings.rs`, `table.rs`) in `dir`.
     pub prefix: &'static str,
     /// Headers of other CUDA majors of the same library: the table also loads a library of
     /// their major, by the names they declare, where their signatures agree with `header`'s.
@@ -51,7 +56,7 @@ pub struct Pin {
 }
 
 /// Every set of bindings in the workspace.
-pub const PINS: [Pin; 5] = [
+pub const PINS: [Pin; 6] = [
     Pin {
         crate_dir: "cuda-sys12",
         header: Header {
@@ -63,6 +68,7 @@ pub const PINS: [Pin; 5] = [
         },
         api: Api::Driver,
         table: "DriverTable",
+        dir: "src/generated",
         prefix: "",
         other_majors: &[],
     },
@@ -77,6 +83,7 @@ pub const PINS: [Pin; 5] = [
         },
         api: Api::Driver,
         table: "DriverTable",
+        dir: "src/generated",
         prefix: "",
         other_majors: &[],
     },
@@ -91,6 +98,7 @@ pub const PINS: [Pin; 5] = [
         },
         api: Api::Nvrtc,
         table: "NvrtcTable",
+        dir: "src/generated",
         prefix: "",
         other_majors: &[],
     },
@@ -105,6 +113,7 @@ pub const PINS: [Pin; 5] = [
         },
         api: Api::NvJitLink,
         table: "NvJitLinkTable",
+        dir: "src/generated",
         prefix: "nvjitlink_",
         other_majors: &[Header {
             wheel: "nvidia-nvjitlink-cu12",
@@ -125,7 +134,26 @@ pub const PINS: [Pin; 5] = [
         },
         api: Api::Nvvm,
         table: "NvvmTable",
+        dir: "src/generated",
         prefix: "nvvm_",
+        other_majors: &[],
+    },
+    // NCCL's header is the same in the CUDA 12 and 13 wheels of one release but for its patch
+    // number; the CUDA 12 wheel's library also runs on CUDA 13 drivers. Its glue is cuda-core's
+    // (`src/driver/nccl`): the workspace's crates are fixed, and NCCL is a feature of cuda-core.
+    Pin {
+        crate_dir: "cuda-core",
+        header: Header {
+            wheel: "nvidia-nccl-cu12",
+            version: "2.32.3",
+            include_dir: "nvidia/nccl/include",
+            file: "nccl.h",
+            major: 12,
+        },
+        api: Api::Nccl,
+        table: "NcclTable",
+        dir: "src/driver/nccl/generated",
+        prefix: "",
         other_majors: &[],
     },
 ];
@@ -153,6 +181,8 @@ pub fn fetch(header: &Header, cache: &Path) -> Result<PathBuf, String> {
         "--only-binary=:all:",
     ]);
     for platform in [
+        "manylinux_2_28_x86_64",
+        "manylinux_2_27_x86_64",
         "manylinux_2_17_x86_64",
         "manylinux2014_x86_64",
         "manylinux_2_12_x86_64",

@@ -2,8 +2,9 @@
 //!
 //! - `regenerate-bindings [--cuda-include DIR]`: fetches the pinned header wheels with pip (or
 //!   takes a local toolkit's `include` directory), runs bindgen and writes the committed files of
-//!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`, and the parts of `cuda-core` derived from
-//!   the driver header (device attribute accessors, named result codes: see [`core_gen`]).
+//!   `cuda-sys12`, `cuda-sys13` and `cuda-nvrtc-sys`, the parts of `cuda-core` derived from
+//!   the driver header (device attribute accessors, named result codes: see [`core_gen`]), and
+//!   `cuda-core`'s NCCL types and table (`src/driver/nccl/generated`, from `nccl.h`).
 //! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
 //!   when the committed files drift from what the pinned headers give.
 //! - `bench-report [--criterion DIR] [--out FILE] [--plot FILE]`: one markdown table of the

@@ -199,7 +199,7 @@ pub fn table(pin: &Pin, primary: &Parsed, others: &[(u32, Parsed)]) -> Result<To
 
     let library = match pin.api {
         Api::NvJitLink => "nvJitLink (`libnvJitLink.so.*`)",
-        Api::Driver | Api::Nvrtc | Api::Nvvm => "the library",
+        Api::Driver | Api::Nvrtc | Api::Nvvm | Api::Nccl => "the library",
     };
     let majors_text: Vec<String> = std::iter::once(format!("{}.{own_minor}", header.major))
         .chain(majors.iter().map(|(m, n, _)| format!("{m}.{n}")))
