@@ -228,6 +228,33 @@ pub enum Error {
         source: Option<Cause>,
     },
 
+    /// NCCL, the collective communication library behind `cuda_core::nccl` (feature `nccl`),
+    /// could not be loaded, is older than the crate takes, or lacks a function.
+    #[error("{reason}")]
+    NcclNotFound {
+        /// Every place tried and why each failed, or what the loaded library lacks.
+        reason: String,
+        /// The search's own error, where the search failed.
+        #[source]
+        source: Option<Cause>,
+    },
+
+    /// An NCCL call failed, or (`call` is `ncclCommGetAsyncError`) a communicator's work failed
+    /// after its call returned: a peer that left or failed (`ncclRemoteError`, 6), a network
+    /// error (`ncclSystemError`, 2), an aborted communicator.
+    #[error("{call} failed with {name} ({code}): {message}")]
+    Nccl {
+        /// The NCCL function that failed (`ncclAllReduce`).
+        call: &'static str,
+        /// The `ncclResult_t` code.
+        code: i32,
+        /// The code's name (`ncclRemoteError`).
+        name: &'static str,
+        /// NCCL's message for the communicator's last error (`ncclGetLastError`), or the
+        /// code's description where it has none.
+        message: String,
+    },
+
     /// A compilation failed; the log is the compiler's, whole.
     #[error("compiling {program} failed:\n{log}")]
     Compile {
@@ -332,6 +359,14 @@ impl Error {
     pub fn driver_code(&self) -> Option<DriverCode> {
         match self {
             Error::Driver { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// NCCL's `ncclResult_t` code, for [`Error::Nccl`].
+    pub fn nccl_code(&self) -> Option<i32> {
+        match self {
+            Error::Nccl { code, .. } => Some(*code),
             _ => None,
         }
     }

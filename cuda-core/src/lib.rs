@@ -55,6 +55,9 @@ mod launch;
 mod lifetime;
 mod linker;
 pub mod memory;
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub mod nccl;
 mod object_code;
 mod options;
 mod order;
@@ -73,7 +76,7 @@ mod wait;
 pub use view::dlpack;
 
 // One public path per item: the core objects a program is made of at the root, each area's
-// items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`,
+// items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`, `nccl`,
 // `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};

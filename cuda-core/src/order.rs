@@ -52,13 +52,33 @@ fn across_streams<T>(
     if stream.capturing() {
         return op();
     }
+    wait_for_homes(homes, stream)?;
+    let value = op()?;
+    homes_wait_for(homes, stream).map(|()| value)
+}
+
+/// `stream` (which does not capture) waits for the work queued on each home so far, refused
+/// where a home captures.
+fn wait_for_homes(homes: &[&Stream], stream: &Stream) -> Result<()> {
     check_homes(homes, stream)?;
     for home in homes {
         // Neither captures (checked above): no capture's edge to check again.
         stream.wait_for_unchecked(home)?;
     }
-    let value = op()?;
-    homes_wait_for(homes, stream).map(|()| value)
+    Ok(())
+}
+
+/// The first half of [`in_stream_order`], for work queued later than this call, once the
+/// caller holds what the work uses (an NCCL group's calls, which NCCL queues at the group's
+/// end): `stream` waits for the work queued on each home so far. [`order_homes_after`], once
+/// the work is queued, is the second half. Nothing on the same stream, or while `stream`
+/// captures.
+#[cfg(feature = "nccl")]
+pub(crate) fn order_after_homes(homes: &[&Stream], stream: &Stream) -> Result<()> {
+    if homes.iter().all(|home| home.same_as(stream)) || stream.capturing() {
+        return Ok(());
+    }
+    wait_for_homes(homes, stream)
 }
 
 /// Refuses work on `stream` (which does not capture) over memory whose home captures.

@@ -13,18 +13,23 @@
 //! | `shared/` | the implementation of every area, written once, expanded per ABI |
 //! | `v12.rs`, `v13.rs` | only what the two headers spell differently |
 //! | `nvrtc.rs`, `nvjitlink.rs`, `nvvm.rs` | the glue to NVRTC, nvJitLink and libNVVM |
+//! | `nccl/` | the glue to NCCL (feature `nccl`): its generated types and table, its loading |
 //!
 //! NVRTC, nvJitLink and libNVVM are not the driver, yet their glue lives here for two reasons: it is
 //! glue to a sys crate (`cuda-nvrtc-sys`), and this module is the only one that names sys
 //! crates, so their raw types and status codes end here as they do for the driver's; and which
 //! major of them to prefer follows the driver ABI the probe chose, which only this module
 //! knows. Above it, `program.rs` and `linker.rs` see compiled bytes, logs and crate errors.
+//! NCCL's glue is here for the first reason: its raw types and status codes end here, and the
+//! `nccl` module above sees neutral handles, addresses and codes.
 
 mod api;
 #[cfg(test)]
 mod enum_codes;
 pub(crate) mod handles;
 mod load;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 mod nvjitlink;
 mod nvrtc;
 mod nvvm;

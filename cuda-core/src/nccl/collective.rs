@@ -1,0 +1,811 @@
+//! The collectives and point-to-point calls of a [`Communicator`], queued at once; a
+//! [`Group`](super::Group) queues the same [`Call`]s at its end. Each is checked before NCCL,
+//! each argument named in the error: the stream is of the communicator's device, every buffer
+//! is memory of that device holding a whole number of aligned elements, the counts agree with
+//! the collective's shape, roots and peers are ranks of the communicator, and two buffers
+//! overlap only in NCCL's in-place form. The call is then queued in its buffers' stream order
+//! (`order::in_stream_order`): on a stream other than a buffer's deallocation stream, the
+//! stream waits for that one first, and that one waits for the call after.
+
+use std::sync::Arc;
+
+use super::communicator::{refuse_in_group, CommInner, Communicator};
+use super::element::Element;
+use super::op::ReduceOp;
+use crate::driver::nccl::{nccl, CommHandle, Nccl, Progress};
+use crate::driver::StreamHandle;
+use crate::error::{Error, Result};
+use crate::memory::slice::sealed::Span;
+use crate::memory::slice::{CopyDestination, CopySource};
+use crate::stream::Stream;
+
+/// What a call does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    AllReduce,
+    Broadcast,
+    Reduce,
+    AllGather,
+    ReduceScatter,
+    Send,
+    Recv,
+}
+
+/// One call, checked, in the neutral form the driver layer takes, with the streams its memory
+/// is ordered on.
+pub(crate) struct Call<'a> {
+    kind: Kind,
+    send: u64,
+    recv: u64,
+    /// The count NCCL takes: per rank for all-gather (sent) and reduce-scatter (received).
+    count: usize,
+    data_type: i32,
+    op: i32,
+    /// The root, or the peer.
+    rank: i32,
+    homes: [Option<&'a Stream>; 2],
+}
+
+/// A buffer argument that passed its checks.
+struct Memory<'a> {
+    ptr: u64,
+    bytes: usize,
+    count: usize,
+    home: &'a Stream,
+}
+
+impl Memory<'_> {
+    fn end(&self) -> u64 {
+        self.ptr + self.bytes as u64
+    }
+
+    fn overlaps(&self, other: &Memory<'_>) -> bool {
+        self.bytes > 0 && other.bytes > 0 && self.ptr < other.end() && other.ptr < self.end()
+    }
+}
+
+fn invalid(name: &'static str, reason: String) -> Error {
+    Error::InvalidArgument { name, reason }
+}
+
+fn type_name<T: Element>() -> &'static str {
+    std::any::type_name::<T>()
+}
+
+/// Refuses a stream of another device than the communicator's.
+fn check_stream(comm: &CommInner, stream: &Stream) -> Result<()> {
+    if stream.device() == comm.device {
+        return Ok(());
+    }
+    Err(invalid(
+        "stream",
+        format!(
+            "a stream of device {}, and the communicator is device {}'s: NCCL's kernels run \
+             on the communicator's device",
+            stream.device().ordinal(),
+            comm.device.ordinal()
+        ),
+    ))
+}
+
+/// Checks one buffer argument: memory of the communicator's device (not host memory, not
+/// another device's), a whole number of `T`, aligned for it.
+fn memory<'a, T: Element>(
+    comm: &CommInner,
+    name: &'static str,
+    span: Span<'a>,
+) -> Result<Memory<'a>> {
+    match span.buffer.device() {
+        Some(device) if device == comm.device => {}
+        Some(device) => {
+            return Err(invalid(
+                name,
+                format!(
+                    "memory of device {}, and the communicator is device {}'s: NCCL reads and \
+                     writes memory of its own device",
+                    device.ordinal(),
+                    comm.device.ordinal()
+                ),
+            ))
+        }
+        None => {
+            return Err(invalid(
+                name,
+                format!(
+                    "host memory: NCCL reads and writes memory of the communicator's device ({})",
+                    comm.device.ordinal()
+                ),
+            ))
+        }
+    }
+    let width = std::mem::size_of::<T>();
+    if span.size % width != 0 {
+        return Err(invalid(
+            name,
+            format!(
+                "{} bytes are not a whole number of {width}-byte {} values",
+                span.size,
+                type_name::<T>()
+            ),
+        ));
+    }
+    if span.ptr % std::mem::align_of::<T>() as u64 != 0 {
+        return Err(invalid(
+            name,
+            format!(
+                "its address {:#x} is not aligned for {}",
+                span.ptr,
+                type_name::<T>()
+            ),
+        ));
+    }
+    Ok(Memory {
+        ptr: span.ptr,
+        bytes: span.size,
+        count: span.size / width,
+        home: span.buffer.deallocation_stream(),
+    })
+}
+
+/// A root or a peer, checked to be a rank of the communicator.
+fn rank_of(comm: &CommInner, name: &'static str, rank: usize) -> Result<i32> {
+    if rank < comm.size {
+        return Ok(rank as i32);
+    }
+    Err(invalid(
+        name,
+        format!(
+            "rank {rank}, and the communicator has {} ranks (0 to {})",
+            comm.size,
+            comm.size - 1
+        ),
+    ))
+}
+
+/// Refuses `b` where it overlaps `a` other than in NCCL's in-place form (`in_place`).
+fn apart_or_in_place(
+    name: &'static str,
+    a: &Memory<'_>,
+    b: &Memory<'_>,
+    in_place: bool,
+    form: &str,
+) -> Result<()> {
+    if !a.overlaps(b) || in_place {
+        return Ok(());
+    }
+    Err(invalid(
+        name,
+        format!(
+            "bytes {:#x}..{:#x} overlap the other buffer's {:#x}..{:#x} other than in NCCL's \
+             in-place form ({form})",
+            b.ptr,
+            b.end(),
+            a.ptr,
+            a.end()
+        ),
+    ))
+}
+
+/// `count × ranks`, refused where it overflows.
+fn times_ranks(comm: &CommInner, name: &'static str, count: usize) -> Result<usize> {
+    count.checked_mul(comm.size).ok_or_else(|| {
+        invalid(
+            name,
+            format!("{count} values × {} ranks overflows", comm.size),
+        )
+    })
+}
+
+impl<'a> Call<'a> {
+    fn new<T: Element>(
+        kind: Kind,
+        send: Option<&Memory<'a>>,
+        recv: Option<&Memory<'a>>,
+        count: usize,
+        op: i32,
+        rank: i32,
+    ) -> Call<'a> {
+        Call {
+            kind,
+            send: send.map_or(0, |m| m.ptr),
+            recv: recv.map_or(0, |m| m.ptr),
+            count,
+            data_type: T::DATA_TYPE.code(),
+            op,
+            rank,
+            homes: [send.map(|m| m.home), recv.map(|m| m.home)],
+        }
+    }
+
+    /// The NCCL function it calls.
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::AllReduce => "ncclAllReduce",
+            Kind::Broadcast => "ncclBroadcast",
+            Kind::Reduce => "ncclReduce",
+            Kind::AllGather => "ncclAllGather",
+            Kind::ReduceScatter => "ncclReduceScatter",
+            Kind::Send => "ncclSend",
+            Kind::Recv => "ncclRecv",
+        }
+    }
+
+    /// The streams its memory is ordered on; `stream` (the work's own, a no-op to the order)
+    /// where it has fewer than two buffers.
+    pub(crate) fn homes(&self, stream: &'a Stream) -> [&'a Stream; 2] {
+        self.homes.map(|home| home.unwrap_or(stream))
+    }
+
+    /// Makes the call.
+    pub(crate) fn issue(
+        &self,
+        nccl: &Nccl,
+        comm: CommHandle,
+        on: StreamHandle,
+    ) -> Result<Progress> {
+        let (send, recv, n, t) = (self.send, self.recv, self.count, self.data_type);
+        match self.kind {
+            Kind::AllReduce => nccl.all_reduce(send, recv, n, t, self.op, comm, on),
+            Kind::Broadcast => nccl.broadcast(send, recv, n, t, self.rank, comm, on),
+            Kind::Reduce => nccl.reduce(send, recv, n, t, self.op, self.rank, comm, on),
+            Kind::AllGather => nccl.all_gather(send, recv, n, t, comm, on),
+            Kind::ReduceScatter => nccl.reduce_scatter(send, recv, n, t, self.op, comm, on),
+            Kind::Send => nccl.send(send, n, t, self.rank, comm, on),
+            Kind::Recv => nccl.recv(recv, n, t, self.rank, comm, on),
+        }
+    }
+
+    /// An all-reduce of `send` into `recv` (the same memory: in place).
+    pub(crate) fn all_reduce<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Span<'a>,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let (sn, rn) = names(send, recv);
+        let (s, r) = (memory::<T>(comm, sn, send)?, memory::<T>(comm, rn, recv)?);
+        same_count::<T>(&s, &r, "an all-reduce")?;
+        apart_or_in_place(
+            "recv",
+            &s,
+            &r,
+            s.ptr == r.ptr,
+            "the same memory: all_reduce_in_place",
+        )?;
+        let op = op.code_for(comm, T::DATA_TYPE)?;
+        Ok(Call::new::<T>(
+            Kind::AllReduce,
+            Some(&s),
+            Some(&r),
+            s.count,
+            op,
+            0,
+        ))
+    }
+
+    /// A broadcast from `root`'s `send` into every rank's `recv`.
+    pub(crate) fn broadcast<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Span<'a>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let root = rank_of(comm, "root", root)?;
+        let (sn, rn) = names(send, recv);
+        let (s, r) = (memory::<T>(comm, sn, send)?, memory::<T>(comm, rn, recv)?);
+        same_count::<T>(&s, &r, "a broadcast")?;
+        apart_or_in_place(
+            "recv",
+            &s,
+            &r,
+            s.ptr == r.ptr,
+            "the same memory: broadcast_in_place",
+        )?;
+        Ok(Call::new::<T>(
+            Kind::Broadcast,
+            Some(&s),
+            Some(&r),
+            s.count,
+            0,
+            root,
+        ))
+    }
+
+    /// A reduction of every rank's `send` into `root`'s `recv` (`None`: a rank other than the
+    /// root, which receives nothing).
+    pub(crate) fn reduce<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Option<Span<'a>>,
+        op: ReduceOp<'_>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let root_code = rank_of(comm, "root", root)?;
+        let (sn, rn) = recv.map_or(("send", "recv"), |recv| names(send, recv));
+        let s = memory::<T>(comm, sn, send)?;
+        let r = match recv {
+            Some(recv) => {
+                let r = memory::<T>(comm, rn, recv)?;
+                same_count::<T>(&s, &r, "a reduction")?;
+                apart_or_in_place(
+                    "recv",
+                    &s,
+                    &r,
+                    s.ptr == r.ptr,
+                    "the same memory: reduce_in_place",
+                )?;
+                Some(r)
+            }
+            None if root == comm.rank => {
+                return Err(invalid(
+                    "root",
+                    format!(
+                        "rank {root} is this rank, which receives the result: give it a \
+                         buffer (reduce, reduce_in_place)"
+                    ),
+                ))
+            }
+            None => None,
+        };
+        let op = op.code_for(comm, T::DATA_TYPE)?;
+        Ok(Call::new::<T>(
+            Kind::Reduce,
+            Some(&s),
+            r.as_ref(),
+            s.count,
+            op,
+            root_code,
+        ))
+    }
+
+    /// An all-gather of every rank's `send` into `recv`, rank `i`'s at element `i × count`.
+    pub(crate) fn all_gather<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Span<'a>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let (s, r) = (
+            memory::<T>(comm, "send", send)?,
+            memory::<T>(comm, "recv", recv)?,
+        );
+        let wanted = times_ranks(comm, "send", s.count)?;
+        if r.count != wanted {
+            return Err(invalid(
+                "recv",
+                format!(
+                    "it holds {} {} values; an all-gather of {} from each of {} ranks writes {wanted}",
+                    r.count,
+                    type_name::<T>(),
+                    s.count,
+                    comm.size
+                ),
+            ));
+        }
+        let own = r.ptr + (comm.rank * s.bytes) as u64;
+        apart_or_in_place(
+            "recv",
+            &s,
+            &r,
+            s.ptr == own,
+            "send is this rank's part of recv: all_gather_in_place",
+        )?;
+        Ok(Call::new::<T>(
+            Kind::AllGather,
+            Some(&s),
+            Some(&r),
+            s.count,
+            0,
+            0,
+        ))
+    }
+
+    /// An all-gather in place: `buf` holds every rank's part, this rank's at its place.
+    pub(crate) fn all_gather_in_place<T: Element>(
+        comm: &Arc<CommInner>,
+        buf: Span<'a>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let b = memory::<T>(comm, "buf", buf)?;
+        let part = parts::<T>(comm, &b)?;
+        let own = Memory {
+            ptr: b.ptr + (comm.rank * part * std::mem::size_of::<T>()) as u64,
+            bytes: part * std::mem::size_of::<T>(),
+            count: part,
+            home: b.home,
+        };
+        Ok(Call::new::<T>(
+            Kind::AllGather,
+            Some(&own),
+            Some(&b),
+            part,
+            0,
+            0,
+        ))
+    }
+
+    /// A reduce-scatter of every rank's `send` into each rank's `recv`: rank `i` gets the
+    /// reduction of part `i`.
+    pub(crate) fn reduce_scatter<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Span<'a>,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let (s, r) = (
+            memory::<T>(comm, "send", send)?,
+            memory::<T>(comm, "recv", recv)?,
+        );
+        let wanted = times_ranks(comm, "recv", r.count)?;
+        if s.count != wanted {
+            return Err(invalid(
+                "send",
+                format!(
+                    "it holds {} {} values; a reduce-scatter of {} to each of {} ranks reads {wanted}",
+                    s.count,
+                    type_name::<T>(),
+                    r.count,
+                    comm.size
+                ),
+            ));
+        }
+        let own = s.ptr + (comm.rank * r.bytes) as u64;
+        apart_or_in_place(
+            "recv",
+            &s,
+            &r,
+            r.ptr == own,
+            "recv is this rank's part of send: reduce_scatter_in_place",
+        )?;
+        let op = op.code_for(comm, T::DATA_TYPE)?;
+        Ok(Call::new::<T>(
+            Kind::ReduceScatter,
+            Some(&s),
+            Some(&r),
+            r.count,
+            op,
+            0,
+        ))
+    }
+
+    /// A reduce-scatter in place: `buf` holds every part, and this rank's part gets its
+    /// reduction.
+    pub(crate) fn reduce_scatter_in_place<T: Element>(
+        comm: &Arc<CommInner>,
+        buf: Span<'a>,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let b = memory::<T>(comm, "buf", buf)?;
+        let part = parts::<T>(comm, &b)?;
+        let own = Memory {
+            ptr: b.ptr + (comm.rank * part * std::mem::size_of::<T>()) as u64,
+            bytes: part * std::mem::size_of::<T>(),
+            count: part,
+            home: b.home,
+        };
+        let op = op.code_for(comm, T::DATA_TYPE)?;
+        Ok(Call::new::<T>(
+            Kind::ReduceScatter,
+            Some(&b),
+            Some(&own),
+            part,
+            op,
+            0,
+        ))
+    }
+
+    /// A send of `buf` to `peer`.
+    pub(crate) fn send<T: Element>(
+        comm: &Arc<CommInner>,
+        buf: Span<'a>,
+        peer: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let peer = rank_of(comm, "peer", peer)?;
+        let b = memory::<T>(comm, "buf", buf)?;
+        Ok(Call::new::<T>(Kind::Send, Some(&b), None, b.count, 0, peer))
+    }
+
+    /// A receive into `buf` from `peer`.
+    pub(crate) fn recv<T: Element>(
+        comm: &Arc<CommInner>,
+        buf: Span<'a>,
+        peer: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let peer = rank_of(comm, "peer", peer)?;
+        let b = memory::<T>(comm, "buf", buf)?;
+        Ok(Call::new::<T>(Kind::Recv, None, Some(&b), b.count, 0, peer))
+    }
+}
+
+/// The names of a call's two buffers in errors: the arguments', or `buf` for both in place.
+fn names(send: Span<'_>, recv: Span<'_>) -> (&'static str, &'static str) {
+    if send.ptr == recv.ptr && send.size == recv.size && std::ptr::eq(send.buffer, recv.buffer) {
+        ("buf", "buf")
+    } else {
+        ("send", "recv")
+    }
+}
+
+/// Refuses a receiving buffer of another count than the sending one's.
+fn same_count<T: Element>(send: &Memory<'_>, recv: &Memory<'_>, what: &str) -> Result<()> {
+    if send.count == recv.count {
+        return Ok(());
+    }
+    Err(invalid(
+        "recv",
+        format!(
+            "it holds {} {} values and send {}: {what} writes as many as it reads",
+            recv.count,
+            type_name::<T>(),
+            send.count
+        ),
+    ))
+}
+
+/// The values of each rank's part of `buf`, which must split evenly among the ranks.
+fn parts<T: Element>(comm: &CommInner, buf: &Memory<'_>) -> Result<usize> {
+    if buf.count % comm.size == 0 {
+        return Ok(buf.count / comm.size);
+    }
+    Err(invalid(
+        "buf",
+        format!(
+            "it holds {} {} values, which do not split evenly among {} ranks",
+            buf.count,
+            type_name::<T>(),
+            comm.size
+        ),
+    ))
+}
+
+impl Communicator {
+    /// Queues `call` on `stream` now, in its buffers' stream order, serialised with the
+    /// communicator's other calls. The homes wait for the stream after the call whatever NCCL
+    /// answered: a call that failed halfway may have queued work.
+    fn queue(&self, call: Call<'_>, stream: &Stream) -> Result<()> {
+        refuse_in_group(call.name())?;
+        let nccl = nccl()?;
+        let inner = &self.inner;
+        let mut calls = inner.lock();
+        let handle = inner.live(&mut calls, nccl)?;
+        let homes = call.homes(stream);
+        crate::order::in_stream_order(&homes, stream, || {
+            Ok(stream
+                .call_in_context(|_, raw| call.issue(nccl, handle, raw))
+                .and_then(|progress| inner.settle(&mut calls, nccl, handle, progress)))
+        })?
+    }
+
+    /// Reduces every rank's `send` with `op` into every rank's `recv` (`ncclAllReduce`), on
+    /// `stream`: both hold the same count of `T`, on this communicator's device. `send` and
+    /// `recv` are buffers or slices of them (`&buffer`, `&mut buffer`, `&Arc<Buffer>`,
+    /// `buffer.slice(..)?`, `&shared_slice`); the same memory as both works in place (see
+    /// [`all_reduce_in_place`](Communicator::all_reduce_in_place)), other overlaps are refused.
+    ///
+    /// Every rank calls it with the same count, `T` and `op` (see the module's "What the ranks
+    /// must agree on").
+    ///
+    /// ```no_run
+    /// use cuda_core::nccl::{Communicator, ReduceOp};
+    /// use cuda_core::{Allocate, Stream};
+    ///
+    /// fn sum(comm: &Communicator, stream: &Stream) -> cuda_core::Result<Vec<f32>> {
+    ///     let memory = comm.device().memory_resource()?;
+    ///     let mut local = memory.allocate(4 * 1024, stream)?;
+    ///     local.copy_from_host(&vec![comm.rank() as f32; 1024], stream)?;
+    ///     let mut total = memory.allocate(4 * 1024, stream)?;
+    ///     comm.all_reduce::<f32>(&local, &mut total, ReduceOp::Sum, stream)?;
+    ///     total.to_vec::<f32>(stream)
+    /// }
+    /// ```
+    #[doc(alias = "ncclAllReduce")]
+    pub fn all_reduce<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::all_reduce::<T>(&self.inner, send.span(), recv.span(), op, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`all_reduce`](Communicator::all_reduce) in place: `buf` holds this rank's values, then
+    /// the reduction.
+    #[doc(alias = "ncclAllReduce")]
+    pub fn all_reduce_in_place<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let span = buf.span();
+        self.queue(
+            Call::all_reduce::<T>(&self.inner, span, span, op, stream)?,
+            stream,
+        )
+    }
+
+    /// Copies `root`'s `send` into every rank's `recv` (`ncclBroadcast`); both hold the same
+    /// count of `T`. NCCL reads `send` on the root only; the other ranks may use
+    /// [`broadcast_in_place`](Communicator::broadcast_in_place).
+    #[doc(alias = "ncclBroadcast")]
+    pub fn broadcast<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::broadcast::<T>(&self.inner, send.span(), recv.span(), root, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`broadcast`](Communicator::broadcast) in place: `buf` holds the root's values on the
+    /// root, and receives them on the other ranks.
+    #[doc(alias = "ncclBroadcast")]
+    pub fn broadcast_in_place<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let span = buf.span();
+        self.queue(
+            Call::broadcast::<T>(&self.inner, span, span, root, stream)?,
+            stream,
+        )
+    }
+
+    /// Reduces every rank's `send` with `op` into `root`'s `recv` (`ncclReduce`); both hold
+    /// the same count of `T`. A rank other than the root may call
+    /// [`reduce_to_root`](Communicator::reduce_to_root) instead, with no `recv`.
+    #[doc(alias = "ncclReduce")]
+    pub fn reduce<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        op: ReduceOp<'_>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::reduce::<T>(
+            &self.inner,
+            send.span(),
+            Some(recv.span()),
+            op,
+            root,
+            stream,
+        )?;
+        self.queue(call, stream)
+    }
+
+    /// [`reduce`](Communicator::reduce) in place: `buf` holds this rank's values, then (on the
+    /// root) the reduction.
+    #[doc(alias = "ncclReduce")]
+    pub fn reduce_in_place<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        op: ReduceOp<'_>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let span = buf.span();
+        self.queue(
+            Call::reduce::<T>(&self.inner, span, Some(span), op, root, stream)?,
+            stream,
+        )
+    }
+
+    /// [`reduce`](Communicator::reduce) on a rank other than the root: it sends its values and
+    /// receives nothing (refused on the root).
+    #[doc(alias = "ncclReduce")]
+    pub fn reduce_to_root<T: Element>(
+        &self,
+        send: impl CopySource,
+        op: ReduceOp<'_>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::reduce::<T>(&self.inner, send.span(), None, op, root, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Gathers every rank's `send` into every rank's `recv` (`ncclAllGather`): `recv` holds
+    /// `size()` times `send`'s count, rank `i`'s values from element `i × count`. `send` may be
+    /// this rank's part of `recv` (in place: see
+    /// [`all_gather_in_place`](Communicator::all_gather_in_place)).
+    #[doc(alias = "ncclAllGather")]
+    pub fn all_gather<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::all_gather::<T>(&self.inner, send.span(), recv.span(), stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`all_gather`](Communicator::all_gather) in place: `buf` holds `size()` equal parts, and
+    /// this rank's values in part `rank()`; every part is filled.
+    #[doc(alias = "ncclAllGather")]
+    pub fn all_gather_in_place<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::all_gather_in_place::<T>(&self.inner, buf.span(), stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Reduces every rank's `send` with `op` and leaves part `i` of the result in rank `i`'s
+    /// `recv` (`ncclReduceScatter`): `send` holds `size()` times `recv`'s count. `recv` may be
+    /// this rank's part of `send` (in place: see
+    /// [`reduce_scatter_in_place`](Communicator::reduce_scatter_in_place)).
+    #[doc(alias = "ncclReduceScatter")]
+    pub fn reduce_scatter<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::reduce_scatter::<T>(&self.inner, send.span(), recv.span(), op, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`reduce_scatter`](Communicator::reduce_scatter) in place: `buf` holds `size()` equal
+    /// parts; part `rank()` gets its reduction.
+    #[doc(alias = "ncclReduceScatter")]
+    pub fn reduce_scatter_in_place<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        op: ReduceOp<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::reduce_scatter_in_place::<T>(&self.inner, buf.span(), op, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Sends `buf` to rank `peer` (`ncclSend`), which receives the same count of `T`
+    /// ([`recv`](Communicator::recv)). A send and its receive block each other's stream until
+    /// both run: exchanges between two ranks go in one [`group`](super::group).
+    #[doc(alias = "ncclSend")]
+    pub fn send<T: Element>(
+        &self,
+        buf: impl CopySource,
+        peer: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::send::<T>(&self.inner, buf.span(), peer, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Receives into `buf` from rank `peer` (`ncclRecv`), which sends the same count of `T`.
+    #[doc(alias = "ncclRecv")]
+    pub fn recv<T: Element>(
+        &self,
+        buf: impl CopyDestination,
+        peer: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::recv::<T>(&self.inner, buf.span(), peer, stream)?;
+        self.queue(call, stream)
+    }
+}
