@@ -39,6 +39,8 @@ mod managed;
 mod memory;
 mod model;
 mod multi_device;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod nvrtc_preload;
 mod pools;
 mod program;

@@ -230,10 +230,12 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// The streams its memory is ordered on; `stream` (the work's own, a no-op to the order)
-    /// where it has fewer than two buffers.
+    /// The streams its memory is ordered on, each once; `stream` (the work's own, a no-op to
+    /// the order) in the place of a second buffer's that is the first's, or of one it lacks.
     pub(crate) fn homes(&self, stream: &'a Stream) -> [&'a Stream; 2] {
-        self.homes.map(|home| home.unwrap_or(stream))
+        let first = self.homes[0].unwrap_or(stream);
+        let second = self.homes[1].filter(|home| !home.same_as(first));
+        [first, second.unwrap_or(stream)]
     }
 
     /// Makes the call.

@@ -12,7 +12,9 @@ pub mod standin;
 /// `nvjitlink-12`, `nvjitlink-13`, `nvvm-12`, `nvvm-13`, `cc`, `cc-9.0`, `cuda-headers` (the
 /// toolkit's headers and CCCL, of a toolkit or the runtime and CCCL wheels), `cudadevrt` (the device runtime `libcudadevrt.a`, from a toolkit or a runtime wheel),
 /// `mkfifo`, `root` (giving files to another user), `examples`, `driver-13`, `driver-12.3` and `driver-12.8` (conditional nodes),
-/// `host-pids`, `preferred-cluster`: a device that groups
+/// `host-pids`, `nccl` (an NCCL library: a system's, or the `nvidia-nccl-cu12`/`-cu13`
+/// wheel's), `nccl-shared-device` (NCCL taking two ranks on one device, which it refuses by
+/// default), `preferred-cluster`: a device that groups
 /// blocks by a preferred cluster shape, `programmatic-event-overlap`: a driver that fires a
 /// programmatic event before its kernel ends, `managed-discard`: a driver that exports
 /// `cuMemDiscardBatchAsync` (13 ABI), `host-numa`: a device with a host NUMA node) names `what`: then a test that cannot run for

@@ -86,11 +86,60 @@ pub fn under_sanitizer() -> Option<String> {
     None
 }
 
+/// Runs `body` as [`run`] does (the stand-in driver built without defines), with the stand-in
+/// NCCL (`tests/standin/libnccl_standin.c`, built with `nccl_defines`) as the process's NCCL:
+/// `CUDA_CORE_NCCL_PATH` names it. It writes its calls into the driver's log (`## nccl...`).
+pub fn run_with_nccl(
+    module_path: &str,
+    function: &str,
+    nccl_defines: &[&str],
+    settings: &[(&str, &str)],
+    body: impl FnOnce(),
+) {
+    let test = test_name(module_path, function);
+    // The child finds the library its parent built where the parent said.
+    let path = if child_role(&test).is_some() {
+        std::env::var("CUDA_CORE_NCCL_PATH").unwrap_or_default()
+    } else {
+        let Some(dir) = build_library(
+            "libnccl_standin.c",
+            include_str!("../standin/libnccl_standin.c"),
+            "libnccl.so.2",
+            nccl_defines,
+            &["-ldl"],
+        ) else {
+            return;
+        };
+        dir.join("libnccl.so.2").display().to_string()
+    };
+    let mut all = settings.to_vec();
+    all.push(("CUDA_CORE_NCCL_PATH", &path));
+    run(module_path, function, &[], &all, body);
+}
+
 /// The directory holding the stand-in built with `defines`, built once per set of defines.
 fn build(defines: &[&str]) -> Option<PathBuf> {
+    build_library(
+        "libcuda_standin.c",
+        include_str!("../standin/libcuda_standin.c"),
+        "libcuda.so.1",
+        defines,
+        &["-lm"],
+    )
+}
+
+/// The directory holding `output`, built from `text` (saved as `source`) with `defines` and
+/// linked with `libs`: built once per library and set of defines.
+fn build_library(
+    source: &str,
+    text: &str,
+    output: &str,
+    defines: &[&str],
+    libs: &[&str],
+) -> Option<PathBuf> {
     static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
     static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let tag = defines.join(",");
+    let tag = format!("{output}:{}", defines.join(","));
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(dir) = built.get_or_insert_with(HashMap::new).get(&tag) {
         return Some(dir.clone());
@@ -101,9 +150,8 @@ fn build(defines: &[&str]) -> Option<PathBuf> {
         built.as_ref().map_or(0, HashMap::len)
     ));
     std::fs::create_dir_all(&dir).expect("the stand-in's directory");
-    let source = dir.join("libcuda_standin.c");
-    std::fs::write(&source, include_str!("../standin/libcuda_standin.c"))
-        .expect("the stand-in's source");
+    let source = dir.join(source);
+    std::fs::write(&source, text).expect("the stand-in's source");
     let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let compiler = match cc::Build::new()
         .cargo_metadata(false)
@@ -126,9 +174,9 @@ fn build(defines: &[&str]) -> Option<PathBuf> {
     let mut command = compiler.to_command();
     command
         .args(["-shared", "-fPIC", "-pthread", "-o"])
-        .arg(dir.join("libcuda.so.1"))
+        .arg(dir.join(output))
         .arg(&source)
-        .arg("-lm");
+        .args(libs);
     for define in defines {
         command.arg(format!("-D{define}"));
     }

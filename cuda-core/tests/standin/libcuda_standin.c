@@ -302,6 +302,14 @@ static const char *name(const void *handle, char *buf) {
     return buf;
 }
 
+#ifdef STANDIN_FULL
+/* A handle's name in the log ("s3"), for the NCCL stand-in's lines (libnccl_standin.c). */
+const char *standin_handle_name(const void *handle) {
+    static __thread char b[16];
+    return name(handle, b);
+}
+#endif
+
 #ifndef STANDIN_PROBE
 static struct object library = {.kind = LIBRARY, .id = 1};
 /* k0, k1, k4 and k16: 0, 1, 4 and 16 parameters of STANDIN_PARAM_SIZE bytes; empty0, empty4
