@@ -1956,3 +1956,68 @@ fn a_peer_that_dies_ends_the_survivors_wait_within_its_timeout() {
     assert!(out.status.success(), "the survivor failed ({})", out.status);
     assert!(text.contains("survivor: aborted"), "{text}");
 }
+
+// ---- the example ---------------------------------------------------------------------------
+
+/// The `nccl_data_parallel` example's binary: beside this test's directory under cargo
+/// (`target/*/examples`) and in the GPU bundle (`.gpu/examples`).
+fn example() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe
+        .parent()?
+        .parent()?
+        .join("examples")
+        .join("nccl_data_parallel");
+    if path.is_file() {
+        Some(path)
+    } else {
+        common::not_run("examples", &format!("{} was not built", path.display()));
+        None
+    }
+}
+
+#[test]
+fn the_data_parallel_example_runs_or_says_why_not() {
+    let Some(example) = example() else { return };
+    let out = std::process::Command::new(example)
+        .env_remove("CUDA_CORE_TEST_REQUIRE")
+        .env_remove("RANK")
+        .env_remove("WORLD_SIZE")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{}\n{stdout}{stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    if let Some(line) = stdout.lines().find(|l| l.starts_with("not run: ")) {
+        println!("the example says: {line}");
+    } else {
+        assert!(stdout.contains("all-reduced and checked"), "{stdout}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_data_parallel_example_sums_on_every_gpu() {
+    let Some(example) = example() else { return };
+    let out = std::process::Command::new(example)
+        .env("CUDA_CORE_TEST_REQUIRE", "gpu,nccl,nvrtc")
+        .env_remove("RANK")
+        .env_remove("WORLD_SIZE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    if stdout.contains("not run: no NCCL") {
+        common::not_run("nccl", "the example found no NCCL");
+        return;
+    }
+    assert!(out.status.success(), "{}", out.status);
+    let devices = Device::count().unwrap();
+    let checked = stdout
+        .lines()
+        .filter(|l| l.contains("all-reduced and checked"));
+    assert_eq!(checked.count(), devices, "{stdout}");
+}
