@@ -26,7 +26,7 @@ use crate::stream::Stream;
 /// they use can be freed, nor a custom operation destroyed, before its work is queued; a
 /// buffer made inside `body` cannot be given to a call:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// use cuda_core::nccl::{group, Communicator, ReduceOp};
 /// use cuda_core::{Allocate, Stream};
 ///
