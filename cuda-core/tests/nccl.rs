@@ -738,13 +738,23 @@ fn the_in_place_forms_nccl_takes_are_accepted_through_two_arguments() {
 
 // ---- the stand-in: stream order and groups -------------------------------------------------
 
+/// Runs a stand-in NCCL test under both driver ABIs (the stand-in driver reports 13.0).
+fn under_both_abis(function: &str, body: fn()) {
+    for abi in ["12", "13"] {
+        standin::run_with_nccl(
+            module_path!(),
+            function,
+            &[],
+            &[("CUDA_CORE_DRIVER_ABI", abi)],
+            body,
+        );
+    }
+}
+
 #[test]
 fn buffers_of_another_stream_are_ordered_before_and_after_the_call() {
-    standin::run_with_nccl(
-        module_path!(),
+    under_both_abis(
         "buffers_of_another_stream_are_ordered_before_and_after_the_call",
-        &[],
-        &[],
         || {
             let d0 = Device::new(0).unwrap();
             let (home, work) = (stream(d0), stream(d0));
@@ -797,11 +807,8 @@ fn buffers_of_another_stream_are_ordered_before_and_after_the_call() {
 
 #[test]
 fn a_group_launches_at_its_end_and_orders_its_buffers_after_it() {
-    standin::run_with_nccl(
-        module_path!(),
+    under_both_abis(
         "a_group_launches_at_its_end_and_orders_its_buffers_after_it",
-        &[],
-        &[],
         || {
             let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
             let comms = Communicator::init_all(&[d0, d1]).unwrap();
