@@ -279,7 +279,19 @@ impl TensorMap {
             Some((buffer, offset)),
             &mut checked,
         )?;
-        // Encoded in place, into the map returned.
+        TensorMap::encoded(buffer, offset, address, layout, &checked)
+    }
+
+    /// The map of a layout that passed its checks at `offset` bytes (`address`) into
+    /// `buffer`, encoded in place into the map returned, in the buffer's stream's context.
+    #[inline]
+    fn encoded(
+        buffer: &Arc<Buffer>,
+        offset: usize,
+        address: DevicePtr,
+        layout: &Layout<'_>,
+        checked: &Checked,
+    ) -> Result<TensorMap> {
         let mut map = TensorMap {
             descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
             buffer: buffer.clone(),
@@ -288,10 +300,10 @@ impl TensorMap {
             span: checked.span,
         };
         encode_into(
-            stream.context(),
+            buffer.deallocation_stream().context(),
             address,
             layout,
-            &checked,
+            checked,
             &mut map.descriptor,
         )?;
         Ok(map)
@@ -332,25 +344,9 @@ impl TensorMap {
         }
         let address = address_in(buffer, offset)?;
         let checked = &layout.checked;
-        if address.0 & (checked.align - 1) != 0 || checked.span > (buffer.size() - offset) as u64 {
-            check_alignment(address, checked.align, "offset")?;
-            fits(buffer, offset, checked.span)?;
-        }
-        let mut map = TensorMap {
-            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
-            buffer: buffer.clone(),
-            offset,
-            align: checked.align,
-            span: checked.span,
-        };
-        encode_into(
-            stream.context(),
-            address,
-            &layout.options.layout(),
-            checked,
-            &mut map.descriptor,
-        )?;
-        Ok(map)
+        check_alignment(address, checked.align, "offset")?;
+        fits(buffer, offset, checked.span)?;
+        TensorMap::encoded(buffer, offset, address, &layout.options.layout(), checked)
     }
 
     /// Points the map at the same tensor layout at `offset` bytes into `buffer`
