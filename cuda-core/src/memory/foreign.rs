@@ -1,7 +1,6 @@
 //! Memory another library owns, as a [`Buffer`] ([`Buffer::from_foreign`]): a framework's
 //! tensor, cudarc's `CudaSlice`, an allocation of a C library.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Mutex;
 
@@ -11,55 +10,88 @@ use crate::error::{Error, Result};
 use crate::lifetime::Held;
 use crate::stream::Stream;
 
-/// The resource of a buffer over foreign memory: it holds the memory's owner, dropped once the
-/// buffer is freed and its deallocation stream's work is done.
-struct ForeignMemory {
+/// What a buffer over memory the crate did not allocate holds ([`Buffer::from_foreign`], a
+/// mapping made a buffer): released once the buffer is freed and its deallocation stream's
+/// work is done.
+pub(crate) trait Kept: Send {
+    /// Whether work on `device`, another than the memory's own, may use the memory.
+    fn reachable_from(&self, _device: Device) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Releases the memory; the buffer's stream is synchronised already. An error is the
+    /// free's.
+    fn release(self: Box<Self>) -> Result<()>;
+}
+
+/// A caller's owner of foreign memory: released by being dropped.
+struct Owner<O>(O);
+
+impl<O: Send> Kept for Owner<O> {
+    fn release(self: Box<Self>) -> Result<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+/// The resource of a buffer over memory it holds a [`Kept`] of.
+struct KeptMemory {
     ptr: u64,
     device: Device,
     /// Taken when the buffer is freed.
-    owner: Mutex<Option<Box<dyn Any + Send>>>,
+    kept: Mutex<Option<Box<dyn Kept>>>,
 }
 
-impl fmt::Debug for ForeignMemory {
+impl fmt::Debug for KeptMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ForeignMemory")
+        f.debug_struct("KeptMemory")
             .field("ptr", &format_args!("{:#x}", self.ptr))
             .field("device", &self.device.ordinal())
             .finish()
     }
 }
 
-// SAFETY: its one allocation is the foreign memory, which `Buffer::from_foreign`'s caller
-// vouches for (memory of `device` that work on its streams may use, owned by `owner` and
-// alive as long); `deallocate` drops the owner only after the deallocation stream's work is
-// done (it synchronises it first, and keeps the owner for good where that fails).
-unsafe impl MemoryResource for ForeignMemory {
+impl KeptMemory {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Option<Box<dyn Kept>>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+// SAFETY: its one allocation is the memory its `Kept` holds, which the maker vouches for
+// (`Buffer::from_foreign`'s caller; `Mapping::into_buffer`, which checks the device's
+// read-write access, unchangeable from then on): memory of `device` that work on its streams
+// may use, alive until released. `deallocate` releases it only after the deallocation
+// stream's work is done (it synchronises it first, and keeps it for good where that fails);
+// other devices are answered by the `Kept`.
+unsafe impl MemoryResource for KeptMemory {
     fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<DevicePtr> {
         Err(Error::InvalidArgument {
             name: "self",
-            reason: "the memory of a buffer made by Buffer::from_foreign is its owner's; it \
-                     allocates no other buffers"
+            reason: "a buffer over memory it did not allocate (Buffer::from_foreign, \
+                     Mapping::into_buffer) allocates no other buffers"
                 .to_owned(),
         })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
-        if ptr.0 != self.ptr || owner.is_none() {
+        let mut kept = self.kept();
+        if ptr.0 != self.ptr || kept.is_none() {
             return Err(Error::InvalidArgument {
                 name: "ptr",
-                reason: format!("{ptr} is not the live foreign memory of this buffer"),
+                reason: format!("{ptr} is not the live memory of this buffer"),
             });
         }
         if let Err(e) = stream.sync_for_host() {
-            // Work may still use the memory: its owner is kept for good.
-            if let Some(kept) = owner.take() {
+            // Work may still use the memory: it is kept for good.
+            if let Some(kept) = kept.take() {
                 std::mem::forget(kept);
             }
             return Err(e);
         }
-        drop(owner.take());
-        Ok(())
+        match kept.take() {
+            Some(kept) => kept.release(),
+            None => Ok(()),
+        }
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -73,6 +105,33 @@ unsafe impl MemoryResource for ForeignMemory {
     fn device(&self) -> Option<Device> {
         Some(self.device)
     }
+
+    fn is_accessible_from(&self, device: Device) -> Result<bool> {
+        if device == self.device {
+            return Ok(true);
+        }
+        match self.kept().as_ref() {
+            Some(kept) => kept.reachable_from(device),
+            None => Ok(false),
+        }
+    }
+}
+
+/// A buffer over `size` bytes at `ptr` of `device`'s memory that `kept` holds, freed on
+/// `stream`: the caller vouches for the memory as [`Buffer::from_foreign`]'s does.
+pub(crate) fn buffer_over(
+    ptr: u64,
+    size: usize,
+    device: Device,
+    kept: Box<dyn Kept>,
+    stream: &Stream,
+) -> Buffer {
+    let resource: std::sync::Arc<dyn MemoryResource> = std::sync::Arc::new(KeptMemory {
+        ptr,
+        device,
+        kept: Mutex::new(Some(kept)),
+    });
+    Buffer::new(ptr, size, Held::counted(resource), stream.clone())
 }
 
 impl Buffer {
@@ -124,16 +183,12 @@ impl Buffer {
                 reason: format!("{size} bytes at {ptr}: null, empty, or wrapping"),
             });
         }
-        let resource: std::sync::Arc<dyn MemoryResource> = std::sync::Arc::new(ForeignMemory {
-            ptr: ptr.0,
-            device,
-            owner: Mutex::new(Some(Box::new(owner))),
-        });
-        Ok(Buffer::new(
+        Ok(buffer_over(
             ptr.0,
             size,
-            Held::counted(resource),
-            stream.clone(),
+            device,
+            Box::new(Owner(owner)),
+            stream,
         ))
     }
 }

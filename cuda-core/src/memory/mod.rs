@@ -40,7 +40,7 @@ mod batch;
 pub(crate) mod buffer;
 pub(crate) mod device_pool;
 pub(crate) mod device_ptr;
-mod foreign;
+pub(crate) mod foreign;
 mod host_pool;
 mod managed;
 mod pinned;

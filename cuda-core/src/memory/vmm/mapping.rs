@@ -10,8 +10,8 @@ use super::{checks, AllocationGranularity, MemoryAccess};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::lifetime::Held;
-use crate::memory::{Buffer, MemoryResource};
+use crate::memory::foreign::{buffer_over, Kept};
+use crate::memory::Buffer;
 use crate::stream::Stream;
 use crate::DevicePtr;
 
@@ -333,17 +333,7 @@ impl Mapping {
             Err(e) => return Err((e, self)),
         }
         let (ptr, size) = (self.ptr, self.size);
-        let resource: Arc<dyn MemoryResource> = Arc::new(MappedMemory {
-            ptr,
-            device: own,
-            mapping: Mutex::new(Some(self)),
-        });
-        Ok(Buffer::new(
-            ptr,
-            size,
-            Held::counted(resource),
-            stream.clone(),
-        ))
+        Ok(buffer_over(ptr, size, own, Box::new(self), stream))
     }
 
     /// Unmaps once the work queued on `stream` so far is done (it synchronises `stream`
@@ -393,76 +383,15 @@ impl Mapping {
     }
 }
 
-/// The resource of a buffer made of a mapping ([`Mapping::into_buffer`]): it holds the
-/// mapping, and unmaps it when the buffer is freed, after the buffer's stream.
-struct MappedMemory {
-    ptr: u64,
-    device: Device,
-    /// Taken when the buffer is freed.
-    mapping: Mutex<Option<Mapping>>,
-}
-
-impl fmt::Debug for MappedMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MappedMemory")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("device", &self.device.ordinal())
-            .finish()
-    }
-}
-
-impl MappedMemory {
-    fn mapping(&self) -> MutexGuard<'_, Option<Mapping>> {
-        self.mapping.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-// SAFETY: its one allocation is the mapping's memory, mapped with read-write access for its
-// own device (checked by `into_buffer`), whose access nothing can change after (the mapping is
-// held here alone); it is unmapped only in `deallocate`, after the stream is synchronised
-// (kept mapped for good where that fails). Other devices are answered by the driver's record
-// of their access.
-unsafe impl MemoryResource for MappedMemory {
-    fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<DevicePtr> {
-        Err(Error::InvalidArgument {
-            name: "self",
-            reason: "the memory of a buffer made by Mapping::into_buffer is that mapping's; \
-                     it allocates no other buffers"
-                .to_owned(),
-        })
+// What a buffer made of a mapping holds: its access for other devices is the driver's record,
+// and its release unmaps (the buffer's stream synchronised already).
+impl Kept for Mapping {
+    fn reachable_from(&self, device: Device) -> Result<bool> {
+        Ok(self.access(device)? == MemoryAccess::ReadWrite)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        let Some(mapping) = self.mapping().take_if(|_| ptr.0 == self.ptr) else {
-            return Err(Error::InvalidArgument {
-                name: "ptr",
-                reason: format!("{ptr} is not the live mapping of this buffer"),
-            });
-        };
-        mapping.unmap_after(Some(stream))
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        false
-    }
-
-    fn device(&self) -> Option<Device> {
-        Some(self.device)
-    }
-
-    /// The own device; others where the driver records read-write access for them.
-    fn is_accessible_from(&self, device: Device) -> Result<bool> {
-        if device == self.device {
-            return Ok(true);
-        }
-        match self.mapping().as_ref() {
-            Some(mapping) => Ok(mapping.access(device)? == MemoryAccess::ReadWrite),
-            None => Ok(false),
-        }
+    fn release(self: Box<Self>) -> Result<()> {
+        self.unmap_after(None)
     }
 }
 
