@@ -301,6 +301,23 @@ pub(crate) fn names(dir: impl AsFd) -> io::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The names in the directory `dir` (without `.` and `..`), each with the inode number the
+/// listing gives, which names the same file in two listings where the file was not replaced
+/// (on every file system; on some, such as overlayfs, it may differ from `stat`'s).
+pub(crate) fn names_and_inodes(dir: impl AsFd) -> io::Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let Ok(entry) = entry else { continue };
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if name != "." && name != ".." {
+            out.push((name.to_owned(), entry.ino()));
+        }
+    }
+    Ok(out)
+}
+
 /// Whether the directory `dir` has been deleted since it was opened.
 pub(crate) fn deleted(dir: impl AsFd) -> bool {
     rustix::fs::fstat(dir).is_ok_and(|stat| stat.st_nlink == 0)

@@ -47,6 +47,17 @@ pub(crate) const FAMILIES: &[Family] = &[
                its key's name (no checks: more work for cuda-core by design).",
     },
     Family {
+        name: "cache_put_file",
+        count_one: "entry",
+        counts: "entries",
+        measure: Measure::Time,
+        unit: "ns per put",
+        what: "a put, again, of an entry a file program cache of that many 4 KiB entries \
+               holds: cuda-core's `FileStreamProgramCache::put` (a temporary file written and \
+               flushed, renamed, the directory flushed, the bound enforced) against the same \
+               write, flush, rename and flush by hand (no bound).",
+    },
+    Family {
         name: "graph_build_empty",
         count_one: "node",
         counts: "nodes",

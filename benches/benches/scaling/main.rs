@@ -8,6 +8,7 @@
 //! | family | sizes | one iteration |
 //! | --- | --- | --- |
 //! | `cache_hit_file` | 10, 1,000, 10,000 entries | one hit in a `FileStreamProgramCache` holding that many 4 KiB entries, the keys visited in a fixed scattered order (raw: `std::fs::read` of the entry's file, `<dir>/<key.to_hex()>`) |
+//! | `cache_put_file` | 10, 1,000, 10,000 entries | a put, again, of an entry that cache holds, the keys in the same order (raw: the entry's bytes written to a temporary file, flushed, renamed over the entry, the directory flushed; no bound enforced) |
 //! | `graph_build_empty` | 10, 1,000, 10,000 nodes | make a graph, add that many empty nodes one after another (each after the one before), instantiate it, destroy both (raw: `cuGraphCreate`, `cuGraphAddEmptyNode`, `cuGraphInstantiateWithFlags`, `cuGraphExecDestroy`, `cuGraphDestroy`) |
 //! | `graph_build_kernel` | 10, 1,000, 10,000 nodes | the same with kernel nodes of `empty0` (cuda-core: `BuildGraph::add_kernel`; raw: `cuGraphAddKernelNode`) |
 //! | `alloc_free_live` | 1, 100, 100,000 live buffers | allocate and free one more 1 KiB buffer, stream-ordered, while that many are live (batched): cuda-core through the default pool wrapped with `from_raw`, which keeps no small buffers (the same driver work as raw's `cuMemAllocFromPoolAsync` and `cuMemFreeAsync`) |
@@ -19,7 +20,7 @@
 //! The cache cases need no GPU and run everywhere; the others need a CUDA driver and device,
 //! and are skipped with one line without them (and the kernel cases without NVRTC).
 //! `CUDA_CORE_BENCH_SCALING=cache` runs the cache cases alone, `=gpu` the others alone (filling
-//! the cache takes a minute or more, filtered out or not).
+//! the cache takes seconds, filtered out or not).
 //!
 //! The live buffers of the allocation cases are each variant's own (raw's allocated raw on its
 //! stream, cuda-core's as `Buffer`s on its stream), so the pool holds twice the size while

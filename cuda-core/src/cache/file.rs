@@ -1,14 +1,16 @@
 //! `FileStreamProgramCache`: one file per entry in a directory, shared by threads and
 //! processes, trusted only where its user alone can write (or where the user said otherwise).
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::entry::{self, header, HEADER_LEN};
 
@@ -22,6 +24,11 @@ use crate::trust::{self, Trust};
 const TEMP_PREFIX: &str = ".tmp-";
 /// A temporary file older than this was left by a writer that died; it is deleted.
 const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
+/// A write lists the directory where its last listing is older than this.
+const LIST_AFTER: Duration = Duration::from_secs(30);
+/// A write lists the directory where the last listing saw at most this many entries (a
+/// listing of them costs little next to the write's flushes).
+const LIST_ALWAYS_UP_TO: usize = 256;
 
 /// A persistent program cache: one file per entry in a directory, safe to share between the
 /// threads of a process and between processes at once, bounded in bytes with the least
@@ -69,10 +76,17 @@ const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
 /// - **Corruption is a miss.** Each entry holds a header (a magic number and format version,
 ///   the payload's length and its SHA-256); an entry that is truncated, too long, of another
 ///   format or fails its checksum is deleted and reads as a miss.
-/// - **Bounded.** After each write, while the entry files (headers included) add up to more
+/// - **Bounded.** After a write, while the entry files (headers included) add up to more
 ///   than `max_bytes`, the least recently used are deleted. A hit counts as a use: it sets the
 ///   entry's modification time. An entry larger than the bound is not stored. Processes
 ///   sharing a directory each enforce their own bound.
+/// - **A write's cost does not grow with the entries held** while the cache is under half its
+///   bound. A write lists the directory (to count it, and evict) only where the cache's count
+///   (its last listing's, plus the bytes it has written since) is more than half the bound,
+///   where the last listing saw few entries, or where it is more than 30 seconds old; a
+///   listing `stat`s only the files it has not seen before. So where other processes write to
+///   the same directory, this cache counts their entries at its next listing, within 30
+///   seconds, or at once where it is more than half full.
 /// - **Never fails its caller.** A write that fails is dropped, with one `log::warn!` per
 ///   cache (later failures are logged at debug level, and counted by
 ///   [`failed_puts`](Self::failed_puts)); a read that fails is a miss.
@@ -104,6 +118,8 @@ pub struct FileStreamProgramCache {
     /// Whether a refused entry has been warned about.
     refusal_warned: AtomicBool,
     refused_entries: AtomicU64,
+    /// What the cache knows of its directory, from its last listing and its writes since.
+    inventory: Mutex<Inventory>,
 }
 
 impl FileStreamProgramCache {
@@ -150,6 +166,7 @@ impl FileStreamProgramCache {
             failed_puts: AtomicU64::new(0),
             refusal_warned: AtomicBool::new(false),
             refused_entries: AtomicU64::new(0),
+            inventory: Mutex::new(Inventory::default()),
         })
     }
 
@@ -197,7 +214,7 @@ impl FileStreamProgramCache {
     ///
     /// Other processes may change it at any moment.
     pub fn size_bytes(&self) -> u64 {
-        self.scan(false).map(|scan| scan.total).unwrap_or(0)
+        self.scan(&mut self.inventory(), false).unwrap_or(0)
     }
 
     /// How many writes this cache has failed (and dropped) so far.
@@ -280,65 +297,128 @@ impl FileStreamProgramCache {
         Err(last_error.unwrap_or_else(|| io::Error::other("no free temporary file name")))
     }
 
-    /// Deletes the least recently used entries, but not `keep`, until the entries fit.
-    fn evict(&self, keep: &CacheKey) {
-        match self.scan(true) {
-            Ok(scan) => self.evict_scanned(scan, keep),
+    fn inventory(&self) -> MutexGuard<'_, Inventory> {
+        self.inventory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After a write of `written` bytes under `keep`: deletes the least recently used entries,
+    /// but not `keep`, until the entries fit, where they may not.
+    ///
+    /// The directory is listed where the last listing saw few entries, is older than
+    /// [`LIST_AFTER`], or the bytes it counted and those this cache wrote since are more than
+    /// half the bound. Otherwise the cache is at most half full, but for what other processes
+    /// wrote since the last listing: the write is counted and nothing is listed, so that a put
+    /// into a large cache well under its bound does not pay a listing of every entry.
+    fn enforce_bound(&self, keep: &CacheKey, written: u64) {
+        let mut inventory = self.inventory();
+        let estimate = inventory.estimate.saturating_add(written);
+        let list = inventory.known.len() <= LIST_ALWAYS_UP_TO
+            || inventory.listed.is_none_or(|at| at.elapsed() > LIST_AFTER)
+            || estimate > self.max_bytes / 2;
+        if !list {
+            inventory.estimate = estimate;
+            return;
+        }
+        match self.scan(&mut inventory, true) {
+            Ok(total) => self.evict_from(&mut inventory, total, keep),
             Err(e) => log::debug!("program cache at {}: cannot scan: {e}", self.dir.display()),
         }
     }
 
-    /// [`evict`](Self::evict) over the entries a scan saw (some may be gone since).
-    fn evict_scanned(&self, scan: Scan, keep: &CacheKey) {
-        let mut total = scan.total;
+    /// [`evict`](Self::evict) over the entries a scan saw (some may be gone since), whose
+    /// lengths add up to `total`.
+    ///
+    /// The oldest entry by the time a scan kept is checked with a `stat` before it goes: a
+    /// hit (here or in another process) has set its time since, the times only grow, so the
+    /// time kept is never later than the file's. Where the file's is later, the entry takes
+    /// its place again with it; where it is the same, no other entry is older, and it is
+    /// deleted. So the least recently used go first, at a `stat` or two each.
+    fn evict_from(&self, inventory: &mut Inventory, mut total: u64, keep: &CacheKey) {
         if total <= self.max_bytes {
             return;
         }
         let dir = self.handle();
-        let mut entries = scan.entries;
-        entries.sort_by(|a, b| (a.modified, &a.key.0).cmp(&(b.modified, &b.key.0)));
-        for entry in entries {
-            if total <= self.max_bytes {
+        let known = &mut inventory.known;
+        let mut oldest: BinaryHeap<Reverse<(SystemTime, [u8; 32])>> = known
+            .iter()
+            .filter(|(key, _)| *key != keep)
+            .map(|(key, entry)| Reverse((entry.modified, key.0)))
+            .collect();
+        while total > self.max_bytes {
+            let Some(Reverse((modified, bytes))) = oldest.pop() else {
                 break;
+            };
+            let key = CacheKey(bytes);
+            let name = key.to_hex();
+            match trust::status_at(&*dir, &name) {
+                // Another process deleted it first: its bytes are gone all the same.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if let Some(entry) = known.remove(&key) {
+                        total = total.saturating_sub(entry.len);
+                    }
+                    continue;
+                }
+                Ok(status) if status.modified > modified => {
+                    if let Some(entry) = known.get_mut(&key) {
+                        entry.modified = status.modified;
+                    }
+                    oldest.push(Reverse((status.modified, bytes)));
+                    continue;
+                }
+                _ => {}
             }
-            if entry.key == *keep {
-                continue;
-            }
-            // Gone either way: another process may have deleted it first.
-            match delete(&dir, &entry.key.to_hex()) {
-                Ok(()) => total = total.saturating_sub(entry.len),
+            match delete(&dir, &name) {
+                Ok(()) => {
+                    if let Some(entry) = known.remove(&key) {
+                        total = total.saturating_sub(entry.len);
+                    }
+                }
+                // It still counts: the next oldest goes.
                 Err(e) => log::debug!(
-                    "program cache at {}: cannot evict {}: {e}",
-                    self.dir.display(),
-                    entry.key
+                    "program cache at {}: cannot evict {key}: {e}",
+                    self.dir.display()
                 ),
             }
         }
+        inventory.estimate = total;
     }
 
-    /// Lists the entries; with `clean_temps`, deletes stale temporary files on the way. Files
-    /// that vanish during the scan (other processes) are skipped.
-    fn scan(&self, clean_temps: bool) -> io::Result<Scan> {
-        let mut scan = Scan {
-            entries: Vec::new(),
-            total: 0,
-        };
+    /// Lists the entries and returns the sum of their lengths; with `clean_temps`, deletes
+    /// stale temporary files on the way. Files that vanish during the scan (other processes)
+    /// are skipped.
+    ///
+    /// Only names not seen by the last scan, or seen with another inode, are `stat`ed: an
+    /// entry is never written in place, only renamed over (a new file, a new inode), so a
+    /// name listed with the same inode is the same file, of the same length. A scan of a
+    /// cache of 10,000 entries is then a listing of the directory, not 10,000 `stat`s.
+    fn scan(&self, inventory: &mut Inventory, clean_temps: bool) -> io::Result<u64> {
         let dir = self.handle();
+        let listed_at = Instant::now();
+        let listed = trust::names_and_inodes(&*dir)?;
         let now = SystemTime::now();
-        for name in trust::names(&*dir)? {
+        let known = &mut inventory.known;
+        let mut seen = HashMap::with_capacity(listed.len());
+        let mut total = 0u64;
+        for (name, ino) in listed {
             if let Some(key) = entry_key(&name) {
-                let Ok(status) = trust::status_at(&*dir, &name) else {
-                    continue;
+                let entry = match known.remove(&key) {
+                    Some(entry) if entry.ino == ino => entry,
+                    _ => {
+                        let Ok(status) = trust::status_at(&*dir, &name) else {
+                            continue;
+                        };
+                        if status.file_type != rustix::fs::FileType::RegularFile {
+                            continue;
+                        }
+                        Known {
+                            ino,
+                            len: status.len,
+                            modified: status.modified,
+                        }
+                    }
                 };
-                if status.file_type != rustix::fs::FileType::RegularFile {
-                    continue;
-                }
-                scan.total += status.len;
-                scan.entries.push(ScannedEntry {
-                    key,
-                    len: status.len,
-                    modified: status.modified,
-                });
+                total = total.saturating_add(entry.len);
+                seen.insert(key, entry);
             } else if clean_temps && name.starts_with(TEMP_PREFIX) {
                 let stale = trust::status_at(&*dir, &name)
                     .ok()
@@ -353,7 +433,10 @@ impl FileStreamProgramCache {
                 }
             }
         }
-        Ok(scan)
+        *known = seen;
+        inventory.listed = Some(listed_at);
+        inventory.estimate = total;
+        Ok(total)
     }
 
     fn put_failed(&self, key: &CacheKey, error: &io::Error) {
@@ -474,7 +557,7 @@ impl ProgramCache for FileStreamProgramCache {
             return;
         }
         match self.write_entry(key, value) {
-            Ok(()) => self.evict(key),
+            Ok(()) => self.enforce_bound(key, size),
             Err(e) => self.put_failed(key, &e),
         }
     }
@@ -518,22 +601,33 @@ impl ProgramCache for FileStreamProgramCache {
             }
         }
         // Also deletes temporary files left by dead writers.
-        let _ = self.scan(true);
+        let _ = self.scan(&mut self.inventory(), true);
         first_error.map_or(Ok(()), Err)
     }
 }
 
-/// An entry file as a scan saw it.
-struct ScannedEntry {
-    key: CacheKey,
-    len: u64,
-    modified: SystemTime,
+/// What a cache knows of its directory.
+#[derive(Debug, Default)]
+struct Inventory {
+    /// Each entry as the last listing saw it, so that the next lists the directory but
+    /// `stat`s only the files it has not seen.
+    known: HashMap<CacheKey, Known>,
+    /// When the directory was last listed.
+    listed: Option<Instant>,
+    /// The bytes of the entries the last listing counted, less those eviction deleted since,
+    /// plus those this cache wrote since: no less than the directory's size where no other
+    /// process writes to it.
+    estimate: u64,
 }
 
-struct Scan {
-    entries: Vec<ScannedEntry>,
-    /// The sum of the entries' lengths.
-    total: u64,
+/// An entry file as a scan saw it.
+#[derive(Debug)]
+struct Known {
+    /// The inode number the listing gave.
+    ino: u64,
+    len: u64,
+    /// Its modification time when it was `stat`ed: no later than its time now.
+    modified: SystemTime,
 }
 
 /// Why an entry could not be read.
@@ -862,47 +956,178 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
     }
 
+    /// What a scan would have kept of these entries, with made-up times.
+    fn inventory_of(entries: &[(&CacheKey, u64, u64)]) -> Inventory {
+        let known = entries
+            .iter()
+            .map(|&(key, len, seconds)| {
+                let modified = SystemTime::UNIX_EPOCH + Duration::from_secs(seconds);
+                (
+                    *key,
+                    Known {
+                        ino: 0,
+                        len,
+                        modified,
+                    },
+                )
+            })
+            .collect();
+        Inventory {
+            known,
+            ..Inventory::default()
+        }
+    }
+
+    /// Sets a file's modification time to `seconds` after the epoch.
+    fn set_time(path: &Path, seconds: u64) {
+        // Read-only, so that a directory opens too; the owner may set the time either way.
+        File::open(path)
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+            .unwrap();
+    }
+
     #[test]
     fn eviction_counts_entries_another_process_deleted_and_not_ones_it_could_not() {
         let dir = tempfile::tempdir().unwrap();
         let cache = FileStreamProgramCache::new(dir.path(), 100).unwrap();
         let (a, b) = (CacheKey([0xa; 32]), CacheKey([0xb; 32]));
-        for key in [&a, &b] {
+        for (key, seconds) in [(&a, 2), (&b, 3)] {
             fs::write(cache.entry_path(key), [0u8; 50]).unwrap();
+            set_time(&cache.entry_path(key), seconds);
         }
-        let entry = |key: &CacheKey, len: u64, seconds: u64| ScannedEntry {
-            key: *key,
-            len,
-            modified: SystemTime::UNIX_EPOCH + Duration::from_secs(seconds),
-        };
         // The oldest entry was deleted by another process after the scan: its 60 bytes are
         // gone all the same, and what is left fits.
         let gone = CacheKey([0x1; 32]);
-        cache.evict_scanned(
-            Scan {
-                entries: vec![entry(&gone, 60, 1), entry(&a, 50, 2), entry(&b, 50, 3)],
-                total: 160,
-            },
-            &b,
-        );
+        let mut inventory = inventory_of(&[(&gone, 60, 1), (&a, 50, 2), (&b, 50, 3)]);
+        cache.evict_from(&mut inventory, 160, &b);
         assert!(cache.entry_path(&a).exists() && cache.entry_path(&b).exists());
+        assert!(
+            !inventory.known.contains_key(&gone),
+            "a deleted entry is still known"
+        );
+        assert_eq!(inventory.estimate, 100);
         // An entry that cannot be deleted (a directory in its place) still counts, so the
         // next oldest goes.
         let stuck = CacheKey([0x2; 32]);
         fs::create_dir(cache.entry_path(&stuck)).unwrap();
-        cache.evict_scanned(
-            Scan {
-                entries: vec![entry(&stuck, 60, 1), entry(&a, 50, 2), entry(&b, 50, 3)],
-                total: 160,
-            },
-            &b,
-        );
+        set_time(&cache.entry_path(&stuck), 1);
+        let mut inventory = inventory_of(&[(&stuck, 60, 1), (&a, 50, 2), (&b, 50, 3)]);
+        cache.evict_from(&mut inventory, 160, &b);
         assert!(cache.entry_path(&stuck).is_dir());
         assert!(
             !cache.entry_path(&a).exists(),
             "the stuck entry was counted as deleted"
         );
         assert!(cache.entry_path(&b).exists(), "the kept entry was deleted");
+    }
+
+    /// Bugs caught: an entry evicted by the time an earlier scan saw, though a hit (of
+    /// another process) has used it since; the time kept not brought up to date.
+    #[test]
+    fn eviction_checks_the_time_of_the_oldest_before_it_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 100).unwrap();
+        let [a, b, c] = [1, 2, 3].map(|n| CacheKey([n; 32]));
+        for key in [&a, &b, &c] {
+            fs::write(cache.entry_path(key), [0u8; 50]).unwrap();
+        }
+        // The scan saw `a` as the oldest; it was used at 10 s since, after `b` (5 s).
+        set_time(&cache.entry_path(&a), 10);
+        set_time(&cache.entry_path(&b), 5);
+        set_time(&cache.entry_path(&c), 20);
+        let mut inventory = inventory_of(&[(&a, 50, 1), (&b, 50, 2), (&c, 50, 3)]);
+        cache.evict_from(&mut inventory, 150, &c);
+        assert!(cache.entry_path(&a).exists(), "a recently used entry went");
+        assert!(
+            !cache.entry_path(&b).exists(),
+            "the least recently used stayed"
+        );
+        assert_eq!(
+            inventory.known[&a].modified,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(10)
+        );
+    }
+
+    /// Bugs caught: a scan that `stat`s only new names missing an entry replaced by another
+    /// of another length (a new inode), or one deleted, or still counting what a first scan
+    /// saw; a directory in an entry's place counted.
+    #[test]
+    fn a_scan_sees_entries_replaced_deleted_and_added_since_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path(), 1 << 20).unwrap();
+        let [a, b, c, d] = [1, 2, 3, 4].map(|n| CacheKey([n; 32]));
+        fs::write(cache.entry_path(&a), [0u8; 10]).unwrap();
+        fs::write(cache.entry_path(&b), [0u8; 20]).unwrap();
+        assert_eq!(cache.scan(&mut cache.inventory(), false).unwrap(), 30);
+        // `a` replaced by a longer file renamed over it, `b` deleted, `c` added, and a
+        // directory under `d`'s name.
+        let temp = dir.path().join(".tmp-x");
+        fs::write(&temp, [0u8; 100]).unwrap();
+        fs::rename(&temp, cache.entry_path(&a)).unwrap();
+        fs::remove_file(cache.entry_path(&b)).unwrap();
+        fs::write(cache.entry_path(&c), [0u8; 7]).unwrap();
+        fs::create_dir(cache.entry_path(&d)).unwrap();
+        assert_eq!(cache.scan(&mut cache.inventory(), false).unwrap(), 107);
+        assert_eq!(cache.size_bytes(), 107);
+        let known = &cache.inventory().known;
+        assert_eq!(known.len(), 2);
+        assert_eq!(known[&a].len, 100);
+    }
+
+    /// Bugs caught: a large cache under half its bound listing its directory at every put (a
+    /// put that grows with the entries held); a put not listing it once its last listing is
+    /// old, or once the cache may be half full, so that what other processes wrote would take
+    /// the directory past its bound unseen.
+    #[test]
+    fn a_put_lists_the_directory_where_the_cache_may_be_half_full_or_it_is_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = HEADER_LEN as u64 + 10;
+        let cache = FileStreamProgramCache::new(dir.path(), 1000 * entry).unwrap();
+        let key = |n: u32| CacheKey::builder().field("n", &n.to_le_bytes()).finish();
+        let many = LIST_ALWAYS_UP_TO as u32 + 50;
+        for n in 0..many {
+            cache.put(&key(n), &[1; 10]);
+        }
+        // Another process writes an entry of 600 entries' bytes.
+        fs::write(
+            dir.path().join(key(9999).to_hex()),
+            vec![0u8; 600 * entry as usize],
+        )
+        .unwrap();
+        let listed = cache.inventory().listed;
+        cache.put(&key(many), &[1; 10]);
+        let inventory = cache.inventory();
+        assert_eq!(
+            inventory.listed, listed,
+            "a cache under half its bound was listed"
+        );
+        assert_eq!(inventory.estimate, u64::from(many + 1) * entry);
+        drop(inventory);
+        // An old listing: the next put lists, and counts the other process's entry.
+        let Some(old) = Instant::now().checked_sub(LIST_AFTER + Duration::from_secs(1)) else {
+            return; // The machine started less than half a minute ago.
+        };
+        cache.inventory().listed = Some(old);
+        cache.put(&key(many + 1), &[1; 10]);
+        let after = cache.inventory().estimate;
+        assert_eq!(after, u64::from(many + 2 + 600) * entry);
+        // More than half full: each put lists, and so sees the other process's next entry
+        // and evicts for it.
+        let listed = cache.inventory().listed;
+        fs::write(
+            dir.path().join(key(9998).to_hex()),
+            vec![0u8; 300 * entry as usize],
+        )
+        .unwrap();
+        cache.put(&key(many + 2), &[1; 10]);
+        assert_ne!(
+            cache.inventory().listed,
+            listed,
+            "a half-full cache was not listed"
+        );
+        assert!(cache.size_bytes() <= 1000 * entry, "the bound was passed");
+        assert_eq!(cache.failed_puts(), 0);
     }
 
     #[test]
