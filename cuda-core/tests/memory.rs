@@ -909,6 +909,116 @@ fn foreign_memory_is_a_buffer_whose_owner_drops_after_its_stream() {
     );
 }
 
+/// A vector registered as a buffer (`Buffer::from_host_vec`). Bugs caught: an empty vector
+/// registered; flags other than portable and mapped (a buffer that other contexts would not
+/// see pinned, or devices not at all); a buffer at another address than the vector's, or over
+/// a copy of it; registered memory not counted as host memory; the vector unregistered before
+/// the buffer's stream is synchronised, or not unregistered; unregistered although the
+/// synchronisation failed (work may still use it).
+#[test]
+fn a_vector_registered_as_a_buffer_is_unregistered_after_its_stream() {
+    standin::run(
+        module_path!(),
+        "a_vector_registered_as_a_buffer_is_unregistered_after_its_stream",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let home = device.create_stream(StreamOptions::default()).unwrap();
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            for empty in [Vec::<u32>::new(), Vec::with_capacity(16)] {
+                let e = cuda_core::Buffer::from_host_vec(empty, &home).unwrap_err();
+                assert!(
+                    matches!(e, Error::InvalidArgument { name: "vec", .. }),
+                    "{e}"
+                );
+            }
+            standin::clear_log();
+            let data: Vec<u32> = (0..1024).collect();
+            let at = data.as_ptr() as u64;
+            let mut buffer = cuda_core::Buffer::from_host_vec(data, &home).unwrap();
+            let log = standin::log();
+            assert!(
+                log.contains("cuMemHostRegister size=4096 flags=3 -> 0"),
+                "{log}"
+            );
+            assert_eq!(
+                (buffer.ptr().0, buffer.size(), buffer.device()),
+                (at, 4096, None)
+            );
+            assert!(buffer.is_host_accessible());
+            // SAFETY: the stand-in runs no work on it.
+            assert_eq!(unsafe { buffer.as_slice::<u32>() }.unwrap()[1000], 1000);
+            let e = buffer.memory_resource().allocate(64, &home).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "self", .. }),
+                "{e}"
+            );
+            // Used on another stream: ordered with its home as any buffer.
+            standin::clear_log();
+            buffer.fill(1u8, &other).unwrap();
+            let log = standin::log();
+            assert_eq!(log.matches("cuStreamWaitEvent").count(), 2, "{log}");
+            standin::clear_log();
+            drop(buffer);
+            let log = standin::log();
+            let synced = log.find("cuStreamSynchronize").expect(&log);
+            let unregistered = log.find("cuMemHostUnregister -> 0").expect(&log);
+            assert!(
+                synced < unregistered,
+                "unregistered before the stream:\n{log}"
+            );
+            // Where the synchronisation fails, the memory stays registered (and the vector
+            // allocated) for good.
+            let buffer = cuda_core::Buffer::from_host_vec(vec![7u8; 100], &home).unwrap();
+            standin::clear_log();
+            standin::set_sync_status(700);
+            drop(buffer);
+            let log = standin::log();
+            assert!(!log.contains("cuMemHostUnregister"), "{log}");
+        },
+    );
+}
+
+/// On the GPU: a vector registered as a buffer is the source and target of copies with
+/// device memory and of fills, in its stream order, and reads back what they wrote. Bugs
+/// caught: a buffer that is not the vector's memory (the read back would be the vector's
+/// first contents); copies that are not ordered (a read back before the fill ends).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_registered_vector_is_copied_to_and_from_the_device() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let data = common::random_u32(43, MIB);
+    let host = cuda_core::Buffer::from_host_vec(data.clone(), &stream).unwrap();
+    assert_eq!(host.device(), None);
+    let mut on_device = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * MIB, &stream)
+        .unwrap();
+    on_device.copy_from(&host, &stream).unwrap();
+    assert_eq!(on_device.to_vec::<u32>(&stream).unwrap(), data);
+    // Written from the device side: the vector's memory changes.
+    let mut host = host;
+    on_device
+        .slice_mut(0..4096)
+        .unwrap()
+        .fill(0xABCD_EF01u32, &stream)
+        .unwrap();
+    host.copy_from(&on_device, &stream).unwrap();
+    host.slice_mut(4096..8192)
+        .unwrap()
+        .fill(0x11u8, &stream)
+        .unwrap();
+    let back = host.to_vec::<u32>(&stream).unwrap();
+    assert!(back[..1024].iter().all(|&x| x == 0xABCD_EF01));
+    assert!(back[1024..2048].iter().all(|&x| x == 0x1111_1111));
+    assert_eq!(back[2048..], data[2048..]);
+    drop(host);
+    stream.sync().unwrap();
+}
+
 /// On the GPU: memory of another allocator (here `cuMemAlloc`, through `SyncMemoryResource`)
 /// read and written as a buffer, and a slice of it copied into pool memory.
 #[test]

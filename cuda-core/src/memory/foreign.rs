@@ -192,3 +192,184 @@ impl Buffer {
         ))
     }
 }
+
+/// `CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP`: page-locked for every
+/// context, and mapped into the devices' address space.
+const HOST_REGISTER_FLAGS: u32 = 1 | 2;
+
+/// The memory of a vector, registered with the driver ([`Buffer::from_host_vec`]): the
+/// resource of the one buffer over it, which unregisters it, then drops the vector, once the
+/// buffer is freed and its deallocation stream's work is done.
+struct RegisteredVec {
+    ptr: u64,
+    /// The context it was registered in.
+    context: crate::context::Context,
+    /// The vector, type-erased; taken when the buffer is freed.
+    vec: Mutex<Option<Box<dyn Send>>>,
+}
+
+impl fmt::Debug for RegisteredVec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredVec")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .finish()
+    }
+}
+
+impl RegisteredVec {
+    /// Unregisters the memory, made relaxed where another thread captures globally.
+    fn unregister(&self) -> Result<()> {
+        let ptr = self.ptr as *mut std::ffi::c_void;
+        self.context.with_current(|driver| {
+            crate::stream::relaxed(driver, || driver.mem_host_unregister(ptr))
+        })
+    }
+}
+
+// SAFETY: its one allocation is a vector's memory, page-locked and mapped for every device by
+// `from_host_vec` (portable, so pinned in every context), at the address the host and the
+// devices share: host memory that the host and every device may use, alive while the
+// resource holds the vector. `deallocate` drops the vector only after the deallocation
+// stream's work is done (it synchronises it first) and the memory is unregistered; where
+// either fails, the vector is kept for good.
+unsafe impl MemoryResource for RegisteredVec {
+    fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<DevicePtr> {
+        Err(Error::InvalidArgument {
+            name: "self",
+            reason: "a buffer over a registered vector (Buffer::from_host_vec) allocates no \
+                     other buffers"
+                .to_owned(),
+        })
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
+        let mut vec = self.vec.lock().unwrap_or_else(|e| e.into_inner());
+        if ptr.0 != self.ptr || vec.is_none() {
+            return Err(Error::InvalidArgument {
+                name: "ptr",
+                reason: format!("{ptr} is not the live memory of this buffer"),
+            });
+        }
+        let done = stream.sync_for_host().and_then(|()| self.unregister());
+        if done.is_err() {
+            // Work may still use the memory, or the driver still holds it: kept for good.
+            if let Some(vec) = vec.take() {
+                std::mem::forget(vec);
+            }
+            return done;
+        }
+        drop(vec.take());
+        Ok(())
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        None
+    }
+}
+
+impl Buffer {
+    /// The memory of `vec`, page-locked and mapped for every device (`cuMemHostRegister`,
+    /// portable and device-mapped: what `cudaHostRegister` does), as a buffer of host memory
+    /// that holds the vector, freed on `stream`. Copies to and from it are DMA transfers that
+    /// run asynchronously, as pinned memory's do, and kernels may read and write it through
+    /// its address; the vector is neither copied nor moved. Freeing the buffer synchronises
+    /// its deallocation stream, unregisters the memory, then drops the vector (where either
+    /// fails, the vector is kept for good, never dropped).
+    ///
+    /// Registering takes time (the pages are locked, and mapped for each device): it is for
+    /// data a program already has in a large `Vec` (read from a file, made by another
+    /// library) and copies many times. For memory allocated to be pinned, a pinned pool or
+    /// [`PinnedMemoryResource`](crate::memory::PinnedMemoryResource) is cheaper. The vector's elements
+    /// are read back with [`to_vec`](Buffer::to_vec), as from any buffer.
+    ///
+    /// Refused: an empty vector (or one of zero-sized elements); memory the driver refuses to
+    /// register, an error naming its code (`CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` where
+    /// part of its pages are registered already, as a small vector sharing a page with
+    /// another registered one may be); and a system where the devices do not see the memory
+    /// at the host's address (no unified addressing).
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Buffer, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let data: Vec<f32> = (0..1 << 20).map(|i| i as f32).collect();
+    /// let host = Buffer::from_host_vec(data, &stream)?;
+    /// let mut on_device = device.memory_resource()?.allocate(host.size(), &stream)?;
+    /// on_device.copy_from(&host, &stream)?;
+    /// assert_eq!(on_device.to_vec::<f32>(&stream)?[7], 7.0);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuMemHostRegister", "cudaHostRegister", "cuMemHostGetDevicePointer"))]
+    pub fn from_host_vec<T: super::Pod>(vec: Vec<T>, stream: &Stream) -> Result<Buffer> {
+        let size = std::mem::size_of_val(vec.as_slice());
+        if size == 0 {
+            return Err(Error::InvalidArgument {
+                name: "vec",
+                reason: "an empty vector (or one of zero-sized elements) has no memory to \
+                         register"
+                    .to_owned(),
+            });
+        }
+        let host = vec.as_ptr() as *mut std::ffi::c_void;
+        let context = stream.context().clone();
+        context.with_current(|driver| {
+            crate::stream::relaxed(driver, || {
+                driver.mem_host_register(host, size, HOST_REGISTER_FLAGS)
+            })
+        })?;
+        let resource = RegisteredVec {
+            ptr: host as u64,
+            context,
+            vec: Mutex::new(Some(Box::new(vec))),
+        };
+        // From here on, an error drops `resource`, which unregisters through `deallocate`'s
+        // path only once a buffer exists: unregister by hand before it.
+        let device_ptr = match resource
+            .context
+            .with_current(|driver| driver.mem_host_get_device_pointer(host))
+        {
+            Ok(ptr) if ptr == host as u64 => ptr,
+            other => {
+                let e = match other {
+                    Ok(ptr) => Error::InvalidArgument {
+                        name: "vec",
+                        reason: format!(
+                            "registered host memory at {host:p} is at {ptr:#x} for the \
+                             devices: a buffer over a vector needs the address the host and \
+                             the devices share (unified addressing)"
+                        ),
+                    },
+                    Err(e) => e,
+                };
+                if resource.unregister().is_err() {
+                    // Still registered: never freed.
+                    if let Some(vec) = resource
+                        .vec
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                    {
+                        std::mem::forget(vec);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let resource: std::sync::Arc<dyn MemoryResource> = std::sync::Arc::new(resource);
+        Ok(Buffer::new(
+            device_ptr,
+            size,
+            Held::counted(resource),
+            stream.clone(),
+        ))
+    }
+}

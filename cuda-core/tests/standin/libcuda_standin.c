@@ -2388,6 +2388,52 @@ int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t coun
     return setting("STANDIN_BATCH_FAIL", -1) >= 0 ? 1 : 0;
 }
 
+/* Registered host memory (cuMemHostRegister): the devices' address of a registered byte is
+ * its host address, as under unified addressing. A range that overlaps one registered
+ * already is refused (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712), and an address not
+ * registered is refused by the unregister (713) and the device-pointer query (1), as the
+ * driver refuses them. */
+struct host_range { uintptr_t at; size_t size; };
+static struct host_range host_registered[64];
+static int host_registered_count;
+static pthread_mutex_t host_register_lock = PTHREAD_MUTEX_INITIALIZER;
+int cuMemHostRegister_v2(void *p, size_t size, unsigned flags) {
+    uintptr_t at = (uintptr_t)p;
+    int r = 0;
+    pthread_mutex_lock(&host_register_lock);
+    for (int i = 0; i < host_registered_count; i++)
+        if (at < host_registered[i].at + host_registered[i].size && host_registered[i].at < at + size) r = 712;
+    if (!r && (p == NULL || size == 0 || host_registered_count == 64)) r = 1;
+    if (!r) host_registered[host_registered_count++] = (struct host_range){at, size};
+    pthread_mutex_unlock(&host_register_lock);
+    note("cuMemHostRegister size=%zu flags=%u -> %d", size, flags, r);
+    return r;
+}
+int cuMemHostUnregister(void *p) {
+    int r = 713;
+    pthread_mutex_lock(&host_register_lock);
+    for (int i = 0; i < host_registered_count; i++)
+        if (host_registered[i].at == (uintptr_t)p) {
+            host_registered[i] = host_registered[--host_registered_count];
+            r = 0;
+            break;
+        }
+    pthread_mutex_unlock(&host_register_lock);
+    note("cuMemHostUnregister -> %d", r);
+    return r;
+}
+int cuMemHostGetDevicePointer_v2(devptr *d, void *p, unsigned flags) {
+    int r = 1;
+    pthread_mutex_lock(&host_register_lock);
+    for (int i = 0; i < host_registered_count; i++)
+        if ((uintptr_t)p - host_registered[i].at < host_registered[i].size) r = 0;
+    pthread_mutex_unlock(&host_register_lock);
+    if (flags) r = 1;
+    if (!r) *d = (devptr)(uintptr_t)p;
+    note("cuMemHostGetDevicePointer -> %d", r);
+    return r;
+}
+
 int cuMemAllocManaged(devptr *ptr, size_t size, unsigned flags) {
     *ptr = fresh_address(size);
     note("cuMemAllocManaged %#llx size=%zu flags=%u", *ptr, size, flags);

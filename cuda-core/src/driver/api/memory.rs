@@ -35,6 +35,13 @@ pub(crate) trait MemoryApi {
     fn mem_host_alloc(&self, size: usize, flags: u32) -> Result<*mut c_void>;
     /// `cuMemFreeHost`.
     fn mem_free_host(&self, ptr: *mut c_void) -> Result<()>;
+    /// `cuMemHostRegister` of `size` bytes at `ptr` in the current context, with `flags`
+    /// (`CU_MEMHOSTREGISTER_*`).
+    fn mem_host_register(&self, ptr: *mut c_void, size: usize, flags: u32) -> Result<()>;
+    /// `cuMemHostUnregister` of memory registered at `ptr`.
+    fn mem_host_unregister(&self, ptr: *mut c_void) -> Result<()>;
+    /// `cuMemHostGetDevicePointer` of registered or mapped host memory at `ptr`.
+    fn mem_host_get_device_pointer(&self, ptr: *mut c_void) -> Result<DevicePtr>;
     /// `cuMemAllocManaged` in the current context.
     fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr>;
     /// `cuMemGetInfo` of the current context's device: `(free, total)`.

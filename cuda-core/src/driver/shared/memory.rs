@@ -90,6 +90,20 @@ impl crate::driver::api::MemoryApi for Drv {
         call!(self.cuMemFreeHost(ptr))
     }
 
+    fn mem_host_register(&self, ptr: *mut std::ffi::c_void, size: usize, flags: u32) -> Result<()> {
+        call!(self.cuMemHostRegister(ptr, size, flags))
+    }
+
+    fn mem_host_unregister(&self, ptr: *mut std::ffi::c_void) -> Result<()> {
+        call!(self.cuMemHostUnregister(ptr))
+    }
+
+    fn mem_host_get_device_pointer(&self, ptr: *mut std::ffi::c_void) -> Result<DevicePtr> {
+        let mut device = 0;
+        call!(self.cuMemHostGetDevicePointer(&mut device, ptr, 0))?;
+        Ok(device)
+    }
+
     fn mem_alloc_managed(&self, size: usize, flags: u32) -> Result<DevicePtr> {
         let mut ptr = 0;
         call!(self.cuMemAllocManaged(&mut ptr, size, flags))?;
