@@ -980,6 +980,132 @@ fn a_vector_registered_as_a_buffer_is_unregistered_after_its_stream() {
     );
 }
 
+/// A host function reading host memory (`Stream::launch_host_func_reading`). Bugs caught: a
+/// host function on another stream than the memory's home not ordered after the home's work
+/// (no wait before) or the home's later work not ordered after it (no wait after: a free or a
+/// write could overtake the read); the memory freed (unregistered) before the host function
+/// ran; values read from other memory or of the wrong length; device memory, a partial `T`,
+/// a misaligned `T`, or a capturing stream accepted.
+#[test]
+fn a_host_function_reads_host_memory_in_its_stream_order() {
+    standin::run(
+        module_path!(),
+        "a_host_function_reads_host_memory_in_its_stream_order",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let home = device.create_stream(StreamOptions::default()).unwrap();
+            let other = device.create_stream(StreamOptions::default()).unwrap();
+            let data: Vec<u32> = (0..256).map(|i| i * 7).collect();
+            let host = cuda_core::Buffer::from_host_vec(data.clone(), &home).unwrap();
+            // Refused before any driver call: device memory, a partial `u32`, a misaligned one.
+            let on_device = device
+                .memory_resource()
+                .unwrap()
+                .allocate(1024, &home)
+                .unwrap();
+            let e = other
+                .launch_host_func_reading(&on_device, |_: &[u32]| {})
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "memory", .. }),
+                "{e}"
+            );
+            for range in [0..6, 1..5] {
+                let e = other
+                    .launch_host_func_reading(host.slice(range).unwrap(), |_: &[u32]| {})
+                    .unwrap_err();
+                assert!(matches!(e, Error::InvalidArgument { name: "T", .. }), "{e}");
+            }
+            standin::clear_log();
+            let (tx, rx) = std::sync::mpsc::channel();
+            other
+                .launch_host_func_reading(host.slice(16..1024).unwrap(), move |values: &[u32]| {
+                    standin::mark("the host function reads");
+                    let _ = tx.send(values.to_vec());
+                })
+                .unwrap();
+            let log = standin::log();
+            let waits: Vec<usize> = log
+                .match_indices("cuStreamWaitEvent")
+                .map(|(i, _)| i)
+                .collect();
+            let queued = log.find("cuLaunchHostFunc").expect(&log);
+            assert_eq!(waits.len(), 2, "{log}");
+            assert!(waits[0] < queued && queued < waits[1], "{log}");
+            // The free waits for the read: the home is synchronised, which runs the host
+            // function, before the memory is unregistered.
+            drop(host);
+            let log = standin::log();
+            let read = log.find("the host function reads").expect(&log);
+            let unregistered = log.find("cuMemHostUnregister -> 0").expect(&log);
+            assert!(read < unregistered, "freed before it was read:\n{log}");
+            assert_eq!(
+                rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(),
+                data[4..]
+            );
+            // On a capturing stream: refused, as a one-shot host function is.
+            let host = cuda_core::Buffer::from_host_vec(vec![1u8; 64], &home).unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { home.begin_capture(cuda_core::CaptureMode::ThreadLocal) }.unwrap();
+            let e = home
+                .launch_host_func_reading(&host, |_: &[u8]| {})
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "self", .. }),
+                "{e}"
+            );
+            drop(home.end_capture());
+        },
+    );
+}
+
+/// On the GPU: a host function reading pinned memory on one stream, while a fill of that memory
+/// is queued on a third stream after it. Bugs caught: the fill not held back until the read
+/// returned (the host function would see the fill's bytes); the read run before the copy
+/// queued ahead of it on the memory's home (it would see zeros).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream() {
+    let device = common::device();
+    let _watchdog = common::Watchdog::new(std::time::Duration::from_secs(120), "host read");
+    let streams: Vec<_> = (0..3).map(|_| common::stream(device)).collect();
+    let (home, reader, writer) = (&streams[0], &streams[1], &streams[2]);
+    let data = common::random_u32(47, 4096);
+    let mut source = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 4096, home)
+        .unwrap();
+    source.copy_from_host(&data, home).unwrap();
+    let mut host = PinnedMemoryResource::new(device)
+        .unwrap()
+        .allocate(4 * 4096, home)
+        .unwrap();
+    host.fill(0u8, home).unwrap();
+    host.copy_from(&source, home).unwrap();
+    let gate = common::Gate::close(reader);
+    let (tx, rx) = std::sync::mpsc::channel();
+    reader
+        .launch_host_func_reading(&host, move |values: &[u32]| {
+            let _ = tx.send(values.to_vec());
+        })
+        .unwrap();
+    host.fill(0xFFu8, writer).unwrap();
+    gate.open();
+    let seen = rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
+    assert_eq!(
+        seen, data,
+        "the host function saw other bytes than the copy's"
+    );
+    assert!(host
+        .to_vec::<u32>(writer)
+        .unwrap()
+        .iter()
+        .all(|&v| v == u32::MAX));
+}
+
 /// On the GPU: a vector registered as a buffer is the source and target of copies with
 /// device memory and of fills, in its stream order, and reads back what they wrote. Bugs
 /// caught: a buffer that is not the vector's memory (the read back would be the vector's

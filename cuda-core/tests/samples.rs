@@ -20,10 +20,6 @@
 //!
 //! - `graphMemoryNodes`: graph allocations are kernel arguments, but neither is a copy or fill
 //!   end, so the sample's copies into graph memory are kernels here.
-//! - `simpleCallback`: the sample's callback checks the data its stream copied to the host;
-//!   here a host function cannot read what a copy wrote into pinned memory without `unsafe`
-//!   (`Buffer::as_slice`), so each callback only reports its worker, and the main thread
-//!   checks the data after the callbacks.
 //! - The WMMA and cooperative-groups kernels need the toolkit's headers (`<mma.h>`,
 //!   `<cooperative_groups.h>` and, for CUDA 13, its `include/cccl`), which NVRTC does not have
 //!   built in: `ProgramOptions::with_toolkit_includes` finds them (a toolkit, or the
@@ -481,13 +477,11 @@ fn simple_streams() {
 }
 
 /// Follows `simpleCallback`: eight workers, each on a stream of its own, copy their data to the
-/// device, increment it with a kernel, copy it back, and queue a host callback that reports
-/// the worker done; the main thread waits for every callback (the sample's barrier), then
-/// checks each worker's data against the CPU. A capture of one worker's pipeline with a
-/// repeatable host function runs its callback on each of three launches.
-///
-/// Lacking: the sample's callback checks the copied data itself; here reading pinned memory
-/// from a host function needs `unsafe` (`Buffer::as_slice`), so the main thread checks it.
+/// device, increment it with a kernel, copy it back, and queue a host callback that checks the
+/// copied data against the CPU and reports it (`Stream::launch_host_func_reading`, with no
+/// `unsafe`); the main thread waits for every callback (the sample's barrier), then reads each
+/// worker's data back once more. A capture of one worker's pipeline with a repeatable host
+/// function runs its callback on each of three launches.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn simple_callback() {
@@ -499,7 +493,7 @@ fn simple_callback() {
     let n = 1usize << 20;
     let memory = device.memory_resource().unwrap();
     let pinned = PinnedMemoryResource::new(device).unwrap();
-    let (tx, rx) = mpsc::channel::<usize>();
+    let (tx, rx) = mpsc::channel::<(usize, bool)>();
     let mut running = Vec::new();
     for id in 0..workers {
         let stream = common::stream(device);
@@ -522,21 +516,27 @@ fn simple_callback() {
         host.copy_from(&data, &stream).unwrap();
         let copied = stream.record_new(EventOptions::default()).unwrap();
         let tx = tx.clone();
+        // As the sample's callback does: the worker's results checked on the host, by the
+        // callback itself, once the copy back is done.
+        let expected: Vec<i32> = input.iter().map(|v| v + 1).collect();
         stream
-            .launch_host_func(move || {
-                let _ = tx.send(id);
+            .launch_host_func_reading(&host, move |values: &[i32]| {
+                let _ = tx.send((id, values == expected.as_slice()));
             })
             .unwrap();
         running.push((stream, input, host, data, copied));
     }
     let mut reported = vec![false; workers];
     for _ in 0..workers {
-        let id = rx
+        let (id, right) = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("every worker's callback runs");
         // Catches a callback run before the work queued ahead of it: the event recorded
         // between the copy and the callback is done by the time the callback runs.
         assert!(running[id].4.is_done().unwrap(), "worker {id}");
+        // Catches a callback given other memory, or run before the copy back (the values
+        // would be the input's).
+        assert!(right, "worker {id}'s callback found wrong values");
         // Catches a callback run twice (or another's reported).
         assert!(!reported[id], "worker {id} reported twice");
         reported[id] = true;

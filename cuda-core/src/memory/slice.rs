@@ -340,6 +340,49 @@ impl<'a> Span<'a> {
         stream.sync_for_host()
     }
 
+    /// Queues `f` on `stream` to read this span of host memory as `T`s, in the memory's stream
+    /// order (see [`Stream::launch_host_func_reading`]).
+    pub(crate) fn host_func_reading<T: Pod, F: FnMut(&[T]) + Send + 'static>(
+        self,
+        stream: &Stream,
+        mut f: F,
+    ) -> Result<()> {
+        let buffer = self.buffer;
+        if buffer.device().is_some() || !buffer.is_host_accessible() {
+            return Err(invalid(
+                "memory",
+                format!(
+                    "{:?} is not host memory: the host may not read it while kernels run",
+                    buffer.memory_resource()
+                ),
+            ));
+        }
+        let len = self.whole_values::<T>()?;
+        if self.ptr % std::mem::align_of::<T>() as u64 != 0 {
+            return Err(invalid(
+                "T",
+                format!(
+                    "{:#x} is not aligned to {} bytes",
+                    self.ptr,
+                    std::mem::align_of::<T>()
+                ),
+            ));
+        }
+        let ptr = self.ptr as usize;
+        crate::order::in_stream_order(&[buffer.deallocation_stream()], stream, || {
+            stream.launch_host_func(move || {
+                // SAFETY: `len` whole, aligned `T`s of host memory at `ptr` (checked), which any
+                // bytes are (`Pod`). The host function is a use of the memory in its stream
+                // order, as a copy's source is: every use queued before it is done, every use
+                // and the free queued after it wait for it to return, so nothing the crate
+                // queues writes the memory or frees it while the slice lives (kernels of
+                // `unsafe` launches are their callers' to order).
+                let values = unsafe { std::slice::from_raw_parts(ptr as *const T, len) };
+                f(values);
+            })
+        })
+    }
+
     /// Copies this span to a new vector and waits for the copy.
     pub(crate) fn to_vec<T: Pod + Default>(self, stream: &Stream) -> Result<Vec<T>> {
         let mut out = vec![T::default(); self.whole_values::<T>()?];
