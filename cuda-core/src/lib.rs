@@ -88,9 +88,9 @@ pub use global::Global;
 pub use graph::{
     graph_releases, wait_for_graph_releases, BuildGraph, CaptureMode, CaptureStatus,
     CapturedAllocation, ConditionalHandle, ConditionalKind, ConditionalNode, CopyEnd,
-    CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation, GraphBody,
-    GraphExec, GraphNode, GraphOptions, KernelNodeParams, NodeKind, Replay, ReplayRecorder,
-    ReplayStats,
+    CopyNodeParams, DeviceGraphExec, DotOptions, FillNodeParams, Graph, GraphAllocation,
+    GraphAllocationRange, GraphBody, GraphExec, GraphNode, GraphOptions, KernelNodeParams,
+    NodeKind, NodeMemory, Replay, ReplayRecorder, ReplayStats,
 };
 pub use kernel::{Kernel, KernelAttribute, KernelAttributes, ParamInfo};
 pub use launch::{

@@ -18,8 +18,6 @@
 //!
 //! What the API lacked, where a port needed it (each is written down in its test too):
 //!
-//! - `graphMemoryNodes`: graph allocations are kernel arguments, but neither is a copy or fill
-//!   end, so the sample's copies into graph memory are kernels here.
 //! - The WMMA and cooperative-groups kernels need the toolkit's headers (`<mma.h>`,
 //!   `<cooperative_groups.h>` and, for CUDA 13, its `include/cccl`), which NVRTC does not have
 //!   built in: `ProgramOptions::with_toolkit_includes` finds them (a toolkit, or the
@@ -693,10 +691,11 @@ fn cdp_simple_quicksort() {
 /// inputs between launches, and must give the CPU's `a * a + b` each time; the device's graph
 /// memory is in use while the graphs exist, and is given back once they are dropped and
 /// trimmed.
-/// The allocations are kernel arguments as they are (`GraphAllocation`, `CapturedAllocation`).
+/// The allocations are kernel arguments as they are (`GraphAllocation`, `CapturedAllocation`);
+/// the graph built node by node copies its input into graph memory with a copy node, as the
+/// sample does.
 ///
-/// Lacking: neither allocation is a copy or fill end, so the sample's copies into graph
-/// memory are kernels here.
+/// Lacking: a captured allocation (`CapturedAllocation`) is not a copy or fill end.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn graph_memory_nodes() {
@@ -717,19 +716,29 @@ fn graph_memory_nodes() {
     device.trim_graph_memory().unwrap();
     let before = device.graph_memory_usage().unwrap();
 
-    // Node by node: alloc -> square -> add -> free.
+    // Node by node: alloc -> copy `a` in -> square -> add -> free, the input staged in graph
+    // memory by a copy node as the sample stages it.
     let mut graph = Graph::new(device).unwrap();
+    let staged = graph.add_alloc(&[], bytes).unwrap();
     let scratch = graph.add_alloc(&[], bytes).unwrap();
-    // SAFETY: n floats of `scratch` between its allocation and free nodes; a, b and out hold n.
+    let loaded = graph.add_copy(&[staged.node()], &a, &staged).unwrap();
+    // SAFETY: n floats of `staged` and `scratch` between their allocation and free nodes; a,
+    // b and out hold n.
     let added = unsafe {
         let squared = graph
-            .add_kernel(&[scratch.node()], &config, &square, &[&scratch, &a, &n])
+            .add_kernel(
+                &[scratch.node(), loaded],
+                &config,
+                &square,
+                &[&scratch, &staged, &n],
+            )
             .unwrap();
         graph
             .add_kernel(&[squared], &config, &add, &[&out, &scratch, &b, &n])
             .unwrap()
     };
     graph.add_free(&[added], scratch).unwrap();
+    graph.add_free(&[added], staged).unwrap();
     let built = graph.instantiate(GraphOptions::default()).unwrap();
 
     // The same by stream capture.

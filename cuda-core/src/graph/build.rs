@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::allocations::{End, NodeMemory};
 use super::conditional::{self, ConditionalHandle, ConditionalKind, ConditionalNode};
 use super::id::GraphNode;
 use super::node::*;
@@ -108,16 +109,23 @@ pub trait BuildGraph: seal::Buildable {
 
     /// A node that fills `dst` with `value` repeated (`cuGraphAddMemsetNode`): its size must
     /// be a multiple of the value's, and its address aligned to it.
+    ///
+    /// `dst` is a buffer the graph keeps alive, or memory of one of this graph's allocations
+    /// ([`GraphAllocation`], [`GraphAllocation::range`]): the node must then depend on the
+    /// allocation node, and the free node (if any) on it, through the graph's edges when the
+    /// graph is instantiated or an executable graph is updated to it; otherwise that is
+    /// refused (see [`NodeMemory`]).
     #[doc(alias = "cuGraphAddMemsetNode")]
     fn add_fill<P: FillPattern>(
         &mut self,
         deps: &[GraphNode],
-        dst: &impl GraphMemory,
+        dst: &impl NodeMemory,
         value: P,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let memset = params::fill_spec(dst.span(), value, target.context)?;
+        let dst = checked_end(&target, dst.end(), "dst", false)?;
+        let memset = params::fill_spec_at(dst.ptr, dst.size, value)?;
         let context = target.context;
         let handle = context.driver().graph_add_memset_node(
             target.graph,
@@ -125,43 +133,50 @@ pub trait BuildGraph: seal::Buildable {
             &memset,
             context.handle(),
         )?;
-        target.keep_buffer(dst.kept());
+        dst.note_use(&mut target, handle);
         Ok(target.node(handle))
     }
 
-    /// A node that copies `src` into `dst` (`cuGraphAddMemcpyNode`); sizes must match.
+    /// A node that copies `src` into `dst` (`cuGraphAddMemcpyNode`); sizes must match. Either
+    /// end may be memory of one of this graph's allocations, ordered as for
+    /// [`add_fill`](BuildGraph::add_fill).
     #[doc(alias = "cuGraphAddMemcpyNode")]
     fn add_copy(
         &mut self,
         deps: &[GraphNode],
-        src: &impl GraphMemory,
-        dst: &impl GraphMemory,
+        src: &impl NodeMemory,
+        dst: &impl NodeMemory,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let copy = params::copy_spec(src.span(), dst.span(), target.context)?;
+        let src = checked_end(&target, src.end(), "src", true)?;
+        let dst = checked_end(&target, dst.end(), "dst", true)?;
+        let copy = params::copy_spec_at((src.ptr, src.size), (dst.ptr, dst.size))?;
         let handle = add_memcpy(&target, &deps, &copy)?;
-        target.keep_buffer(src.kept());
-        target.keep_buffer(dst.kept());
+        src.note_use(&mut target, handle);
+        dst.note_use(&mut target, handle);
         Ok(target.node(handle))
     }
 
     /// A node that copies host data into `dst` (`cuGraphAddMemcpyNode`); the graph owns the
-    /// data (every launch copies the same values). Sizes in bytes must match.
+    /// data (every launch copies the same values). Sizes in bytes must match. `dst` may be
+    /// memory of one of this graph's allocations, ordered as for
+    /// [`add_fill`](BuildGraph::add_fill).
     #[doc(alias = "cuGraphAddMemcpyNode")]
     fn add_copy_from_host<T: Pod>(
         &mut self,
         deps: &[GraphNode],
         src: Vec<T>,
-        dst: &impl GraphMemory,
+        dst: &impl NodeMemory,
     ) -> Result<GraphNode> {
         let mut target = self.target();
         let deps = target.deps(deps)?;
-        let copy = params::host_copy_spec(&src, dst.span(), target.context)?;
+        let dst = checked_end(&target, dst.end(), "dst", true)?;
+        let copy = params::host_copy_spec_at(&src, (dst.ptr, dst.size))?;
         let handle = add_memcpy(&target, &deps, &copy)?;
         // The vector's heap memory does not move with it.
         target.keep(src);
-        target.keep_buffer(dst.kept());
+        dst.note_use(&mut target, handle);
         Ok(target.node(handle))
     }
 
@@ -273,6 +288,10 @@ pub trait BuildGraph: seal::Buildable {
         check_node(target.state, target.graph, allocation.node, "allocation")?;
         let driver = target.context.driver();
         let handle = driver.graph_add_mem_free_node(target.graph, &deps, allocation.ptr.0)?;
+        target
+            .state
+            .allocations
+            .freed(allocation.node.handle, handle);
         Ok(target.node(handle))
     }
 
@@ -655,4 +674,69 @@ fn neighbours(mut target: Target<'_>, node: GraphNode, dependents: bool) -> Resu
         .driver()
         .graph_node_neighbours(node.handle, dependents)?;
     Ok(handles.into_iter().map(|h| target.node(h)).collect())
+}
+
+/// One end of a copy or fill node, checked for the node's graph: its memory, and what the
+/// node must keep alive (a buffer) or be ordered by (an allocation node).
+struct CheckedEnd<'a> {
+    ptr: u64,
+    size: usize,
+    kept: Option<&'a Arc<crate::Buffer>>,
+    allocation: Option<GraphNodeHandle>,
+}
+
+impl CheckedEnd<'_> {
+    /// After the node `handle` was added: keeps the buffer with the graph, or notes the node
+    /// as a use of the allocation, to be checked at instantiation.
+    fn note_use(&self, target: &mut Target<'_>, handle: GraphNodeHandle) {
+        if let Some(buffer) = self.kept {
+            target.keep_buffer(buffer);
+        }
+        if let Some(allocation) = self.allocation {
+            target.state.allocations.used(allocation, handle);
+        }
+    }
+}
+
+/// Checks `end` for a node of `target`: a buffer as copies (`copy`) or fills check it; an
+/// allocation of this graph (not of another, nor used from a conditional node's body, whose
+/// nodes run inside a node of the graph: the order check sees only the graph's own edges).
+fn checked_end<'a>(
+    target: &Target<'_>,
+    end: End<'a>,
+    name: &'static str,
+    copy: bool,
+) -> Result<CheckedEnd<'a>> {
+    match end {
+        End::Kept(span, kept) => {
+            if copy {
+                params::check_copied(span.buffer, target.context, name)?;
+            } else {
+                check_buffer(span.buffer, target.context, name)?;
+            }
+            Ok(CheckedEnd {
+                ptr: span.ptr,
+                size: span.size,
+                kept: Some(kept),
+                allocation: None,
+            })
+        }
+        End::Allocation { node, ptr, size } => {
+            if target.graph != target.root {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "a graph allocation is used by the nodes of the graph that \
+                             allocates it, not by those of a conditional node's body"
+                        .to_owned(),
+                });
+            }
+            check_node(target.state, target.graph, node, name)?;
+            Ok(CheckedEnd {
+                ptr,
+                size,
+                kept: None,
+                allocation: Some(node.handle),
+            })
+        }
+    }
 }

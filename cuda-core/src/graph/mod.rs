@@ -32,6 +32,7 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 
+mod allocations;
 mod build;
 mod capture;
 mod conditional;
@@ -51,6 +52,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 pub(crate) use crate::args::GraphArg;
+pub use allocations::{GraphAllocationRange, NodeMemory};
 pub use build::BuildGraph;
 pub use capture::{CaptureMode, CaptureStatus, CapturedAllocation};
 pub use conditional::{ConditionalHandle, ConditionalKind, ConditionalNode};
@@ -132,6 +134,8 @@ pub(crate) struct GraphState {
     /// The conditional handles made, by the graph (root or body) they were made for, with
     /// the serial each [`ConditionalHandle`] carries.
     handles: HashMap<(GraphHandle, u64), u64>,
+    /// The copy and fill nodes that use the graph's allocations, checked at instantiation.
+    allocations: allocations::AllocationUses,
 }
 
 /// A number never handed out before in this process, for the values that name a graph, a
@@ -147,6 +151,7 @@ impl GraphState {
     /// bodies (destroyed with it), so that none of them passes a later check.
     fn forget(&mut self, graph: GraphHandle, node: GraphNodeHandle) {
         self.nodes.remove(&(graph, node));
+        self.allocations.forget(node);
         for body in self.bodies.remove(&node).unwrap_or_default() {
             self.handles.retain(|&(of, _), _| of != body);
             let inside: Vec<GraphNodeHandle> = self
@@ -249,6 +254,10 @@ impl Graph {
         let mut clone = Graph::from_handle(handle, self.context.clone());
         keep.share(driver, handle, clone.state.keep.get_mut())?;
         clone.state.homes.clone_from(&self.state.homes);
+        clone.state.allocations = self
+            .state
+            .allocations
+            .mapped(|node| driver.graph_node_find_in_clone(node, handle))?;
         Ok(clone)
     }
 
@@ -366,8 +375,12 @@ impl Graph {
         }
     }
 
-    /// Hands what the graph keeps to the driver, before it copies the graph.
+    /// Before the driver copies the graph (an instantiation, an update): refuses it where a
+    /// node uses an allocation outside its life, and hands the driver what the graph keeps.
     fn flush(&self) -> Result<()> {
+        self.state
+            .allocations
+            .check(self.context.driver(), self.handle)?;
         self.state
             .keep
             .borrow_mut()
@@ -574,8 +587,8 @@ impl GraphExec {
                 reason: "it is of another context than the executable graph".to_owned(),
             });
         }
+        graph.flush()?;
         let driver = self.context.driver();
-        graph.state.keep.borrow_mut().flush(driver, graph.handle)?;
         let (updated, answer) = self
             .context
             .with_current(|driver| driver.graph_exec_update(self.handle, graph.handle))?;

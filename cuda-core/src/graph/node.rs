@@ -90,6 +90,9 @@ pub struct KernelNodeParams {
 /// ([`BuildGraph::add_free`](crate::BuildGraph::add_free)), or, without one, until freed on the device's default pool's
 /// terms (see [`GraphOptions::auto_free_on_launch`](crate::GraphOptions::auto_free_on_launch)).
 /// Pass it to the graph's kernels between the two nodes: it is a kernel argument (its address).
+/// It (or a [`range`](GraphAllocation::range) of it) is also the end of the graph's copy and
+/// fill nodes ([`NodeMemory`](crate::NodeMemory)), which the graph checks, when it is
+/// instantiated, to lie between the two nodes.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct GraphAllocation {
     pub(super) node: GraphNode,

@@ -80,22 +80,26 @@ pub(super) fn fill_spec<P: FillPattern>(
     context: &Context,
 ) -> Result<MemsetSpec> {
     check_buffer(dst.buffer, context, "dst")?;
+    fill_spec_at(dst.ptr, dst.size, value)
+}
+
+/// A fill of `size` bytes at `ptr` with `value`, whose memory was checked by the caller.
+pub(super) fn fill_spec_at<P: FillPattern>(ptr: u64, size: usize, value: P) -> Result<MemsetSpec> {
     let width = std::mem::size_of::<P>();
-    if dst.size % width != 0 || dst.ptr % width as u64 != 0 {
+    if size % width != 0 || ptr % width as u64 != 0 {
         return Err(Error::InvalidArgument {
             name: "value",
             reason: format!(
                 "a {width}-byte pattern needs a multiple of {width} bytes at a {width}-byte \
-                 aligned address (it has {} bytes at {:#x})",
-                dst.size, dst.ptr
+                 aligned address (it has {size} bytes at {ptr:#x})"
             ),
         });
     }
     Ok(MemsetSpec {
-        dst: dst.ptr,
+        dst: ptr,
         value: value.pattern(),
         element_size: width as u32,
-        count: dst.size / width,
+        count: size / width,
     })
 }
 
@@ -104,7 +108,7 @@ pub(super) fn fill_spec<P: FillPattern>(
 /// whose access was not granted to it: the driver faults on such a copy, where it does not
 /// refuse it). Access is checked when the node is made; revoking it later, while the graph
 /// may launch, is the caller's to order (as for any work queued on the memory).
-fn check_copied(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
+pub(super) fn check_copied(buffer: &Buffer, context: &Context, name: &'static str) -> Result<()> {
     if !buffer.is_host_accessible() {
         return check_buffer(buffer, context, name);
     }
@@ -126,15 +130,21 @@ fn check_copied(buffer: &Buffer, context: &Context, name: &'static str) -> Resul
 
 /// A copy of `src` into `dst`, checked for `context`'s device.
 pub(super) fn copy_spec(src: Span<'_>, dst: Span<'_>, context: &Context) -> Result<CopySpec> {
-    same_size(src.size, dst.size, "dst")?;
     for (span, name) in [(src, "src"), (dst, "dst")] {
         check_copied(span.buffer, context, name)?;
     }
+    copy_spec_at((src.ptr, src.size), (dst.ptr, dst.size))
+}
+
+/// A copy between two ranges of device-addressed memory (address, size), which the caller
+/// checked; sizes must match.
+pub(super) fn copy_spec_at(src: (u64, usize), dst: (u64, usize)) -> Result<CopySpec> {
+    same_size(src.1, dst.1, "dst")?;
     Ok(CopySpec {
-        dst: dst.ptr,
-        src: src.ptr,
+        dst: dst.0,
+        src: src.0,
         src_host: false,
-        bytes: src.size,
+        bytes: src.1,
     })
 }
 
@@ -145,11 +155,17 @@ pub(super) fn host_copy_spec<T: Pod>(
     dst: Span<'_>,
     context: &Context,
 ) -> Result<CopySpec> {
-    let bytes = std::mem::size_of_val(src);
-    same_size(bytes, dst.size, "dst")?;
     check_copied(dst.buffer, context, "dst")?;
+    host_copy_spec_at(src, (dst.ptr, dst.size))
+}
+
+/// A copy of the host values `src` into device-addressed memory (address, size) that the
+/// caller checked; sizes must match.
+pub(super) fn host_copy_spec_at<T: Pod>(src: &[T], dst: (u64, usize)) -> Result<CopySpec> {
+    let bytes = std::mem::size_of_val(src);
+    same_size(bytes, dst.1, "dst")?;
     Ok(CopySpec {
-        dst: dst.ptr,
+        dst: dst.0,
         src: src.as_ptr() as usize as u64,
         src_host: true,
         bytes,

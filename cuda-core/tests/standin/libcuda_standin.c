@@ -1756,6 +1756,9 @@ int cuGraphCreate(void **graph, unsigned flags) {
     note("cuGraphCreate %s flags=%u", name(g, b), flags);
     return 0;
 }
+#ifdef STANDIN_FULL
+static void note_node(void *graph, void *node, void **deps, size_t count);
+#endif
 int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count, const char *params) {
     MODEL_ANSWERS(m_add_kernel_node(node, graph, params));
     char b[16], c[16];
@@ -1766,6 +1769,9 @@ int cuGraphAddKernelNode_v2(void **node, void *graph, void **deps, size_t count,
     memcpy(&kernel, params + 56, sizeof kernel);
     if (args && reads_args(kernel) && args[0]) memcpy(&first, args[0], sizeof first);
     *node = make(NODE, NULL);
+#ifdef STANDIN_FULL
+    note_node(graph, *node, deps, count);
+#endif
     note("cuGraphAddKernelNode %s deps=%zu %s arg0=%llu", name(graph, b), count, name(kernel, c), first);
     return 0;
 }
@@ -2030,9 +2036,9 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block,
 int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
     MODEL_ANSWERS(m_add_node(node, graph, (struct gnode){.type = G_EMPTY}, "cuGraphAddEmptyNode"));
     char b[16], c[16];
-    (void)deps;
     struct object *n = make(NODE, NULL);
     *node = n;
+    note_node(graph, n, deps, count);
     note("cuGraphAddEmptyNode %s deps=%zu -> %s", name(graph, b), count, name(n, c));
     return 0;
 }
@@ -2101,9 +2107,11 @@ int cuGraphExecDestroy(void *exec) {
     note("cuGraphExecDestroy %s", name(exec, b));
     return 0;
 }
+static void forget_node(void *node);
 int cuGraphDestroyNode(void *node) {
     MODEL_ANSWERS(m_destroy_node(node));
     char b[16];
+    forget_node(node);
     note("cuGraphDestroyNode %s", name(node, b));
     reuse_later(node);
     return 0;
@@ -2122,6 +2130,7 @@ int cuGraphAddMemsetNode(void **node, void *graph, void **deps, size_t count,
         return m_add_node(node, graph, (struct gnode){.type = G_FILL, .dst = p->dst, .bytes = bytes}, what);
     }
     *node = make(NODE, NULL);
+    note_node(graph, *node, deps, count);
     note("cuGraphAddMemsetNode %s deps=%zu %#llx size=%zu -> %s", name(graph, b), count, p->dst,
          bytes, name(*node, c));
     return 0;
@@ -2132,7 +2141,171 @@ int cuGraphAddHostNode(void **node, void *graph, void **deps, size_t count, cons
     if (modeled())
         return m_add_node(node, graph, (struct gnode){.type = G_HOST, .fn = p->fn, .data = p->data}, "cuGraphAddHostNode");
     *node = make(NODE, NULL);
+    note_node(graph, *node, deps, count);
     note("cuGraphAddHostNode %s deps=%zu -> %s", name(graph, b), count, name(*node, c));
+    return 0;
+}
+/* The nodes and edges of graphs built node by node, outside the model: each node that a
+ * cuGraphAdd*Node call makes is noted with its graph and its dependencies, so that the edge
+ * calls (cuGraphGetEdges, cuGraphAddDependencies, cuGraphRemoveDependencies, in their 12 and
+ * 13 forms), node removal and clones (cuGraphClone, cuGraphNodeFindInClone) answer as the
+ * driver does: removing an edge that is not there is refused (1), as is finding a node in a
+ * graph that is not its clone. */
+struct snode { void *graph, *node, *origin; int live; };
+struct sedge { void *graph, *from, *to; int live; };
+static struct snode *snodes;
+static int snode_count, snode_cap;
+static struct sedge *sedges;
+static int sedge_count, sedge_cap;
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static void add_edge_locked(void *graph, void *from, void *to) {
+    GROW(sedges, sedge_count, sedge_cap);
+    sedges[sedge_count++] = (struct sedge){graph, from, to, 1};
+}
+static void note_node_from(void *graph, void *node, void *origin) {
+    GROW(snodes, snode_count, snode_cap);
+    snodes[snode_count++] = (struct snode){graph, node, origin, 1};
+}
+static void note_node(void *graph, void *node, void **deps, size_t count) {
+    pthread_mutex_lock(&graph_lock);
+    note_node_from(graph, node, NULL);
+    for (size_t i = 0; i < count; i++) add_edge_locked(graph, deps[i], node);
+    pthread_mutex_unlock(&graph_lock);
+}
+static void forget_node(void *node) {
+    pthread_mutex_lock(&graph_lock);
+    for (int i = 0; i < snode_count; i++)
+        if (snodes[i].node == node) snodes[i].live = 0;
+    for (int i = 0; i < sedge_count; i++)
+        if (sedges[i].from == node || sedges[i].to == node) sedges[i].live = 0;
+    pthread_mutex_unlock(&graph_lock);
+}
+static int graph_edges(void *graph, void **from, void **to, size_t *count) {
+    size_t n = 0;
+    pthread_mutex_lock(&graph_lock);
+    for (int i = 0; i < sedge_count; i++) {
+        if (!sedges[i].live || sedges[i].graph != graph) continue;
+        if (from && n < *count) { from[n] = sedges[i].from; to[n] = sedges[i].to; }
+        n++;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    *count = n;
+    note("cuGraphGetEdges -> %zu", n);
+    return 0;
+}
+int cuGraphGetEdges(void *graph, void **from, void **to, size_t *count) {
+    return graph_edges(graph, from, to, count);
+}
+int cuGraphGetEdges_v2(void *graph, void **from, void **to, void *data, size_t *count) {
+    if (data && from) memset(data, 0, 8 * *count);
+    return graph_edges(graph, from, to, count);
+}
+static int change_edges(const char *call, void *graph, void **from, void **to, size_t n, int add) {
+    int r = 0;
+    pthread_mutex_lock(&graph_lock);
+    for (size_t k = 0; k < n; k++) {
+        if (add) { add_edge_locked(graph, from[k], to[k]); continue; }
+        int found = 0;
+        for (int i = 0; i < sedge_count && !found; i++)
+            if (sedges[i].live && sedges[i].graph == graph && sedges[i].from == from[k] && sedges[i].to == to[k])
+                sedges[i].live = 0, found = 1;
+        if (!found) r = 1;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    note("%s %zu -> %d", call, n, r);
+    return r;
+}
+int cuGraphAddDependencies(void *graph, void **from, void **to, size_t n) {
+    return change_edges("cuGraphAddDependencies", graph, from, to, n, 1);
+}
+int cuGraphAddDependencies_v2(void *graph, void **from, void **to, const void *data, size_t n) {
+    (void)data;
+    return change_edges("cuGraphAddDependencies", graph, from, to, n, 1);
+}
+int cuGraphRemoveDependencies(void *graph, void **from, void **to, size_t n) {
+    return change_edges("cuGraphRemoveDependencies", graph, from, to, n, 0);
+}
+int cuGraphRemoveDependencies_v2(void *graph, void **from, void **to, const void *data, size_t n) {
+    (void)data;
+    return change_edges("cuGraphRemoveDependencies", graph, from, to, n, 0);
+}
+int cuGraphClone(void **clone, void *graph) {
+    char b[16], c[16];
+    struct object *g = make(GRAPH, current);
+    pthread_mutex_lock(&graph_lock);
+    int nodes = snode_count, edges = sedge_count;
+    for (int i = 0; i < nodes; i++)
+        if (snodes[i].live && snodes[i].graph == graph) note_node_from(g, make(NODE, NULL), snodes[i].node);
+    for (int i = 0; i < edges; i++) {
+        if (!sedges[i].live || sedges[i].graph != graph) continue;
+        void *from = NULL, *to = NULL;
+        for (int k = nodes; k < snode_count; k++) {
+            if (snodes[k].graph != g) continue;
+            if (snodes[k].origin == sedges[i].from) from = snodes[k].node;
+            if (snodes[k].origin == sedges[i].to) to = snodes[k].node;
+        }
+        if (from && to) add_edge_locked(g, from, to);
+    }
+    pthread_mutex_unlock(&graph_lock);
+    *clone = g;
+    note("cuGraphClone %s -> %s", name(graph, b), name(g, c));
+    return 0;
+}
+int cuGraphNodeFindInClone(void **node, void *original, void *clone) {
+    int r = 1;
+    pthread_mutex_lock(&graph_lock);
+    for (int i = 0; i < snode_count; i++)
+        if (snodes[i].live && snodes[i].graph == clone && snodes[i].origin == original) {
+            *node = snodes[i].node;
+            r = 0;
+        }
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+/* CUDA_MEM_ALLOC_NODE_PARAMS: bytesize at 104, dptr (set) at 112, in both headers. The
+ * allocation's address is graph memory, as a captured allocation's. */
+int cuGraphAddMemAllocNode(void **node, void *graph, void **deps, size_t count, char *params) {
+    char b[16], c[16];
+    size_t bytes;
+    memcpy(&bytes, params + 104, sizeof bytes);
+    pthread_mutex_lock(&lock);
+    devptr p = next_graph_address;
+    next_graph_address += (bytes + 0xfff) & ~(size_t)0xfff;
+    pthread_mutex_unlock(&lock);
+    memcpy(params + 112, &p, sizeof p);
+    *node = make(NODE, NULL);
+    note_node(graph, *node, deps, count);
+    note("cuGraphAddMemAllocNode %s deps=%zu size=%zu -> %s %#llx", name(graph, b), count, bytes,
+         name(*node, c), p);
+    return 0;
+}
+int cuGraphAddMemFreeNode(void **node, void *graph, void **deps, size_t count, devptr p) {
+    char b[16], c[16];
+    *node = make(NODE, NULL);
+    note_node(graph, *node, deps, count);
+    note("cuGraphAddMemFreeNode %s deps=%zu %#llx -> %s", name(graph, b), count, p, name(*node, c));
+    return 0;
+}
+/* CUDA_MEMCPY3D: srcHost at 40, srcDevice at 48, dstDevice at 136, WidthInBytes at 176; a
+ * source of host memory (srcMemoryType 1, at 32) is logged as "host". */
+int cuGraphAddMemcpyNode(void **node, void *graph, void **deps, size_t count, const char *copy, void *ctx) {
+    char b[16], c[16];
+    unsigned src_type;
+    devptr src, dst;
+    size_t width;
+    (void)ctx;
+    memcpy(&src_type, copy + 32, sizeof src_type);
+    memcpy(&src, copy + 48, sizeof src);
+    memcpy(&dst, copy + 136, sizeof dst);
+    memcpy(&width, copy + 176, sizeof width);
+    *node = make(NODE, NULL);
+    note_node(graph, *node, deps, count);
+    if (src_type == 1)
+        note("cuGraphAddMemcpyNode %s deps=%zu %#llx <- host size=%zu -> %s", name(graph, b), count, dst,
+             width, name(*node, c));
+    else
+        note("cuGraphAddMemcpyNode %s deps=%zu %#llx <- %#llx size=%zu -> %s", name(graph, b), count, dst,
+             src, width, name(*node, c));
     return 0;
 }
 int cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
