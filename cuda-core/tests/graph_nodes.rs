@@ -655,9 +655,9 @@ fn refused_as<T: std::fmt::Debug>(made: cuda_core::Result<T>, name: &str, says: 
 /// the range's); a range past the allocation accepted; an allocation of another graph, or one
 /// used from a conditional body, accepted; and at instantiation, a use not ordered after the
 /// allocation node, or not before the free node (an edge removed after the node was added),
-/// or of an allocation whose node was removed, instantiated; a removed use still checked; a
-/// clone whose edge was removed instantiated (its uses not carried over); a valid graph
-/// refused.
+/// or of an allocation whose node was removed, instantiated, or an executable graph updated
+/// to such a graph; a removed use still checked; a clone whose edge was removed instantiated
+/// (its uses not carried over); a valid graph refused.
 #[test]
 fn graph_allocations_are_copy_and_fill_ends_ordered_between_their_nodes() {
     common::standin::run(
@@ -706,7 +706,7 @@ fn graph_allocations_are_copy_and_fill_ends_ordered_between_their_nodes() {
             let mut other = Graph::new(device).unwrap();
             refused_as(other.add_fill(&[], &scratch, 0u8), "dst", "another graph");
             let free = graph.add_free(&[copy], scratch).unwrap();
-            graph.instantiate(options()).unwrap();
+            let mut exec = graph.instantiate(options()).unwrap();
 
             // The copy's edge to the free node removed, the free after the fill alone: the
             // copy may run after the free.
@@ -718,6 +718,8 @@ fn graph_allocations_are_copy_and_fill_ends_ordered_between_their_nodes() {
                 "graph",
                 "free node does not depend",
             );
+            // Nor is an executable graph updated to it (checked before the driver is asked).
+            refused_as(exec.update(&graph), "graph", "free node does not depend");
             // The clone made before is whole, and carries the uses: its edge removed, refused.
             let mut clone = clone;
             clone.instantiate(options()).unwrap();
