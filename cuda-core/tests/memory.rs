@@ -713,9 +713,10 @@ fn a_host_copy_refused_for_a_capture_waits_with_the_thread_relaxed() {
 }
 
 /// A buffer of a synchronous resource (managed memory here; pinned and `cuMemAlloc` memory
-/// free the same way) dropped while another thread's global capture refuses synchronisation
-/// waits with this thread relaxed and is freed (review N15). Bug caught: its free began with a
-/// plain `sync`, whose refusal left the memory allocated for good (logged as a leak).
+/// free the same way), and a registered vector, dropped while another thread's global capture
+/// refuses synchronisation waits with this thread relaxed and is freed (review N15). Bug
+/// caught: its free began with a plain `sync`, whose refusal left the memory allocated (or
+/// registered) for good (logged as a leak).
 #[test]
 fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
     standin::run(
@@ -743,6 +744,18 @@ fn a_synchronous_resources_buffer_is_freed_during_a_capture_elsewhere() {
                 .find("cuThreadExchangeStreamCaptureMode")
                 .expect("relaxed");
             assert!(relaxed < log.find("cuMemFree ").unwrap(), "{log}");
+            // A registered vector the same way: unregistered, not kept for good.
+            let registered = cuda_core::Buffer::from_host_vec(vec![0u64; 512], &stream).unwrap();
+            standin::set_sync_status(900);
+            standin::clear_log();
+            drop(registered);
+            standin::set_sync_status(0);
+            let log = standin::log();
+            let relaxed = log
+                .find("cuThreadExchangeStreamCaptureMode")
+                .expect("relaxed");
+            let unregistered = log.find("cuMemHostUnregister -> 0").expect(&log);
+            assert!(relaxed < unregistered, "{log}");
         },
     );
 }
