@@ -64,6 +64,17 @@ fn block_on<F: Future>(future: F, limit: Duration) -> (F::Output, usize) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_stream_completion_is_woken_by_the_stream_when_its_work_ends() {
+    // In a process of its own: it holds a stream at a gate, and in the shared test
+    // process a held stream holds up the other tests' module loads and context-wide
+    // waits until its gate opens (the stalls of the whole-suite runs).
+    common::alone(
+        module_path!(),
+        "a_stream_completion_is_woken_by_the_stream_when_its_work_ends",
+        a_stream_completion_is_woken_by_the_stream_when_its_work_ends_alone,
+    );
+}
+
+fn a_stream_completion_is_woken_by_the_stream_when_its_work_ends_alone() {
     let device = common::device();
     let stream = common::stream(device);
     let _watchdog = common::Watchdog::new(Duration::from_secs(120), "stream completion");
@@ -135,6 +146,17 @@ fn a_stream_completion_is_refused_on_a_capturing_stream() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_event_completion_is_woken_by_the_crates_timer() {
+    // In a process of its own: it holds a stream at a gate, and in the shared test
+    // process a held stream holds up the other tests' module loads and context-wide
+    // waits until its gate opens (the stalls of the whole-suite runs).
+    common::alone(
+        module_path!(),
+        "an_event_completion_is_woken_by_the_crates_timer",
+        an_event_completion_is_woken_by_the_crates_timer_alone,
+    );
+}
+
+fn an_event_completion_is_woken_by_the_crates_timer_alone() {
     let device = common::device();
     let stream = common::stream(device);
     let _watchdog = common::Watchdog::new(Duration::from_secs(120), "event completion");

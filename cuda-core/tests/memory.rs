@@ -1081,6 +1081,17 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream() {
+    // In a process of its own: it holds a stream at a gate, and in the shared test
+    // process a held stream holds up the other tests' module loads and context-wide
+    // waits until its gate opens (the stalls of the whole-suite runs).
+    common::alone(
+        module_path!(),
+        "a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream",
+        a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream_alone,
+    );
+}
+
+fn a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream_alone() {
     let device = common::device();
     let _watchdog = common::Watchdog::new(std::time::Duration::from_secs(120), "host read");
     let streams: Vec<_> = (0..3).map(|_| common::stream(device)).collect();

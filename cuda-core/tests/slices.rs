@@ -342,6 +342,17 @@ fn slices_in_a_capture_replay_at_their_offsets() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends() {
+    // In a process of its own: it holds a stream at a gate, and in the shared test
+    // process a held stream holds up the other tests' module loads and context-wide
+    // waits until its gate opens (the stalls of the whole-suite runs).
+    common::alone(
+        module_path!(),
+        "a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends",
+        a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends_alone,
+    );
+}
+
+fn a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends_alone() {
     let device = common::device();
     let stream = common::stream(device);
     let mut buffer = device
