@@ -306,6 +306,15 @@ fn kernel_runs_on_each_device() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn copy_between_devices_in_stream_order() {
+    // In a process of its own: it holds a stream at a gate (see `common::Gate`).
+    common::alone(
+        module_path!(),
+        "copy_between_devices_in_stream_order",
+        copy_between_devices_in_stream_order_alone,
+    );
+}
+
+fn copy_between_devices_in_stream_order_alone() {
     let Some((d0, d1)) = two_devices() else {
         return;
     };

@@ -184,7 +184,16 @@ impl Gate {
     /// A gate that opens by itself only after `limit`: for a test whose pass depends on the
     /// gate staying closed until it is opened (a test that runs slowly among many must not
     /// see it open by itself), with a watchdog longer than that to fail it instead of a hang.
+    ///
+    /// Only in a process of the test's own (a [`alone`] or stand-in child, or an IPC child):
+    /// in the shared test process, a held stream holds up other tests' module loads and
+    /// context-wide waits until the gate opens, and a whole run stalls.
     pub fn close_for(stream: &Stream, limit: std::time::Duration) -> Gate {
+        assert!(
+            std::env::var_os(CHILD).is_some(),
+            "a gate closed in the shared test process: run the test in a process of its own \
+             (common::alone)"
+        );
         let (tx, rx) = mpsc::channel::<()>();
         stream
             .launch_host_func(move || {
