@@ -352,22 +352,34 @@ impl Stream {
     }
 
     /// Wraps a stream made elsewhere (by another library) without taking ownership: dropping
-    /// the result does not destroy it. Its context is read with `cuStreamGetCtx`.
+    /// the result does not destroy it. Its context is read with `cuStreamGetCtx`: `device`'s
+    /// primary context, or another context of `device` (one the other library made, or a
+    /// green context), which the result then holds as [`Context::from_raw`] would wrap it,
+    /// without taking ownership either.
+    ///
+    /// A stream of another device's context is refused, naming both devices.
     ///
     /// # Safety
     ///
-    /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid for
-    /// as long as the result or any clone of it is used.
+    /// `handle` must be a valid `CUstream` of a context of `device`, and must stay valid (and
+    /// so must its context) for as long as the result or any clone of it is used.
     #[doc(alias = "cuStreamGetCtx")]
     pub unsafe fn from_raw(handle: *mut std::ffi::c_void, device: Device) -> Result<Stream> {
-        let context = device.primary_context()?;
+        let primary = device.primary_context()?;
         let handle = StreamHandle(handle);
-        let owner = context.driver().stream_get_ctx(handle)?;
-        if owner != context.handle() {
+        let owner = primary.driver().stream_get_ctx(handle)?;
+        if owner == primary.handle() {
+            return Ok(Stream::wrap(handle, primary, Kind::Borrowed));
+        }
+        // SAFETY: the stream's own context, which stays valid while the stream does (the
+        // caller keeps the stream, and so its context, valid while the result is used).
+        let context = unsafe { Context::from_raw(owner.0) }?;
+        if context.device() != device {
             return Err(Error::InvalidArgument {
                 name: "handle",
                 reason: format!(
-                    "the stream belongs to another context than device {}'s primary context",
+                    "the stream belongs to a context of device {}, not of device {}",
+                    context.device().ordinal(),
                     device.ordinal()
                 ),
             });

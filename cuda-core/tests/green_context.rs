@@ -154,6 +154,14 @@ fn raw_contexts_are_wrapped_without_being_released() {
     let green_stream = green.create_stream(StreamOptions::default()).unwrap();
     green_stream.record(&event).unwrap();
     event.sync().unwrap();
+    // A green context's stream, wrapped from its raw handle, is the green context's (catches
+    // it refused, or taken as the primary context's, whose SMs are all the device's).
+    // SAFETY: `green_stream` outlives the wrapper, and `green` both.
+    let wrapped_stream =
+        unsafe { cuda_core::Stream::from_raw(green_stream.as_raw(), device) }.unwrap();
+    assert_eq!(wrapped_stream.context().as_raw(), green.as_raw());
+    wrapped_stream.record(&event).unwrap();
+    event.sync().unwrap();
     // SAFETY: a null handle, refused before any use.
     let err = unsafe { Context::from_raw(std::ptr::null_mut()) }.unwrap_err();
     assert!(

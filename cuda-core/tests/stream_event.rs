@@ -180,6 +180,45 @@ fn default_streams_work_from_a_thread_without_a_context() {
     .unwrap();
 }
 
+/// `Stream::from_raw` of a stream of a context that is not the primary one (another
+/// library's). Bugs caught: such a stream refused, or wrapped with the primary context (its
+/// work would be ordered and checked as the primary's, and the context made current for it
+/// the wrong one); a stream of another device's context accepted, or refused without naming
+/// the devices.
+#[test]
+fn a_foreign_stream_of_another_context_is_wrapped_with_that_context() {
+    crate::common::standin::run(
+        module_path!(),
+        "a_foreign_stream_of_another_context_is_wrapped_with_that_context",
+        &[],
+        &[("STANDIN_DEVICES", "2")],
+        || {
+            use cuda_core::{Context, Device};
+            let device = Device::new(0).unwrap();
+            let raw = crate::common::standin::foreign_context(0);
+            // SAFETY: the stand-in's context, which lives for the process.
+            let theirs = unsafe { Context::from_raw(raw) }.unwrap();
+            let owner = theirs.create_stream(StreamOptions::default()).unwrap();
+            // SAFETY: `owner` outlives `wrapped`, and its context the process.
+            let wrapped = unsafe { Stream::from_raw(owner.as_raw(), device) }.unwrap();
+            assert_eq!(wrapped.context().as_raw(), raw);
+            assert_ne!(raw, device.primary_context().unwrap().as_raw());
+            assert_eq!(wrapped.device(), device);
+            assert_eq!(wrapped, owner);
+            wrapped.sync().unwrap();
+            // Named with another device: refused, naming both.
+            let other = Device::new(1).unwrap();
+            // SAFETY: as above; refused before any use.
+            let err = unsafe { Stream::from_raw(owner.as_raw(), other) }.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "handle", reason }
+                    if reason.contains("device 0") && reason.contains("device 1")),
+                "{err}"
+            );
+        },
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_foreign_stream_is_used_but_not_destroyed() {

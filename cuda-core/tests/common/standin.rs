@@ -203,6 +203,14 @@ fn symbol<T: Copy>(name: &[u8]) -> T {
     *unsafe { library.get::<T>(name) }.expect("a stand-in function")
 }
 
+/// A new context of `device` that is not its primary one, as another library would make it.
+pub fn foreign_context(device: i32) -> *mut std::ffi::c_void {
+    let make: unsafe extern "C" fn(i32) -> *mut std::ffi::c_void =
+        symbol(b"standin_make_context\0");
+    // SAFETY: the stand-in's hook, which makes a context object and returns it.
+    unsafe { make(device) }
+}
+
 /// The driver calls logged so far, one per line.
 pub fn log() -> String {
     let get: unsafe extern "C" fn() -> *const c_char = symbol(b"standin_log\0");

@@ -2561,6 +2561,14 @@ int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t coun
     return setting("STANDIN_BATCH_FAIL", -1) >= 0 ? 1 : 0;
 }
 
+/* A context of `device` that is not its primary one, as another library makes it (for
+ * Stream::from_raw of its streams). */
+void *standin_make_context(int device) {
+    struct object *c = make(CONTEXT, NULL);
+    c->device = device;
+    return c;
+}
+
 /* Registered host memory (cuMemHostRegister): the devices' address of a registered byte is
  * its host address, as under unified addressing. A range that overlaps one registered
  * already is refused (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712), and an address not
