@@ -997,8 +997,9 @@ fn a_vector_registered_as_a_buffer_is_unregistered_after_its_stream() {
 /// host function on another stream than the memory's home not ordered after the home's work
 /// (no wait before) or the home's later work not ordered after it (no wait after: a free or a
 /// write could overtake the read); the memory freed (unregistered) before the host function
-/// ran; values read from other memory or of the wrong length; device memory, a partial `T`,
-/// a misaligned `T`, or a capturing stream accepted.
+/// ran; values read from other memory or of the wrong length; device memory, memory of a
+/// shareable pool (which another process may write meanwhile), a partial `T`, a misaligned
+/// `T`, or a capturing stream accepted; a private pinned pool's memory refused.
 #[test]
 fn a_host_function_reads_host_memory_in_its_stream_order() {
     standin::run(
@@ -1058,6 +1059,35 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
                 rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(),
                 data[4..]
             );
+            // Pinned pool memory: taken from a pool of this process's own, refused from a
+            // shareable one (another process may map and write it while the host reads).
+            {
+                use cuda_core::memory::{PinnedMemoryPool, PinnedMemoryPoolOptions};
+                let private =
+                    PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+                let mine = private.allocate(64, &home).unwrap();
+                other
+                    .launch_host_func_reading(&mine, |_: &[u32]| {})
+                    .unwrap();
+                let shared = PinnedMemoryPool::new(
+                    device,
+                    PinnedMemoryPoolOptions::default()
+                        .with_numa_node(0)
+                        .with_shareable(true),
+                )
+                .unwrap();
+                let exported = shared.allocate(64, &home).unwrap();
+                let e = other
+                    .launch_host_func_reading(&exported, |_: &[u32]| {})
+                    .unwrap_err();
+                assert!(
+                    matches!(&e, Error::InvalidArgument { name: "memory", reason }
+                        if reason.contains("another process")),
+                    "{e}"
+                );
+                home.sync().unwrap();
+                other.sync().unwrap();
+            }
             // On a capturing stream: refused, as a one-shot host function is.
             let host = cuda_core::Buffer::from_host_vec(vec![1u8; 64], &home).unwrap();
             // SAFETY: nothing is allocated or freed on the stream while it captures.

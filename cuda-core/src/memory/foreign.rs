@@ -270,6 +270,11 @@ unsafe impl MemoryResource for RegisteredVec {
         true
     }
 
+    fn is_private_host_memory(&self) -> bool {
+        // A vector of this process's heap, which no other process maps.
+        true
+    }
+
     fn device(&self) -> Option<Device> {
         None
     }

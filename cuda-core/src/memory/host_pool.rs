@@ -352,6 +352,11 @@ unsafe impl MemoryResource for PinnedMemoryPool {
         true
     }
 
+    fn is_private_host_memory(&self) -> bool {
+        // A pool this value made and does not share: no other process has its handle.
+        self.core.owned && self.core.sharing.is_none()
+    }
+
     fn device(&self) -> Option<Device> {
         None
     }

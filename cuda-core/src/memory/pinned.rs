@@ -66,6 +66,11 @@ unsafe impl MemoryResource for PinnedMemoryResource {
         true
     }
 
+    fn is_private_host_memory(&self) -> bool {
+        // cuMemHostAlloc memory has no handle another process could open.
+        true
+    }
+
     fn device(&self) -> Option<Device> {
         None
     }

@@ -31,6 +31,8 @@ use crate::stream::Stream;
 ///   [`device`](MemoryResource::device),
 ///   [`is_accessible_from`](MemoryResource::is_accessible_from) and
 ///   [`copies_across_devices`](MemoryResource::copies_across_devices) answer truthfully;
+/// - [`is_private_host_memory`](MemoryResource::is_private_host_memory) is `true` only for
+///   host memory that no other process can write (the default, `false`, is always right);
 /// - [`deallocate`](MemoryResource::deallocate) frees no sooner than the work queued on its
 ///   stream before the call is done.
 ///
@@ -127,6 +129,15 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// memory: no (the driver refuses, and has crashed, without access granted). The default
     /// is no.
     fn copies_across_devices(&self) -> bool {
+        false
+    }
+
+    /// Whether this is host memory that only this process can write: neither exported to nor
+    /// imported from another process, nor of a pool another library made (which may be). The
+    /// host then reads it safely while the crate's stream order keeps this process's writes
+    /// away ([`Stream::launch_host_func_reading`](crate::Stream::launch_host_func_reading)).
+    /// The default, `false`, is always right; `true` is part of this trait's promises.
+    fn is_private_host_memory(&self) -> bool {
         false
     }
 

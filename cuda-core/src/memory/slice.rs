@@ -64,7 +64,8 @@ pub trait GraphMemory: sealed::Kept {}
 // the memory's).
 impl Stream {
     /// Runs `f` on a driver thread with the values of `memory`, host memory (a buffer of
-    /// [`PinnedMemoryResource`](crate::memory::PinnedMemoryResource) or of a pinned pool, a
+    /// [`PinnedMemoryResource`](crate::memory::PinnedMemoryResource) or of a pinned pool that
+    /// is not shareable, a
     /// registered vector from [`Buffer::from_host_vec`](crate::Buffer::from_host_vec), or a
     /// slice of one), once the work queued before it is done, holding back the work queued
     /// after it until `f` returns (`cuLaunchHostFunc`). It is what `cudaStreamAddCallback` is
@@ -80,7 +81,10 @@ impl Stream {
     /// it aborts the process, what it captured is dropped off the driver's thread, and it is
     /// refused on a stream that captures. Refused too: memory that is not host memory (device
     /// memory, and managed memory, which the host may not read while kernels run on some
-    /// systems), a size that is not a whole number of `T`s, an address not aligned to `T`.
+    /// systems), host memory another process may map and write meanwhile (a shareable or
+    /// wrapped pool's, an import: see
+    /// [`MemoryResource::is_private_host_memory`](crate::MemoryResource::is_private_host_memory)),
+    /// a size that is not a whole number of `T`s, an address not aligned to `T`.
     ///
     /// ```no_run
     /// use std::sync::mpsc;
@@ -397,12 +401,18 @@ impl<'a> Span<'a> {
         mut f: F,
     ) -> Result<()> {
         let buffer = self.buffer;
-        if buffer.device().is_some() || !buffer.is_host_accessible() {
+        let resource = buffer.memory_resource();
+        if buffer.device().is_some()
+            || !buffer.is_host_accessible()
+            || !resource.is_private_host_memory()
+        {
             return Err(invalid(
                 "memory",
                 format!(
-                    "{:?} is not host memory: the host may not read it while kernels run",
-                    buffer.memory_resource()
+                    "{resource:?} is not host memory of this process's alone (pinned memory, a \
+                     pinned pool that is not shareable, a registered vector): device and \
+                     managed memory may not be read by the host while kernels run, and memory \
+                     another process maps may be written by it meanwhile"
                 ),
             ));
         }
