@@ -65,10 +65,10 @@ pub trait GraphMemory: sealed::Kept {}
 impl Stream {
     /// Runs `f` on a driver thread with the values of `memory`, host memory (a buffer of
     /// [`PinnedMemoryResource`](crate::memory::PinnedMemoryResource) or of a pinned pool that
-    /// is not shareable, a
-    /// registered vector from [`Buffer::from_host_vec`](crate::Buffer::from_host_vec), or a
-    /// slice of one), once the work queued before it is done, holding back the work queued
-    /// after it until `f` returns (`cuLaunchHostFunc`). It is what `cudaStreamAddCallback` is
+    /// is not shareable, a registered vector from
+    /// [`Buffer::from_host_vec`](crate::Buffer::from_host_vec), or a slice of one), once the
+    /// work queued before it is done, holding back the work queued after it until `f` returns
+    /// (`cuLaunchHostFunc`). It is what `cudaStreamAddCallback` is
     /// used for: checking, on the host, what a copy brought back, without a thread waiting.
     ///
     /// The memory is in the crate's stream order as a copy's source is: `f` runs after every
