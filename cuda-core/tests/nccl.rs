@@ -476,6 +476,46 @@ fn every_argument_is_checked_before_nccl() {
                 "config",
                 "max_ctas",
             );
+            // All-to-all, gather and scatter (rank 0 of 2).
+            let whole = shared.shared_slice(..).unwrap(); // 2048 f32: 2 parts of 1024
+            let other_twelve = shared.shared_slice(4096..4108).unwrap();
+            check(
+                comm.all_to_all::<f32>(&a, &mut half, &s0),
+                "recv",
+                "an all-to-all",
+            );
+            check(
+                comm.all_to_all::<f32>(&twelve, &other_twelve, &s0),
+                "send",
+                "split evenly",
+            );
+            check(
+                comm.all_to_all::<f32>(&first, &straddling, &s0),
+                "recv",
+                "none documented",
+            );
+            check(
+                comm.gather::<f32>(&a, &mut b, 0, &s0),
+                "recv",
+                "a gather of 1024 from each of 2 ranks writes 2048",
+            );
+            check(
+                comm.gather::<f32>(&first, &whole, 0, &s0),
+                "recv",
+                "none documented",
+            );
+            check(comm.gather_to_root::<f32>(&a, 0, &s0), "root", "receives");
+            check(comm.gather::<f32>(&a, &whole, 2, &s0), "root", "");
+            check(
+                comm.scatter::<f32>(&a, &mut b, 1, &s0),
+                "send",
+                "a scatter of 1024 to each of 2 ranks reads 2048",
+            );
+            check(
+                comm.scatter_from_root::<f32>(&mut b, 0, &s0),
+                "root",
+                "sends",
+            );
             // Inside a group: the communicator's own calls, and another group.
             check(
                 group(|_| comm.all_reduce::<f32>(&a, &mut b, ReduceOp::Sum, &s0)),
@@ -493,7 +533,7 @@ fn every_argument_is_checked_before_nccl() {
                 .into_iter()
                 .filter(|l| !l.contains("ncclGroupStart") && !l.contains("ncclGroupEnd"))
                 .collect();
-            assert_eq!(count, 30);
+            assert_eq!(count, 39);
             assert!(
                 reached.is_empty(),
                 "refused calls reached NCCL: {reached:#?}"
@@ -677,6 +717,46 @@ fn each_call_reaches_nccl_with_its_addresses_count_type_operation_and_stream() {
                     p(bp),
                     p(bp + 4096)
                 ),
+            );
+
+            // All-to-all: 4096 values each way, 1024 to and from each of the 4 ranks.
+            let mut big2 = buffer(d0, &s, 16384);
+            let b2p = big2.ptr().0;
+            comm.all_to_all::<f32>(&big, &mut big2, &s).unwrap();
+            expect(
+                "ncclAlltoAll",
+                &format!("send={} recv={} count=1024 type=7", p(bp), p(b2p)),
+            );
+            // Gather: 1024 from each rank into the root's 4096; a rank that is not the root
+            // gives no buffer (null).
+            comm.gather::<f32>(&x, &mut big2, 2, &s).unwrap();
+            expect(
+                "ncclGather",
+                &format!(
+                    "send={} recv={} count=1024 type=7 op=-1 root=2",
+                    p(xp),
+                    p(b2p)
+                ),
+            );
+            comm.gather_to_root::<f32>(&x, 3, &s).unwrap();
+            expect(
+                "ncclGather",
+                &format!("send={} recv=(nil) count=1024 type=7 op=-1 root=3", p(xp)),
+            );
+            // Scatter: the root's 4096, 1024 to each rank.
+            comm.scatter::<f32>(&big, &mut y, 0, &s).unwrap();
+            expect(
+                "ncclScatter",
+                &format!(
+                    "send={} recv={} count=1024 type=7 op=-1 root=0",
+                    p(bp),
+                    p(yp)
+                ),
+            );
+            comm.scatter_from_root::<f32>(&mut y, 2, &s).unwrap();
+            expect(
+                "ncclScatter",
+                &format!("send=(nil) recv={} count=1024 type=7 op=-1 root=2", p(yp)),
             );
 
             comm.send::<f64>(&x, 3, &s).unwrap();
@@ -1546,6 +1626,55 @@ fn every_collective_over_every_device_matches_the_cpu() {
             want,
             "in place on rank {r}"
         );
+    }
+
+    // All-to-all, gather to the last rank and scatter from rank 0 (NCCL 2.28 and newer).
+    let version = nccl::version().unwrap();
+    if version < (2, 28, 0) {
+        common::not_run(
+            "nccl-2.28",
+            &format!("all-to-all, gather and scatter: NCCL {version:?} is older than 2.28"),
+        );
+    } else {
+        let root = n - 1;
+        let sends: Vec<Buffer> = (0..n).map(|r| upload(r, &inputs[r][..whole])).collect();
+        let mut exchanged: Vec<Buffer> = (0..n).map(|r| alloc(r, 4 * whole)).collect();
+        let mut gathered: Buffer = alloc(root, 4 * whole);
+        let mut scattered: Vec<Buffer> = (0..n).map(|r| alloc(r, 4 * part)).collect();
+        group(|g| {
+            for (r, recv) in exchanged.iter_mut().enumerate() {
+                g.all_to_all::<f32>(&comms[r], &sends[r], recv, &streams[r])?;
+            }
+            for r in (0..n).filter(|&r| r != root) {
+                let mine = sends[r].slice(..4 * part)?;
+                g.gather_to_root::<f32>(&comms[r], mine, root, &streams[r])?;
+            }
+            let mine = sends[root].slice(..4 * part)?;
+            g.gather::<f32>(&comms[root], mine, &mut gathered, root, &streams[root])?;
+            for (r, recv) in scattered.iter_mut().enumerate() {
+                if r == 0 {
+                    g.scatter::<f32>(&comms[r], &sends[0], recv, 0, &streams[r])?;
+                } else {
+                    g.scatter_from_root::<f32>(&comms[r], recv, 0, &streams[r])?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        for r in 0..n {
+            // Part i of rank r's result is part r of rank i's input.
+            let want: Vec<f32> = (0..n)
+                .flat_map(|i| inputs[i][r * part..(r + 1) * part].to_vec())
+                .collect();
+            assert_eq!(read(&exchanged[r], r), want, "all-to-all on rank {r}");
+            assert_eq!(
+                read(&scattered[r], r),
+                inputs[0][r * part..(r + 1) * part],
+                "scatter to rank {r}"
+            );
+        }
+        let firsts: Vec<f32> = (0..n).flat_map(|i| inputs[i][..part].to_vec()).collect();
+        assert_eq!(read(&gathered, root), firsts, "gather on rank {root}");
     }
 
     // A ring of sends and receives: rank r sends to r + 1 and receives from r - 1.

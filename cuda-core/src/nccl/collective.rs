@@ -27,6 +27,9 @@ enum Kind {
     Reduce,
     AllGather,
     ReduceScatter,
+    AllToAll,
+    Gather,
+    Scatter,
     Send,
     Recv,
 }
@@ -37,7 +40,8 @@ pub(crate) struct Call<'a> {
     kind: Kind,
     send: u64,
     recv: u64,
-    /// The count NCCL takes: per rank for all-gather (sent) and reduce-scatter (received).
+    /// The count NCCL takes: per rank for all-gather (sent), reduce-scatter (received),
+    /// all-to-all (each way), gather (sent) and scatter (received).
     count: usize,
     data_type: i32,
     op: i32,
@@ -225,6 +229,9 @@ impl<'a> Call<'a> {
             Kind::Reduce => "ncclReduce",
             Kind::AllGather => "ncclAllGather",
             Kind::ReduceScatter => "ncclReduceScatter",
+            Kind::AllToAll => "ncclAlltoAll",
+            Kind::Gather => "ncclGather",
+            Kind::Scatter => "ncclScatter",
             Kind::Send => "ncclSend",
             Kind::Recv => "ncclRecv",
         }
@@ -252,6 +259,9 @@ impl<'a> Call<'a> {
             Kind::Reduce => nccl.reduce(send, recv, n, t, self.op, self.rank, comm, on),
             Kind::AllGather => nccl.all_gather(send, recv, n, t, comm, on),
             Kind::ReduceScatter => nccl.reduce_scatter(send, recv, n, t, self.op, comm, on),
+            Kind::AllToAll => nccl.all_to_all(send, recv, n, t, comm, on),
+            Kind::Gather => nccl.gather(send, recv, n, t, self.rank, comm, on),
+            Kind::Scatter => nccl.scatter(send, recv, n, t, self.rank, comm, on),
             Kind::Send => nccl.send(send, n, t, self.rank, comm, on),
             Kind::Recv => nccl.recv(recv, n, t, self.rank, comm, on),
         }
@@ -508,6 +518,140 @@ impl<'a> Call<'a> {
         ))
     }
 
+    /// An all-to-all of `send`'s parts into `recv`'s: part `j` of `send` goes to rank `j`,
+    /// part `i` of `recv` comes from rank `i`.
+    pub(crate) fn all_to_all<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Span<'a>,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let (s, r) = (
+            memory::<T>(comm, "send", send)?,
+            memory::<T>(comm, "recv", recv)?,
+        );
+        same_count::<T>(&s, &r, "an all-to-all")?;
+        let part = parts_of::<T>(comm, "send", &s)?;
+        apart_or_in_place("recv", &s, &r, false, "none documented for an all-to-all")?;
+        Ok(Call::new::<T>(
+            Kind::AllToAll,
+            Some(&s),
+            Some(&r),
+            part,
+            0,
+            0,
+        ))
+    }
+
+    /// A gather of every rank's `send` into `root`'s `recv` (`None`: a rank other than the root,
+    /// which receives nothing), rank `i`'s at part `i`.
+    pub(crate) fn gather<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Span<'a>,
+        recv: Option<Span<'a>>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let root_code = rank_of(comm, "root", root)?;
+        let s = memory::<T>(comm, "send", send)?;
+        let r = match recv {
+            Some(recv) => {
+                let r = memory::<T>(comm, "recv", recv)?;
+                let wanted = times_ranks(comm, "send", s.count)?;
+                if r.count != wanted {
+                    return Err(invalid(
+                        "recv",
+                        format!(
+                            "it holds {} {} values; a gather of {} from each of {} ranks \
+                             writes {wanted}",
+                            r.count,
+                            type_name::<T>(),
+                            s.count,
+                            comm.size
+                        ),
+                    ));
+                }
+                // NCCL documents no in-place form of a gather: any overlap is refused.
+                apart_or_in_place("recv", &s, &r, false, "none documented for a gather")?;
+                Some(r)
+            }
+            None if root == comm.rank => {
+                return Err(invalid(
+                    "root",
+                    format!(
+                        "rank {root} is this rank, which receives the gather: give it a buffer \
+                         (gather)"
+                    ),
+                ))
+            }
+            None => None,
+        };
+        Ok(Call::new::<T>(
+            Kind::Gather,
+            Some(&s),
+            r.as_ref(),
+            s.count,
+            0,
+            root_code,
+        ))
+    }
+
+    /// A scatter of `root`'s `send` (`None`: a rank other than the root, which sends nothing)
+    /// into every rank's `recv`, part `i` to rank `i`.
+    pub(crate) fn scatter<T: Element>(
+        comm: &Arc<CommInner>,
+        send: Option<Span<'a>>,
+        recv: Span<'a>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<Call<'a>> {
+        check_stream(comm, stream)?;
+        let root_code = rank_of(comm, "root", root)?;
+        let r = memory::<T>(comm, "recv", recv)?;
+        let s = match send {
+            Some(send) => {
+                let s = memory::<T>(comm, "send", send)?;
+                let wanted = times_ranks(comm, "recv", r.count)?;
+                if s.count != wanted {
+                    return Err(invalid(
+                        "send",
+                        format!(
+                            "it holds {} {} values; a scatter of {} to each of {} ranks reads \
+                             {wanted}",
+                            s.count,
+                            type_name::<T>(),
+                            r.count,
+                            comm.size
+                        ),
+                    ));
+                }
+                // NCCL documents no in-place form of a scatter: any overlap is refused.
+                apart_or_in_place("recv", &s, &r, false, "none documented for a scatter")?;
+                Some(s)
+            }
+            None if root == comm.rank => {
+                return Err(invalid(
+                    "root",
+                    format!(
+                        "rank {root} is this rank, which sends the scatter: give it a buffer \
+                         (scatter)"
+                    ),
+                ))
+            }
+            None => None,
+        };
+        Ok(Call::new::<T>(
+            Kind::Scatter,
+            s.as_ref(),
+            Some(&r),
+            r.count,
+            0,
+            root_code,
+        ))
+    }
+
     /// A send of `buf` to `peer`.
     pub(crate) fn send<T: Element>(
         comm: &Arc<CommInner>,
@@ -562,11 +706,16 @@ fn same_count<T: Element>(send: &Memory<'_>, recv: &Memory<'_>, what: &str) -> R
 
 /// The values of each rank's part of `buf`, which must split evenly among the ranks.
 fn parts<T: Element>(comm: &CommInner, buf: &Memory<'_>) -> Result<usize> {
+    parts_of::<T>(comm, "buf", buf)
+}
+
+/// [`parts`] of the argument `name`.
+fn parts_of<T: Element>(comm: &CommInner, name: &'static str, buf: &Memory<'_>) -> Result<usize> {
     if buf.count % comm.size == 0 {
         return Ok(buf.count / comm.size);
     }
     Err(invalid(
-        "buf",
+        name,
         format!(
             "it holds {} {} values, which do not split evenly among {} ranks",
             buf.count,
@@ -782,6 +931,80 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let call = Call::reduce_scatter_in_place::<T>(&self.inner, buf.span(), op, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Exchanges a part with every rank (`ncclAlltoAll`, NCCL 2.28 and newer): `send` and
+    /// `recv` hold the same count of `T`, `size()` equal parts each; part `j` of `send` goes to
+    /// rank `j`, and part `i` of `recv` comes from rank `i`. The two may not overlap (NCCL
+    /// documents no in-place form of it).
+    #[doc(alias = "ncclAlltoAll")]
+    pub fn all_to_all<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::all_to_all::<T>(&self.inner, send.span(), recv.span(), stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Gathers every rank's `send` into `root`'s `recv` (`ncclGather`, NCCL 2.28 and newer):
+    /// `recv` holds `size()` times `send`'s count, rank `i`'s values from element
+    /// `i × count`; the two may not overlap (NCCL documents no in-place form of it). A rank
+    /// other than the root may call [`gather_to_root`](Communicator::gather_to_root) instead,
+    /// with no `recv`.
+    #[doc(alias = "ncclGather")]
+    pub fn gather<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::gather::<T>(&self.inner, send.span(), Some(recv.span()), root, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`gather`](Communicator::gather) on a rank other than the root: it sends its values and
+    /// receives nothing (refused on the root).
+    #[doc(alias = "ncclGather")]
+    pub fn gather_to_root<T: Element>(
+        &self,
+        send: impl CopySource,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::gather::<T>(&self.inner, send.span(), None, root, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// Scatters `root`'s `send` to every rank's `recv` (`ncclScatter`, NCCL 2.28 and newer):
+    /// `send` holds `size()` times `recv`'s count, and rank `i` gets part `i`; the two may not
+    /// overlap (NCCL documents no in-place form of it). A rank other than the root may call
+    /// [`scatter_from_root`](Communicator::scatter_from_root) instead, with no `send`.
+    #[doc(alias = "ncclScatter")]
+    pub fn scatter<T: Element>(
+        &self,
+        send: impl CopySource,
+        recv: impl CopyDestination,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::scatter::<T>(&self.inner, Some(send.span()), recv.span(), root, stream)?;
+        self.queue(call, stream)
+    }
+
+    /// [`scatter`](Communicator::scatter) on a rank other than the root: it receives its part
+    /// and sends nothing (refused on the root).
+    #[doc(alias = "ncclScatter")]
+    pub fn scatter_from_root<T: Element>(
+        &self,
+        recv: impl CopyDestination,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::scatter::<T>(&self.inner, None, recv.span(), root, stream)?;
         self.queue(call, stream)
     }
 

@@ -392,6 +392,73 @@ impl<'g> Group<'g> {
         self.add(comm, call, stream)
     }
 
+    /// [`Communicator::all_to_all`], launched at the group's end.
+    #[doc(alias = "ncclAlltoAll")]
+    pub fn all_to_all<T: Element>(
+        &mut self,
+        comm: &'g Communicator,
+        send: impl CopySource + 'g,
+        recv: impl CopyDestination + 'g,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::all_to_all::<T>(&comm.inner, send.span(), recv.span(), stream)?;
+        self.add(comm, call, stream)
+    }
+
+    /// [`Communicator::gather`], launched at the group's end.
+    #[doc(alias = "ncclGather")]
+    pub fn gather<T: Element>(
+        &mut self,
+        comm: &'g Communicator,
+        send: impl CopySource + 'g,
+        recv: impl CopyDestination + 'g,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::gather::<T>(&comm.inner, send.span(), Some(recv.span()), root, stream)?;
+        self.add(comm, call, stream)
+    }
+
+    /// [`Communicator::gather_to_root`], launched at the group's end.
+    #[doc(alias = "ncclGather")]
+    pub fn gather_to_root<T: Element>(
+        &mut self,
+        comm: &'g Communicator,
+        send: impl CopySource + 'g,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::gather::<T>(&comm.inner, send.span(), None, root, stream)?;
+        self.add(comm, call, stream)
+    }
+
+    /// [`Communicator::scatter`], launched at the group's end.
+    #[doc(alias = "ncclScatter")]
+    pub fn scatter<T: Element>(
+        &mut self,
+        comm: &'g Communicator,
+        send: impl CopySource + 'g,
+        recv: impl CopyDestination + 'g,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::scatter::<T>(&comm.inner, Some(send.span()), recv.span(), root, stream)?;
+        self.add(comm, call, stream)
+    }
+
+    /// [`Communicator::scatter_from_root`], launched at the group's end.
+    #[doc(alias = "ncclScatter")]
+    pub fn scatter_from_root<T: Element>(
+        &mut self,
+        comm: &'g Communicator,
+        recv: impl CopyDestination + 'g,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let call = Call::scatter::<T>(&comm.inner, None, recv.span(), root, stream)?;
+        self.add(comm, call, stream)
+    }
+
     /// [`Communicator::send`], launched at the group's end.
     #[doc(alias = "ncclSend")]
     pub fn send<T: Element>(

@@ -1,6 +1,7 @@
 //! Past one GPU: NCCL's collectives (all-reduce, broadcast, reduce, all-gather,
-//! reduce-scatter) and point-to-point calls (send, receive) on this crate's [`Stream`]s and
-//! [`Buffer`]s, between the GPUs of one machine or of many (feature `nccl`).
+//! reduce-scatter, and with NCCL 2.28 or newer all-to-all, gather and scatter) and
+//! point-to-point calls (send, receive) on this crate's [`Stream`]s and [`Buffer`]s, between
+//! the GPUs of one machine or of many (feature `nccl`).
 //!
 //! NCCL (`libnccl.so.2`, 2.19 or newer) is loaded at run time, on first use: the file
 //! `CUDA_CORE_NCCL_PATH` names (then nothing else), else `libnccl.so.2` through the dynamic

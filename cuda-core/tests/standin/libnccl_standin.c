@@ -300,6 +300,17 @@ int ncclReduceScatter(const void *send, void *recv, size_t count, int type, int 
                       struct comm *c, void *stream) {
     return collective("ncclReduceScatter", send, recv, count, type, op, -1, c, stream);
 }
+int ncclAlltoAll(const void *send, void *recv, size_t count, int type, struct comm *c, void *stream) {
+    return collective("ncclAlltoAll", send, recv, count, type, -1, -1, c, stream);
+}
+int ncclGather(const void *send, void *recv, size_t count, int type, int root, struct comm *c,
+               void *stream) {
+    return collective("ncclGather", send, recv, count, type, -1, root, c, stream);
+}
+int ncclScatter(const void *send, void *recv, size_t count, int type, int root, struct comm *c,
+                void *stream) {
+    return collective("ncclScatter", send, recv, count, type, -1, root, c, stream);
+}
 int ncclSend(const void *send, size_t count, int type, int peer, struct comm *c, void *stream) {
     return collective("ncclSend", send, NULL, count, type, -1, peer, c, stream);
 }

@@ -836,6 +836,89 @@ impl Nccl {
         self.status("ncclReduceScatter", result, Some(comm))
     }
 
+    /// `ncclAlltoAll` (NCCL 2.28 and newer): `count` values to and from each rank.
+    pub(crate) fn all_to_all(
+        &self,
+        send: u64,
+        recv: u64,
+        count: usize,
+        data_type_code: i32,
+        comm: CommHandle,
+        on: StreamHandle,
+    ) -> Result<Progress> {
+        let f = function!(self.ncclAlltoAll);
+        // SAFETY: as for `all_reduce`, with each buffer holding `count` values per rank.
+        let result = unsafe {
+            f(
+                device_ptr(send),
+                device_ptr(recv),
+                count,
+                data_type(data_type_code),
+                comm.0.cast(),
+                stream(on),
+            )
+        };
+        self.status("ncclAlltoAll", result, Some(comm))
+    }
+
+    /// `ncclGather` (NCCL 2.28 and newer): `count` values from each rank to `root`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gather(
+        &self,
+        send: u64,
+        recv: u64,
+        count: usize,
+        data_type_code: i32,
+        root: i32,
+        comm: CommHandle,
+        on: StreamHandle,
+    ) -> Result<Progress> {
+        let f = function!(self.ncclGather);
+        // SAFETY: as for `all_reduce`, with `recv` (on the root only; null elsewhere) holding
+        // `count` values per rank.
+        let result = unsafe {
+            f(
+                device_ptr(send),
+                device_ptr(recv),
+                count,
+                data_type(data_type_code),
+                root,
+                comm.0.cast(),
+                stream(on),
+            )
+        };
+        self.status("ncclGather", result, Some(comm))
+    }
+
+    /// `ncclScatter` (NCCL 2.28 and newer): `count` values from `root` to each rank.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scatter(
+        &self,
+        send: u64,
+        recv: u64,
+        count: usize,
+        data_type_code: i32,
+        root: i32,
+        comm: CommHandle,
+        on: StreamHandle,
+    ) -> Result<Progress> {
+        let f = function!(self.ncclScatter);
+        // SAFETY: as for `all_reduce`, with `send` (on the root only; null elsewhere) holding
+        // `count` values per rank.
+        let result = unsafe {
+            f(
+                device_ptr(send),
+                device_ptr(recv),
+                count,
+                data_type(data_type_code),
+                root,
+                comm.0.cast(),
+                stream(on),
+            )
+        };
+        self.status("ncclScatter", result, Some(comm))
+    }
+
     /// `ncclSend`.
     pub(crate) fn send(
         &self,
