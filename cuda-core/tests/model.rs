@@ -10,7 +10,8 @@
 //! thread (after a prelude that fills the slots): streams and events made (blocking or not,
 //! timing or not; or the legacy default stream) and dropped (so recycled),
 //! records, waits, stream-to-stream waits (forks and joins of captures), queries and
-//! synchronisations; buffers allocated (small ones, which streams keep, and large ones), filled,
+//! synchronisations; buffers allocated (small ones, which streams keep, and large ones; and
+//! vectors registered as buffers, `Buffer::from_host_vec`), filled,
 //! copied, passed to a kernel (each whole or as a slice of bytes 64..128; a kernel's buffer as an
 //! `Arc<Buffer>`), read back to the host and re-homed on other streams, and
 //! dropped; captures begun in
@@ -37,7 +38,8 @@
 //!   call of its own"; the cleanup's own ends of captures excepted);
 //! - every use of a buffer's memory (fills, copies, graph launches) is ordered after its
 //!   allocation and before its free, in stream order (records, waits and host
-//!   synchronisations, as vector clocks over the log);
+//!   synchronisations, as vector clocks over the log); a registered vector's unregistration,
+//!   a synchronous free, after every use as the host knows it;
 //! - a stream or event handed out (new or recycled) is idle: no work pending, not in a capture;
 //! - no two live buffers share an address;
 //! - every host function ran as often as the API promises (once per accepted
@@ -135,6 +137,11 @@ pub(crate) enum Op {
         b: usize,
         s: usize,
         large: bool,
+    },
+    /// A vector registered as a buffer (`Buffer::from_host_vec`), freed on stream `s`.
+    AllocHost {
+        b: usize,
+        s: usize,
     },
     DropBuffer {
         b: usize,
@@ -234,6 +241,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => i().prop_map(|s| Op::QueryStream { s }),
         1 => i().prop_map(|s| Op::SyncStream { s }),
         3 => (i(), i(), any::<bool>()).prop_map(|(b, s, large)| Op::Alloc { b, s, large }),
+        1 => (i(), i()).prop_map(|(b, s)| Op::AllocHost { b, s }),
         2 => i().prop_map(|b| Op::DropBuffer { b }),
         4 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Fill { b, s, part }),
         3 => (i(), i(), i(), any::<bool>())
@@ -454,6 +462,18 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 if let Ok(buffer) = cuda_core::Allocate::allocate(&memory, size, &stream) {
                     // Catches an allocation handed out twice (a stream's small-buffer cache
                     // giving one address to two buffers).
+                    let live = world.buffers.iter().flatten().chain(&world.kept_buffers);
+                    if let Some(other) = live.into_iter().find(|o| o.ptr() == buffer.ptr()) {
+                        return Err(format!("two live buffers at one address: {other:?}"));
+                    }
+                    let old = world.buffers[b % BUFFERS].replace(Arc::new(buffer));
+                    drop_buffer(world, old);
+                }
+            }
+        }
+        Op::AllocHost { b, s } => {
+            if let Some(stream) = world.stream(s) {
+                if let Ok(buffer) = Buffer::from_host_vec(vec![0u32; 256], &stream) {
                     let live = world.buffers.iter().flatten().chain(&world.kept_buffers);
                     if let Some(other) = live.into_iter().find(|o| o.ptr() == buffer.ptr()) {
                         return Err(format!("two live buffers at one address: {other:?}"));
@@ -764,6 +784,9 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         Op::HostFunc { .. } | Op::HostFuncRepeatable { .. } => &["cuLaunchHostFunc"],
         Op::Launch { .. } | Op::Replay { .. } => &["cuGraphLaunch"],
         Op::Alloc { .. } => &["cuMemAllocFromPoolAsync"],
+        // Registering is synchronous: refused during a capture of its own thread (the crate
+        // makes it relaxed, so only a capture of this very thread in a strict mode refuses).
+        Op::AllocHost { .. } => &["cuMemHostRegister"],
         _ => &[],
     }
 }
@@ -1247,6 +1270,43 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
                     });
                 }
                 Ok(())
+            }
+            Some("cuMemHostRegister") => {
+                // Host memory registered: made by the host, before every use queued after it
+                // in program order (no stream's clock bounds it).
+                let (ptr, size) = (hex(words[1]), words[2].strip_prefix("size="));
+                if let (Some(ptr), Some(size)) = (ptr, size.and_then(|n| n.parse().ok())) {
+                    order.allocations.push(Allocation {
+                        ptr,
+                        size,
+                        made: (0, 0, at),
+                        uses: Vec::new(),
+                    });
+                }
+                Ok(())
+            }
+            Some("cuMemHostUnregister") => {
+                // A synchronous free: every use must be done as the host knows it.
+                let ptr = hex(words[1]).unwrap_or(0);
+                match order.allocations.iter().position(|a| a.ptr == ptr) {
+                    Some(i) => {
+                        let allocation = order.allocations.remove(i);
+                        // Catches an unregistration while work queued on the memory may still
+                        // run: its free did not wait for the streams that used it.
+                        match allocation
+                            .uses
+                            .iter()
+                            .find(|(u, point, _)| order.host.get(*u) < *point)
+                        {
+                            Some((_, _, use_op)) => Err(format!(
+                                "the unregistration of {ptr:#x} (operation {at}) is not ordered \
+                                 after its use by operation {use_op}"
+                            )),
+                            None => Ok(()),
+                        }
+                    }
+                    None => Ok(()),
+                }
             }
             Some("cuMemFreeAsync") => {
                 let ptr = hex(words[1]).unwrap_or(0);

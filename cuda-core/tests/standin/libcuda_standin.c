@@ -712,8 +712,16 @@ static struct range *live_range(devptr p, size_t n) {
             return &ranges[i];
     return NULL;
 }
+/* Whether `p` is in the model's device window, where every address is one it handed out.
+ * Other addresses are host memory of the process: a vector a copy reads or writes (which
+ * cuMemcpyAsync takes under unified addressing), or host memory registered, whose pages the
+ * process's heap reuses once it is unregistered; the order of their registered uses is
+ * checked against the unregistration instead (tests/model.rs). */
+static int known_memory(devptr p) {
+    return p < next_address;
+}
 static void check_use(const char *call, devptr p, size_t n) {
-    if (n && !live_range(p, n)) note("!stale use %s %#llx size=%zu", call, p, n);
+    if (n && !live_range(p, n) && known_memory(p)) note("!stale use %s %#llx size=%zu", call, p, n);
 }
 /* A new allocation of `size` bytes: the range of that size freed last, else a new one. */
 static devptr alloc_range(size_t size) {
@@ -731,6 +739,12 @@ static devptr alloc_range(size_t size) {
     best->live = 1;
     ranges_live++;
     return best->ptr;
+}
+/* A live range at a given address: host memory registered (cuMemHostRegister). */
+static void add_range(devptr p, size_t size) {
+    GROW(ranges, range_count, range_cap);
+    ranges[range_count++] = (struct range){.ptr = p, .size = size, .live = 1};
+    ranges_live++;
 }
 static int free_range(const char *call, devptr p) {
     for (int i = 0; i < range_count; i++)
@@ -2587,6 +2601,18 @@ int cuMemHostRegister_v2(void *p, size_t size, unsigned flags) {
     if (!r && (p == NULL || size == 0 || host_registered_count == 64)) r = 1;
     if (!r) host_registered[host_registered_count++] = (struct host_range){at, size};
     pthread_mutex_unlock(&host_register_lock);
+    if (modeled()) {
+        /* In the model: a synchronous call (refused where a capture forbids one), and a live
+         * range the uses are checked against, logged as the model's lines are. */
+        M_LOCK;
+        if (!r) r = unsafe_call("cuMemHostRegister", "");
+        if (!r) {
+            add_range((devptr)at, size);
+            note("cuMemHostRegister %#llx size=%zu", (devptr)at, size);
+        }
+        M_UNLOCK;
+        return r;
+    }
     note("cuMemHostRegister size=%zu flags=%u -> %d", size, flags, r);
     return r;
 }
@@ -2600,6 +2626,14 @@ int cuMemHostUnregister(void *p) {
             break;
         }
     pthread_mutex_unlock(&host_register_lock);
+    if (modeled()) {
+        M_LOCK;
+        if (!r) r = unsafe_call("cuMemHostUnregister", "");
+        if (!r && free_range("cuMemHostUnregister", (devptr)(uintptr_t)p)) r = 1;
+        if (!r) note("cuMemHostUnregister %#llx", (devptr)(uintptr_t)p);
+        M_UNLOCK;
+        return r;
+    }
     note("cuMemHostUnregister -> %d", r);
     return r;
 }
@@ -2611,7 +2645,7 @@ int cuMemHostGetDevicePointer_v2(devptr *d, void *p, unsigned flags) {
     pthread_mutex_unlock(&host_register_lock);
     if (flags) r = 1;
     if (!r) *d = (devptr)(uintptr_t)p;
-    note("cuMemHostGetDevicePointer -> %d", r);
+    if (!modeled()) note("cuMemHostGetDevicePointer -> %d", r);
     return r;
 }
 
