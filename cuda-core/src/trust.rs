@@ -288,21 +288,14 @@ pub(crate) fn remove_at(dir: impl AsFd, name: &str) -> io::Result<()> {
 
 /// The names in `dir` (not `.` and `..`); names that are not UTF-8 are left out.
 pub(crate) fn names(dir: impl AsFd) -> io::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for entry in rustix::fs::Dir::read_from(dir)? {
-        let Ok(entry) = entry else { continue };
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        if name != "." && name != ".." {
-            out.push(name.to_owned());
-        }
-    }
-    Ok(out)
+    Ok(names_and_inodes(dir)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
 }
 
-/// The names in the directory `dir` (without `.` and `..`), each with the inode number the
-/// listing gives, which names the same file in two listings where the file was not replaced
+/// The names in the directory `dir` (without `.` and `..`; names that are not UTF-8 are left
+/// out), each with the inode number the listing gives, which names the same file in two listings where the file was not replaced
 /// (on every file system; on some, such as overlayfs, it may differ from `stat`'s).
 pub(crate) fn names_and_inodes(dir: impl AsFd) -> io::Result<Vec<(String, u64)>> {
     let mut out = Vec::new();

@@ -1134,6 +1134,26 @@ impl Order {
     }
 
     /// A use of `ptr` on `stream` at `at` (operation `op`): after the allocation.
+    /// The free of the allocation at `ptr` (its `what`, by operation `op`) where `clock`
+    /// says what is done: refused where a use of it may not be.
+    fn free(&mut self, ptr: u64, clock: &Clock, op: usize, what: &str) -> Result<(), String> {
+        let Some(i) = self.allocations.iter().position(|a| a.ptr == ptr) else {
+            return Ok(());
+        };
+        let allocation = self.allocations.remove(i);
+        match allocation
+            .uses
+            .iter()
+            .find(|(u, point, _)| clock.get(*u) < *point)
+        {
+            Some((_, _, use_op)) => Err(format!(
+                "the {what} of {ptr:#x} (operation {op}) is not ordered after its use by \
+                 operation {use_op}"
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn use_at(&mut self, ptr: u64, stream: usize, at: u32, op: usize) -> Result<(), String> {
         let clock = self.clocks[stream].clone();
         let Some(allocation) = self.find(ptr) else {
@@ -1286,51 +1306,20 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
                 Ok(())
             }
             Some("cuMemHostUnregister") => {
-                // A synchronous free: every use must be done as the host knows it.
+                // A synchronous free: every use must be done as the host knows it. Catches an
+                // unregistration while work queued on the memory may still run: its free did
+                // not wait for the streams that used it.
                 let ptr = hex(words[1]).unwrap_or(0);
-                match order.allocations.iter().position(|a| a.ptr == ptr) {
-                    Some(i) => {
-                        let allocation = order.allocations.remove(i);
-                        // Catches an unregistration while work queued on the memory may still
-                        // run: its free did not wait for the streams that used it.
-                        match allocation
-                            .uses
-                            .iter()
-                            .find(|(u, point, _)| order.host.get(*u) < *point)
-                        {
-                            Some((_, _, use_op)) => Err(format!(
-                                "the unregistration of {ptr:#x} (operation {at}) is not ordered \
-                                 after its use by operation {use_op}"
-                            )),
-                            None => Ok(()),
-                        }
-                    }
-                    None => Ok(()),
-                }
+                let host = order.host.clone();
+                order.free(ptr, &host, at, "unregistration")
             }
             Some("cuMemFreeAsync") => {
+                // Catches a free that can overtake a use on another stream: the buffer's
+                // memory reused while work still reads or writes it.
                 let ptr = hex(words[1]).unwrap_or(0);
                 let (s, _) = order.queue(on(&words).unwrap_or("null"));
                 let clock = order.clocks[s].clone();
-                match order.allocations.iter().position(|a| a.ptr == ptr) {
-                    Some(i) => {
-                        let allocation = order.allocations.remove(i);
-                        // Catches a free that can overtake a use on another stream: the
-                        // buffer's memory reused while work still reads or writes it.
-                        match allocation
-                            .uses
-                            .iter()
-                            .find(|(u, point, _)| clock.get(*u) < *point)
-                        {
-                            Some((_, _, use_op)) => Err(format!(
-                                "the free of {ptr:#x} (operation {at}) is not ordered after \
-                                 its use by operation {use_op}"
-                            )),
-                            None => Ok(()),
-                        }
-                    }
-                    None => Ok(()),
-                }
+                order.free(ptr, &clock, at, "free")
             }
             Some(call)
                 if call.starts_with("cuMemset")
