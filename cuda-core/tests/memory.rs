@@ -927,7 +927,9 @@ fn foreign_memory_is_a_buffer_whose_owner_drops_after_its_stream() {
 /// see pinned, or devices not at all); a buffer at another address than the vector's, or over
 /// a copy of it; registered memory not counted as host memory; the vector unregistered before
 /// the buffer's stream is synchronised, or not unregistered; unregistered although the
-/// synchronisation failed (work may still use it).
+/// synchronisation failed (work may still use it); a vector given back (`into_host_vec`)
+/// before the stream's work, or unregistered twice, or of another element type, or taken from
+/// a buffer that is not a registered vector's.
 #[test]
 fn a_vector_registered_as_a_buffer_is_unregistered_after_its_stream() {
     standin::run(
@@ -981,6 +983,40 @@ fn a_vector_registered_as_a_buffer_is_unregistered_after_its_stream() {
                 synced < unregistered,
                 "unregistered before the stream:\n{log}"
             );
+            // Given back: refused for another element type or a buffer of other memory (each
+            // handed back); then, after the stream's work, unregistered once, the vector whole.
+            let data: Vec<u32> = (0..512).map(|i| i * 3).collect();
+            let registered = data.clone();
+            let at = registered.as_ptr() as u64;
+            let mut buffer = cuda_core::Buffer::from_host_vec(registered, &home).unwrap();
+            buffer.fill(0u8, &other).unwrap();
+            let (e, buffer) = buffer.into_host_vec::<u8>().unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { name: "T", .. }), "{e}");
+            let pool = device.memory_resource().unwrap();
+            let (e, _) = pool
+                .allocate(64, &home)
+                .unwrap()
+                .into_host_vec::<u32>()
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { name: "self", .. }),
+                "{e}"
+            );
+            standin::clear_log();
+            let back = buffer.into_host_vec::<u32>().unwrap();
+            let log = standin::log();
+            assert_eq!(
+                (back.as_ptr() as u64, &back),
+                (at, &data),
+                "not the vector itself"
+            );
+            let synced = log.find("cuStreamSynchronize").expect(&log);
+            let unregistered = log.find("cuMemHostUnregister -> 0").expect(&log);
+            assert!(
+                synced < unregistered,
+                "given back before the stream:\n{log}"
+            );
+            assert_eq!(log.matches("cuMemHostUnregister").count(), 1, "{log}");
             // Where the synchronisation fails, the memory stays registered (and the vector
             // allocated) for good.
             let buffer = cuda_core::Buffer::from_host_vec(vec![7u8; 100], &home).unwrap();
@@ -1195,7 +1231,11 @@ fn a_registered_vector_is_copied_to_and_from_the_device() {
     assert!(back[..1024].iter().all(|&x| x == 0xABCD_EF01));
     assert!(back[1024..2048].iter().all(|&x| x == 0x1111_1111));
     assert_eq!(back[2048..], data[2048..]);
-    drop(host);
+    // Given back: the vector itself holds what the copies and fills wrote (catches a vector
+    // given back before the work queued on it ran).
+    host.fill(0x22u8, &stream).unwrap();
+    let given = host.into_host_vec::<u32>().unwrap();
+    assert!(given.iter().all(|&x| x == 0x2222_2222));
     stream.sync().unwrap();
 }
 

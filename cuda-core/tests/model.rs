@@ -11,7 +11,7 @@
 //! timing or not; or the legacy default stream) and dropped (so recycled),
 //! records, waits, stream-to-stream waits (forks and joins of captures), queries and
 //! synchronisations; buffers allocated (small ones, which streams keep, and large ones; and
-//! vectors registered as buffers, `Buffer::from_host_vec`), filled,
+//! vectors registered as buffers, `Buffer::from_host_vec`, and given back), filled,
 //! copied, passed to a kernel (each whole or as a slice of bytes 64..128; a kernel's buffer as an
 //! `Arc<Buffer>`), read back to the host and re-homed on other streams, and
 //! dropped; captures begun in
@@ -143,6 +143,11 @@ pub(crate) enum Op {
         b: usize,
         s: usize,
     },
+    /// A registered vector given back (`Buffer::into_host_vec`); refused for other buffers,
+    /// and not tried for one that graphs or captures share.
+    GiveBack {
+        b: usize,
+    },
     DropBuffer {
         b: usize,
     },
@@ -242,6 +247,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => i().prop_map(|s| Op::SyncStream { s }),
         3 => (i(), i(), any::<bool>()).prop_map(|(b, s, large)| Op::Alloc { b, s, large }),
         1 => (i(), i()).prop_map(|(b, s)| Op::AllocHost { b, s }),
+        1 => i().prop_map(|b| Op::GiveBack { b }),
         2 => i().prop_map(|b| Op::DropBuffer { b }),
         4 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Fill { b, s, part }),
         3 => (i(), i(), i(), any::<bool>())
@@ -481,6 +487,21 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                     let old = world.buffers[b % BUFFERS].replace(Arc::new(buffer));
                     drop_buffer(world, old);
                 }
+            }
+        }
+        Op::GiveBack { b } => {
+            if let Some(slot) = world.buffers[b % BUFFERS].take() {
+                world.buffers[b % BUFFERS] = match Arc::try_unwrap(slot) {
+                    Ok(buffer) => match buffer.into_host_vec::<u32>() {
+                        // Catches a vector given back short, or another's.
+                        Ok(vec) if vec.len() != 256 => {
+                            return Err(format!("a vector of {} given back", vec.len()));
+                        }
+                        Ok(_) => None,
+                        Err((_, buffer)) => Some(Arc::new(buffer)),
+                    },
+                    Err(shared) => Some(shared),
+                };
             }
         }
         Op::DropBuffer { b } => {
@@ -787,6 +808,8 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         // Registering is synchronous: refused during a capture of its own thread (the crate
         // makes it relaxed, so only a capture of this very thread in a strict mode refuses).
         Op::AllocHost { .. } => &["cuMemHostRegister"],
+        // Giving a vector back synchronises its stream, as a read back does.
+        Op::GiveBack { .. } => &["cuStreamSynchronize"],
         _ => &[],
     }
 }

@@ -199,13 +199,16 @@ const HOST_REGISTER_FLAGS: u32 = 1 | 2;
 
 /// The memory of a vector, registered with the driver ([`Buffer::from_host_vec`]): the
 /// resource of the one buffer over it, which unregisters it, then drops the vector, once the
-/// buffer is freed and its deallocation stream's work is done.
-struct RegisteredVec {
+/// buffer is freed and its deallocation stream's work is done (or gives it back:
+/// [`Buffer::into_host_vec`]). Public in name only, for
+/// [`MemoryResource::registered_vec`](crate::MemoryResource); it has no public methods.
+#[doc(hidden)]
+pub struct RegisteredVec {
     ptr: u64,
     /// The context it was registered in.
     context: crate::context::Context,
-    /// The vector, type-erased; taken when the buffer is freed.
-    vec: Mutex<Option<Box<dyn Send>>>,
+    /// The vector, type-erased; taken when the buffer is freed, or given back.
+    vec: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl fmt::Debug for RegisteredVec {
@@ -244,11 +247,15 @@ unsafe impl MemoryResource for RegisteredVec {
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         let mut vec = self.vec.lock().unwrap_or_else(|e| e.into_inner());
-        if ptr.0 != self.ptr || vec.is_none() {
+        if ptr.0 != self.ptr {
             return Err(Error::InvalidArgument {
                 name: "ptr",
-                reason: format!("{ptr} is not the live memory of this buffer"),
+                reason: format!("{ptr} is not the memory of this buffer"),
             });
+        }
+        if vec.is_none() {
+            // Given back (`into_host_vec`), unregistered already.
+            return Ok(());
         }
         let done = stream.sync_for_host().and_then(|()| self.unregister());
         if done.is_err() {
@@ -273,6 +280,10 @@ unsafe impl MemoryResource for RegisteredVec {
     fn is_private_host_memory(&self) -> bool {
         // A vector of this process's heap, which no other process maps.
         true
+    }
+
+    fn registered_vec(&self) -> Option<&RegisteredVec> {
+        Some(self)
     }
 
     fn device(&self) -> Option<Device> {
@@ -376,5 +387,70 @@ impl Buffer {
             Held::counted(resource),
             stream.clone(),
         ))
+    }
+
+    /// The vector of a buffer made by [`from_host_vec`](Buffer::from_host_vec), given back
+    /// without a copy: once the work queued on the buffer's deallocation stream is done (and
+    /// with it, by the stream order every buffer keeps, its uses on other streams), and the
+    /// memory unregistered (`cuMemHostUnregister`). It holds what the copies and kernels wrote.
+    ///
+    /// Refused, the buffer handed back as it was: a buffer that is not a registered vector's,
+    /// a `T` other than the vector's element type, and a synchronisation or unregistration that
+    /// fails.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Buffer, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut on_device = device.memory_resource()?.allocate(4 << 20, &stream)?;
+    /// on_device.fill(7u32, &stream)?;
+    /// let mut results = Buffer::from_host_vec(vec![0u32; 1 << 20], &stream)?;
+    /// results.copy_from(&on_device, &stream)?; // a DMA copy, queued
+    /// let results: Vec<u32> = results.into_host_vec().map_err(|(e, _)| e)?;
+    /// assert!(results.iter().all(|&v| v == 7));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuMemHostUnregister")]
+    pub fn into_host_vec<T: super::Pod>(self) -> std::result::Result<Vec<T>, (Error, Buffer)> {
+        let resource = std::sync::Arc::clone(self.memory_resource());
+        let Some(registered) = resource.registered_vec() else {
+            let e = Error::InvalidArgument {
+                name: "self",
+                reason: "the buffer is not a registered vector's (Buffer::from_host_vec)"
+                    .to_owned(),
+            };
+            return Err((e, self));
+        };
+        let mut slot = registered.vec.lock().unwrap_or_else(|e| e.into_inner());
+        let vec = match slot.take().map(|vec| vec.downcast::<Vec<T>>()) {
+            Some(Ok(vec)) => vec,
+            other => {
+                *slot = other.and_then(|other| other.err());
+                drop(slot);
+                let e = Error::InvalidArgument {
+                    name: "T",
+                    reason: format!(
+                        "the registered vector's elements are not {}",
+                        std::any::type_name::<T>()
+                    ),
+                };
+                return Err((e, self));
+            }
+        };
+        if let Err(e) = self
+            .deallocation_stream()
+            .sync_for_host()
+            .and_then(|()| registered.unregister())
+        {
+            // Still registered, and used by the buffer as before.
+            *slot = Some(vec);
+            drop(slot);
+            return Err((e, self));
+        }
+        drop(slot);
+        // Its free finds the vector given back, and does nothing more.
+        drop(self);
+        Ok(*vec)
     }
 }

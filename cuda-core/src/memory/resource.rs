@@ -141,6 +141,14 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The registered vector this resource is (`Buffer::from_host_vec`), for
+    /// `Buffer::into_host_vec`. Not for implementations outside the crate: the default, none,
+    /// is right for them.
+    #[doc(hidden)]
+    fn registered_vec(&self) -> Option<&super::foreign::RegisteredVec> {
+        None
+    }
+
     /// The gate that orders this memory's access checks before a revocation of access
     /// (crate resources whose access can change have one). Not for implementations outside
     /// the crate: the default, none, is right for them.
