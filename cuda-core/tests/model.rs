@@ -13,8 +13,8 @@
 //! synchronisations; buffers allocated (small ones, which streams keep, and large ones; and
 //! vectors registered as buffers, `Buffer::from_host_vec`, and given back), filled,
 //! copied, passed to a kernel (each whole or as a slice of bytes 64..128; a kernel's buffer as an
-//! `Arc<Buffer>`), read back to the host and re-homed on other streams, and
-//! dropped; captures begun in
+//! `Arc<Buffer>`), read back to the host and re-homed on other streams, read by host
+//! functions (`launch_host_func_reading`), and dropped; captures begun in
 //! each mode and ended (from the thread that began them or another); host functions; graphs
 //! built node by node (an empty node, a fill of a buffer, a host node), a node removed,
 //! instantiated, launched, dropped while a launch is queued; captured graphs instantiated and
@@ -148,6 +148,12 @@ pub(crate) enum Op {
     GiveBack {
         b: usize,
     },
+    /// A host function reading a buffer (`Stream::launch_host_func_reading`): refused but for
+    /// host memory of this process (the registered vectors here), and on capturing streams.
+    HostRead {
+        b: usize,
+        s: usize,
+    },
     DropBuffer {
         b: usize,
     },
@@ -248,6 +254,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => (i(), i(), any::<bool>()).prop_map(|(b, s, large)| Op::Alloc { b, s, large }),
         1 => (i(), i()).prop_map(|(b, s)| Op::AllocHost { b, s }),
         1 => i().prop_map(|b| Op::GiveBack { b }),
+        2 => (i(), i()).prop_map(|(b, s)| Op::HostRead { b, s }),
         2 => i().prop_map(|b| Op::DropBuffer { b }),
         4 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Fill { b, s, part }),
         3 => (i(), i(), i(), any::<bool>())
@@ -502,6 +509,18 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                     },
                     Err(shared) => Some(shared),
                 };
+            }
+        }
+        Op::HostRead { b, s } => {
+            if let (Some(stream), Some(buffer)) = (world.stream(s), &world.buffers[b % BUFFERS]) {
+                let read = stream.launch_host_func_reading(&**buffer, |values: &[u32]| {
+                    std::hint::black_box(values.iter().sum::<u32>());
+                });
+                if read.is_ok() {
+                    // The memory the host function just queued reads, for the order check
+                    // (which takes it as a use at that host function's place in its stream).
+                    standin::mark(&format!("host-read {:#x}", buffer.ptr().0));
+                }
             }
         }
         Op::DropBuffer { b } => {
@@ -1211,10 +1230,27 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
     let mut order = Order::default();
     let mut op: Option<usize> = None;
     let mut problems = String::new();
+    // The stream and place of the last host function queued outside a capture.
+    let mut last_host: Option<(usize, u32)> = None;
     for line in log.lines() {
         let Some((_thread, text)) = line.split_once(' ') else {
             continue;
         };
+        if let Some(ptr) = text.strip_prefix("## host-read ") {
+            // A host function's read: a use at the place of the last host function queued
+            // (by this same operation). Catches a read not ordered after the memory's earlier
+            // uses, or a free not ordered after it.
+            let result = match (hex(ptr), last_host) {
+                (Some(ptr), Some((s, point))) => order.use_at(ptr, s, point, op.unwrap_or(0)),
+                _ => Err(format!(
+                    "a host read with no host function before it: {line}"
+                )),
+            };
+            if let Err(problem) = result {
+                let _ = writeln!(problems, "{problem}: {line}");
+            }
+            continue;
+        }
         if let Some(marker) = text.strip_prefix("## ") {
             op = marker
                 .strip_prefix("op ")
@@ -1360,6 +1396,11 @@ fn check_log(log: &str, ops: &[&Op]) -> Result<(), String> {
             }
             Some("cuGraphLaunch") => {
                 order.queue(on(&words).unwrap_or("null"));
+                Ok(())
+            }
+            Some("cuLaunchHostFunc") if words.get(2) == Some(&"->") => {
+                // Work on its stream: its place there, for a host read that follows.
+                last_host = Some(order.queue(words[1]));
                 Ok(())
             }
             Some("graph-use") => {
