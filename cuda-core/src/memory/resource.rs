@@ -34,7 +34,8 @@ use crate::stream::Stream;
 /// - [`is_private_host_memory`](MemoryResource::is_private_host_memory) is `true` only for
 ///   host memory that no other process can write (the default, `false`, is always right);
 /// - [`deallocate`](MemoryResource::deallocate) frees no sooner than the work queued on its
-///   stream before the call is done.
+///   stream before the call is done;
+/// - the methods hidden from these docs (the crate's own) keep their defaults.
 ///
 /// A resource that counts the allocations of another, keeping its promises by passing them on:
 ///
