@@ -200,10 +200,8 @@ const HOST_REGISTER_FLAGS: u32 = 1 | 2;
 /// The memory of a vector, registered with the driver ([`Buffer::from_host_vec`]): the
 /// resource of the one buffer over it, which unregisters it, then drops the vector, once the
 /// buffer is freed and its deallocation stream's work is done (or gives it back:
-/// [`Buffer::into_host_vec`]). Public in name only, for
-/// [`MemoryResource::registered_vec`](crate::MemoryResource); it has no public methods.
-#[doc(hidden)]
-pub struct RegisteredVec {
+/// [`Buffer::into_host_vec`]).
+struct RegisteredVec {
     ptr: u64,
     /// The context it was registered in.
     context: crate::context::Context,
@@ -282,7 +280,7 @@ unsafe impl MemoryResource for RegisteredVec {
         true
     }
 
-    fn registered_vec(&self) -> Option<&RegisteredVec> {
+    fn registered_vec(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
@@ -414,7 +412,10 @@ impl Buffer {
     #[doc(alias = "cuMemHostUnregister")]
     pub fn into_host_vec<T: super::Pod>(self) -> std::result::Result<Vec<T>, (Error, Buffer)> {
         let resource = std::sync::Arc::clone(self.memory_resource());
-        let Some(registered) = resource.registered_vec() else {
+        let registered = resource
+            .registered_vec()
+            .and_then(|any| any.downcast_ref::<RegisteredVec>());
+        let Some(registered) = registered else {
             let e = Error::InvalidArgument {
                 name: "self",
                 reason: "the buffer is not a registered vector's (Buffer::from_host_vec)"

@@ -143,10 +143,10 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     }
 
     /// The registered vector this resource is (`Buffer::from_host_vec`), for
-    /// `Buffer::into_host_vec`. Not for implementations outside the crate: the default, none,
-    /// is right for them.
+    /// `Buffer::into_host_vec`, which downcasts it. Not for implementations outside the crate:
+    /// the default, none, is right for them.
     #[doc(hidden)]
-    fn registered_vec(&self) -> Option<&super::foreign::RegisteredVec> {
+    fn registered_vec(&self) -> Option<&dyn std::any::Any> {
         None
     }
 
