@@ -1239,6 +1239,135 @@ fn a_registered_vector_is_copied_to_and_from_the_device() {
     stream.sync().unwrap();
 }
 
+/// `DevicePtr::info` says what the driver says of an address. Bugs caught: a kind read from
+/// the wrong attribute (managed memory called device memory, host memory device memory, an
+/// unknown address an error or a kind); the device of host memory reported; the allocation's
+/// start or size lost; the null address sent to the driver.
+#[test]
+fn an_address_is_described_as_the_driver_says() {
+    use cuda_core::memory::MemoryKind;
+    /// A case: its name, the stand-in's settings, the kind and device expected.
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        Option<MemoryKind>,
+        Option<usize>,
+    );
+    let cases: [Case; 4] = [
+        (
+            "device",
+            &[
+                ("STANDIN_POINTER_TYPE", "2"),
+                ("STANDIN_POINTER_DEVICE", "1"),
+            ],
+            Some(MemoryKind::Device),
+            Some(1),
+        ),
+        (
+            "host",
+            &[("STANDIN_POINTER_TYPE", "1")],
+            Some(MemoryKind::Host),
+            None,
+        ),
+        (
+            "unknown",
+            &[
+                ("STANDIN_POINTER_TYPE", "0"),
+                ("STANDIN_RANGE_START_ZERO", "1"),
+            ],
+            None,
+            None,
+        ),
+        (
+            "managed",
+            &[
+                ("STANDIN_POINTER_TYPE", "2"),
+                ("STANDIN_POINTER_MANAGED", "1"),
+            ],
+            Some(MemoryKind::Managed),
+            Some(0),
+        ),
+    ];
+    for (what, settings, kind, device) in cases {
+        let mut settings = settings.to_vec();
+        settings.push(("STANDIN_DEVICES", "2"));
+        standin::run(
+            module_path!(),
+            "an_address_is_described_as_the_driver_says",
+            &[],
+            &settings,
+            move || {
+                let at = cuda_core::DevicePtr(0x1234_5000);
+                let info = at.info().unwrap();
+                assert_eq!(info.kind, kind, "{what}");
+                assert_eq!(
+                    info.device,
+                    device.map(|d| Device::new(d).unwrap()),
+                    "{what}"
+                );
+                let allocation = kind.map(|_| (at, 1usize << 20));
+                assert_eq!(info.allocation, allocation, "{what}");
+                let e = cuda_core::DevicePtr::NULL.info().unwrap_err();
+                assert!(
+                    matches!(e, Error::InvalidArgument { name: "self", .. }),
+                    "{e}"
+                );
+            },
+        );
+    }
+}
+
+/// On the GPU: what the driver says of device, pinned, registered, managed and pageable
+/// memory. Bugs caught: any of them called another kind, or device memory given another
+/// device or an allocation that does not hold it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn addresses_of_each_kind_are_described_on_the_gpu() {
+    use cuda_core::memory::MemoryKind;
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let pool = device
+        .memory_resource()
+        .unwrap()
+        .allocate(MIB, &stream)
+        .unwrap();
+    let inside = cuda_core::DevicePtr(pool.ptr().0 + 4096);
+    let info = inside.info().unwrap();
+    assert_eq!(
+        (info.kind, info.device),
+        (Some(MemoryKind::Device), Some(device))
+    );
+    let (start, size) = info.allocation.expect("an allocation");
+    assert!(
+        start.0 <= inside.0 && inside.0 < start.0 + size as u64,
+        "{info:?}"
+    );
+    let pinned = PinnedMemoryResource::new(device)
+        .unwrap()
+        .allocate(4096, &stream)
+        .unwrap();
+    assert_eq!(pinned.ptr().info().unwrap().kind, Some(MemoryKind::Host));
+    let registered = cuda_core::Buffer::from_host_vec(vec![0u8; MIB], &stream).unwrap();
+    assert_eq!(
+        registered.ptr().info().unwrap().kind,
+        Some(MemoryKind::Host)
+    );
+    let managed = ManagedMemoryResource::new(device)
+        .unwrap()
+        .allocate(4096, &stream)
+        .unwrap();
+    assert_eq!(
+        managed.ptr().info().unwrap().kind,
+        Some(MemoryKind::Managed)
+    );
+    let pageable = vec![0u8; 4096];
+    let info = cuda_core::DevicePtr(pageable.as_ptr() as u64)
+        .info()
+        .unwrap();
+    assert_eq!(info.kind, None, "{info:?}");
+    stream.sync().unwrap();
+}
+
 /// On the GPU: memory of another allocator (here `cuMemAlloc`, through `SyncMemoryResource`)
 /// read and written as a buffer, and a slice of it copied into pool memory.
 #[test]

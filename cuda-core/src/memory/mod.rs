@@ -45,6 +45,7 @@ mod host_pool;
 mod managed;
 mod pinned;
 mod pitched;
+mod pointer;
 pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod slice;
@@ -75,6 +76,7 @@ pub use pitched::{
     copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyRegion, PitchedBuffer, PitchedDst,
     PitchedSrc,
 };
+pub use pointer::{MemoryKind, PointerInfo};
 pub use pool::{PoolUsage, ReusePolicy};
 pub(crate) use resource::MemoryResource;
 pub use slice::{

@@ -2836,6 +2836,7 @@ int cuMemcpy3DAsync_v2(const struct memcpy3d *c, void *s) {
  *                            (default 1 MiB)
  *   STANDIN_POINTER_TYPE=T   the memory type it answers (default 2: device memory)
  *   STANDIN_POINTER_DEVICE=D the device ordinal it answers (default: the current context's)
+ *   STANDIN_POINTER_MANAGED=1 it answers managed memory (default: not)
  *   STANDIN_POINTER_POOL_EXPORTED=1 the pool it answers is the one exported last (default:
  *                            none), as for a process's own allocation
  *   STANDIN_UUID_SAME=1      every device has device 0's UUID
@@ -2943,6 +2944,7 @@ int cuPointerGetAttributes(unsigned n, int *attributes, void **data, devptr ptr)
         else if (attributes[i] == 2) *(unsigned *)data[i] = (unsigned)setting("STANDIN_POINTER_TYPE", 2);
         else if (attributes[i] == 9) *(int *)data[i] = (int)setting("STANDIN_POINTER_DEVICE", current ? current->device : 0);
         else if (attributes[i] == 17) *(void **)data[i] = setting("STANDIN_POINTER_POOL_EXPORTED", 0) ? exported_last : NULL;
+        else if (attributes[i] == 8) *(unsigned *)data[i] = (unsigned)setting("STANDIN_POINTER_MANAGED", 0);
         else return 1;
     }
     note("cuPointerGetAttributes %#llx", ptr);

@@ -56,6 +56,8 @@ pub(crate) struct PointerRange {
     pub(crate) device_ordinal: i32,
     /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`: the pool the allocation is of (null where none).
     pub(crate) pool: PoolHandle,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`: managed memory.
+    pub(crate) is_managed: bool,
 }
 
 impl PointerRange {
@@ -87,8 +89,8 @@ pub(crate) trait PoolApi {
     /// `cuMemPoolImportPointer`.
     fn ipc_pool_import_pointer(&self, pool: PoolHandle, data: &[u8; 64]) -> Result<DevicePtr>;
     /// `cuPointerGetAttributes` of `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`, `_RANGE_SIZE`,
-    /// `_MEMORY_TYPE`, `_DEVICE_ORDINAL` and `_MEMPOOL_HANDLE`: the allocation that holds
-    /// `ptr`, its kind and its pool.
+    /// `_MEMORY_TYPE`, `_DEVICE_ORDINAL`, `_MEMPOOL_HANDLE` and `_IS_MANAGED`: the allocation
+    /// that holds `ptr`, its kind and its pool.
     fn ipc_pointer_range(&self, ptr: DevicePtr) -> Result<PointerRange>;
     /// `cuIpcGetEventHandle`.
     fn ipc_get_event_handle(&self, event: EventHandle) -> Result<[u8; 64]>;

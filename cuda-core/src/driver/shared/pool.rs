@@ -104,6 +104,7 @@ impl crate::driver::api::PoolApi for Drv {
             Attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
             Attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
             Attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+            Attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
         ];
         let mut start: sys::CUdeviceptr = 0;
         let mut bytes: usize = 0;
@@ -111,12 +112,15 @@ impl crate::driver::api::PoolApi for Drv {
         let mut memory_type: std::ffi::c_uint = 0;
         let mut device_ordinal: std::ffi::c_int = -1;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        let mut data: [*mut std::ffi::c_void; 5] = [
+        // `unsigned int`, as the driver writes it.
+        let mut is_managed: std::ffi::c_uint = 0;
+        let mut data: [*mut std::ffi::c_void; 6] = [
             (&mut start as *mut sys::CUdeviceptr).cast(),
             (&mut bytes as *mut usize).cast(),
             (&mut memory_type as *mut std::ffi::c_uint).cast(),
             (&mut device_ordinal as *mut std::ffi::c_int).cast(),
             (&mut pool as *mut sys::CUmemoryPool).cast(),
+            (&mut is_managed as *mut std::ffi::c_uint).cast(),
         ];
         call!(self.cuPointerGetAttributes(
             attributes.len() as std::ffi::c_uint,
@@ -130,6 +134,7 @@ impl crate::driver::api::PoolApi for Drv {
             memory_type,
             device_ordinal,
             pool: PoolHandle(pool.cast()),
+            is_managed: is_managed != 0,
         })
     }
 
