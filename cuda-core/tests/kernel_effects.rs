@@ -673,7 +673,18 @@ fn a_programmatic_event_is_recorded_by_the_launch_and_orders_another_stream() {
     // The control: waiting for an event nothing recorded holds nothing, so `second` starts
     // during the producer and reads zeros. This is what a launch that dropped the event gives.
     let (early, right) = run(&hold, &event(), None);
-    assert!(early < -1_000_000 && !right, "{early} ns, right {right}");
+    if early >= -1_000_000 || right {
+        // Seen once under the 12 ABI on the H200 (the second stream started 8 µs after the
+        // producer ended): the two streams did not overlap, so nothing here can show an early
+        // start, whichever event is waited for.
+        common::not_run(
+            "stream-overlap",
+            &format!(
+                "the control's two streams did not overlap ({early} ns, read right: {right}),                  so the programmatic event's early start cannot be seen"
+            ),
+        );
+        return;
+    }
     // Recorded by the launch of a producer that never triggers: the event fires when the
     // producer ends, so `second` starts after it and reads its output.
     // Twice: the same event, recorded again by the next launch.

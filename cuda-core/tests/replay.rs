@@ -368,7 +368,7 @@ fn a_replayed_pipeline_computes_what_stream_launches_compute() {
     assert!(stats.updated_nodes >= 5 * 6, "{stats:?}");
     region
         .run(&stream, |r| {
-            let (s, t) = (0.5 + 5.0 * 0.125, 5.0f32);
+            let (s, t) = (0.5f32 + 5.0 * 0.125, 5.0f32);
             // SAFETY: as above, the same arguments as the last run.
             unsafe {
                 r.launch(&config, &scale, &[&a, &c, &s, &n])?;

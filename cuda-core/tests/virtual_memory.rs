@@ -1380,10 +1380,21 @@ fn a_mapping_made_a_buffer_is_copied_launched_and_kept_by_graphs() {
             .unwrap(),
         &flipped[4..8]
     );
+    let since = cuda_core::graph_releases();
     drop(exec);
     drop(keep);
-    // Every holder gone: unmapped, the range free for another map.
-    assert!(weak.upgrade().is_none());
+    // Every holder gone: unmapped, the range free for another map. The driver releases what
+    // an executable graph kept when it lets its user objects go, after the drop: wait for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = since;
+    while weak.upgrade().is_some() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(
+            cuda_core::wait_for_graph_releases(seen, left),
+            "the mapping was not released within 30 s of its last holder"
+        );
+        seen = cuda_core::graph_releases();
+    }
     assert_eq!(range.mapped_bytes(), 0);
     let again = range.map(0, &physical).unwrap();
     assert_eq!(again.size(), size);
