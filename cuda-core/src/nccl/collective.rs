@@ -200,6 +200,37 @@ fn times_ranks(comm: &CommInner, name: &'static str, count: usize) -> Result<usi
     })
 }
 
+/// Refuses a whole buffer that does not hold one part per rank: `whole` and `part` with their
+/// argument names, `what` the collective ("an all-gather"), `gathers` whether the parts go
+/// into the whole (from each rank, written) or out of it (to each rank, read).
+fn parts_per_rank<T: Element>(
+    comm: &CommInner,
+    (whole_name, whole): (&'static str, &Memory<'_>),
+    (part_name, part): (&'static str, &Memory<'_>),
+    what: &str,
+    gathers: bool,
+) -> Result<()> {
+    let wanted = times_ranks(comm, part_name, part.count)?;
+    if whole.count == wanted {
+        return Ok(());
+    }
+    let (each, does) = if gathers {
+        ("from", "writes")
+    } else {
+        ("to", "reads")
+    };
+    Err(invalid(
+        whole_name,
+        format!(
+            "it holds {} {} values; {what} of {} {each} each of {} ranks {does} {wanted}",
+            whole.count,
+            type_name::<T>(),
+            part.count,
+            comm.size
+        ),
+    ))
+}
+
 impl<'a> Call<'a> {
     fn new<T: Element>(
         kind: Kind,
@@ -388,19 +419,7 @@ impl<'a> Call<'a> {
             memory::<T>(comm, "send", send)?,
             memory::<T>(comm, "recv", recv)?,
         );
-        let wanted = times_ranks(comm, "send", s.count)?;
-        if r.count != wanted {
-            return Err(invalid(
-                "recv",
-                format!(
-                    "it holds {} {} values; an all-gather of {} from each of {} ranks writes {wanted}",
-                    r.count,
-                    type_name::<T>(),
-                    s.count,
-                    comm.size
-                ),
-            ));
-        }
+        parts_per_rank::<T>(comm, ("recv", &r), ("send", &s), "an all-gather", true)?;
         let own = r.ptr + (comm.rank * s.bytes) as u64;
         apart_or_in_place(
             "recv",
@@ -458,19 +477,7 @@ impl<'a> Call<'a> {
             memory::<T>(comm, "send", send)?,
             memory::<T>(comm, "recv", recv)?,
         );
-        let wanted = times_ranks(comm, "recv", r.count)?;
-        if s.count != wanted {
-            return Err(invalid(
-                "send",
-                format!(
-                    "it holds {} {} values; a reduce-scatter of {} to each of {} ranks reads {wanted}",
-                    s.count,
-                    type_name::<T>(),
-                    r.count,
-                    comm.size
-                ),
-            ));
-        }
+        parts_per_rank::<T>(comm, ("send", &s), ("recv", &r), "a reduce-scatter", false)?;
         let own = s.ptr + (comm.rank * r.bytes) as u64;
         apart_or_in_place(
             "recv",
@@ -559,20 +566,7 @@ impl<'a> Call<'a> {
         let r = match recv {
             Some(recv) => {
                 let r = memory::<T>(comm, "recv", recv)?;
-                let wanted = times_ranks(comm, "send", s.count)?;
-                if r.count != wanted {
-                    return Err(invalid(
-                        "recv",
-                        format!(
-                            "it holds {} {} values; a gather of {} from each of {} ranks \
-                             writes {wanted}",
-                            r.count,
-                            type_name::<T>(),
-                            s.count,
-                            comm.size
-                        ),
-                    ));
-                }
+                parts_per_rank::<T>(comm, ("recv", &r), ("send", &s), "a gather", true)?;
                 // NCCL documents no in-place form of a gather: any overlap is refused.
                 apart_or_in_place("recv", &s, &r, false, "none documented for a gather")?;
                 Some(r)
@@ -613,20 +607,7 @@ impl<'a> Call<'a> {
         let s = match send {
             Some(send) => {
                 let s = memory::<T>(comm, "send", send)?;
-                let wanted = times_ranks(comm, "recv", r.count)?;
-                if s.count != wanted {
-                    return Err(invalid(
-                        "send",
-                        format!(
-                            "it holds {} {} values; a scatter of {} to each of {} ranks reads \
-                             {wanted}",
-                            s.count,
-                            type_name::<T>(),
-                            r.count,
-                            comm.size
-                        ),
-                    ));
-                }
+                parts_per_rank::<T>(comm, ("send", &s), ("recv", &r), "a scatter", false)?;
                 // NCCL documents no in-place form of a scatter: any overlap is refused.
                 apart_or_in_place("recv", &s, &r, false, "none documented for a scatter")?;
                 Some(s)
