@@ -16,6 +16,10 @@
 //! bandwidth (bytes / time) and its bus bandwidth, as nccl-tests computes it for an all-reduce:
 //! `algbw × 2 (ranks − 1) / ranks` (0 with one rank: nothing crosses a link).
 //!
+//! Then each size below 64 MiB is queued alone, as the two variants' host cost: 15 interleaved
+//! rounds of 100 calls each, timed without the synchronisation that follows, printed as the
+//! medians per call and cuda-core/raw by round.
+//!
 //! Without a GPU or NCCL the suite prints one line saying so and exits with status 0.
 
 mod common;
@@ -109,6 +113,7 @@ fn main() {
     let comms = Communicator::init_all(&devices).expect("one communicator per device");
     let mut c = common::criterion();
     let mut report = Vec::new();
+    let mut queued = Vec::new();
     for (name, bytes) in SIZES {
         let ranks = RefCell::new(ranks_of(&devices, bytes));
         Case::new(name)
@@ -125,9 +130,24 @@ fn main() {
         let raw_time = time_raw(&raw, &comms, &ranks, iters) / iters as u32;
         time_core(&comms, &mut ranks, 5);
         let core_time = time_core(&comms, &mut ranks, iters) / iters as u32;
+        if bytes < 64 << 20 {
+            queued.push((name, queue_times(&raw, &comms, &mut ranks)));
+        }
         report.push((name, bytes, raw_time, core_time));
     }
     c.final_summary();
+    println!(
+        "queueing alone (the GPU's work left out): median time per call, cuda-core/raw by round"
+    );
+    for (name, (raw_time, core_time, [low, high])) in queued {
+        println!(
+            "{name:>18}: raw {:>8.1} ns  cuda-core {:>8.1} ns  ({:+.1} ns, {:.2}; {low:.2}-{high:.2})",
+            raw_time.as_secs_f64() * 1e9,
+            core_time.as_secs_f64() * 1e9,
+            (core_time.as_secs_f64() - raw_time.as_secs_f64()) * 1e9,
+            core_time.as_secs_f64() / raw_time.as_secs_f64(),
+        );
+    }
     let n = devices.len();
     println!("all-reduce of f32 (sum, out of place), {n} rank(s), one per device; bus bandwidth as nccl-tests: algbw x 2(n-1)/n");
     for (name, bytes, raw_time, core_time) in report {
@@ -169,8 +189,15 @@ fn sync(ranks: &[Rank]) {
 
 /// `iters` raw all-reduces, then the streams synchronised.
 fn time_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) -> Duration {
-    let several = ranks.len() > 1;
     let start = Instant::now();
+    queue_raw(raw, comms, ranks, iters);
+    sync(ranks);
+    start.elapsed()
+}
+
+/// Queues `iters` raw all-reduces.
+fn queue_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) {
+    let several = ranks.len() > 1;
     for _ in 0..iters {
         if several {
             // SAFETY: a group of this thread's, ended below.
@@ -198,13 +225,18 @@ fn time_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) -
             assert_eq!(unsafe { (raw.group_end)() }, 0);
         }
     }
-    sync(ranks);
-    start.elapsed()
 }
 
 /// `iters` all-reduces through cuda-core, then the streams synchronised.
 fn time_core(comms: &[Communicator], ranks: &mut [Rank], iters: u64) -> Duration {
     let start = Instant::now();
+    queue_core(comms, ranks, iters);
+    sync(ranks);
+    start.elapsed()
+}
+
+/// Queues `iters` all-reduces through cuda-core.
+fn queue_core(comms: &[Communicator], ranks: &mut [Rank], iters: u64) {
     for _ in 0..iters {
         if let ([comm], [rank]) = (comms, &mut *ranks) {
             comm.all_reduce::<f32>(&rank.send, &mut rank.recv, ReduceOp::Sum, &rank.stream)
@@ -220,6 +252,39 @@ fn time_core(comms: &[Communicator], ranks: &mut [Rank], iters: u64) -> Duration
             .expect("all_reduce in a group");
         }
     }
-    sync(ranks);
-    start.elapsed()
+}
+
+/// The time each variant takes to queue one all-reduce, the GPU's work left out: `ROUNDS`
+/// interleaved rounds of `QUEUED` calls each (few enough that the queue never fills), the
+/// streams synchronised between them outside the clock; the medians, raw's first.
+fn queue_times(
+    raw: &RawNccl,
+    comms: &[Communicator],
+    ranks: &mut [Rank],
+) -> (Duration, Duration, [f64; 2]) {
+    const ROUNDS: usize = 15;
+    const QUEUED: u64 = 100;
+    let (mut raw_times, mut core_times) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        queue_raw(raw, comms, ranks, QUEUED);
+        raw_times.push(start.elapsed() / QUEUED as u32);
+        sync(ranks);
+        let start = Instant::now();
+        queue_core(comms, ranks, QUEUED);
+        core_times.push(start.elapsed() / QUEUED as u32);
+        sync(ranks);
+    }
+    let ratios: Vec<f64> = raw_times
+        .iter()
+        .zip(&core_times)
+        .map(|(r, c)| c.as_secs_f64() / r.as_secs_f64())
+        .collect();
+    let spread = [
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        ratios.iter().copied().fold(0.0, f64::max),
+    ];
+    raw_times.sort();
+    core_times.sort();
+    (raw_times[ROUNDS / 2], core_times[ROUNDS / 2], spread)
 }

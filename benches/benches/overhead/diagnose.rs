@@ -3,11 +3,14 @@
 use super::*;
 
 /// With `CUDA_CORE_BENCH_DIAGNOSE` set, instead of the cases: where does cuda-core's extra
-/// time in `launch_*`, `event_create_destroy` and `copy_dtoh_4k` go? Each launch case crosses
-/// the variants with the streams (`raw@core-stream`: the raw call on cuda-core's stream;
-/// `cuda-core@raw-stream`: cuda-core on the raw stream, wrapped), event creation adds a raw
-/// variant that also reads the current context first, as cuda-core does, and the copy runs
-/// the raw call on cuda-core's memory, then on its memory and stream.
+/// time in `launch_*`, `event_create_destroy`, `event_record`, `tensor_map_encode` and
+/// `copy_dtoh_4k` go? Each launch case crosses the variants with the streams
+/// (`raw@core-stream`: the raw call on cuda-core's stream; `cuda-core@raw-stream`: cuda-core
+/// on the raw stream, wrapped), event creation adds a raw variant that also reads the current
+/// context first, as cuda-core does, the record runs the raw call on cuda-core's handles and
+/// with the record count cuda-core keeps, the encoding the raw call with the context read
+/// cuda-core makes and without a current context, and the copy runs the raw call on
+/// cuda-core's memory, then on its memory and stream.
 pub(super) fn diagnose<R: RawDriver>(
     c: &mut Criterion,
     d: &R,
@@ -18,7 +21,8 @@ pub(super) fn diagnose<R: RawDriver>(
 ) {
     // Is `copy_dtoh_4k`'s gap the memory or the stream each variant uses rather than the
     // call? `raw@core-memory` is the raw call on cuda-core's host page and device buffer,
-    // `raw@core-memory+stream` that on cuda-core's stream too.
+    // `raw@core-memory+stream` that on cuda-core's stream too, and `raw+get-current@...` that
+    // after the current-context read cuda-core makes.
     // Raw pointers: two variants write cuda-core's page; they run one at a time.
     let [raw_page, core_page, _] = host.each_mut().map(|page| page.0.as_mut_ptr());
     let core_stream = core.stream.as_raw();
@@ -37,12 +41,78 @@ pub(super) fn diagnose<R: RawDriver>(
         .variant("raw@core-memory+stream", |b| {
             b.iter(|| raw_dtoh(core_page, core.copy.ptr().0, core_stream))
         })
+        // cuda-core reads the current context before a copy (one `cuCtxGetCurrent`).
+        .variant("raw+get-current@core-memory+stream", |b| {
+            b.iter(|| {
+                let mut current = null_mut();
+                // SAFETY: a writable out-pointer.
+                check(
+                    unsafe { d.cuCtxGetCurrent(&mut current) },
+                    "cuCtxGetCurrent",
+                );
+                black_box(current);
+                raw_dtoh(core_page, core.copy.ptr().0, core_stream)
+            })
+        })
         .variant("cuda-core", |b| {
             // SAFETY: as above; no other reference to the page is in use meanwhile.
             let page = unsafe { std::slice::from_raw_parts_mut(core_page, BUFFER_BYTES) };
             b.iter(|| core.copy.copy_to_host(page, &core.stream).unwrap());
         })
         .run(c);
+
+    // Is `event_record`'s gap the handles cuda-core's event and stream are (`raw@core-handles`:
+    // the raw call on them), the record count it keeps for recycling (`raw+count`: the raw
+    // call and one atomic increment), or its stream (`cuda-core@raw-stream`)?
+    let core_event = core.record.as_raw();
+    let records = std::sync::atomic::AtomicU32::new(0);
+    let raw_record = |event: Handle, stream: Handle| {
+        // SAFETY: events and streams of the primary context, alive for the run.
+        check(unsafe { d.cuEventRecord(event, stream) }, "cuEventRecord");
+    };
+    Case::new("diag_event_record")
+        .variant("raw", |b| {
+            batched(
+                b,
+                || raw_record(raw.record, raw.stream),
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("raw@core-handles", |b| {
+            batched(
+                b,
+                || raw_record(core_event, core_stream),
+                || raw_sync(d, core_stream),
+            );
+        })
+        .variant("raw+count", |b| {
+            batched(
+                b,
+                || {
+                    raw_record(raw.record, raw.stream);
+                    records.fetch_add(1, std::sync::atomic::Ordering::Release);
+                },
+                || raw_sync(d, raw.stream),
+            );
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                || core.stream.record(&core.record).unwrap(),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .variant("cuda-core@raw-stream", |b| {
+            batched(
+                b,
+                || raw_stream.record(&core.record).unwrap(),
+                || raw_stream.sync().unwrap(),
+            );
+        })
+        .run(c);
+    black_box(records.into_inner());
+
+    tensor_map_diagnose(c, d, core);
 
     Case::new("diag_event_create_destroy")
         .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))

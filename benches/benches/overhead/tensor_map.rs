@@ -1,20 +1,21 @@
-//! `tensor_map_encode`.
+//! `tensor_map_encode` and `tensor_map_encode_layout`.
 
 use super::*;
 
-/// `tensor_map_encode`: the encoding of a tiled tensor map, raw and through cuda-core (which
-/// checks every rule, makes the buffer's context current where it is not, and holds the
-/// buffer). cudarc has no tensor maps.
-pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
-    use cuda_core::tensor_map::{
-        TensorDataType, TensorMap, TensorMapLayout, TensorMapSwizzle, TiledOptions,
-    };
+use cuda_core::tensor_map::{
+    TensorDataType, TensorMap, TensorMapLayout, TensorMapSwizzle, TiledOptions,
+};
 
-    /// A `CUtensorMap`'s bytes, aligned as the driver needs.
-    #[repr(C, align(128))]
-    struct Descriptor([u64; 16]);
+/// A `CUtensorMap`'s bytes, aligned as the driver needs.
+#[repr(C, align(128))]
+struct Descriptor([u64; 16]);
 
-    const N: u64 = 1024;
+/// The matrix's side, in `f32`s.
+const N: u64 = 1024;
+
+/// The matrix the maps describe, and cuda-core's options for it: 32 x 32 boxes of `f32`,
+/// 128-byte swizzle.
+fn matrix_and_options(core: &Core) -> (Arc<cuda_core::Buffer>, TiledOptions) {
     let matrix = Arc::new(
         core.memory
             .allocate((N * N * 4) as usize, &core.stream)
@@ -22,33 +23,45 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
     );
     let options = TiledOptions::new(TensorDataType::F32, &[N, N], &[32, 32])
         .with_swizzle(TensorMapSwizzle::B128);
-    // The same call, field by field: CU_TENSOR_MAP_DATA_TYPE_FLOAT32 (7), rank 2, packed rows,
-    // element strides 1, no interleave, CU_TENSOR_MAP_SWIZZLE_128B (3), no L2 promotion, zero
-    // fill.
+    (matrix, options)
+}
+
+/// The raw encoding of the same map as `matrix_and_options`' at `address`, field by field:
+/// CU_TENSOR_MAP_DATA_TYPE_FLOAT32 (7), rank 2, packed rows, element strides 1, no
+/// interleave, CU_TENSOR_MAP_SWIZZLE_128B (3), no L2 promotion, zero fill. The driver's status.
+#[inline(always)]
+fn encode_raw<R: RawDriver>(d: &R, out: &mut Descriptor, address: *mut c_void) -> u32 {
     let (dims, strides, boxes, element_strides) = ([N, N], [N * 4], [32u32, 32], [1u32, 1]);
+    // SAFETY: a 128-byte aligned descriptor, arrays of the rank's length.
+    unsafe {
+        d.cuTensorMapEncodeTiled(
+            (out as *mut Descriptor).cast(),
+            7,
+            2,
+            address,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            0,
+            3,
+            0,
+            0,
+        )
+    }
+}
+
+/// `tensor_map_encode`: the encoding of a tiled tensor map, raw and through cuda-core (which
+/// checks every rule, makes the buffer's context current where it is not, and holds the
+/// buffer). cudarc has no tensor maps.
+pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
+    let (matrix, options) = matrix_and_options(core);
     let mut out = Descriptor([0; 16]);
     let address = matrix.ptr().0 as *mut c_void;
     Case::new("tensor_map_encode")
         .variant("raw", |b| {
             b.iter(|| {
-                // SAFETY: a 128-byte aligned descriptor, arrays of the rank's length.
-                let status = unsafe {
-                    d.cuTensorMapEncodeTiled(
-                        (&mut out as *mut Descriptor).cast(),
-                        7,
-                        2,
-                        address,
-                        dims.as_ptr(),
-                        strides.as_ptr(),
-                        boxes.as_ptr(),
-                        element_strides.as_ptr(),
-                        0,
-                        3,
-                        0,
-                        0,
-                    )
-                };
-                check(status, "cuTensorMapEncodeTiled");
+                check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
                 black_box(&mut out);
             });
         })
@@ -63,24 +76,7 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
     Case::new("tensor_map_encode_layout")
         .variant("raw", |b| {
             b.iter(|| {
-                // SAFETY: as above.
-                let status = unsafe {
-                    d.cuTensorMapEncodeTiled(
-                        (&mut out as *mut Descriptor).cast(),
-                        7,
-                        2,
-                        address,
-                        dims.as_ptr(),
-                        strides.as_ptr(),
-                        boxes.as_ptr(),
-                        element_strides.as_ptr(),
-                        0,
-                        3,
-                        0,
-                        0,
-                    )
-                };
-                check(status, "cuTensorMapEncodeTiled");
+                check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
                 black_box(&mut out);
             });
         })
@@ -88,4 +84,90 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
             b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));
         })
         .run(c);
+}
+
+/// `diag_tensor_map_encode` (with `CUDA_CORE_BENCH_DIAGNOSE`): is the layout encoding's gap
+/// the current-context read cuda-core makes before the driver (`raw+get-current`), the buffer
+/// the map keeps (`raw+arc`: an `Arc` clone and drop), and does the
+/// driver need a current context at all (`raw-no-context`: the raw call with none current,
+/// run only where the driver encodes then, with the same bytes)?
+pub(super) fn tensor_map_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
+    let (matrix, options) = matrix_and_options(core);
+    let layout = TensorMapLayout::tiled(core.device, &options).expect("the layout");
+    let address = matrix.ptr().0 as *mut c_void;
+    let mut out = Descriptor([0; 16]);
+    let mut context = null_mut();
+    // SAFETY: a writable out-pointer.
+    check(
+        unsafe { d.cuCtxGetCurrent(&mut context) },
+        "cuCtxGetCurrent",
+    );
+    check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+    let with_context = out.0;
+    let without = {
+        let mut other = Descriptor([0; 16]);
+        // SAFETY: no context current for the one call, then the one that was.
+        let status = unsafe {
+            check(d.cuCtxSetCurrent(null_mut()), "cuCtxSetCurrent");
+            let status = encode_raw(d, &mut other, address);
+            check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+            status
+        };
+        let same = other.0 == with_context;
+        println!(
+            "diag_tensor_map_encode: without a current context the driver returns {status}; \
+             the bytes are {} those encoded with one",
+            if same { "the same as" } else { "not" }
+        );
+        status == SUCCESS && same
+    };
+    let mut case = Case::new("diag_tensor_map_encode")
+        .variant("raw", |b| {
+            let mut out = Descriptor([0; 16]);
+            b.iter(|| {
+                check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+                black_box(&mut out);
+            });
+        })
+        .variant("raw+get-current", |b| {
+            let mut out = Descriptor([0; 16]);
+            b.iter(|| {
+                let mut current = null_mut();
+                // SAFETY: a writable out-pointer.
+                check(
+                    unsafe { d.cuCtxGetCurrent(&mut current) },
+                    "cuCtxGetCurrent",
+                );
+                black_box(current);
+                check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+                black_box(&mut out);
+            });
+        });
+    // The map keeps its buffer: one `Arc` clone and drop per map.
+    case = case.variant("raw+arc", |b| {
+        let mut out = Descriptor([0; 16]);
+        b.iter(|| {
+            let kept = black_box(Arc::clone(&matrix));
+            check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+            black_box(&mut out);
+            drop(kept);
+        });
+    });
+    if without {
+        case = case.variant("raw-no-context", |b| {
+            // SAFETY: no context current while this variant runs, restored after it.
+            check(unsafe { d.cuCtxSetCurrent(null_mut()) }, "cuCtxSetCurrent");
+            let mut out = Descriptor([0; 16]);
+            b.iter(|| {
+                check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+                black_box(&mut out);
+            });
+            // SAFETY: the context that was current.
+            check(unsafe { d.cuCtxSetCurrent(context) }, "cuCtxSetCurrent");
+        });
+    }
+    case.variant("cuda-core", |b| {
+        b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));
+    })
+    .run(c);
 }
