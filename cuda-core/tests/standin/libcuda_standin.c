@@ -1817,6 +1817,30 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params
          name(kernel, d), first);
     return 0;
 }
+/* User objects (graphs keep what they use through them): kept and counted in the model only
+ * (elsewhere, and in the bench, their destructors never run). */
+static char user_object_token;
+int cuUserObjectCreate(void **object, void *data, host_fn destroy, unsigned refs, unsigned flags) {
+    (void)data, (void)destroy, (void)refs, (void)flags;
+    MODEL_ANSWERS(m_uobj_create(object, data, destroy, refs));
+    *object = &user_object_token;
+    return 0;
+}
+int cuUserObjectRetain(void *object, unsigned count) {
+    (void)object, (void)count;
+    MODEL_ANSWERS(m_uobj_change(object, count, 1));
+    return 0;
+}
+int cuUserObjectRelease(void *object, unsigned count) {
+    (void)object, (void)count;
+    MODEL_ANSWERS(m_uobj_change(object, count, 0));
+    return 0;
+}
+int cuGraphRetainUserObject(void *graph, void *object, unsigned count, unsigned flags) {
+    (void)graph, (void)object, (void)count, (void)flags;
+    MODEL_ANSWERS(m_graph_retain_uobj(graph, object, count, flags));
+    return 0;
+}
 #endif /* the bench and the tests */
 
 /* -- the tests only: the rest ---------------------------------------------------------- */
@@ -2334,23 +2358,6 @@ int cuGraphNodeGetType(void *node, int *type) {
     const struct object *o = node;
     *type = modeled() && o->g.type >= 0 && o->g.type <= G_KERNEL ? types[o->g.type] : 0;
     return 0;
-}
-/* User objects: kept and counted in the model only (elsewhere their destructors never run). */
-static char user_object_token;
-int cuUserObjectCreate(void **object, void *data, host_fn destroy, unsigned refs, unsigned flags) {
-    (void)flags;
-    MODEL_ANSWERS(m_uobj_create(object, data, destroy, refs));
-    *object = &user_object_token;
-    return 0;
-}
-int cuUserObjectRetain(void *object, unsigned count) {
-    return modeled() ? m_uobj_change(object, count, 1) : 0;
-}
-int cuUserObjectRelease(void *object, unsigned count) {
-    return modeled() ? m_uobj_change(object, count, 0) : 0;
-}
-int cuGraphRetainUserObject(void *graph, void *object, unsigned count, unsigned flags) {
-    return modeled() ? m_graph_retain_uobj(graph, object, count, flags) : 0;
 }
 
 /* ---- virtual memory management (tests/virtual_memory.rs) ----------------------------------
