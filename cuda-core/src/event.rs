@@ -81,6 +81,9 @@ impl EventOptions {
 #[doc(alias = "CUevent")]
 pub struct Event {
     handle: EventHandle,
+    /// `context`'s handle, kept beside the event's: a record compares it with the stream's
+    /// without a load through `context`.
+    context_handle: ContextHandle,
     context: Context,
     driver: &'static dyn Driver,
     options: EventOptions,
@@ -219,6 +222,7 @@ impl Event {
         Event {
             handle,
             driver,
+            context_handle: context.handle(),
             context,
             options,
             owned,
@@ -391,7 +395,7 @@ impl Event {
     }
 
     pub(crate) fn context_handle(&self) -> ContextHandle {
-        self.context.handle()
+        self.context_handle
     }
 }
 

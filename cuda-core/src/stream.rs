@@ -88,6 +88,9 @@ struct StreamInner {
     handle: StreamHandle,
     /// The context's device, kept here: launches and copies ask for it on every call.
     device: Device,
+    /// `context`'s handle, kept here: a record compares it with the event's without a load
+    /// through `context`.
+    context_handle: ContextHandle,
     context: Context,
     driver: &'static dyn Driver,
     kind: Kind,
@@ -402,6 +405,7 @@ impl Stream {
                 handle,
                 device: context.device(),
                 driver: context.driver(),
+                context_handle: context.handle(),
                 context,
                 kind,
                 recyclable,
@@ -729,7 +733,7 @@ impl Stream {
     #[inline]
     #[doc(alias = "cuEventRecord")]
     pub fn record(&self, event: &Event) -> Result<()> {
-        if event.context_handle() != self.inner.context.handle() {
+        if event.context_handle() != self.inner.context_handle {
             return Err(self.foreign_event(event));
         }
         self.call(|driver, handle| driver.event_record(event.handle(), handle))?;

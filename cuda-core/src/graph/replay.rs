@@ -299,6 +299,7 @@ impl ReplayRecorder<'_> {
     /// arguments outlive the run's queued work by the stream order the crate keeps for
     /// buffers; raw addresses are the caller's to keep valid until it is done).
     #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    #[inline]
     pub unsafe fn launch(
         &mut self,
         config: &LaunchConfig,
@@ -313,7 +314,8 @@ impl ReplayRecorder<'_> {
             updated,
         } = &mut self.mode
         {
-            // The hot path: one read of each argument, compared where it lies.
+            // The hot path, inlined into the body: one read of each argument, compared where
+            // it lies.
             if !*diverged {
                 match compare(entry, index, config, kernel, args, self.stream, self.homes) {
                     Some(changed) => *updated += u64::from(changed),
@@ -322,6 +324,22 @@ impl ReplayRecorder<'_> {
             }
             return Ok(());
         }
+        // SAFETY: the caller's promise.
+        unsafe { self.read_or_build(config, kernel, args) }
+    }
+
+    /// [`launch`](Self::launch) in a signature or build pass, out of the update's line.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    #[inline(never)]
+    unsafe fn read_or_build(
+        &mut self,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
         for arg in args {
             if let Some(home) = arg.arg().home {
                 note_home(self.homes, home, self.stream);
@@ -380,6 +398,7 @@ fn same_bytes(a: *const u8, b: *const u8, size: usize) -> bool {
 /// Compares launch `index` with the entry's node, staging its arguments where only their
 /// bytes differ: `Some(true)` staged, `Some(false)` the same, `None` a launch the entry has
 /// no node of that shape for.
+#[inline(always)]
 fn compare(
     entry: &mut Entry,
     index: usize,
