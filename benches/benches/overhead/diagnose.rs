@@ -9,7 +9,8 @@ use super::*;
 /// on the raw stream, wrapped), event creation adds a raw variant that also reads the current
 /// context first, as cuda-core does, the record runs the raw call on cuda-core's handles and
 /// with the record count cuda-core keeps, the encoding the raw call with the context read
-/// cuda-core makes and without a current context, and the copy runs the raw call on
+/// cuda-core makes and without a current context, the replay the hand-written loop on
+/// cuda-core's kernel and stream, and the copy runs the raw call on
 /// cuda-core's memory, then on its memory and stream.
 pub(super) fn diagnose<R: RawDriver>(
     c: &mut Criterion,
@@ -113,6 +114,7 @@ pub(super) fn diagnose<R: RawDriver>(
     black_box(records.into_inner());
 
     tensor_map_diagnose(c, d, core);
+    replay_diagnose(c, d, core, raw);
 
     Case::new("diag_event_create_destroy")
         .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))

@@ -234,3 +234,54 @@ pub(super) fn replay_cases<R: RawDriver>(
         })
         .run(c);
 }
+
+/// `diag_replay_100` (with `CUDA_CORE_BENCH_DIAGNOSE`): is `replay_100`'s gap to the
+/// hand-written loop the region's own work, or the kernel and stream it runs on? The raw loop
+/// on cuda-core's kernel and stream (`raw@core-kernel+stream`) does raw's work where
+/// cuda-core's graph runs.
+pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
+    let (Some(core_k), Some(raw_k)) = (&core.kernels, &raw.kernels) else {
+        return;
+    };
+    let n = 1024i32;
+    let [p0, p1, p2, _] = &raw.args;
+    let raw_loop = |b: &mut Bencher<'_>, kernel: Handle, stream: Handle| {
+        let chain = raw_chain(d, raw, kernel, n);
+        let mut scalar = 0i32;
+        b.iter(|| {
+            scalar = scalar.wrapping_add(1);
+            // SAFETY: as in `replay_100`.
+            unsafe {
+                check(
+                    d.cuGraphExecKernelNodeSetParams(
+                        chain.exec,
+                        chain.first,
+                        kernel,
+                        raw.context,
+                        GRID,
+                        BLOCK,
+                        [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
+                    ),
+                    "cuGraphExecKernelNodeSetParams",
+                );
+                check(d.cuGraphLaunch(chain.exec, stream), "cuGraphLaunch");
+            }
+            raw_sync(d, stream);
+        });
+    };
+    Case::new("diag_replay_100")
+        .variant("raw", |b| raw_loop(b, raw_k[1], raw.stream))
+        .variant("raw@core-kernel+stream", |b| {
+            raw_loop(b, core_k[1].as_raw(), core.stream.as_raw())
+        })
+        .variant("cuda-core", |b| {
+            let mut region = Replay::new();
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                core_run(&mut region, core, &core_k[1], scalar, n);
+                core.stream.sync().unwrap();
+            });
+        })
+        .run(c);
+}

@@ -1799,6 +1799,7 @@ int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long fla
 }
 int cuGraphLaunch(void *exec, void *s) {
     char b[16], c[16];
+    evict();
     MODEL_ANSWERS(m_graph_launch(exec, s));
     note("cuGraphLaunch %s on %s", name(exec, b), name(s, c));
     return 0;
@@ -1806,6 +1807,7 @@ int cuGraphLaunch(void *exec, void *s) {
 /* A kernel node of an executable graph given new arguments: the exec, the node, the first
  * argument's first 8 bytes. */
 int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params) {
+    evict();
     MODEL_ANSWERS(m_exec_kernel_node_set(exec, node, params));
     char b[16], c[16], d[16];
     void *kernel, **args;
