@@ -72,6 +72,16 @@
 //! ([`CommConfig::blocking`]) bounds the making of the communicator too
 //! ([`Communicator::wait_ready`]).
 //!
+//! # The current context
+//!
+//! Each call is queued with its stream's context current, as the crate's other calls are: on
+//! a thread where another context (or none) is current, that costs a push and a pop of the
+//! context around the call. A thread that queues many small collectives makes its device
+//! current once ([`Device::set_current`](crate::Device::set_current)), as an NCCL program sets
+//! its device: then the call costs one read of the current context more than NCCL's own. The
+//! NCCL bench does so: against the stand-in driver and NCCL, the push and pop added about
+//! 200 ns to each 4-byte all-reduce (1,045 against 841 ns).
+//!
 //! # Threads
 //!
 //! NCCL takes one call on a communicator at a time: a communicator is `Send` and `Sync` and
