@@ -114,7 +114,9 @@ fn main() {
     // The first device's context current, as an NCCL program sets its device before its
     // calls: cuda-core queues each call with its stream's context current, and would otherwise
     // push and pop it around every call (NCCL sets the device itself, through the runtime).
-    devices[0].set_current().expect("making the first device current");
+    devices[0]
+        .set_current()
+        .expect("making the first device current");
     let mut c = common::criterion();
     let mut report = Vec::new();
     let mut queued = Vec::new();
