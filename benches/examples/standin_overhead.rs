@@ -20,7 +20,8 @@
 //! GPU; without a C compiler it says so and exits with status 0.
 //!
 //! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`) measures that row alone,
-//! for a profiler.
+//! for a profiler; `CUDA_CORE_STANDIN_BATCHES=N` times N batches instead of 200 (1 or 2 under
+//! `valgrind --tool=callgrind`).
 //!
 //! `CUDA_CORE_STANDIN_EVICT=32768` makes each stand-in call that stands for driver work first
 //! write over 32 KiB, as a real driver call's own work pushes the caller's data out of the
@@ -123,9 +124,14 @@ fn build_standin(dir: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(out))
 }
 
-/// The best time per call of `op`, in nanoseconds: the fastest of 200 batches of 10 000.
+/// The best time per call of `op`, in nanoseconds: the fastest of 200 batches of 10 000
+/// (`CUDA_CORE_STANDIN_BATCHES` sets another count of batches, for a run under a simulator).
 fn best(op: impl FnMut()) -> f64 {
-    best_of(200, 10_000, op)
+    let batches = std::env::var("CUDA_CORE_STANDIN_BATCHES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    best_of(batches, 10_000, op)
 }
 
 fn row(name: &str, raw: f64, core: f64) {
