@@ -856,6 +856,13 @@ impl Stream {
         &self.inner.context
     }
 
+    /// The driver and the context's handle, read from the stream itself: for a call that
+    /// makes the context current without a load through [`Stream::context`].
+    #[inline]
+    pub(crate) fn driver_and_context(&self) -> (&'static dyn Driver, ContextHandle) {
+        (self.inner.driver, self.inner.context_handle)
+    }
+
     /// The device the stream belongs to.
     #[inline]
     pub fn device(&self) -> Device {

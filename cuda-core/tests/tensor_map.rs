@@ -566,8 +566,9 @@ fn im2col_maps_reach_the_driver_with_their_corners() {
                 ..Default::default()
             };
             let map = TensorMap::im2col(&b, 0, &options).unwrap();
+            let call = last_call("cuTensorMapEncodeIm2col");
             assert_eq!(
-                last_call("cuTensorMapEncodeIm2col"),
+                call,
                 format!(
                     "cuTensorMapEncodeIm2col type=6 rank=4 address={:#x} dims=64,16,16,2 \
                      strides=128,2048,32768 lower=-1,-2 upper=-3,4 channels=32 pixels=128 \
@@ -576,6 +577,15 @@ fn im2col_maps_reach_the_driver_with_their_corners() {
                 )
             );
             assert_eq!(map.span_bytes(), 64 * 16 * 16 * 2 * 2);
+            // The same map from a layout checked once, which takes its own path to the driver
+            // for tiled layouts only (catches an im2col layout sent down the tiled one, or
+            // losing its corners).
+            let layout = cuda_core::tensor_map::TensorMapLayout::im2col(device, &options).unwrap();
+            standin::clear_log();
+            let again = TensorMap::with_layout(&b, 0, &layout).unwrap();
+            assert_eq!(last_call("cuTensorMapEncodeIm2col"), call);
+            assert!(standin::calls("cuTensorMapEncodeTiled").is_empty());
+            assert_eq!(again.descriptor(), map.descriptor());
         },
     );
 }
@@ -980,8 +990,15 @@ fn a_map_is_encoded_on_a_thread_with_no_current_context() {
     let tma = Tma::new();
     let src = tma.src.clone();
     let options = matrix(TensorMapSwizzle::B128, 32);
-    let map = std::thread::spawn(move || {
+    let dst = tma.untouched();
+    let target = dst.clone();
+    let (map, dst_map) = std::thread::spawn(move || {
         let map = TensorMap::tiled(&src, 0, &options).unwrap();
+        // A layout's encoding makes the context current by its own path (catches one that
+        // assumes a current context: the driver refuses the encoding without one).
+        let layout =
+            cuda_core::tensor_map::TensorMapLayout::tiled(common::device(), &options).unwrap();
+        let dst_map = TensorMap::with_layout(&target, 0, &layout).unwrap();
         assert!(
             !common::device()
                 .primary_context()
@@ -990,12 +1007,10 @@ fn a_map_is_encoded_on_a_thread_with_no_current_context() {
                 .unwrap(),
             "no context is left current"
         );
-        map
+        (map, dst_map)
     })
     .join()
     .unwrap();
-    let dst = tma.untouched();
-    let dst_map = TensorMap::tiled(&dst, 0, &matrix(TensorMapSwizzle::B128, 32)).unwrap();
     tma.round_trip(&map, &dst_map, (32, 0), (0, 0), 32);
     let got = dst.to_vec::<f32>(&tma.stream).unwrap();
     assert_eq!(got[0], tma.values[32]);

@@ -333,6 +333,7 @@ impl TensorMap {
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
     #[doc(alias("cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"))]
+    #[inline]
     pub fn with_layout(
         buffer: &Arc<Buffer>,
         offset: usize,
@@ -346,6 +347,46 @@ impl TensorMap {
         let checked = &layout.checked;
         check_alignment(address, checked.align, "offset")?;
         fits(buffer, offset, checked.span)?;
+        let Some(args) = &layout.tiled else {
+            return TensorMap::with_im2col_layout(buffer, offset, address, layout);
+        };
+        // A tiled layout: its arguments as gathered once, the context's handle and the driver
+        // from the stream (no load through its context).
+        let rank = checked.rank;
+        let tensor = TensorSpec {
+            data_type: args.data_type,
+            address: address.0,
+            dims: &checked.dims[..rank],
+            strides: &checked.strides[..rank - 1],
+            element_strides: &checked.element_strides[..rank],
+            interleave: args.interleave,
+            swizzle: args.swizzle,
+            l2_promotion: args.l2_promotion,
+            oob_fill: args.oob_fill,
+        };
+        let mut map = TensorMap {
+            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
+            buffer: buffer.clone(),
+            offset,
+            align: checked.align,
+            span: checked.span,
+        };
+        let (driver, context) = stream.driver_and_context();
+        crate::lifetime::current::with_current(driver, context, |driver| {
+            driver.tensor_map_encode_tiled(&mut map.descriptor.0, &tensor, &args.box_dims[..rank])
+        })?;
+        Ok(map)
+    }
+
+    /// [`TensorMap::with_layout`]'s encoding of an im2col layout, out of the tiled one's way.
+    #[inline(never)]
+    fn with_im2col_layout(
+        buffer: &Arc<Buffer>,
+        offset: usize,
+        address: DevicePtr,
+        layout: &TensorMapLayout,
+    ) -> Result<TensorMap> {
+        let checked = &layout.checked;
         TensorMap::encoded(buffer, offset, address, &layout.options.layout(), checked)
     }
 
@@ -438,6 +479,37 @@ pub struct TensorMapLayout {
     device: Device,
     options: LayoutOptions,
     checked: Checked,
+    /// A tiled layout's driver arguments gathered once, beside the checked arrays: the
+    /// encoding reads no option's heap storage ([`TensorMap::with_layout`]'s path).
+    tiled: Option<TiledArgs>,
+}
+
+/// What `cuTensorMapEncodeTiled` takes besides the address and [`Checked`]'s arrays.
+#[derive(Clone, Copy, Debug)]
+struct TiledArgs {
+    data_type: u32,
+    interleave: u32,
+    swizzle: u32,
+    l2_promotion: u32,
+    oob_fill: u32,
+    box_dims: [u32; TENSOR_MAP_MAX_RANK],
+}
+
+impl TiledArgs {
+    fn of(options: &TiledOptions) -> TiledArgs {
+        let mut box_dims = [0; TENSOR_MAP_MAX_RANK];
+        for (to, from) in box_dims.iter_mut().zip(&options.box_dims) {
+            *to = *from;
+        }
+        TiledArgs {
+            data_type: options.data_type.code(),
+            interleave: options.interleave.code(),
+            swizzle: options.swizzle.code(),
+            l2_promotion: options.l2_promotion.code(),
+            oob_fill: options.oob_fill.code(),
+            box_dims,
+        }
+    }
 }
 
 /// The options a [`TensorMapLayout`] was checked from.
@@ -480,10 +552,15 @@ impl TensorMapLayout {
         let layout = options.layout();
         let checked = check(&layout)?;
         check_device(device, layout.kind, "device")?;
+        let tiled = match &options {
+            LayoutOptions::Tiled(o) => Some(TiledArgs::of(o)),
+            _ => None,
+        };
         Ok(TensorMapLayout {
             device,
             options,
             checked,
+            tiled,
         })
     }
 
@@ -517,53 +594,70 @@ fn other_device(own: Device, buffer: Device) -> Error {
 }
 
 /// The address `offset` bytes into `buffer`, refused past its end.
+#[inline]
 fn address_in(buffer: &Buffer, offset: usize) -> Result<DevicePtr> {
     if offset >= buffer.size() {
-        return Err(Error::InvalidArgument {
-            name: "offset",
-            reason: format!(
-                "{offset} bytes is at or past the end of the {}-byte buffer",
-                buffer.size()
-            ),
-        });
+        return Err(past_end(offset, buffer.size()));
     }
     Ok(DevicePtr(buffer.ptr().0 + offset as u64))
 }
 
+#[cold]
+#[inline(never)]
+fn past_end(offset: usize, size: usize) -> Error {
+    Error::InvalidArgument {
+        name: "offset",
+        reason: format!("{offset} bytes is at or past the end of the {size}-byte buffer"),
+    }
+}
+
 /// Refuses a tensor that reaches past the end of its buffer.
+#[inline]
 fn fits(buffer: &Buffer, offset: usize, span: u64) -> Result<()> {
     let available = (buffer.size() - offset) as u64;
     if span > available {
-        return Err(Error::InvalidArgument {
-            name: "buffer",
-            reason: format!(
-                "the tensor spans {span} bytes from offset {offset}, past the end of the \
-                 {}-byte buffer ({available} bytes from the offset)",
-                buffer.size()
-            ),
-        });
+        return Err(too_long(span, offset, buffer.size(), available));
     }
     Ok(())
 }
 
+#[cold]
+#[inline(never)]
+fn too_long(span: u64, offset: usize, size: usize, available: u64) -> Error {
+    Error::InvalidArgument {
+        name: "buffer",
+        reason: format!(
+            "the tensor spans {span} bytes from offset {offset}, past the end of the \
+             {size}-byte buffer ({available} bytes from the offset)"
+        ),
+    }
+}
+
+#[inline]
 fn check_alignment(address: DevicePtr, align: u64, name: &'static str) -> Result<()> {
     // `align` is 16 or 32: a mask, not a division (this is on the encode's path).
     if address.0 & (align - 1) != 0 {
-        return Err(Error::InvalidArgument {
-            name,
-            reason: format!(
-                "the tensor's address {:#x} is not aligned to {align} bytes, as tensor maps \
-                 need{}",
-                address.0,
-                if align > 16 {
-                    " with 32-byte interleave or a 16-byte-aligned packed type"
-                } else {
-                    ""
-                }
-            ),
-        });
+        return Err(misaligned(address, align, name));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(address: DevicePtr, align: u64, name: &'static str) -> Error {
+    Error::InvalidArgument {
+        name,
+        reason: format!(
+            "the tensor's address {:#x} is not aligned to {align} bytes, as tensor maps \
+             need{}",
+            address.0,
+            if align > 16 {
+                " with 32-byte interleave or a 16-byte-aligned packed type"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// The names [`TensorMapDescriptor`]'s encodings give the address and the device in errors.
