@@ -129,17 +129,25 @@ struct Entry {
     staged_nodes: Vec<usize>,
 }
 
-/// A kernel node: its kernel (kept alive), shape, and the bytes of its arguments now.
+/// A kernel node: its kernel's handle, its shape, and where the bytes of its arguments now
+/// are. What an update pass compares, in one cache line: a node has no cluster, cooperative
+/// launch or attribute (a launch with one is refused where the node is built), so its shape is
+/// its grid, block and shared memory. Its kernel stays loaded with the entry's graph, which
+/// keeps it.
+#[repr(align(64))]
 struct Node {
     handle: GraphNodeHandle,
-    /// `kernel`'s handle, read without going through it.
     function: KernelHandle,
-    kernel: Kernel,
-    config: LaunchConfig,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_memory_bytes: u32,
     /// Its arguments' places in the entry's `args`: `first..first + count`.
     first: usize,
     count: usize,
 }
+
+/// The most arguments a node's update passes to the driver from the stack.
+const FEW_ARGS: usize = 16;
 
 /// Kernel arguments' bytes, each at a 16-byte aligned place (so that a pointer to one may be
 /// read as its type).
@@ -182,6 +190,13 @@ impl Args {
             out.push(self.words[first..].as_mut_ptr().cast());
         }
     }
+
+    /// [`pointers`](Self::pointers) into `out`, which holds one per argument of `range`.
+    fn pointers_into(&mut self, range: std::ops::Range<usize>, out: &mut [*mut std::ffi::c_void]) {
+        for (to, &(first, _)) in out.iter_mut().zip(&self.places[range]) {
+            *to = self.words[first..].as_mut_ptr().cast();
+        }
+    }
 }
 
 /// A launch as a signature pass reads it: what must match for an update in place.
@@ -194,24 +209,23 @@ struct Step {
 }
 
 impl Node {
+    #[inline(always)]
     fn same_shape(&self, kernel: &Kernel, config: &LaunchConfig, args: usize) -> bool {
-        self.function == kernel.handle()
-            && plain_and_same(config, &self.config)
-            && self.count == args
+        self.function == kernel.handle() && self.plain_and_same(config) && self.count == args
     }
-}
 
-/// Whether `config` is `stored`, a kernel node's (which has no cluster, cooperative launch or
-/// attribute: a launch with one is refused where the node is built): its shape the same, and
-/// none of those. The derived comparison, not inlined, was a sixth of a replay's own time.
-#[inline(always)]
-fn plain_and_same(config: &LaunchConfig, stored: &LaunchConfig) -> bool {
-    config.grid == stored.grid
-        && config.block == stored.block
-        && config.shared_memory_bytes == stored.shared_memory_bytes
-        && config.cluster.is_none()
-        && !config.cooperative
-        && !config.attributes.any()
+    /// Whether `config` is this node's: its shape the same, and no cluster, cooperative
+    /// launch or attribute (which a node has none of). The derived comparison of whole
+    /// configurations, not inlined, was a sixth of a replay's own time.
+    #[inline(always)]
+    fn plain_and_same(&self, config: &LaunchConfig) -> bool {
+        config.grid == self.grid
+            && config.block == self.block
+            && config.shared_memory_bytes == self.shared_memory_bytes
+            && config.cluster.is_none()
+            && !config.cooperative
+            && !config.attributes.any()
+    }
 }
 
 impl Entry {
@@ -220,7 +234,7 @@ impl Entry {
             && self.nodes.len() == signature.len()
             && self.nodes.iter().zip(signature).all(|(node, step)| {
                 node.function == step.kernel
-                    && node.config == step.config
+                    && node.plain_and_same(&step.config)
                     && node.count == step.count
                     && (0..step.count)
                         .all(|i| self.args.places[node.first + i].1 == sizes[step.first + i])
@@ -451,14 +465,30 @@ fn arg_bytes<'a>(arg: &'a &dyn KernelArg) -> &'a [u8] {
 /// Each staged node's arguments were given to [`ReplayRecorder::launch`], under its contract.
 unsafe fn apply(entry: &mut Entry) -> Result<()> {
     let context = &entry.exec.context;
-    let mut pointers = Vec::new();
+    // The pointers on the stack for most kernels (no allocation per run), in a vector past.
+    let mut few = [std::ptr::null_mut(); FEW_ARGS];
+    let mut many = Vec::new();
     let mut place = 0;
     for &index in &entry.staged_nodes {
         let node = &entry.nodes[index];
         let staged = place..place + node.count;
         place += node.count;
-        entry.staged.pointers(staged.clone(), &mut pointers);
-        let spec = spec(context, &node.config, &node.kernel, &mut pointers);
+        let pointers: &mut [*mut std::ffi::c_void] = if node.count <= FEW_ARGS {
+            let few = &mut few[..node.count];
+            entry.staged.pointers_into(staged.clone(), few);
+            few
+        } else {
+            entry.staged.pointers(staged.clone(), &mut many);
+            &mut many
+        };
+        let spec = KernelNodeSpec {
+            kernel: node.function,
+            context: context.handle(),
+            grid: node.grid,
+            block: node.block,
+            shared_mem_bytes: node.shared_memory_bytes,
+            args: pointers.as_mut_ptr(),
+        };
         // SAFETY: one pointer per parameter (the count and sizes are the node's, checked when
         // it was built), each to its bytes, alive for the call (the driver copies them); the
         // caller vouches for what the kernel does with them.
@@ -519,8 +549,9 @@ unsafe fn build(
     nodes.push(Node {
         handle,
         function: kernel.handle(),
-        kernel: kernel.clone(),
-        config: *config,
+        grid: config.grid,
+        block: config.block,
+        shared_memory_bytes: config.shared_memory_bytes,
         first,
         count: args.len(),
     });
