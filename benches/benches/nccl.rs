@@ -18,7 +18,8 @@
 //!
 //! Then each size below 64 MiB is queued alone, as the two variants' host cost: 15 interleaved
 //! rounds of 100 calls each, timed without the synchronisation that follows, printed as the
-//! medians per call and cuda-core/raw by round.
+//! medians per call and cuda-core/raw by round, with a third variant, `raw+get-current`: the
+//! raw call after the driver's `cuCtxGetCurrent`, the context read cuda-core makes before it.
 //!
 //! Without a GPU or NCCL the suite prints one line saying so and exits with status 0.
 
@@ -45,12 +46,18 @@ type AllReduce = unsafe extern "C" fn(
 /// `ncclGroupStart` and `ncclGroupEnd`.
 type GroupCall = unsafe extern "C" fn() -> i32;
 
-/// The loaded NCCL's functions, by their exported names.
+/// `cuCtxGetCurrent`.
+type GetCurrent = unsafe extern "C" fn(*mut *mut c_void) -> i32;
+
+/// The loaded NCCL's functions, by their exported names, and the driver's `cuCtxGetCurrent`
+/// (for the queueing's `raw+get-current`: the context read cuda-core makes before each call).
 struct RawNccl {
     all_reduce: AllReduce,
     group_start: GroupCall,
     group_end: GroupCall,
+    get_current: Option<GetCurrent>,
     _library: libloading::Library,
+    _driver: Option<libloading::Library>,
 }
 
 impl RawNccl {
@@ -70,11 +77,19 @@ impl RawNccl {
             let group_end = *library
                 .get::<GroupCall>(b"ncclGroupEnd\0")
                 .map_err(|e| e.to_string())?;
+            // The driver cuda-core loaded: loading it again runs nothing new.
+            let driver = libloading::Library::new("libcuda.so.1").ok();
+            let get_current = driver
+                .as_ref()
+                .and_then(|d| d.get::<GetCurrent>(b"cuCtxGetCurrent\0").ok())
+                .map(|f| *f);
             Ok(RawNccl {
                 all_reduce,
                 group_start,
                 group_end,
+                get_current,
                 _library: library,
+                _driver: driver,
             })
         }
     }
@@ -145,14 +160,22 @@ fn main() {
     println!(
         "queueing alone (the GPU's work left out): median time per call, cuda-core/raw by round"
     );
-    for (name, (raw_time, core_time, [low, high])) in queued {
+    for (name, q) in queued {
+        let [low, high] = q.spread;
+        let (raw_ns, core_ns) = (q.raw.as_secs_f64() * 1e9, q.core.as_secs_f64() * 1e9);
         println!(
-            "{name:>18}: raw {:>8.1} ns  cuda-core {:>8.1} ns  ({:+.1} ns, {:.2}; {low:.2}-{high:.2})",
-            raw_time.as_secs_f64() * 1e9,
-            core_time.as_secs_f64() * 1e9,
-            (core_time.as_secs_f64() - raw_time.as_secs_f64()) * 1e9,
-            core_time.as_secs_f64() / raw_time.as_secs_f64(),
+            "{name:>18}: raw {raw_ns:>8.1} ns  cuda-core {core_ns:>8.1} ns  ({:+.1} ns, {:.2}; \
+             {low:.2}-{high:.2})",
+            core_ns - raw_ns,
+            core_ns / raw_ns,
         );
+        if let Some(read) = q.raw_get_current {
+            let read_ns = read.as_secs_f64() * 1e9;
+            println!(
+                "{name:>18}: raw+get-current {read_ns:>8.1} ns ({:+.1} ns over raw)",
+                read_ns - raw_ns
+            );
+        }
     }
     let n = devices.len();
     println!("all-reduce of f32 (sum, out of place), {n} rank(s), one per device; bus bandwidth as nccl-tests: algbw x 2(n-1)/n");
@@ -196,13 +219,19 @@ fn sync(ranks: &[Rank]) {
 /// `iters` raw all-reduces, then the streams synchronised.
 fn time_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) -> Duration {
     let start = Instant::now();
-    queue_raw(raw, comms, ranks, iters);
+    queue_raw(raw, comms, ranks, iters, None);
     sync(ranks);
     start.elapsed()
 }
 
-/// Queues `iters` raw all-reduces.
-fn queue_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) {
+/// Queues `iters` raw all-reduces, each after a `get_current` where given.
+fn queue_raw(
+    raw: &RawNccl,
+    comms: &[Communicator],
+    ranks: &[Rank],
+    iters: u64,
+    get_current: Option<GetCurrent>,
+) {
     let several = ranks.len() > 1;
     for _ in 0..iters {
         if several {
@@ -210,6 +239,12 @@ fn queue_raw(raw: &RawNccl, comms: &[Communicator], ranks: &[Rank], iters: u64) 
             assert_eq!(unsafe { (raw.group_start)() }, 0);
         }
         for (comm, rank) in comms.iter().zip(ranks) {
+            if let Some(get_current) = get_current {
+                let mut context = std::ptr::null_mut();
+                // SAFETY: a writable out-pointer.
+                assert_eq!(unsafe { get_current(&mut context) }, 0, "cuCtxGetCurrent");
+                std::hint::black_box(context);
+            }
             let count = rank.send.size() / 4;
             // SAFETY: two buffers of `count` f32 of the communicator's device, alive until the
             // streams are synchronised; the communicator's and stream's raw handles.
@@ -262,24 +297,28 @@ fn queue_core(comms: &[Communicator], ranks: &mut [Rank], iters: u64) {
 
 /// The time each variant takes to queue one all-reduce, the GPU's work left out: `ROUNDS`
 /// interleaved rounds of `QUEUED` calls each (few enough that the queue never fills), the
-/// streams synchronised between them outside the clock; the medians, raw's first.
-fn queue_times(
-    raw: &RawNccl,
-    comms: &[Communicator],
-    ranks: &mut [Rank],
-) -> (Duration, Duration, [f64; 2]) {
+/// streams synchronised between them outside the clock. The medians of `raw`, `cuda-core`
+/// and `raw+get-current` (where the driver's `cuCtxGetCurrent` loaded), and cuda-core/raw's
+/// spread by round.
+fn queue_times(raw: &RawNccl, comms: &[Communicator], ranks: &mut [Rank]) -> Queued {
     const ROUNDS: usize = 15;
     const QUEUED: u64 = 100;
-    let (mut raw_times, mut core_times) = (Vec::new(), Vec::new());
+    let (mut raw_times, mut core_times, mut read_times) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let start = Instant::now();
-        queue_raw(raw, comms, ranks, QUEUED);
+        queue_raw(raw, comms, ranks, QUEUED, None);
         raw_times.push(start.elapsed() / QUEUED as u32);
         sync(ranks);
         let start = Instant::now();
         queue_core(comms, ranks, QUEUED);
         core_times.push(start.elapsed() / QUEUED as u32);
         sync(ranks);
+        if raw.get_current.is_some() {
+            let start = Instant::now();
+            queue_raw(raw, comms, ranks, QUEUED, raw.get_current);
+            read_times.push(start.elapsed() / QUEUED as u32);
+            sync(ranks);
+        }
     }
     let ratios: Vec<f64> = raw_times
         .iter()
@@ -290,7 +329,22 @@ fn queue_times(
         ratios.iter().copied().fold(f64::INFINITY, f64::min),
         ratios.iter().copied().fold(0.0, f64::max),
     ];
-    raw_times.sort();
-    core_times.sort();
-    (raw_times[ROUNDS / 2], core_times[ROUNDS / 2], spread)
+    let median = |mut times: Vec<Duration>| {
+        times.sort();
+        times.get(times.len() / 2).copied()
+    };
+    Queued {
+        raw: median(raw_times).unwrap_or_default(),
+        core: median(core_times).unwrap_or_default(),
+        raw_get_current: median(read_times),
+        spread,
+    }
+}
+
+/// What [`queue_times`] measured.
+struct Queued {
+    raw: Duration,
+    core: Duration,
+    raw_get_current: Option<Duration>,
+    spread: [f64; 2],
 }
