@@ -10,8 +10,9 @@ use super::*;
 /// context first, as cuda-core does, the record runs the raw call on cuda-core's handles and
 /// with the record count cuda-core keeps, the encoding the raw call with the context read
 /// cuda-core makes and without a current context, the replay the hand-written loop on
-/// cuda-core's kernel and stream, and the copy runs the raw call on
-/// cuda-core's memory, then on its memory and stream.
+/// cuda-core's kernel and stream, the copy runs the raw call on cuda-core's memory, then on
+/// its memory and stream, and the pool's allocation and free the raw pair after the context
+/// reads cuda-core makes (and once with no context current).
 pub(super) fn diagnose<R: RawDriver>(
     c: &mut Criterion,
     d: &R,
@@ -115,6 +116,7 @@ pub(super) fn diagnose<R: RawDriver>(
 
     tensor_map_diagnose(c, d, core);
     replay_diagnose(c, d, core, raw);
+    alloc_diagnose(c, d, core, raw);
 
     Case::new("diag_event_create_destroy")
         .variant("raw", |b| b.iter(|| raw_event_create_destroy(d, false)))
@@ -291,4 +293,72 @@ pub(super) fn raw_sync<R: RawDriver>(d: &R, stream: Handle) {
     // SAFETY: a stream made in `raw_setup`, alive for the whole run.
     let status = unsafe { d.cuStreamSynchronize(stream) };
     check(status, "cuStreamSynchronize");
+}
+
+/// `diag_alloc_free_1k`: is `alloc_free_1k`'s gap the current-context read cuda-core makes
+/// before the allocation and before the free (`raw+get-current`: the raw pair with one read
+/// before each), and does the driver allocate and free from the pool on a stream with no
+/// context current (printed once: where it does, the read could go)?
+fn alloc_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
+    let alloc_free = |read: bool| {
+        let mut ptr = 0;
+        let mut current = null_mut();
+        // SAFETY: writable out-pointers, the default pool and a live stream; the allocation
+        // is freed once, in order on the same stream.
+        unsafe {
+            if read {
+                check(d.cuCtxGetCurrent(&mut current), "cuCtxGetCurrent");
+            }
+            check(
+                d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream),
+                "cuMemAllocFromPoolAsync",
+            );
+            if read {
+                check(d.cuCtxGetCurrent(&mut current), "cuCtxGetCurrent");
+            }
+            check(d.cuMemFreeAsync(ptr, raw.stream), "cuMemFreeAsync");
+        }
+        black_box(current);
+    };
+    let mut context = null_mut();
+    // SAFETY: a writable out-pointer; then, for the probe, no context current for the two
+    // calls, then the one that was.
+    let (alloc_status, free_status) = unsafe {
+        check(d.cuCtxGetCurrent(&mut context), "cuCtxGetCurrent");
+        check(d.cuCtxSetCurrent(null_mut()), "cuCtxSetCurrent");
+        let mut ptr = 0;
+        let alloc = d.cuMemAllocFromPoolAsync(&mut ptr, ALLOC_BYTES, raw.pool, raw.stream);
+        let free = if alloc == SUCCESS {
+            d.cuMemFreeAsync(ptr, raw.stream)
+        } else {
+            SUCCESS
+        };
+        check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+        (alloc, free)
+    };
+    raw_sync(d, raw.stream);
+    println!(
+        "diag_alloc_free_1k: with no context current the pool's allocation returns \
+         {alloc_status} and its free {free_status}"
+    );
+    let default = cuda_core::DeviceMemoryResource::default_pool(core.device).expect("the pool");
+    // SAFETY: the device's default pool, alive for the whole process.
+    let wrapped =
+        unsafe { cuda_core::DeviceMemoryResource::from_raw(default.as_raw(), core.device) }
+            .expect("the wrapped pool");
+    Case::new("diag_alloc_free_1k")
+        .variant("raw", |b| {
+            batched(b, || alloc_free(false), || raw_sync(d, raw.stream))
+        })
+        .variant("raw+get-current", |b| {
+            batched(b, || alloc_free(true), || raw_sync(d, raw.stream))
+        })
+        .variant("cuda-core", |b| {
+            batched(
+                b,
+                || drop(wrapped.allocate(ALLOC_BYTES, &core.stream).unwrap()),
+                || core.stream.sync().unwrap(),
+            );
+        })
+        .run(c);
 }
