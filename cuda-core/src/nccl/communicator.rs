@@ -215,7 +215,8 @@ pub(crate) struct CommInner {
     /// Held across each NCCL call on the communicator, and by a group until its end.
     calls: Mutex<Calls>,
     /// The handle; `None` once aborted or finalized. Read alone for `ncclCommGetAsyncError`
-    /// (which NCCL allows during another call); written only with `calls` held.
+    /// (which NCCL allows during another call); written only with `calls` held, together
+    /// with the copy [`Calls`] keeps for the calls made under it.
     handle: RwLock<Option<CommHandle>>,
     pub(crate) rank: usize,
     pub(crate) size: usize,
@@ -235,6 +236,9 @@ pub(crate) struct Calls {
     /// A call returned before NCCL was done with it (a non-blocking initialisation): the next
     /// call asks NCCL first.
     in_progress: bool,
+    /// The handle as [`CommInner`]'s `handle` holds it (both are written under this lock):
+    /// a call, which holds this lock, reads it here without taking the read lock.
+    handle: Option<CommHandle>,
 }
 
 impl fmt::Debug for Communicator {
@@ -282,7 +286,7 @@ impl CommInner {
     /// The handle for a call made under `calls`: refused once aborted or finalized, and while
     /// NCCL is still busy with a call that returned early.
     pub(crate) fn live(&self, calls: &mut Calls, nccl: &Nccl) -> Result<CommHandle> {
-        let handle = self.handle().ok_or_else(|| Error::InvalidArgument {
+        let handle = calls.handle.ok_or_else(|| Error::InvalidArgument {
             name: "self",
             reason: "the communicator was aborted (by a call that timed out, or a group's)"
                 .to_owned(),
@@ -335,7 +339,8 @@ impl CommInner {
     }
 
     /// `ncclCommAbort`, under `calls`.
-    pub(crate) fn abort_locked(&self, _calls: &mut Calls, nccl: &Nccl) -> Result<()> {
+    pub(crate) fn abort_locked(&self, calls: &mut Calls, nccl: &Nccl) -> Result<()> {
+        calls.handle = None;
         let taken = self
             .handle
             .write()
@@ -416,7 +421,10 @@ impl Communicator {
     ) -> Communicator {
         Communicator {
             inner: Arc::new(CommInner {
-                calls: Mutex::new(Calls { in_progress }),
+                calls: Mutex::new(Calls {
+                    in_progress,
+                    handle: Some(handle),
+                }),
                 handle: RwLock::new(Some(handle)),
                 rank,
                 size,
@@ -823,6 +831,7 @@ impl Communicator {
         let handle = inner.live(&mut calls, nccl)?;
         let progress = inner.context.with_current(|_| nccl.comm_finalize(handle))?;
         inner.settle(&mut calls, nccl, handle, progress)?;
+        calls.handle = None;
         let taken = inner
             .handle
             .write()
