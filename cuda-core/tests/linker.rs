@@ -1110,10 +1110,25 @@ fn a_template_kernel_is_found_by_its_name_expression_after_a_link() {
 fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
     let device = common::device();
     device.set_current().unwrap();
-    let Ok(ptx) = Program::new(HEAVY, ProgramOptions::default()).compile(CodeType::Ptx, &[]) else {
+    let Ok(compiled) = Program::new(HEAVY, ProgramOptions::default()).compile(CodeType::Ptx, &[])
+    else {
         common::not_run("nvrtc", "no NVRTC to make the PTX");
         return;
     };
+    // PTX of this run alone (a comment naming the process and the time): the driver keeps
+    // the JIT's output in its compute cache, keyed by the PTX, and a load it finds there
+    // compiles nothing and logs nothing. On one machine a second run of this test then failed
+    // for an empty log (the H100, 2026-12-05); unique PTX always goes through the JIT.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let mut text = compiled.code().to_vec();
+    while text.last() == Some(&0) {
+        text.pop();
+    }
+    text.extend_from_slice(format!("\n// run {} {stamp}\n", std::process::id()).as_bytes());
+    let ptx = ObjectCode::from_ptx(text);
     let regs = |code: &ObjectCode| {
         code.get_kernel("heavy")
             .unwrap()
