@@ -88,9 +88,10 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
 
 /// `diag_tensor_map_encode` (with `CUDA_CORE_BENCH_DIAGNOSE`): is the layout encoding's gap
 /// the current-context read cuda-core makes before the driver (`raw+get-current`), the buffer
-/// the map keeps (`raw+arc`: an `Arc` clone and drop), and does the
-/// driver need a current context at all (`raw-no-context`: the raw call with none current,
-/// run only where the driver encodes then, with the same bytes)?
+/// the map keeps (`raw+arc`: an `Arc` clone and drop), the map made and passed out as a
+/// value (`raw+fresh-out`, `map-clone`), and does the driver need a current context at all
+/// (`raw-no-context`: the raw call with none current, run only where the driver encodes
+/// then, with the same bytes)?
 pub(super) fn tensor_map_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
     let (matrix, options) = matrix_and_options(core);
     let layout = TensorMapLayout::tiled(core.device, &options).expect("the layout");
@@ -166,6 +167,20 @@ pub(super) fn tensor_map_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: 
             check(unsafe { d.cuCtxSetCurrent(context) }, "cuCtxSetCurrent");
         });
     }
+    // What handling a map as a value costs, without the driver: a new zeroed descriptor per
+    // encoding, passed out by value (`raw+fresh-out`), and a map's clone and drop alone
+    // (`map-clone`: the descriptor copied, the buffer's `Arc` cloned and dropped).
+    case = case.variant("raw+fresh-out", |b| {
+        b.iter(|| {
+            let mut out = Descriptor([0; 16]);
+            check(encode_raw(d, &mut out, address), "cuTensorMapEncodeTiled");
+            black_box(out)
+        });
+    });
+    case = case.variant("map-clone", |b| {
+        let map = TensorMap::with_layout(&matrix, 0, &layout).expect("a map");
+        b.iter(|| black_box(map.clone()));
+    });
     case.variant("cuda-core", |b| {
         b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));
     })
