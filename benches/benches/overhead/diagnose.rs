@@ -11,8 +11,8 @@ use super::*;
 /// with the record count cuda-core keeps, the encoding the raw call with the context read
 /// cuda-core makes and without a current context, the replay the hand-written loop on
 /// cuda-core's kernel and stream, the copy runs the raw call on cuda-core's memory, then on
-/// its memory and stream, and the pool's allocation and free the raw pair after the context
-/// reads cuda-core makes (and once with no context current).
+/// its memory and stream, and the pool's allocation and free the raw pair with and without
+/// context reads (and once with no context current).
 pub(super) fn diagnose<R: RawDriver>(
     c: &mut Criterion,
     d: &R,
@@ -295,10 +295,11 @@ pub(super) fn raw_sync<R: RawDriver>(d: &R, stream: Handle) {
     check(status, "cuStreamSynchronize");
 }
 
-/// `diag_alloc_free_1k`: is `alloc_free_1k`'s gap the current-context read cuda-core makes
-/// before the allocation and before the free (`raw+get-current`: the raw pair with one read
-/// before each), and does the driver allocate and free from the pool on a stream with no
-/// context current (printed once: where it does, the read could go)?
+/// `diag_alloc_free_1k`: `alloc_free_1k` through the pool wrapped as raw uses it, beside the
+/// raw pair with a current-context read before each call (`raw+get-current`: what the pair
+/// would cost if it made the context current, as cuda-core's pools do not on streams they
+/// made), and whether the driver allocates and frees from the pool on a stream with no
+/// context current (printed once: the GPU's side of the pools' making no context calls).
 fn alloc_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &RawState) {
     let alloc_free = |read: bool| {
         let mut ptr = 0;
