@@ -282,6 +282,19 @@ impl TensorMap {
         TensorMap::encoded(buffer, offset, address, layout, &checked)
     }
 
+    /// The map of a layout that passed its checks (`checked`) at `offset` bytes into `buffer`,
+    /// its descriptor zero until it is encoded in place.
+    #[inline]
+    fn unencoded(buffer: &Arc<Buffer>, offset: usize, checked: &Checked) -> TensorMap {
+        TensorMap {
+            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
+            buffer: buffer.clone(),
+            offset,
+            align: checked.align,
+            span: checked.span,
+        }
+    }
+
     /// The map of a layout that passed its checks at `offset` bytes (`address`) into
     /// `buffer`, encoded in place into the map returned, in the buffer's stream's context.
     #[inline]
@@ -292,13 +305,7 @@ impl TensorMap {
         layout: &Layout<'_>,
         checked: &Checked,
     ) -> Result<TensorMap> {
-        let mut map = TensorMap {
-            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
-            buffer: buffer.clone(),
-            offset,
-            align: checked.align,
-            span: checked.span,
-        };
+        let mut map = TensorMap::unencoded(buffer, offset, checked);
         encode_into(
             buffer.deallocation_stream().context(),
             address,
@@ -364,13 +371,7 @@ impl TensorMap {
             l2_promotion: args.l2_promotion,
             oob_fill: args.oob_fill,
         };
-        let mut map = TensorMap {
-            descriptor: TensorMapDescriptor(TensorMapBytes::ZERO),
-            buffer: buffer.clone(),
-            offset,
-            align: checked.align,
-            span: checked.span,
-        };
+        let mut map = TensorMap::unencoded(buffer, offset, checked);
         let (driver, context) = stream.driver_and_context();
         crate::lifetime::current::with_current(driver, context, |driver| {
             driver.tensor_map_encode_tiled(&mut map.descriptor.0, &tensor, &args.box_dims[..rank])
