@@ -138,12 +138,28 @@ struct Entry {
 struct Node {
     handle: GraphNodeHandle,
     function: KernelHandle,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared_memory_bytes: u32,
+    shape: Shape,
     /// Its arguments' places in the entry's `args`: `first..first + count`.
     first: usize,
     count: usize,
+}
+
+/// A kernel node's launch shape: what a plain [`LaunchConfig`] holds.
+#[derive(Clone, Copy)]
+struct Shape {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_memory_bytes: u32,
+}
+
+impl Shape {
+    fn of(config: &LaunchConfig) -> Shape {
+        Shape {
+            grid: config.grid,
+            block: config.block,
+            shared_memory_bytes: config.shared_memory_bytes,
+        }
+    }
 }
 
 /// The most arguments a node's update passes to the driver from the stack.
@@ -183,15 +199,8 @@ impl Args {
         self.places.len()
     }
 
-    /// A pointer to the bytes of each argument of `range`, for the driver.
-    fn pointers(&mut self, range: std::ops::Range<usize>, out: &mut Vec<*mut std::ffi::c_void>) {
-        out.clear();
-        for &(first, _) in &self.places[range] {
-            out.push(self.words[first..].as_mut_ptr().cast());
-        }
-    }
-
-    /// [`pointers`](Self::pointers) into `out`, which holds one per argument of `range`.
+    /// A pointer to the bytes of each argument of `range`, for the driver, into `out`, which
+    /// holds one per argument of `range`.
     fn pointers_into(&mut self, range: std::ops::Range<usize>, out: &mut [*mut std::ffi::c_void]) {
         for (to, &(first, _)) in out.iter_mut().zip(&self.places[range]) {
             *to = self.words[first..].as_mut_ptr().cast();
@@ -219,9 +228,9 @@ impl Node {
     /// configurations, not inlined, was a sixth of a replay's own time.
     #[inline(always)]
     fn plain_and_same(&self, config: &LaunchConfig) -> bool {
-        config.grid == self.grid
-            && config.block == self.block
-            && config.shared_memory_bytes == self.shared_memory_bytes
+        config.grid == self.shape.grid
+            && config.block == self.shape.block
+            && config.shared_memory_bytes == self.shape.shared_memory_bytes
             && config.cluster.is_none()
             && !config.cooperative
             && !config.attributes.any()
@@ -474,21 +483,13 @@ unsafe fn apply(entry: &mut Entry) -> Result<()> {
         let staged = place..place + node.count;
         place += node.count;
         let pointers: &mut [*mut std::ffi::c_void] = if node.count <= FEW_ARGS {
-            let few = &mut few[..node.count];
-            entry.staged.pointers_into(staged.clone(), few);
-            few
+            &mut few[..node.count]
         } else {
-            entry.staged.pointers(staged.clone(), &mut many);
+            many.resize(node.count, std::ptr::null_mut());
             &mut many
         };
-        let spec = KernelNodeSpec {
-            kernel: node.function,
-            context: context.handle(),
-            grid: node.grid,
-            block: node.block,
-            shared_mem_bytes: node.shared_memory_bytes,
-            args: pointers.as_mut_ptr(),
-        };
+        entry.staged.pointers_into(staged.clone(), pointers);
+        let spec = spec(context, node.function, &node.shape, pointers);
         // SAFETY: one pointer per parameter (the count and sizes are the node's, checked when
         // it was built), each to its bytes, alive for the call (the driver copies them); the
         // caller vouches for what the kernel does with them.
@@ -526,7 +527,12 @@ unsafe fn build(
     crate::launch::validate_node(&graph.context, config, kernel, &sizes)?;
     let mut pointers: Vec<*mut std::ffi::c_void> =
         args.iter().map(|arg| arg.arg().ptr.cast_mut()).collect();
-    let spec = spec(&graph.context, config, kernel, &mut pointers);
+    let spec = spec(
+        &graph.context,
+        kernel.handle(),
+        &Shape::of(config),
+        &mut pointers,
+    );
     let deps: Vec<GraphNodeHandle> = nodes.last().map(|node| node.handle).into_iter().collect();
     // SAFETY: one pointer per parameter, each to its argument's bytes (count and sizes
     // checked above), borrowed for the call; the caller vouches for the kernel.
@@ -549,9 +555,7 @@ unsafe fn build(
     nodes.push(Node {
         handle,
         function: kernel.handle(),
-        grid: config.grid,
-        block: config.block,
-        shared_memory_bytes: config.shared_memory_bytes,
+        shape: Shape::of(config),
         first,
         count: args.len(),
     });
@@ -560,16 +564,16 @@ unsafe fn build(
 
 fn spec(
     context: &Context,
-    config: &LaunchConfig,
-    kernel: &Kernel,
+    kernel: KernelHandle,
+    shape: &Shape,
     pointers: &mut [*mut std::ffi::c_void],
 ) -> KernelNodeSpec {
     KernelNodeSpec {
-        kernel: kernel.handle(),
+        kernel,
         context: context.handle(),
-        grid: config.grid,
-        block: config.block,
-        shared_mem_bytes: config.shared_memory_bytes,
+        grid: shape.grid,
+        block: shape.block,
+        shared_mem_bytes: shape.shared_memory_bytes,
         args: pointers.as_mut_ptr(),
     }
 }
@@ -824,8 +828,8 @@ mod tests {
         args.push(&[9u8; 20]);
         args.push(&[]);
         assert_eq!(args.len(), 4);
-        let mut pointers = Vec::new();
-        args.pointers(0..4, &mut pointers);
+        let mut pointers = [std::ptr::null_mut(); 4];
+        args.pointers_into(0..4, &mut pointers);
         // Catches places that overlap or lose 16-byte alignment (a pointer read as its type).
         for pointer in &pointers {
             assert_eq!(*pointer as usize % 16, 0);
