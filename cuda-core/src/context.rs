@@ -149,7 +149,9 @@ impl Context {
             .filter(|core| core.device == device.handle())
             .collect();
         for core in green {
-            current::with_current(core.driver, core.handle, |driver| driver.ctx_synchronize())?;
+            crate::lifetime::captures::sync_context(core.handle.0 as usize, || {
+                current::with_current(core.driver, core.handle, |driver| driver.ctx_synchronize())
+            })?;
         }
         Ok(())
     }
@@ -270,9 +272,19 @@ impl Context {
     }
 
     /// Waits for all work in this context (`cuCtxSynchronize`).
+    ///
+    /// The driver refuses a context's synchronisation while any stream of it captures, and
+    /// invalidates that capture. So while another thread's capture begun here
+    /// ([`Stream::begin_capture`](crate::Stream::begin_capture)) is open in this context, this
+    /// waits for it to end first (saying so in the log after a second), and no capture in
+    /// this context begins until the synchronisation has returned. A capture of the calling
+    /// thread's own is not waited for: the synchronisation fails then, and invalidates it, as
+    /// a capturing stream's does.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        self.with_current(|driver| driver.ctx_synchronize())
+        crate::lifetime::captures::sync_context(self.core.handle.0 as usize, || {
+            self.with_current(|driver| driver.ctx_synchronize())
+        })
     }
 
     /// Sets one of the context's limits (`cuCtxSetLimit`): the stack per GPU thread, the

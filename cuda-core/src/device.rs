@@ -197,8 +197,10 @@ impl Device {
     pub(crate) fn sync_if_held(&self) -> Result<()> {
         match self.primary_if_ready() {
             Some(primary) => {
-                crate::lifetime::current::with_current(primary.driver, primary.handle, |driver| {
-                    driver.ctx_synchronize()
+                crate::lifetime::captures::sync_context(primary.handle.0 as usize, || {
+                    crate::lifetime::current::with_current(primary.driver, primary.handle, |d| {
+                        d.ctx_synchronize()
+                    })
                 })
             }
             None => Ok(()),
@@ -214,7 +216,8 @@ impl Device {
             .primary_if_ready()
     }
 
-    /// Waits for all work on this device's primary context.
+    /// Waits for all work on this device's primary context; another thread's capture open
+    /// in it is waited out first, as [`Context::sync`](crate::Context::sync) says.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         self.primary_context()?.sync()

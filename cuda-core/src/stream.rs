@@ -184,7 +184,7 @@ impl Drop for StreamInner {
             // every other thread make the calls it forbids again.
             match self.driver.stream_end_capture(self.handle) {
                 Ok(graph) => {
-                    crate::lifetime::captures::capture_ended();
+                    crate::lifetime::captures::capture_ended(self.handle.0 as usize);
                     if !graph.0.is_null() {
                         if let Err(e) = self.driver.graph_destroy(graph) {
                             log::error!("destroying the graph of an unended capture: {e}");
@@ -201,7 +201,7 @@ impl Drop for StreamInner {
                     let open = e.driver_code() == Some(DriverCode::STREAM_CAPTURE_WRONG_THREAD)
                         && !matches!(self.driver.stream_is_capturing(self.handle), Ok(0));
                     if !open {
-                        crate::lifetime::captures::capture_ended();
+                        crate::lifetime::captures::capture_ended(self.handle.0 as usize);
                     }
                     log::debug!("ending the capture of a dropped stream: {e}");
                 }
@@ -570,13 +570,22 @@ impl Stream {
         self.inner.capturing.load(Ordering::Acquire)
     }
 
+    /// Begins a capture with `begin` (the driver's call) through the gate that keeps captures
+    /// and context synchronisations apart, flagged and counted open where it succeeds.
+    pub(crate) fn begin_capture_with(&self, begin: impl FnOnce() -> Result<()>) -> Result<()> {
+        crate::lifetime::captures::begin(
+            self.inner.context_handle.0 as usize,
+            self.inner.handle.0 as usize,
+            begin,
+        )?;
+        self.inner.capturing.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Flags the capture begun here ended unless `open`, counting it ended then.
     pub(crate) fn set_capturing(&self, open: bool) {
-        if self.inner.capturing.swap(open, Ordering::AcqRel) != open {
-            if open {
-                crate::lifetime::captures::capture_began();
-            } else {
-                crate::lifetime::captures::capture_ended();
-            }
+        if !open && self.inner.capturing.swap(false, Ordering::AcqRel) {
+            crate::lifetime::captures::capture_ended(self.inner.handle.0 as usize);
         }
     }
 

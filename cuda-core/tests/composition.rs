@@ -1,10 +1,12 @@
 //! Features that meet: captures forked over streams whose buffers live elsewhere, recycled
 //! handles, host functions and other threads, each checked in what a user observes.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::ThreadId;
 
 use crate::common;
+use crate::common::standin;
 
 use cuda_core::{
     launch, Allocate, Buffer, CaptureMode, CaptureStatus, CodeType, Error, EventOptions,
@@ -345,6 +347,190 @@ fn making_events_during_another_threads_global_capture_leaves_it_valid() {
             let ended = capturer.join().unwrap();
             assert!(ended.is_ok(), "{:?}", ended.err());
             other.sync().unwrap();
+        },
+    );
+}
+
+/// One thread begins a thread-local capture; another synchronises the device (its primary
+/// context) meanwhile. The driver refuses a context's synchronisation while any stream of it
+/// captures, whatever the capture's mode, and invalidates the capture: the H200 run found a
+/// device test's `Device::sync` breaking the forked-capture test's capture on another thread.
+/// So the synchronisation waits for the capture to end, and the capture ends valid.
+fn a_device_sync_waits_out_another_threads_capture_body(check_data: bool) {
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(256, &stream)
+        .unwrap();
+    stream.sync().unwrap();
+    let (began_tx, began_rx) = mpsc::channel();
+    let ended = Arc::new(AtomicBool::new(false));
+    let capturer = {
+        let (stream, ended) = (stream.clone(), ended.clone());
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures, and the
+            // buffer outlives the graph's launch (returned with it).
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            began_tx.send(()).unwrap();
+            // Long enough for the other thread's synchronisation to reach the driver, had
+            // nothing held it back.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            buffer.fill(7u32, &stream).unwrap();
+            ended.store(true, Ordering::SeqCst);
+            (stream.end_capture(), buffer)
+        })
+    };
+    began_rx.recv().unwrap();
+    // Catches a synchronisation made at once: refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
+    device.sync().unwrap();
+    // Catches a synchronisation that returned while the capture was still open.
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "the device's synchronisation returned before the other thread's capture ended"
+    );
+    let (graph, buffer) = capturer.join().unwrap();
+    // Catches the capture invalidated by the synchronisation.
+    let graph = graph.expect("the capture ended valid");
+    assert_eq!(graph.node_count().unwrap(), 1, "the fill captured");
+    if check_data {
+        let exec = graph.instantiate(GraphOptions::default()).unwrap();
+        exec.launch(&stream).unwrap();
+        // Catches a graph that lost its fill.
+        assert!(buffer
+            .to_vec::<u32>(&stream)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 7));
+    }
+}
+
+#[test]
+fn a_device_sync_waits_out_another_threads_capture() {
+    standin::run(
+        module_path!(),
+        "a_device_sync_waits_out_another_threads_capture",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            a_device_sync_waits_out_another_threads_capture_body(false);
+            // The driver saw the synchronisation after the capture's end.
+            let log = standin::log();
+            let end = log.find("cuStreamEndCapture").expect(&log);
+            assert!(log.rfind("cuCtxSynchronize").expect(&log) > end, "{log}");
+            assert!(!log.contains("-> 900"), "{log}");
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_sync_waits_out_another_threads_capture_on_the_gpu() {
+    common::alone(
+        module_path!(),
+        "a_device_sync_waits_out_another_threads_capture_on_the_gpu",
+        || a_device_sync_waits_out_another_threads_capture_body(true),
+    );
+}
+
+/// A thread synchronising the device while it captures itself is refused at once (it would
+/// wait for ever on its own capture), and its capture is invalidated, as for a capturing
+/// stream's synchronisation. Catches a gate that waits for the caller's own captures (the
+/// watchdog ends the run) and one that hides the driver's refusal.
+#[test]
+fn a_device_sync_during_the_threads_own_capture_is_refused_not_waited() {
+    standin::run(
+        module_path!(),
+        "a_device_sync_during_the_threads_own_capture_is_refused_not_waited",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            let _watchdog = common::Watchdog::new(
+                std::time::Duration::from_secs(20),
+                "a device synchronisation during the thread's own capture",
+            );
+            let device = cuda_core::Device::new(0).unwrap();
+            device.set_current().unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let err = device.sync().unwrap_err();
+            assert_eq!(
+                err.driver_code(),
+                Some(cuda_core::DriverCode::STREAM_CAPTURE_UNSUPPORTED),
+                "the driver's refusal: {err}"
+            );
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::Invalidated);
+            assert!(matches!(stream.end_capture(), Err(Error::Capture { .. })));
+            // Nothing counts the capture open any more: a synchronisation from another
+            // thread returns at once.
+            std::thread::spawn(move || device.sync().unwrap())
+                .join()
+                .unwrap();
+        },
+    );
+}
+
+/// While one thread's device synchronisation waits on work held back by a closed gate,
+/// another thread's capture in the same context does not begin until it returned (a capture
+/// begun under it could be invalidated by it), and then captures valid. Catches a gate that
+/// only checks for open captures before the synchronisation.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_capture_begins_after_a_device_sync_under_way() {
+    common::alone(
+        module_path!(),
+        "a_capture_begins_after_a_device_sync_under_way",
+        || {
+            let device = cuda_core::Device::new(0).unwrap();
+            device.set_current().unwrap();
+            let all = streams(2);
+            let (held, capturing) = (all[0].clone(), all[1].clone());
+            let gate = common::Gate::close_for(&held, std::time::Duration::from_secs(20));
+            let synced = Arc::new(AtomicBool::new(false));
+            let syncer = {
+                let synced = synced.clone();
+                std::thread::spawn(move || {
+                    device.set_current().unwrap();
+                    let result = device.sync();
+                    synced.store(true, Ordering::SeqCst);
+                    result
+                })
+            };
+            // The synchronisation is under way (the gate holds it) before the capture.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (began_tx, began_rx) = mpsc::channel();
+            let capturer = {
+                let synced = synced.clone();
+                std::thread::spawn(move || {
+                    device.set_current().unwrap();
+                    // SAFETY: nothing is allocated or freed on the stream while it captures.
+                    unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                    let after_sync = synced.load(Ordering::SeqCst);
+                    began_tx.send(()).unwrap();
+                    let graph = capturing.end_capture();
+                    (after_sync, graph)
+                })
+            };
+            // Catches a capture begun while the synchronisation waits.
+            assert!(
+                began_rx
+                    .recv_timeout(std::time::Duration::from_millis(300))
+                    .is_err(),
+                "a capture began under a device synchronisation"
+            );
+            gate.open();
+            syncer.join().unwrap().unwrap();
+            let (after_sync, graph) = capturer.join().unwrap();
+            assert!(
+                after_sync,
+                "the capture began before the synchronisation returned"
+            );
+            // Catches a capture invalidated by the synchronisation.
+            graph.expect("the capture ended valid");
         },
     );
 }

@@ -46,7 +46,11 @@ impl Stream {
     /// [`Stream::end_capture`] then says so. A stream dropped while its capture is open ends
     /// it, discarding the graph. In [`CaptureMode::Global`], other threads' calls that the
     /// capture forbids (such as stream-ordered allocations and synchronisations) fail until
-    /// it ends, and invalidate it (as the 580 driver does).
+    /// it ends, and invalidate it (as the 580 driver does). A synchronisation of the stream's
+    /// whole context ([`Context::sync`](crate::Context::sync), [`Device::sync`](crate::Device::sync)),
+    /// which the driver refuses while any stream of the context captures, waits in another
+    /// thread for the capture to end; a capture begins only once such a synchronisation under
+    /// way has returned.
     ///
     /// A launch captured with a [`Buffer`](crate::Buffer) argument whose deallocation stream
     /// is another stream is captured without the cross-stream ordering that [`launch`](crate::launch)
@@ -82,9 +86,9 @@ impl Stream {
             CaptureMode::ThreadLocal => 1,
             CaptureMode::Relaxed => 2,
         };
-        self.call(|driver, handle| driver.stream_begin_capture(handle, code))?;
-        self.set_capturing(true);
-        Ok(())
+        self.begin_capture_with(|| {
+            self.call(|driver, handle| driver.stream_begin_capture(handle, code))
+        })
     }
 
     /// Ends this stream's capture (`cuStreamEndCapture`), giving the captured graph. A
