@@ -669,5 +669,31 @@ fn tensor_map_row(
             ))
         }),
     );
+    let mut map = TensorMap::with_layout(&matrix, 0, &layout)?;
+    row(
+        "tensor_map_encode (cuda-core: one map re-encoded in place)",
+        // SAFETY: as above.
+        best(|| unsafe {
+            encode(
+                &mut out,
+                CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                2,
+                address,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            );
+            black_box(&mut out);
+        }),
+        best(|| {
+            map.reencode(&matrix, 0, &layout).unwrap();
+            black_box(&mut map);
+        }),
+    );
     Ok(())
 }

@@ -500,6 +500,36 @@ fn a_layout_checked_once_encodes_as_the_full_check_does() {
                 (full.offset(), full.span_bytes())
             );
             assert!(Arc::ptr_eq(fast.buffer(), &matrix_buffer));
+            // Re-encoded in place for another buffer: the same call and descriptor as a new
+            // map of it, and the map keeps that buffer and lets go of the first (catches a
+            // re-encoding that keeps the old buffer alive while pointing into the new one,
+            // whose memory could then be freed under the map).
+            let next = buffer(zero, &s0, N * N * 4);
+            let mut map = TensorMap::with_layout(&matrix_buffer, 256, &layout).unwrap();
+            let held = Arc::strong_count(&matrix_buffer);
+            map.reencode(&next, 0, &layout).unwrap();
+            let reencoded = last_call("cuTensorMapEncodeTiled");
+            let fresh = TensorMap::with_layout(&next, 0, &layout).unwrap();
+            assert_eq!(last_call("cuTensorMapEncodeTiled"), reencoded);
+            assert_eq!(map.descriptor(), fresh.descriptor());
+            assert!(Arc::ptr_eq(map.buffer(), &next));
+            assert_eq!(map.offset(), 0);
+            assert_eq!(Arc::strong_count(&matrix_buffer), held - 1);
+            // The same buffer again: no reference taken (the count stays).
+            let count = Arc::strong_count(&next);
+            map.reencode(&next, 0, &layout).unwrap();
+            assert_eq!(Arc::strong_count(&next), count);
+            // A refused re-encoding leaves the map as it was (catches a descriptor or buffer
+            // changed before the checks).
+            let before = *map.descriptor();
+            refused(
+                map.reencode(&matrix_buffer, 8, &layout),
+                "offset",
+                "aligned to 16",
+            );
+            assert_eq!(*map.descriptor(), before);
+            assert!(Arc::ptr_eq(map.buffer(), &next));
+            drop((map, fresh));
             let encodes = standin::calls("cuTensorMapEncode").len();
             // What depends on the buffer is still checked, before the driver: an address off
             // the 16-byte alignment, a tensor past the buffer's end, an offset past it, a
@@ -585,6 +615,12 @@ fn im2col_maps_reach_the_driver_with_their_corners() {
             let again = TensorMap::with_layout(&b, 0, &layout).unwrap();
             assert_eq!(last_call("cuTensorMapEncodeIm2col"), call);
             assert!(standin::calls("cuTensorMapEncodeTiled").is_empty());
+            assert_eq!(again.descriptor(), map.descriptor());
+            // Re-encoded in place with the im2col layout: the same call again.
+            let mut again = again;
+            standin::clear_log();
+            again.reencode(&b, 0, &layout).unwrap();
+            assert_eq!(last_call("cuTensorMapEncodeIm2col"), call);
             assert_eq!(again.descriptor(), map.descriptor());
         },
     );
@@ -758,7 +794,11 @@ fn a_tma_kernel_copies_a_tile_through_shared_memory_for_each_swizzle() {
         // otherwise than the full check).
         let layout =
             cuda_core::tensor_map::TensorMapLayout::tiled(tma.stream.device(), &options).unwrap();
-        let dst_map = TensorMap::with_layout(&dst, 0, &layout).unwrap();
+        // Made for a decoy, then re-encoded in place for the destination (catches a
+        // re-encoding that keeps the decoy's address: the tile would land there).
+        let decoy = tma.untouched();
+        let mut dst_map = TensorMap::with_layout(&decoy, 0, &layout).unwrap();
+        dst_map.reencode(&dst, 0, &layout).unwrap();
         let raw = tma.round_trip(
             &src_map,
             &dst_map,
@@ -767,6 +807,14 @@ fn a_tma_kernel_copies_a_tile_through_shared_memory_for_each_swizzle() {
             width,
         );
         let got = dst.to_vec::<f32>(&tma.stream).unwrap();
+        assert!(
+            decoy
+                .to_vec::<f32>(&tma.stream)
+                .unwrap()
+                .iter()
+                .all(|&v| v == -1.0),
+            "{swizzle:?}: the re-encoded map wrote to the buffer it was first made for"
+        );
         for r in 0..N {
             for c in 0..N {
                 let inside = (dy..dy + 32).contains(&r) && (dx..dx + width).contains(&c);

@@ -70,9 +70,12 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
         })
         .run(c);
 
-    // The same encoding with the layout checked once (`TensorMapLayout`): per map, only the
-    // buffer's device, the address's alignment and the tensor's extent are checked.
+    // The same encoding with the layout checked once (`TensorMapLayout`), into one map kept
+    // (`TensorMap::reencode`), as raw encodes into one descriptor: per encoding, only the
+    // buffer's device, the address's alignment and the tensor's extent are checked. (A new
+    // map per encoding, `TensorMap::with_layout`, is `diag_tensor_map_encode`'s `cuda-core`.)
     let layout = TensorMapLayout::tiled(core.device, &options).expect("the layout");
+    let mut map = TensorMap::with_layout(&matrix, 0, &layout).expect("a map");
     Case::new("tensor_map_encode_layout")
         .variant("raw", |b| {
             b.iter(|| {
@@ -81,7 +84,10 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
             });
         })
         .variant("cuda-core", |b| {
-            b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));
+            b.iter(|| {
+                map.reencode(&matrix, 0, &layout).unwrap();
+                black_box(&mut map);
+            });
         })
         .run(c);
 }
@@ -89,7 +95,8 @@ pub(super) fn tensor_map_cases<R: RawDriver>(c: &mut Criterion, d: &R, core: &Co
 /// `diag_tensor_map_encode` (with `CUDA_CORE_BENCH_DIAGNOSE`): is the layout encoding's gap
 /// the current-context read cuda-core makes before the driver (`raw+get-current`), the buffer
 /// the map keeps (`raw+arc`: an `Arc` clone and drop), the map made and passed out as a
-/// value (`raw+fresh-out`, `map-clone`), and does the driver need a current context at all
+/// value (`raw+fresh-out`, `map-clone`) against one map encoded again in place (`reencode`),
+/// and does the driver need a current context at all
 /// (`raw-no-context`: the raw call with none current, run only where the driver encodes
 /// then, with the same bytes)?
 pub(super) fn tensor_map_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core) {
@@ -177,9 +184,20 @@ pub(super) fn tensor_map_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: 
             black_box(out)
         });
     });
+    // An `Arc`'s clone and drop alone, with nothing between them to hide their atomics.
+    case = case.variant("arc-alone", |b| {
+        b.iter(|| black_box(Arc::clone(&matrix)));
+    });
     case = case.variant("map-clone", |b| {
         let map = TensorMap::with_layout(&matrix, 0, &layout).expect("a map");
         b.iter(|| black_box(map.clone()));
+    });
+    case = case.variant("reencode", |b| {
+        let mut map = TensorMap::with_layout(&matrix, 0, &layout).expect("a map");
+        b.iter(|| {
+            map.reencode(&matrix, 0, &layout).unwrap();
+            black_box(&mut map);
+        });
     });
     case.variant("cuda-core", |b| {
         b.iter(|| black_box(TensorMap::with_layout(&matrix, 0, &layout).unwrap()));

@@ -346,49 +346,59 @@ impl TensorMap {
         offset: usize,
         layout: &TensorMapLayout,
     ) -> Result<TensorMap> {
-        let stream = buffer.deallocation_stream();
-        if stream.device() != layout.device {
-            return Err(other_device(layout.device, stream.device()));
-        }
-        let address = address_in(buffer, offset)?;
-        let checked = &layout.checked;
-        check_alignment(address, checked.align, "offset")?;
-        fits(buffer, offset, checked.span)?;
-        let Some(args) = &layout.tiled else {
-            return TensorMap::with_im2col_layout(buffer, offset, address, layout);
-        };
-        // A tiled layout: its arguments as gathered once, the context's handle and the driver
-        // from the stream (no load through its context).
-        let rank = checked.rank;
-        let tensor = TensorSpec {
-            data_type: args.data_type,
-            address: address.0,
-            dims: &checked.dims[..rank],
-            strides: &checked.strides[..rank - 1],
-            element_strides: &checked.element_strides[..rank],
-            interleave: args.interleave,
-            swizzle: args.swizzle,
-            l2_promotion: args.l2_promotion,
-            oob_fill: args.oob_fill,
-        };
-        let mut map = TensorMap::unencoded(buffer, offset, checked);
-        let (driver, context) = stream.driver_and_context();
-        crate::lifetime::current::with_current(driver, context, |driver| {
-            driver.tensor_map_encode_tiled(&mut map.descriptor.0, &tensor, &args.box_dims[..rank])
-        })?;
+        let address = layout_address(buffer, offset, layout)?;
+        let mut map = TensorMap::unencoded(buffer, offset, &layout.checked);
+        encode_with(buffer, address, layout, &mut map.descriptor)?;
         Ok(map)
     }
 
-    /// [`TensorMap::with_layout`]'s encoding of an im2col layout, out of the tiled one's way.
-    #[inline(never)]
-    fn with_im2col_layout(
+    /// Encodes the map again, in place, for the tensor at `offset` bytes into `buffer` with
+    /// `layout`: [`TensorMap::with_layout`]'s checks and encoding, into this map, which then
+    /// keeps `buffer` (where it is the buffer it kept, no reference count changes). For a
+    /// map kept as a kernel's argument while the tensor it points at changes: no new map is
+    /// made or dropped per encoding. On an error the map is left as it was.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_core::tensor_map::{TensorDataType, TensorMap, TensorMapLayout, TiledOptions};
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let layout = TensorMapLayout::tiled(
+    ///     device,
+    ///     &TiledOptions::new(TensorDataType::F32, &[1024, 1024], &[32, 32]),
+    /// )?;
+    /// let pool = device.memory_resource()?;
+    /// let first = Arc::new(pool.allocate(1024 * 1024 * 4, &stream)?);
+    /// let mut map = TensorMap::with_layout(&first, 0, &layout)?;
+    /// for _ in 0..3 {
+    ///     let next = Arc::new(pool.allocate(1024 * 1024 * 4, &stream)?);
+    ///     map.reencode(&next, 0, &layout)?;
+    ///     // ... launch kernels taking `&map` ...
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuTensorMapEncodeTiled")]
+    pub fn reencode(
+        &mut self,
         buffer: &Arc<Buffer>,
         offset: usize,
-        address: DevicePtr,
         layout: &TensorMapLayout,
-    ) -> Result<TensorMap> {
-        let checked = &layout.checked;
-        TensorMap::encoded(buffer, offset, address, &layout.options.layout(), checked)
+    ) -> Result<()> {
+        let address = layout_address(buffer, offset, layout)?;
+        // Into a copy: a failed encoding must not leave the map pointing where it keeps
+        // nothing alive.
+        let mut descriptor = TensorMapDescriptor(TensorMapBytes::ZERO);
+        encode_with(buffer, address, layout, &mut descriptor)?;
+        self.descriptor = descriptor;
+        if !Arc::ptr_eq(&self.buffer, buffer) {
+            self.buffer = buffer.clone();
+        }
+        self.offset = offset;
+        self.align = layout.checked.align;
+        self.span = layout.checked.span;
+        Ok(())
     }
 
     /// Points the map at the same tensor layout at `offset` bytes into `buffer`
@@ -581,7 +591,75 @@ impl TensorMapLayout {
     }
 }
 
-#[cold]
+/// The address of the tensor at `offset` bytes into `buffer`, after the checks of a layout
+/// checked once that depend on the buffer: its device is the layout's, the address's
+/// alignment, the tensor's extent ([`TensorMap::with_layout`], [`TensorMap::reencode`]).
+#[inline]
+fn layout_address(
+    buffer: &Arc<Buffer>,
+    offset: usize,
+    layout: &TensorMapLayout,
+) -> Result<DevicePtr> {
+    let device = buffer.deallocation_stream().device();
+    if device != layout.device {
+        return Err(other_device(layout.device, device));
+    }
+    let address = address_in(buffer, offset)?;
+    check_alignment(address, layout.checked.align, "offset")?;
+    fits(buffer, offset, layout.checked.span)?;
+    Ok(address)
+}
+
+/// Encodes the tensor at `address` in `buffer` (checked by [`layout_address`]) with `layout`
+/// into `descriptor`, in the buffer's stream's context.
+#[inline]
+fn encode_with(
+    buffer: &Arc<Buffer>,
+    address: DevicePtr,
+    layout: &TensorMapLayout,
+    descriptor: &mut TensorMapDescriptor,
+) -> Result<()> {
+    let Some(args) = &layout.tiled else {
+        return encode_im2col_with(buffer, address, layout, descriptor);
+    };
+    // A tiled layout: its arguments as gathered once, the context's handle and the driver
+    // from the stream (no load through its context).
+    let checked = &layout.checked;
+    let rank = checked.rank;
+    let tensor = TensorSpec {
+        data_type: args.data_type,
+        address: address.0,
+        dims: &checked.dims[..rank],
+        strides: &checked.strides[..rank - 1],
+        element_strides: &checked.element_strides[..rank],
+        interleave: args.interleave,
+        swizzle: args.swizzle,
+        l2_promotion: args.l2_promotion,
+        oob_fill: args.oob_fill,
+    };
+    let (driver, context) = buffer.deallocation_stream().driver_and_context();
+    crate::lifetime::current::with_current(driver, context, |driver| {
+        driver.tensor_map_encode_tiled(&mut descriptor.0, &tensor, &args.box_dims[..rank])
+    })
+}
+
+/// [`encode_with`]'s encoding of an im2col layout, out of the tiled one's way.
+#[inline(never)]
+fn encode_im2col_with(
+    buffer: &Arc<Buffer>,
+    address: DevicePtr,
+    layout: &TensorMapLayout,
+    descriptor: &mut TensorMapDescriptor,
+) -> Result<()> {
+    encode_into(
+        buffer.deallocation_stream().context(),
+        address,
+        &layout.options.layout(),
+        &layout.checked,
+        descriptor,
+    )
+}
+
 fn other_device(own: Device, buffer: Device) -> Error {
     Error::InvalidArgument {
         name: "buffer",
