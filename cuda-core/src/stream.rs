@@ -518,8 +518,6 @@ impl Stream {
         self.inner.kind == Kind::Legacy
     }
 
-    /// Notes whether a capture begun through this stream is open (see `capturing`), and counts
-    /// it in the process's open captures.
     /// Keeps a free for later: the memory's deallocation stream captures, and a free queued
     /// now would be captured (freed by every launch of the graph, never now). Freed by
     /// [`drain_deferred`](Self::drain_deferred) once the stream captures no more.

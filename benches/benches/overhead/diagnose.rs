@@ -296,7 +296,8 @@ pub(super) fn raw_sync<R: RawDriver>(d: &R, stream: Handle) {
 }
 
 /// `diag_alloc_free_1k`: `alloc_free_1k` through the pool wrapped as raw uses it, beside the
-/// raw pair with a current-context read before each call (`raw+get-current`: what the pair
+/// raw pair with the two reference counts a buffer keeps (`raw+arcs`), the raw pair with a
+/// current-context read before each call (`raw+get-current`: what the pair
 /// would cost if it made the context current, as cuda-core's pools do not on streams they
 /// made), and whether the driver allocates and frees from the pool on a stream with no
 /// context current (printed once: the GPU's side of the pools' making no context calls).
@@ -353,6 +354,24 @@ fn alloc_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Core, raw: &Raw
         })
         .variant("raw+get-current", |b| {
             batched(b, || alloc_free(true), || raw_sync(d, raw.stream))
+        })
+        .variant("raw+arcs", |b| {
+            // What a buffer holds beyond raw's pointer: its resource and its stream, each
+            // by reference count (two atomic increments at the allocation, two decrements
+            // at the free).
+            let (resource, stream) = (Arc::new(0u64), Arc::new(0u64));
+            batched(
+                b,
+                || {
+                    let held = (
+                        black_box(Arc::clone(&resource)),
+                        black_box(Arc::clone(&stream)),
+                    );
+                    alloc_free(false);
+                    drop(black_box(held));
+                },
+                || raw_sync(d, raw.stream),
+            )
         })
         .variant("cuda-core", |b| {
             batched(
