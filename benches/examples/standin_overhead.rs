@@ -620,10 +620,10 @@ fn tensor_map_row(
         ([1024u64, 1024], [4096u64], [32u32, 32], [1u32, 1]);
     let mut out = CUtensorMap { opaque: [0; 16] };
     let address = matrix.ptr().0 as *mut c_void;
-    row(
-        "tensor_map_encode",
+    // The raw encoding each row compares with.
+    let mut raw = || {
         // SAFETY: the stand-in's function, an aligned descriptor, arrays of the rank's length.
-        best(|| unsafe {
+        unsafe {
             encode(
                 &mut out,
                 CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
@@ -637,32 +637,19 @@ fn tensor_map_row(
                 CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
                 CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
                 CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            );
-            black_box(&mut out);
-        }),
+            )
+        };
+        black_box(&mut out);
+    };
+    row(
+        "tensor_map_encode",
+        best(&mut raw),
         best(|| drop(black_box(TensorMap::tiled(&matrix, 0, &options).unwrap()))),
     );
     let layout = cuda_core::tensor_map::TensorMapLayout::tiled(*device, &options)?;
     row(
         "tensor_map_encode (cuda-core: a layout checked once)",
-        // SAFETY: as above.
-        best(|| unsafe {
-            encode(
-                &mut out,
-                CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                2,
-                address,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            );
-            black_box(&mut out);
-        }),
+        best(&mut raw),
         best(|| {
             drop(black_box(
                 TensorMap::with_layout(&matrix, 0, &layout).unwrap(),
@@ -672,24 +659,7 @@ fn tensor_map_row(
     let mut map = TensorMap::with_layout(&matrix, 0, &layout)?;
     row(
         "tensor_map_encode (cuda-core: one map re-encoded in place)",
-        // SAFETY: as above.
-        best(|| unsafe {
-            encode(
-                &mut out,
-                CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                2,
-                address,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            );
-            black_box(&mut out);
-        }),
+        best(&mut raw),
         best(|| {
             map.reencode(&matrix, 0, &layout).unwrap();
             black_box(&mut map);
