@@ -279,7 +279,9 @@ impl Context {
     /// waits for it to end first (saying so in the log after a second), and no capture in
     /// this context begins until the synchronisation has returned. A capture of the calling
     /// thread's own is not waited for: the synchronisation fails then, and invalidates it, as
-    /// a capturing stream's does.
+    /// a capturing stream's does. So a thread that, while it captures, waits for another
+    /// thread that synchronises the context waits for ever: end the capture first (the
+    /// synchronising thread logs a warning after a second).
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         crate::lifetime::captures::sync_context(self.core.handle.0 as usize, || {
