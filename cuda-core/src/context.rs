@@ -149,9 +149,7 @@ impl Context {
             .filter(|core| core.device == device.handle())
             .collect();
         for core in green {
-            crate::lifetime::captures::sync_context(core.handle.0 as usize, || {
-                current::with_current(core.driver, core.handle, |driver| driver.ctx_synchronize())
-            })?;
+            crate::lifetime::captures::sync_context(core.driver, core.handle)?;
         }
         Ok(())
     }
@@ -284,9 +282,7 @@ impl Context {
     /// synchronising thread logs a warning after a second).
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        crate::lifetime::captures::sync_context(self.core.handle.0 as usize, || {
-            self.with_current(|driver| driver.ctx_synchronize())
-        })
+        crate::lifetime::captures::sync_context(self.core.driver, self.core.handle)
     }
 
     /// Sets one of the context's limits (`cuCtxSetLimit`): the stack per GPU thread, the

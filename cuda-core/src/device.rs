@@ -197,11 +197,7 @@ impl Device {
     pub(crate) fn sync_if_held(&self) -> Result<()> {
         match self.primary_if_ready() {
             Some(primary) => {
-                crate::lifetime::captures::sync_context(primary.handle.0 as usize, || {
-                    crate::lifetime::current::with_current(primary.driver, primary.handle, |d| {
-                        d.ctx_synchronize()
-                    })
-                })
+                crate::lifetime::captures::sync_context(primary.driver, primary.handle)
             }
             None => Ok(()),
         }

@@ -568,13 +568,14 @@ impl Stream {
         self.inner.capturing.load(Ordering::Acquire)
     }
 
-    /// Begins a capture with `begin` (the driver's call) through the gate that keeps captures
-    /// and context synchronisations apart, flagged and counted open where it succeeds.
-    pub(crate) fn begin_capture_with(&self, begin: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// Begins a capture in mode `code` (`cuStreamBeginCapture`) through the gate that keeps
+    /// captures and context synchronisations apart, flagged and counted open where it
+    /// succeeds.
+    pub(crate) fn begin_capture_code(&self, code: u32) -> Result<()> {
         crate::lifetime::captures::begin(
             self.inner.context_handle.0 as usize,
             self.inner.handle.0 as usize,
-            begin,
+            || self.call(|driver, handle| driver.stream_begin_capture(handle, code)),
         )?;
         self.inner.capturing.store(true, Ordering::Release);
         Ok(())

@@ -86,9 +86,7 @@ impl Stream {
             CaptureMode::ThreadLocal => 1,
             CaptureMode::Relaxed => 2,
         };
-        self.begin_capture_with(|| {
-            self.call(|driver, handle| driver.stream_begin_capture(handle, code))
-        })
+        self.begin_capture_code(code)
     }
 
     /// Ends this stream's capture (`cuStreamEndCapture`), giving the captured graph. A

@@ -6,7 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
-/// Captures begun through `Stream::begin_capture` that have not ended.
+use crate::driver::{ContextHandle, Driver};
+use crate::error::Result;
+
+/// Captures begun through `Stream::begin_capture` that have not ended: the gate's `open`
+/// counted, for a question of hot paths that takes no lock ([`captures_open`]).
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether a capture begun through this crate may be open in the process (one load).
@@ -85,17 +89,15 @@ pub(crate) fn capture_ended(stream: usize) {
 /// in the log (it waits on).
 const WARN_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Synchronises context `context` with `sync` (the driver's `cuCtxSynchronize`, with the
-/// context current) once no other thread's capture in it is open, keeping new captures in it
-/// from beginning until `sync` returns. The driver refuses a context's synchronisation while
-/// any stream of it captures, whichever thread captures and in whichever mode, and
-/// invalidates the capture: a capture of another thread would be lost to a synchronisation
-/// it never asked for. A capture of the calling thread's own is not waited for (it could
-/// never end): the driver refuses the synchronisation then, as it does a stream's.
-pub(crate) fn sync_context<T, E>(
-    context: usize,
-    sync: impl FnOnce() -> Result<T, E>,
-) -> Result<T, E> {
+/// Synchronises context `handle` (`cuCtxSynchronize`, with it current) once no other
+/// thread's capture in it is open, keeping new captures in it from beginning until the
+/// driver returns. The driver refuses a context's synchronisation while any stream of it
+/// captures, whichever thread captures and in whichever mode, and invalidates the capture: a
+/// capture of another thread would be lost to a synchronisation it never asked for. A capture
+/// of the calling thread's own is not waited for (it could never end): the driver refuses the
+/// synchronisation then, as it does a stream's.
+pub(crate) fn sync_context(driver: &'static dyn Driver, handle: ContextHandle) -> Result<()> {
+    let context = handle.0 as usize;
     let me = std::thread::current().id();
     let mut gate = lock();
     let start = std::time::Instant::now();
@@ -120,7 +122,7 @@ pub(crate) fn sync_context<T, E>(
     }
     gate.syncing.push(context);
     drop(gate);
-    let result = sync();
+    let result = super::current::with_current(driver, handle, |d| d.ctx_synchronize());
     let mut gate = lock();
     if let Some(at) = gate.syncing.iter().position(|&c| c == context) {
         gate.syncing.swap_remove(at);
