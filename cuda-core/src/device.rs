@@ -334,6 +334,13 @@ impl Device {
 
     /// The legacy default stream (the `NULL` stream) of this device's primary context.
     ///
+    /// It waits for, and is waited for by, every blocking stream of the context
+    /// (`StreamOptions::non_blocking: false`), so the driver refuses work on it while such a
+    /// stream captures, invalidating the capture. So while a capture of a blocking stream in
+    /// the context is open (begun through this crate, on any thread), work on it and its
+    /// synchronisation are refused before the driver, with [`Error::InvalidArgument`], and the
+    /// capture stays valid; captures begun meanwhile wait for its calls to return.
+    ///
     /// Seen on the 580 driver (CUDA 13.0): while green contexts are being created on the
     /// device, synchronising a default stream can return before an event recorded on it reads
     /// done. Synchronise the event itself where that matters.

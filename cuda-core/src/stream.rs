@@ -572,10 +572,15 @@ impl Stream {
     /// captures and context synchronisations apart, flagged and counted open where it
     /// succeeds.
     pub(crate) fn begin_capture_code(&self, code: u32) -> Result<()> {
+        // Begun outside the legacy stream's gate (whose lock the capture gate holds here):
+        // the driver refuses to capture the legacy stream in any case.
         crate::lifetime::captures::begin(
             self.inner.context_handle.0 as usize,
             self.inner.handle.0 as usize,
-            || self.call(|driver, handle| driver.stream_begin_capture(handle, code)),
+            || {
+                self.note_work();
+                self.question(|driver, handle| driver.stream_begin_capture(handle, code))
+            },
         )?;
         self.inner.capturing.store(true, Ordering::Release);
         Ok(())
@@ -625,6 +630,41 @@ impl Stream {
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
         self.note_work();
+        let inner = &*self.inner;
+        if inner.kind == Kind::Legacy {
+            // Kept apart from captures of blocking streams in the context, which the driver
+            // would invalidate.
+            return crate::lifetime::captures::on_legacy_stream(
+                inner.driver,
+                inner.context_handle,
+                || self.in_context(f),
+            );
+        }
+        self.in_context(f)
+    }
+
+    /// [`Stream::ask`] outside the legacy stream's capture gate, for a question the driver
+    /// answers while a capture is open (whether or how the stream captures).
+    #[inline]
+    pub(crate) fn question<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let inner = &*self.inner;
+        if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
+            return f(inner.driver, inner.handle);
+        }
+        self.in_context(f)
+    }
+
+    /// Runs one driver call on this stream's handle with its context current, as
+    /// [`call_in_context`](Self::call_in_context) does, but outside the capture gate: for a
+    /// question no capture refuses.
+    #[inline]
+    fn in_context<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
         let inner = &*self.inner;
         if let Kind::PerThread(thread) = inner.kind {
             check_thread(thread)?;
@@ -723,8 +763,10 @@ impl Stream {
     /// Whether the driver says this stream captures (a failed question counts as yes, so that
     /// the caller does not wait for work that may never run).
     fn captures_now(&self) -> bool {
+        // A question the driver answers on the legacy stream even while a blocking stream
+        // captures (with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), invalidating nothing.
         !matches!(
-            self.ask(|driver, handle| driver.stream_is_capturing(handle)),
+            self.question(|driver, handle| driver.stream_is_capturing(handle)),
             Ok(0)
         )
     }

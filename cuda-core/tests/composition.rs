@@ -534,3 +534,318 @@ fn a_capture_begins_after_a_device_sync_under_way() {
         },
     );
 }
+
+/// Two buffers of 64 words for the legacy-stream tests: one homed on the device's legacy
+/// default stream, one on `stream`, each idle.
+fn legacy_and_captured_buffers(device: &cuda_core::Device, stream: &Stream) -> (Buffer, Buffer) {
+    let legacy = device.default_stream().unwrap();
+    let memory = device.memory_resource().unwrap();
+    let on_legacy = memory.allocate(256, &legacy).unwrap();
+    let captured = memory.allocate(256, stream).unwrap();
+    legacy.sync().unwrap();
+    stream.sync().unwrap();
+    (on_legacy, captured)
+}
+
+/// A blocking stream (`non_blocking: false`), which the legacy default stream waits for.
+fn blocking_stream(device: &cuda_core::Device) -> Stream {
+    device
+        .create_stream(StreamOptions::default().with_non_blocking(false))
+        .unwrap()
+}
+
+/// One thread captures a blocking stream (thread-local); another fills a buffer on the legacy
+/// default stream meanwhile. The driver refuses work on the legacy stream while a blocking
+/// stream of its context captures (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`), whichever thread
+/// captures and in whichever mode, and invalidates the capture: a safe fill on one thread
+/// broke another thread's capture. So the crate refuses the fill before the driver (it does
+/// not wait: the capturing thread here waits for the filling one), the capture ends valid, and
+/// the fill, made again after it, runs.
+fn legacy_work_beside_another_threads_blocking_capture_is_refused_body(check_data: bool) {
+    let _watchdog = common::Watchdog::new(
+        std::time::Duration::from_secs(20),
+        "legacy-stream work beside another thread's capture",
+    );
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let legacy = device.default_stream().unwrap();
+    let capturing = blocking_stream(&device);
+    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
+    let (began_tx, began_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let capturer = {
+        let capturing = capturing.clone();
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures, and the
+            // buffer outlives the graph's launch (returned with it).
+            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            began_tx.send(()).unwrap();
+            // The capture ends after the other thread's fill returned (a fill that waited for
+            // the capture's end would wait for ever but for this limit).
+            let in_time = go_rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok();
+            captured.fill(7u32, &capturing).unwrap();
+            (in_time, capturing.end_capture(), captured)
+        })
+    };
+    began_rx.recv().unwrap();
+    let refused = on_legacy.fill(3u32, &legacy);
+    go_tx.send(()).unwrap();
+    // Catches the driver's refusal let through (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, which
+    // invalidates the capture) and a fill that ran.
+    let err = refused.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "stream", .. }),
+        "refused before the driver: {err}"
+    );
+    let (in_time, graph, captured) = capturer.join().unwrap();
+    // Catches a fill that waited for the capture to end.
+    assert!(
+        in_time,
+        "the legacy stream's fill waited for the other thread's capture"
+    );
+    // Catches the capture invalidated by the legacy stream's work.
+    let graph = graph.expect("the capture ended valid");
+    assert_eq!(graph.node_count().unwrap(), 1, "the fill captured");
+    // Once the capture ended, the legacy stream takes work again.
+    on_legacy.fill(3u32, &legacy).unwrap();
+    legacy.sync().unwrap();
+    if check_data {
+        assert!(on_legacy
+            .to_vec::<u32>(&legacy)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 3));
+        let exec = graph.instantiate(GraphOptions::default()).unwrap();
+        exec.launch(&capturing).unwrap();
+        // Catches a graph that lost its fill.
+        assert!(captured
+            .to_vec::<u32>(&capturing)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 7));
+    }
+}
+
+#[test]
+fn legacy_work_beside_another_threads_blocking_capture_is_refused() {
+    standin::run(
+        module_path!(),
+        "legacy_work_beside_another_threads_blocking_capture_is_refused",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            legacy_work_beside_another_threads_blocking_capture_is_refused_body(false);
+            // The driver saw the legacy stream's fill only after the capture's end, and
+            // refused nothing.
+            let log = standin::log();
+            let end = log.find("cuStreamEndCapture").expect(&log);
+            let fill = log.find("value=3").expect(&log);
+            assert!(fill > end, "{log}");
+            assert!(!log.contains("-> 906"), "{log}");
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn legacy_work_beside_another_threads_blocking_capture_is_refused_on_the_gpu() {
+    common::alone(
+        module_path!(),
+        "legacy_work_beside_another_threads_blocking_capture_is_refused_on_the_gpu",
+        || legacy_work_beside_another_threads_blocking_capture_is_refused_body(true),
+    );
+}
+
+/// Legacy-stream work while the calling thread itself captures a blocking stream is refused
+/// before the driver (which would invalidate the capture), and the capture stays valid.
+/// Catches a gate that waits on the caller's own capture (the watchdog ends the run) and one
+/// that lets the driver's refusal through (the capture then ends invalidated).
+fn legacy_work_during_the_threads_own_blocking_capture_is_refused_body(check_data: bool) {
+    let _watchdog = common::Watchdog::new(
+        std::time::Duration::from_secs(20),
+        "legacy-stream work during the thread's own capture",
+    );
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let legacy = device.default_stream().unwrap();
+    let capturing = blocking_stream(&device);
+    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
+    // SAFETY: nothing is allocated or freed on the stream while it captures.
+    unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    captured.fill(7u32, &capturing).unwrap();
+    let err = on_legacy.fill(3u32, &legacy).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "stream", .. }),
+        "refused before the driver: {err}"
+    );
+    assert_eq!(capturing.capture_status().unwrap(), CaptureStatus::Active);
+    let graph = capturing.end_capture().expect("the capture ended valid");
+    assert_eq!(graph.node_count().unwrap(), 1, "only the captured fill");
+    // Once the capture ended, the legacy stream takes work again.
+    on_legacy.fill(3u32, &legacy).unwrap();
+    legacy.sync().unwrap();
+    if check_data {
+        assert!(on_legacy
+            .to_vec::<u32>(&legacy)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 3));
+    }
+    drop(captured);
+}
+
+#[test]
+fn legacy_work_during_the_threads_own_blocking_capture_is_refused() {
+    standin::run(
+        module_path!(),
+        "legacy_work_during_the_threads_own_blocking_capture_is_refused",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            legacy_work_during_the_threads_own_blocking_capture_is_refused_body(false);
+            assert!(!standin::log().contains("-> 906"), "{}", standin::log());
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn legacy_work_during_the_threads_own_blocking_capture_is_refused_on_the_gpu() {
+    common::alone(
+        module_path!(),
+        "legacy_work_during_the_threads_own_blocking_capture_is_refused_on_the_gpu",
+        || legacy_work_during_the_threads_own_blocking_capture_is_refused_body(true),
+    );
+}
+
+/// A capture of a non-blocking stream on another thread does not stop legacy-stream work: the
+/// driver takes it (the legacy stream does not wait for non-blocking streams), and the crate
+/// must neither refuse it nor wait. The capturer waits for the legacy work to return before it
+/// ends, at most 10 s: catches a gate that refuses or waits on every capture of the context
+/// (an error, or the capture ending late) and a driver that refuses the work.
+fn legacy_work_runs_beside_another_threads_non_blocking_capture_body(check_data: bool) {
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let legacy = device.default_stream().unwrap();
+    let capturing = device.create_stream(StreamOptions::default()).unwrap();
+    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
+    let (began_tx, began_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let capturer = {
+        let capturing = capturing.clone();
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            began_tx.send(()).unwrap();
+            let in_time = go_rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok();
+            captured.fill(7u32, &capturing).unwrap();
+            (in_time, capturing.end_capture(), captured)
+        })
+    };
+    began_rx.recv().unwrap();
+    on_legacy.fill(3u32, &legacy).unwrap();
+    legacy.sync().unwrap();
+    go_tx.send(()).unwrap();
+    let (in_time, graph, captured) = capturer.join().unwrap();
+    assert!(
+        in_time,
+        "the legacy stream's work waited for a non-blocking stream's capture"
+    );
+    graph.expect("the capture ended valid");
+    if check_data {
+        assert!(on_legacy
+            .to_vec::<u32>(&legacy)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 3));
+    }
+    drop(captured);
+}
+
+#[test]
+fn legacy_work_runs_beside_another_threads_non_blocking_capture() {
+    standin::run(
+        module_path!(),
+        "legacy_work_runs_beside_another_threads_non_blocking_capture",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || legacy_work_runs_beside_another_threads_non_blocking_capture_body(false),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn legacy_work_runs_beside_another_threads_non_blocking_capture_on_the_gpu() {
+    common::alone(
+        module_path!(),
+        "legacy_work_runs_beside_another_threads_non_blocking_capture_on_the_gpu",
+        || legacy_work_runs_beside_another_threads_non_blocking_capture_body(true),
+    );
+}
+
+/// While one thread's synchronisation of the legacy default stream waits on work held back by
+/// a closed gate, another thread's capture of a blocking stream does not begin until it
+/// returned (the driver could refuse the legacy stream's call under it, invalidating the
+/// capture), and then captures valid. Catches a gate that looks for open captures only
+/// before the legacy call.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_blocking_capture_begins_after_a_legacy_call_under_way() {
+    common::alone(
+        module_path!(),
+        "a_blocking_capture_begins_after_a_legacy_call_under_way",
+        || {
+            let device = cuda_core::Device::new(0).unwrap();
+            device.set_current().unwrap();
+            let legacy = device.default_stream().unwrap();
+            let capturing = blocking_stream(&device);
+            let gate = common::Gate::close_for(&legacy, std::time::Duration::from_secs(20));
+            let synced = Arc::new(AtomicBool::new(false));
+            let syncer = {
+                let (synced, legacy) = (synced.clone(), legacy.clone());
+                std::thread::spawn(move || {
+                    device.set_current().unwrap();
+                    let result = legacy.sync();
+                    synced.store(true, Ordering::SeqCst);
+                    result
+                })
+            };
+            // The synchronisation is under way (the gate holds it) before the capture.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (began_tx, began_rx) = mpsc::channel();
+            let capturer = {
+                let synced = synced.clone();
+                std::thread::spawn(move || {
+                    device.set_current().unwrap();
+                    // SAFETY: nothing is allocated or freed on the stream while it captures.
+                    unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                    let after_sync = synced.load(Ordering::SeqCst);
+                    began_tx.send(()).unwrap();
+                    (after_sync, capturing.end_capture())
+                })
+            };
+            // Catches a capture begun while the legacy stream's synchronisation waits.
+            assert!(
+                began_rx
+                    .recv_timeout(std::time::Duration::from_millis(300))
+                    .is_err(),
+                "a capture of a blocking stream began under a legacy-stream call"
+            );
+            gate.open();
+            syncer.join().unwrap().unwrap();
+            let (after_sync, graph) = capturer.join().unwrap();
+            assert!(
+                after_sync,
+                "the capture began before the legacy call returned"
+            );
+            // Catches a capture invalidated by the legacy stream's call.
+            graph.expect("the capture ended valid");
+        },
+    );
+}

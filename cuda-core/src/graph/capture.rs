@@ -96,7 +96,7 @@ impl Stream {
     pub fn end_capture(&self) -> Result<Graph> {
         // A stream the driver says captures nothing is refused before the end, which would
         // fail (a failed call compute-sanitizer reports as the caller's error).
-        if let Ok(0) = self.call(|driver, handle| driver.stream_is_capturing(handle)) {
+        if let Ok(0) = self.question(|driver, handle| driver.stream_is_capturing(handle)) {
             self.set_capturing(false);
             return Err(Error::Capture {
                 reason: "the stream was not capturing (end_capture: cuStreamIsCapturing says \
@@ -115,7 +115,7 @@ impl Stream {
         let open = began
             && ended.is_err()
             && !matches!(
-                self.call(|driver, handle| driver.stream_is_capturing(handle)),
+                self.question(|driver, handle| driver.stream_is_capturing(handle)),
                 Ok(0)
             );
         self.set_capturing(open);
@@ -129,7 +129,7 @@ impl Stream {
     /// Whether this stream is capturing (`cuStreamIsCapturing`).
     #[doc(alias = "cuStreamIsCapturing")]
     pub fn capture_status(&self) -> Result<CaptureStatus> {
-        let status = self.call(|driver, handle| driver.stream_is_capturing(handle))?;
+        let status = self.question(|driver, handle| driver.stream_is_capturing(handle))?;
         Ok(match status {
             1 => CaptureStatus::Active,
             2 => CaptureStatus::Invalidated,
@@ -238,7 +238,7 @@ impl Stream {
     /// The id of the capture this stream is in (`cuStreamGetCaptureInfo`); a stream that is
     /// not capturing, or whose capture was invalidated, is [`Error::Capture`].
     fn capture_id(&self, during: &str) -> Result<u64> {
-        let (status, id) = self.call(|driver, handle| driver.stream_capture_info(handle))?;
+        let (status, id) = self.question(|driver, handle| driver.stream_capture_info(handle))?;
         match status {
             1 => Ok(id),
             2 => Err(Error::Capture {
@@ -327,7 +327,7 @@ impl Stream {
             return self.launch_host_func(f);
         }
         let graph = self
-            .call(|driver, handle| driver.stream_capture_graph(handle))?
+            .question(|driver, handle| driver.stream_capture_graph(handle))?
             .ok_or_else(|| Error::Capture {
                 reason: "the stream's capture is invalidated (or ended): a host function \
                          cannot join it"

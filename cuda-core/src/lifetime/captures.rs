@@ -1,5 +1,6 @@
-//! The process's open captures begun through this crate, the gate that keeps them and context
-//! synchronisations apart, and the work put off until none is open. Below the stream code, so
+//! The process's open captures begun through this crate, the gate that keeps them apart from
+//! the calls the driver refuses while they are open (context synchronisations, work on the
+//! legacy default stream), and the work put off until none is open. Below the stream code, so
 //! that recycling can ask it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,11 +8,16 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use crate::driver::{ContextHandle, Driver};
-use crate::error::Result;
+use crate::error::{DriverCode, Error, Result};
 
-/// Captures begun through `Stream::begin_capture` that have not ended: the gate's `open`
-/// counted, for a question of hot paths that takes no lock ([`captures_open`]).
+/// Captures begun through `Stream::begin_capture` that have not ended, and those beginning:
+/// the gate's `open` counted (a capture is counted from just before its begin), for a question
+/// of hot paths that takes no lock ([`captures_open`]).
 static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Calls on the legacy default stream made by [`on_legacy_stream`]'s fast path and not
+/// returned: a capture does not begin while one is under way.
+static LEGACY: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether a capture begun through this crate may be open in the process (one load).
 #[inline]
@@ -27,18 +33,19 @@ struct Open {
     thread: ThreadId,
 }
 
-/// The open captures, and the contexts being synchronised now (one entry per
-/// synchronisation under way).
+/// The open captures, and the contexts in which a call that an open capture would make the
+/// driver refuse is under way (one entry per call: a synchronisation, legacy-stream work).
 struct Gate {
     open: Vec<Open>,
-    syncing: Vec<usize>,
+    holding: Vec<usize>,
 }
 
 static GATE: Mutex<Gate> = Mutex::new(Gate {
     open: Vec::new(),
-    syncing: Vec::new(),
+    holding: Vec::new(),
 });
-/// Notified whenever a capture ends or a context synchronisation finishes.
+/// Notified whenever a capture ends, a held call returns, or the last legacy-stream call of
+/// the fast path returns while a capture begins.
 static CHANGED: Condvar = Condvar::new();
 
 fn lock() -> MutexGuard<'static, Gate> {
@@ -47,24 +54,37 @@ fn lock() -> MutexGuard<'static, Gate> {
 
 /// Begins a capture of the stream `stream` of context `context` with `begin` (the driver's
 /// call), counted open where it succeeds. It waits first for any synchronisation of the
-/// context under way ([`sync_context`]): the driver refuses a context's synchronisation
-/// while a stream of it captures, and invalidates the capture.
+/// context under way ([`sync_context`]) and for any call on a legacy default stream
+/// ([`on_legacy_stream`]): the driver refuses a context's synchronisation while a stream of it
+/// captures, and work on the legacy stream while a blocking stream of its context captures,
+/// and invalidates the capture.
 pub(crate) fn begin<E>(
     context: usize,
     stream: usize,
     begin: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), E> {
     let mut gate = lock();
-    while gate.syncing.contains(&context) {
+    // Counted before the legacy calls are looked at, so that a legacy call starting now sees
+    // a capture beginning and takes the gate (both sides: one sequentially consistent add,
+    // then a load of the other's count).
+    OPEN.fetch_add(1, Ordering::SeqCst);
+    while gate.holding.contains(&context) || LEGACY.load(Ordering::SeqCst) != 0 {
         gate = CHANGED.wait(gate).unwrap_or_else(|e| e.into_inner());
     }
-    begin()?;
+    if let Err(e) = begin() {
+        let last = OPEN.fetch_sub(1, Ordering::SeqCst) == 1;
+        drop(gate);
+        CHANGED.notify_all();
+        if last {
+            finish_later();
+        }
+        return Err(e);
+    }
     gate.open.push(Open {
         stream,
         context,
         thread: std::thread::current().id(),
     });
-    OPEN.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
 
@@ -120,16 +140,98 @@ pub(crate) fn sync_context(driver: &'static dyn Driver, handle: ContextHandle) -
             );
         }
     }
-    gate.syncing.push(context);
+    held(gate, context, || {
+        super::current::with_current(driver, handle, |d| d.ctx_synchronize())
+    })
+}
+
+/// Runs `call` with new captures in `context` held back (the gate, locked, is given), then
+/// lets them begin.
+fn held<T>(mut gate: MutexGuard<'static, Gate>, context: usize, call: impl FnOnce() -> T) -> T {
+    gate.holding.push(context);
     drop(gate);
-    let result = super::current::with_current(driver, handle, |d| d.ctx_synchronize());
+    let result = call();
     let mut gate = lock();
-    if let Some(at) = gate.syncing.iter().position(|&c| c == context) {
-        gate.syncing.swap_remove(at);
+    if let Some(at) = gate.holding.iter().position(|&c| c == context) {
+        gate.holding.swap_remove(at);
     }
     drop(gate);
     CHANGED.notify_all();
     result
+}
+
+/// `CU_STREAM_LEGACY`.
+const LEGACY_STREAM: crate::driver::StreamHandle =
+    crate::driver::StreamHandle(std::ptr::without_provenance_mut(1));
+
+/// Makes `call`, a driver call on the legacy default stream of context `handle`, unless a
+/// blocking stream of the context captures. The driver refuses work on the legacy stream (and
+/// its synchronisation) while a blocking stream of its context captures
+/// (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`), whichever thread captures and in whichever mode,
+/// and invalidates that capture: a call of one thread would break another thread's capture.
+/// So while a capture begun through this crate in the context is open and the driver says a
+/// blocking stream captures (`cuStreamIsCapturing` of the legacy stream, a question that
+/// invalidates nothing), the call is refused here, before the driver, and the capture stays
+/// valid. It is refused rather than held until the capture ends: the capturing thread may be
+/// waiting for this one. New captures wait for the call to return.
+///
+/// Outside captures it costs two atomic additions and a load.
+#[inline]
+pub(crate) fn on_legacy_stream<T>(
+    driver: &'static dyn Driver,
+    handle: ContextHandle,
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    LEGACY.fetch_add(1, Ordering::SeqCst);
+    if OPEN.load(Ordering::SeqCst) == 0 {
+        let result = call();
+        legacy_returned();
+        return result;
+    }
+    legacy_returned();
+    legacy_held(driver, handle, call)
+}
+
+/// Counts a legacy call of the fast path returned, waking a capture waiting to begin.
+#[inline]
+fn legacy_returned() {
+    if LEGACY.fetch_sub(1, Ordering::SeqCst) == 1 && OPEN.load(Ordering::SeqCst) != 0 {
+        // Taken and let go, so that a capture that saw this call under way is waiting by
+        // now (it looks and waits holding the lock).
+        drop(lock());
+        CHANGED.notify_all();
+    }
+}
+
+/// [`on_legacy_stream`] while a capture may be open: through the gate.
+#[cold]
+#[inline(never)]
+fn legacy_held<T>(
+    driver: &'static dyn Driver,
+    handle: ContextHandle,
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let context = handle.0 as usize;
+    let gate = lock();
+    if gate.open.iter().any(|open| open.context == context) {
+        let asked =
+            super::current::with_current(driver, handle, |d| d.stream_is_capturing(LEGACY_STREAM));
+        // Any other answer: no blocking stream captures (or the question failed, and the call
+        // says why).
+        if let Err(e) = asked {
+            if e.driver_code() == Some(DriverCode::STREAM_CAPTURE_IMPLICIT) {
+                return Err(Error::InvalidArgument {
+                    name: "stream",
+                    reason: "the legacy default stream cannot be used while a blocking stream \
+                             of its context captures: the driver would refuse it \
+                             (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and invalidate the capture; \
+                             use a stream of your own, or capture a non-blocking one"
+                        .to_owned(),
+                });
+            }
+        }
+    }
+    held(gate, context, call)
 }
 
 /// Work put off until no capture this crate counts is open: a stream dropped while it took
