@@ -289,6 +289,107 @@ fn a_region_keeps_buffers_of_other_streams_in_stream_order() {
     );
 }
 
+/// Launches declared unchanged (`launch_unchanged`) beside one that changes: later runs update
+/// only the changed node and launch; a declared launch whose shape differs still
+/// starts another sequence; and a run of declared launches over a buffer of another stream
+/// stays in that stream's order although its arguments are not read.
+#[test]
+fn launches_declared_unchanged_are_not_read_but_keep_their_order() {
+    on_both_abis(
+        "launches_declared_unchanged_are_not_read_but_keep_their_order",
+        || {
+            let device = Device::new(0).unwrap();
+            let home = common::stream(device);
+            let stream = common::stream(device);
+            let kernel = k1();
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &home)
+                .unwrap();
+            let config = LaunchConfig::for_elements(1, 1);
+            let wider = LaunchConfig::for_elements(2, 1);
+            let mut region = Replay::new();
+            let go = |region: &mut Replay, value: u64, declared: &LaunchConfig| {
+                standin::clear_log();
+                region
+                    .run(&stream, |r| {
+                        // SAFETY: the stand-in runs no kernel; the declared launch's argument
+                        // is the same buffer on every run.
+                        unsafe {
+                            r.launch(&config, &kernel, &[&value])?;
+                            r.launch_unchanged(declared, &kernel, &[&buffer])
+                        }
+                    })
+                    .unwrap();
+                standin::log()
+            };
+            go(&mut region, 1, &config);
+            for value in [2, 3] {
+                let log = go(&mut region, value, &config);
+                // Catches a declared launch updated anyway, and the changed one not updated.
+                assert_eq!(count("cuGraphExecKernelNodeSetParams"), 1, "{log}");
+                assert!(log.contains(&format!("arg0={value}")), "{log}");
+                assert!(!log.contains("cuGraphAddKernelNode"), "{log}");
+                // Catches the home stream's order lost with the unread arguments: the run
+                // waits for the buffer's stream, which waits for the run.
+                let lines: Vec<&str> = log.lines().collect();
+                let launched = lines
+                    .iter()
+                    .position(|l| l.starts_with("cuGraphLaunch"))
+                    .unwrap_or_else(|| panic!("not launched:\n{log}"));
+                let waits = |range: &[&str]| {
+                    range
+                        .iter()
+                        .filter(|l| l.starts_with("cuStreamWaitEvent"))
+                        .count()
+                };
+                assert!(
+                    waits(&lines[..launched]) >= 1 && waits(&lines[launched..]) >= 1,
+                    "{log}"
+                );
+            }
+            assert_eq!(region.stats(), stats(3, 1, 2));
+            // Another shape in the declared launch: another sequence, built (catches a
+            // declaration that skips the shape's comparison too).
+            let log = go(&mut region, 3, &wider);
+            assert_eq!(count("cuGraphAddKernelNode"), 2, "{log}");
+            assert_eq!(region.stats().builds, 2);
+        },
+    );
+}
+
+/// With debug assertions, a launch declared unchanged whose arguments changed is refused and
+/// nothing is launched (the graph would have run with the old ones).
+#[test]
+#[cfg(debug_assertions)]
+fn a_declared_unchanged_launch_that_changed_is_refused_in_debug_builds() {
+    on_both_abis(
+        "a_declared_unchanged_launch_that_changed_is_refused_in_debug_builds",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let kernel = k1();
+            let config = LaunchConfig::for_elements(1, 1);
+            let mut region = Replay::new();
+            let mut go = |value: u64| {
+                region.run(&stream, |r| {
+                    // SAFETY: the stand-in runs no kernel (the broken promise is the test).
+                    unsafe { r.launch_unchanged(&config, &kernel, &[&value]) }
+                })
+            };
+            go(1).unwrap();
+            standin::clear_log();
+            let err = go(2).unwrap_err();
+            assert!(err.to_string().contains("declared unchanged"), "{err}");
+            // Catches a refused run launched anyway, or updated.
+            let log = standin::log();
+            assert!(!log.contains("cuGraphLaunch"), "{log}");
+            assert!(!log.contains("cuGraphExecKernelNodeSetParams"), "{log}");
+        },
+    );
+}
+
 // ---- on the GPU -----------------------------------------------------------------------------
 
 const KERNELS: &str = r#"
@@ -443,4 +544,59 @@ fn a_replayed_pipeline_computes_what_stream_launches_compute() {
     assert_eq!(other.builds, 1, "{other:?}");
     drop((a, b, c));
     stream.sync().unwrap();
+}
+
+/// A pipeline whose scaling changes on every run and whose additions are declared unchanged
+/// (`launch_unchanged`): each run's result matches the CPU. Catches a declared node that loses
+/// its arguments, and a changed node left with an earlier run's scalar.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pipeline_with_launches_declared_unchanged_computes_right() {
+    let device = common::device();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let code = Program::new(KERNELS, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let (scale, add) = (
+        code.get_kernel("scale_into").unwrap(),
+        code.get_kernel("add_scalar").unwrap(),
+    );
+    let n = 2048u32;
+    let memory = device.memory_resource().unwrap();
+    let input: Vec<f32> = (0..n).map(|i| (i % 31) as f32).collect();
+    let mut x = memory.allocate(4 * n as usize, &stream).unwrap();
+    x.copy_from_host(&input, &stream).unwrap();
+    let y = memory.allocate(4 * n as usize, &stream).unwrap();
+    let config = LaunchConfig::for_elements(u64::from(n), 256);
+    let t = 0.5f32;
+    let mut region = Replay::new();
+    for step in 0..4u32 {
+        let s = 1.0 + step as f32;
+        region
+            .run(&stream, |r| {
+                // SAFETY: each kernel reads and writes `n` floats of `n`-float buffers; the
+                // declared launches get the same `y`, `t` and `n` on every run.
+                unsafe {
+                    r.launch(&config, &scale, &[&x, &y, &s, &n])?;
+                    r.launch_unchanged(&config, &add, &[&y, &t, &n])?;
+                    r.launch_unchanged(&config, &add, &[&y, &t, &n])
+                }
+            })
+            .unwrap();
+        let got = y.to_vec::<f32>(&stream).unwrap();
+        for (i, (g, x)) in got.iter().zip(&input).enumerate() {
+            let want = s * x + 1.0 + 2.0 * t;
+            assert!(
+                (g - want).abs() <= 1e-4 * want.abs().max(1.0),
+                "step {step}, element {i}: {g} vs {want}"
+            );
+        }
+    }
+    let stats = region.stats();
+    // One build; each later run updates the scaling node only.
+    assert_eq!(
+        (stats.runs, stats.builds, stats.updated_nodes),
+        (4, 1, 3),
+        "{stats:?}"
+    );
 }

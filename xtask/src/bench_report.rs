@@ -278,6 +278,13 @@ const UNEQUAL_WORK: &[(&str, Work, &str)] = &[
          pool memory need current.",
     ),
     (
+        "replay_100_checked",
+        Work::More,
+        "cuda-core compares every argument of the 100 launches with its node's (the \
+         hand-written loop knows which one changed); `replay_100` declares the 99 unchanged \
+         ones (`launch_unchanged`).",
+    ),
+    (
         "copy_batch_1000_build",
         Work::More,
         "cuda-core also reads the current context once, and checks every copy (bounds, \

@@ -26,7 +26,8 @@
 //! | `graph_chain_100` | launch a graph of 100 empty kernels one after another, then synchronise |
 //! | `stream_chain_100` | the same 100 launches on the stream, then synchronise |
 //! | `graph_instantiate` | instantiate the 100-node graph and destroy the result |
-//! | `replay_100` | 100 launches of `empty4` one after another, the first one's scalar changed on every call, then synchronise: raw updates that node of its executable graph (`cuGraphExecKernelNodeSetParams`) and launches it; cuda-core runs a `Replay` whose body makes the 100 launches |
+//! | `replay_100` | 100 launches of `empty4` one after another, the first one's scalar changed on every call, then synchronise: raw updates that node of its executable graph (`cuGraphExecKernelNodeSetParams`) and launches it; cuda-core runs a `Replay` whose body makes the 100 launches, the 99 that stay the same declared unchanged (`launch_unchanged`) |
+//! | `replay_100_checked` | the same, with every launch of the body compared (`launch`): the region finds the changed one itself |
 //! | `replay_100_stream` | the same 100 launches queued on the stream one by one, then synchronise (what `replay_100` replaces) |
 //! | `replay_100_first` | the first call: raw builds the 100-node graph (`cuGraphCreate`, `cuGraphAddKernelNode`), instantiates, launches, synchronises and destroys it; cuda-core a new `Replay`'s first run, synchronised and dropped |
 //! | `alloc_free_1k` | allocate and free 1 KiB, stream-ordered, from the default pool (batched; cuda-core's pool wrapped with `from_raw`, which keeps no small buffers) |

@@ -74,8 +74,17 @@ fn raw_chain<'d, R: RawDriver>(
     }
 }
 
-/// The pipeline through a region: kernel 0 gets `scalar`, the others `n`.
-fn core_run(region: &mut Replay, core: &Core, kernel: &Kernel, scalar: i32, n: i32) {
+/// The pipeline through a region: kernel 0 gets `scalar`, the others `n`; with `declared`,
+/// the others are declared unchanged (`launch_unchanged`), as the hand-written loop knows
+/// them to be, else compared.
+fn core_run(
+    region: &mut Replay,
+    core: &Core,
+    kernel: &Kernel,
+    scalar: i32,
+    n: i32,
+    declared: bool,
+) {
     let [b0, b1, b2, _] = &core.args;
     let config = LaunchConfig::new(GRID, BLOCK);
     region
@@ -83,12 +92,55 @@ fn core_run(region: &mut Replay, core: &Core, kernel: &Kernel, scalar: i32, n: i
             // SAFETY: an empty kernel; the buffers outlive the run.
             unsafe { r.launch(&config, kernel, &[b0, b1, b2, &scalar])? };
             for _ in 1..KERNELS {
-                // SAFETY: as above.
-                unsafe { r.launch(&config, kernel, &[b0, b1, b2, &n])? };
+                // SAFETY: as above; the same buffers and `n` on every run.
+                unsafe {
+                    if declared {
+                        r.launch_unchanged(&config, kernel, &[b0, b1, b2, &n])?;
+                    } else {
+                        r.launch(&config, kernel, &[b0, b1, b2, &n])?;
+                    }
+                }
             }
             Ok(())
         })
         .unwrap();
+}
+
+/// The hand-written capture-and-update loop on `kernel` and `stream`: the chain's first node
+/// updated with a new scalar (`cuGraphExecKernelNodeSetParams`), the chain launched, the
+/// stream synchronised.
+fn raw_update_loop<R: RawDriver>(
+    b: &mut Bencher<'_>,
+    d: &R,
+    raw: &RawState,
+    kernel: Handle,
+    stream: Handle,
+    n: i32,
+) {
+    let [p0, p1, p2, _] = &raw.args;
+    let chain = raw_chain(d, raw, kernel, n);
+    let mut scalar = 0i32;
+    b.iter(|| {
+        scalar = scalar.wrapping_add(1);
+        // SAFETY: the chain's first node, the same kernel and parameters as built; a live
+        // executable graph on a live stream.
+        unsafe {
+            check(
+                d.cuGraphExecKernelNodeSetParams(
+                    chain.exec,
+                    chain.first,
+                    kernel,
+                    raw.context,
+                    GRID,
+                    BLOCK,
+                    [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
+                ),
+                "cuGraphExecKernelNodeSetParams",
+            );
+            check(d.cuGraphLaunch(chain.exec, stream), "cuGraphLaunch");
+        }
+        raw_sync(d, stream);
+    });
 }
 
 pub(super) fn replay_cases<R: RawDriver>(
@@ -112,39 +164,35 @@ pub(super) fn replay_cases<R: RawDriver>(
     let [p0, p1, p2, _] = &raw.args;
 
     // One call: the first kernel's scalar changed, the pipeline launched, the stream
-    // synchronised. Raw: one `cuGraphExecKernelNodeSetParams` and `cuGraphLaunch`.
+    // synchronised. Raw: one `cuGraphExecKernelNodeSetParams` and `cuGraphLaunch`; cuda-core
+    // declares the 99 launches it knows unchanged, as raw does.
     Case::new("replay_100")
         .variant("raw", |b| {
-            let chain = raw_chain(d, raw, raw_k[1], n);
-            let mut scalar = 0i32;
-            b.iter(|| {
-                scalar = scalar.wrapping_add(1);
-                // SAFETY: the chain's first node, the same kernel and parameters as built;
-                // a live executable graph on a live stream.
-                unsafe {
-                    check(
-                        d.cuGraphExecKernelNodeSetParams(
-                            chain.exec,
-                            chain.first,
-                            raw_k[1],
-                            raw.context,
-                            GRID,
-                            BLOCK,
-                            [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
-                        ),
-                        "cuGraphExecKernelNodeSetParams",
-                    );
-                    check(d.cuGraphLaunch(chain.exec, raw.stream), "cuGraphLaunch");
-                }
-                raw_sync(d, raw.stream);
-            });
+            raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
         })
         .variant("cuda-core", |b| {
             let mut region = Replay::new();
             let mut scalar = 0i32;
             b.iter(|| {
                 scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n);
+                core_run(&mut region, core, &core_k[1], scalar, n, true);
+                core.stream.sync().unwrap();
+            });
+        })
+        .run(c);
+
+    // The same, with every launch compared (`launch`): what a region costs where the body
+    // does not say which launches stay the same.
+    Case::new("replay_100_checked")
+        .variant("raw", |b| {
+            raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
+        })
+        .variant("cuda-core", |b| {
+            let mut region = Replay::new();
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                core_run(&mut region, core, &core_k[1], scalar, n, false);
                 core.stream.sync().unwrap();
             });
         })
@@ -228,7 +276,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("cuda-core", |b| {
             b.iter(|| {
                 let mut region = Replay::new();
-                core_run(&mut region, core, &core_k[1], 1, n);
+                core_run(&mut region, core, &core_k[1], 1, n, true);
                 core.stream.sync().unwrap();
             });
         })
@@ -244,42 +292,19 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
         return;
     };
     let n = 1024i32;
-    let [p0, p1, p2, _] = &raw.args;
-    let raw_loop = |b: &mut Bencher<'_>, kernel: Handle, stream: Handle| {
-        let chain = raw_chain(d, raw, kernel, n);
-        let mut scalar = 0i32;
-        b.iter(|| {
-            scalar = scalar.wrapping_add(1);
-            // SAFETY: as in `replay_100`.
-            unsafe {
-                check(
-                    d.cuGraphExecKernelNodeSetParams(
-                        chain.exec,
-                        chain.first,
-                        kernel,
-                        raw.context,
-                        GRID,
-                        BLOCK,
-                        [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
-                    ),
-                    "cuGraphExecKernelNodeSetParams",
-                );
-                check(d.cuGraphLaunch(chain.exec, stream), "cuGraphLaunch");
-            }
-            raw_sync(d, stream);
-        });
-    };
     Case::new("diag_replay_100")
-        .variant("raw", |b| raw_loop(b, raw_k[1], raw.stream))
+        .variant("raw", |b| {
+            raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
+        })
         .variant("raw@core-kernel+stream", |b| {
-            raw_loop(b, core_k[1].as_raw(), core.stream.as_raw())
+            raw_update_loop(b, d, raw, core_k[1].as_raw(), core.stream.as_raw(), n)
         })
         .variant("cuda-core", |b| {
             let mut region = Replay::new();
             let mut scalar = 0i32;
             b.iter(|| {
                 scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n);
+                core_run(&mut region, core, &core_k[1], scalar, n, false);
                 core.stream.sync().unwrap();
             });
         })

@@ -79,6 +79,13 @@ const DEFAULT_CAPACITY: usize = 4;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 ///
+/// Comparing a launch's arguments is most of a run's own time (a few nanoseconds per
+/// argument). A launch whose arguments stay the same from run to run (weights, fixed buffers,
+/// sizes) may be declared so with [`launch_unchanged`](ReplayRecorder::launch_unchanged),
+/// whose promise is the caller's: later runs then compare only its kernel and shape, and a
+/// pipeline with a few changing launches costs about what a hand-written update of those
+/// nodes costs.
+///
 /// The body may be called more than once in a run: where its sequence differs from the last
 /// run's, once more to read the sequence, and once more to update or build the graph that
 /// has it. It must make the same launches each time it is called in a run, and should do
@@ -127,6 +134,10 @@ struct Entry {
     /// that order: applied once the whole sequence is known to match, dropped otherwise.
     staged: Args,
     staged_nodes: Vec<usize>,
+    /// The deallocation streams of the buffer arguments of the run that built the graph,
+    /// other than its stream: a run with launches declared unchanged, whose arguments it does
+    /// not read, orders its launch with these.
+    built_homes: Vec<Stream>,
 }
 
 /// A kernel node: its kernel's handle, its shape, and where the bytes of its arguments now
@@ -275,6 +286,8 @@ enum Mode<'p> {
         /// The sequence differs from the entry's: the rest of the pass does nothing.
         diverged: bool,
         updated: u64,
+        /// A launch declared unchanged was made: its arguments were not read.
+        unread: bool,
     },
     /// Read the sequence only.
     Signature {
@@ -335,6 +348,7 @@ impl ReplayRecorder<'_> {
             entry,
             diverged,
             updated,
+            ..
         } = &mut self.mode
         {
             // The hot path, inlined into the body: one read of each argument, compared where
@@ -343,6 +357,56 @@ impl ReplayRecorder<'_> {
                 match compare(entry, index, config, kernel, args, self.stream, self.homes) {
                     Some(changed) => *updated += u64::from(changed),
                     None => *diverged = true,
+                }
+            }
+            return Ok(());
+        }
+        // SAFETY: the caller's promise.
+        unsafe { self.read_or_build(config, kernel, args) }
+    }
+
+    /// [`launch`](Self::launch) for a launch whose arguments never change: where the region
+    /// updates a kept graph, only the launch's kernel, shape and argument count are compared
+    /// with its node, and its arguments are not read (where it builds a graph, or reads a
+    /// changed sequence, they are read as `launch` reads them). For the launches of a
+    /// pipeline whose arguments stay the same from run to run (weights, fixed buffers, sizes)
+    /// beside a few that change: their comparison is most of a run's own time.
+    ///
+    /// In builds with debug assertions the arguments are compared all the same, and a run
+    /// whose unchanged launch changed is refused (nothing launched).
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch); and at every run of the region that makes this launch,
+    /// its arguments must be the same, byte for byte, as when the region first made it in this
+    /// sequence of launches (a buffer the same buffer, alive; a scalar the same value): a
+    /// changed argument would not reach the graph, whose kernel would then use the old one.
+    #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    #[inline]
+    pub unsafe fn launch_unchanged(
+        &mut self,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let index = self.index;
+        self.index += 1;
+        if let Mode::Update {
+            entry,
+            diverged,
+            unread,
+            ..
+        } = &mut self.mode
+        {
+            if !*diverged {
+                match entry.nodes.get(index) {
+                    Some(node) if node.same_shape(kernel, config, args.len()) => *unread = true,
+                    _ => *diverged = true,
+                }
+                #[cfg(debug_assertions)]
+                if !*diverged && !unchanged(entry, index, args) {
+                    self.refused = true;
+                    return Err(changed_unchanged(index));
                 }
             }
             return Ok(());
@@ -415,6 +479,30 @@ fn same_bytes(a: *const u8, b: *const u8, size: usize) -> bool {
             8 => a.cast::<u64>().read_unaligned() == b.cast::<u64>().read(),
             _ => std::slice::from_raw_parts(a, size) == std::slice::from_raw_parts(b, size),
         }
+    }
+}
+
+/// Whether the arguments of launch `index` are the bytes its node has (its shape matched).
+#[cfg(debug_assertions)]
+fn unchanged(entry: &Entry, index: usize, args: &[&dyn KernelArg]) -> bool {
+    let node = &entry.nodes[index];
+    let words = entry.args.words.as_ptr().cast::<u8>();
+    let places = &entry.args.places[node.first..node.first + node.count];
+    args.iter().zip(places).all(|(arg, &(first, size))| {
+        let bytes = arg.arg();
+        bytes.size == size && same_bytes(bytes.ptr.cast(), words.wrapping_add(16 * first), size)
+    })
+}
+
+#[cfg(debug_assertions)]
+#[cold]
+fn changed_unchanged(index: usize) -> Error {
+    Error::InvalidArgument {
+        name: "args",
+        reason: format!(
+            "launch {index} of the region was declared unchanged (launch_unchanged) but its \
+             arguments differ from its node's; use launch for arguments that change"
+        ),
     }
 }
 
@@ -704,6 +792,7 @@ impl Replay {
                 entry: &mut self.entries[at],
                 diverged: false,
                 updated: 0,
+                unread: false,
             },
             stream,
             homes: &mut self.homes,
@@ -713,7 +802,10 @@ impl Replay {
         let returned = body(&mut recorder);
         let (launches, refused) = (recorder.index, recorder.refused);
         let Mode::Update {
-            diverged, updated, ..
+            diverged,
+            updated,
+            unread,
+            ..
         } = recorder.mode
         else {
             unreachable!("an update pass's recorder updates")
@@ -730,6 +822,12 @@ impl Replay {
         // SAFETY: the staged arguments were given to `ReplayRecorder::launch`, whose caller
         // vouched for them.
         unsafe { apply(entry) }?;
+        if unread {
+            // The unread arguments are those of the build, ordered as they were then.
+            for home in &entry.built_homes {
+                note_home(&mut self.homes, home, stream);
+            }
+        }
         self.stats.updated_nodes += updated;
         Ok(true)
     }
@@ -765,6 +863,7 @@ impl Replay {
         }
         let exec = graph.instantiate(GraphOptions::default())?;
         self.stats.builds += 1;
+        let built_homes = self.homes.clone();
         self.entries.insert(
             0,
             Entry {
@@ -774,6 +873,7 @@ impl Replay {
                 args,
                 staged: Args::default(),
                 staged_nodes: Vec::new(),
+                built_homes,
             },
         );
         // The least recently used go: their launches queued so far keep running (an
