@@ -117,8 +117,21 @@ fn raw_update_loop<R: RawDriver>(
     stream: Handle,
     n: i32,
 ) {
-    let [p0, p1, p2, _] = &raw.args;
     let chain = raw_chain(d, raw, kernel, n);
+    raw_update(b, d, raw, kernel, stream, (chain.exec, chain.first));
+}
+
+/// [`raw_update_loop`] on the executable graph and first node of `chain`, wherever it was
+/// built.
+fn raw_update<R: RawDriver>(
+    b: &mut Bencher<'_>,
+    d: &R,
+    raw: &RawState,
+    kernel: Handle,
+    stream: Handle,
+    (exec, first): (Handle, Handle),
+) {
+    let [p0, p1, p2, _] = &raw.args;
     let mut scalar = 0i32;
     b.iter(|| {
         scalar = scalar.wrapping_add(1);
@@ -127,8 +140,8 @@ fn raw_update_loop<R: RawDriver>(
         unsafe {
             check(
                 d.cuGraphExecKernelNodeSetParams(
-                    chain.exec,
-                    chain.first,
+                    exec,
+                    first,
                     kernel,
                     raw.context,
                     GRID,
@@ -137,7 +150,7 @@ fn raw_update_loop<R: RawDriver>(
                 ),
                 "cuGraphExecKernelNodeSetParams",
             );
-            check(d.cuGraphLaunch(chain.exec, stream), "cuGraphLaunch");
+            check(d.cuGraphLaunch(exec, stream), "cuGraphLaunch");
         }
         raw_sync(d, stream);
     });
@@ -298,6 +311,49 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
         })
         .variant("raw@core-kernel+stream", |b| {
             raw_update_loop(b, d, raw, core_k[1].as_raw(), core.stream.as_raw(), n)
+        })
+        .variant("raw@core-graph", |b| {
+            // The chain built through cuda-core's graph builder, whose kernel the graph keeps
+            // (a user object), updated and launched raw: is the gap the region's graph?
+            use cuda_core::BuildGraph;
+            let mut graph = cuda_core::Graph::new(core.device).unwrap();
+            let config = LaunchConfig::new(GRID, BLOCK);
+            let ptrs: Vec<cuda_core::DevicePtr> = core.args.iter().map(|b| b.ptr()).collect();
+            let mut nodes: Vec<cuda_core::GraphNode> = Vec::new();
+            for _ in 0..KERNELS {
+                let deps: Vec<cuda_core::GraphNode> = nodes.last().cloned().into_iter().collect();
+                // SAFETY: an empty kernel; the buffers outlive the graph.
+                let node = unsafe {
+                    graph.add_kernel(
+                        &deps,
+                        &config,
+                        &core_k[1],
+                        &[&ptrs[0], &ptrs[1], &ptrs[2], &n],
+                    )
+                }
+                .unwrap();
+                nodes.push(node);
+            }
+            let exec = graph
+                .instantiate(cuda_core::GraphOptions::default())
+                .unwrap();
+            raw_update(
+                b,
+                d,
+                raw,
+                core_k[1].as_raw(),
+                core.stream.as_raw(),
+                (exec.as_raw(), nodes[0].as_raw()),
+            );
+        })
+        .variant("cuda-core-declared", |b| {
+            let mut region = Replay::new();
+            let mut scalar = 0i32;
+            b.iter(|| {
+                scalar = scalar.wrapping_add(1);
+                core_run(&mut region, core, &core_k[1], scalar, n, true);
+                core.stream.sync().unwrap();
+            });
         })
         .variant("cuda-core", |b| {
             let mut region = Replay::new();
