@@ -488,51 +488,61 @@ fn a_capture_begins_after_a_device_sync_under_way() {
             let device = cuda_core::Device::new(0).unwrap();
             device.set_current().unwrap();
             let all = streams(2);
-            let (held, capturing) = (all[0].clone(), all[1].clone());
-            let gate = common::Gate::close_for(&held, std::time::Duration::from_secs(20));
-            let synced = Arc::new(AtomicBool::new(false));
-            let syncer = {
-                let synced = synced.clone();
-                std::thread::spawn(move || {
-                    device.set_current().unwrap();
-                    let result = device.sync();
-                    synced.store(true, Ordering::SeqCst);
-                    result
-                })
-            };
-            // The synchronisation is under way (the gate holds it) before the capture.
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let (began_tx, began_rx) = mpsc::channel();
-            let capturer = {
-                let synced = synced.clone();
-                std::thread::spawn(move || {
-                    device.set_current().unwrap();
-                    // SAFETY: nothing is allocated or freed on the stream while it captures.
-                    unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
-                    let after_sync = synced.load(Ordering::SeqCst);
-                    began_tx.send(()).unwrap();
-                    let graph = capturing.end_capture();
-                    (after_sync, graph)
-                })
-            };
-            // Catches a capture begun while the synchronisation waits.
-            assert!(
-                began_rx
-                    .recv_timeout(std::time::Duration::from_millis(300))
-                    .is_err(),
-                "a capture began under a device synchronisation"
-            );
-            gate.open();
-            syncer.join().unwrap().unwrap();
-            let (after_sync, graph) = capturer.join().unwrap();
-            assert!(
-                after_sync,
-                "the capture began before the synchronisation returned"
-            );
-            // Catches a capture invalidated by the synchronisation.
-            graph.expect("the capture ended valid");
+            a_capture_begins_after_a_held_call(&all[0], all[1].clone(), move || device.sync());
         },
     );
+}
+
+/// While `call` (on another thread) waits on work held back by a gate closed on `held`, a
+/// capture of `capturing` begun on a third thread does not begin until it returned, and then
+/// captures valid.
+fn a_capture_begins_after_a_held_call(
+    held: &Stream,
+    capturing: Stream,
+    call: impl FnOnce() -> cuda_core::Result<()> + Send + 'static,
+) {
+    let device = capturing.device();
+    let gate = common::Gate::close_for(held, std::time::Duration::from_secs(20));
+    let synced = Arc::new(AtomicBool::new(false));
+    let syncer = {
+        let synced = synced.clone();
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            let result = call();
+            synced.store(true, Ordering::SeqCst);
+            result
+        })
+    };
+    // The call is under way (the gate holds it) before the capture.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (began_tx, began_rx) = mpsc::channel();
+    let capturer = {
+        let synced = synced.clone();
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            let after_sync = synced.load(Ordering::SeqCst);
+            began_tx.send(()).unwrap();
+            (after_sync, capturing.end_capture())
+        })
+    };
+    // Catches a capture begun while the call waits.
+    assert!(
+        began_rx
+            .recv_timeout(std::time::Duration::from_millis(300))
+            .is_err(),
+        "a capture began under the held call"
+    );
+    gate.open();
+    syncer.join().unwrap().unwrap();
+    let (after_sync, graph) = capturer.join().unwrap();
+    assert!(
+        after_sync,
+        "the capture began before the held call returned"
+    );
+    // Catches a capture invalidated by the call.
+    graph.expect("the capture ended valid");
 }
 
 /// Two buffers of 64 words for the legacy-stream tests: one homed on the device's legacy
@@ -554,6 +564,66 @@ fn blocking_stream(device: &cuda_core::Device) -> Stream {
         .unwrap()
 }
 
+/// What [`legacy_fill_beside_a_capture`] saw.
+struct LegacyBeside {
+    legacy: Stream,
+    capturing: Stream,
+    on_legacy: Buffer,
+    /// The legacy stream's fill, made while the other thread's capture was open.
+    refused: Result<(), Error>,
+    /// Whether the capture ended after the fill returned (at most 10 s after it began).
+    in_time: bool,
+    graph: Result<cuda_core::Graph, Error>,
+    /// Filled in the capture.
+    captured: Buffer,
+}
+
+/// Another thread begins a thread-local capture of a new stream (`blocking` or not), waits for
+/// this thread's fill of a buffer on the legacy default stream to return (at most 10 s: a fill
+/// that waited for the capture's end would otherwise wait for ever), fills a buffer of its own
+/// in the capture and ends it.
+fn legacy_fill_beside_a_capture(blocking: bool) -> LegacyBeside {
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let legacy = device.default_stream().unwrap();
+    let capturing = if blocking {
+        blocking_stream(&device)
+    } else {
+        device.create_stream(StreamOptions::default()).unwrap()
+    };
+    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
+    let (began_tx, began_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let capturer = {
+        let capturing = capturing.clone();
+        std::thread::spawn(move || {
+            device.set_current().unwrap();
+            // SAFETY: nothing is allocated or freed on the stream while it captures, and the
+            // buffer outlives the graph's launch (returned with it).
+            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            began_tx.send(()).unwrap();
+            let in_time = go_rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok();
+            captured.fill(7u32, &capturing).unwrap();
+            (in_time, capturing.end_capture(), captured)
+        })
+    };
+    began_rx.recv().unwrap();
+    let refused = on_legacy.fill(3u32, &legacy);
+    go_tx.send(()).unwrap();
+    let (in_time, graph, captured) = capturer.join().unwrap();
+    LegacyBeside {
+        legacy,
+        capturing,
+        on_legacy,
+        refused,
+        in_time,
+        graph,
+        captured,
+    }
+}
+
 /// One thread captures a blocking stream (thread-local); another fills a buffer on the legacy
 /// default stream meanwhile. The driver refuses work on the legacy stream while a blocking
 /// stream of its context captures (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`), whichever thread
@@ -566,33 +636,15 @@ fn legacy_work_beside_another_threads_blocking_capture_is_refused_body(check_dat
         std::time::Duration::from_secs(20),
         "legacy-stream work beside another thread's capture",
     );
-    let device = cuda_core::Device::new(0).unwrap();
-    device.set_current().unwrap();
-    let legacy = device.default_stream().unwrap();
-    let capturing = blocking_stream(&device);
-    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
-    let (began_tx, began_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let capturer = {
-        let capturing = capturing.clone();
-        std::thread::spawn(move || {
-            device.set_current().unwrap();
-            // SAFETY: nothing is allocated or freed on the stream while it captures, and the
-            // buffer outlives the graph's launch (returned with it).
-            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
-            began_tx.send(()).unwrap();
-            // The capture ends after the other thread's fill returned (a fill that waited for
-            // the capture's end would wait for ever but for this limit).
-            let in_time = go_rx
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .is_ok();
-            captured.fill(7u32, &capturing).unwrap();
-            (in_time, capturing.end_capture(), captured)
-        })
-    };
-    began_rx.recv().unwrap();
-    let refused = on_legacy.fill(3u32, &legacy);
-    go_tx.send(()).unwrap();
+    let LegacyBeside {
+        legacy,
+        capturing,
+        mut on_legacy,
+        refused,
+        in_time,
+        graph,
+        captured,
+    } = legacy_fill_beside_a_capture(true);
     // Catches the driver's refusal let through (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, which
     // invalidates the capture) and a fill that ran.
     let err = refused.unwrap_err();
@@ -600,7 +652,6 @@ fn legacy_work_beside_another_threads_blocking_capture_is_refused_body(check_dat
         matches!(&err, Error::InvalidArgument { name: "stream", .. }),
         "refused before the driver: {err}"
     );
-    let (in_time, graph, captured) = capturer.join().unwrap();
     // Catches a fill that waited for the capture to end.
     assert!(
         in_time,
@@ -727,32 +778,18 @@ fn legacy_work_during_the_threads_own_blocking_capture_is_refused_on_the_gpu() {
 /// ends, at most 10 s: catches a gate that refuses or waits on every capture of the context
 /// (an error, or the capture ending late) and a driver that refuses the work.
 fn legacy_work_runs_beside_another_threads_non_blocking_capture_body(check_data: bool) {
-    let device = cuda_core::Device::new(0).unwrap();
-    device.set_current().unwrap();
-    let legacy = device.default_stream().unwrap();
-    let capturing = device.create_stream(StreamOptions::default()).unwrap();
-    let (mut on_legacy, mut captured) = legacy_and_captured_buffers(&device, &capturing);
-    let (began_tx, began_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let capturer = {
-        let capturing = capturing.clone();
-        std::thread::spawn(move || {
-            device.set_current().unwrap();
-            // SAFETY: nothing is allocated or freed on the stream while it captures.
-            unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
-            began_tx.send(()).unwrap();
-            let in_time = go_rx
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .is_ok();
-            captured.fill(7u32, &capturing).unwrap();
-            (in_time, capturing.end_capture(), captured)
-        })
-    };
-    began_rx.recv().unwrap();
-    on_legacy.fill(3u32, &legacy).unwrap();
+    let LegacyBeside {
+        legacy,
+        on_legacy,
+        refused,
+        in_time,
+        graph,
+        captured,
+        ..
+    } = legacy_fill_beside_a_capture(false);
+    // Catches a gate that refuses legacy work beside any capture, and a driver that refuses it.
+    refused.unwrap();
     legacy.sync().unwrap();
-    go_tx.send(()).unwrap();
-    let (in_time, graph, captured) = capturer.join().unwrap();
     assert!(
         in_time,
         "the legacy stream's work waited for a non-blocking stream's capture"
@@ -804,48 +841,10 @@ fn a_blocking_capture_begins_after_a_legacy_call_under_way() {
             let device = cuda_core::Device::new(0).unwrap();
             device.set_current().unwrap();
             let legacy = device.default_stream().unwrap();
-            let capturing = blocking_stream(&device);
-            let gate = common::Gate::close_for(&legacy, std::time::Duration::from_secs(20));
-            let synced = Arc::new(AtomicBool::new(false));
-            let syncer = {
-                let (synced, legacy) = (synced.clone(), legacy.clone());
-                std::thread::spawn(move || {
-                    device.set_current().unwrap();
-                    let result = legacy.sync();
-                    synced.store(true, Ordering::SeqCst);
-                    result
-                })
-            };
-            // The synchronisation is under way (the gate holds it) before the capture.
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let (began_tx, began_rx) = mpsc::channel();
-            let capturer = {
-                let synced = synced.clone();
-                std::thread::spawn(move || {
-                    device.set_current().unwrap();
-                    // SAFETY: nothing is allocated or freed on the stream while it captures.
-                    unsafe { capturing.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
-                    let after_sync = synced.load(Ordering::SeqCst);
-                    began_tx.send(()).unwrap();
-                    (after_sync, capturing.end_capture())
-                })
-            };
-            // Catches a capture begun while the legacy stream's synchronisation waits.
-            assert!(
-                began_rx
-                    .recv_timeout(std::time::Duration::from_millis(300))
-                    .is_err(),
-                "a capture of a blocking stream began under a legacy-stream call"
-            );
-            gate.open();
-            syncer.join().unwrap().unwrap();
-            let (after_sync, graph) = capturer.join().unwrap();
-            assert!(
-                after_sync,
-                "the capture began before the legacy call returned"
-            );
-            // Catches a capture invalidated by the legacy stream's call.
-            graph.expect("the capture ended valid");
+            let synced = legacy.clone();
+            a_capture_begins_after_a_held_call(&legacy, blocking_stream(&device), move || {
+                synced.sync()
+            });
         },
     );
 }

@@ -57,6 +57,22 @@ fn run(region: &mut Replay, stream: &Stream, kernel: &Kernel, values: &[u64]) ->
     })
 }
 
+/// The stream waits (`cuStreamWaitEvent`) in `log` before its graph launch, and after it.
+fn waits_around_the_launch(log: &str) -> (usize, usize) {
+    let lines: Vec<&str> = log.lines().collect();
+    let launched = lines
+        .iter()
+        .position(|l| l.starts_with("cuGraphLaunch"))
+        .unwrap_or_else(|| panic!("not launched:\n{log}"));
+    let waits = |range: &[&str]| {
+        range
+            .iter()
+            .filter(|l| l.starts_with("cuStreamWaitEvent"))
+            .count()
+    };
+    (waits(&lines[..launched]), waits(&lines[launched..]))
+}
+
 fn stats(runs: u64, builds: u64, updated_nodes: u64) -> ReplayStats {
     let mut stats = ReplayStats::default();
     stats.runs = runs;
@@ -261,28 +277,15 @@ fn a_region_keeps_buffers_of_other_streams_in_stream_order() {
                     })
                     .unwrap();
                 let log = standin::log();
-                let lines: Vec<&str> = log.lines().collect();
-                let launched = lines
-                    .iter()
-                    .position(|l| l.starts_with("cuGraphLaunch"))
-                    .unwrap_or_else(|| panic!("round {round}: not launched:\n{log}"));
-                let waits = |range: &[&str]| {
-                    range
-                        .iter()
-                        .filter(|l| l.starts_with("cuStreamWaitEvent"))
-                        .count()
-                };
+                let (before, after) = waits_around_the_launch(&log);
                 if round == 0 {
                     // A buffer of the run's own stream costs no wait.
-                    assert_eq!(waits(&lines), 0, "{log}");
+                    assert_eq!(before + after, 0, "{log}");
                 } else {
                     // The run waits for the buffer's stream, which waits for the run (catches
                     // a region that loses launch's cross-stream order, in a rebuild or a
                     // replay of the same graph).
-                    assert!(
-                        waits(&lines[..launched]) >= 1 && waits(&lines[launched..]) >= 1,
-                        "round {round}:\n{log}"
-                    );
+                    assert!(before >= 1 && after >= 1, "round {round}:\n{log}");
                 }
             }
         },
@@ -333,21 +336,8 @@ fn launches_declared_unchanged_are_not_read_but_keep_their_order() {
                 assert!(!log.contains("cuGraphAddKernelNode"), "{log}");
                 // Catches the home stream's order lost with the unread arguments: the run
                 // waits for the buffer's stream, which waits for the run.
-                let lines: Vec<&str> = log.lines().collect();
-                let launched = lines
-                    .iter()
-                    .position(|l| l.starts_with("cuGraphLaunch"))
-                    .unwrap_or_else(|| panic!("not launched:\n{log}"));
-                let waits = |range: &[&str]| {
-                    range
-                        .iter()
-                        .filter(|l| l.starts_with("cuStreamWaitEvent"))
-                        .count()
-                };
-                assert!(
-                    waits(&lines[..launched]) >= 1 && waits(&lines[launched..]) >= 1,
-                    "{log}"
-                );
+                let (before, after) = waits_around_the_launch(&log);
+                assert!(before >= 1 && after >= 1, "{log}");
             }
             assert_eq!(region.stats(), stats(3, 1, 2));
             // Another shape in the declared launch: another sequence, built (catches a
@@ -403,20 +393,24 @@ extern "C" __global__ void add_scalar(float* y, float b, unsigned n) {
 }
 "#;
 
-/// A ping-pong pipeline whose scalars change on every run and whose buffers swap: each run's
-/// result checked against the CPU, and against the same launches queued on a stream.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_replayed_pipeline_computes_what_stream_launches_compute() {
+/// The GPU, a stream of it, and [`KERNELS`]'s `scale_into` and `add_scalar`.
+fn pipeline_kernels() -> (Device, Stream, Kernel, Kernel) {
     let device = common::device();
     let stream = device.create_stream(StreamOptions::default()).unwrap();
     let code = Program::new(KERNELS, ProgramOptions::default())
         .compile(CodeType::Cubin, &[])
         .unwrap();
-    let (scale, add) = (
-        code.get_kernel("scale_into").unwrap(),
-        code.get_kernel("add_scalar").unwrap(),
-    );
+    let scale = code.get_kernel("scale_into").unwrap();
+    let add = code.get_kernel("add_scalar").unwrap();
+    (device, stream, scale, add)
+}
+
+/// A ping-pong pipeline whose scalars change on every run and whose buffers swap: each run's
+/// result checked against the CPU, and against the same launches queued on a stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_replayed_pipeline_computes_what_stream_launches_compute() {
+    let (device, stream, scale, add) = pipeline_kernels();
     let n = 4096u32;
     let memory = device.memory_resource().unwrap();
     let input: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25).collect();
@@ -552,15 +546,7 @@ fn a_replayed_pipeline_computes_what_stream_launches_compute() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_pipeline_with_launches_declared_unchanged_computes_right() {
-    let device = common::device();
-    let stream = device.create_stream(StreamOptions::default()).unwrap();
-    let code = Program::new(KERNELS, ProgramOptions::default())
-        .compile(CodeType::Cubin, &[])
-        .unwrap();
-    let (scale, add) = (
-        code.get_kernel("scale_into").unwrap(),
-        code.get_kernel("add_scalar").unwrap(),
-    );
+    let (device, stream, scale, add) = pipeline_kernels();
     let n = 2048u32;
     let memory = device.memory_resource().unwrap();
     let input: Vec<f32> = (0..n).map(|i| (i % 31) as f32).collect();

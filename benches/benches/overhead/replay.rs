@@ -106,6 +106,17 @@ fn core_run(
         .unwrap();
 }
 
+/// [`core_run`] with a new scalar per call, the stream synchronised after each.
+fn core_loop(b: &mut Bencher<'_>, core: &Core, kernel: &Kernel, n: i32, declared: bool) {
+    let mut region = Replay::new();
+    let mut scalar = 0i32;
+    b.iter(|| {
+        scalar = scalar.wrapping_add(1);
+        core_run(&mut region, core, kernel, scalar, n, declared);
+        core.stream.sync().unwrap();
+    });
+}
+
 /// The hand-written capture-and-update loop on `kernel` and `stream`: the chain's first node
 /// updated with a new scalar (`cuGraphExecKernelNodeSetParams`), the chain launched, the
 /// stream synchronised.
@@ -183,15 +194,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("raw", |b| {
             raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
         })
-        .variant("cuda-core", |b| {
-            let mut region = Replay::new();
-            let mut scalar = 0i32;
-            b.iter(|| {
-                scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n, true);
-                core.stream.sync().unwrap();
-            });
-        })
+        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, true))
         .run(c);
 
     // The same, with every launch compared (`launch`): what a region costs where the body
@@ -200,15 +203,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("raw", |b| {
             raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
         })
-        .variant("cuda-core", |b| {
-            let mut region = Replay::new();
-            let mut scalar = 0i32;
-            b.iter(|| {
-                scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n, false);
-                core.stream.sync().unwrap();
-            });
-        })
+        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, false))
         .run(c);
 
     // The same 100 launches queued on the stream one by one, then synchronised: what the
@@ -347,22 +342,8 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
             );
         })
         .variant("cuda-core-declared", |b| {
-            let mut region = Replay::new();
-            let mut scalar = 0i32;
-            b.iter(|| {
-                scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n, true);
-                core.stream.sync().unwrap();
-            });
+            core_loop(b, core, &core_k[1], n, true)
         })
-        .variant("cuda-core", |b| {
-            let mut region = Replay::new();
-            let mut scalar = 0i32;
-            b.iter(|| {
-                scalar = scalar.wrapping_add(1);
-                core_run(&mut region, core, &core_k[1], scalar, n, false);
-                core.stream.sync().unwrap();
-            });
-        })
+        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, false))
         .run(c);
 }
