@@ -616,7 +616,7 @@ impl Stream {
         if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
             return f(inner.driver, inner.handle);
         }
-        self.call_in_context(f)
+        self.default_in_context(f)
     }
 
     /// Runs one driver call on this stream's handle with its context current (restoring the
@@ -631,13 +631,27 @@ impl Stream {
     ) -> Result<T> {
         self.note_work();
         let inner = &*self.inner;
+        if !matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
+            return self.default_in_context(f);
+        }
+        inner.context.with_current(|driver| f(driver, inner.handle))
+    }
+
+    /// [`call_in_context`](Self::call_in_context) on a default stream: the per-thread one
+    /// from its own thread only, the legacy one kept apart from captures of blocking streams
+    /// in its context (which the driver would invalidate). Out of line, so that calls on
+    /// other streams pay nothing for it.
+    #[inline(never)]
+    fn default_in_context<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let inner = &*self.inner;
         if inner.kind == Kind::Legacy {
-            // Kept apart from captures of blocking streams in the context, which the driver
-            // would invalidate.
             return crate::lifetime::captures::on_legacy_stream(
                 inner.driver,
                 inner.context_handle,
-                || self.in_context(f),
+                || inner.context.with_current(|driver| f(driver, inner.handle)),
             );
         }
         self.in_context(f)

@@ -74,16 +74,16 @@ fn raw_chain<'d, R: RawDriver>(
     }
 }
 
-/// The pipeline through a region: kernel 0 gets `scalar`, the others `n`; with `declared`,
+/// The pipeline through a region: kernel 0 gets `scalar`, the others `n`; with `DECLARED`,
 /// the others are declared unchanged (`launch_unchanged`), as the hand-written loop knows
-/// them to be, else compared.
-fn core_run(
+/// them to be, else compared. A constant, so that each body has one kind of launch, as a
+/// user's does (a body with both kinds inlines neither).
+fn core_run<const DECLARED: bool>(
     region: &mut Replay,
     core: &Core,
     kernel: &Kernel,
     scalar: i32,
     n: i32,
-    declared: bool,
 ) {
     let [b0, b1, b2, _] = &core.args;
     let config = LaunchConfig::new(GRID, BLOCK);
@@ -94,7 +94,7 @@ fn core_run(
             for _ in 1..KERNELS {
                 // SAFETY: as above; the same buffers and `n` on every run.
                 unsafe {
-                    if declared {
+                    if DECLARED {
                         r.launch_unchanged(&config, kernel, &[b0, b1, b2, &n])?;
                     } else {
                         r.launch(&config, kernel, &[b0, b1, b2, &n])?;
@@ -107,12 +107,12 @@ fn core_run(
 }
 
 /// [`core_run`] with a new scalar per call, the stream synchronised after each.
-fn core_loop(b: &mut Bencher<'_>, core: &Core, kernel: &Kernel, n: i32, declared: bool) {
+fn core_loop<const DECLARED: bool>(b: &mut Bencher<'_>, core: &Core, kernel: &Kernel, n: i32) {
     let mut region = Replay::new();
     let mut scalar = 0i32;
     b.iter(|| {
         scalar = scalar.wrapping_add(1);
-        core_run(&mut region, core, kernel, scalar, n, declared);
+        core_run::<DECLARED>(&mut region, core, kernel, scalar, n);
         core.stream.sync().unwrap();
     });
 }
@@ -194,7 +194,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("raw", |b| {
             raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
         })
-        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, true))
+        .variant("cuda-core", |b| core_loop::<true>(b, core, &core_k[1], n))
         .run(c);
 
     // The same, with every launch compared (`launch`): what a region costs where the body
@@ -203,7 +203,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("raw", |b| {
             raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
         })
-        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, false))
+        .variant("cuda-core", |b| core_loop::<false>(b, core, &core_k[1], n))
         .run(c);
 
     // The same 100 launches queued on the stream one by one, then synchronised: what the
@@ -284,7 +284,7 @@ pub(super) fn replay_cases<R: RawDriver>(
         .variant("cuda-core", |b| {
             b.iter(|| {
                 let mut region = Replay::new();
-                core_run(&mut region, core, &core_k[1], 1, n, true);
+                core_run::<true>(&mut region, core, &core_k[1], 1, n);
                 core.stream.sync().unwrap();
             });
         })
@@ -342,8 +342,8 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
             );
         })
         .variant("cuda-core-declared", |b| {
-            core_loop(b, core, &core_k[1], n, true)
+            core_loop::<true>(b, core, &core_k[1], n)
         })
-        .variant("cuda-core", |b| core_loop(b, core, &core_k[1], n, false))
+        .variant("cuda-core", |b| core_loop::<false>(b, core, &core_k[1], n))
         .run(c);
 }
