@@ -375,6 +375,41 @@ impl ReplayRecorder<'_> {
     /// In builds with debug assertions the arguments are compared all the same, and a run
     /// whose unchanged launch changed is refused (nothing launched).
     ///
+    /// ```no_run
+    /// # use cuda_core::{Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions};
+    /// # use cuda_core::{Replay, StreamOptions};
+    /// # let device = Device::new(0)?;
+    /// # let stream = device.create_stream(StreamOptions::default())?;
+    /// # let code = Program::new(
+    /// #     r#"extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+    /// #            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    /// #            if (i < n) y[i] += a * x[i];
+    /// #        }"#,
+    /// #     ProgramOptions::default(),
+    /// # )
+    /// # .compile(CodeType::Cubin, &[])?;
+    /// # let axpy = code.get_kernel("axpy")?;
+    /// # let n = 1024u32;
+    /// # let x = device.memory_resource()?.allocate(4 * n as usize, &stream)?;
+    /// # let y = device.memory_resource()?.allocate(4 * n as usize, &stream)?;
+    /// let config = LaunchConfig::for_elements(u64::from(n), 256);
+    /// let one = 1.0f32;
+    /// let mut region = Replay::new();
+    /// for step in 0..100 {
+    ///     let a = step as f32;
+    ///     region.run(&stream, |r| {
+    ///         // SAFETY: each launch reads and writes `n` floats of `x` and `y`.
+    ///         unsafe {
+    ///             // `a` changes: compared, and its node updated.
+    ///             r.launch(&config, &axpy, &[&a, &x, &y, &n])?;
+    ///             // The same `one`, `x`, `y` and `n` at every run: only the shape is compared.
+    ///             r.launch_unchanged(&config, &axpy, &[&one, &x, &y, &n])
+    ///         }
+    ///     })?;
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
     /// # Safety
     ///
     /// As for [`launch`](Self::launch); and at every run of the region that makes this launch,
