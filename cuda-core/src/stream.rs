@@ -15,10 +15,6 @@ use crate::memory::small::SmallCache;
 
 /// `CU_STREAM_NON_BLOCKING`.
 const NON_BLOCKING: u32 = 1;
-/// `CU_STREAM_LEGACY`.
-const LEGACY: StreamHandle = StreamHandle(std::ptr::without_provenance_mut(1));
-/// `CU_STREAM_PER_THREAD`.
-const PER_THREAD: StreamHandle = StreamHandle(std::ptr::without_provenance_mut(2));
 
 /// How to create a [`Stream`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,7 +332,7 @@ impl Stream {
     }
 
     pub(crate) fn legacy_default(context: Context) -> Stream {
-        Stream::wrap(LEGACY, context, Kind::Legacy)
+        Stream::wrap(StreamHandle::LEGACY, context, Kind::Legacy)
     }
 
     /// The calling thread's per-thread default stream of `device`'s primary context. The
@@ -348,7 +344,7 @@ impl Stream {
     #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread_default(device: Device) -> Result<Stream> {
         Ok(Stream::wrap(
-            PER_THREAD,
+            StreamHandle::PER_THREAD,
             device.primary_context()?,
             Kind::PerThread(std::thread::current().id()),
         ))

@@ -351,6 +351,15 @@ fn making_events_during_another_threads_global_capture_leaves_it_valid() {
     );
 }
 
+/// Whether every word of `buffer`, read back on `stream`, is `value`.
+fn holds(buffer: &Buffer, stream: &Stream, value: u32) -> bool {
+    buffer
+        .to_vec::<u32>(stream)
+        .unwrap()
+        .iter()
+        .all(|&x| x == value)
+}
+
 /// One thread begins a thread-local capture; another synchronises the device (its primary
 /// context) meanwhile. The driver refuses a context's synchronisation while any stream of it
 /// captures, whatever the capture's mode, and invalidates the capture: the H200 run found a
@@ -400,11 +409,7 @@ fn a_device_sync_waits_out_another_threads_capture_body(check_data: bool) {
         let exec = graph.instantiate(GraphOptions::default()).unwrap();
         exec.launch(&stream).unwrap();
         // Catches a graph that lost its fill.
-        assert!(buffer
-            .to_vec::<u32>(&stream)
-            .unwrap()
-            .iter()
-            .all(|&x| x == 7));
+        assert!(holds(&buffer, &stream, 7));
     }
 }
 
@@ -664,19 +669,11 @@ fn legacy_work_beside_another_threads_blocking_capture_is_refused_body(check_dat
     on_legacy.fill(3u32, &legacy).unwrap();
     legacy.sync().unwrap();
     if check_data {
-        assert!(on_legacy
-            .to_vec::<u32>(&legacy)
-            .unwrap()
-            .iter()
-            .all(|&x| x == 3));
+        assert!(holds(&on_legacy, &legacy, 3));
         let exec = graph.instantiate(GraphOptions::default()).unwrap();
         exec.launch(&capturing).unwrap();
         // Catches a graph that lost its fill.
-        assert!(captured
-            .to_vec::<u32>(&capturing)
-            .unwrap()
-            .iter()
-            .all(|&x| x == 7));
+        assert!(holds(&captured, &capturing, 7));
     }
 }
 
@@ -739,11 +736,7 @@ fn legacy_work_during_the_threads_own_blocking_capture_is_refused_body(check_dat
     on_legacy.fill(3u32, &legacy).unwrap();
     legacy.sync().unwrap();
     if check_data {
-        assert!(on_legacy
-            .to_vec::<u32>(&legacy)
-            .unwrap()
-            .iter()
-            .all(|&x| x == 3));
+        assert!(holds(&on_legacy, &legacy, 3));
     }
     drop(captured);
 }
@@ -796,11 +789,7 @@ fn legacy_work_runs_beside_another_threads_non_blocking_capture_body(check_data:
     );
     graph.expect("the capture ended valid");
     if check_data {
-        assert!(on_legacy
-            .to_vec::<u32>(&legacy)
-            .unwrap()
-            .iter()
-            .all(|&x| x == 3));
+        assert!(holds(&on_legacy, &legacy, 3));
     }
     drop(captured);
 }

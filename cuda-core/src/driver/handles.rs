@@ -25,6 +25,13 @@ macro_rules! handles {
     )*};
 }
 
+impl StreamHandle {
+    /// `CU_STREAM_LEGACY`: the legacy default stream of the current context.
+    pub(crate) const LEGACY: Self = Self(std::ptr::without_provenance_mut(1));
+    /// `CU_STREAM_PER_THREAD`: the calling thread's per-thread default stream.
+    pub(crate) const PER_THREAD: Self = Self(std::ptr::without_provenance_mut(2));
+}
+
 handles! {
     /// A `CUcontext`.
     ContextHandle;

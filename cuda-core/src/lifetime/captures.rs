@@ -160,10 +160,6 @@ fn held<T>(mut gate: MutexGuard<'static, Gate>, context: usize, call: impl FnOnc
     result
 }
 
-/// `CU_STREAM_LEGACY`.
-const LEGACY_STREAM: crate::driver::StreamHandle =
-    crate::driver::StreamHandle(std::ptr::without_provenance_mut(1));
-
 /// Makes `call`, a driver call on the legacy default stream of context `handle`, unless a
 /// blocking stream of the context captures. The driver refuses work on the legacy stream (and
 /// its synchronisation) while a blocking stream of its context captures
@@ -214,8 +210,9 @@ fn legacy_held<T>(
     let context = handle.0 as usize;
     let gate = lock();
     if gate.open.iter().any(|open| open.context == context) {
-        let asked =
-            super::current::with_current(driver, handle, |d| d.stream_is_capturing(LEGACY_STREAM));
+        let asked = super::current::with_current(driver, handle, |d| {
+            d.stream_is_capturing(crate::driver::StreamHandle::LEGACY)
+        });
         // Any other answer: no blocking stream captures (or the question failed, and the call
         // says why).
         if let Err(e) = asked {
