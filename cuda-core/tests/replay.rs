@@ -168,6 +168,56 @@ fn a_region_is_built_once_and_updated_where_arguments_change() {
 }
 
 #[test]
+fn a_regions_kernels_stay_loaded_until_its_last_launch_is_done() {
+    on_both_abis(
+        "a_regions_kernels_stay_loaded_until_its_last_launch_is_done",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let mut region = Replay::new();
+            standin::clear_log();
+            {
+                // The region's only kernel, of code loaded for it alone, dropped by its
+                // caller after two runs.
+                let kernel = k1();
+                run(&mut region, &stream, &kernel, &[1, 2]).unwrap();
+                run(&mut region, &stream, &kernel, &[3, 2]).unwrap();
+            }
+            let log = standin::log();
+            // Catches a region whose graphs do not keep their kernels: unloaded while its
+            // launches may still be queued.
+            assert_eq!(count("cuLibraryUnload"), 0, "{log}");
+            // Catches the graphs keeping their kernels through a driver user object again,
+            // whose bookkeeping costs every launch.
+            assert_eq!(count("cuUserObjectCreate"), 0, "{log}");
+
+            // The region goes: its executable graph is destroyed, and the kernel is released
+            // by a host function queued after its last launch (the stand-in runs host
+            // functions when the stream is synchronised).
+            standin::clear_log();
+            drop(region);
+            let log = standin::log();
+            let destroyed = log.find("cuGraphExecDestroy").expect(&log);
+            let queued = log.find("cuLaunchHostFunc").expect(&log);
+            assert!(destroyed < queued, "{log}");
+            // Catches a release that does not wait for the last launch.
+            assert_eq!(count("cuLibraryUnload"), 0, "{log}");
+            stream.sync().unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while count("cuLibraryUnload") == 0 {
+                // Catches a kernel never released (the code loaded for good).
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "not unloaded:\n{}",
+                    standin::log()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        },
+    );
+}
+
+#[test]
 fn a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched() {
     on_both_abis(
         "a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched",
@@ -362,20 +412,26 @@ fn a_declared_unchanged_launch_that_changed_is_refused_in_debug_builds() {
             let kernel = k1();
             let config = LaunchConfig::for_elements(1, 1);
             let mut region = Replay::new();
-            let mut go = |value: u64| {
+            let mut cooperative = config;
+            cooperative.cooperative = true;
+            let mut go = |value: u64, config: &LaunchConfig| {
                 region.run(&stream, |r| {
                     // SAFETY: the stand-in runs no kernel (the broken promise is the test).
-                    unsafe { r.launch_unchanged(&config, &kernel, &[&value]) }
+                    unsafe { r.launch_unchanged(config, &kernel, &[&value]) }
                 })
             };
-            go(1).unwrap();
-            standin::clear_log();
-            let err = go(2).unwrap_err();
-            assert!(err.to_string().contains("declared unchanged"), "{err}");
-            // Catches a refused run launched anyway, or updated.
-            let log = standin::log();
-            assert!(!log.contains("cuGraphLaunch"), "{log}");
-            assert!(!log.contains("cuGraphExecKernelNodeSetParams"), "{log}");
+            go(1, &config).unwrap();
+            // Changed arguments, then a configuration no node has (which the update pass
+            // does not read in release builds).
+            for (value, config) in [(2, &config), (1, &cooperative)] {
+                standin::clear_log();
+                let err = go(value, config).unwrap_err();
+                assert!(err.to_string().contains("declared unchanged"), "{err}");
+                // Catches a refused run launched anyway, or updated.
+                let log = standin::log();
+                assert!(!log.contains("cuGraphLaunch"), "{log}");
+                assert!(!log.contains("cuGraphExecKernelNodeSetParams"), "{log}");
+            }
         },
     );
 }

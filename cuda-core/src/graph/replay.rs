@@ -143,8 +143,8 @@ struct Entry {
 /// A kernel node: its kernel's handle, its shape, and where the bytes of its arguments now
 /// are. What an update pass compares, in one cache line: a node has no cluster, cooperative
 /// launch or attribute (a launch with one is refused where the node is built), so its shape is
-/// its grid, block and shared memory. Its kernel stays loaded with the entry's graph, which
-/// keeps it.
+/// its grid, block and shared memory. Its kernel stays loaded with the entry's executable
+/// graph, which keeps it until its last launch is done.
 #[repr(align(64))]
 struct Node {
     handle: GraphNodeHandle,
@@ -229,9 +229,17 @@ struct Step {
 }
 
 impl Node {
+    /// Whether a launch declared unchanged is this node's: its kernel, grid, block, shared
+    /// memory and argument count. That its configuration has no cluster, cooperative launch
+    /// or attribute is its caller's promise (checked in debug builds): a sixth of the
+    /// comparison's instructions, for what no node can have.
     #[inline(always)]
     fn same_shape(&self, kernel: &Kernel, config: &LaunchConfig, args: usize) -> bool {
-        self.function == kernel.handle() && self.plain_and_same(config) && self.count == args
+        self.function == kernel.handle()
+            && config.grid == self.shape.grid
+            && config.block == self.shape.block
+            && config.shared_memory_bytes == self.shape.shared_memory_bytes
+            && self.count == args
     }
 
     /// Whether `config` is this node's: its shape the same, and no cluster, cooperative
@@ -299,6 +307,8 @@ enum Mode<'p> {
         graph: &'p mut Graph,
         nodes: &'p mut Vec<Node>,
         args: &'p mut Args,
+        /// Its kernels, one of each, kept with its executable graph.
+        kernels: &'p mut Vec<Kernel>,
     },
 }
 
@@ -366,14 +376,16 @@ impl ReplayRecorder<'_> {
     }
 
     /// [`launch`](Self::launch) for a launch whose arguments never change: where the region
-    /// updates a kept graph, only the launch's kernel, shape and argument count are compared
-    /// with its node, and its arguments are not read (where it builds a graph, or reads a
-    /// changed sequence, they are read as `launch` reads them). For the launches of a
+    /// updates a kept graph, only the launch's kernel, shape (grid, block and shared memory)
+    /// and argument count are compared with its node, and its arguments are not read, nor its
+    /// configuration's cluster, cooperative flag and attributes (where it builds a graph, or
+    /// reads a changed sequence, they are read as `launch` reads them). For the launches of a
     /// pipeline whose arguments stay the same from run to run (weights, fixed buffers, sizes)
     /// beside a few that change: their comparison is most of a run's own time.
     ///
-    /// In builds with debug assertions the arguments are compared all the same, and a run
-    /// whose unchanged launch changed is refused (nothing launched).
+    /// In builds with debug assertions the arguments and the rest of the configuration are
+    /// checked all the same, and a run whose unchanged launch changed is refused (nothing
+    /// launched).
     ///
     /// ```no_run
     /// # use cuda_core::{Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions};
@@ -416,7 +428,9 @@ impl ReplayRecorder<'_> {
     /// its arguments must be the same, byte for byte, as when the region first made it in this
     /// sequence of launches (a buffer the same buffer, alive; a scalar the same value): a
     /// changed argument would not reach the graph, whose kernel would then use the old one.
-    #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    /// Its configuration must have no cluster, cooperative launch or launch attribute, as
+    /// where the region builds a graph (a node has none of them; where the region updates a
+    /// kept graph they are not read).
     #[inline]
     pub unsafe fn launch_unchanged(
         &mut self,
@@ -439,7 +453,9 @@ impl ReplayRecorder<'_> {
                     _ => *diverged = true,
                 }
                 #[cfg(debug_assertions)]
-                if !*diverged && !unchanged(entry, index, args) {
+                if !*diverged
+                    && !(entry.nodes[index].plain_and_same(config) && unchanged(entry, index, args))
+                {
                     self.refused = true;
                     return Err(changed_unchanged(index));
                 }
@@ -484,9 +500,10 @@ impl ReplayRecorder<'_> {
                 graph,
                 nodes,
                 args: kept,
+                kernels,
             } => {
                 // SAFETY: the caller's promise.
-                unsafe { build(graph, nodes, kept, config, kernel, args) }
+                unsafe { build(graph, nodes, kept, kernels, config, kernel, args) }
             }
         };
         if result.is_err() {
@@ -548,7 +565,8 @@ fn changed_unchanged(index: usize) -> Error {
         name: "args",
         reason: format!(
             "launch {index} of the region was declared unchanged (launch_unchanged) but its \
-             arguments differ from its node's; use launch for arguments that change"
+             arguments differ from its node's, or its configuration has a cluster, a \
+             cooperative launch or an attribute; use launch for arguments that change"
         ),
     }
 }
@@ -654,6 +672,7 @@ unsafe fn build(
     graph: &mut Graph,
     nodes: &mut Vec<Node>,
     kept: &mut Args,
+    kernels: &mut Vec<Kernel>,
     config: &LaunchConfig,
     kernel: &Kernel,
     args: &[&dyn KernelArg],
@@ -678,11 +697,12 @@ unsafe fn build(
             .graph_add_kernel_node(graph.handle, &deps, &spec)
     }?;
     note(&mut graph.state, graph.handle, handle);
-    // The kernel stays loaded while any launch of the graph may run it: the graph hands it to
-    // the driver as a user object at instantiation, released once no launch refers to it
-    // (dropping the region's own clone may come sooner, an evicted graph's launch still
-    // queued).
-    graph.state.keep.get_mut().push(Box::new(kernel.clone()));
+    // The kernel stays loaded while any launch of the graph may run it: its executable graph
+    // keeps it until its last launch is done (not the driver through a user object, whose
+    // bookkeeping costs each launch of the graph about 0.5 µs on an H100).
+    if !kernels.iter().any(|k| k.handle() == kernel.handle()) {
+        kernels.push(kernel.clone());
+    }
     let first = kept.len();
     for arg in args {
         kept.push(arg_bytes(arg));
@@ -889,11 +909,13 @@ impl Replay {
         let mut graph = Graph::from_handle(handle, context);
         let mut nodes = Vec::new();
         let mut args = Args::default();
+        let mut kernels = Vec::new();
         let mut recorder = ReplayRecorder {
             mode: Mode::Build {
                 graph: &mut graph,
                 nodes: &mut nodes,
                 args: &mut args,
+                kernels: &mut kernels,
             },
             stream,
             homes: &mut self.homes,
@@ -906,7 +928,10 @@ impl Replay {
         if nodes.is_empty() {
             return Ok(false);
         }
-        let exec = graph.instantiate(GraphOptions::default())?;
+        let mut exec = graph.instantiate(GraphOptions::default())?;
+        // Unloaded no sooner than the last launch of `exec` is done, whenever the region, or
+        // the caller's kernels, go.
+        exec.keep_until_last_launch(Box::new(kernels));
         self.stats.builds += 1;
         let built_homes = self.homes.clone();
         self.entries.insert(
