@@ -453,11 +453,13 @@ impl ReplayRecorder<'_> {
                     _ => *diverged = true,
                 }
                 #[cfg(debug_assertions)]
-                if !*diverged
-                    && !(entry.nodes[index].plain_and_same(config) && unchanged(entry, index, args))
-                {
-                    self.refused = true;
-                    return Err(changed_unchanged(index));
+                if !*diverged {
+                    let same =
+                        entry.nodes[index].plain_and_same(config) && unchanged(entry, index, args);
+                    if !same {
+                        self.refused = true;
+                        return Err(changed_unchanged(index));
+                    }
                 }
             }
             return Ok(());
