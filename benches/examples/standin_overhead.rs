@@ -19,7 +19,7 @@
 //! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
 //! GPU; without a C compiler it says so and exits with status 0.
 //!
-//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`) measures that row alone,
+//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`, `alloc`) measures that row alone,
 //! for a profiler; `CUDA_CORE_STANDIN_BATCHES=N` times N batches instead of 200 (1 or 2 under
 //! `valgrind --tool=callgrind`).
 //!
@@ -393,16 +393,40 @@ fn measure() -> Result<()> {
         }),
     );
     launch_attrs_row(launch_kernel_ex, s, &k0, &stream, config);
-    row(
-        "alloc_free_1k",
-        // SAFETY: stand-in functions, valid out-pointers, the handles made above.
-        best(|| unsafe {
-            let mut ptr = 0;
-            alloc(&mut ptr, 1024, pool, s);
-            free(black_box(ptr), s);
-        }),
-        best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
-    );
+    let alloc_row = || {
+        row(
+            "alloc_free_1k",
+            // SAFETY: stand-in functions, valid out-pointers, the handles made above.
+            best(|| unsafe {
+                let mut ptr = 0;
+                alloc(&mut ptr, 1024, pool, s);
+                free(black_box(ptr), s);
+            }),
+            best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
+        )
+    };
+    if std::env::var("CUDA_CORE_STANDIN_ONLY").as_deref() == Ok("alloc") {
+        // The GPU suite's `alloc_free_1k_device_pool`: a counted pool of cuda-core's, without
+        // the default resource's cache of small sizes, against raw on the same pool's handle.
+        // (The stand-in has no `cuMemPoolCreate`: the default pool, wrapped.)
+        use cuda_core::{DeviceMemoryResource, MemoryResource};
+        // SAFETY: the device's default pool, which outlives the wrapper.
+        let own = unsafe { DeviceMemoryResource::from_raw(pool.cast(), device) }?;
+        let handle = pool;
+        let own: std::sync::Arc<dyn MemoryResource> = own;
+        row(
+            "alloc_free_1k_device_pool",
+            // SAFETY: stand-in functions, valid out-pointers, the pool and stream made above.
+            best(|| unsafe {
+                let mut ptr = 0;
+                alloc(&mut ptr, 1024, handle, s);
+                free(black_box(ptr), s);
+            }),
+            best(|| drop(black_box(own.allocate(1024, &stream).unwrap()))),
+        );
+        return Ok(());
+    }
+    alloc_row();
     row(
         "alloc_free_1k (raw also counts a stream reference up and down)",
         // SAFETY: as above. The clone stands for the stream reference a buffer keeps.

@@ -275,7 +275,23 @@ impl PartialEq for Stream {
 
 impl Eq for Stream {}
 
+/// A stream not kept alive: what work put off until captures end holds, so that a stream
+/// dropped meanwhile still ends its own capture (its drop does).
+pub(crate) struct WeakStream(std::sync::Weak<StreamInner>);
+
+impl WeakStream {
+    /// The stream, where some clone of it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<Stream> {
+        self.0.upgrade().map(|inner| Stream { inner })
+    }
+}
+
 impl Stream {
+    /// A reference to this stream that does not keep it alive.
+    pub(crate) fn downgrade(&self) -> WeakStream {
+        WeakStream(Arc::downgrade(&self.inner))
+    }
+
     pub(crate) fn create(context: Context, options: StreamOptions) -> Result<Stream> {
         match context.green_handle() {
             // Green contexts make their streams directly, and only non-blocking ones.

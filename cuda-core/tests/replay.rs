@@ -217,6 +217,61 @@ fn a_regions_kernels_stay_loaded_until_its_last_launch_is_done() {
     );
 }
 
+/// A region dropped while the stream of its last launch captures: its kernels' release is
+/// neither captured nor waited for (either would break the capture), but queued once the
+/// capture has ended.
+#[test]
+fn a_region_dropped_during_a_capture_of_its_stream_releases_its_kernels_after_it() {
+    on_both_abis(
+        "a_region_dropped_during_a_capture_of_its_stream_releases_its_kernels_after_it",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let mut region = Replay::new();
+            run(&mut region, &stream, &k1(), &[1]).unwrap();
+            // SAFETY: nothing captured uses memory.
+            unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+            standin::clear_log();
+            drop(region);
+            let log = standin::log();
+            // Catches the release queued into the capture (a host function run by every
+            // launch of the captured graph), or waited for (refused, and the capture lost).
+            assert!(!log.contains("cuLaunchHostFunc"), "{log}");
+            assert!(!log.contains("cuStreamSynchronize"), "{log}");
+            // The capture is still whole.
+            let graph = stream.end_capture().unwrap();
+            drop(graph);
+            // Catches a release put off for good (the code loaded until the process ends).
+            assert_eq!(count("cuLaunchHostFunc"), 1, "{}", standin::log());
+            assert_eq!(count("cuLibraryUnload"), 0, "{}", standin::log());
+            stream.sync().unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while count("cuLibraryUnload") == 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "not unloaded:\n{}",
+                    standin::log()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+
+            // The stream itself dropped during the capture (which its drop ends): catches a
+            // release put off holding the stream, whose capture then never ends (every later
+            // capture's end, and the device's synchronisation, waited for it).
+            let other = common::stream(device);
+            let mut region = Replay::new();
+            run(&mut region, &other, &k1(), &[1]).unwrap();
+            // SAFETY: nothing captured uses memory.
+            unsafe { other.begin_capture(CaptureMode::Global) }.unwrap();
+            drop(region);
+            standin::clear_log();
+            drop(other);
+            assert_eq!(count("cuStreamEndCapture"), 1, "{}", standin::log());
+            device.sync().unwrap();
+        },
+    );
+}
+
 #[test]
 fn a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched() {
     on_both_abis(

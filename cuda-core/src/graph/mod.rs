@@ -508,22 +508,51 @@ impl Drop for GraphExec {
         let Some(stream) = self.last.take() else {
             return;
         };
-        let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(extras)));
-        let theirs = shared.clone();
-        let queued = stream.launch_host_func(move || {
-            if let Some(values) = theirs.lock().ok().and_then(|mut values| values.take()) {
-                keep::release_later(values);
+        release_after_work(stream, extras);
+    }
+}
+
+/// Releases `values` once the work queued on `stream` so far is done: by a host function
+/// queued there, or, where the stream captures (a host function would go into the capture,
+/// and a wait would invalidate it), once no capture is open.
+fn release_after_work(stream: Stream, values: Vec<Kept>) {
+    if stream.capturing() {
+        // Not the stream itself: a stream dropped meanwhile ends its capture as it goes.
+        let weak = stream.downgrade();
+        drop(stream);
+        crate::lifetime::captures::after_captures_run(Box::new(move || {
+            match weak.upgrade() {
+                Some(stream) if !stream.capturing() => release_after_work(stream, values),
+                _ => {
+                    // Its stream was dropped during the capture (its work can no longer be
+                    // waited for without a wait on the whole device), or still captures:
+                    // kept for good, never released early.
+                    log::error!(
+                        "an executable graph was dropped while its stream captured, and the \
+                         stream is gone or captures still once no capture is open: the \
+                         values it kept (kernels, buffers) are kept for good"
+                    );
+                    std::mem::forget(values);
+                }
             }
-        });
-        if let Err(e) = queued {
-            log::error!(
-                "queueing the release of an executable graph's values: {e}; waiting for its \
-                 stream instead"
-            );
-            if let Err(e) = stream.sync() {
-                log::error!("waiting for an executable graph's stream: {e}; its values are kept");
-                std::mem::forget(shared);
-            }
+        }));
+        return;
+    }
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(values)));
+    let theirs = shared.clone();
+    let queued = stream.launch_host_func(move || {
+        if let Some(values) = theirs.lock().ok().and_then(|mut values| values.take()) {
+            keep::release_later(values);
+        }
+    });
+    if let Err(e) = queued {
+        log::error!(
+            "queueing the release of an executable graph's values: {e}; waiting for its \
+             stream instead"
+        );
+        if let Err(e) = stream.sync() {
+            log::error!("waiting for an executable graph's stream: {e}; its values are kept");
+            std::mem::forget(shared);
         }
     }
 }

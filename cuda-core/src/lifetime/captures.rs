@@ -255,7 +255,29 @@ pub(crate) fn after_captures(later: Later) {
     }
 }
 
+/// Work of other kinds put off until no capture is open: what would otherwise be queued on a
+/// capturing stream, or wait for one.
+type LaterWork = Box<dyn FnOnce() + Send>;
+
+static LATER_WORK: std::sync::Mutex<Vec<LaterWork>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `work` once no capture is open (at once where none is by now), on the thread that
+/// ends the last one.
+pub(crate) fn after_captures_run(work: LaterWork) {
+    LATER_WORK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(work);
+    if !captures_open() {
+        finish_later();
+    }
+}
+
 fn finish_later() {
+    let work = std::mem::take(&mut *LATER_WORK.lock().unwrap_or_else(|e| e.into_inner()));
+    for work in work {
+        work();
+    }
     let work = std::mem::take(&mut *LATER.lock().unwrap_or_else(|e| e.into_inner()));
     for later in work {
         for ptr in later.small {
