@@ -73,6 +73,20 @@ fn waits_around_the_launch(log: &str) -> (usize, usize) {
     (waits(&lines[..launched]), waits(&lines[launched..]))
 }
 
+/// Waits (10 s at most) for the code of a released kernel to be unloaded: the crate's thread
+/// drops it once the host function that releases it has run.
+fn wait_for_unload() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count("cuLibraryUnload") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not unloaded:\n{}",
+            standin::log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn stats(runs: u64, builds: u64, updated_nodes: u64) -> ReplayStats {
     let mut stats = ReplayStats::default();
     stats.runs = runs;
@@ -203,16 +217,8 @@ fn a_regions_kernels_stay_loaded_until_its_last_launch_is_done() {
             // Catches a release that does not wait for the last launch.
             assert_eq!(count("cuLibraryUnload"), 0, "{log}");
             stream.sync().unwrap();
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while count("cuLibraryUnload") == 0 {
-                // Catches a kernel never released (the code loaded for good).
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "not unloaded:\n{}",
-                    standin::log()
-                );
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
+            // Catches a kernel never released (the code loaded for good).
+            wait_for_unload();
         },
     );
 }
@@ -245,15 +251,7 @@ fn a_region_dropped_during_a_capture_of_its_stream_releases_its_kernels_after_it
             assert_eq!(count("cuLaunchHostFunc"), 1, "{}", standin::log());
             assert_eq!(count("cuLibraryUnload"), 0, "{}", standin::log());
             stream.sync().unwrap();
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while count("cuLibraryUnload") == 0 {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "not unloaded:\n{}",
-                    standin::log()
-                );
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
+            wait_for_unload();
 
             // The stream itself dropped during the capture (which its drop ends): catches a
             // release put off holding the stream, whose capture then never ends (every later
