@@ -164,6 +164,14 @@ struct Shape {
 }
 
 impl Shape {
+    /// Whether `config`'s grid, block and shared memory are this shape's.
+    #[inline(always)]
+    fn is_of(&self, config: &LaunchConfig) -> bool {
+        config.grid == self.grid
+            && config.block == self.block
+            && config.shared_memory_bytes == self.shared_memory_bytes
+    }
+
     fn of(config: &LaunchConfig) -> Shape {
         Shape {
             grid: config.grid,
@@ -231,15 +239,11 @@ struct Step {
 impl Node {
     /// Whether a launch declared unchanged is this node's: its kernel, grid, block, shared
     /// memory and argument count. That its configuration has no cluster, cooperative launch
-    /// or attribute is its caller's promise (checked in debug builds): a sixth of the
-    /// comparison's instructions, for what no node can have.
+    /// or attribute is its caller's promise (checked in debug builds): 9 of the comparison's
+    /// 25 branches per launch, for what no node can have.
     #[inline(always)]
     fn same_shape(&self, kernel: &Kernel, config: &LaunchConfig, args: usize) -> bool {
-        self.function == kernel.handle()
-            && config.grid == self.shape.grid
-            && config.block == self.shape.block
-            && config.shared_memory_bytes == self.shape.shared_memory_bytes
-            && self.count == args
+        self.function == kernel.handle() && self.shape.is_of(config) && self.count == args
     }
 
     /// Whether `config` is this node's: its shape the same, and no cluster, cooperative
@@ -247,9 +251,7 @@ impl Node {
     /// configurations, not inlined, was a sixth of a replay's own time.
     #[inline(always)]
     fn plain_and_same(&self, config: &LaunchConfig) -> bool {
-        config.grid == self.shape.grid
-            && config.block == self.shape.block
-            && config.shared_memory_bytes == self.shape.shared_memory_bytes
+        self.shape.is_of(config)
             && config.cluster.is_none()
             && !config.cooperative
             && !config.attributes.any()
@@ -701,7 +703,7 @@ unsafe fn build(
     note(&mut graph.state, graph.handle, handle);
     // The kernel stays loaded while any launch of the graph may run it: its executable graph
     // keeps it until its last launch is done (not the driver through a user object, whose
-    // bookkeeping costs each launch of the graph about 0.5 µs on an H100).
+    // bookkeeping cost each launch of a 100-kernel graph 0.5 µs on one H100 host).
     if !kernels.iter().any(|k| k.handle() == kernel.handle()) {
         kernels.push(kernel.clone());
     }

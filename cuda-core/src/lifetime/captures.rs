@@ -245,50 +245,44 @@ pub(crate) struct Later {
     pub(crate) _context: Box<dyn Send>,
 }
 
-static LATER: std::sync::Mutex<Vec<Later>> = std::sync::Mutex::new(Vec::new());
-
 /// Puts `later` off until no capture is open (at once where none is by now).
 pub(crate) fn after_captures(later: Later) {
-    LATER.lock().unwrap_or_else(|e| e.into_inner()).push(later);
-    if !captures_open() {
-        finish_later();
+    after_captures_run(Box::new(move || later.finish()));
+}
+
+impl Later {
+    fn finish(self) {
+        for ptr in self.small {
+            if let Err(e) = self.driver.mem_free_async(ptr, self.handle) {
+                log::error!("freeing a kept small buffer of a stream dropped mid-capture: {e}");
+            }
+        }
+        if self.destroy {
+            if let Err(e) = self.driver.stream_destroy(self.handle) {
+                log::error!("destroying a stream dropped mid-capture: {e}");
+            }
+        }
     }
 }
 
-/// Work of other kinds put off until no capture is open: what would otherwise be queued on a
-/// capturing stream, or wait for one.
+/// Work put off until no capture is open: what would otherwise be queued on a capturing
+/// stream, or wait for one.
 type LaterWork = Box<dyn FnOnce() + Send>;
 
-static LATER_WORK: std::sync::Mutex<Vec<LaterWork>> = std::sync::Mutex::new(Vec::new());
+static LATER: std::sync::Mutex<Vec<LaterWork>> = std::sync::Mutex::new(Vec::new());
 
 /// Runs `work` once no capture is open (at once where none is by now), on the thread that
 /// ends the last one.
 pub(crate) fn after_captures_run(work: LaterWork) {
-    LATER_WORK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(work);
+    LATER.lock().unwrap_or_else(|e| e.into_inner()).push(work);
     if !captures_open() {
         finish_later();
     }
 }
 
 fn finish_later() {
-    let work = std::mem::take(&mut *LATER_WORK.lock().unwrap_or_else(|e| e.into_inner()));
+    let work = std::mem::take(&mut *LATER.lock().unwrap_or_else(|e| e.into_inner()));
     for work in work {
         work();
-    }
-    let work = std::mem::take(&mut *LATER.lock().unwrap_or_else(|e| e.into_inner()));
-    for later in work {
-        for ptr in later.small {
-            if let Err(e) = later.driver.mem_free_async(ptr, later.handle) {
-                log::error!("freeing a kept small buffer of a stream dropped mid-capture: {e}");
-            }
-        }
-        if later.destroy {
-            if let Err(e) = later.driver.stream_destroy(later.handle) {
-                log::error!("destroying a stream dropped mid-capture: {e}");
-            }
-        }
     }
 }
