@@ -393,17 +393,14 @@ fn measure() -> Result<()> {
         }),
     );
     launch_attrs_row(launch_kernel_ex, s, &k0, &stream, config);
-    let alloc_row = || {
-        row(
-            "alloc_free_1k",
-            // SAFETY: stand-in functions, valid out-pointers, the handles made above.
-            best(|| unsafe {
-                let mut ptr = 0;
-                alloc(&mut ptr, 1024, pool, s);
-                free(black_box(ptr), s);
-            }),
-            best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
-        )
+    let raw_alloc_free = || {
+        let mut ptr = 0;
+        // SAFETY: stand-in functions, a valid out-pointer, the default pool and the stream
+        // made above.
+        unsafe {
+            alloc(&mut ptr, 1024, pool, s);
+            free(black_box(ptr), s);
+        }
     };
     if std::env::var("CUDA_CORE_STANDIN_ONLY").as_deref() == Ok("alloc") {
         // The GPU suite's `alloc_free_1k_device_pool`: a counted pool of cuda-core's, without
@@ -412,21 +409,19 @@ fn measure() -> Result<()> {
         use cuda_core::{DeviceMemoryResource, MemoryResource};
         // SAFETY: the device's default pool, which outlives the wrapper.
         let own = unsafe { DeviceMemoryResource::from_raw(pool.cast(), device) }?;
-        let handle = pool;
         let own: std::sync::Arc<dyn MemoryResource> = own;
         row(
             "alloc_free_1k_device_pool",
-            // SAFETY: stand-in functions, valid out-pointers, the pool and stream made above.
-            best(|| unsafe {
-                let mut ptr = 0;
-                alloc(&mut ptr, 1024, handle, s);
-                free(black_box(ptr), s);
-            }),
+            best(raw_alloc_free),
             best(|| drop(black_box(own.allocate(1024, &stream).unwrap()))),
         );
         return Ok(());
     }
-    alloc_row();
+    row(
+        "alloc_free_1k",
+        best(raw_alloc_free),
+        best(|| drop(black_box(memory.allocate(1024, &stream).unwrap()))),
+    );
     row(
         "alloc_free_1k (raw also counts a stream reference up and down)",
         // SAFETY: as above. The clone stands for the stream reference a buffer keeps.

@@ -603,7 +603,7 @@ impl GraphExec {
 
     /// Keeps `value` until this executable graph's last launch is done (see its `Drop`):
     /// for what its nodes refer to and the driver does not keep (no user object, whose
-    /// per-launch bookkeeping costs a replayed region about 0.5 µs a launch).
+    /// per-launch bookkeeping cost a 100-kernel region's launch 0.5 µs on one H100 host).
     pub(crate) fn keep_until_last_launch(&mut self, value: Kept) {
         self.extras.push(value);
     }
