@@ -300,6 +300,7 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
         return;
     };
     let n = 1024i32;
+    replay_parts(d, core, raw, &core_k[1], raw_k[1], n);
     Case::new("diag_replay_100")
         .variant("raw", |b| {
             raw_update_loop(b, d, raw, raw_k[1], raw.stream, n)
@@ -346,4 +347,95 @@ pub(super) fn replay_diagnose<R: RawDriver>(c: &mut Criterion, d: &R, core: &Cor
         })
         .variant("cuda-core", |b| core_loop::<false>(b, core, &core_k[1], n))
         .run(c);
+}
+
+/// The host's own time of each part of a `replay_100` call, the stream synchronised between
+/// calls and not timed: raw's update and launch, the region's run (declared and compared),
+/// and a walk over 100 cache lines after the synchronisation (what the region's nodes cost
+/// to read once the driver's work has pushed them out). Interleaved call by call; printed as
+/// the median and the 10th and 90th percentiles.
+fn replay_parts<R: RawDriver>(
+    d: &R,
+    core: &Core,
+    raw: &RawState,
+    core_kernel: &Kernel,
+    raw_kernel: Handle,
+    n: i32,
+) {
+    use std::time::Instant;
+    #[repr(align(64))]
+    struct Line([u64; 8]);
+    let lines: Vec<Line> = (0..KERNELS as u64).map(|i| Line([i; 8])).collect();
+    let chain = raw_chain(d, raw, raw_kernel, n);
+    let [p0, p1, p2, _] = &raw.args;
+    let mut declared = Replay::new();
+    let mut compared = Replay::new();
+    const CALLS: usize = 4000;
+    let mut times = [(); 5].map(|_| Vec::with_capacity(CALLS));
+    let mut scalar = 0i32;
+    for call in 0..CALLS + 200 {
+        scalar = scalar.wrapping_add(1);
+        let mut spans = [0u64; 5];
+        // Raw: update and launch.
+        let start = Instant::now();
+        // SAFETY: as in `raw_update`.
+        unsafe {
+            check(
+                d.cuGraphExecKernelNodeSetParams(
+                    chain.exec,
+                    chain.first,
+                    raw_kernel,
+                    raw.context,
+                    GRID,
+                    BLOCK,
+                    [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
+                ),
+                "cuGraphExecKernelNodeSetParams",
+            );
+            check(d.cuGraphLaunch(chain.exec, raw.stream), "cuGraphLaunch");
+        }
+        spans[0] = start.elapsed().as_nanos() as u64;
+        raw_sync(d, raw.stream);
+        // The walk, after a synchronisation.
+        let start = Instant::now();
+        let sum: u64 = lines.iter().map(|l| black_box(l).0[call % 8]).sum();
+        spans[1] = start.elapsed().as_nanos() as u64;
+        black_box(sum);
+        raw_sync(d, raw.stream);
+        let start = Instant::now();
+        core_run::<true>(&mut declared, core, core_kernel, scalar, n);
+        spans[2] = start.elapsed().as_nanos() as u64;
+        core.stream.sync().unwrap();
+        let start = Instant::now();
+        core_run::<false>(&mut compared, core, core_kernel, scalar, n);
+        spans[3] = start.elapsed().as_nanos() as u64;
+        core.stream.sync().unwrap();
+        // The declared run again at once, its data in the cache (no synchronisation between).
+        let start = Instant::now();
+        core_run::<true>(&mut declared, core, core_kernel, scalar, n);
+        spans[4] = start.elapsed().as_nanos() as u64;
+        core.stream.sync().unwrap();
+        if call >= 200 {
+            for (kept, span) in times.iter_mut().zip(spans) {
+                kept.push(span);
+            }
+        }
+    }
+    let names = [
+        "raw update+launch",
+        "walk of 100 lines after a sync",
+        "region run, declared",
+        "region run, compared",
+        "region run, declared (after a declared run's sync)",
+    ];
+    for (name, kept) in names.iter().zip(times.iter_mut()) {
+        kept.sort_unstable();
+        let at = |q: usize| kept[kept.len() * q / 100];
+        println!(
+            "replay part: {name}: median {} ns (p10 {}, p90 {})",
+            at(50),
+            at(10),
+            at(90)
+        );
+    }
 }
