@@ -170,11 +170,15 @@ pub(crate) enum Op {
     },
     /// A replayable region's run of one or two launches of `k1` over the buffer (whole, or
     /// bytes 64..128): built, updated in place or rebuilt as the sequence and buffer change.
+    /// With `unchanged`, the second launch is declared unchanged (`launch_unchanged`): kept
+    /// as built where its buffer is the one the region's graph has, refused (nothing
+    /// launched, in the debug builds the tests run) where it is not.
     Replay {
         b: usize,
         s: usize,
         part: bool,
         twice: bool,
+        unchanged: bool,
     },
     Copy {
         from: usize,
@@ -260,8 +264,13 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => (i(), i(), i(), any::<bool>())
             .prop_map(|(from, to, s, part)| Op::Copy { from, to, s, part }),
         2 => (i(), i(), any::<bool>()).prop_map(|(b, s, part)| Op::Kernel { b, s, part }),
-        2 => (i(), i(), any::<bool>(), any::<bool>())
-            .prop_map(|(b, s, part, twice)| Op::Replay { b, s, part, twice }),
+        2 => (i(), i(), any::<bool>(), 0u8..3).prop_map(|(b, s, part, launches)| Op::Replay {
+            b,
+            s,
+            part,
+            twice: launches > 0,
+            unchanged: launches == 2,
+        }),
         1 => (i(), i()).prop_map(|(b, s)| Op::ToHost { b, s }),
         1 => (i(), i()).prop_map(|(b, s)| Op::SetHome { b, s }),
         3 => (i(), 0u8..3).prop_map(|(s, mode)| Op::Begin { s, mode }),
@@ -566,7 +575,13 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 let _ = unsafe { cuda_core::launch(&stream, &config, &kernel, &[arg]) };
             }
         }
-        Op::Replay { b, s, part, twice } => {
+        Op::Replay {
+            b,
+            s,
+            part,
+            twice,
+            unchanged,
+        } => {
             if world.kernel.is_none() {
                 let code = cuda_core::ObjectCode::from_cubin(standin::cubin());
                 world.kernel = code.get_kernel("k1").ok();
@@ -586,7 +601,13 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
                 let _ = region.run(&stream, |r| {
                     // SAFETY: the stand-in runs no kernel.
                     unsafe { r.launch(&config, &kernel, &[arg])? };
-                    if twice {
+                    // Only where debug assertions check the promise: a release build would
+                    // keep the built buffer without a word.
+                    if twice && unchanged && cfg!(debug_assertions) {
+                        // SAFETY: as above; where its buffer is not the one of the region's
+                        // graph, the debug build's check refuses the run.
+                        unsafe { r.launch_unchanged(&config, &kernel, &[arg])? };
+                    } else if twice {
                         // SAFETY: as above.
                         unsafe { r.launch(&config, &kernel, &[arg])? };
                     }
