@@ -19,9 +19,9 @@
 //! call over 200 batches of 10 000, raw and through cuda-core, in nanoseconds. It needs no
 //! GPU; without a C compiler it says so and exits with status 0.
 //!
-//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`, `alloc`) measures that row alone,
-//! for a profiler; `CUDA_CORE_STANDIN_BATCHES=N` times N batches instead of 200 (1 or 2 under
-//! `valgrind --tool=callgrind`).
+//! `CUDA_CORE_STANDIN_ONLY=replay` (or `tensor_map`, `launch_attrs`, `alloc`) measures that
+//! row alone, for a profiler; `CUDA_CORE_STANDIN_BATCHES=N` times N batches instead of 200 (1
+//! or 2 under `valgrind --tool=callgrind`).
 //!
 //! `CUDA_CORE_STANDIN_EVICT=32768` makes each stand-in call that stands for driver work first
 //! write over 32 KiB, as a real driver call's own work pushes the caller's data out of the

@@ -142,29 +142,44 @@ fn raw_update<R: RawDriver>(
     stream: Handle,
     (exec, first): (Handle, Handle),
 ) {
-    let [p0, p1, p2, _] = &raw.args;
     let mut scalar = 0i32;
     b.iter(|| {
         scalar = scalar.wrapping_add(1);
-        // SAFETY: the chain's first node, the same kernel and parameters as built; a live
-        // executable graph on a live stream.
-        unsafe {
-            check(
-                d.cuGraphExecKernelNodeSetParams(
-                    exec,
-                    first,
-                    kernel,
-                    raw.context,
-                    GRID,
-                    BLOCK,
-                    [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
-                ),
-                "cuGraphExecKernelNodeSetParams",
-            );
-            check(d.cuGraphLaunch(exec, stream), "cuGraphLaunch");
-        }
+        raw_update_launch(d, raw, kernel, stream, (exec, first), scalar);
         raw_sync(d, stream);
     });
+}
+
+/// The hand-written loop's call, the synchronisation left out: the chain's first node
+/// updated with `scalar` (`cuGraphExecKernelNodeSetParams`), the chain launched. Inlined, as
+/// the loop was written before.
+#[inline(always)]
+fn raw_update_launch<R: RawDriver>(
+    d: &R,
+    raw: &RawState,
+    kernel: Handle,
+    stream: Handle,
+    (exec, first): (Handle, Handle),
+    scalar: i32,
+) {
+    let [p0, p1, p2, _] = &raw.args;
+    // SAFETY: the chain's first node, the same kernel and parameters as built; a live
+    // executable graph on a live stream.
+    unsafe {
+        check(
+            d.cuGraphExecKernelNodeSetParams(
+                exec,
+                first,
+                kernel,
+                raw.context,
+                GRID,
+                BLOCK,
+                [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
+            ),
+            "cuGraphExecKernelNodeSetParams",
+        );
+        check(d.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+    }
 }
 
 pub(super) fn replay_cases<R: RawDriver>(
@@ -367,7 +382,6 @@ fn replay_parts<R: RawDriver>(
     struct Line([u64; 8]);
     let lines: Vec<Line> = (0..KERNELS as u64).map(|i| Line([i; 8])).collect();
     let chain = raw_chain(d, raw, raw_kernel, n);
-    let [p0, p1, p2, _] = &raw.args;
     let mut declared = Replay::new();
     let mut compared = Replay::new();
     const CALLS: usize = 4000;
@@ -378,22 +392,14 @@ fn replay_parts<R: RawDriver>(
         let mut spans = [0u64; 5];
         // Raw: update and launch.
         let start = Instant::now();
-        // SAFETY: as in `raw_update`.
-        unsafe {
-            check(
-                d.cuGraphExecKernelNodeSetParams(
-                    chain.exec,
-                    chain.first,
-                    raw_kernel,
-                    raw.context,
-                    GRID,
-                    BLOCK,
-                    [arg(p0), arg(p1), arg(p2), arg(&scalar)].as_mut_ptr(),
-                ),
-                "cuGraphExecKernelNodeSetParams",
-            );
-            check(d.cuGraphLaunch(chain.exec, raw.stream), "cuGraphLaunch");
-        }
+        raw_update_launch(
+            d,
+            raw,
+            raw_kernel,
+            raw.stream,
+            (chain.exec, chain.first),
+            scalar,
+        );
         spans[0] = start.elapsed().as_nanos() as u64;
         raw_sync(d, raw.stream);
         // The walk, after a synchronisation.

@@ -343,13 +343,13 @@ pub trait BuildGraph: seal::Buildable {
     /// With the 580.159.04 driver, a graph whose WHILE node ran its body more than once
     /// faulted with `CUDA_ERROR_LAUNCH_FAILED` within seconds whenever other work of the
     /// process ran on the device at the same time from another stream: another such graph
-    /// (on an H100 and on an H200), a plain kernel or graph (on an H100). The error is sticky: every later call in the context
-    /// fails with it. The CUDA runtime alone reproduces it, without this crate
-    /// (`docs/driver-issues/while_beside_other_work.cu` in the repository). IF nodes, a
-    /// WHILE body that ran once, and WHILE graphs queued on one stream did not fault. Until
-    /// a driver is known to be fixed, queue a looping WHILE graph where nothing else of the
-    /// process runs meanwhile: on the stream that queues the rest of the work, or in a
-    /// process of its own.
+    /// (on an H100 and on an H200), a plain kernel or graph (on an H100). The error is
+    /// sticky: every later call in the context fails with it. The CUDA runtime alone
+    /// reproduces it, without this crate (`docs/driver-issues/while_beside_other_work.cu` in
+    /// the repository). IF nodes, a WHILE body that ran once, and WHILE graphs queued on one
+    /// stream did not fault. Until a driver is known to be fixed, queue a looping WHILE graph
+    /// where nothing else of the process runs meanwhile: on the stream that queues the rest
+    /// of the work, or in a process of its own.
     #[doc(alias = "cuGraphAddNode")]
     #[doc(alias = "CU_GRAPH_COND_TYPE_WHILE")]
     fn add_while(
