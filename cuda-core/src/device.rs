@@ -410,6 +410,76 @@ impl Device {
     pub(crate) fn attribute(&self, code: i32) -> Result<i32> {
         self.state()?.attribute(code, self.handle())
     }
+
+    /// What a launch's attributes are checked against, in one load of the device's state once
+    /// read: an attributed launch otherwise reads the compute capability and the priority
+    /// range each from a cache line of its own.
+    #[inline]
+    pub(crate) fn launch_facts(&self) -> Result<LaunchFacts> {
+        let state = self.state()?;
+        match LaunchFacts::unpack(
+            state
+                .launch_facts
+                .load(std::sync::atomic::Ordering::Relaxed),
+        ) {
+            Some(facts) => Ok(facts),
+            None => self.read_launch_facts(state),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_launch_facts(&self, state: &DeviceState) -> Result<LaunchFacts> {
+        let facts = LaunchFacts {
+            hopper: self.attribute(COMPUTE_CAPABILITY_MAJOR)? >= 9,
+            priority_range: self.stream_priority_range()?,
+        };
+        // A range that does not pack is read through the slow path each time.
+        if let Some(packed) = facts.pack() {
+            state
+                .launch_facts
+                .store(packed, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(facts)
+    }
+}
+
+/// A device's facts that launch attributes are checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaunchFacts {
+    /// Compute capability 9.0 or newer.
+    pub(crate) hopper: bool,
+    /// [`Device::stream_priority_range`].
+    pub(crate) priority_range: (i32, i32),
+}
+
+impl LaunchFacts {
+    /// Set in every packed word (0 is "not read").
+    const READ: u64 = 1 << 63;
+    const HOPPER: u64 = 1 << 32;
+
+    /// One word: the read mark, the capability bit, each priority as 16 bits; `None` where a
+    /// priority does not fit 16 bits.
+    fn pack(self) -> Option<u64> {
+        let (least, greatest) = self.priority_range;
+        let least = u64::from(i16::try_from(least).ok()? as u16);
+        let greatest = u64::from(i16::try_from(greatest).ok()? as u16);
+        Some(Self::READ | if self.hopper { Self::HOPPER } else { 0 } | least | greatest << 16)
+    }
+
+    #[inline]
+    fn unpack(word: u64) -> Option<Self> {
+        if word & Self::READ == 0 {
+            return None;
+        }
+        Some(LaunchFacts {
+            hopper: word & Self::HOPPER != 0,
+            priority_range: (
+                i32::from(word as u16 as i16),
+                i32::from((word >> 16) as u16 as i16),
+            ),
+        })
+    }
 }
 
 /// A device UUID.
@@ -480,4 +550,35 @@ impl DeviceProperties {
 /// `cargo xtask regenerate-bindings`.
 mod attributes {
     include!("generated/device_attributes.rs");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LaunchFacts;
+
+    #[test]
+    fn launch_facts_pack_and_unpack_to_the_same_facts() {
+        // Negative priorities lose their sign, or one priority spills into the other, where
+        // packing is wrong; 0 would read as "not read yet" if the mark were missing.
+        for hopper in [false, true] {
+            for priority_range in [(0, -5), (0, -1), (0, 0), (3, -32768), (32767, -2)] {
+                let facts = LaunchFacts {
+                    hopper,
+                    priority_range,
+                };
+                let packed = facts.pack().expect("16-bit priorities pack");
+                assert_ne!(packed, 0);
+                assert_eq!(LaunchFacts::unpack(packed), Some(facts));
+            }
+        }
+        assert_eq!(LaunchFacts::unpack(0), None, "0 is not read yet");
+        // A priority past 16 bits is not packed (read each time), never cut short.
+        for priority_range in [(40_000, 0), (0, -40_000)] {
+            let facts = LaunchFacts {
+                hopper: true,
+                priority_range,
+            };
+            assert_eq!(facts.pack(), None);
+        }
+    }
 }

@@ -14,12 +14,12 @@ pub(super) type Attributes = [std::mem::MaybeUninit<sys::CUlaunchAttribute>; MAX
 /// domain, cluster scheduling policy, preferred cluster, access-policy window,
 /// programmatic event.
 ///
-/// Only the first `count` entries are written (the driver reads no more), each zeroed
-/// before its fields are set.
+/// Only the first `count` entries of `attributes` are written (the driver reads no more),
+/// each zeroed before its fields are set. The caller's room is written in place: returned by
+/// value, the room (9 attributes of 72 bytes) was copied on every attributed launch.
 #[inline]
-pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
+pub(super) fn launch_attributes(p: &LaunchParams, attributes: &mut Attributes) -> u32 {
     use sys::CUlaunchAttributeID as Id;
-    let mut attributes: Attributes = [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
     let mut count = 0;
     // The next attribute, zeroed, with its id set.
     #[inline(always)]
@@ -39,7 +39,7 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
     }
     if let Some([x, y, z]) = p.cluster {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
         );
@@ -48,33 +48,25 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
         value.clusterDim.z = z;
     }
     if p.cooperative {
-        let value = push(
-            &mut attributes,
-            &mut count,
-            Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
-        );
+        let value = push(attributes, &mut count, Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
         value.cooperative = 1;
     }
     let extras = p.extras;
     if extras.programmatic_serialization {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
         );
         value.programmaticStreamSerializationAllowed = 1;
     }
     if let Some(priority) = extras.priority {
-        let value = push(
-            &mut attributes,
-            &mut count,
-            Id::CU_LAUNCH_ATTRIBUTE_PRIORITY,
-        );
+        let value = push(attributes, &mut count, Id::CU_LAUNCH_ATTRIBUTE_PRIORITY);
         value.priority = priority;
     }
     if let Some(domain) = extras.mem_sync_domain {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
         );
@@ -82,7 +74,7 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
     }
     if let Some(policy) = extras.cluster_scheduling_policy {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
         );
@@ -90,7 +82,7 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
     }
     if let Some([x, y, z]) = extras.preferred_cluster {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION,
         );
@@ -100,7 +92,7 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
     }
     if let Some(window) = extras.access_policy_window {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
         );
@@ -114,7 +106,7 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
     }
     if let Some((event, at_block_start)) = extras.programmatic_event {
         let value = push(
-            &mut attributes,
+            attributes,
             &mut count,
             Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
         );
@@ -122,13 +114,14 @@ pub(super) fn launch_attributes(p: &LaunchParams) -> (Attributes, u32) {
         value.programmaticEvent.flags = 0;
         value.programmaticEvent.triggerAtBlockStart = i32::from(at_block_start);
     }
-    (attributes, count as u32)
+    count as u32
 }
 
 /// The `CUlaunchConfig` of a launch, pointing at the first `count` of `attributes`.
 pub(super) fn launch_config(
     p: &LaunchParams,
-    attributes: &mut (Attributes, u32),
+    attributes: &mut Attributes,
+    count: u32,
 ) -> sys::CUlaunchConfig {
     sys::CUlaunchConfig {
         gridDimX: p.grid[0],
@@ -139,9 +132,9 @@ pub(super) fn launch_config(
         blockDimZ: p.block[2],
         sharedMemBytes: p.shared_mem_bytes,
         hStream: p.stream.0.cast(),
-        // The first `attributes.1` entries are written (`launch_attributes`).
-        attrs: attributes.0.as_mut_ptr().cast(),
-        numAttrs: attributes.1,
+        // The first `count` entries are written (`launch_attributes`).
+        attrs: attributes.as_mut_ptr().cast(),
+        numAttrs: count,
     }
 }
 
@@ -210,8 +203,10 @@ impl crate::driver::api::HotPath for Drv {
         params: &LaunchParams,
         args: *mut *mut std::ffi::c_void,
     ) -> Result<()> {
-        let mut attributes = launch_attributes(params);
-        let config = launch_config(params, &mut attributes);
+        let mut attributes: Attributes =
+            [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
+        let count = launch_attributes(params, &mut attributes);
+        let config = launch_config(params, &mut attributes, count);
         call!(self.cuLaunchKernelEx(&config, kernel.0.cast(), args, std::ptr::null_mut()))
     }
 
