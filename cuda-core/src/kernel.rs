@@ -1,7 +1,7 @@
 //! Kernels: their attributes, parameter layout and occupancy.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::device::Device;
@@ -142,14 +142,20 @@ pub struct Kernel {
 }
 
 /// A kernel's handle and what is cached of it, shared by every [`Kernel`] value of it (its
-/// [`ObjectCode`] keeps one per name, so asking again costs no driver call).
+/// [`ObjectCode`] keeps one per name, so asking again costs no driver call). What every launch
+/// reads comes first (`repr(C)` keeps the order), so that it shares the allocation's first
+/// cache line.
+#[repr(C)]
 pub(crate) struct KernelInner {
     handle: KernelHandle,
-    name: String,
-    driver: &'static dyn Driver,
+    /// The launch check's limit where the kernel was last launched, without the walk to that
+    /// device's entry: `(ordinal + 1) << 32 | max threads per block`, 0 before the first.
+    launch_limit: AtomicU64,
     params: OnceLock<Box<[ParamInfo]>>,
     /// Per device ordinal: attributes, and the kernel's function in the primary context.
     per_device: Box<[PerDevice]>,
+    driver: &'static dyn Driver,
+    name: String,
 }
 
 impl KernelInner {
@@ -161,10 +167,11 @@ impl KernelInner {
         let devices = Device::count()?;
         Ok(Arc::new(KernelInner {
             handle,
-            name,
-            driver,
+            launch_limit: AtomicU64::new(0),
             params: OnceLock::new(),
             per_device: (0..devices).map(|_| PerDevice::default()).collect(),
+            driver,
+            name,
         }))
     }
 
@@ -235,10 +242,25 @@ impl Kernel {
     /// The most threads per block on `device`, cached (the launch check).
     #[inline]
     pub(crate) fn max_threads_per_block(&self, device: Device) -> Result<u32> {
-        if let Some(attributes) = self.per_device(device)?.attributes.get() {
-            return Ok(attributes.max_threads_per_block);
+        let word = self.inner.launch_limit.load(Ordering::Relaxed);
+        if word >> 32 == device.ordinal() as u64 + 1 {
+            return Ok(word as u32);
         }
-        Ok(self.attributes(device)?.max_threads_per_block)
+        self.read_max_threads_per_block(device)
+    }
+
+    /// [`Kernel::max_threads_per_block`] on a device other than the last one's (or the
+    /// first time): from the device's entry, which then becomes the last one.
+    #[cold]
+    #[inline(never)]
+    fn read_max_threads_per_block(&self, device: Device) -> Result<u32> {
+        let threads = match self.per_device(device)?.attributes.get() {
+            Some(attributes) => attributes.max_threads_per_block,
+            None => self.attributes(device)?.max_threads_per_block,
+        };
+        let word = (device.ordinal() as u64 + 1) << 32 | u64::from(threads);
+        self.inner.launch_limit.store(word, Ordering::Relaxed);
+        Ok(threads)
     }
 
     /// The raw `CUkernel`, for calling other CUDA libraries or the driver directly; valid

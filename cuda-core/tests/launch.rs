@@ -1057,13 +1057,16 @@ fn refused(result: cuda_core::Result<()>) -> Option<&'static str> {
 
 #[test]
 fn every_launch_rule_holds_at_its_boundary() {
-    // The stand-in's kernels allow 1024 threads and 48 KiB of dynamic shared memory, two blocks
-    // per SM of 132; device 0 is compute capability 9.0, device 1 8.0.
+    // The stand-in's kernels allow 1024 threads (512 on device 1) and 48 KiB of dynamic shared
+    // memory, two blocks per SM of 132; device 0 is compute capability 9.0, device 1 8.0.
     common::standin::run(
         module_path!(),
         "every_launch_rule_holds_at_its_boundary",
         &[],
-        &[("STANDIN_DEVICE1_CC", "8")],
+        &[
+            ("STANDIN_DEVICE1_CC", "8"),
+            ("STANDIN_DEVICE1_THREADS", "512"),
+        ],
         || {
             use crate::common::standin;
             let device = cuda_core::Device::new(0).unwrap();
@@ -1305,6 +1308,14 @@ fn every_launch_rule_holds_at_its_boundary() {
                 refused(unsafe { launch(&old_stream, &config, &old_k0, &[]) })
             };
             assert_eq!(on_old(plain(1, [32, 1, 1])), None);
+            // The same kernel's thread limit is each device's own, however the launches
+            // alternate (a limit kept for the last device must not answer for another).
+            for _ in 0..2 {
+                assert_eq!(on_old(plain(1, [512, 1, 1])), None);
+                assert_eq!(on_old(plain(1, [513, 1, 1])), Some("config.block"));
+                assert_eq!(try_launch(plain(1, [1024, 1, 1])), None);
+                assert_eq!(try_launch(plain(1, [1025, 1, 1])), Some("config.block"));
+            }
             assert_eq!(on_old(clustered(4, [2, 1, 1])), Some("config.cluster"));
             assert_eq!(
                 on_old(plain(1, [32, 1, 1]).with_programmatic_serialization(true)),

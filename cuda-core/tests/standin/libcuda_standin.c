@@ -49,6 +49,8 @@
  *   STANDIN_ATTRIBUTE_BITS=1 cuDeviceGetAttribute answers bit D of the attribute's code on
  *                            device D (so 8 devices spell out the code an accessor asked for)
  *   STANDIN_DEVICE1_CC=MAJOR device 1's compute capability major (default 9; device 0 is 9.0)
+ *   STANDIN_DEVICE1_THREADS=N the most threads per block a kernel allows on device 1 (default
+ *                            1024, as on device 0)
  *   STANDIN_PARAM_SIZE=BYTES the size of every kernel parameter but ints (default 8)
  *   STANDIN_VERSION=V        what cuDriverGetVersion answers (default FAKE_VERSION, 13000)
  *   STANDIN_COND_FILL=1      cuGraphAddNode writes a conditional node's bodies into the array
@@ -1681,7 +1683,8 @@ int cuLibraryEnumerateKernels(void **out, unsigned count, void *lib) {
 int cuKernelGetAttribute(int *value, int attribute, void *kernel, int device) {
     char b[16];
     note("cuKernelGetAttribute %s attribute=%d device=%d", name(kernel, b), attribute, device);
-    *value = attribute == 0 ? 1024 : attribute == 8 ? 48 * 1024 : 0;
+    int threads = device == 1 ? (int)setting("STANDIN_DEVICE1_THREADS", 1024) : 1024;
+    *value = attribute == 0 ? threads : attribute == 8 ? 48 * 1024 : 0;
     return 0;
 }
 /* Every parameter but the trailing ints is STANDIN_PARAM_SIZE bytes (8 unless set). */
