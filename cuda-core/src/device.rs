@@ -1,6 +1,7 @@
 //! CUDA devices.
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::context::{Context, ContextOptions};
@@ -411,74 +412,89 @@ impl Device {
         self.state()?.attribute(code, self.handle())
     }
 
-    /// What a launch's attributes are checked against, in one load of the device's state once
-    /// read: an attributed launch otherwise reads the compute capability and the priority
-    /// range each from a cache line of its own.
+    /// Whether the device is of compute capability 9.0 or newer, for the launch checks: from
+    /// the word of launch facts (see [`LaunchFacts`]), which an attributed launch reads in one
+    /// load where the attribute cache and the priority range sit on cache lines of their own.
     #[inline]
-    pub(crate) fn launch_facts(&self) -> Result<LaunchFacts> {
+    pub(crate) fn launch_hopper(&self) -> Result<bool> {
         let state = self.state()?;
-        match LaunchFacts::unpack(
-            state
-                .launch_facts
-                .load(std::sync::atomic::Ordering::Relaxed),
-        ) {
-            Some(facts) => Ok(facts),
-            None => self.read_launch_facts(state),
+        match LaunchFacts(state.launch_facts.load(Ordering::Relaxed)).hopper() {
+            Some(hopper) => Ok(hopper),
+            None => self.read_launch_hopper(state),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn read_launch_facts(&self, state: &DeviceState) -> Result<LaunchFacts> {
-        let facts = LaunchFacts {
-            hopper: self.attribute(COMPUTE_CAPABILITY_MAJOR)? >= 9,
-            priority_range: self.stream_priority_range()?,
-        };
-        // A range that does not pack is read through the slow path each time.
-        if let Some(packed) = facts.pack() {
-            state
-                .launch_facts
-                .store(packed, std::sync::atomic::Ordering::Relaxed);
+    fn read_launch_hopper(&self, state: &DeviceState) -> Result<bool> {
+        let hopper = self.attribute(COMPUTE_CAPABILITY_MAJOR)? >= 9;
+        state
+            .launch_facts
+            .fetch_or(LaunchFacts::with_hopper(hopper), Ordering::Relaxed);
+        Ok(hopper)
+    }
+
+    /// [`Device::stream_priority_range`], for the launch checks: from the word of launch
+    /// facts once read there.
+    #[inline]
+    pub(crate) fn launch_priority_range(&self) -> Result<(i32, i32)> {
+        let state = self.state()?;
+        match LaunchFacts(state.launch_facts.load(Ordering::Relaxed)).priority_range() {
+            Some(range) => Ok(range),
+            None => self.read_launch_priority_range(state),
         }
-        Ok(facts)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_launch_priority_range(&self, state: &DeviceState) -> Result<(i32, i32)> {
+        let range = self.stream_priority_range()?;
+        // A range that does not pack is answered by `stream_priority_range`'s cache each time.
+        if let Some(bits) = LaunchFacts::with_priority_range(range) {
+            state.launch_facts.fetch_or(bits, Ordering::Relaxed);
+        }
+        Ok(range)
     }
 }
 
-/// A device's facts that launch attributes are checked against.
+/// A device's facts that launch attributes are checked against, in one word: each is filled
+/// the first time a launch needs it, by the same read as before the word (so a launch
+/// without a priority retains no primary context for the range). Fills only set bits, so
+/// racing fills compose (`fetch_or`), and a fact's bits are the same whoever sets them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LaunchFacts {
-    /// Compute capability 9.0 or newer.
-    pub(crate) hopper: bool,
-    /// [`Device::stream_priority_range`].
-    pub(crate) priority_range: (i32, i32),
-}
+pub(crate) struct LaunchFacts(pub(crate) u64);
 
 impl LaunchFacts {
-    /// Set in every packed word (0 is "not read").
-    const READ: u64 = 1 << 63;
-    const HOPPER: u64 = 1 << 32;
+    /// Bits 0-15: the least priority; 16-31: the greatest (each as an `i16`).
+    const RANGE_READ: u64 = 1 << 32;
+    const HOPPER_READ: u64 = 1 << 33;
+    const HOPPER: u64 = 1 << 34;
 
-    /// One word: the read mark, the capability bit, each priority as 16 bits; `None` where a
-    /// priority does not fit 16 bits.
-    fn pack(self) -> Option<u64> {
-        let (least, greatest) = self.priority_range;
-        let least = u64::from(i16::try_from(least).ok()? as u16);
-        let greatest = u64::from(i16::try_from(greatest).ok()? as u16);
-        Some(Self::READ | if self.hopper { Self::HOPPER } else { 0 } | least | greatest << 16)
+    /// The bits that say whether the device is of compute capability 9.0 or newer.
+    pub(crate) fn with_hopper(hopper: bool) -> u64 {
+        Self::HOPPER_READ | if hopper { Self::HOPPER } else { 0 }
     }
 
+    /// The bits of a priority range; `None` where a priority does not fit 16 bits.
+    pub(crate) fn with_priority_range((least, greatest): (i32, i32)) -> Option<u64> {
+        let least = u64::from(i16::try_from(least).ok()? as u16);
+        let greatest = u64::from(i16::try_from(greatest).ok()? as u16);
+        Some(Self::RANGE_READ | least | greatest << 16)
+    }
+
+    /// Compute capability 9.0 or newer, if read.
     #[inline]
-    fn unpack(word: u64) -> Option<Self> {
-        if word & Self::READ == 0 {
-            return None;
-        }
-        Some(LaunchFacts {
-            hopper: word & Self::HOPPER != 0,
-            priority_range: (
-                i32::from(word as u16 as i16),
-                i32::from((word >> 16) as u16 as i16),
-            ),
-        })
+    pub(crate) fn hopper(self) -> Option<bool> {
+        (self.0 & Self::HOPPER_READ != 0).then_some(self.0 & Self::HOPPER != 0)
+    }
+
+    /// `(least, greatest)`, if read.
+    #[inline]
+    pub(crate) fn priority_range(self) -> Option<(i32, i32)> {
+        (self.0 & Self::RANGE_READ != 0).then_some((
+            i32::from(self.0 as u16 as i16),
+            i32::from((self.0 >> 16) as u16 as i16),
+        ))
     }
 }
 
@@ -557,28 +573,29 @@ mod tests {
     use super::LaunchFacts;
 
     #[test]
-    fn launch_facts_pack_and_unpack_to_the_same_facts() {
-        // Negative priorities lose their sign, or one priority spills into the other, where
-        // packing is wrong; 0 would read as "not read yet" if the mark were missing.
+    fn launch_facts_keep_each_fact_apart_and_whole() {
+        // Negative priorities losing their sign, one priority spilling into the other, or a
+        // fact's bits touching another's fail here; so does a fact that reads as known before
+        // it was set.
+        assert_eq!(LaunchFacts(0).hopper(), None);
+        assert_eq!(LaunchFacts(0).priority_range(), None);
         for hopper in [false, true] {
-            for priority_range in [(0, -5), (0, -1), (0, 0), (3, -32768), (32767, -2)] {
-                let facts = LaunchFacts {
-                    hopper,
-                    priority_range,
-                };
-                let packed = facts.pack().expect("16-bit priorities pack");
-                assert_ne!(packed, 0);
-                assert_eq!(LaunchFacts::unpack(packed), Some(facts));
+            for range in [(0, -5), (0, -1), (0, 0), (3, -32768), (32767, -2)] {
+                let bits = LaunchFacts::with_priority_range(range).expect("16-bit priorities");
+                let facts = LaunchFacts(bits | LaunchFacts::with_hopper(hopper));
+                assert_eq!(facts.hopper(), Some(hopper));
+                assert_eq!(facts.priority_range(), Some(range));
+                assert_eq!(LaunchFacts(bits).hopper(), None, "the range alone");
+                assert_eq!(
+                    LaunchFacts(LaunchFacts::with_hopper(hopper)).priority_range(),
+                    None,
+                    "the capability alone"
+                );
             }
         }
-        assert_eq!(LaunchFacts::unpack(0), None, "0 is not read yet");
         // A priority past 16 bits is not packed (read each time), never cut short.
-        for priority_range in [(40_000, 0), (0, -40_000)] {
-            let facts = LaunchFacts {
-                hopper: true,
-                priority_range,
-            };
-            assert_eq!(facts.pack(), None);
+        for range in [(40_000, 0), (0, -40_000)] {
+            assert_eq!(LaunchFacts::with_priority_range(range), None);
         }
     }
 }

@@ -485,9 +485,8 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
 #[cold]
 fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> {
     let attributes = &config.attributes;
-    let facts = device.launch_facts()?;
     if let Some(priority) = attributes.priority {
-        let (least, greatest) = facts.priority_range;
+        let (least, greatest) = device.launch_priority_range()?;
         if priority > least || priority < greatest {
             return Err(invalid(
                 "config.attributes.priority",
@@ -511,7 +510,7 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
     if let Some(window) = attributes.access_policy_window {
         check_window(&window, device)?;
     }
-    if attributes.programmatic_serialization && !facts.hopper {
+    if attributes.programmatic_serialization && !device.launch_hopper()? {
         too_old(
             device,
             "config.attributes.programmatic_serialization",

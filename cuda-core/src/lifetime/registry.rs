@@ -23,8 +23,8 @@ pub(crate) struct DeviceState {
     pub(crate) total_memory: OnceLock<usize>,
     /// `cuCtxGetStreamPriorityRange`.
     pub(crate) priority_range: OnceLock<(i32, i32)>,
-    /// What a launch's attributes are checked against, packed in one word once read (0 until
-    /// then): see `Device::launch_facts`.
+    /// What a launch's attributes are checked against, packed in one word as each is read
+    /// (0 until then): see `device::LaunchFacts`.
     pub(crate) launch_facts: AtomicU64,
 }
 
