@@ -1,7 +1,6 @@
 //! CUDA devices.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::context::{Context, ContextOptions};
@@ -411,91 +410,6 @@ impl Device {
     pub(crate) fn attribute(&self, code: i32) -> Result<i32> {
         self.state()?.attribute(code, self.handle())
     }
-
-    /// Whether the device is of compute capability 9.0 or newer, for the launch checks: from
-    /// the word of launch facts (see [`LaunchFacts`]), which an attributed launch reads in one
-    /// load where the attribute cache and the priority range sit on cache lines of their own.
-    #[inline]
-    pub(crate) fn launch_hopper(&self) -> Result<bool> {
-        let state = self.state()?;
-        match LaunchFacts(state.launch_facts.load(Ordering::Relaxed)).hopper() {
-            Some(hopper) => Ok(hopper),
-            None => self.read_launch_hopper(state),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn read_launch_hopper(&self, state: &DeviceState) -> Result<bool> {
-        let hopper = self.attribute(COMPUTE_CAPABILITY_MAJOR)? >= 9;
-        state
-            .launch_facts
-            .fetch_or(LaunchFacts::with_hopper(hopper), Ordering::Relaxed);
-        Ok(hopper)
-    }
-
-    /// [`Device::stream_priority_range`], for the launch checks: from the word of launch
-    /// facts once read there.
-    #[inline]
-    pub(crate) fn launch_priority_range(&self) -> Result<(i32, i32)> {
-        let state = self.state()?;
-        match LaunchFacts(state.launch_facts.load(Ordering::Relaxed)).priority_range() {
-            Some(range) => Ok(range),
-            None => self.read_launch_priority_range(state),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn read_launch_priority_range(&self, state: &DeviceState) -> Result<(i32, i32)> {
-        let range = self.stream_priority_range()?;
-        // A range that does not pack is answered by `stream_priority_range`'s cache each time.
-        if let Some(bits) = LaunchFacts::with_priority_range(range) {
-            state.launch_facts.fetch_or(bits, Ordering::Relaxed);
-        }
-        Ok(range)
-    }
-}
-
-/// A device's facts that launch attributes are checked against, in one word: each is filled
-/// the first time a launch needs it, by the same read as before the word (so a launch
-/// without a priority retains no primary context for the range). Fills only set bits, so
-/// racing fills compose (`fetch_or`), and a fact's bits are the same whoever sets them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LaunchFacts(pub(crate) u64);
-
-impl LaunchFacts {
-    /// Bits 0-15: the least priority; 16-31: the greatest (each as an `i16`).
-    const RANGE_READ: u64 = 1 << 32;
-    const HOPPER_READ: u64 = 1 << 33;
-    const HOPPER: u64 = 1 << 34;
-
-    /// The bits that say whether the device is of compute capability 9.0 or newer.
-    pub(crate) fn with_hopper(hopper: bool) -> u64 {
-        Self::HOPPER_READ | if hopper { Self::HOPPER } else { 0 }
-    }
-
-    /// The bits of a priority range; `None` where a priority does not fit 16 bits.
-    pub(crate) fn with_priority_range((least, greatest): (i32, i32)) -> Option<u64> {
-        let least = u64::from(i16::try_from(least).ok()? as u16);
-        let greatest = u64::from(i16::try_from(greatest).ok()? as u16);
-        Some(Self::RANGE_READ | least | greatest << 16)
-    }
-
-    /// Compute capability 9.0 or newer, if read.
-    #[inline]
-    pub(crate) fn hopper(self) -> Option<bool> {
-        (self.0 & Self::HOPPER_READ != 0).then_some(self.0 & Self::HOPPER != 0)
-    }
-
-    /// `(least, greatest)`, if read.
-    #[inline]
-    pub(crate) fn priority_range(self) -> Option<(i32, i32)> {
-        (self.0 & Self::RANGE_READ != 0).then_some((
-            i32::from(self.0 as u16 as i16),
-            i32::from((self.0 >> 16) as u16 as i16),
-        ))
-    }
 }
 
 /// A device UUID.
@@ -566,36 +480,4 @@ impl DeviceProperties {
 /// `cargo xtask regenerate-bindings`.
 mod attributes {
     include!("generated/device_attributes.rs");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LaunchFacts;
-
-    #[test]
-    fn launch_facts_keep_each_fact_apart_and_whole() {
-        // Negative priorities losing their sign, one priority spilling into the other, or a
-        // fact's bits touching another's fail here; so does a fact that reads as known before
-        // it was set.
-        assert_eq!(LaunchFacts(0).hopper(), None);
-        assert_eq!(LaunchFacts(0).priority_range(), None);
-        for hopper in [false, true] {
-            for range in [(0, -5), (0, -1), (0, 0), (3, -32768), (32767, -2)] {
-                let bits = LaunchFacts::with_priority_range(range).expect("16-bit priorities");
-                let facts = LaunchFacts(bits | LaunchFacts::with_hopper(hopper));
-                assert_eq!(facts.hopper(), Some(hopper));
-                assert_eq!(facts.priority_range(), Some(range));
-                assert_eq!(LaunchFacts(bits).hopper(), None, "the range alone");
-                assert_eq!(
-                    LaunchFacts(LaunchFacts::with_hopper(hopper)).priority_range(),
-                    None,
-                    "the capability alone"
-                );
-            }
-        }
-        // A priority past 16 bits is not packed (read each time), never cut short.
-        for range in [(40_000, 0), (0, -40_000)] {
-            assert_eq!(LaunchFacts::with_priority_range(range), None);
-        }
-    }
 }

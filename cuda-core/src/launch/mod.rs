@@ -486,7 +486,7 @@ fn check_cluster(config: &LaunchConfig, cluster: [u32; 3], device: crate::Device
 fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> {
     let attributes = &config.attributes;
     if let Some(priority) = attributes.priority {
-        let (least, greatest) = device.launch_priority_range()?;
+        let (least, greatest) = device.stream_priority_range()?;
         if priority > least || priority < greatest {
             return Err(invalid(
                 "config.attributes.priority",
@@ -510,8 +510,8 @@ fn check_attributes(config: &LaunchConfig, device: crate::Device) -> Result<()> 
     if let Some(window) = attributes.access_policy_window {
         check_window(&window, device)?;
     }
-    if attributes.programmatic_serialization && !device.launch_hopper()? {
-        too_old(
+    if attributes.programmatic_serialization {
+        needs_hopper(
             device,
             "config.attributes.programmatic_serialization",
             "programmatic dependent launch needs",

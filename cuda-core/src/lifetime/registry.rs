@@ -1,7 +1,7 @@
 //! The per-device registry: what the process keeps for each device, sized by the device count
 //! on first use and kept until the process ends.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::{ContextCore, ContextKind};
@@ -23,9 +23,6 @@ pub(crate) struct DeviceState {
     pub(crate) total_memory: OnceLock<usize>,
     /// `cuCtxGetStreamPriorityRange`.
     pub(crate) priority_range: OnceLock<(i32, i32)>,
-    /// What a launch's attributes are checked against, packed in one word as each is read
-    /// (0 until then): see `device::LaunchFacts`.
-    pub(crate) launch_facts: AtomicU64,
 }
 
 /// The primary context, with copies of its handle and driver beside it: the hot paths (event
@@ -52,7 +49,6 @@ pub(crate) fn states() -> Result<&'static [DeviceState]> {
                     attributes: std::array::from_fn(|_| AtomicI64::new(UNREAD)),
                     total_memory: OnceLock::new(),
                     priority_range: OnceLock::new(),
-                    launch_facts: AtomicU64::new(0),
                 })
                 .collect())
         })

@@ -9,6 +9,10 @@ pub(super) const MAX_ATTRIBUTES: usize = 9;
 /// Room for a launch's attributes, written from the front.
 pub(super) type Attributes = [std::mem::MaybeUninit<sys::CUlaunchAttribute>; MAX_ATTRIBUTES];
 
+/// An empty [`Attributes`], for a caller's stack: nothing written, so nothing copied.
+pub(super) const NO_ATTRIBUTES: Attributes =
+    [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
+
 /// The launch attributes a launch asks for, and how many: cluster dimensions,
 /// cooperative, programmatic stream serialization, priority, memory synchronisation
 /// domain, cluster scheduling policy, preferred cluster, access-policy window,
@@ -18,7 +22,7 @@ pub(super) type Attributes = [std::mem::MaybeUninit<sys::CUlaunchAttribute>; MAX
 /// each zeroed before its fields are set. The caller's room is written in place: returned by
 /// value, the room (9 attributes of 72 bytes) was copied on every attributed launch.
 #[inline]
-pub(super) fn launch_attributes(p: &LaunchParams, attributes: &mut Attributes) -> u32 {
+fn launch_attributes(p: &LaunchParams, attributes: &mut Attributes) -> u32 {
     use sys::CUlaunchAttributeID as Id;
     let mut count = 0;
     // The next attribute, zeroed, with its id set.
@@ -117,12 +121,11 @@ pub(super) fn launch_attributes(p: &LaunchParams, attributes: &mut Attributes) -
     count as u32
 }
 
-/// The `CUlaunchConfig` of a launch, pointing at the first `count` of `attributes`.
-pub(super) fn launch_config(
-    p: &LaunchParams,
-    attributes: &mut Attributes,
-    count: u32,
-) -> sys::CUlaunchConfig {
+/// The `CUlaunchConfig` of a launch, its attributes written into `attributes` (the caller's
+/// room, [`NO_ATTRIBUTES`] on its stack) and pointed at.
+#[inline]
+pub(super) fn launch_config(p: &LaunchParams, attributes: &mut Attributes) -> sys::CUlaunchConfig {
+    let count = launch_attributes(p, attributes);
     sys::CUlaunchConfig {
         gridDimX: p.grid[0],
         gridDimY: p.grid[1],
@@ -203,10 +206,8 @@ impl crate::driver::api::HotPath for Drv {
         params: &LaunchParams,
         args: *mut *mut std::ffi::c_void,
     ) -> Result<()> {
-        let mut attributes: Attributes =
-            [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
-        let count = launch_attributes(params, &mut attributes);
-        let config = launch_config(params, &mut attributes, count);
+        let mut attributes = NO_ATTRIBUTES;
+        let config = launch_config(params, &mut attributes);
         call!(self.cuLaunchKernelEx(&config, kernel.0.cast(), args, std::ptr::null_mut()))
     }
 

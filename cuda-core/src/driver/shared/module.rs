@@ -177,10 +177,8 @@ impl crate::driver::api::ModuleApi for Drv {
         function: FunctionHandle,
         params: &LaunchParams,
     ) -> Result<i32> {
-        let mut attributes: Attributes =
-            [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
-        let count = launch_attributes(params, &mut attributes);
-        let config = launch_config(params, &mut attributes, count);
+        let mut attributes = NO_ATTRIBUTES;
+        let config = launch_config(params, &mut attributes);
         let mut clusters = 0;
         call!(self.cuOccupancyMaxActiveClusters(&mut clusters, function.0.cast(), &config))?;
         Ok(clusters)
@@ -207,10 +205,8 @@ impl crate::driver::api::ModuleApi for Drv {
         function: FunctionHandle,
         params: &LaunchParams,
     ) -> Result<i32> {
-        let mut attributes: Attributes =
-            [const { std::mem::MaybeUninit::uninit() }; MAX_ATTRIBUTES];
-        let count = launch_attributes(params, &mut attributes);
-        let config = launch_config(params, &mut attributes, count);
+        let mut attributes = NO_ATTRIBUTES;
+        let config = launch_config(params, &mut attributes);
         let mut size = 0;
         call!(self.cuOccupancyMaxPotentialClusterSize(&mut size, function.0.cast(), &config))?;
         Ok(size)
