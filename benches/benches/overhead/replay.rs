@@ -407,6 +407,8 @@ fn replay_parts<R: RawDriver>(
         let sum: u64 = lines.iter().map(|l| black_box(l).0[call % 8]).sum();
         spans[1] = start.elapsed().as_nanos() as u64;
         black_box(sum);
+        // Idle already: the driver call puts the region's run after driver work, as the
+        // other parts are, not right after the walk.
         raw_sync(d, raw.stream);
         let start = Instant::now();
         core_run::<true>(&mut declared, core, core_kernel, scalar, n);
@@ -416,7 +418,8 @@ fn replay_parts<R: RawDriver>(
         core_run::<false>(&mut compared, core, core_kernel, scalar, n);
         spans[3] = start.elapsed().as_nanos() as u64;
         core.stream.sync().unwrap();
-        // The declared run again at once, its data in the cache (no synchronisation between).
+        // The declared run again, after the compared run and its synchronisation (not after
+        // raw's work and the walk, as the first declared run is).
         let start = Instant::now();
         core_run::<true>(&mut declared, core, core_kernel, scalar, n);
         spans[4] = start.elapsed().as_nanos() as u64;
@@ -432,7 +435,7 @@ fn replay_parts<R: RawDriver>(
         "walk of 100 lines after a sync",
         "region run, declared",
         "region run, compared",
-        "region run, declared (after a declared run's sync)",
+        "region run, declared (after the compared run's sync)",
     ];
     for (name, kept) in names.iter().zip(times.iter_mut()) {
         kept.sort_unstable();
