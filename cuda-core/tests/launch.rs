@@ -1353,6 +1353,56 @@ fn every_launch_rule_holds_at_its_boundary() {
     );
 }
 
+/// One kernel launched at once from two threads, each on its own device with its own thread
+/// limit (1,024 on device 0, 512 on device 1): every launch is checked against its own
+/// device's limit, whatever the other thread did last. Bug caught: a kernel's cached limit of
+/// the last device launched on, kept as a device tag and a limit written apart, so that one
+/// thread reads the other's limit under its own device's tag (device 1 then lets 513 to
+/// 1,024 threads through, or device 0 refuses 513 to 1,024).
+#[test]
+fn two_threads_on_two_devices_each_get_their_devices_thread_limit() {
+    common::standin::run(
+        module_path!(),
+        "two_threads_on_two_devices_each_get_their_devices_thread_limit",
+        &[],
+        &[("STANDIN_DEVICE1_THREADS", "512")],
+        || {
+            use crate::common::standin;
+            let code = ObjectCode::from_cubin(standin::cubin());
+            let kernel = code.get_kernel("k0").unwrap();
+            let start = std::sync::Barrier::new(2);
+            let run = |ordinal: usize, limit: u32| {
+                let device = cuda_core::Device::new(ordinal).unwrap();
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                start.wait();
+                let mut wrong = 0u32;
+                for round in 0..20_000u32 {
+                    // The limit, then one more, then a size between the two devices' limits.
+                    let threads = [limit, limit + 1, 513 + round % 512][(round % 3) as usize];
+                    let config = LaunchConfig::new([1, 1, 1], [threads, 1, 1]);
+                    // SAFETY: the stand-in runs nothing.
+                    let got = refused(unsafe { launch(&stream, &config, &kernel, &[]) });
+                    let want = (threads > limit).then_some("config.block");
+                    if got != want {
+                        wrong += 1;
+                    }
+                }
+                wrong
+            };
+            let (on_0, on_1) = std::thread::scope(|s| {
+                let zero = s.spawn(|| run(0, 1024));
+                let one = s.spawn(|| run(1, 512));
+                (zero.join().unwrap(), one.join().unwrap())
+            });
+            assert_eq!(
+                (on_0, on_1),
+                (0, 0),
+                "launches checked against the other device's thread limit (device 0, device 1)"
+            );
+        },
+    );
+}
+
 /// Bytes of a `Buffer` value, for a parameter of exactly that size.
 const BUFFER_BYTES: usize = std::mem::size_of::<cuda_core::Buffer>();
 
