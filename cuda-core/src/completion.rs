@@ -57,7 +57,9 @@ impl Stream {
     ///
     /// A failure of the stream (a kernel's fault) is the future's error: each poll before the
     /// host function ran also asks `cuStreamQuery` once, since a failed stream runs no more
-    /// host functions. Such a failure wakes no task by itself, so bound a wait that must end
+    /// host functions (not while the stream captures, which the question would break, and
+    /// with this thread's capture mode relaxed while any capture may be open, so that a poll
+    /// never invalidates another thread's capture). Such a failure wakes no task by itself, so bound a wait that must end
     /// with the executor's timer (`tokio::time::timeout`, say) or [`Stream::sync_timeout`].
     ///
     /// Refused on a stream that captures, as [`Stream::launch_host_func`] is. The waker is
@@ -111,7 +113,13 @@ impl Future for StreamCompletion {
                 none => *none = Some(cx.waker().clone()),
             }
         }
-        // Not marked yet: a failed stream never runs the host function, so ask it once.
+        // Not marked yet: a failed stream never runs the host function, so ask it once
+        // (through the door: relaxed while a capture may be open), but not while the stream
+        // captures (it joined a capture since, or began one): the driver would refuse the
+        // question and invalidate that capture, and the host function wakes the task anyway.
+        if self.stream.capturing() {
+            return Poll::Pending;
+        }
         match self.stream.is_done() {
             Ok(true) => Poll::Ready(Ok(())),
             Ok(false) => Poll::Pending,

@@ -286,7 +286,9 @@ impl Event {
     #[doc(alias = "cuEventSynchronize")]
     pub fn sync(&self) -> Result<()> {
         let records = self.records_now();
-        self.driver.event_synchronize(self.handle)?;
+        // Through the door: relaxed while a capture may be open (see `crate::order`).
+        let driver = self.driver;
+        crate::order::query(driver, || driver.event_synchronize(self.handle))?;
         self.note_done(records);
         Ok(())
     }
@@ -308,7 +310,8 @@ impl Event {
     #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {
         let records = self.records_now();
-        let done = self.driver.event_query(self.handle)?;
+        let driver = self.driver;
+        let done = crate::order::query(driver, || driver.event_query(self.handle))?;
         if done {
             self.note_done(records);
         }

@@ -158,7 +158,7 @@ impl Global {
     pub fn copy_from_host<T: Pod>(&self, src: &[T], stream: &Stream) -> Result<()> {
         self.check(size_of_val(src), "src", stream)?;
         let (ptr, size) = (self.ptr.0, self.size);
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             driver.memcpy_htod_async(ptr, src.as_ptr().cast(), size, handle)
         })?;
         // `src` is borrowed until the copy is done, through a capture's refusal too.
@@ -171,7 +171,7 @@ impl Global {
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         self.check(size_of_val(dst), "dst", stream)?;
         let (ptr, size) = (self.ptr.0, self.size);
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             driver.memcpy_dtoh_async(dst.as_mut_ptr().cast(), ptr, size, handle)
         })?;
         // As in `copy_from_host`, for `dst`.

@@ -93,6 +93,11 @@ struct StreamInner {
     /// For a non-blocking stream made here in a primary context: its priority, under which a
     /// dropped stream's handle is kept for reuse (see [`Stream`]'s "Recycling").
     recyclable: Option<i32>,
+    /// Whether the stream may synchronise with the legacy default stream (a blocking stream, a
+    /// per-thread default stream, or one wrapped from elsewhere, whose flags are not read):
+    /// such a stream joining a capture makes the driver refuse work on the legacy stream, so
+    /// its waits pass the legacy stream's gate while a capture is open.
+    may_block: bool,
     /// Set once the raw handle was handed out: work queued through it is not ours to see, so
     /// the stream is destroyed rather than reused.
     raw_used: AtomicBool,
@@ -304,7 +309,7 @@ impl Stream {
                     NON_BLOCKING,
                     options.priority.unwrap_or(0),
                 )?;
-                Ok(Stream::wrap(handle, context, Kind::Owned))
+                Ok(Stream::wrap_with(handle, context, Kind::Owned, None, false))
             }
             None => Stream::create_in(context.driver(), context.handle(), context, options),
         }
@@ -339,12 +344,13 @@ impl Stream {
         })?;
         Ok(match recyclable {
             Some(priority) => Stream::wrap_recyclable(handle, context, priority),
-            None => Stream::wrap(handle, context, Kind::Owned),
+            None => Stream::wrap_with(handle, context, Kind::Owned, None, !options.non_blocking),
         })
     }
 
     fn wrap_recyclable(handle: StreamHandle, context: Context, priority: i32) -> Stream {
-        Stream::wrap_with(handle, context, Kind::Owned, Some(priority))
+        // Recyclable streams are non-blocking.
+        Stream::wrap_with(handle, context, Kind::Owned, Some(priority), false)
     }
 
     pub(crate) fn legacy_default(context: Context) -> Stream {
@@ -402,8 +408,10 @@ impl Stream {
         Ok(Stream::wrap(handle, context, Kind::Borrowed))
     }
 
+    /// Wraps `handle`, taken to synchronise with the legacy default stream (see
+    /// `StreamInner::may_block`) unless it is that stream.
     fn wrap(handle: StreamHandle, context: Context, kind: Kind) -> Stream {
-        Stream::wrap_with(handle, context, kind, None)
+        Stream::wrap_with(handle, context, kind, None, kind != Kind::Legacy)
     }
 
     fn wrap_with(
@@ -411,6 +419,7 @@ impl Stream {
         context: Context,
         kind: Kind,
         recyclable: Option<i32>,
+        may_block: bool,
     ) -> Stream {
         Stream {
             inner: Arc::new(StreamInner {
@@ -421,6 +430,7 @@ impl Stream {
                 context,
                 kind,
                 recyclable,
+                may_block,
                 raw_used: AtomicBool::new(false),
                 worked: AtomicBool::new(false),
                 capturing: AtomicBool::new(false),
@@ -480,7 +490,7 @@ impl Stream {
     /// The capture this stream is in, as the driver says (`cuStreamGetCaptureInfo`): `None`
     /// outside captures; a failed question is an unknown capture (`Some(u64::MAX)`).
     fn capture_now(&self) -> Option<u64> {
-        match self.ask(|driver, handle| driver.stream_capture_info(handle)) {
+        match self.capture_query(|driver, handle| driver.stream_capture_info(handle)) {
             Ok((0, _)) => None,
             Ok((_, id)) => Some(id),
             Err(_) => Some(u64::MAX),
@@ -503,16 +513,19 @@ impl Stream {
         Ok(self.inner.order.get_or_init(|| event))
     }
 
-    /// Runs one driver call on this stream's handle, with its context made current first for
-    /// the default streams (whose handles mean "the current context's"). The call may queue
-    /// work (see [`Stream::ask`] for one that cannot).
+    /// The door's verb for work ([`crate::order`]): one driver call that may queue work on
+    /// this stream's handle, with its context made current first for the default streams
+    /// (whose handles mean "the current context's"), the legacy stream kept apart from
+    /// captures of blocking streams in its context and the per-thread stream used from its own
+    /// thread only. For a call the driver also checks against the current context, see
+    /// [`Stream::queue_in_context`].
     #[inline]
-    pub(crate) fn call<T>(
+    pub(crate) fn queue<T>(
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
         self.note_work();
-        self.ask(f)
+        self.on_handle(f)
     }
 
     /// Whether the stream captures: a capture begun through it is open, or (asked of the
@@ -591,7 +604,7 @@ impl Stream {
             self.inner.handle.0 as usize,
             || {
                 self.note_work();
-                self.question(|driver, handle| driver.stream_begin_capture(handle, code))
+                self.capture_query(|driver, handle| driver.stream_begin_capture(handle, code))
             },
         )?;
         self.inner.capturing.store(true, Ordering::Release);
@@ -621,40 +634,73 @@ impl Stream {
         matches!(self.inner.kind, Kind::PerThread(thread) if thread != std::thread::current().id())
     }
 
-    /// [`Stream::call`] for a call that queues no work (a query, a synchronisation).
+    /// The door's verb for questions and waits ([`crate::order::query`]): one driver call that
+    /// queues nothing (`cuStreamQuery`, `cuStreamSynchronize`, a property), made with this
+    /// thread's capture mode relaxed while a capture may be open, so that no other thread's
+    /// global capture refuses it (and is invalidated by it). Otherwise as [`Stream::queue`].
     #[inline]
-    fn ask<T>(&self, f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>) -> Result<T> {
+    pub(crate) fn query<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let driver = self.inner.driver;
+        crate::order::query(driver, || self.on_handle(f))
+    }
+
+    /// The door's verb for capture questions (`cuStreamIsCapturing`, the capture's graph and
+    /// id, beginning a capture): the driver answers them whatever capture is open, on the
+    /// legacy stream too, so they pass outside the legacy stream's gate and in the thread's
+    /// own capture mode (a capture begun in it is the thread's).
+    #[inline]
+    pub(crate) fn capture_query<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
         let inner = &*self.inner;
         if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
             return f(inner.driver, inner.handle);
         }
-        self.default_in_context(f)
+        self.in_context(f)
     }
 
-    /// Runs one driver call on this stream's handle with its context current (restoring the
-    /// caller's after): for calls the driver checks against the current context, such as
+    /// The door's verb for work the driver checks against the current context, such as
     /// copies of pool memory (`cuMemcpy*Async` of a pool's buffer fails with
-    /// `CUDA_ERROR_INVALID_VALUE` while another device's context is current). One
-    /// `cuCtxGetCurrent` when the context already is current.
+    /// `CUDA_ERROR_INVALID_VALUE` while another device's context is current): as
+    /// [`Stream::queue`], with the stream's context current (restoring the caller's after; one
+    /// `cuCtxGetCurrent` when it is current already).
     #[inline]
-    pub(crate) fn call_in_context<T>(
+    pub(crate) fn queue_in_context<T>(
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
         self.note_work();
         let inner = &*self.inner;
         if !matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
-            return self.default_in_context(f);
+            return self.on_default_stream(f);
         }
         inner.context.with_current(|driver| f(driver, inner.handle))
     }
 
-    /// [`call_in_context`](Self::call_in_context) on a default stream: the per-thread one
+    /// Makes one driver call on this stream's handle: at once on a stream of its own, through
+    /// [`Stream::on_default_stream`] on a default stream.
+    #[inline]
+    fn on_handle<T>(
+        &self,
+        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
+    ) -> Result<T> {
+        let inner = &*self.inner;
+        if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
+            return f(inner.driver, inner.handle);
+        }
+        self.on_default_stream(f)
+    }
+
+    /// One driver call on a default stream, with its context current: the per-thread one
     /// from its own thread only, the legacy one kept apart from captures of blocking streams
     /// in its context (which the driver would invalidate). Out of line, so that calls on
     /// other streams pay nothing for it.
     #[inline(never)]
-    fn default_in_context<T>(
+    fn on_default_stream<T>(
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
@@ -669,23 +715,8 @@ impl Stream {
         self.in_context(f)
     }
 
-    /// [`Stream::ask`] outside the legacy stream's capture gate, for a question the driver
-    /// answers while a capture is open (whether or how the stream captures).
-    #[inline]
-    pub(crate) fn question<T>(
-        &self,
-        f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
-    ) -> Result<T> {
-        let inner = &*self.inner;
-        if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
-            return f(inner.driver, inner.handle);
-        }
-        self.in_context(f)
-    }
-
-    /// Runs one driver call on this stream's handle with its context current, as
-    /// [`call_in_context`](Self::call_in_context) does, but outside the capture gate: for a
-    /// question no capture refuses.
+    /// One driver call on this stream's handle with its context current, outside the legacy
+    /// stream's gate; the per-thread stream from its own thread only.
     #[inline]
     fn in_context<T>(
         &self,
@@ -702,7 +733,7 @@ impl Stream {
     #[inline]
     #[doc(alias = "cuStreamSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        self.ask(|driver, handle| driver.stream_synchronize(handle))
+        self.query(|driver, handle| driver.stream_synchronize(handle))
     }
 
     /// Waits, for at most `timeout`, until all work queued on the stream has finished.
@@ -733,46 +764,37 @@ impl Stream {
     }
 
     /// [`Stream::sync`] after queueing work that uses borrowed host memory, before the borrow
-    /// ends. While a thread captures in [`CaptureMode::Global`](crate::CaptureMode) (or this
-    /// thread captures in any mode but relaxed), the driver refuses a synchronisation of any
-    /// stream with a capture error, although the work queued here runs: returning then would
-    /// hand the memory back while the driver may still read or write it. So on such a refusal,
-    /// for a stream that is not capturing itself, the wait is made again with this thread's
-    /// capture mode relaxed for it (`cuThreadExchangeStreamCaptureMode`, restored after), and,
-    /// should the driver still refuse, retried until the other capture has ended. Any other
-    /// failure is returned (on a stream that captures, the work was recorded, not queued).
+    /// ends. The synchronisation goes through the door ([`Stream::query`]): while a capture
+    /// may be open it is made with this thread's capture mode relaxed, so another thread's
+    /// global capture neither refuses it nor is invalidated by it. Should the driver still
+    /// refuse it for a capture (one the crate does not count, begun by another library),
+    /// returning would hand the memory back while the driver may still read or write it: the
+    /// wait is made again relaxed, and retried until the driver takes it. On a stream that captures
+    /// itself, the refusal is returned at once (the work was recorded, not queued, and the
+    /// refused synchronisation invalidated the capture, so no graph holds it).
     pub(crate) fn sync_for_host(&self) -> Result<()> {
-        let driver = self.inner.driver;
-        // While a capture this crate began is open, a refused synchronisation may invalidate
-        // it (the driver counts a global capture's forbidden calls from other threads against
-        // it): wait in relaxed mode at once, unless this stream itself captures.
-        let open = crate::lifetime::captures::captures_open();
-        if !open {
-            let Err(error) = self.sync() else {
-                return Ok(());
-            };
-            if !is_capture_refusal(&error) {
-                return Err(error);
-            }
+        let first = self.sync();
+        match &first {
+            Err(error) if crate::order::is_capture_refusal(error) => {}
+            _ => return first,
         }
         if self.inner.capturing.load(Ordering::Relaxed) || self.captures_now() {
             // The host work just queued was captured, not run: the graph would read or write
-            // host memory the caller gets back now. The refused synchronisation invalidates
+            // host memory the caller gets back now. The refused synchronisation invalidated
             // the capture, so no graph with that work can be made (the model test found the
             // copy captured into a valid graph when this returned without it).
-            return self.sync();
+            return first;
         }
-        match relaxed(driver, || self.sync()) {
-            Err(e) if is_capture_refusal(&e) => {}
-            other => return other,
-        }
+        // Refused outside the captures the crate counts (one begun by another library, in
+        // global mode, say): relaxed from here on, and retried until the driver takes it.
+        let driver = self.inner.driver;
         let start = std::time::Instant::now();
         let mut warned = false;
         loop {
-            let Err(error) = self.sync() else {
+            let Err(error) = crate::order::relaxed(driver, || self.sync()) else {
                 return Ok(());
             };
-            if !is_capture_refusal(&error) {
+            if !crate::order::is_capture_refusal(&error) {
                 return Err(error);
             }
             if !warned && start.elapsed() > std::time::Duration::from_secs(1) {
@@ -792,7 +814,7 @@ impl Stream {
         // A question the driver answers on the legacy stream even while a blocking stream
         // captures (with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), invalidating nothing.
         !matches!(
-            self.question(|driver, handle| driver.stream_is_capturing(handle)),
+            self.capture_query(|driver, handle| driver.stream_is_capturing(handle)),
             Ok(0)
         )
     }
@@ -801,7 +823,7 @@ impl Stream {
     #[inline]
     #[doc(alias = "cuStreamQuery")]
     pub fn is_done(&self) -> Result<bool> {
-        self.ask(|driver, handle| driver.stream_query(handle))
+        self.query(|driver, handle| driver.stream_query(handle))
     }
 
     /// Records `event` at this point of the stream (`cuEventRecord`). The event must belong to
@@ -812,7 +834,7 @@ impl Stream {
         if event.context_handle() != self.inner.context_handle {
             return Err(self.foreign_event(event));
         }
-        self.call(|driver, handle| driver.event_record(event.handle(), handle))?;
+        self.queue(|driver, handle| driver.event_record(event.handle(), handle))?;
         // Counted after the driver took it: a query racing this record then never counts it
         // as complete before it was queued.
         event.note_record();
@@ -849,7 +871,38 @@ impl Stream {
     #[inline]
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait(&self, event: &Event) -> Result<()> {
-        self.call(|driver, handle| driver.stream_wait_event(handle, event.handle()))
+        let wait =
+            |driver: &'static dyn Driver, handle| driver.stream_wait_event(handle, event.handle());
+        if self.inner.may_block && crate::lifetime::captures::captures_open() {
+            return self.join_wait(wait);
+        }
+        self.queue(wait)
+    }
+
+    /// [`Stream::wait`] on a stream that may synchronise with the legacy default stream, while
+    /// a capture may be open: the wait may make it join a capture, and work on the legacy
+    /// stream of its context is refused by the driver from then on (invalidating the capture).
+    /// So the wait passes the legacy stream's gate: it waits for legacy-stream calls under way
+    /// in its context, which asked before it joined, and later ones ask after it.
+    #[cold]
+    #[inline(never)]
+    fn join_wait(
+        &self,
+        wait: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<()>,
+    ) -> Result<()> {
+        crate::lifetime::captures::joining(self.inner.context_handle.0 as usize, || {
+            self.queue(wait)
+        })
+    }
+
+    /// The stripe of the door's locks this stream's cross-stream orderings take
+    /// ([`crate::order::Door`]): the same for every value wrapping the same handle of the same
+    /// context.
+    #[inline]
+    pub(crate) fn door(&self) -> u32 {
+        let inner = &*self.inner;
+        let key = (inner.handle.0 as u64) ^ (inner.context_handle.0 as u64).rotate_left(29);
+        crate::order::stripe(key)
     }
 
     /// Makes later work on this stream wait for the work queued on `other` so far: `other`
@@ -906,7 +959,7 @@ impl Stream {
         }
         let data = Box::into_raw(Box::new(f)).cast::<std::ffi::c_void>();
         let result =
-            self.call(|driver, handle| driver.launch_host_func(handle, trampoline::<F>, data));
+            self.queue(|driver, handle| driver.launch_host_func(handle, trampoline::<F>, data));
         if result.is_err() {
             // SAFETY: the driver refused it, so it will never run the trampoline.
             drop(unsafe { Box::from_raw(data.cast::<F>()) });
@@ -917,13 +970,13 @@ impl Stream {
     /// The stream's priority (`cuStreamGetPriority`).
     #[doc(alias = "cuStreamGetPriority")]
     pub fn priority(&self) -> Result<i32> {
-        self.ask(|driver, handle| driver.stream_get_priority(handle))
+        self.query(|driver, handle| driver.stream_get_priority(handle))
     }
 
     /// Whether the stream is non-blocking (`cuStreamGetFlags`).
     #[doc(alias = "cuStreamGetFlags")]
     pub fn is_non_blocking(&self) -> Result<bool> {
-        self.ask(|driver, handle| driver.stream_get_flags(handle))
+        self.query(|driver, handle| driver.stream_get_flags(handle))
             .map(|flags| flags & NON_BLOCKING != 0)
     }
 
@@ -1031,34 +1084,4 @@ mod recycle {
     ) -> bool {
         recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
     }
-}
-
-/// `CU_STREAM_CAPTURE_MODE_RELAXED`.
-const RELAXED: u32 = 2;
-
-/// Runs `f` with this thread's stream capture mode relaxed
-/// (`cuThreadExchangeStreamCaptureMode`, restored after): for a call that another thread's
-/// global capture would forbid (a synchronisation, a synchronous free) on work that is not
-/// the capture's. Where the mode cannot be changed, `f` runs as it is.
-pub(crate) fn relaxed<T>(driver: &'static dyn Driver, f: impl FnOnce() -> T) -> T {
-    let Ok(previous) = driver.thread_exchange_capture_mode(RELAXED) else {
-        return f();
-    };
-    let done = f();
-    if let Err(e) = driver.thread_exchange_capture_mode(previous) {
-        log::error!("restoring this thread's stream capture mode: {e}");
-    }
-    done
-}
-
-/// Whether `error` is the driver's refusal of a call because of a stream capture.
-fn is_capture_refusal(error: &Error) -> bool {
-    matches!(
-        error.driver_code(),
-        Some(
-            DriverCode::STREAM_CAPTURE_UNSUPPORTED
-                | DriverCode::STREAM_CAPTURE_INVALIDATED
-                | DriverCode::STREAM_CAPTURE_IMPLICIT
-        )
-    )
 }

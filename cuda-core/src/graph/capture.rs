@@ -96,7 +96,7 @@ impl Stream {
     pub fn end_capture(&self) -> Result<Graph> {
         // A stream the driver says captures nothing is refused before the end, which would
         // fail (a failed call compute-sanitizer reports as the caller's error).
-        if let Ok(0) = self.question(|driver, handle| driver.stream_is_capturing(handle)) {
+        if let Ok(0) = self.capture_query(|driver, handle| driver.stream_is_capturing(handle)) {
             self.set_capturing(false);
             return Err(Error::Capture {
                 reason: "the stream was not capturing (end_capture: cuStreamIsCapturing says \
@@ -108,14 +108,14 @@ impl Stream {
         // another's capture (whose end is refused, the driver still saying it captures) is no
         // origin, and stays unflagged (the model test found it flagged for good).
         let began = self.began_capture();
-        let ended = self.call(|driver, handle| driver.stream_end_capture(handle));
+        let ended = self.queue(|driver, handle| driver.stream_end_capture(handle));
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
         // ends with its error; one ended from another thread than its own stays open by the
         // documentation, and the 580 driver ends a thread-local one): the driver says which.
         let open = began
             && ended.is_err()
             && !matches!(
-                self.question(|driver, handle| driver.stream_is_capturing(handle)),
+                self.capture_query(|driver, handle| driver.stream_is_capturing(handle)),
                 Ok(0)
             );
         self.set_capturing(open);
@@ -129,7 +129,7 @@ impl Stream {
     /// Whether this stream is capturing (`cuStreamIsCapturing`).
     #[doc(alias = "cuStreamIsCapturing")]
     pub fn capture_status(&self) -> Result<CaptureStatus> {
-        let status = self.question(|driver, handle| driver.stream_is_capturing(handle))?;
+        let status = self.capture_query(|driver, handle| driver.stream_is_capturing(handle))?;
         Ok(match status {
             1 => CaptureStatus::Active,
             2 => CaptureStatus::Invalidated,
@@ -210,7 +210,7 @@ impl Stream {
         }
         let capture = self.capture_id("capture_alloc")?;
         let ptr: u64 =
-            self.call_in_context(|driver, handle| driver.mem_alloc_async(bytes, handle))?;
+            self.queue_in_context(|driver, handle| driver.mem_alloc_async(bytes, handle))?;
         Ok(CapturedAllocation {
             ptr: DevicePtr(ptr),
             size: bytes,
@@ -232,13 +232,14 @@ impl Stream {
                     .to_owned(),
             });
         }
-        self.call_in_context(|driver, handle| driver.mem_free_async(allocation.ptr.0, handle))
+        self.queue_in_context(|driver, handle| driver.mem_free_async(allocation.ptr.0, handle))
     }
 
     /// The id of the capture this stream is in (`cuStreamGetCaptureInfo`); a stream that is
     /// not capturing, or whose capture was invalidated, is [`Error::Capture`].
     fn capture_id(&self, during: &str) -> Result<u64> {
-        let (status, id) = self.question(|driver, handle| driver.stream_capture_info(handle))?;
+        let (status, id) =
+            self.capture_query(|driver, handle| driver.stream_capture_info(handle))?;
         match status {
             1 => Ok(id),
             2 => Err(Error::Capture {
@@ -327,7 +328,7 @@ impl Stream {
             return self.launch_host_func(f);
         }
         let graph = self
-            .question(|driver, handle| driver.stream_capture_graph(handle))?
+            .capture_query(|driver, handle| driver.stream_capture_graph(handle))?
             .ok_or_else(|| Error::Capture {
                 reason: "the stream's capture is invalidated (or ended): a host function \
                          cannot join it"
@@ -342,6 +343,6 @@ impl Stream {
         keep.flush(driver, graph)?;
         // `entry` reads `data` as the closure `host_fn` boxed, which the capturing graph keeps
         // alive for as long as any node made from this call can run.
-        self.call(|driver, handle| driver.launch_host_func(handle, entry, data))
+        self.queue(|driver, handle| driver.launch_host_func(handle, entry, data))
     }
 }

@@ -439,7 +439,7 @@ impl ImportedPool {
         );
         if let Err(e) = checked {
             // Released at once, as a drop would.
-            match stream.call(|driver, handle| driver.mem_free_async(ptr, handle)) {
+            match stream.queue(|driver, handle| driver.mem_free_async(ptr, handle)) {
                 Ok(()) => {
                     if let Some(import) = imports.by_ptr.get_mut(&ptr) {
                         import.released_on = Some(stream.clone());
@@ -560,7 +560,7 @@ unsafe impl MemoryResource for ImportedPool {
 
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         let mut imports = self.imports.lock().unwrap_or_else(|e| e.into_inner());
-        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))?;
+        stream.queue(|driver, handle| driver.mem_free_async(ptr.0, handle))?;
         if let Some(import) = imports.by_ptr.get_mut(&ptr.0) {
             if import.released_on.is_none() {
                 import.released_on = Some(stream.clone());

@@ -216,7 +216,7 @@ unsafe impl MemoryResource for OpenedIpcMemory {
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         stream.sync_for_host()?;
         self.context.with_current(|driver| {
-            crate::stream::relaxed(driver, || driver.ipc_close_mem_handle(ptr.0))
+            crate::order::relaxed(driver, || driver.ipc_close_mem_handle(ptr.0))
         })
     }
 

@@ -257,7 +257,7 @@ unsafe fn launch_with(
         || config.attributes.any()
         || event.is_some();
     let mut queue = move || {
-        stream.call(|driver, handle| {
+        stream.queue(|driver, handle| {
             let mut params = LaunchParams {
                 grid: config.grid,
                 block: config.block,

@@ -231,6 +231,23 @@ fn legacy_held<T>(
     held(gate, context, call)
 }
 
+/// Makes `call`, a wait that may make a stream of context `context` that synchronises with the
+/// legacy default stream join a capture (`cuStreamWaitEvent` on an event recorded in one),
+/// apart from calls on the legacy stream of that context: it waits for those under way (each
+/// asked before the join whether a blocking stream captures, and the driver would refuse it
+/// once one does, invalidating the capture), and is made holding the gate, so that a later
+/// one asks after it. Called only while a capture may be open; the wait is short (the
+/// driver queues it).
+pub(crate) fn joining<T>(context: usize, call: impl FnOnce() -> T) -> T {
+    let mut gate = lock();
+    while gate.holding.contains(&context) {
+        gate = CHANGED.wait(gate).unwrap_or_else(|e| e.into_inner());
+    }
+    let done = call();
+    drop(gate);
+    done
+}
+
 /// Work put off until no capture this crate counts is open: a stream dropped while it took
 /// part in another stream's capture (one it joined), whose kept small buffers' frees and
 /// destruction would otherwise go into that capture.

@@ -521,7 +521,7 @@ impl<'a> CopyBatch<'a> {
             .map(|buffer| buffer.check_reachable(stream, "self", true))
             .collect::<Result<Vec<_>>>()?;
         let result = in_stream_order(&self.homes, stream, || {
-            stream.call_in_context(|driver, handle| {
+            stream.queue_in_context(|driver, handle| {
                 driver.memcpy_batch_async(
                     &self.dsts,
                     &self.srcs,

@@ -346,7 +346,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
             }
         }
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(bytes, self.core.pool, handle))
+            .queue(|driver, handle| driver.mem_alloc_from_pool_async(bytes, self.core.pool, handle))
             .map(DevicePtr)
     }
 
@@ -362,7 +362,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
                 }
             }
         }
-        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
+        stream.queue(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 
     fn is_device_accessible(&self) -> bool {

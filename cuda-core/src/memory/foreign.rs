@@ -222,7 +222,7 @@ impl RegisteredVec {
     fn unregister(&self) -> Result<()> {
         let ptr = self.ptr as *mut std::ffi::c_void;
         self.context.with_current(|driver| {
-            crate::stream::relaxed(driver, || driver.mem_host_unregister(ptr))
+            crate::order::relaxed(driver, || driver.mem_host_unregister(ptr))
         })
     }
 }
@@ -336,7 +336,7 @@ impl Buffer {
         let host = vec.as_ptr() as *mut std::ffi::c_void;
         let context = stream.context().clone();
         context.with_current(|driver| {
-            crate::stream::relaxed(driver, || {
+            crate::order::relaxed(driver, || {
                 driver.mem_host_register(host, size, HOST_REGISTER_FLAGS)
             })
         })?;

@@ -333,7 +333,7 @@ unsafe impl MemoryResource for PinnedMemoryPool {
             return Err(self.no_access(device));
         }
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
+            .queue(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
             .map(DevicePtr)
     }
 
@@ -341,7 +341,7 @@ unsafe impl MemoryResource for PinnedMemoryPool {
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
         // Importers refuse the buffer's descriptors from here on.
         self.core.exports.freeing(ptr.0);
-        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
+        stream.queue(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -525,13 +525,13 @@ unsafe impl MemoryResource for ManagedMemoryPool {
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr> {
         check_request(size, stream, None)?;
         stream
-            .call(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
+            .queue(|driver, handle| driver.mem_alloc_from_pool_async(size, self.core.pool, handle))
             .map(DevicePtr)
     }
 
     #[inline]
     unsafe fn deallocate(&self, ptr: DevicePtr, _size: usize, stream: &Stream) -> Result<()> {
-        stream.call(|driver, handle| driver.mem_free_async(ptr.0, handle))
+        stream.queue(|driver, handle| driver.mem_free_async(ptr.0, handle))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -254,7 +254,7 @@ impl<'a> ManagedRange<'a> {
     pub fn prefetch(&self, location: MemoryLocation, stream: &Stream) -> Result<()> {
         let raw = prefetch_target(location)?;
         in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
-            stream.call_in_context(|driver, handle| {
+            stream.queue_in_context(|driver, handle| {
                 driver.mem_prefetch_async(self.ptr().0, self.len, raw, handle)
             })
         })
@@ -506,7 +506,7 @@ pub fn prefetch_batch(
 ) -> Result<()> {
     let batch = Batch::new(ranges.iter().map(|&(r, l)| (r, Some(l))))?;
     in_stream_order(&batch.homes, stream, || {
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             driver.mem_prefetch_batch_async(
                 &batch.ptrs,
                 &batch.sizes,
@@ -529,7 +529,7 @@ pub unsafe fn discard_batch(ranges: &[ManagedRange<'_>], stream: &Stream) -> Res
     let batch = Batch::new(ranges.iter().map(|&r| (r, None)))?;
     check_discard()?;
     in_stream_order(&batch.homes, stream, || {
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             driver.mem_discard_batch_async(&batch.ptrs, &batch.sizes, handle)
         })
     })
@@ -549,7 +549,7 @@ pub unsafe fn discard_and_prefetch_batch(
     let batch = Batch::new(ranges.iter().map(|&(r, l)| (r, Some(l))))?;
     check_discard()?;
     in_stream_order(&batch.homes, stream, || {
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             driver.mem_discard_and_prefetch_batch_async(
                 &batch.ptrs,
                 &batch.sizes,
@@ -604,7 +604,7 @@ unsafe impl MemoryResource for ManagedMemoryResource {
         stream.sync_for_host()?;
         // A synchronous free: under another thread's global capture, made relaxed.
         self.context
-            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
+            .with_current(|driver| crate::order::relaxed(driver, || driver.mem_free(ptr.0)))
     }
 
     fn is_device_accessible(&self) -> bool {

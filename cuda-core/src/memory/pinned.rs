@@ -52,7 +52,7 @@ unsafe impl MemoryResource for PinnedMemoryResource {
         stream.sync_for_host()?;
         // A synchronous free: under another thread's global capture, made relaxed.
         self.context.with_current(|driver| {
-            crate::stream::relaxed(driver, || {
+            crate::order::relaxed(driver, || {
                 driver.mem_free_host(ptr.0 as *mut std::ffi::c_void)
             })
         })

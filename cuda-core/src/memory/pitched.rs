@@ -70,7 +70,7 @@ impl Drop for PitchedBuffer {
         let freed = self.stream.sync_for_host().and_then(|()| {
             self.stream
                 .context()
-                .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(self.ptr)))
+                .with_current(|driver| crate::order::relaxed(driver, || driver.mem_free(self.ptr)))
         });
         if let Err(e) = freed {
             log::error!(
@@ -316,7 +316,7 @@ impl PitchedBuffer {
         let (width, rows) = (self.width / size, self.height * self.depth);
         let pattern = crate::memory::buffer::pattern_of(value);
         crate::order::in_stream_order(&[&self.stream], stream, || {
-            stream.call_in_context(|driver, handle| {
+            stream.queue_in_context(|driver, handle| {
                 driver.memset_2d_async(ptr, pitch, (pattern, size), (width, rows), handle)
             })
         })
@@ -831,7 +831,7 @@ unsafe fn pitched_copy(
         (None, None) => &[],
     };
     let result = in_stream_order(homes, stream, || {
-        stream.call_in_context(|driver, handle| {
+        stream.queue_in_context(|driver, handle| {
             if three_d {
                 driver.memcpy_3d_async(&copy, handle)
             } else {

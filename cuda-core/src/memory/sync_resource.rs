@@ -50,7 +50,7 @@ unsafe impl MemoryResource for SyncMemoryResource {
         stream.sync_for_host()?;
         // A synchronous free: under another thread's global capture, made relaxed.
         self.context
-            .with_current(|driver| crate::stream::relaxed(driver, || driver.mem_free(ptr.0)))
+            .with_current(|driver| crate::order::relaxed(driver, || driver.mem_free(ptr.0)))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -719,7 +719,7 @@ impl Communicator {
         let homes = call.homes(stream);
         crate::order::in_stream_order(&homes, stream, || {
             Ok(stream
-                .call_in_context(|_, raw| call.issue(nccl, handle, raw))
+                .queue_in_context(|_, raw| call.issue(nccl, handle, raw))
                 .and_then(|progress| inner.settle(&mut calls, nccl, handle, progress)))
         })?
     }

@@ -73,7 +73,7 @@ unsafe impl MemoryResource for NcclMemoryResource {
         let nccl = nccl()?;
         // A synchronous free: under another thread's global capture, made relaxed.
         self.context
-            .with_current(|driver| crate::stream::relaxed(driver, || nccl.mem_free(ptr.0)))
+            .with_current(|driver| crate::order::relaxed(driver, || nccl.mem_free(ptr.0)))
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -177,7 +177,7 @@ impl Array {
     /// As for [`crate::driver::Driver`]'s `array_memcpy_3d_async`: host memory valid until done.
     unsafe fn queue(&self, copy: &Copy3dSpec, homes: &[&Stream], stream: &Stream) -> Result<()> {
         in_stream_order(homes, stream, || {
-            stream.call_in_context(|driver, handle| {
+            stream.queue_in_context(|driver, handle| {
                 // SAFETY: the caller's promise for host memory; regions and layouts checked.
                 unsafe { driver.array_memcpy_3d_async(copy, handle) }
             })
