@@ -1048,15 +1048,15 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
             let home = device.create_stream(StreamOptions::default()).unwrap();
             let other = device.create_stream(StreamOptions::default()).unwrap();
             let data: Vec<u32> = (0..256).map(|i| i * 7).collect();
-            let host = cuda_core::Buffer::from_host_vec(data.clone(), &home).unwrap();
+            let mut host = cuda_core::Buffer::from_host_vec(data.clone(), &home).unwrap();
             // Refused before any driver call: device memory, a partial `u32`, a misaligned one.
-            let on_device = device
+            let mut on_device = device
                 .memory_resource()
                 .unwrap()
                 .allocate(1024, &home)
                 .unwrap();
             let e = other
-                .launch_host_func_reading(&on_device, |_: &[u32]| {})
+                .launch_host_func_reading(&mut on_device, |_: &[u32]| {})
                 .unwrap_err();
             assert!(
                 matches!(e, Error::InvalidArgument { name: "memory", .. }),
@@ -1064,17 +1064,20 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
             );
             for range in [0..6, 1..5] {
                 let e = other
-                    .launch_host_func_reading(host.slice(range).unwrap(), |_: &[u32]| {})
+                    .launch_host_func_reading(host.slice_mut(range).unwrap(), |_: &[u32]| {})
                     .unwrap_err();
                 assert!(matches!(e, Error::InvalidArgument { name: "T", .. }), "{e}");
             }
             standin::clear_log();
             let (tx, rx) = std::sync::mpsc::channel();
             other
-                .launch_host_func_reading(host.slice(16..1024).unwrap(), move |values: &[u32]| {
-                    standin::mark("the host function reads");
-                    let _ = tx.send(values.to_vec());
-                })
+                .launch_host_func_reading(
+                    host.slice_mut(16..1024).unwrap(),
+                    move |values: &[u32]| {
+                        standin::mark("the host function reads");
+                        let _ = tx.send(values.to_vec());
+                    },
+                )
                 .unwrap();
             let log = standin::log();
             let waits: Vec<usize> = log
@@ -1101,9 +1104,9 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
                 use cuda_core::memory::{PinnedMemoryPool, PinnedMemoryPoolOptions};
                 let private =
                     PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
-                let mine = private.allocate(64, &home).unwrap();
+                let mut mine = private.allocate(64, &home).unwrap();
                 other
-                    .launch_host_func_reading(&mine, |_: &[u32]| {})
+                    .launch_host_func_reading(&mut mine, |_: &[u32]| {})
                     .unwrap();
                 let shared = PinnedMemoryPool::new(
                     device,
@@ -1112,9 +1115,9 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
                         .with_shareable(true),
                 )
                 .unwrap();
-                let exported = shared.allocate(64, &home).unwrap();
+                let mut exported = shared.allocate(64, &home).unwrap();
                 let e = other
-                    .launch_host_func_reading(&exported, |_: &[u32]| {})
+                    .launch_host_func_reading(&mut exported, |_: &[u32]| {})
                     .unwrap_err();
                 assert!(
                     matches!(&e, Error::InvalidArgument { name: "memory", reason }
@@ -1125,11 +1128,11 @@ fn a_host_function_reads_host_memory_in_its_stream_order() {
                 other.sync().unwrap();
             }
             // On a capturing stream: refused, as a one-shot host function is.
-            let host = cuda_core::Buffer::from_host_vec(vec![1u8; 64], &home).unwrap();
+            let mut host = cuda_core::Buffer::from_host_vec(vec![1u8; 64], &home).unwrap();
             // SAFETY: nothing is allocated or freed on the stream while it captures.
             unsafe { home.begin_capture(cuda_core::CaptureMode::ThreadLocal) }.unwrap();
             let e = home
-                .launch_host_func_reading(&host, |_: &[u8]| {})
+                .launch_host_func_reading(&mut host, |_: &[u8]| {})
                 .unwrap_err();
             assert!(
                 matches!(e, Error::InvalidArgument { name: "self", .. }),
@@ -1178,7 +1181,7 @@ fn a_host_function_reads_pinned_memory_before_a_later_write_of_another_stream_al
     let gate = common::Gate::close(reader);
     let (tx, rx) = std::sync::mpsc::channel();
     reader
-        .launch_host_func_reading(&host, move |values: &[u32]| {
+        .launch_host_func_reading(&mut host, move |values: &[u32]| {
             let _ = tx.send(values.to_vec());
         })
         .unwrap();

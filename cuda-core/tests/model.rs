@@ -521,14 +521,21 @@ fn apply(world: &mut World, op: &Op) -> Result<(), String> {
             }
         }
         Op::HostRead { b, s } => {
-            if let (Some(stream), Some(buffer)) = (world.stream(s), &world.buffers[b % BUFFERS]) {
-                let read = stream.launch_host_func_reading(&**buffer, |values: &[u32]| {
+            // Read through a unique borrow: refused (not tried) while a graph or a capture
+            // shares the buffer.
+            let stream = world.stream(s);
+            if let (Some(stream), Some(buffer)) = (
+                stream,
+                world.buffers[b % BUFFERS].as_mut().and_then(Arc::get_mut),
+            ) {
+                let ptr = buffer.ptr().0;
+                let read = stream.launch_host_func_reading(buffer, |values: &[u32]| {
                     std::hint::black_box(values.iter().sum::<u32>());
                 });
                 if read.is_ok() {
                     // The memory the host function just queued reads, for the order check
                     // (which takes it as a use at that host function's place in its stream).
-                    standin::mark(&format!("host-read {:#x}", buffer.ptr().0));
+                    standin::mark(&format!("host-read {ptr:#x}"));
                 }
             }
         }

@@ -518,7 +518,7 @@ fn simple_callback() {
         // callback itself, once the copy back is done.
         let expected: Vec<i32> = input.iter().map(|v| v + 1).collect();
         stream
-            .launch_host_func_reading(&host, move |values: &[i32]| {
+            .launch_host_func_reading(&mut host, move |values: &[i32]| {
                 let _ = tx.send((id, values == expected.as_slice()));
             })
             .unwrap();

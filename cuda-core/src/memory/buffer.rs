@@ -163,6 +163,16 @@ impl Drop for Buffer {
         if self.ptr == 0 {
             return;
         }
+        if self.stream.is_other_threads() {
+            // Sent away from the thread whose per-thread default stream frees it: that stream
+            // cannot be named here (nor asked whether it captures: the question would be this
+            // thread's own stream's), so wait for its whole context (every thread's per-thread
+            // stream with it; the wait waits for other threads' captures in it to end) and
+            // free on this thread's own. Asked first: a capture open elsewhere is no reason
+            // to put the free off (it is not queued on the capturing stream).
+            self.free_after_context();
+            return;
+        }
         if self.stream.capturing() {
             // A free queued now would be captured (the graph would free the memory on every
             // launch, and never now): it is put off until the stream captures no more. (A
@@ -179,40 +189,45 @@ impl Drop for Buffer {
             return;
         }
         self.stream.drain_deferred();
-        let own;
-        let stream = if self.stream.is_other_threads() {
-            // Sent away from the thread whose per-thread default stream frees it: that stream
-            // cannot be named here, so wait for its whole context (every thread's per-thread
-            // stream with it) and free on this thread's own.
-            match self
-                .stream
-                .context()
-                .sync()
-                .and_then(|()| Stream::per_thread_default(self.stream.device()))
-            {
-                Ok(stream) => {
-                    own = stream;
-                    &own
-                }
-                Err(e) => {
-                    log::error!(
-                        "a buffer of {} bytes is kept (leaked): its deallocation stream is \
-                         another thread's per-thread default stream, and waiting for its \
-                         context failed ({e})",
-                        self.size
-                    );
-                    return;
-                }
-            }
-        } else {
-            &self.stream
-        };
         // SAFETY: the allocation came from this resource and is freed only here or in `close`,
-        // which zeroes `ptr`; a stream other than its own is used only after the whole context
-        // (its own stream with it) was waited for.
+        // which zeroes `ptr`.
         if let Err(e) = unsafe {
             self.resource
-                .deallocate(DevicePtr(self.ptr), self.size, stream)
+                .deallocate(DevicePtr(self.ptr), self.size, &self.stream)
+        } {
+            log::error!("freeing a buffer of {} bytes: {e}", self.size);
+        }
+    }
+}
+
+impl Buffer {
+    /// [`Drop`] of a buffer whose deallocation stream is another thread's per-thread default
+    /// stream: the free goes on this thread's own, once the context is synchronised.
+    #[cold]
+    fn free_after_context(&mut self) {
+        let own = match self
+            .stream
+            .context()
+            .sync()
+            .and_then(|()| Stream::per_thread_default(self.stream.device()))
+        {
+            Ok(stream) => stream,
+            Err(e) => {
+                log::error!(
+                    "a buffer of {} bytes is kept (leaked): its deallocation stream is another \
+                     thread's per-thread default stream, and waiting for its context failed \
+                     ({e})",
+                    self.size
+                );
+                return;
+            }
+        };
+        // SAFETY: the allocation came from this resource and is freed only here; a stream
+        // other than its own is used only after the whole context (its own stream with it)
+        // was waited for.
+        if let Err(e) = unsafe {
+            self.resource
+                .deallocate(DevicePtr(self.ptr), self.size, &own)
         } {
             log::error!("freeing a buffer of {} bytes: {e}", self.size);
         }
@@ -504,13 +519,16 @@ impl Buffer {
         self.span().to_vec(stream)
     }
 
-    /// [`to_vec`](Buffer::to_vec), waiting at most `timeout` for the work queued on `stream`
-    /// before it (as [`Stream::sync_timeout`] waits). Past it, the result is
-    /// [`Error::Timeout`] and nothing was queued. The copy is queued once that work is done:
-    /// a copy into pageable host memory returns only when it has run, so queued behind the
-    /// work it would block past any deadline. Work other threads queue on `stream`
-    /// meanwhile can still delay it. Refused on a capturing stream (the copy would be
-    /// captured, not run).
+    /// [`to_vec`](Buffer::to_vec), waiting at most `timeout` for the work it follows: the work
+    /// queued on `stream` before it, and, where the buffer's deallocation stream is another,
+    /// the work queued there (the copy is in the buffer's stream order). Past it, the result
+    /// is [`Error::Timeout`]. Nothing blocks past the deadline, whatever other threads queue
+    /// meanwhile: the copy goes first into scratch device memory of `stream`'s device,
+    /// queued on `stream`, and its completion is awaited as [`Stream::sync_timeout`] waits
+    /// (a copy into pageable host memory would return only once it had run); only then is it
+    /// copied to the host, from a stream of its own. On a timeout that first copy stays
+    /// queued and runs on, and its scratch memory is freed after it. Refused on a capturing
+    /// stream (the copy would be captured, not run).
     ///
     /// ```no_run
     /// use std::time::Duration;

@@ -33,6 +33,10 @@ pub(crate) mod sealed {
         pub(crate) buffer: &'a Buffer,
         pub(crate) ptr: u64,
         pub(crate) size: usize,
+        /// Reached through a shared handle (`Arc<Buffer>`, a `SharedSlice`), which other
+        /// threads may hold: a write through it goes through the door on the buffer's own
+        /// stream too (`crate::order::writing`).
+        pub(crate) shared: bool,
     }
 
     /// What copies and fills take: a span of memory. Sealed (a copy trusts the span to lie
@@ -60,6 +64,13 @@ pub trait CopyDestination: sealed::Region {}
 /// [`SharedSlice`]. Sealed.
 pub trait GraphMemory: sealed::Kept {}
 
+/// Memory borrowed uniquely: `&mut Buffer`, or a [`BufferSliceMut`] (by value or by `&mut`).
+/// What [`Stream::launch_host_func_reading`] reads: while the call orders its host function
+/// with the memory's stream, no other handle of the memory exists, so no write through one
+/// can be queued between its steps, and every write queued later waits for the host
+/// function. Sealed.
+pub trait UniqueMemory: sealed::Region {}
+
 // A method of `Stream`, here with the memory it reads (the stream module does not depend on
 // the memory's).
 impl Stream {
@@ -71,11 +82,15 @@ impl Stream {
     /// (`cuLaunchHostFunc`). It is what `cudaStreamAddCallback` is
     /// used for: checking, on the host, what a copy brought back, without a thread waiting.
     ///
-    /// The memory is in the crate's stream order as a copy's source is: `f` runs after every
-    /// use of it queued before this call, on any stream, and every use queued after this call,
-    /// on any stream, waits for `f` to return, as does the memory's free. So nothing the crate
-    /// queues writes the memory while `f` reads it (kernels given it through `unsafe` launches
-    /// are their callers' to order, as always).
+    /// The memory is borrowed uniquely (`&mut buffer`, or a mutable slice: [`UniqueMemory`])
+    /// for the call, and is in the crate's stream order as a copy's source is: `f` runs after
+    /// every use of it queued before this call, on any stream, and every use queued after this
+    /// call, on any stream, waits for `f` to return, as does the memory's free. So nothing the
+    /// crate queues writes the memory while `f` reads it (kernels given it through `unsafe`
+    /// launches are their callers' to order, as always). The unique borrow is what makes that
+    /// hold: through a shared handle (`&Arc<Buffer>`, a [`SharedSlice`]) another thread could
+    /// queue a write between the steps that order `f` on another stream than the memory's,
+    /// while `f` holds a `&[T]` of it.
     ///
     /// As for [`launch_host_func`](Stream::launch_host_func): `f` must not call CUDA, a panic in
     /// it aborts the process, what it captured is dropped off the driver's thread, and it is
@@ -97,14 +112,14 @@ impl Stream {
     /// let mut host = PinnedMemoryResource::new(device)?.allocate(4096, &stream)?;
     /// host.copy_from(&on_device, &stream)?;
     /// let (tx, rx) = mpsc::channel();
-    /// stream.launch_host_func_reading(&host, move |values: &[u32]| {
+    /// stream.launch_host_func_reading(&mut host, move |values: &[u32]| {
     ///     let _ = tx.send(values.iter().all(|&v| v == 7));
     /// })?;
     /// assert!(rx.recv().unwrap());
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
     #[doc(alias("cuLaunchHostFunc", "cudaStreamAddCallback"))]
-    pub fn launch_host_func_reading<T, F>(&self, memory: impl CopySource, f: F) -> Result<()>
+    pub fn launch_host_func_reading<T, F>(&self, memory: impl UniqueMemory, f: F) -> Result<()>
     where
         T: Pod,
         F: FnMut(&[T]) + Send + 'static,
@@ -189,6 +204,7 @@ impl<'a> Span<'a> {
             buffer: self.buffer,
             ptr: self.ptr + offset as u64,
             size,
+            shared: self.shared,
         })
     }
 
@@ -266,8 +282,8 @@ impl<'a> Span<'a> {
             self.buffer.deallocation_stream(),
             dst.buffer.deallocation_stream(),
         ];
-        crate::order::in_stream_order(&homes, stream, || {
-            stream.call_in_context(|driver, handle| {
+        crate::order::writing(&homes, stream, dst.shared, || {
+            stream.queue_in_context(|driver, handle| {
                 driver.memcpy_async(dst.ptr, self.ptr, self.size, handle)
             })
         })
@@ -320,9 +336,10 @@ impl<'a> Span<'a> {
         } else {
             (other.0, self.ptr)
         };
-        crate::order::in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
+        let home = [self.buffer.deallocation_stream()];
+        crate::order::writing(&home, stream, into_span && self.shared, || {
             stream
-                .call_in_context(|driver, handle| driver.memcpy_async(dst, src, self.size, handle))
+                .queue_in_context(|driver, handle| driver.memcpy_async(dst, src, self.size, handle))
         })
     }
 
@@ -340,8 +357,9 @@ impl<'a> Span<'a> {
         let reach = self.buffer.check_reachable(stream, "self", true)?;
         let host_memory = reach.device.is_none();
         let from = src.as_ptr().cast();
-        crate::order::in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
-            stream.call_in_context(|driver, handle| {
+        let home = [self.buffer.deallocation_stream()];
+        crate::order::writing(&home, stream, self.shared, || {
+            stream.queue_in_context(|driver, handle| {
                 if host_memory {
                     // Host memory of a pool is no device pointer to cuMemcpyHtoDAsync
                     // (CUDA_ERROR_INVALID_VALUE on the 580 driver): the unified copy infers it.
@@ -368,7 +386,7 @@ impl<'a> Span<'a> {
         let host_memory = reach.device.is_none();
         let to = dst.as_mut_ptr().cast();
         crate::order::in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
-            stream.call_in_context(|driver, handle| {
+            stream.queue_in_context(|driver, handle| {
                 if host_memory {
                     // As in `copy_from_host_async`.
                     driver.memcpy_async(to as u64, self.ptr, self.size, handle)
@@ -449,10 +467,13 @@ impl<'a> Span<'a> {
         Ok(out)
     }
 
-    /// Copies this span to a new vector once the work queued on `stream` so far is done,
-    /// waiting at most `timeout` for that work: past it, [`Error::Timeout`] with nothing
-    /// queued. The copy is queued only once the stream is idle: a copy into pageable memory
-    /// returns only when it is done, so queued behind work it would block past any deadline.
+    /// Copies this span to a new vector, waiting at most `timeout` for the work the copy
+    /// follows (on `stream`, and on the memory's deallocation stream): see
+    /// [`Buffer::to_vec_timeout`]. No call blocks on device work: the copy goes first into
+    /// scratch device memory allocated on a stream of the crate's own (`scratch`), queued on
+    /// `stream` in the memory's stream order (so `scratch`, as the scratch memory's home,
+    /// waits for it, and for nothing queued on `stream` later); `scratch` is awaited with the
+    /// deadline, and the scratch memory, complete then, is copied to the host on it.
     pub(crate) fn to_vec_timeout<T: Pod + Default>(
         self,
         stream: &Stream,
@@ -462,14 +483,28 @@ impl<'a> Span<'a> {
         if stream.capturing() {
             return Err(invalid(
                 "stream",
-                "it is capturing: the copy would be captured into the graph, not run".to_owned(),
+                "it is capturing: the copy would be captured, not run".to_owned(),
             ));
         }
-        crate::wait::until("the work before the copy to the host", timeout, || {
-            stream.is_done()
-        })?;
+        if self.size == 0 {
+            crate::wait::until("the work before the copy to the host", timeout, || {
+                stream.is_done()
+            })?;
+            return Ok(Vec::new());
+        }
+        let start = std::time::Instant::now();
+        let scratch = Stream::create(stream.context().clone(), Default::default())?;
+        let staged =
+            crate::Allocate::allocate(&stream.device().memory_resource()?, self.size, &scratch)?;
+        self.copy_to(staged.span(), stream, ("self", "scratch"))?;
+        // Dropped on a timeout: freed on `scratch`, after the copy.
+        crate::wait::until(
+            "the work before the copy to the host",
+            timeout.saturating_sub(start.elapsed()),
+            || scratch.is_done(),
+        )?;
         let mut out = vec![T::default(); len];
-        self.copy_to_host(&mut out, stream)?;
+        staged.span().copy_to_host(&mut out, &scratch)?;
         Ok(out)
     }
 
@@ -526,8 +561,9 @@ impl<'a> Span<'a> {
             ));
         }
         let _reach = self.buffer.check_reachable(stream, "self", false)?;
-        crate::order::in_stream_order(&[self.buffer.deallocation_stream()], stream, || {
-            stream.call_in_context(|driver, handle| {
+        let home = [self.buffer.deallocation_stream()];
+        crate::order::writing(&home, stream, self.shared, || {
+            stream.queue_in_context(|driver, handle| {
                 super::buffer::fill_raw(driver, self.ptr, value, self.size / width, handle)
             })
         })
@@ -637,6 +673,7 @@ impl Buffer {
             buffer: self,
             ptr: self.ptr().0,
             size: self.size(),
+            shared: false,
         }
     }
 
@@ -767,9 +804,9 @@ macro_rules! slice_reads {
             self.span().to_vec(stream)
         }
 
-        /// [`to_vec`](Self::to_vec), waiting at most `timeout` for the work queued on
-        /// `stream` before it: past it, [`Error::Timeout`](crate::Error::Timeout) with nothing
-        /// queued (see [`Buffer::to_vec_timeout`]).
+        /// [`to_vec`](Self::to_vec), waiting at most `timeout` for the work it follows (on
+        /// `stream`, and on the buffer's deallocation stream): past it,
+        /// [`Error::Timeout`](crate::Error::Timeout) (see [`Buffer::to_vec_timeout`]).
         pub fn to_vec_timeout<T: Pod + Default>(
             &self,
             stream: &Stream,
@@ -909,6 +946,7 @@ impl SharedSlice {
             buffer: &self.buffer,
             ptr: self.ptr,
             size: self.size,
+            shared: true,
         }
     }
 
@@ -954,6 +992,9 @@ region!(
 region!(&mut BufferSliceMut<'_>, &SharedSlice);
 impl CopyDestination for &mut Buffer {}
 impl CopyDestination for &mut BufferSliceMut<'_> {}
+impl UniqueMemory for &mut Buffer {}
+impl UniqueMemory for &mut BufferSliceMut<'_> {}
+impl UniqueMemory for BufferSliceMut<'_> {}
 impl CopyDestination for &Arc<Buffer> {}
 impl CopyDestination for &SharedSlice {}
 
@@ -984,7 +1025,10 @@ impl CopyDestination for BufferSliceMut<'_> {}
 impl sealed::Region for Arc<Buffer> {
     #[inline]
     fn span(&self) -> Span<'_> {
-        Buffer::span(self)
+        Span {
+            shared: true,
+            ..Buffer::span(self)
+        }
     }
 }
 impl sealed::Kept for Arc<Buffer> {
