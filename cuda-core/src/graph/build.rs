@@ -99,7 +99,7 @@ pub trait BuildGraph: seal::Buildable {
         }?;
         target.keep(kernel.clone());
         for buffer in &prepared.buffers {
-            target.keep_buffer(buffer);
+            target.keep_buffer(buffer, false);
         }
         for kept in prepared.kept {
             target.state.keep.get_mut().push(kept);
@@ -248,6 +248,14 @@ pub trait BuildGraph: seal::Buildable {
         theirs.share(driver, target.root, target.state.keep.get_mut())?;
         for home in &child.state.homes {
             target.state.add_home(home);
+        }
+        for (buffer, copy) in &child.state.gated {
+            super::add_gated(
+                &mut target.state.gated,
+                buffer,
+                *copy,
+                target.context.device(),
+            );
         }
         Ok(target.node(handle))
     }
@@ -505,7 +513,7 @@ pub trait BuildGraph: seal::Buildable {
         }?;
         target.keep(kernel.clone());
         for buffer in &prepared.buffers {
-            target.keep_buffer(buffer);
+            target.keep_buffer(buffer, false);
         }
         for kept in prepared.kept {
             target.state.keep.get_mut().push(kept);
@@ -548,7 +556,7 @@ pub trait BuildGraph: seal::Buildable {
         target
             .context
             .with_current(|driver| driver.graph_memset_node_set(node.handle, &memset))?;
-        target.keep_buffer(dst.kept());
+        target.keep_buffer(dst.kept(), false);
         Ok(())
     }
 
@@ -569,8 +577,8 @@ pub trait BuildGraph: seal::Buildable {
         target
             .context
             .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
-        target.keep_buffer(src.kept());
-        target.keep_buffer(dst.kept());
+        target.keep_buffer(src.kept(), true);
+        target.keep_buffer(dst.kept(), true);
         Ok(())
     }
 
@@ -593,7 +601,7 @@ pub trait BuildGraph: seal::Buildable {
             .context
             .with_current(|driver| driver.graph_memcpy_node_set(node.handle, &copy))?;
         target.keep(src);
-        target.keep_buffer(dst.kept());
+        target.keep_buffer(dst.kept(), true);
         Ok(())
     }
 
@@ -696,6 +704,8 @@ struct CheckedEnd<'a> {
     size: usize,
     kept: Option<&'a Arc<crate::Buffer>>,
     allocation: Option<GraphNodeHandle>,
+    /// The node copies it (or fills it).
+    copy: bool,
 }
 
 impl CheckedEnd<'_> {
@@ -703,7 +713,7 @@ impl CheckedEnd<'_> {
     /// as a use of the allocation, to be checked at instantiation.
     fn note_use(&self, target: &mut Target<'_>, handle: GraphNodeHandle) {
         if let Some(buffer) = self.kept {
-            target.keep_buffer(buffer);
+            target.keep_buffer(buffer, self.copy);
         }
         if let Some(allocation) = self.allocation {
             target.state.allocations.used(allocation, handle);
@@ -732,6 +742,7 @@ fn checked_end<'a>(
                 size: span.size,
                 kept: Some(kept),
                 allocation: None,
+                copy,
             })
         }
         End::Allocation { node, ptr, size } => {
@@ -749,6 +760,7 @@ fn checked_end<'a>(
                 size,
                 kept: None,
                 allocation: Some(node.handle),
+                copy,
             })
         }
     }

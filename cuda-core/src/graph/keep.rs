@@ -4,10 +4,11 @@
 //!
 //! A user object's destructor runs on a driver thread, where no CUDA call may be made, and
 //! dropping a buffer or a kernel makes CUDA calls; so the destructor only sends the values to
-//! one thread of the crate's, which drops them there.
+//! a thread of the crate's, which drops them there (one that stays, and helpers while it is
+//! busy, so that a drop that waits holds up no other release).
 
+use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::mpsc::{self, Sender};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -38,8 +39,7 @@ impl Keep {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let sender = reaper();
-        if sender.is_none() {
+        if !release_thread_started() {
             log::error!(
                 "no thread to release graph resources could be started: the values a graph \
                  keeps are never released"
@@ -103,28 +103,87 @@ pub(crate) fn host_fn<F: Fn() + Send + Sync + 'static>(f: F) -> (Box<F>, HostFn)
     (boxed, (trampoline::<F>, data))
 }
 
-/// The release thread's sender, started on first use (`None` if it could not start).
-fn reaper() -> Option<&'static Sender<Vec<Kept>>> {
-    static REAPER: OnceLock<Option<Sender<Vec<Kept>>>> = OnceLock::new();
-    REAPER
-        .get_or_init(|| {
-            let (sender, receiver) = mpsc::channel::<Vec<Kept>>();
-            std::thread::Builder::new()
-                .name("cuda-core graph release".to_owned())
-                .spawn(move || {
-                    for values in receiver {
-                        drop(values);
-                        let (count, changed) = released();
-                        if let Ok(mut count) = count.lock() {
-                            *count += 1;
-                        }
-                        changed.notify_all();
-                    }
-                })
-                .ok()
-                .map(|_| sender)
-        })
-        .as_ref()
+/// The most release threads at once: one that stays, and helpers started while every thread
+/// is busy dropping (a drop that waits, as a registered vector's or a per-thread stream's
+/// buffer's synchronous free does, then holds up no other release), each ending after
+/// [`HELPER_IDLE`] with nothing to drop.
+const RELEASE_THREADS: usize = 8;
+const HELPER_IDLE: Duration = Duration::from_millis(500);
+
+/// The batches waiting for a release thread, and the threads' counts.
+#[derive(Default)]
+struct Releases {
+    batches: VecDeque<Vec<Kept>>,
+    /// Threads waiting for a batch.
+    idle: usize,
+    /// Threads running (or starting).
+    threads: usize,
+}
+
+fn releases() -> &'static (Mutex<Releases>, Condvar) {
+    static RELEASES: OnceLock<(Mutex<Releases>, Condvar)> = OnceLock::new();
+    RELEASES.get_or_init(Default::default)
+}
+
+/// A release thread: drops the batches it takes, one after another; a helper (`stays` false)
+/// ends once none came for [`HELPER_IDLE`].
+fn release_thread(stays: bool) {
+    let (state, ready) = releases();
+    let relock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = relock();
+    loop {
+        if let Some(values) = guard.batches.pop_front() {
+            drop(guard);
+            drop(values);
+            let (count, changed) = released();
+            if let Ok(mut count) = count.lock() {
+                *count += 1;
+            }
+            changed.notify_all();
+            guard = relock();
+            continue;
+        }
+        guard.idle += 1;
+        let (woken, timed_out) = if stays {
+            (ready.wait(guard).unwrap_or_else(|e| e.into_inner()), false)
+        } else {
+            let (woken, wait) = ready
+                .wait_timeout(guard, HELPER_IDLE)
+                .unwrap_or_else(|e| e.into_inner());
+            (woken, wait.timed_out())
+        };
+        guard = woken;
+        guard.idle -= 1;
+        if timed_out && guard.batches.is_empty() {
+            guard.threads -= 1;
+            return;
+        }
+    }
+}
+
+/// Starts the release thread that stays, if none runs yet (before the driver may hand values
+/// back, so that it is not started on a driver's thread): whether one runs.
+fn release_thread_started() -> bool {
+    let (state, _) = releases();
+    let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.threads > 0 {
+        return true;
+    }
+    guard.threads = 1;
+    drop(guard);
+    if start_release_thread(true) {
+        return true;
+    }
+    state.lock().unwrap_or_else(|e| e.into_inner()).threads = 0;
+    false
+}
+
+/// Starts a release thread (`stays`: the first, which never ends): whether it started.
+fn start_release_thread(stays: bool) -> bool {
+    std::thread::Builder::new()
+        .name("cuda-core graph release".to_owned())
+        .spawn(move || release_thread(stays))
+        .is_ok()
 }
 
 fn released() -> &'static (Mutex<u64>, Condvar) {
@@ -132,16 +191,33 @@ fn released() -> &'static (Mutex<u64>, Condvar) {
     &RELEASED
 }
 
-/// Sends values to the release thread (or, if there is none, never drops them).
+/// Sends values to a release thread, which drops them off the calling thread (a driver's
+/// thread, where CUDA may not be called): one that is idle, else a new one while fewer than
+/// [`RELEASE_THREADS`] run. If no thread can be started at all, the values are never
+/// dropped.
 pub(crate) fn release_later(values: Vec<Kept>) {
-    match reaper() {
-        Some(sender) => {
-            if let Err(unsent) = sender.send(values) {
-                std::mem::forget(unsent.0);
+    let (state, ready) = releases();
+    let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
+    guard.batches.push_back(values);
+    if guard.idle > 0 {
+        drop(guard);
+        ready.notify_one();
+        return;
+    }
+    if guard.threads < RELEASE_THREADS {
+        let stays = guard.threads == 0;
+        guard.threads += 1;
+        drop(guard);
+        if !start_release_thread(stays) {
+            let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
+            guard.threads -= 1;
+            if guard.threads == 0 {
+                // Nothing will ever take them: kept for good rather than dropped here.
+                std::mem::forget(std::mem::take(&mut guard.batches));
             }
         }
-        None => std::mem::forget(values),
     }
+    // Otherwise every thread is busy, and the first to finish takes it.
 }
 
 /// The user objects' destructor, run by the driver once nothing refers to the object.

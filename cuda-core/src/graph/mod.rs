@@ -73,6 +73,10 @@ use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
 use crate::stream::Stream;
 use keep::{Keep, Kept};
+use std::sync::Arc;
+
+use crate::memory::buffer::Reach;
+use crate::memory::Buffer;
 
 /// Options of [`Graph::instantiate`] (`CUgraphInstantiate_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -125,6 +129,10 @@ pub(crate) struct GraphState {
     /// (a graph is not `Sync`).
     keep: RefCell<Keep>,
     homes: Vec<Stream>,
+    /// The buffers of its nodes whose access from the graph's device can be revoked (host
+    /// memory of a pool, another device's memory), each with whether only copies use it:
+    /// checked at each launch of its executable graphs, as work queued on them is.
+    gated: Vec<(Arc<Buffer>, bool)>,
     /// The nodes handed out, each with the serial its [`GraphNode`] carries: a value kept
     /// from a removed node never matches, even where the driver gives its address to a new
     /// node (or a new graph lands at a dropped one's address).
@@ -169,6 +177,27 @@ impl GraphState {
     /// Notes `stream` as one that a buffer the graph uses is ordered on.
     fn add_home(&mut self, stream: &Stream) {
         add_home(&mut self.homes, stream);
+    }
+}
+
+/// Notes `buffer`, used by a node of a graph of `device` (`copy`: by copies only), among
+/// `gated` where its access from `device` can be revoked: memory of another device, or host
+/// memory, of a resource whose access changes ([`MemoryResource::access_gate`]). Memory of
+/// the graph's own device never is (a graph launches only in its own context), so graphs of
+/// their device's memory check nothing at launch.
+pub(super) fn add_gated(
+    gated: &mut Vec<(Arc<Buffer>, bool)>,
+    buffer: &Arc<Buffer>,
+    copy: bool,
+    device: Device,
+) {
+    if buffer.device() == Some(device) || buffer.memory_resource().access_gate().is_none() {
+        return;
+    }
+    match gated.iter_mut().find(|(kept, _)| Arc::ptr_eq(kept, buffer)) {
+        // A use that is not a copy asks the stricter question.
+        Some((_, only_copies)) => *only_copies &= copy,
+        None => gated.push((buffer.clone(), copy)),
     }
 }
 
@@ -254,6 +283,7 @@ impl Graph {
         let mut clone = Graph::from_handle(handle, self.context.clone());
         keep.share(driver, handle, clone.state.keep.get_mut())?;
         clone.state.homes.clone_from(&self.state.homes);
+        clone.state.gated.clone_from(&self.state.gated);
         clone.state.allocations = self
             .state
             .allocations
@@ -355,7 +385,7 @@ impl Graph {
         let driver = self.context.driver();
         // The graph's context current, and the stream's handle as its kind needs it.
         let (made, answer) = self.context.with_current(|_| {
-            stream.call(|driver, handle| {
+            stream.queue(|driver, handle| {
                 driver.graph_instantiate_with_params(self.handle, flags, handle)
             })
         })?;
@@ -394,6 +424,7 @@ impl Graph {
             context: self.context.clone(),
             source: self.serial,
             homes: self.state.homes.clone(),
+            gated: self.state.gated.clone(),
             device_launch: options.device_launch,
             extras: Vec::new(),
             last: Cell::new(None),
@@ -476,6 +507,8 @@ pub struct GraphExec {
     source: u64,
     /// The streams its buffers are ordered on.
     homes: Vec<Stream>,
+    /// Its buffers whose access can be revoked, checked at each launch (see `GraphState`).
+    gated: Vec<(Arc<Buffer>, bool)>,
     /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
     device_launch: bool,
     /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
@@ -516,6 +549,21 @@ impl Drop for GraphExec {
 /// queued there, or, where the stream captures (a host function would go into the capture,
 /// and a wait would invalidate it), once no capture is open.
 fn release_after_work(stream: Stream, values: Vec<Kept>) {
+    if stream.is_other_threads() {
+        // Another thread's per-thread default stream: no host function can be queued on it
+        // from here, so wait for its whole context (as a buffer of such a stream does).
+        match stream.context().sync() {
+            Ok(()) => keep::release_later(values),
+            Err(e) => {
+                log::error!(
+                    "waiting for the context of an executable graph's last launch (on another \
+                     thread's per-thread default stream): {e}; its values are kept"
+                );
+                std::mem::forget(values);
+            }
+        }
+        return;
+    }
     if stream.capturing() {
         // Not the stream itself: a stream dropped meanwhile ends its capture as it goes.
         let weak = stream.downgrade();
@@ -570,9 +618,11 @@ impl GraphExec {
     #[doc(alias = "cuGraphLaunch")]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
+        // Held until the launch is queued: no revocation of access comes in between.
+        let _reach = self.check_access(stream)?;
         let mut queued = false;
         let mut queue = || {
-            stream.call(|driver, handle| driver.graph_launch(self.handle, handle))?;
+            stream.queue(|driver, handle| driver.graph_launch(self.handle, handle))?;
             queued = true;
             Ok(())
         };
@@ -588,6 +638,21 @@ impl GraphExec {
             self.note_last(stream);
         }
         launched
+    }
+
+    /// Checks that `stream`'s device reaches the memory of the graph's nodes whose access can
+    /// be revoked (as work queued on a buffer is checked: after a pinned pool's
+    /// `set_access(&[])` or a revoked peer access, the driver would fault on the graph's copy
+    /// rather than refuse it), holding each one's access gate until the caller queued the
+    /// launch. Nothing (no allocation) for a graph of its own device's memory.
+    fn check_access(&self, stream: &Stream) -> Result<Vec<Reach<'_>>> {
+        if self.gated.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.gated
+            .iter()
+            .map(|(buffer, copy)| buffer.check_reachable(stream, "the graph's memory", *copy))
+            .collect()
     }
 
     /// Notes `stream` as the one of the last launch; a stream already noted is not cloned
@@ -615,7 +680,7 @@ impl GraphExec {
     #[doc(alias = "cuGraphUpload")]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
-        stream.call(|driver, handle| driver.graph_upload(self.handle, handle))
+        stream.queue(|driver, handle| driver.graph_upload(self.handle, handle))
     }
 
     /// Updates this executable graph in place to `graph`'s parameters (`cuGraphExecUpdate`):
@@ -652,6 +717,9 @@ impl GraphExec {
         }
         for home in &graph.state.homes {
             add_home(&mut self.homes, home);
+        }
+        for (buffer, copy) in &graph.state.gated {
+            add_gated(&mut self.gated, buffer, *copy, self.context.device());
         }
         Ok(())
     }
@@ -693,7 +761,7 @@ impl GraphExec {
         }?;
         self.extras.push(Box::new(kernel.clone()));
         for buffer in &prepared.buffers {
-            self.keep_buffer(buffer);
+            self.keep_buffer(buffer, false);
         }
         self.extras.extend(prepared.kept);
         Ok(())

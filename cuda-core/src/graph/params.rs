@@ -263,7 +263,7 @@ impl GraphExec {
             &memset,
             context,
         )?;
-        self.keep_buffer(dst.kept());
+        self.keep_buffer(dst.kept(), false);
         Ok(())
     }
 
@@ -280,8 +280,8 @@ impl GraphExec {
         self.check_source(graph, node, COPY, "a copy node")?;
         let copy = copy_spec(src.span(), dst.span(), &self.context)?;
         self.set_memcpy(node, &copy)?;
-        self.keep_buffer(src.kept());
-        self.keep_buffer(dst.kept());
+        self.keep_buffer(src.kept(), true);
+        self.keep_buffer(dst.kept(), true);
         Ok(())
     }
 
@@ -301,7 +301,7 @@ impl GraphExec {
         let copy = host_copy_spec(&src, dst.span(), &self.context)?;
         self.set_memcpy(node, &copy)?;
         self.extras.push(Box::new(src));
-        self.keep_buffer(dst.kept());
+        self.keep_buffer(dst.kept(), true);
         Ok(())
     }
 
@@ -377,10 +377,12 @@ impl GraphExec {
             .graph_exec_memcpy_node_set(self.handle, node.handle, copy, context)
     }
 
-    /// Keeps `buffer` alive with this executable graph, and orders its launches against the
-    /// buffer's stream.
-    pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>) {
+    /// Keeps `buffer` alive with this executable graph, orders its launches against the
+    /// buffer's stream, and checks its access at each launch where that can be revoked (as
+    /// `Target::keep_buffer` does for a graph's nodes).
+    pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>, copy: bool) {
         add_home(&mut self.homes, buffer.deallocation_stream());
+        super::add_gated(&mut self.gated, buffer, copy, self.context.device());
         let kept: Kept = Box::new(buffer.clone());
         self.extras.push(kept);
     }

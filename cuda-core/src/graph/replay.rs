@@ -134,9 +134,9 @@ struct Entry {
     /// that order: applied once the whole sequence is known to match, dropped otherwise.
     staged: Args,
     staged_nodes: Vec<usize>,
-    /// The deallocation streams of the buffer arguments of the run that built the graph,
-    /// other than its stream: a run with launches declared unchanged, whose arguments it does
-    /// not read, orders its launch with these.
+    /// The deallocation streams of the buffer arguments of the run that built the graph, its
+    /// own stream included where one is: a run with launches declared unchanged, whose
+    /// arguments it does not read, orders its launch with these (but its own stream).
     built_homes: Vec<Stream>,
 }
 
@@ -322,6 +322,9 @@ pub struct ReplayRecorder<'p> {
     index: usize,
     /// A launch of this pass was refused: nothing is launched, whatever the body returns.
     refused: bool,
+    /// A buffer argument of this pass is ordered on the run's own stream (which `homes`
+    /// leaves out): a graph built now orders later runs on other streams with it too.
+    stream_home: bool,
 }
 
 impl fmt::Debug for ReplayRecorder<'_> {
@@ -428,9 +431,11 @@ impl ReplayRecorder<'_> {
     ///
     /// As for [`launch`](Self::launch); and at every run of the region that makes this launch,
     /// its arguments must be the same, byte for byte, as when the region first made it in this
-    /// sequence of launches (a buffer the same buffer, alive; a scalar the same value): a
-    /// changed argument would not reach the graph, whose kernel would then use the old one.
-    /// Its configuration must have no cluster, cooperative launch or launch attribute, as
+    /// sequence of launches (a buffer the same buffer, alive, with the same deallocation
+    /// stream; a scalar the same value): a changed argument would not reach the graph, whose
+    /// kernel would then use the old one, and a run on any stream is ordered with the streams
+    /// the buffers had then (a deallocation stream changed since would not be waited for, nor
+    /// wait for the run). Its configuration must have no cluster, cooperative launch or launch attribute, as
     /// where the region builds a graph (a node has none of them; where the region updates a
     /// kept graph they are not read).
     #[inline]
@@ -484,7 +489,11 @@ impl ReplayRecorder<'_> {
     ) -> Result<()> {
         for arg in args {
             if let Some(home) = arg.arg().home {
-                note_home(self.homes, home, self.stream);
+                if home.same_as(self.stream) {
+                    self.stream_home = true;
+                } else {
+                    note_home(self.homes, home, self.stream);
+                }
             }
         }
         let result = match &mut self.mode {
@@ -650,11 +659,19 @@ unsafe fn apply(entry: &mut Entry) -> Result<()> {
         // SAFETY: one pointer per parameter (the count and sizes are the node's, checked when
         // it was built), each to its bytes, alive for the call (the driver copies them); the
         // caller vouches for what the kernel does with them.
-        unsafe {
+        let set = unsafe {
             context
                 .driver()
                 .graph_exec_kernel_node_set(entry.exec.handle, node.handle, &spec)
-        }?;
+        };
+        if let Err(e) = set {
+            // Nothing staged survives a failed pass: the next pass compares against the
+            // nodes' arguments as they are (those set before this one kept theirs below),
+            // and applies only what it stages itself.
+            entry.staged.clear();
+            entry.staged_nodes.clear();
+            return Err(e);
+        }
         for (from, to) in staged.zip(node.first..node.first + node.count) {
             let ((source, size), (target, _)) = (entry.staged.places[from], entry.args.places[to]);
             let count = size.div_ceil(16);
@@ -821,6 +838,7 @@ impl Replay {
             homes: &mut self.homes,
             index: 0,
             refused: false,
+            stream_home: false,
         };
         finish(body(&mut recorder), recorder.refused)?;
         if self.signature.is_empty() {
@@ -869,6 +887,7 @@ impl Replay {
             homes: &mut self.homes,
             index: 0,
             refused: false,
+            stream_home: false,
         };
         let returned = body(&mut recorder);
         let (launches, refused) = (recorder.index, recorder.refused);
@@ -925,9 +944,10 @@ impl Replay {
             homes: &mut self.homes,
             index: 0,
             refused: false,
+            stream_home: false,
         };
         let returned = body(&mut recorder);
-        let refused = recorder.refused;
+        let (refused, stream_home) = (recorder.refused, recorder.stream_home);
         finish(returned, refused)?;
         if nodes.is_empty() {
             return Ok(false);
@@ -937,7 +957,13 @@ impl Replay {
         // the caller's kernels, go.
         exec.keep_until_last_launch(Box::new(kernels));
         self.stats.builds += 1;
-        let built_homes = self.homes.clone();
+        // Every stream the build's buffer arguments are ordered on, its own included: a later
+        // run on another stream orders its unread launches with each (`note_built_homes`
+        // leaves out that run's own).
+        let mut built_homes = self.homes.clone();
+        if stream_home {
+            built_homes.push(stream.clone());
+        }
         self.entries.insert(
             0,
             Entry {

@@ -90,8 +90,12 @@ impl Target<'_> {
         self.state.keep.get_mut().push(Box::new(value));
     }
 
-    pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>) {
+    /// Keeps `buffer` with the graph, orders its launches with the buffer's stream, and, where
+    /// its access from the graph's device can be revoked, checks that access at each launch
+    /// (`copy`: the node copies it, which some memory allows across devices without access).
+    pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>, copy: bool) {
         self.state.add_home(buffer.deallocation_stream());
+        super::add_gated(&mut self.state.gated, buffer, copy, self.context.device());
         self.keep(buffer.clone());
     }
 }

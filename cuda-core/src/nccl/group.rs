@@ -45,6 +45,11 @@ use crate::stream::Stream;
 /// meanwhile (a communicator, a custom operation, a registration) is released at its end.
 /// Two threads that group the same communicators in opposite orders wait for each other.
 ///
+/// Each call is ordered with its buffers' deallocation streams at the end, as a kernel's
+/// arguments are: just before NCCL queues it, its stream waits for the work queued on theirs,
+/// the work `body` queued there included (a write of a send buffer through `&Arc<Buffer>` on
+/// its own stream comes before the collective), and theirs wait for it after.
+///
 /// ```no_run
 /// use cuda_core::nccl::{group, Communicator, ReduceOp};
 /// use cuda_core::{Allocate, Device, StreamOptions};
@@ -108,8 +113,8 @@ pub struct Group<'g> {
     nccl: &'static Nccl,
     /// The communicators the group queued on, locked until its end.
     held: Vec<Held<'g>>,
-    /// Each call's stream and the streams its memory is ordered on, which wait for it once it
-    /// is queued (at the end).
+    /// Each call's stream and the streams its memory is ordered on: at the end, the stream
+    /// waits for them before NCCL queues the call, and they wait for it after.
     after: Vec<(Stream, [Stream; 2])>,
     /// `'g` may neither shrink nor grow: what is borrowed for it outlives the group's end.
     _invariant: PhantomData<fn(&'g ()) -> &'g ()>,
@@ -148,15 +153,34 @@ impl Drop for Open<'_> {
 }
 
 impl Open<'_> {
-    /// `ncclGroupEnd` (with the first communicator's context current: NCCL switches devices
-    /// and restores the one it found), then, on a non-blocking communicator, the wait for
-    /// NCCL to launch the calls; then each call's homes wait for its stream (whatever NCCL
-    /// answered: what it took may be queued), the communicators are let go, and what was
-    /// dropped meanwhile is released.
+    /// Through the door of every call's memory streams (so no other thread's ordering on them
+    /// comes between): each call's stream waits for its homes' work so far, which includes
+    /// what the body queued on them (NCCL queues the calls only now); then `ncclGroupEnd`
+    /// (with the first communicator's context current: NCCL switches devices and restores the
+    /// one it found), then, on a non-blocking communicator, the wait for NCCL to launch the
+    /// calls; then each call's homes wait for its stream (whatever NCCL answered: what it took
+    /// may be queued), the communicators are let go, and what was dropped meanwhile is
+    /// released.
     fn end(&mut self) -> Result<()> {
         self.ended = true;
         let group = &mut self.group;
         let nccl = group.nccl;
+        let every_home: Vec<&Stream> = group.after.iter().flat_map(|(_, homes)| homes).collect();
+        let door = crate::order::Door::enter(&every_home, None);
+        let mut before = Ok(());
+        for (stream, homes) in &group.after {
+            let homes = [&homes[0], &homes[1]];
+            if let Err(e) = crate::order::order_after_homes(&homes, stream) {
+                // NCCL queues the call all the same: wait for the homes' work on the host
+                // instead, so that the call cannot overtake it.
+                log::warn!("ordering an NCCL call after its buffers' streams failed ({e}); waiting for them instead");
+                for home in homes {
+                    if let Err(e) = home.sync() {
+                        before = before.and(Err(e));
+                    }
+                }
+            }
+        }
         let ended = match group.held.first() {
             Some(first) => first.comm.context.with_current(|_| nccl.group_end()),
             None => nccl.group_end(),
@@ -166,13 +190,16 @@ impl Open<'_> {
             Progress::Done => Ok(()),
             Progress::InProgress => group.settle(),
         });
-        for (stream, homes) in group.after.drain(..) {
+        for (stream, homes) in &group.after {
             let homes = [&homes[0], &homes[1]];
-            if let Err(e) = crate::order::order_homes_after(&homes, &stream) {
+            if let Err(e) = crate::order::order_homes_after(&homes, stream) {
                 result = result.and(Err(e));
             }
         }
+        drop(door);
+        group.after.clear();
         group.held.clear();
+        result = before.and(result);
         run_deferred();
         result
     }
@@ -220,14 +247,17 @@ impl<'g> Group<'g> {
         Ok(handle)
     }
 
-    /// Puts `call` in NCCL's group: its stream waits for its memory's streams now (before
-    /// the launch), and they wait for it at the end (after).
+    /// Puts `call` in NCCL's group, to be ordered with its memory's streams at the end (see
+    /// [`Open::end`]): its stream waits for them just before NCCL queues it, and they wait for
+    /// it after. Refused now where a memory's stream captures and `stream` does not.
     fn add(&mut self, comm: &'g Communicator, call: Call<'_>, stream: &Stream) -> Result<()> {
         let handle = self.hold(comm)?;
         let homes = call.homes(stream);
-        crate::order::order_after_homes(&homes, stream)?;
+        if !stream.capturing() {
+            crate::order::check_homes(&homes, stream)?;
+        }
         let nccl = self.nccl;
-        let result = stream.call_in_context(|_, raw| call.issue(nccl, handle, raw));
+        let result = stream.queue_in_context(|_, raw| call.issue(nccl, handle, raw));
         self.after
             .push((stream.clone(), [homes[0].clone(), homes[1].clone()]));
         result.map(|_| ())
