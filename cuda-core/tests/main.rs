@@ -19,6 +19,7 @@ mod copies;
 mod default_resource;
 mod device;
 mod dlpack;
+mod door;
 mod driver_info_example;
 #[cfg(all(feature = "half", feature = "bytemuck"))]
 mod ecosystem;
