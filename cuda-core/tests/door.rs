@@ -193,16 +193,19 @@ fn a_per_thread_streams_buffer_dropped_elsewhere_during_a_capture_is_freed() {
     );
 }
 
-/// W6: work on the legacy default stream while another thread forks a blocking stream into a
-/// capture and joins it back, over and over: the crate refuses the legacy work while the
-/// blocking stream captures, before the driver, and never lets the driver refuse it (which
-/// would invalidate the capture). Bug caught: the gate asked whether a blocking stream
-/// captures, then made the call outside its lock, and a join in between got the call refused
-/// by the driver, invalidating the capture.
+/// W6: work on the legacy default stream, and a blocking stream joining a capture on another
+/// thread between the gate's question ("does a blocking stream capture?") and the legacy call
+/// (the stand-in answers the question late, so the join lands there): the join waits for the
+/// legacy call, which the driver takes, and the capture stays valid. Bug caught: the gate made
+/// the call outside its lock, so the join came first and the driver refused the legacy work
+/// (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`), invalidating the capture.
 #[test]
 fn legacy_stream_work_never_breaks_a_capture_a_blocking_stream_joins() {
-    strict(
+    standin::run(
+        module_path!(),
         "legacy_stream_work_never_breaks_a_capture_a_blocking_stream_joins",
+        &[],
+        &[("STANDIN_MODEL", "1"), ("STANDIN_LEGACY_ANSWER_MS", "300")],
         || {
             let device = Device::new(0).unwrap();
             let legacy = device.default_stream().unwrap();
@@ -212,55 +215,35 @@ fn legacy_stream_work_never_breaks_a_capture_a_blocking_stream_joins() {
                 .allocate(256, &legacy)
                 .unwrap();
             legacy.sync().unwrap();
-            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let capturer = {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    let origin = common::stream(device);
-                    let blocking = device
-                        .create_stream(StreamOptions::default().with_non_blocking(false))
-                        .unwrap();
-                    let (fork, join) = (
-                        device.create_event(EventOptions::default()).unwrap(),
-                        device.create_event(EventOptions::default()).unwrap(),
-                    );
-                    let mut captures = 0;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        // SAFETY: nothing is allocated or freed on the streams while they
-                        // capture.
-                        unsafe { origin.begin_capture(CaptureMode::Relaxed) }.unwrap();
-                        origin.record(&fork).unwrap();
-                        blocking.wait(&fork).unwrap();
-                        blocking.record(&join).unwrap();
-                        origin.wait(&join).unwrap();
-                        // Catches a capture invalidated by a legacy call the driver refused.
-                        let graph = origin.end_capture();
-                        assert!(graph.is_ok(), "capture {captures}: {:?}", graph.err());
-                        captures += 1;
-                    }
-                    captures
-                })
-            };
-            let start = Instant::now();
-            let (mut made, mut refused) = (0u64, 0u64);
-            while start.elapsed() < Duration::from_secs(2) {
-                match buffer.fill(7u32, &legacy) {
-                    Ok(()) => made += 1,
-                    // Refused by the crate, before the driver: allowed.
-                    Err(Error::InvalidArgument { .. }) => refused += 1,
-                    // Catches a refusal by the driver (906), which broke the capture.
-                    Err(other) => panic!("a legacy fill refused by the driver: {other}"),
-                }
-                if made % 64 == 0 {
-                    let _ = legacy.sync();
-                }
-            }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            let captures = capturer.join().unwrap();
-            assert!(
-                captures > 0 && made > 0,
-                "{captures} captures, {made} fills, {refused} refused"
+            let origin = common::stream(device);
+            let blocking = device
+                .create_stream(StreamOptions::default().with_non_blocking(false))
+                .unwrap();
+            let (fork, join) = (
+                device.create_event(EventOptions::default()).unwrap(),
+                device.create_event(EventOptions::default()).unwrap(),
             );
+            // SAFETY: nothing is allocated or freed on the streams while they capture.
+            unsafe { origin.begin_capture(CaptureMode::Relaxed) }.unwrap();
+            origin.record(&fork).unwrap();
+            let (asking, asked) = mpsc::channel();
+            let filler = std::thread::spawn(move || {
+                asking.send(()).unwrap();
+                // Asks whether a blocking stream captures (none does yet), answered late.
+                buffer.fill(7u32, &legacy)
+            });
+            asked.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            // Joins the capture while the filler waits for its answer.
+            blocking.wait(&fork).unwrap();
+            blocking.record(&join).unwrap();
+            origin.wait(&join).unwrap();
+            let filled = filler.join().unwrap();
+            // Catches the legacy fill refused by the driver (906), which broke the capture:
+            // the join waited for it, so the driver took it.
+            assert!(filled.is_ok(), "{filled:?}");
+            let ended = origin.end_capture();
+            assert!(ended.is_ok(), "the capture ended with {:?}", ended.err());
         },
     );
 }

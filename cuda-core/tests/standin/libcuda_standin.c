@@ -59,6 +59,8 @@
  *   STANDIN_BATCH_FAIL=I     cuMemcpyBatchAsync fails (CUDA_ERROR_INVALID_VALUE) naming copy I
  *   STANDIN_CONCURRENT_MANAGED=0 devices do not access managed memory concurrently
  *   STANDIN_JIT_FAIL=1       cuLibraryLoadData writes its error log and fails as on bad PTX
+ *   STANDIN_LEGACY_ANSWER_MS=N whether the legacy stream captures is answered N ms late (the
+ *                            strict model's answer), so a race after the question shows
  * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
  * maps are at the end: their calls are logged with their arguments.
@@ -86,6 +88,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef unsigned long long devptr;
 
@@ -1050,6 +1053,13 @@ static int m_capture_info(void *s, int *status, unsigned long long *id, void **g
     if (id) *id = c ? (unsigned long long)c->id : 0;
     if (graph) *graph = c && !c->invalidated ? (void *)c->graph : NULL;
     M_UNLOCK;
+    /* STANDIN_LEGACY_ANSWER_MS=N: the answer about the legacy stream returns N ms late, so
+     * that what another thread does between the question and the caller's next call shows. */
+    long late = setting("STANDIN_LEGACY_ANSWER_MS", 0);
+    if (late > 0 && (s == NULL || (uintptr_t)s == 1)) {
+        struct timespec pause = {late / 1000, (late % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
     return 0;
 }
 static int m_alloc(devptr *ptr, size_t size, void *p, void *s, const char *call) {
