@@ -927,16 +927,21 @@ fn a_group_launches_at_its_end_and_orders_its_buffers_after_it() {
                 at = find(
                     &log,
                     at,
-                    &["cuStreamWaitEvent", &format!("{work} waits for")],
-                );
-                at = find(
-                    &log,
-                    at,
                     &[
                         "## ncclAllReduce",
                         &format!("rank={i} stream={work}"),
                         "group=1",
                     ],
+                );
+            }
+            // Each call's stream waits for its buffer's stream at the group's end, after what
+            // the body queued there, just before NCCL queues the calls.
+            for (home, work) in &names {
+                let record = find(&log, at, &["cuEventRecord", &format!("on {home}")]);
+                at = find(
+                    &log,
+                    record,
+                    &["cuStreamWaitEvent", &format!("{work} waits for")],
                 );
             }
             // NCCL switches devices itself: the first communicator's context is current at the end.
@@ -952,6 +957,54 @@ fn a_group_launches_at_its_end_and_orders_its_buffers_after_it() {
             find(&log, end, &["## ncclCommDestroy rank=0"]);
             assert!(standin::calls("MISUSE").is_empty(), "{text}");
             drop(scaled);
+        },
+    );
+}
+
+/// W3: a write of a group call's send buffer, through `&Arc<Buffer>` on the buffer's own
+/// stream, queued in the group's body after the call: the call's stream waits for the
+/// buffer's stream after that write (at the group's end, before NCCL queues the call), so the
+/// collective reads what the body wrote, in one order. Bug caught: the call's stream waited
+/// for the buffer's stream when the call was added, before the write, and the buffer's stream
+/// waited for the call only at the end: the write was ordered neither before nor after the
+/// collective.
+#[test]
+fn a_write_in_a_groups_body_is_ordered_before_its_collective() {
+    under_both_abis(
+        "a_write_in_a_groups_body_is_ordered_before_its_collective",
+        || {
+            let d0 = Device::new(0).unwrap();
+            let (home, work) = (stream(d0), stream(d0));
+            let (home_name, work_name) = (name_of(&home), name_of(&work));
+            let comm = Communicator::init_rank(&UniqueId::new().unwrap(), 1, 0, d0).unwrap();
+            let send = Arc::new(buffer(d0, &home, 4096));
+            let mut recv = buffer(d0, &work, 4096);
+            let twos = buffer(d0, &home, 4096);
+            home.sync().unwrap();
+            standin::clear_log();
+            group(|g| {
+                g.all_reduce::<f32>(&comm, &send, &mut recv, ReduceOp::Sum, &work)?;
+                twos.copy_to(&send, &home)
+            })
+            .unwrap();
+            let text = standin::log();
+            let log: Vec<&str> = text.lines().collect();
+            let write = find(&log, 0, &["cuMemcpyAsync", &format!("on {home_name}")]);
+            // Catches the wait recorded before the write: the record the call's stream waits for
+            // comes after it, before NCCL's end.
+            let record = find(&log, write, &["cuEventRecord", &format!("on {home_name}")]);
+            let wait = find(
+                &log,
+                record,
+                &["cuStreamWaitEvent", &format!("{work_name} waits for")],
+            );
+            let end = find(&log, wait, &["## ncclGroupEnd"]);
+            // And the buffer's stream waits for the call after it.
+            find(
+                &log,
+                end,
+                &["cuStreamWaitEvent", &format!("{home_name} waits for")],
+            );
         },
     );
 }
