@@ -441,9 +441,14 @@ fn count_records(records: &[u8], attribute: u8) -> Option<usize> {
 /// code alone (comments and string literals blanked, so that an old signature in a comment or
 /// a `.file` path counts for nothing), the name matched whole. Every `.entry` of that name (a
 /// definition, or a declaration of it) must declare the same count; where they disagree, or
-/// none is found, the text says nothing.
+/// none is found, the text says nothing. Nor does text with a preprocessor directive in its
+/// code (`#define`, `#include`, `#if`, ...): the text is read as written, not expanded, so a
+/// macro could hide parameters from the count (`.entry k(.param .u64 a, MORE)`).
 fn ptx_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
     let code = ptx_code(bytes.strip_suffix(&[0]).unwrap_or(bytes));
+    if has_directive(&code) {
+        return None;
+    }
     let mut found = None;
     let mut at = 0;
     while let Some(next) = find_token(&code, at, b".entry") {
@@ -474,6 +479,13 @@ fn ptx_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
         }
     }
     found
+}
+
+/// Whether a line of `code` (PTX with its comments and strings blanked) begins with `#`,
+/// after any blanks: a preprocessor directive.
+fn has_directive(code: &[u8]) -> bool {
+    code.split(|&b| b == b'\n')
+        .any(|line| line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'#'))
 }
 
 /// PTX text with its `//` and `/* */` comments and its `"..."` string literals each replaced
@@ -815,6 +827,53 @@ mod tests {
         // Two entries of one name that disagree: nothing either.
         let twice = format!(".entry k(.param .u64 x)\n{{}}\n{real}\0");
         assert_eq!(param_count(CodeType::Ptx, twice.as_bytes(), "k"), None);
+    }
+
+    /// Review W10: the PTX text is not expanded, so a macro can hide parameters from the
+    /// count. Text with any preprocessor directive says nothing; a `#` in a comment or a
+    /// string, or past a line's start, is no directive.
+    #[test]
+    fn ptx_with_a_preprocessor_directive_says_no_count() {
+        let hidden = "#define MORE .param .u64 b, .param .u64 c\n\
+                      .visible .entry k(.param .u64 a, MORE)\n{\nret;\n}\n\0";
+        // Bug caught: the count read 1 (the one `.param` in sight) for a kernel of three.
+        assert_eq!(param_count(CodeType::Ptx, hidden.as_bytes(), "k"), None);
+        // Any directive, anywhere, indented or after a comment on its line: the text may mean
+        // something else than it reads (an `#include`, an `#if` around an entry).
+        let real = ".visible .entry k(.param .u64 a, .param .u64 b)\n{\nret;\n}\n";
+        for directive in [
+            "#include \"more.ptx\"\n",
+            "  \t#if 0\n.entry k(.param .u64 x)\n#endif\n",
+            "/* a comment */ #undef X\n",
+            "#\n",
+        ] {
+            let text = format!("{directive}{real}\0");
+            assert_eq!(
+                param_count(CodeType::Ptx, text.as_bytes(), "k"),
+                None,
+                "{directive:?}"
+            );
+            let after = format!("{real}{directive}\0");
+            assert_eq!(
+                param_count(CodeType::Ptx, after.as_bytes(), "k"),
+                None,
+                "{directive:?} after the entry"
+            );
+        }
+        // A `#` in a comment, across a block comment's lines, or in a string is no directive
+        // (catches a check that gives up on every `#`): the count stands.
+        for harmless in [
+            "// #define MORE .param .u64 c\n",
+            "/* notes:\n#define MORE .param .u64 c\n*/\n",
+            ".file 1 \"/src/#a.cu\"\n",
+        ] {
+            let text = format!("{harmless}{real}\0");
+            assert_eq!(
+                param_count(CodeType::Ptx, text.as_bytes(), "k"),
+                Some(2),
+                "{harmless:?}"
+            );
+        }
     }
 
     #[test]

@@ -366,9 +366,10 @@ impl Kernel {
     /// CUDA 12.4 and newer drivers). Their count comes from `cuKernelGetParamCount` where the
     /// driver has it (13.1 and newer), else from the image (a cubin's `.nv.info` records, a
     /// PTX `.entry`), so no call asks past the last parameter; only for a kernel of neither
-    /// (wrapped by [`Kernel::from_raw`], or from a fatbin) on an older driver is the count
-    /// found by asking until the driver answers "past the last", a failing call that
-    /// compute-sanitizer reports. Read once, then cached; the first read is made in a
+    /// (wrapped by [`Kernel::from_raw`], or from a fatbin), or from PTX with a preprocessor
+    /// directive (`#define`: the text is not expanded, so its count is not trusted), on an
+    /// older driver is the count found by asking until the driver answers "past the last", a
+    /// failing call that compute-sanitizer reports. Read once, then cached; the first read is made in a
     /// primary context, which the driver wants for it (the layout is the same on every
     /// device): the calling thread's current device's, else one this process uses already,
     /// so that no device's context is made for the question; device 0's only where the

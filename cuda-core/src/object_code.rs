@@ -27,7 +27,13 @@ use crate::DevicePtr;
 ///
 /// PTX is compiled by the driver's JIT as it loads, with the options of
 /// [`ObjectCode::with_jit_options`]; the JIT's info log is then [`ObjectCode::jit_log`], and a
-/// PTX the JIT refuses is [`Error::Compile`] with its error log.
+/// PTX the JIT refuses is [`Error::Compile`] with its error log. So that the JIT runs during
+/// the load even where the driver loads lazily (the default since CUDA 12.2, which would
+/// compile PTX at a kernel's first use and report nothing at load), a PTX load also takes
+/// each of its kernels in the primary context of the device in use (the calling thread's
+/// current device, else one this process uses, else device 0), loading the code there; on a
+/// driver that cannot list a library's kernels (before 12.4) the JIT may still wait for that
+/// first use.
 #[doc(alias = "CUlibrary")]
 #[derive(Clone)]
 pub struct ObjectCode {
@@ -330,9 +336,9 @@ impl ObjectCode {
 
     /// Loads the code now, rather than on its first use, and returns the JIT's info log (as
     /// [`ObjectCode::jit_log`]). Loading twice loads once. A PTX the JIT refuses is
-    /// [`Error::Compile`] with the JIT's error log; LTO-IR and a static library, which must be
-    /// linked first, are refused.
-    #[doc(alias = "cuLibraryLoadData")]
+    /// [`Error::Compile`] with the JIT's error log (PTX is loaded into a context for it: see
+    /// [`ObjectCode`]); LTO-IR and a static library, which must be linked first, are refused.
+    #[doc(alias("cuLibraryLoadData", "cuKernelGetFunction"))]
     pub fn load(&self) -> Result<&str> {
         self.library()?;
         Ok(self.jit_log().unwrap_or_default())
@@ -365,7 +371,22 @@ impl ObjectCode {
         // The driver follows the image's own headers: check them against our bytes first.
         crate::image::check(self.inner.code_type, self.code())?;
         let driver = driver()?;
-        let (library, logs) = driver.library_load_data(&self.inner.code, &self.inner.jit.raw());
+        let load = |driver: &'static dyn Driver| {
+            let jit = self.inner.jit.raw();
+            Ok(if self.inner.code_type == CodeType::Ptx {
+                driver.library_load_data(&self.inner.code, &jit, &mut |library| {
+                    take_every_kernel(driver, library)
+                })
+            } else {
+                driver.library_load_data(&self.inner.code, &jit, &mut |_| Ok(()))
+            })
+        };
+        let (library, logs) = if self.inner.code_type == CodeType::Ptx {
+            // Taken in a context: see `take_every_kernel`.
+            Device::in_use()?.primary_context()?.with_current(load)?
+        } else {
+            load(driver)?
+        };
         let library = library.map_err(|e| {
             if logs.error.is_empty() {
                 e
@@ -554,6 +575,24 @@ impl ObjectCode {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Takes each kernel of the just loaded `library` in the current context
+/// (`cuLibraryEnumerateKernels`, then `cuKernelGetFunction`), which loads the library there.
+/// A driver that loads lazily (the default since CUDA 12.2) accepts PTX at
+/// `cuLibraryLoadData` and compiles it only where a context first needs a kernel: this makes
+/// that happen within the load, whose JIT logs then say what the JIT refused. A driver that
+/// cannot list a library's kernels (before 12.4) leaves the JIT to the kernels' first use.
+fn take_every_kernel(driver: &'static dyn Driver, library: LibraryHandle) -> Result<()> {
+    let kernels = match driver.library_kernels(library) {
+        Ok(kernels) => kernels,
+        Err(Error::NotSupported { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for kernel in kernels {
+        driver.kernel_get_function(kernel)?;
+    }
+    Ok(())
 }
 
 /// The driver's JIT options for code it compiles as it loads it (PTX): see

@@ -211,34 +211,22 @@ pub(crate) fn open_dir(path: &Path, trust: Trust, create: bool) -> Result<OwnedF
 
 /// Checks a file that a tool the crate runs (NVRTC) will open by its path: where it exists,
 /// it must be a regular file (not a symbolic link) that the effective user owns and that no
-/// one else can write; where `must_exist`, it must exist. Its directory must be owned by the
+/// one else can write; where `must_exist`, it must exist. Every directory on the path its
+/// directory resolves to (symbolic links followed), up to the root, must be owned by the
 /// effective user or by root, and writable by others only if sticky (as `/tmp` is: there no
-/// one can rename or delete another user's file), so that no one else can put another file in
-/// its place before the tool opens it.
+/// one can rename or delete another user's file), so that no one else can put another file,
+/// or another directory above it, in its place before the tool opens it.
 pub(crate) fn check_named_file(path: &Path, must_exist: bool) -> Result<(), String> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let dir = rustix::fs::stat(parent)
-        .map(|stat| Status::of(&stat))
+    // The path the tool's open will take: through the links as they are now, each of which
+    // lies in a directory checked below, so that no one else can point it elsewhere.
+    let resolved = std::fs::canonicalize(parent)
         .map_err(|e| format!("cannot read its directory {}: {e}", parent.display()))?;
-    let me = effective_uid();
-    if dir.uid != me && dir.uid != 0 {
-        return Err(format!(
-            "its directory {} is owned by user {}, neither this process's user ({me}) nor root",
-            parent.display(),
-            dir.uid
-        ));
-    }
-    if dir.mode & 0o022 != 0 && dir.mode & 0o1000 == 0 {
-        return Err(format!(
-            "its directory {} is writable by {} (mode {:03o}) and not sticky: another user \
-             could put their file in its place",
-            parent.display(),
-            writers(dir.mode),
-            dir.mode
-        ));
+    for dir in resolved.ancestors() {
+        check_path_dir(dir)?;
     }
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     match rustix::fs::open(path, flags, Mode::empty()) {
@@ -250,6 +238,34 @@ pub(crate) fn check_named_file(path: &Path, must_exist: bool) -> Result<(), Stri
         Err(rustix::io::Errno::NOENT) if !must_exist => Ok(()),
         Err(e) => Err(format!("cannot open it: {e}")),
     }
+}
+
+/// Refuses `dir`, a directory on the path to a file a tool opens by name, where another user
+/// could change what it holds: a directory neither the effective user's nor root's, or one
+/// that others can write and that is not sticky.
+fn check_path_dir(dir: &Path) -> Result<(), String> {
+    let status = rustix::fs::stat(dir)
+        .map(|stat| Status::of(&stat))
+        .map_err(|e| format!("cannot read the directory {}: {e}", dir.display()))?;
+    let me = effective_uid();
+    if status.uid != me && status.uid != 0 {
+        return Err(format!(
+            "the directory {} on its path is owned by user {}, neither this process's user \
+             ({me}) nor root: its owner could put another file in its place",
+            dir.display(),
+            status.uid
+        ));
+    }
+    if status.mode & 0o022 != 0 && status.mode & 0o1000 == 0 {
+        return Err(format!(
+            "the directory {} on its path is writable by {} (mode {:03o}) and not sticky: \
+             another user could put their file in its place",
+            dir.display(),
+            writers(status.mode),
+            status.mode
+        ));
+    }
+    Ok(())
 }
 
 /// Opens `name` in `dir` for reading: never through a symbolic link (`O_NOFOLLOW`), and
@@ -478,6 +494,58 @@ mod tests {
         chmod(base.path(), 0o1777);
         assert_eq!(check_named_file(&file, true), Ok(()));
         chmod(base.path(), 0o700);
+    }
+
+    /// Review W11: a file NVRTC opens by name is only as safe as every directory on its path.
+    /// A directory higher up that another user owns, or that others can write without the
+    /// sticky bit, lets them rename the checked directory away and put one of theirs in its
+    /// place before NVRTC opens the file. Also through a symbolic link: what counts is the
+    /// path the name resolves to.
+    #[test]
+    fn a_named_file_is_refused_below_a_directory_another_user_controls() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("not run: giving a directory to another user needs root");
+            return;
+        }
+        const OTHER_USER: u32 = 65534;
+        let base = tempfile::tempdir().unwrap();
+        let theirs = base.path().join("theirs");
+        let mine = theirs.join("mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        chmod(&theirs, 0o755);
+        chmod(&mine, 0o700);
+        let file = mine.join("h.pch");
+        std::fs::write(&file, b"pch").unwrap();
+        chmod(&file, 0o600);
+        // The positive control: the whole path this user's.
+        assert_eq!(check_named_file(&file, true), Ok(()));
+        std::os::unix::fs::lchown(&theirs, Some(OTHER_USER), None).unwrap();
+        // Bug caught: only the file's own directory (this user's) was checked.
+        let reason = check_named_file(&file, true).unwrap_err();
+        assert!(
+            reason.contains(&format!("owned by user {OTHER_USER}"))
+                && reason.contains(&theirs.display().to_string()),
+            "{reason}"
+        );
+        // The same file through a link in a directory of this user's: the link's target is
+        // below their directory all the same (bug caught: the ancestors of the name as
+        // written checked, not of where it leads).
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        let reason = check_named_file(&link.join("h.pch"), true).unwrap_err();
+        assert!(
+            reason.contains(&format!("owned by user {OTHER_USER}")),
+            "{reason}"
+        );
+        // A directory higher up that others can write, not sticky: refused too.
+        std::os::unix::fs::lchown(&theirs, Some(effective_uid()), None).unwrap();
+        chmod(&theirs, 0o777);
+        let reason = check_named_file(&file, true).unwrap_err();
+        assert!(reason.contains("not sticky"), "{reason}");
+        // Sticky (as /tmp is), it holds: no one renames what another user owns there.
+        chmod(&theirs, 0o1777);
+        assert_eq!(check_named_file(&file, true), Ok(()));
+        chmod(&theirs, 0o700);
     }
 
     #[test]

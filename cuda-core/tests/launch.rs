@@ -1024,6 +1024,45 @@ fn an_old_signature_in_a_ptx_comment_does_not_set_the_checked_count() {
 }
 
 #[test]
+fn a_ptx_macro_cannot_hide_parameters_from_the_checked_count() {
+    // Review W10. A driver without cuKernelGetParamCount (the 13.0 driver) takes the count
+    // from the PTX, which the crate does not preprocess: a `#define` in the `.entry`'s list
+    // hides three of k4's four parameters. The text's count must not be trusted; the driver
+    // is asked until it answers "past the last", and a one-argument launch is refused.
+    common::standin::run(
+        module_path!(),
+        "a_ptx_macro_cannot_hide_parameters_from_the_checked_count",
+        &["STANDIN_NO_PARAM_COUNT"],
+        &[],
+        || {
+            use crate::common::standin;
+            let device = cuda_core::Device::new(0).unwrap();
+            device.set_current().unwrap();
+            let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+                #define MORE .param .u64 b, .param .u64 c, .param .u64 d\n\
+                .visible .entry k4(\n.param .u64 a, MORE\n)\n{\nret;\n}\n";
+            let code = ObjectCode::from_ptx(ptx);
+            let k4 = code.get_kernel("k4").unwrap();
+            // Bug caught: the text's count (1) was taken as the kernel's.
+            assert_eq!(k4.params().unwrap().len(), 4);
+            // Four answers and the one "past the last": the driver's count, not the text's.
+            let asked = standin::calls("cuKernelGetParamInfo k4");
+            assert_eq!(asked.len(), 5, "{asked:?}");
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+            // SAFETY: refused before the driver; the stand-in runs nothing anyway.
+            let one = unsafe { launch(&stream, &config, &k4, &[&0u64]) };
+            // Bug caught: a one-argument launch of a four-parameter kernel reached the driver.
+            assert!(
+                matches!(one, Err(Error::InvalidArgument { name: "args", .. })),
+                "{one:?}"
+            );
+            assert!(standin::calls("cuLaunchKernel").is_empty());
+        },
+    );
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_images_parameter_counts_are_the_drivers() {
     // Each kernel's parameters read with the count from its image, against the same kernel

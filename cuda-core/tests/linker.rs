@@ -1007,6 +1007,94 @@ fn a_failed_jit_is_a_compile_error_with_the_jits_error_log() {
 }
 
 #[test]
+fn a_jit_the_driver_defers_is_made_at_load_and_refused_with_its_error_log() {
+    // A driver that loads lazily (the default since CUDA 12.2) accepts PTX at
+    // cuLibraryLoadData and compiles it when a context first needs its kernels: the stand-in
+    // (STANDIN_JIT_FAIL=2) then fails the first cuKernelGetFunction, writing the error log
+    // the load was given.
+    common::standin::run(
+        module_path!(),
+        "a_jit_the_driver_defers_is_made_at_load_and_refused_with_its_error_log",
+        &[],
+        &[("STANDIN_JIT_FAIL", "2")],
+        || {
+            use crate::common::standin;
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n")
+                .with_jit_options(cuda_core::JitOptions::default().with_verbose(true))
+                .unwrap();
+            let err = ptx.load().unwrap_err();
+            // Bug caught: the load returned Ok, and the JIT's complaint was never reported.
+            assert!(
+                matches!(&err, Error::Compile { program, log }
+                    if program == "<ptx bytes>"
+                        && log.contains("(218)")
+                        && log.contains("stand-in JIT: ptxas fatal error (lazily)")),
+                "{err}"
+            );
+            assert_eq!(ptx.jit_log(), None);
+            // The kernels were taken in a context, within the load (while its log buffers
+            // lived), and the refused library was unloaded.
+            let log = standin::log();
+            let order: Vec<&str> = log
+                .lines()
+                .filter_map(|l| {
+                    [
+                        "cuLibraryLoadData",
+                        "cuKernelGetFunction",
+                        "cuLibraryUnload",
+                    ]
+                    .into_iter()
+                    .find(|call| l.contains(call))
+                })
+                .collect();
+            assert_eq!(
+                order,
+                [
+                    "cuLibraryLoadData",
+                    "cuKernelGetFunction",
+                    "cuLibraryUnload"
+                ],
+                "{log}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_ptx_load_takes_each_kernel_once_and_a_cubin_load_none() {
+    // The success path of the load above: every kernel taken once in the device's primary
+    // context, no call that fails; a cubin, which no JIT compiles, is loaded alone.
+    common::standin::run(
+        module_path!(),
+        "a_ptx_load_takes_each_kernel_once_and_a_cubin_load_none",
+        &[],
+        &[],
+        || {
+            use crate::common::standin;
+            let ptx = ObjectCode::from_ptx(".version 8.0\n.target sm_90\n");
+            ptx.load().unwrap();
+            let count = standin::calls("cuLibraryGetKernelCount").len();
+            let taken = standin::calls("cuKernelGetFunction");
+            // Bug caught: PTX loaded without its kernels taken (a lazy driver's JIT deferred).
+            assert_eq!(count, 1, "{}", standin::log());
+            assert_eq!(taken.len(), 7, "{taken:?}");
+            assert!(taken.iter().any(|l| l.ends_with(" k4")), "{taken:?}");
+            assert!(standin::calls("cuLibraryUnload").is_empty());
+            // The kernels are there to use afterwards.
+            assert_eq!(ptx.get_kernel("k4").unwrap().name(), "k4");
+            standin::clear_log();
+            let cubin = ObjectCode::from_cubin(standin::cubin());
+            cubin.load().unwrap();
+            assert!(
+                standin::calls("cuKernelGetFunction").is_empty(),
+                "{}",
+                standin::log()
+            );
+        },
+    );
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_kernel_launching_kernels_runs_after_a_link_with_the_device_runtime() {
     use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
@@ -1164,22 +1252,62 @@ fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
         &run_heavy(&capped, &heavy_input()),
         &run_heavy(&free, &heavy_input()),
     );
-    // PTX the JIT refuses: its error log in the error.
-    let bad = ObjectCode::from_ptx(
-        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus_op; }\n",
-    );
-    // Loaded without JIT options, the 580 driver took this PTX at load (lazily) and refuses
-    // it when the kernel is asked for (run at 93314e8): an error by then, either way.
-    let err = match bad.load() {
-        Err(err) => {
-            // Catches the error log dropped: the driver's error alone is one line.
-            assert!(
-                matches!(&err, Error::Compile { log, .. } if log.lines().count() > 1),
-                "{err}"
-            );
-            err
-        }
-        Ok(_) => bad.get_kernel("bad").unwrap_err(),
+    // PTX the JIT refuses: see broken_ptx_is_refused_at_load_with_the_jits_complaint.
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn broken_ptx_is_refused_at_load_with_the_jits_complaint() {
+    let device = common::device();
+    device.set_current().unwrap();
+    let abi = cuda_core::info::driver_info().unwrap().abi;
+    // PTX of this run alone, so that the driver's compute cache answers nothing for it.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let ptx = |entry: &str| {
+        ObjectCode::from_ptx(format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n// run {} {stamp}\n{entry}\n",
+            std::process::id()
+        ))
     };
-    println!("{err}");
+    let verbose = cuda_core::JitOptions::default().with_verbose(true);
+    for options in [verbose.clone(), cuda_core::JitOptions::default()] {
+        let broken = ptx(".visible .entry broken() { this is not ptx; }")
+            .with_jit_options(options.clone())
+            .unwrap();
+        // Bug caught: the 580 driver, which loads lazily, accepted this PTX at load and
+        // refused it only at the kernel's first use, so the log `load` promises never said
+        // what was wrong.
+        let err = broken.load().unwrap_err();
+        println!("{options:?}, through the {abi} ABI: {err}");
+        if abi == cuda_core::info::Abi::Cuda13 {
+            // Bug caught: the JIT's error log left out of the error (the driver's error alone
+            // is its first line).
+            let Error::Compile { log, .. } = &err else {
+                panic!("not a compile error: {err}");
+            };
+            let complaint = log.lines().skip(1).collect::<Vec<_>>().join("\n");
+            let lower = complaint.to_lowercase();
+            assert!(
+                lower.contains("error") || lower.contains("fatal"),
+                "no complaint of the JIT in: {err}"
+            );
+        }
+        // Refused, it stays unloaded: asked again, the same refusal.
+        assert!(broken.load().is_err());
+        assert!(broken.get_kernel("broken").is_err());
+    }
+    // Valid PTX with the same options still loads, its kernel there to take.
+    let fine = ptx(".visible .entry fine() { ret; }")
+        .with_jit_options(verbose)
+        .unwrap();
+    let log = fine.load().unwrap().to_owned();
+    println!("the JIT info log through the {abi} ABI: {log:?}");
+    if abi == cuda_core::info::Abi::Cuda13 {
+        // Catches the info log lost where the JIT now runs as the kernels are taken.
+        assert!(!log.is_empty(), "an empty info log");
+    }
+    assert_eq!(fine.get_kernel("fine").unwrap().name(), "fine");
 }

@@ -719,6 +719,72 @@ fn a_mapping_becomes_a_buffer_unmapped_after_its_stream() {
     );
 }
 
+/// Review W11: two mappings of one physical memory, each made a buffer, would be two buffers
+/// over the same bytes; a copy between them passes the overlap check, which compares
+/// addresses, and reaches cuMemcpyAsync with overlapping memory. One physical memory backs one
+/// live buffer at a time: a second `into_buffer` is refused (the mapping handed back, still
+/// mapped) until the first buffer is freed, and so is a mapping of a resource's buffer's
+/// memory (`VirtualMemoryResource::physical_memory`) while that buffer lives.
+#[test]
+fn one_physical_memory_backs_one_live_buffer_at_a_time() {
+    on_both_abis(
+        "one_physical_memory_backs_one_live_buffer_at_a_time",
+        &[],
+        || {
+            let d0 = Device::new(0).unwrap();
+            let stream = d0.create_stream(StreamOptions::default()).unwrap();
+            let read_write = [(d0, MemoryAccess::ReadWrite)];
+            let physical = PhysicalMemory::new(d0, G, &PhysicalMemoryOptions::default()).unwrap();
+            let (r1, r2) = (
+                AddressRange::reserve(d0, G, None).unwrap(),
+                AddressRange::reserve(d0, G, None).unwrap(),
+            );
+            let first = r1.map(0, &physical).unwrap();
+            let second = r2.map(0, &physical).unwrap();
+            first.set_access(&read_write).unwrap();
+            second.set_access(&read_write).unwrap();
+            let mut a = first.into_buffer(&stream).unwrap();
+            standin::clear_log();
+            // Bug caught: a second buffer over the same bytes, which a copy from the first then
+            // reached the driver overlapping.
+            let (error, second) = second.into_buffer(&stream).unwrap_err();
+            let why = refused(Err::<(), _>(error), "self");
+            assert!(why.contains("live buffer"), "{why}");
+            assert_eq!(count("cuMemUnmap"), 0, "{}", standin::log());
+            assert_eq!(second.ptr(), r2.ptr());
+            a.fill(1u8, &stream).unwrap();
+            // Once the first buffer is freed, the memory may back another (catches a claim that
+            // outlives its buffer).
+            drop(a);
+            let b = second.into_buffer(&stream).unwrap();
+            assert_eq!(b.ptr(), r2.ptr());
+            drop(b);
+            // Mappings that stay mappings share it freely: they are raw addresses.
+            let raw = r1.map(0, &physical).unwrap();
+            let again = r2.map(0, &physical).unwrap();
+            again.set_access(&read_write).unwrap();
+            let c = again.into_buffer(&stream).unwrap();
+            drop((c, raw));
+
+            // A resource's buffer: its physical memory mapped elsewhere is no second buffer while
+            // the buffer lives.
+            let memory =
+                VirtualMemoryResource::new(d0, VirtualMemoryResourceOptions::default()).unwrap();
+            let buffer = memory.allocate(G, &stream).unwrap();
+            let behind = memory.physical_memory(&buffer).unwrap();
+            let range = AddressRange::reserve(d0, behind.size(), None).unwrap();
+            let elsewhere = range.map(0, &behind).unwrap();
+            elsewhere.set_access(&read_write).unwrap();
+            // Bug caught: the resource's buffer and this one aliased.
+            let (error, elsewhere) = elsewhere.into_buffer(&stream).unwrap_err();
+            assert!(refused(Err::<(), _>(error), "self").contains("live buffer"));
+            drop(buffer);
+            let freed_first = elsewhere.into_buffer(&stream).unwrap();
+            drop(freed_first);
+        },
+    );
+}
+
 // ---- on the GPU -----------------------------------------------------------------------------
 
 const SOURCE: &str = r#"

@@ -228,8 +228,9 @@ impl DeviceMemoryResource {
     }
 
     /// Describes `buffer`, one of this pool's, for a process that imported the pool
-    /// (`cuMemPoolExportPointer`). A buffer of another resource, or a pool not made
-    /// shareable, is [`Error::InvalidArgument`].
+    /// (`cuMemPoolExportPointer`). A buffer of another resource, a pool not made shareable,
+    /// or a pool with 2^20 exported buffers still allocated (as many as its record of live
+    /// buffers holds), is [`Error::InvalidArgument`].
     ///
     /// The other process may use the memory as soon as it imports it: let it do so only once
     /// the allocation (queued on the buffer's stream) and the work it should see are done.

@@ -61,6 +61,10 @@
  *   STANDIN_JIT_FAIL=1       cuLibraryLoadData writes its error log and fails as on bad PTX
  *   STANDIN_LEGACY_ANSWER_MS=N whether the legacy stream captures is answered N ms late (the
  *                            strict model's answer), so a race after the question shows
+ *   STANDIN_JIT_FAIL=2       cuLibraryLoadData succeeds, and the JIT fails later, as a lazily
+ *                            loading driver's does: the first cuKernelGetFunction after the
+ *                            load writes the error log into the buffer the load was given and
+ *                            fails (so a caller sees the log only while that buffer lives)
  * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
  * maps are at the end: their calls are logged with their arguments.
@@ -1640,10 +1644,14 @@ int cuMemcpyHtoDAsync_v2(devptr dst, const void *src, size_t n, void *s) {
     note("cuMemcpyHtoDAsync %#llx size=%zu on %s", dst, n, name(s, b));
     return 0;
 }
+/* The error log buffer of the last load, for a JIT that fails later (STANDIN_JIT_FAIL=2). */
+static char *lazy_error;
+static size_t lazy_error_size;
 /* Logs how many JIT options a load takes and their codes; writes a line to the info log
    buffer (CU_JIT_INFO_LOG_BUFFER 3, of CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4) where given, and
-   with STANDIN_JIT_FAIL set, a line to the error log buffer (5, of size 6) and fails as the JIT
-   does on bad PTX (CUDA_ERROR_INVALID_PTX 218). */
+   with STANDIN_JIT_FAIL=1, a line to the error log buffer (5, of size 6) and fails as the JIT
+   does on bad PTX (CUDA_ERROR_INVALID_PTX 218); with STANDIN_JIT_FAIL=2 it keeps the error log
+   buffer for the first cuKernelGetFunction, which fails. */
 int cuLibraryLoadData(void **lib, const void *code, int *options, void **values, unsigned n1,
                       void *o3, void *o4, unsigned n2) {
     (void)code; (void)o3; (void)o4; (void)n2;
@@ -1660,9 +1668,13 @@ int cuLibraryLoadData(void **lib, const void *code, int *options, void **values,
     }
     note("cuLibraryLoadData jit_options=%u codes=%s", n1, codes);
     if (info && info_size) snprintf(info, info_size, "stand-in JIT: %u options", n1);
-    if (setting("STANDIN_JIT_FAIL", 0)) {
+    if (setting("STANDIN_JIT_FAIL", 0) == 1) {
         if (error && error_size) snprintf(error, error_size, "stand-in JIT: ptxas fatal error");
         return 218;
+    }
+    if (setting("STANDIN_JIT_FAIL", 0) == 2) {
+        lazy_error = error;
+        lazy_error_size = error_size;
     }
     *lib = &library;
     return 0;
@@ -2076,7 +2088,19 @@ int cuKernelGetParamCount(void *kernel, size_t *count) {
     return 0;
 }
 #endif
-int cuKernelGetFunction(void **function, void *kernel) { *function = kernel; return 0; }
+/* With STANDIN_JIT_FAIL=2, the first call after a load fails as the JIT of a lazily loaded
+   library does (CUDA_ERROR_INVALID_PTX 218), writing the load's error log buffer. */
+int cuKernelGetFunction(void **function, void *kernel) {
+    char b[16];
+    note("cuKernelGetFunction %s", name(kernel, b));
+    if (setting("STANDIN_JIT_FAIL", 0) == 2 && lazy_error) {
+        snprintf(lazy_error, lazy_error_size, "stand-in JIT: ptxas fatal error (lazily)");
+        lazy_error = NULL;
+        return 218;
+    }
+    *function = kernel;
+    return 0;
+}
 /* Two blocks of any kernel per SM (132 SMs: 264 resident at once). */
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t smem) {
     (void)f; (void)block; (void)smem;

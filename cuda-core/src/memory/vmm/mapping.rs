@@ -141,6 +141,7 @@ impl AddressRange {
             ptr,
             offset,
             size,
+            buffer: false,
             physical: Arc::clone(memory),
             range: Arc::clone(self),
         })
@@ -159,6 +160,9 @@ pub struct Mapping {
     pub(super) ptr: u64,
     pub(super) offset: usize,
     pub(super) size: usize,
+    /// Whether it holds its physical memory's claim for a buffer
+    /// ([`PhysicalMemory::claim_for_buffer`]), given back once it is unmapped.
+    buffer: bool,
     // Dropped in this order after the unmap: the memory is released, then the range freed.
     pub(super) physical: Arc<PhysicalMemory>,
     range: Arc<AddressRange>,
@@ -282,6 +286,16 @@ impl Mapping {
     /// reach the buffer where they have read-write access too. The access cannot change once
     /// the mapping is the buffer's.
     ///
+    /// One [`PhysicalMemory`] backs one live buffer at a time: where another mapping of it is
+    /// a live buffer already (or it is a [`VirtualMemoryResource`](super::VirtualMemoryResource)
+    /// buffer's, from [`physical_memory`](super::VirtualMemoryResource::physical_memory)), this
+    /// is refused until that buffer is freed, since the two buffers would be the same bytes at
+    /// two addresses and the overlap checks of copies compare addresses. Mappings that stay
+    /// mappings may share memory freely (they are raw addresses). The claim is kept per
+    /// `PhysicalMemory` value: the same memory reached again as another value
+    /// ([`PhysicalMemory::retain`], [`PhysicalMemory::import_fd`] of this process's own
+    /// export) is not seen, and its buffers are the caller's to keep apart.
+    ///
     /// Work queued before this call that uses the mapping's addresses (a kernel given the
     /// mapping) is not ordered by it: queue it on `stream`, or wait for it first.
     ///
@@ -307,11 +321,11 @@ impl Mapping {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] where the memory's device lacks read-write access, or the
-    /// driver's error where asking for it fails; the mapping comes back with the error,
-    /// unchanged.
+    /// [`Error::InvalidArgument`] where the memory's device lacks read-write access or the
+    /// memory backs a live buffer already, or the driver's error where asking for the access
+    /// fails; the mapping comes back with the error, unchanged.
     #[allow(clippy::result_large_err)]
-    pub fn into_buffer(self, stream: &Stream) -> std::result::Result<Buffer, (Error, Mapping)> {
+    pub fn into_buffer(mut self, stream: &Stream) -> std::result::Result<Buffer, (Error, Mapping)> {
         let own = self.physical.device();
         match self.access(own) {
             Ok(MemoryAccess::ReadWrite) => {}
@@ -332,8 +346,31 @@ impl Mapping {
             }
             Err(e) => return Err((e, self)),
         }
+        if let Err(e) = self.claim_for_buffer() {
+            return Err((e, self));
+        }
         let (ptr, size) = (self.ptr, self.size);
         Ok(buffer_over(ptr, size, own, Box::new(self), stream))
+    }
+
+    /// Claims its physical memory for the buffer this mapping is becoming (or is part of):
+    /// refused where another live buffer is mapped over the same memory.
+    pub(super) fn claim_for_buffer(&mut self) -> Result<()> {
+        if self.buffer {
+            return Ok(());
+        }
+        if !self.physical.claim_for_buffer() {
+            return Err(Error::InvalidArgument {
+                name: "self",
+                reason: "its physical memory is mapped in a live buffer already (another \
+                         mapping of it made a buffer, or a VirtualMemoryResource's buffer): two \
+                         buffers over the same bytes would alias, and copies between them \
+                         would overlap unchecked. Free that buffer first"
+                    .to_owned(),
+            });
+        }
+        self.buffer = true;
+        Ok(())
     }
 
     /// Unmaps once the work queued on `stream` so far is done (it synchronises `stream`
@@ -365,6 +402,9 @@ impl Mapping {
         {
             Ok(()) => {
                 self.range.mapped_parts().remove(&self.offset);
+                if std::mem::take(&mut self.buffer) {
+                    self.physical.release_for_buffer();
+                }
                 Ok(())
             }
             Err(e) => {

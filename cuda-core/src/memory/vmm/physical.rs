@@ -1,6 +1,7 @@
 //! Physical memory: [`PhysicalMemory`] (`cuMemCreate`), its options and its granularity.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{checks, AllocationGranularity, ShareableHandleType};
@@ -130,6 +131,8 @@ pub struct PhysicalMemory {
     pub(super) granularity: usize,
     spec: AllocationSpec,
     pub(super) context: Context,
+    /// Whether a live buffer is mapped over it ([`PhysicalMemory::claim_for_buffer`]).
+    in_buffer: AtomicBool,
 }
 
 impl fmt::Debug for PhysicalMemory {
@@ -204,6 +207,7 @@ impl PhysicalMemory {
             granularity,
             spec,
             context,
+            in_buffer: AtomicBool::new(false),
         }))
     }
 
@@ -222,6 +226,7 @@ impl PhysicalMemory {
             granularity: 1,
             spec: device_spec(device),
             context,
+            in_buffer: AtomicBool::new(false),
         };
         memory.spec = memory
             .context
@@ -342,6 +347,20 @@ impl PhysicalMemory {
     /// The raw `CUmemGenericAllocationHandle`, valid while this value lives.
     pub fn as_raw(&self) -> u64 {
         self.handle
+    }
+
+    /// Claims the memory for one buffer: `false` where a live buffer holds it already (two
+    /// buffers over the same bytes would alias, and the overlap checks of copies compare
+    /// addresses). Given back with [`PhysicalMemory::release_for_buffer`].
+    pub(super) fn claim_for_buffer(&self) -> bool {
+        self.in_buffer
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Gives back the claim of [`PhysicalMemory::claim_for_buffer`]: its buffer is unmapped.
+    pub(super) fn release_for_buffer(&self) {
+        self.in_buffer.store(false, Ordering::Release);
     }
 }
 

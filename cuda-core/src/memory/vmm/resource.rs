@@ -155,7 +155,8 @@ impl VirtualMemoryResource {
 
     /// The physical memory behind a buffer this resource allocated: for exporting it
     /// ([`PhysicalMemory::export_fd`]) or mapping it at another address too. A buffer of
-    /// another resource is refused.
+    /// another resource is refused. While the buffer lives, a mapping of it is no second
+    /// buffer ([`Mapping::into_buffer`](super::Mapping::into_buffer) refuses it).
     pub fn physical_memory(&self, buffer: &Buffer) -> Result<Arc<PhysicalMemory>> {
         let ours = std::ptr::addr_eq(Arc::as_ptr(buffer.memory_resource()), self as *const Self);
         let found = ours
@@ -185,12 +186,15 @@ impl VirtualMemoryResource {
     }
 
     /// Makes `bytes` (a multiple of the granularity) of physical memory, maps it at `offset`
-    /// of `range` and grants the resource's access to it.
+    /// of `range` and grants the resource's access to it, claimed for the buffer it is for (so
+    /// that a mapping of it elsewhere, through [`VirtualMemoryResource::physical_memory`],
+    /// becomes no second buffer over it).
     fn map_into(&self, range: &Arc<AddressRange>, offset: usize, bytes: usize) -> Result<Mapping> {
         let physical =
             PhysicalMemory::create(self.context.clone(), self.spec, bytes, self.min_granularity)?;
-        let mapping = range.map(offset, &physical)?;
+        let mut mapping = range.map(offset, &physical)?;
         mapping.set_access_checked(&self.access)?;
+        mapping.claim_for_buffer()?;
         Ok(mapping)
     }
 
