@@ -118,6 +118,20 @@ impl Stream {
     /// assert!(rx.recv().unwrap());
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
+    ///
+    /// A shared handle, which another thread could write through meanwhile, is refused by the
+    /// compiler:
+    ///
+    /// ```compile_fail,E0277
+    /// use std::sync::Arc;
+    /// use cuda_core::{memory::PinnedMemoryResource, Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let host = Arc::new(PinnedMemoryResource::new(device)?.allocate(4096, &stream)?);
+    /// stream.launch_host_func_reading(&host, |_: &[u32]| {})?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     #[doc(alias("cuLaunchHostFunc", "cudaStreamAddCallback"))]
     pub fn launch_host_func_reading<T, F>(&self, memory: impl UniqueMemory, f: F) -> Result<()>
     where
