@@ -511,12 +511,22 @@ impl<'a> Span<'a> {
         let staged =
             crate::Allocate::allocate(&stream.device().memory_resource()?, self.size, &scratch)?;
         self.copy_to(staged.span(), stream, ("self", "scratch"))?;
-        // Dropped on a timeout: freed on `scratch`, after the copy.
-        crate::wait::until(
+        let waited = crate::wait::until(
             "the work before the copy to the host",
             timeout.saturating_sub(start.elapsed()),
             || scratch.is_done(),
-        )?;
+        );
+        if let Err(e) = waited {
+            // The copy into the scratch memory is still queued: the memory goes once it has
+            // run, from a host function behind it (a free that waits, as a synchronous
+            // resource's does, then waits on the crate's thread, not here).
+            if let Err(queued) = scratch.launch_host_func(move || {
+                let _kept = &staged;
+            }) {
+                log::warn!("keeping a copy's scratch memory until it has run: {queued}");
+            }
+            return Err(e);
+        }
         let mut out = vec![T::default(); len];
         staged.span().copy_to_host(&mut out, &scratch)?;
         Ok(out)
