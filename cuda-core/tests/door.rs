@@ -358,6 +358,51 @@ fn a_copy_to_the_host_with_a_deadline_keeps_it_when_the_buffers_stream_is_held()
     );
 }
 
+/// W11: a replayable region last run on one thread's per-thread default stream, dropped on
+/// another thread, releases what its graph kept (its kernels' code is unloaded). Bug caught:
+/// the release queued a host function on the other thread's stream, which is refused from
+/// here, and its fallback synchronisation was refused too: the values were kept for good.
+#[test]
+fn a_region_last_run_on_another_threads_per_thread_stream_is_released() {
+    strict(
+        "a_region_last_run_on_another_threads_per_thread_stream_is_released",
+        || {
+            let device = Device::new(0).unwrap();
+            let region = std::thread::spawn(move || {
+                let own = Stream::per_thread_default(device).unwrap();
+                let kernel = k1();
+                let b = device
+                    .memory_resource()
+                    .unwrap()
+                    .allocate(64, &own)
+                    .unwrap();
+                let config = LaunchConfig::for_elements(1, 1);
+                let mut region = Replay::new();
+                // SAFETY: the stand-in runs no kernel.
+                region
+                    .run(&own, |r| unsafe { r.launch(&config, &kernel, &[&b]) })
+                    .unwrap();
+                own.sync().unwrap();
+                region
+            })
+            .join()
+            .unwrap();
+            standin::clear_log();
+            drop(region);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            // Catches the values kept for good: the kernels' library never unloaded.
+            while !lines().iter().any(|l| l.starts_with("cuLibraryUnload")) {
+                assert!(
+                    Instant::now() < deadline,
+                    "not released:\n{}",
+                    standin::log()
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        },
+    );
+}
+
 // ---- the same findings against the real driver -------------------------------------------
 
 const READ_FIRST: &str = r#"

@@ -695,3 +695,34 @@ fn a_pipeline_with_launches_declared_unchanged_computes_right() {
         "{stats:?}"
     );
 }
+
+/// W11: a run whose node update fails leaves nothing staged for the next run. Run 2 changes
+/// both launches' arguments and its first node update fails; run 3 changes only the second:
+/// it updates that node alone, to its own value. Bug caught: the failed run's staged
+/// arguments stayed, and run 3 applied them first (the first node got run 2's value, which may
+/// name a buffer freed since).
+#[test]
+fn a_failed_update_leaves_nothing_staged_for_the_next_run() {
+    on_both_abis(
+        "a_failed_update_leaves_nothing_staged_for_the_next_run",
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let kernel = k1();
+            let mut region = Replay::new();
+            run(&mut region, &stream, &kernel, &[10, 11]).unwrap();
+            standin::fail_node_sets(1);
+            assert!(run(&mut region, &stream, &kernel, &[20, 21]).is_err());
+            standin::clear_log();
+            run(&mut region, &stream, &kernel, &[10, 31]).unwrap();
+            let sets: Vec<String> = standin::log()
+                .lines()
+                .filter(|l| l.starts_with("cuGraphExecKernelNodeSetParams"))
+                .map(str::to_owned)
+                .collect();
+            assert_eq!(sets.len(), 1, "{sets:?}");
+            assert!(sets[0].ends_with("arg0=31"), "{sets:?}");
+            stream.sync().unwrap();
+        },
+    );
+}

@@ -257,3 +257,54 @@ pub fn wait_for_graph_releases(since: u64, timeout: Duration) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Drops by sending on a channel, after waiting on another (or at once).
+    struct Signal {
+        hold: Option<mpsc::Receiver<()>>,
+        dropped: mpsc::Sender<&'static str>,
+        name: &'static str,
+    }
+
+    impl Drop for Signal {
+        fn drop(&mut self) {
+            if let Some(hold) = self.hold.take() {
+                let _ = hold.recv_timeout(Duration::from_secs(10));
+            }
+            let _ = self.dropped.send(self.name);
+        }
+    }
+
+    /// A release whose drop waits does not hold up the next one: it is dropped by another
+    /// release thread meanwhile. Bug caught: one release thread for all, behind a slow drop
+    /// (a registered vector's free, which synchronises its stream).
+    #[test]
+    fn a_slow_release_holds_up_no_other() {
+        let (dropped, seen) = mpsc::channel();
+        let (release, hold) = mpsc::channel::<()>();
+        let slow = Signal {
+            hold: Some(hold),
+            dropped: dropped.clone(),
+            name: "slow",
+        };
+        let quick = Signal {
+            hold: None,
+            dropped,
+            name: "quick",
+        };
+        release_later(vec![Box::new(slow)]);
+        release_later(vec![Box::new(quick)]);
+        let first = seen.recv_timeout(Duration::from_secs(5));
+        release.send(()).unwrap();
+        assert_eq!(
+            first,
+            Ok("quick"),
+            "the quick release waited for the slow one"
+        );
+        assert_eq!(seen.recv_timeout(Duration::from_secs(10)), Ok("slow"));
+    }
+}

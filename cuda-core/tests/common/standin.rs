@@ -235,6 +235,13 @@ pub fn set_sync_status(code: i32) {
     unsafe { set(code) }
 }
 
+/// Makes the next `n` `cuGraphExecKernelNodeSetParams` calls fail (`CUDA_ERROR_INVALID_VALUE`).
+pub fn fail_node_sets(n: i32) {
+    let set: unsafe extern "C" fn(i32) = symbol(b"standin_fail_node_sets\0");
+    // SAFETY: the stand-in's own function, taking an `int`.
+    unsafe { set(n) }
+}
+
 /// The logged calls that contain `needle`.
 pub fn calls(needle: &str) -> Vec<String> {
     log()

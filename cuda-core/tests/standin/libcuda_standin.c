@@ -65,7 +65,8 @@
  *                            loading driver's does: the first cuKernelGetFunction after the
  *                            load writes the error log into the buffer the load was given and
  *                            fails (so a caller sees the log only while that buffer lives)
- * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE.
+ * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE, and
+ * standin_fail_node_sets(N) makes the next N cuGraphExecKernelNodeSetParams calls fail.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
  * maps are at the end: their calls are logged with their arguments.
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
@@ -1831,8 +1832,16 @@ int cuGraphLaunch(void *exec, void *s) {
 }
 /* A kernel node of an executable graph given new arguments: the exec, the node, the first
  * argument's first 8 bytes. */
+/* standin_fail_node_sets(N): the next N of these calls fail (CUDA_ERROR_INVALID_VALUE), as
+ * the driver's may for a change it cannot make in place. */
+static int node_set_fails;
 int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params) {
     evict();
+    if (node_set_fails > 0) {
+        node_set_fails--;
+        note("cuGraphExecKernelNodeSetParams -> 1 (failed as asked)");
+        return 1;
+    }
     MODEL_ANSWERS(m_exec_kernel_node_set(exec, node, params));
     char b[16], c[16], d[16];
     void *kernel, **args;
@@ -1879,6 +1888,7 @@ int cuCtxSynchronize(void) {
     return 0;
 }
 void standin_set_sync_status(int code) { sync_status = code; }
+void standin_fail_node_sets(int n) { node_set_fails = n; }
 /* With STANDIN_RELAXED_SYNCS=1, a capture refusal set above (900 to 906) does not apply to a
  * thread whose mode is relaxed (2; `capture_mode`, cuThreadExchangeStreamCaptureMode's), as
  * the driver lets such a thread make unsafe calls. */
