@@ -876,4 +876,21 @@ mod tests {
         assert!(unsafe { DlpackTensor::from_raw(&mut *raw) }.is_err());
         assert_eq!(released.load(Ordering::Relaxed), 3);
     }
+
+    /// A view of bytes may span nearly the whole 64-bit space: each of its elements has an
+    /// address (found by the dlpack_import fuzz target: `element_ptr` said that an element
+    /// past `isize::MAX` bytes from the first was out of range).
+    #[test]
+    fn every_element_of_a_view_spanning_past_isize_max_has_its_address() {
+        let released = AtomicUsize::new(0);
+        let stride = 3 << 61;
+        let (mut shape, mut strides) = ([2i64, 2], [stride, stride]);
+        let u8 = DLDataType::scalar(DLDataType::UINT, 8);
+        let mut raw = producer_tensor(0, u8, &mut shape, Some(&mut strides), &released);
+        // SAFETY: as in the test above; its data is never read.
+        let tensor = unsafe { DlpackTensor::from_raw(&mut *raw) }.unwrap();
+        let view = tensor.view::<u8>().unwrap();
+        assert_eq!(view.element_ptr(&[1, 1]), Some(DevicePtr(8 + (3 << 62))));
+        assert_eq!(view.element_ptr(&[2, 0]), None);
+    }
 }
