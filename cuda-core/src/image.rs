@@ -712,6 +712,8 @@ mod tests {
     }
 
     #[test]
+    // Miri runs no foreign code, and NVRTC is loaded with dlopen.
+    #[cfg_attr(miri, ignore = "loads NVRTC (dlopen), which Miri cannot run")]
     fn nvrtcs_images_say_how_many_parameters_each_kernel_takes() {
         use crate::program::{Program, ProgramOptions};
         let source = r#"
