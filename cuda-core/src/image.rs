@@ -340,7 +340,7 @@ const FATBIN_ENTRY_ELF: u16 = 2;
 /// not), in order; nothing where the fatbin does not hold together ([`check_fatbin`]'s rules).
 fn fatbin_elf_entries(bytes: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
-    if check_fatbin(bytes).is_err() {
+    if check(CodeType::Fatbin, bytes).is_err() {
         return out;
     }
     let (Some(header), Some(size)) = (u16_at(bytes, 6), u64_at(bytes, 8)) else {
@@ -800,6 +800,18 @@ mod tests {
         assert!(check(CodeType::Cubin, &not_elf).is_err());
         assert_eq!(param_count(CodeType::Cubin, &not_elf, "k"), None);
         let fat = fatbin_holding(&[(2, &not_elf)]);
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), None);
+    }
+
+    /// Found by the image_param_count fuzz target: a fatbin's count was read after
+    /// check_fatbin alone, which does not look at the magic, so bytes laid out as a fatbin
+    /// but for it were counted, though `check` refuses them as a fatbin.
+    #[test]
+    fn only_a_fatbin_gives_a_fatbins_count() {
+        let mut fat = fatbin_holding(&[(2, &elf_with_nv_info())]);
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), Some(1));
+        fat[1] = 0x3d;
+        assert!(check(CodeType::Fatbin, &fat).is_err());
         assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), None);
     }
 
