@@ -29,7 +29,29 @@ template <int N> __global__ void scaled(float* x) { x[threadIdx.x] *= N; }
 "#;
 
 /// PTX written by hand: comments, a string and two entries.
-const HAND_PTX: &[u8] = b"//\n// written by hand\n//\n.version 8.0\n.target sm_90\n.address_size 64\n.file 1 \"/src/a.cu /* \\\" .entry k(.param .u64 x)\"\n/* old:\n.entry k(.param .u64 x)\n*/\n.visible .entry k(\n\t.param .u64 k_param_0, // .param .u32 gone\n\t.param .u32 k_param_1\n)\n{\n\tret;\n}\n.visible .entry other()\n{\n\tret;\n}\n\0";
+const HAND_PTX: &[u8] = b"\
+    //\n\
+    // written by hand\n\
+    //\n\
+    .version 8.0\n\
+    .target sm_90\n\
+    .address_size 64\n\
+    .file 1 \"/src/a.cu /* \\\" .entry k(.param .u64 x)\"\n\
+    /* old:\n\
+    .entry k(.param .u64 x)\n\
+    */\n\
+    .visible .entry k(\n\
+    \t.param .u64 k_param_0, // .param .u32 gone\n\
+    \t.param .u32 k_param_1\n\
+    )\n\
+    {\n\
+    \tret;\n\
+    }\n\
+    .visible .entry other()\n\
+    {\n\
+    \tret;\n\
+    }\n\
+    \0";
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus");
