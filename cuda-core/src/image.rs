@@ -340,7 +340,7 @@ const FATBIN_ENTRY_ELF: u16 = 2;
 /// not), in order; nothing where the fatbin does not hold together ([`check_fatbin`]'s rules).
 fn fatbin_elf_entries(bytes: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
-    if check_fatbin(bytes).is_err() {
+    if check(CodeType::Fatbin, bytes).is_err() {
         return out;
     }
     let (Some(header), Some(size)) = (u16_at(bytes, 6), u64_at(bytes, 8)) else {
@@ -377,7 +377,7 @@ fn fatbin_elf_entries(bytes: &[u8]) -> Vec<&[u8]> {
 const EIATTR_KPARAM_INFO: u8 = 0x17;
 
 fn elf_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
-    check_elf(bytes).ok()?;
+    check(CodeType::Cubin, bytes).ok()?;
     let shoff = u64_at(bytes, 40)?;
     let shentsize = u64::from(u16_at(bytes, 58)?);
     let shnum = u64::from(u16_at(bytes, 60)?);
@@ -391,8 +391,12 @@ fn elf_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
         ))
     };
     let (_, names_at, names_len) = section(shstrndx)?;
-    let names =
-        bytes.get(usize::try_from(names_at).ok()?..usize::try_from(names_at + names_len).ok()?)?;
+    // A section `check` passed may still be `SHT_NOBITS`, of any offset and size.
+    let range = |offset: u64, size: u64| -> Option<&[u8]> {
+        let end = usize::try_from(offset.checked_add(size)?).ok()?;
+        bytes.get(usize::try_from(offset).ok()?..end)
+    };
+    let names = range(names_at, names_len)?;
     let wanted = format!(".nv.info.{kernel}");
     for i in 0..shnum {
         let (name, offset, size) = section(i)?;
@@ -401,9 +405,7 @@ fn elf_param_count(bytes: &[u8], kernel: &str) -> Option<usize> {
         if name != wanted.as_bytes() {
             continue;
         }
-        let records =
-            bytes.get(usize::try_from(offset).ok()?..usize::try_from(offset + size).ok()?)?;
-        return count_records(records, EIATTR_KPARAM_INFO);
+        return count_records(range(offset, size)?, EIATTR_KPARAM_INFO);
     }
     // No section of its own: the kernel takes no parameters only if it has none to record; the
     // image does not say which.
@@ -722,6 +724,8 @@ mod tests {
     }
 
     #[test]
+    // Miri runs no foreign code, and NVRTC is loaded with dlopen.
+    #[cfg_attr(miri, ignore = "loads NVRTC (dlopen), which Miri cannot run")]
     fn nvrtcs_images_say_how_many_parameters_each_kernel_takes() {
         use crate::program::{Program, ProgramOptions};
         let source = r#"
@@ -771,6 +775,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An ELF image of three sections: none, the section names (section 1) and
+    /// `.nv.info.k` (section 2) with one `EIATTR_KPARAM_INFO` record.
+    fn elf_with_nv_info() -> Vec<u8> {
+        let names = b"\0.shstrtab\0.nv.info.k\0";
+        let mut record = vec![4, EIATTR_KPARAM_INFO, 12, 0];
+        record.extend([0; 12]);
+        let mut e = elf(0, 3, 64 + 3 * 64);
+        set_u64(&mut e, 40, 64);
+        e[62] = 1;
+        for (i, name, bytes) in [(1, 1u32, &names[..]), (2, 11, &record[..])] {
+            let header = 64 + i * 64;
+            e[header..header + 4].copy_from_slice(&name.to_le_bytes());
+            e[header + 4] = 1;
+            let at = e.len() as u64;
+            set_u64(&mut e, header + 24, at);
+            set_u64(&mut e, header + 32, bytes.len() as u64);
+            e.extend_from_slice(bytes);
+        }
+        e
+    }
+
+    /// Found by the image_param_count fuzz target: bytes laid out as a cubin but for the ELF
+    /// magic were counted, though `check` refuses them as a cubin (and a fatbin entry that
+    /// does not start as an ELF image is compressed, not a cubin to read).
+    #[test]
+    fn only_an_elf_image_gives_a_cubins_count() {
+        let e = elf_with_nv_info();
+        assert_eq!(param_count(CodeType::Cubin, &e, "k"), Some(1));
+        let fat = fatbin_holding(&[(2, &e)]);
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), Some(1));
+        let mut not_elf = e;
+        not_elf[1] = b'/';
+        assert!(check(CodeType::Cubin, &not_elf).is_err());
+        assert_eq!(param_count(CodeType::Cubin, &not_elf, "k"), None);
+        let fat = fatbin_holding(&[(2, &not_elf)]);
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), None);
+    }
+
+    /// Found by the image_param_count fuzz target: a fatbin's count was read after
+    /// check_fatbin alone, which does not look at the magic, so bytes laid out as a fatbin
+    /// but for it were counted, though `check` refuses them as a fatbin.
+    #[test]
+    fn only_a_fatbin_gives_a_fatbins_count() {
+        let mut fat = fatbin_holding(&[(2, &elf_with_nv_info())]);
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), Some(1));
+        fat[1] = 0x3d;
+        assert!(check(CodeType::Fatbin, &fat).is_err());
+        assert_eq!(param_count(CodeType::Fatbin, &fat, "k"), None);
+    }
+
+    /// Found by the image_param_count fuzz target: a `SHT_NOBITS` section, which `check`
+    /// lets have any offset and size, as the section names or the kernel's `.nv.info`, made
+    /// the offset plus the size overflow (a panic in a debug build).
+    #[test]
+    fn a_nobits_section_past_the_address_space_gives_no_count() {
+        let names = elf_with_section(SHT_NOBITS, u64::MAX, 2);
+        assert_eq!(check(CodeType::Cubin, &names), Ok(()));
+        assert_eq!(param_count(CodeType::Cubin, &names, "k"), None);
+        let mut info = elf_with_nv_info();
+        info[2 * 64 + 64 + 4] = SHT_NOBITS as u8;
+        set_u64(&mut info, 2 * 64 + 64 + 24, u64::MAX);
+        assert_eq!(check(CodeType::Cubin, &info), Ok(()));
+        assert_eq!(param_count(CodeType::Cubin, &info, "k"), None);
     }
 
     #[test]

@@ -43,6 +43,10 @@ mod driver;
 mod ecosystem;
 mod error;
 mod event;
+// The fuzz targets' way in (`cargo fuzz` builds with `--cfg fuzzing`); no other build has it.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod global;
 mod graph;
 pub mod guide;

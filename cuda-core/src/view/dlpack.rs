@@ -791,3 +791,106 @@ impl<T: Element> StridedView<'static, T> {
         Ok(DlpackTensor { raw: managed })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Counts its calls in the `AtomicUsize` that the tensor's context points to.
+    unsafe extern "C" fn count_release(tensor: *mut DLManagedTensorVersioned) {
+        // SAFETY: the tests' tensors point their context at a live counter.
+        let released = unsafe { &*(*tensor).manager_ctx.cast::<AtomicUsize>() };
+        released.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A producer's tensor of pinned memory at `data`, its shape and strides owned by the
+    /// caller, released into `released`.
+    fn producer_tensor(
+        data: u64,
+        dtype: DLDataType,
+        shape: &mut [i64],
+        strides: Option<&mut [i64]>,
+        released: &AtomicUsize,
+    ) -> Box<DLManagedTensorVersioned> {
+        Box::new(DLManagedTensorVersioned {
+            version: DLPackVersion {
+                major: DLPACK_MAJOR_VERSION,
+                minor: 0,
+            },
+            manager_ctx: std::ptr::from_ref(released).cast_mut().cast(),
+            deleter: Some(count_release),
+            flags: FLAG_READ_ONLY,
+            dl_tensor: DLTensor {
+                data: std::ptr::without_provenance_mut(data as usize),
+                device: DLDevice {
+                    device_type: DLDeviceType::CUDA_HOST,
+                    device_id: 0,
+                },
+                ndim: shape.len() as i32,
+                dtype,
+                shape: shape.as_mut_ptr(),
+                strides: strides.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
+                byte_offset: 8,
+            },
+        })
+    }
+
+    /// A producer's tensor is read as it says and released once, by the view that took it
+    /// or on refusal (bugs caught: a field misread, a deleter called twice or never).
+    #[test]
+    fn a_producers_tensor_is_viewed_as_it_says_and_released_once() {
+        let released = AtomicUsize::new(0);
+        let (mut shape, mut strides) = ([2i64, 3], [1i64, 2]);
+        let f32 = DLDataType::scalar(DLDataType::FLOAT, 32);
+        let mut raw = producer_tensor(0x1000, f32, &mut shape, Some(&mut strides), &released);
+        // SAFETY: a valid tensor (its arrays outlive it), released only through `tensor`.
+        let tensor = unsafe { DlpackTensor::from_raw(&mut *raw) }.unwrap();
+        assert_eq!(
+            (tensor.shape(), tensor.strides()),
+            (&[2, 3][..], Some(&[1, 2][..]))
+        );
+        let view = tensor.view::<f32>().unwrap();
+        assert_eq!((view.shape(), view.strides()), (&[2, 3][..], &[1, 2][..]));
+        assert_eq!(view.ptr(), DevicePtr(0x1008));
+        assert_eq!(view.memory(), ViewMemory::Pinned);
+        assert!(view.is_read_only());
+        assert_eq!(view.element_ptr(&[1, 2]), Some(DevicePtr(0x1008 + 4 * 5)));
+        assert!(tensor.view::<u32>().is_err(), "another element type");
+        drop(view);
+        let view = tensor.into_view::<f32>().unwrap();
+        let copy = view.clone();
+        drop(view);
+        assert_eq!(released.load(Ordering::Relaxed), 0, "released while viewed");
+        drop(copy);
+        assert_eq!(released.load(Ordering::Relaxed), 1);
+        // Refused: another major version, a negative number of dimensions.
+        raw.version.major = 2;
+        // SAFETY: as above; refused, it is released before the error returns.
+        assert!(unsafe { DlpackTensor::from_raw(&mut *raw) }.is_err());
+        assert_eq!(released.load(Ordering::Relaxed), 2);
+        raw.version.major = DLPACK_MAJOR_VERSION;
+        raw.dl_tensor.ndim = -1;
+        // SAFETY: as above.
+        assert!(unsafe { DlpackTensor::from_raw(&mut *raw) }.is_err());
+        assert_eq!(released.load(Ordering::Relaxed), 3);
+    }
+
+    /// A view of bytes may span nearly the whole 64-bit space: each of its elements has an
+    /// address (found by the dlpack_import fuzz target: `element_ptr` said that an element
+    /// past `isize::MAX` bytes from the first was out of range).
+    #[test]
+    fn every_element_of_a_view_spanning_past_isize_max_has_its_address() {
+        let released = AtomicUsize::new(0);
+        let stride = 3 << 61;
+        let (mut shape, mut strides) = ([2i64, 2], [stride, stride]);
+        let u8 = DLDataType::scalar(DLDataType::UINT, 8);
+        let mut raw = producer_tensor(0, u8, &mut shape, Some(&mut strides), &released);
+        // SAFETY: as in the test above; its data is never read.
+        let tensor = unsafe { DlpackTensor::from_raw(&mut *raw) }.unwrap();
+        let view = tensor.view::<u8>().unwrap();
+        assert_eq!(view.element_ptr(&[1, 1]), Some(DevicePtr(8 + (3 << 62))));
+        assert_eq!(view.element_ptr(&[2, 0]), None);
+    }
+}

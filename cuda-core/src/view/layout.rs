@@ -126,18 +126,20 @@ pub(crate) fn is_row_major(shape: &[usize], strides: &[isize]) -> bool {
 }
 
 /// The offset, in elements from the first, of the element at `index`; `None` where `index`
-/// has the wrong length or is out of range in a dimension.
-pub(crate) fn offset_of(shape: &[usize], strides: &[isize], index: &[usize]) -> Option<isize> {
+/// has the wrong length or is out of range in a dimension. In 128 bits: a view's span may
+/// pass `isize::MAX` elements (of bytes, up to 2^64 of them).
+pub(crate) fn offset_of(shape: &[usize], strides: &[isize], index: &[usize]) -> Option<i128> {
     if index.len() != shape.len() {
         return None;
     }
-    let mut offset = 0isize;
+    let mut offset = 0i128;
     for ((&i, &extent), &stride) in index.iter().zip(shape).zip(strides) {
         if i >= extent {
             return None;
         }
-        // In range: i * stride lies within the span, which the view's checks bounded.
-        offset = offset.checked_add(isize::try_from(i).ok()?.checked_mul(stride)?)?;
+        // In range: i * stride lies within the span, which the view's checks bounded;
+        // (2^64 - 1) * 2^63 < 2^127, so one product always fits.
+        offset = offset.checked_add(i as i128 * stride as i128)?;
     }
     Some(offset)
 }
@@ -206,6 +208,13 @@ mod tests {
         assert_eq!(offset_of(&[3, 4], &[4, 1], &[3, 0]), None);
         assert_eq!(offset_of(&[3, 4], &[4, 1], &[1]), None);
         assert_eq!(offset_of(&[], &[], &[]), Some(0));
+        // Past isize::MAX elements, as a view of bytes spanning more than 2^63 of them may be
+        // (found by the dlpack_import fuzz target: such an index was said out of range).
+        let stride = 3 << 61;
+        assert_eq!(
+            offset_of(&[2, 2], &[stride, stride], &[1, 1]),
+            Some(3 << 62)
+        );
     }
 
     #[test]

@@ -506,8 +506,10 @@ impl<'a, T> StridedView<'a, T> {
     /// index is out of range or their number is wrong.
     pub fn element_ptr(&self, index: &[usize]) -> Option<DevicePtr> {
         let offset = layout::offset_of(self.dims.shape(), self.dims.strides(), index)?;
-        let bytes = offset.checked_mul(std::mem::size_of::<T>() as isize)?;
-        Some(DevicePtr(self.ptr.wrapping_add_signed(bytes as i64)))
+        let bytes = offset.checked_mul(std::mem::size_of::<T>() as i128)?;
+        // Within the span the view was checked for: an address of the 64-bit space.
+        let address = i128::from(self.ptr).checked_add(bytes)?;
+        u64::try_from(address).ok().map(DevicePtr)
     }
 
     /// The address field, for passing the view as a kernel argument.
