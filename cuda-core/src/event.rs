@@ -281,7 +281,9 @@ impl Event {
     }
 
     /// Waits until the work before the event's last record has finished
-    /// (`cuEventSynchronize`).
+    /// (`cuEventSynchronize`). Relaxed while a capture may be open, as [`Stream::sync`] is.
+    ///
+    /// [`Stream::sync`]: crate::Stream::sync
     #[inline]
     #[doc(alias = "cuEventSynchronize")]
     pub fn sync(&self) -> Result<()> {
@@ -305,7 +307,8 @@ impl Event {
     }
 
     /// Whether the work before the event's last record has finished (`cuEventQuery`). An
-    /// event never recorded is done.
+    /// event never recorded is done. Relaxed while a capture may be open, as
+    /// [`Stream::sync`](crate::Stream::sync) is.
     #[inline]
     #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {

@@ -730,6 +730,11 @@ impl Stream {
     }
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
+    ///
+    /// While a capture begun through this crate may be open, it is made with this thread's
+    /// capture mode relaxed, so that another thread's global capture neither refuses it nor
+    /// is invalidated by it (a capturing stream's own synchronisation is refused all the same, and
+    /// invalidates its capture).
     #[inline]
     #[doc(alias = "cuStreamSynchronize")]
     pub fn sync(&self) -> Result<()> {
@@ -820,6 +825,11 @@ impl Stream {
     }
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`).
+    ///
+    /// While a capture begun through this crate may be open, it is made with this thread's
+    /// capture mode relaxed, so that another thread's global capture neither refuses it nor
+    /// is invalidated by it (a capturing stream's own query is refused all the same, and
+    /// invalidates its capture).
     #[inline]
     #[doc(alias = "cuStreamQuery")]
     pub fn is_done(&self) -> Result<bool> {

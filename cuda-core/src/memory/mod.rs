@@ -81,6 +81,7 @@ pub use pool::{PoolUsage, ReusePolicy};
 pub(crate) use resource::MemoryResource;
 pub use slice::{
     BufferSlice, BufferSliceMut, CopyDestination, CopySource, GraphMemory, SharedSlice,
+    UniqueMemory,
 };
 pub use sync_resource::SyncMemoryResource;
 pub use vmm::{

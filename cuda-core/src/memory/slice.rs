@@ -82,8 +82,8 @@ impl Stream {
     /// (`cuLaunchHostFunc`). It is what `cudaStreamAddCallback` is
     /// used for: checking, on the host, what a copy brought back, without a thread waiting.
     ///
-    /// The memory is borrowed uniquely (`&mut buffer`, or a mutable slice: [`UniqueMemory`])
-    /// for the call, and is in the crate's stream order as a copy's source is: `f` runs after
+    /// The memory is borrowed uniquely (`&mut buffer`, or a mutable slice:
+    /// [`UniqueMemory`](crate::memory::UniqueMemory)) for the call, and is in the crate's stream order as a copy's source is: `f` runs after
     /// every use of it queued before this call, on any stream, and every use queued after this
     /// call, on any stream, waits for `f` to return, as does the memory's free. So nothing the
     /// crate queues writes the memory while `f` reads it (kernels given it through `unsafe`
