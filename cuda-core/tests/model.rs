@@ -384,6 +384,23 @@ pub(crate) struct Program {
 }
 
 impl Program {
+    /// The program without step `i` (its schedule's entries renumbered).
+    fn without(&self, i: usize) -> Program {
+        let mut steps = self.steps.clone();
+        steps.remove(i);
+        let schedule = self
+            .schedule
+            .iter()
+            .filter(|(op, _)| *op != i)
+            .map(|(op, d)| (if *op > i { op - 1 } else { *op }, d.clone()))
+            .collect();
+        Program {
+            steps,
+            schedule,
+            ..self.clone()
+        }
+    }
+
     /// The program as Rust source, for a regression test (`rustfmt` lays it out).
     fn to_rust(&self) -> String {
         let steps: Vec<String> = self
@@ -414,7 +431,7 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
     let mut all: Vec<(u32, &'static str, BoxedStrategy<Op>)> = vec![
         (
             3,
-            "w1 w2 w3 w4 w6 w7 w9 c",
+            "w1 w2 w3 w4 w7 w9 c",
             (i(), any::<bool>())
                 .prop_map(|(s, b)| Op::NewStream {
                     s,
@@ -423,7 +440,7 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
                 .boxed(),
         ),
         (1, "", i().prop_map(|s| Op::DropStream { s }).boxed()),
-        (1, "w6", i().prop_map(|s| Op::Legacy { s }).boxed()),
+        (1, "", i().prop_map(|s| Op::Legacy { s }).boxed()),
         (1, "w5", i().prop_map(|s| Op::PerThread { s }).boxed()),
         (
             2,
@@ -440,12 +457,12 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
         ),
         (
             3,
-            "w6",
+            "",
             (i(), i()).prop_map(|(s, e)| Op::Wait { s, e }).boxed(),
         ),
         (
             5,
-            "w1 w6",
+            "w1",
             (i(), i())
                 .prop_map(|(s, other)| Op::WaitStream { s, other })
                 .boxed(),
@@ -587,12 +604,12 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
         ),
         (
             3,
-            "w5 w6 w7 c",
+            "w5 w7 c",
             (i(), 0u8..3)
                 .prop_map(|(s, mode)| Op::Begin { s, mode })
                 .boxed(),
         ),
-        (3, "w5 w6 w7 c", i().prop_map(|s| Op::End { s }).boxed()),
+        (3, "w5 w7 c", i().prop_map(|s| Op::End { s }).boxed()),
         (2, "w9", i().prop_map(|s| Op::HostFunc { s }).boxed()),
         (
             1,
@@ -637,18 +654,48 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
         (1, "", (0..GRAPHS).prop_map(|g| Op::DropGraph { g }).boxed()),
         (1, "", (0..GRAPHS).prop_map(|x| Op::DropExec { x }).boxed()),
     ];
-    // W6's family: buffers allocated on the stream of their slot's number (the legacy one,
-    // where `Legacy` put it there), and filled on their own stream, so that no cross-stream
-    // order (and no capture beginning on a home meanwhile) gets in the way of the legacy
-    // stream's.
-    all.push((
-        3,
-        "w6",
-        (i(), any::<bool>())
-            .prop_map(|(b, large)| Op::Alloc { b, s: b, large })
+    // W6's family: captures of non-blocking streams, which slot 5's blocking stream joins
+    // (`WaitStream`), beside work on the legacy stream (put in slots by `Legacy`): records,
+    // and fills of buffers allocated on the stream of their slot's number, on their own
+    // stream, so that no cross-stream order gets in the way of the legacy stream's gate.
+    let w6: Vec<(u32, BoxedStrategy<Op>)> = vec![
+        (
+            1,
+            Just(Op::NewStream {
+                s: 5,
+                blocking: true,
+            })
             .boxed(),
-    ));
-    all.push((4, "w6", i().prop_map(|b| Op::FillOnHome { b }).boxed()));
+        ),
+        (3, (0usize..5).prop_map(|s| Op::Legacy { s }).boxed()),
+        (
+            4,
+            (i(), 0usize..5)
+                .prop_map(|(e, s)| Op::Record { e, s })
+                .boxed(),
+        ),
+        (
+            2,
+            (i(), any::<bool>())
+                .prop_map(|(b, large)| Op::Alloc { b, s: b, large })
+                .boxed(),
+        ),
+        (2, i().prop_map(|b| Op::FillOnHome { b }).boxed()),
+        (
+            3,
+            (0usize..5, Just(2u8))
+                .prop_map(|(s, mode)| Op::Begin { s, mode })
+                .boxed(),
+        ),
+        (1, (0usize..5).prop_map(|s| Op::End { s }).boxed()),
+        (
+            4,
+            (0usize..5)
+                .prop_map(|other| Op::WaitStream { s: 5, other })
+                .boxed(),
+        ),
+    ];
+    all.extend(w6.into_iter().map(|(w, op)| (w, "w6", op)));
     #[cfg(feature = "nccl")]
     all.push((
         2,
@@ -665,22 +712,18 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
     all
 }
 
-/// The operations of a program: every kind, or with `CUDA_CORE_MODEL_ONLY=FAMILY` (`w1` to
-/// `w9`: a finding of the review; `c`: cross-stream uses during captures) those of one family
-/// only, so that a search for one finding spends its programs there.
-fn op_strategy() -> Union<BoxedStrategy<Op>> {
-    let only = std::env::var("CUDA_CORE_MODEL_ONLY").ok();
+/// The operations of a program: every kind (`family` "all"), or those of one family (`w1` to
+/// `w9`: what a finding of the soundness review needs; `c`: uses across streams during
+/// captures), so that a search for one finding spends its programs there.
+fn op_strategy(family: &str) -> Union<BoxedStrategy<Op>> {
     let chosen: Vec<(u32, BoxedStrategy<Op>)> = op_strategies()
         .into_iter()
-        .filter(|(_, families, _)| {
-            only.as_deref()
-                .is_none_or(|only| families.split(' ').any(|f| f == only))
-        })
+        .filter(|(_, families, _)| family == "all" || families.split(' ').any(|f| f == family))
         .map(|(weight, _, strategy)| (weight, strategy))
         .collect();
     assert!(
         !chosen.is_empty(),
-        "CUDA_CORE_MODEL_ONLY names no family of operations (w1 to w9, c)"
+        "no operations of family {family:?} (all, w1 to w9, c)"
     );
     Union::new_weighted(chosen)
 }
@@ -688,15 +731,15 @@ fn op_strategy() -> Union<BoxedStrategy<Op>> {
 /// The decisions of one operation's driver calls: mostly "go on" (0), now and then "hand the
 /// baton on" (to the candidate it names, modulo their number); shrunk towards "go on".
 fn decisions() -> impl Strategy<Value = Vec<u8>> {
-    proptest::collection::vec(prop_oneof![4 => Just(0u8), 1 => 1u8..=6], 0..6)
+    proptest::collection::vec(prop_oneof![1 => Just(0u8), 1 => 1u8..=6], 0..6)
 }
 
 /// Programs: a prelude that fills the slots (every stream, four events, four buffers of two
 /// sizes, on the threads in turn: so that the operations after it have something to act on,
 /// and shrinking can still drop what a failure does not need), then up to 40 operations, each
 /// with the decisions taken at its driver calls.
-fn program_strategy() -> impl Strategy<Value = Program> {
-    (2usize..=4, 3usize..=6).prop_flat_map(|(threads, streams)| {
+fn program_strategy(family: &'static str) -> impl Strategy<Value = Program> {
+    (2usize..=4, 3usize..=6).prop_flat_map(move |(threads, streams)| {
         let mut prelude: Vec<(usize, Op)> = (0..streams)
             .map(|s| (s % threads, Op::NewStream { s, blocking: false }))
             .collect();
@@ -709,7 +752,7 @@ fn program_strategy() -> impl Strategy<Value = Program> {
             };
             (b % threads, op)
         }));
-        proptest::collection::vec((0..threads, op_strategy(), decisions()), 1..40).prop_map(
+        proptest::collection::vec((0..threads, op_strategy(family), decisions()), 1..40).prop_map(
             move |steps| {
                 let first = prelude.len();
                 let schedule = steps
@@ -744,10 +787,10 @@ enum Doing {
     Running(usize),
     /// Stopped at a driver call of operation `op`, waiting for the baton.
     Paused(usize),
-    /// Running operation `op` without the baton: it reached no driver call for
-    /// [`BLOCKED_AFTER`] (it waits for a lock that a paused thread holds, or runs a host
-    /// function that waits for a later operation), so the baton went on without it. It waits
-    /// for the baton again at its next driver call.
+    /// Running operation `op` without the baton: it went to sleep between two driver calls
+    /// (it waits for a lock that a paused thread holds, or runs a host function that waits
+    /// for a later operation: see [`BLOCKED_AFTER`]), so the baton went on without it. It
+    /// waits for the baton again at its next driver call.
     Blocked(usize),
 }
 
@@ -758,9 +801,12 @@ enum Candidate {
     Start(usize),
 }
 
-/// How long the thread holding the baton may go without a driver call before it counts as
-/// blocked and the baton goes on without it.
-const BLOCKED_AFTER: Duration = Duration::from_millis(10);
+/// How long the thread holding the baton may go without a driver call, asleep (the kernel
+/// says so: it waits on a lock, a condition, a sleep), before it counts as blocked and the
+/// baton goes on without it; and how long while running (it computes, or waits for a CPU)
+/// before it counts as blocked all the same.
+const SLEEPING_AFTER: Duration = Duration::from_millis(2);
+const BLOCKED_AFTER: Duration = Duration::from_millis(100);
 /// How long no thread may hold the baton (every running one blocked) before blocked host
 /// functions are let go; then, after [`STALL_CAPTURES`], the program's captures are ended
 /// (a thread may wait for another's capture to end: a context's synchronisation does); after
@@ -796,6 +842,8 @@ struct BatonState {
     over: bool,
     /// Per thread, the time it spent waiting for the baton (a timed wait does not count it).
     paused: Vec<Duration>,
+    /// Per thread, its kernel thread id, for the watch's question whether it sleeps.
+    tids: Vec<Option<u32>>,
 }
 
 /// The scheduler of a program's threads: one baton, held by the one thread that runs.
@@ -809,10 +857,12 @@ struct BatonState {
 ///
 /// A thread may stop between driver calls (on a lock that a paused thread holds inside
 /// cuda-core, or in a host function that waits for a later operation): the watch
-/// ([`Baton::watch`]) then marks it blocked after [`BLOCKED_AFTER`] and hands the baton to the
-/// oldest paused thread or the next operation. That is the schedule's one dependence on
-/// time: a thread slower than that between two driver calls is taken for blocked, and it then
-/// runs alongside the baton's holder until its next driver call.
+/// ([`Baton::watch`]) then marks it blocked once the kernel says it has slept for
+/// [`SLEEPING_AFTER`] (a thread that computes or waits for a CPU runs on, up to
+/// [`BLOCKED_AFTER`]), and hands the baton to the oldest paused thread or the next
+/// operation. That is the schedule's one dependence on time: a thread that sleeps that long
+/// between two driver calls for another reason (a wait of its own) is taken for blocked too,
+/// and it then runs alongside the baton's holder until its next driver call.
 struct Baton {
     state: Mutex<BatonState>,
     /// Per thread, where it waits for the baton; and where the watch waits.
@@ -846,6 +896,7 @@ impl Baton {
                 failed: false,
                 over: false,
                 paused: vec![Duration::ZERO; program.threads],
+                tids: vec![None; program.threads],
             }),
             wakes: (0..program.threads).map(|_| Condvar::new()).collect(),
             watched: Condvar::new(),
@@ -864,6 +915,15 @@ impl Baton {
 
     fn lock(&self) -> MutexGuard<'_, BatonState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes the kernel's id of thread `t` (the calling thread).
+    fn note_tid(&self, t: usize) {
+        // "/proc/thread-self" links to "/proc/PID/task/TID".
+        let tid = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|link| link.file_name()?.to_str()?.parse().ok());
+        self.lock().tids[t] = tid;
     }
 
     /// The time thread `t` has spent waiting for the baton so far.
@@ -991,7 +1051,7 @@ impl Baton {
             }
             state = self
                 .watched
-                .wait_timeout(state, Duration::from_millis(2))
+                .wait_timeout(state, Duration::from_millis(1))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             if state.steps != seen {
@@ -1001,8 +1061,9 @@ impl Baton {
                 continue;
             }
             let quiet = since.elapsed();
+            let asleep = |h: usize| quiet >= SLEEPING_AFTER && sleeping(state.tids[h]);
             match state.holder {
-                Some(h) if quiet >= BLOCKED_AFTER => {
+                Some(h) if quiet >= BLOCKED_AFTER || asleep(h) => {
                     BLOCKED.fetch_add(1, Ordering::Relaxed);
                     if let Doing::Running(op) = state.doing[h] {
                         state.doing[h] = Doing::Blocked(op);
@@ -1045,6 +1106,22 @@ impl Baton {
             _ => None,
         })
     }
+}
+
+/// Whether the kernel says thread `tid` (of this process) sleeps: waits on a lock, a condition
+/// or a timer (`S`), or in the kernel (`D`).
+fn sleeping(tid: Option<u32>) -> bool {
+    let Some(tid) = tid else {
+        return false;
+    };
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // "TID (COMM) STATE ...": the state follows the last ')' (a name may hold one).
+    let state = stat
+        .rfind(')')
+        .and_then(|at| stat[at + 1..].trim_start().chars().next());
+    matches!(state, Some('S' | 'D'))
 }
 
 impl BatonState {
@@ -1594,17 +1671,12 @@ fn holds(cx: &Cx<'_>, op: &Op) -> Vec<(usize, Hold)> {
         #[cfg(feature = "nccl")]
         Op::Nccl { send, recv, s, .. } => vec![stream(s), home(send), home(recv)],
         Op::End { s } => vec![world.stream(s).map(|s| held(&s, Hold::End))],
-        // Making and dropping streams and events recycles handles, which asks the driver
-        // whether they are done while no capture is open.
-        Op::NewStream { .. }
-        | Op::Legacy { .. }
-        | Op::PerThread { .. }
-        | Op::DropStream { .. }
-        | Op::NewEvent { .. }
-        | Op::DropEvent { .. } => vec![Some((RECYCLING, Hold::Use))],
         _ => Vec::new(),
     };
-    holds.into_iter().flatten().collect()
+    // Whatever an operation does may recycle a handle (an order event made on first use, a
+    // clone's drop), which a global capture's begin must not overlap by default.
+    let recycling = Some((RECYCLING, Hold::Use));
+    holds.into_iter().chain([recycling]).flatten().collect()
 }
 
 /// Runs one operation on the calling thread; an `Err` is a broken invariant.
@@ -2681,7 +2753,7 @@ fn caught(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 /// come before the next operation's. `base` is (host functions returned, destructors
 /// returned, releases) at the program's start.
 fn settle(base: (u64, u64, u64)) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let due = (standin::model_count(3) - base.0) + (standin::model_count(4) - base.1);
         let released = cuda_core::graph_releases() - base.2;
@@ -2690,10 +2762,12 @@ fn settle(base: (u64, u64, u64)) -> Result<(), String> {
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "the release thread got {released} of {due} batches within 10 s"
+                "the release thread got {released} of {due} batches within 3 s"
             ));
         }
-        std::thread::yield_now();
+        // Asleep, so that the watch sees it wait (for a release thread that waits for a lock
+        // a paused thread holds, say) and hands the baton on.
+        std::thread::sleep(Duration::from_micros(20));
     }
 }
 
@@ -2707,6 +2781,7 @@ fn run_ops(
     base: (u64, u64, u64),
 ) {
     ME.with(|me| *me.borrow_mut() = Some((baton.clone(), t)));
+    baton.note_tid(t);
     while let Some(index) = baton.wait_to_start(t) {
         let op = &program.steps[index].1;
         standin::mark(&format!("op {index}: {op:?}"));
@@ -2731,14 +2806,12 @@ fn unstall(world: &Mutex<World>, quiet: Duration, ended: &mut bool) {
         *ended = true;
         STALLS_ENDED.fetch_add(1, Ordering::Relaxed);
         standin::mark("stall: end the program's captures");
-        let (streams, completions) = {
-            let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+        let streams = {
+            let world = world.lock().unwrap_or_else(|e| e.into_inner());
             let mut streams = reachable_streams(&world);
             streams.retain(|s| world.began.contains(&handle_of(s)));
-            (streams, std::mem::take(&mut world.completions))
+            streams
         };
-        // (A completion may hold a capturing stream's last clone: its drop ends the capture.)
-        drop(completions);
         for stream in streams {
             if capturing(&stream) {
                 let _ = stream.end_capture();
@@ -2807,12 +2880,13 @@ pub(crate) fn run_program(device: Device, program: &Program) -> Result<(), Strin
     };
     let log = standin::log();
     count_lines(&log);
+    // (The log's findings before the cleanup's and the end's: they say what went wrong first.)
     let checked = failure
         .map_or(Ok(()), Err)
+        .and_then(|()| check_log(&log, &ops))
         .and(cleaned)
         .and(probe)
-        .and_then(|()| check_end(&world, &live))
-        .and_then(|()| check_log(&log, &ops));
+        .and_then(|()| check_end(&world, &live));
     checked.map_err(|e| format!("{e}\n--- the stand-in's log:\n{log}"))
 }
 
@@ -3617,20 +3691,44 @@ fn count_lines(log: &str) {
     }
 }
 
-/// A failure's kind: its first line, numbers left out.
+/// `program`, shrunk further: steps proptest's shrinking cannot drop (the prelude's among
+/// them) left out one at a time while the program still fails as `error` did (its kind).
+fn minimise(device: Device, mut program: Program, error: &str) -> Program {
+    let kind = kind_of(error);
+    let mut i = 0;
+    while i < program.steps.len() {
+        let smaller = program.without(i);
+        match run_program(device, &smaller) {
+            Err(e) if kind_of(&e) == kind => program = smaller,
+            _ => i += 1,
+        }
+    }
+    program
+}
+
+/// A failure's kind: its first line, numbers and addresses left out.
 fn kind_of(error: &str) -> String {
     let line = error.lines().next().unwrap_or("");
     let mut kind = String::new();
-    for c in line.chars().take(200) {
-        let c = if c.is_ascii_digit() { '#' } else { c };
-        if !(c == '#' && kind.ends_with('#')) {
-            kind.push(c);
+    for word in line.split(' ') {
+        if !kind.is_empty() {
+            kind.push(' ');
+        }
+        if let Some(at) = word.find("0x") {
+            kind.push_str(&word[..at]);
+            kind.push('#');
+            continue;
+        }
+        for c in word.chars() {
+            let c = if c.is_ascii_digit() { '#' } else { c };
+            if !(c == '#' && kind.ends_with('#')) {
+                kind.push(c);
+            }
         }
     }
     kind
 }
 
-/// How many programs to run: `CUDA_CORE_MODEL_CASES`, else 10,000.
 /// The seed of the generated programs: `CUDA_CORE_MODEL_SEED`, else a fixed one.
 fn model_seed() -> u64 {
     std::env::var("CUDA_CORE_MODEL_SEED")
@@ -3639,41 +3737,76 @@ fn model_seed() -> u64 {
         .unwrap_or(28)
 }
 
-fn cases() -> u32 {
-    std::env::var("CUDA_CORE_MODEL_CASES")
+/// The run's slices: each a family of operations (see [`op_strategy`]) and its number of
+/// programs. By default the whole mix, then each finding's family, the rarest with the most
+/// (W6's race shows in about one program of its family in a thousand, W1's and W4's in one
+/// in a few hundred): 11,000 programs (11,500 with the `nccl` feature). `CUDA_CORE_MODEL_ONLY=FAMILY` runs one family alone;
+/// `CUDA_CORE_MODEL_CASES=N` runs N programs (of that family, or across the slices in their
+/// proportions).
+fn slices() -> Vec<(&'static str, u32)> {
+    const FAMILIES: [&str; 10] = ["all", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w9", "c"];
+    let cases: Option<u32> = std::env::var("CUDA_CORE_MODEL_CASES")
         .ok()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(10_000)
+        .and_then(|n| n.trim().parse().ok());
+    if let Ok(only) = std::env::var("CUDA_CORE_MODEL_ONLY") {
+        let family = FAMILIES
+            .iter()
+            .copied()
+            .find(|f| *f == only.trim())
+            .unwrap_or_else(|| panic!("CUDA_CORE_MODEL_ONLY={only}: no such family"));
+        return vec![(family, cases.unwrap_or(10_000))];
+    }
+    let mut slices = vec![
+        ("all", 4_000),
+        ("w1", 1_000),
+        ("w2", 500),
+        ("w4", 1_000),
+        ("w5", 500),
+        ("w6", 3_000),
+        ("w7", 300),
+        ("w9", 300),
+        ("c", 400),
+    ];
+    if cfg!(feature = "nccl") {
+        slices.push(("w3", 500));
+    }
+    if let Some(cases) = cases {
+        let total: u32 = slices.iter().map(|(_, n)| n).sum();
+        for (_, n) in &mut slices {
+            *n = (u64::from(*n) * u64::from(cases) / u64::from(total)).max(1) as u32;
+        }
+    }
+    slices
 }
 
 /// Runs `body` in a stand-in child of its own with the strict model (and with the `nccl`
 /// feature, the stand-in NCCL).
-fn in_standin(function: &str, body: impl FnOnce()) {
+fn in_standin(function: &str, settings: &[(&str, &str)], body: impl FnOnce()) {
+    let mut all = vec![("STANDIN_MODEL", "1")];
+    all.extend_from_slice(settings);
     #[cfg(feature = "nccl")]
-    standin::run_with_nccl(
-        module_path!(),
-        function,
-        &[],
-        &[("STANDIN_MODEL", "1")],
-        body,
-    );
+    standin::run_with_nccl(module_path!(), function, &[], &all, body);
     #[cfg(not(feature = "nccl"))]
-    standin::run(
-        module_path!(),
-        function,
-        &[],
-        &[("STANDIN_MODEL", "1")],
-        body,
-    );
+    standin::run(module_path!(), function, &[], &all, body);
 }
 
 /// Runs `program` in a stand-in child of its own with the strict model, for a regression test.
 fn replay(function: &str, program: Program) {
-    in_standin(function, move || {
+    replay_in(function, &[], program);
+}
+
+/// [`replay`] with the schedule free to overlap a capture's begin or end with other work on
+/// its stream (`CUDA_CORE_MODEL_RACES`: see [`races`]).
+fn replay_racing(function: &str, program: Program) {
+    replay_in(function, &[("CUDA_CORE_MODEL_RACES", "1")], program);
+}
+
+fn replay_in(function: &str, settings: &[(&str, &str)], program: Program) {
+    in_standin(function, settings, move || {
         std::thread::spawn(move || {
             let device = Device::new(0).unwrap();
             if let Err(e) = run_program(device, &program) {
-                panic!("{program:#?}\n{e}");
+                panic!("{}\n{e}", program.to_rust());
             }
         })
         .join()
@@ -3685,71 +3818,87 @@ fn replay(function: &str, program: Program) {
 /// log (replay it as a regression test below with [`replay`]).
 #[test]
 fn generated_programs_keep_the_invariants() {
-    in_standin("generated_programs_keep_the_invariants", || {
+    in_standin("generated_programs_keep_the_invariants", &[], || {
         let device = Device::new(0).unwrap();
         let started = Instant::now();
-        let config = Config {
-            cases: cases(),
-            failure_persistence: None,
-            max_shrink_iters: 2048,
-            ..Config::default()
-        };
         // A fixed seed by default, so that a run's pass does not depend on chance (CI
-        // checks the same 10,000 programs each time); CUDA_CORE_MODEL_SEED explores others.
+        // checks the same programs each time); CUDA_CORE_MODEL_SEED explores others.
         let seed = model_seed();
         println!("model: seed {seed} (CUDA_CORE_MODEL_SEED)");
-        // XorShift: ChaCha, unoptimised as the tests build it, took most of the run's time.
-        let mut bytes = [0x5au8; 16];
-        bytes[..8].copy_from_slice(&seed.to_le_bytes());
-        let rng = TestRng::from_seed(RngAlgorithm::XorShift, &bytes);
-        let mut runner = TestRunner::new_with_rng(config, rng);
         // The first failing program as generated: what a failure leaves behind in the
         // process (a count, a kept handle) can make the shrunk ones fail for it.
         let first: Mutex<Option<String>> = Mutex::new(None);
-        // The last failing program (the shrunk one, once shrinking is over), as Rust.
-        let last: Mutex<Option<String>> = Mutex::new(None);
+        // The last failing program (the shrunk one, once shrinking is over), and its error.
+        let last: Mutex<Option<(Program, String)>> = Mutex::new(None);
         let runs = AtomicUsize::new(0);
         let found_at = AtomicUsize::new(0);
         // With CUDA_CORE_MODEL_TALLY set, failures are counted by kind (with the first program
         // of each) instead of stopping the run: what a crate with several findings fails on.
         let tally = std::env::var_os("CUDA_CORE_MODEL_TALLY").is_some();
         let tallied: Mutex<Vec<(String, usize, usize)>> = Mutex::new(Vec::new());
-        let result = runner.run(&program_strategy(), |program| {
-            let run = runs.fetch_add(1, Ordering::Relaxed) + 1;
-            let checked = run_program(device, &program);
-            if tally {
-                if let Err(e) = checked {
-                    let kind = kind_of(&e);
-                    let mut tallied = tallied.lock().unwrap_or_else(|e| e.into_inner());
-                    match tallied.iter_mut().find(|(k, _, _)| *k == kind) {
-                        Some(entry) => entry.2 += 1,
-                        None => {
-                            let lines: Vec<&str> = e.lines().take(4).collect();
-                            println!(
-                                "model: program {run} fails first so: {}\n{}",
-                                lines.join("\n"),
-                                program.to_rust()
-                            );
-                            tallied.push((kind, run, 1));
+        let mut result = Ok(());
+        for (index, (family, cases)) in slices().into_iter().enumerate() {
+            let config = Config {
+                cases,
+                failure_persistence: None,
+                max_shrink_iters: 2048,
+                ..Config::default()
+            };
+            // XorShift: ChaCha, unoptimised as the tests build it, took most of the time.
+            let mut bytes = [0x5au8; 16];
+            bytes[..8].copy_from_slice(&seed.to_le_bytes());
+            bytes[8] = index as u8;
+            let rng = TestRng::from_seed(RngAlgorithm::XorShift, &bytes);
+            let mut runner = TestRunner::new_with_rng(config, rng);
+            let slice_start = runs.load(Ordering::Relaxed);
+            let slice = runner.run(&program_strategy(family), |program| {
+                let run = runs.fetch_add(1, Ordering::Relaxed) + 1;
+                let checked = run_program(device, &program);
+                if tally {
+                    if let Err(e) = checked {
+                        let kind = kind_of(&e);
+                        let mut tallied = tallied.lock().unwrap_or_else(|e| e.into_inner());
+                        match tallied.iter_mut().find(|(k, _, _)| *k == kind) {
+                            Some(entry) => entry.2 += 1,
+                            None => {
+                                let lines: Vec<&str> = e.lines().take(4).collect();
+                                println!(
+                                    "model: program {run} ({family}) fails first so: {}\n{}",
+                                    lines.join("\n"),
+                                    program.to_rust()
+                                );
+                                tallied.push((kind, run, 1));
+                            }
                         }
                     }
+                    return Ok(());
                 }
-                return Ok(());
+                checked.map_err(|e| {
+                    let mut first = first.lock().unwrap_or_else(|e| e.into_inner());
+                    if first.is_none() {
+                        found_at.store(run, Ordering::Relaxed);
+                        println!(
+                            "model: program {run} failed first, {} of the {family} slice \
+                             ({:?})",
+                            run - slice_start,
+                            started.elapsed()
+                        );
+                    }
+                    first.get_or_insert_with(|| format!("{program:#?}\n{e}"));
+                    *last.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((program.clone(), e.clone()));
+                    TestCaseError::fail(e)
+                })
+            });
+            println!(
+                "model: slice {family}: {cases} programs, {:?} so far",
+                started.elapsed()
+            );
+            if let Err(e) = slice {
+                result = Err(e);
+                break;
             }
-            checked.map_err(|e| {
-                let mut first = first.lock().unwrap_or_else(|e| e.into_inner());
-                if first.is_none() {
-                    found_at.store(run, Ordering::Relaxed);
-                    println!(
-                        "model: program {run} failed first ({:?})",
-                        started.elapsed()
-                    );
-                }
-                first.get_or_insert_with(|| format!("{program:#?}\n{e}"));
-                *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(program.to_rust());
-                TestCaseError::fail(e)
-            })
-        });
+        }
         println!(
             "model: {} programs run in {:?} (the first failure, if any, at program {}); {} \
              hand-overs at driver calls, {} threads taken for blocked, {} stalls undone ({} \
@@ -3775,6 +3924,7 @@ fn generated_programs_keep_the_invariants() {
         if let Err(e) = result {
             let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
             let last = last.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let last = last.map(|(program, error)| minimise(device, program, &error).to_rust());
             panic!(
                 "{e}\n--- the first failing program, as generated:\n{}\n--- the shrunk one, \
                  as a regression test's `replay` takes it:\n{}",
@@ -4344,6 +4494,726 @@ fn model_a_host_copy_on_a_capturing_stream_leaves_no_graph_with_it() {
                 (0, Op::End { s: 0 }),
                 (0, Op::Instantiate { g: 0, x: 2 }),
                 (0, Op::Launch { x: 2, s: 0 }),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+// ---- the soundness review's findings, as the model finds them (open) ---------------------
+//
+// Each fails until its finding is fixed in the library (then its `ignore` goes).
+
+/// W1: a host function reading a registered vector (`launch_host_func_reading`) on one
+/// thread, and a fill of the same memory through a `SharedSlice` on another. The three steps
+/// of each one's cross-stream order interleave (the reader's stream waits for the buffer's
+/// stream; the fill's does too, before the host function is queued), so neither is ordered
+/// after the other: the slice the host function borrows changes while it reads it.
+#[test]
+#[ignore = "fails until W1 is fixed"]
+fn model_a_host_functions_read_is_ordered_with_another_threads_shared_write() {
+    replay(
+        "model_a_host_functions_read_is_ordered_with_another_threads_shared_write",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::AllocHost { b: 2, s: 0 }),
+                (0, Op::HostRead { b: 2, s: 2 }),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::SharedFill {
+                        b: 2,
+                        s: 0,
+                        part: false,
+                    },
+                ),
+            ],
+            schedule: vec![(3, vec![1, 1, 1]), (5, vec![1])],
+        },
+    );
+}
+
+/// W2: a replayable region built on the buffer's stream, then run on another stream with every
+/// launch `launch_unchanged`: the run waits for none of the buffer's stream's work (the build's
+/// stream is left out of the streams an unchanged launch is ordered with), and the buffer's
+/// free on its stream does not wait for the run.
+#[test]
+#[ignore = "fails until W2 is fixed"]
+fn model_a_replay_whose_launches_are_all_unchanged_keeps_its_buffers_stream_order() {
+    replay(
+        "model_a_replay_whose_launches_are_all_unchanged_keeps_its_buffers_stream_order",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 3,
+                        s: 3,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::Replay {
+                        b: 1,
+                        s: 0,
+                        part: false,
+                        twice: true,
+                        unchanged: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Replay {
+                        b: 3,
+                        s: 0,
+                        part: false,
+                        twice: true,
+                        unchanged: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::ReplayUnchanged {
+                        b: 3,
+                        s: 0,
+                        part: false,
+                        twice: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 3,
+                        s: 0,
+                        large: false,
+                    },
+                ),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W3: an NCCL group's all-reduce from a buffer shared through `&Arc<Buffer>`, then, in the
+/// group's body, a fill of that buffer on its own stream: the collective's stream waited for
+/// the buffer's stream when the call was added, before the fill, and NCCL queues the
+/// collective at the group's end, so the fill and the collective's read are not ordered.
+#[cfg(feature = "nccl")]
+#[test]
+#[ignore = "fails until W3 is fixed"]
+fn model_a_write_in_an_nccl_groups_body_is_ordered_with_its_collective() {
+    replay(
+        "model_a_write_in_an_nccl_groups_body_is_ordered_with_its_collective",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 3,
+                        s: 3,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Nccl {
+                        send: 3,
+                        recv: 1,
+                        s: 0,
+                        write: true,
+                    },
+                ),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W4: a graph with a fill node over a pinned pool's buffer, instantiated while the device
+/// has access, then the access revoked (`set_access(&[])`) and the graph launched: the launch
+/// reaches the driver (`!noaccess`), where a buffer's own fill is refused.
+#[test]
+#[ignore = "fails until W4 is fixed"]
+fn model_a_graph_launched_after_its_pools_access_was_revoked_is_refused() {
+    replay(
+        "model_a_graph_launched_after_its_pools_access_was_revoked_is_refused",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::PoolAlloc { b: 5, s: 0 }),
+                (
+                    0,
+                    Op::BuildGraph {
+                        g: 2,
+                        fill: Some(5),
+                        host: false,
+                    },
+                ),
+                (0, Op::Instantiate { g: 2, x: 0 }),
+                (0, Op::PoolAccess { grant: false }),
+                (0, Op::Launch { x: 0, s: 0 }),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W5: a buffer of thread 1's per-thread default stream, dropped on thread 0 while thread 0's
+/// capture (of another stream) is open: the question whether the buffer's stream captures
+/// fails on the wrong thread and is read as "captures", so the free is put off on that
+/// stream, whose last clone goes with the buffer: the memory is never freed.
+#[test]
+#[ignore = "fails until W5 is fixed"]
+fn model_a_buffer_of_another_threads_per_thread_stream_dropped_in_a_capture_is_freed() {
+    replay(
+        "model_a_buffer_of_another_threads_per_thread_stream_dropped_in_a_capture_is_freed",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 3,
+                        s: 3,
+                        large: true,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (1, Op::PerThread { s: 0 }),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 5,
+                        s: 0,
+                        large: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 5,
+                        s: 1,
+                        large: false,
+                    },
+                ),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W6: a relaxed capture of a non-blocking stream is open; thread 1 records an event on the
+/// legacy stream, and between the gate's question (no blocking stream captures) and the
+/// record, thread 0 joins a blocking stream to the capture (`WaitStream`): the record reaches
+/// the driver, which refuses it (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`) and invalidates the
+/// capture.
+#[test]
+#[ignore = "fails until W6 is fixed"]
+fn model_legacy_work_racing_a_blocking_streams_join_never_reaches_the_driver() {
+    replay(
+        "model_legacy_work_racing_a_blocking_streams_join_never_reaches_the_driver",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewEvent {
+                        e: 0,
+                        timing: false,
+                    },
+                ),
+                (0, Op::Legacy { s: 4 }),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 5,
+                        blocking: true,
+                    },
+                ),
+                (0, Op::Begin { s: 3, mode: 2 }),
+                (1, Op::Record { e: 0, s: 4 }),
+                (0, Op::WaitStream { s: 5, other: 3 }),
+            ],
+            schedule: vec![(5, vec![1, 1]), (6, vec![1])],
+        },
+    );
+}
+
+/// W7: thread 0 begins a global capture; thread 1's `sync_timeout` of another stream asks
+/// `cuStreamQuery` in its own (global) mode, which the driver refuses, invalidating thread
+/// 0's capture (`to_vec` waits in relaxed mode and leaves it valid).
+#[test]
+#[ignore = "fails until W7 is fixed"]
+fn model_a_timed_wait_leaves_another_threads_global_capture_valid() {
+    replay(
+        "model_a_timed_wait_leaves_another_threads_global_capture_valid",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 0 }),
+                (1, Op::SyncTimeout { s: 1, ms: 0 }),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W7 (futures): a `StreamCompletion` made and polled, then its stream begins a capture, and
+/// the completion is polled again: the poll asks `cuStreamQuery` of the capturing stream,
+/// which the driver refuses, invalidating the capture.
+#[test]
+#[ignore = "fails until W7 is fixed"]
+fn model_a_completion_polled_after_its_stream_began_capturing_leaves_the_capture_valid() {
+    replay(
+        "model_a_completion_polled_after_its_stream_began_capturing_leaves_the_capture_valid",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::PollStream { s: 0, again: false }),
+                (0, Op::Begin { s: 0, mode: 0 }),
+                (0, Op::PollStream { s: 0, again: true }),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// W9: a host function holds the buffer's stream until a later operation lets it go, and
+/// `to_vec_timeout` on another stream waits for the buffer's stream without a deadline (its
+/// copy is ordered after it, and its synchronisation runs the held host function).
+#[test]
+#[ignore = "fails until W9 is fixed"]
+fn model_to_vec_timeout_on_another_stream_keeps_its_deadline() {
+    replay(
+        "model_to_vec_timeout_on_another_stream_keeps_its_deadline",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 3,
+                        s: 3,
+                        large: true,
+                    },
+                ),
+                (0, Op::HostBlock { s: 3 }),
+                (0, Op::ToVecTimeout { b: 3, s: 1, ms: 0 }),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+// ---- races of the crate's own that the default schedule leaves out (open) ------------------
+//
+// Found with `CUDA_CORE_MODEL_RACES=1`, where a capture's begin or end may overlap other work
+// on its stream (see `races`). Each fails until its race is closed in the library.
+
+/// A copy across streams on thread 0 (its buffers' streams record events that its stream
+/// waits for, then wait for its work), and thread 1 begins a global capture on the source's
+/// stream between the two halves: that stream's wait for the copy is a capturing stream's
+/// wait for an event recorded outside its capture, which the driver refuses
+/// (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`), invalidating thread 1's capture. The crate's check
+/// of the homes (`order::check_homes`) and its waits are not one step with respect to a
+/// capture's begin.
+#[test]
+#[ignore = "fails until a capture's begin is ordered with cross-stream work on its stream"]
+fn model_race_a_capture_begun_amid_a_cross_stream_copy_stays_valid() {
+    replay_racing(
+        "model_race_a_capture_begun_amid_a_cross_stream_copy_stays_valid",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 0,
+                        large: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::Copy {
+                        from: 0,
+                        to: 1,
+                        s: 2,
+                        part: true,
+                    },
+                ),
+                (1, Op::Begin { s: 0, mode: 0 }),
+            ],
+            schedule: vec![(5, vec![1])],
+        },
+    );
+}
+
+/// Thread 0 makes a stream, and its recycling asks `cuStreamQuery` of a kept handle given
+/// work before (no capture begun through the crate was open when it looked); thread 1 begins
+/// a global capture between the look and the question, which the driver then refuses,
+/// invalidating the capture. The recycling's check of open captures and its query are not one
+/// step with respect to a capture's begin.
+#[test]
+#[ignore = "fails until recycling's query is ordered with a global capture's begin"]
+fn model_race_recycling_leaves_a_global_capture_begun_meanwhile_valid() {
+    replay_racing(
+        "model_race_recycling_leaves_a_global_capture_begun_meanwhile_valid",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewEvent {
+                        e: 0,
+                        timing: false,
+                    },
+                ),
+                (0, Op::Record { e: 0, s: 0 }),
+                (0, Op::DropStream { s: 0 }),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (1, Op::Begin { s: 2, mode: 0 }),
+            ],
+            schedule: vec![(5, vec![1])],
+        },
+    );
+}
+
+/// Thread 1 queues a repeatable host function on a stream whose capture is open: the crate
+/// gives the closure to the capture's graph, then thread 0 ends the capture before the
+/// `cuLaunchHostFunc`, which then queues the host function outside any capture, with a
+/// closure that lives only as long as the graph: dropped before the host function runs, its
+/// run reads freed memory (the model's closure captures nothing, so the run survives; the log
+/// check sees the closure kept by a graph and the host function queued outside the capture).
+#[test]
+#[ignore = "fails until launch_host_func_repeatable's question and launch are one step"]
+fn model_race_a_repeatable_host_function_is_never_queued_with_a_graphs_closure() {
+    replay_racing(
+        "model_race_a_repeatable_host_function_is_never_queued_with_a_graphs_closure",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 2 }),
+                (1, Op::HostFuncRepeatable { s: 0 }),
+                (0, Op::End { s: 0 }),
+            ],
+            schedule: vec![(2, vec![0, 0, 1])],
+        },
+    );
+}
+
+/// Thread 0 ends a stream's capture just as thread 2 begins one on it (the end's first
+/// question saw none, the begin came before the end's call, which the driver refuses from
+/// another thread and ends the capture): between the end and the crate's flag's update,
+/// thread 1 fills a buffer of another stream on it, which the stale flag takes for capturing,
+/// so the fill is queued without the cross-stream order (not after the buffer's allocation,
+/// and not before its free).
+#[test]
+#[ignore = "fails until a capture's end and begin on one stream keep the crate's flag right"]
+fn model_race_work_during_a_captures_end_keeps_its_stream_order() {
+    replay_racing(
+        "model_race_work_during_a_captures_end_keeps_its_stream_order",
+        Program {
+            threads: 3,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (0, Op::End { s: 0 }),
+                (2, Op::Begin { s: 0, mode: 0 }),
+                (
+                    1,
+                    Op::Fill {
+                        b: 1,
+                        s: 0,
+                        part: true,
+                    },
+                ),
+            ],
+            schedule: vec![(3, vec![3, 0, 6, 0, 0])],
+        },
+    );
+}
+
+/// W5 on the legacy default stream: a buffer of the legacy stream dropped while a blocking
+/// stream captures. The question whether the legacy stream captures fails
+/// (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`) and is read as "captures", so the free is put off
+/// on the legacy stream's value, whose last clone goes with the buffer: the memory is never
+/// freed (found by W6's family of operations).
+#[test]
+#[ignore = "fails until W5 is fixed (its legacy-stream form)"]
+fn model_a_legacy_buffer_dropped_while_a_blocking_stream_captures_is_freed() {
+    replay(
+        "model_a_legacy_buffer_dropped_while_a_blocking_stream_captures_is_freed",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (0, Op::Legacy { s: 1 }),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: true,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 0 }),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: false,
+                    },
+                ),
             ],
             schedule: vec![],
         },
