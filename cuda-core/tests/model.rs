@@ -2649,6 +2649,10 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         // Revoking access waits for the device's work: refused during this thread's own
         // capture, as a device synchronisation is.
         Op::PoolAccess { .. } => &["cuCtxSynchronize"],
+        // The stand-in NCCL asks the current device itself (`cudaGetDevice` in NCCL), with no
+        // context current on a thread that made none.
+        #[cfg(feature = "nccl")]
+        Op::Nccl { .. } => &["cuMemsetD32Async", "cuCtxGetDevice"],
         _ => &[],
     }
 }
@@ -2802,7 +2806,9 @@ fn run_ops(
 /// another's capture to end, which a later operation of a busy thread would have ended).
 fn unstall(world: &Mutex<World>, quiet: Duration, ended: &mut bool) {
     release_latches();
-    if quiet >= STALL_CAPTURES && !*ended {
+    if quiet < STALL_CAPTURES {
+        *ended = false; // a new stall
+    } else if !*ended {
         *ended = true;
         STALLS_ENDED.fetch_add(1, Ordering::Relaxed);
         standin::mark("stall: end the program's captures");
@@ -2906,7 +2912,8 @@ fn reachable_streams(world: &World) -> Vec<Stream> {
 /// why.
 fn stuck(program: &Program, why: &str) -> ! {
     println!(
-        "{program:#?}\n{why}\n--- the stand-in's log:\n{}",
+        "{}\n{why}\n--- the stand-in's log:\n{}",
+        program.to_rust(),
         standin::log()
     );
     println!("model: a program's threads are stuck; no more programs can run in this process");
@@ -4126,6 +4133,62 @@ fn model_a_joined_stream_dropped_mid_capture_frees_nothing_into_it() {
     );
 }
 
+/// A fill on one stream of a buffer of another, neither capturing, while a capture of a third
+/// stream is open: the fill is ordered across the two streams, not refused. Catches a crate
+/// that refuses every cross-stream use while an unrelated capture is open (`check_homes`
+/// with `||` for `&&` passed every other test).
+#[test]
+fn model_cross_stream_work_beside_an_unrelated_capture_is_not_refused() {
+    replay(
+        "model_cross_stream_work_beside_an_unrelated_capture_is_not_refused",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 5,
+                        s: 4,
+                        large: false,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 0 }),
+                (
+                    0,
+                    Op::Fill {
+                        b: 5,
+                        s: 2,
+                        part: false,
+                    },
+                ),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
 // ---- the checks themselves, on logs written by hand ----------------------------------------
 
 /// A log of `lines` (each "tN ..."), checked as the log of `ops`.
@@ -5164,6 +5227,57 @@ fn model_race_work_during_a_captures_end_keeps_its_stream_order() {
                 ),
             ],
             schedule: vec![(3, vec![3, 0, 6, 0, 0])],
+        },
+    );
+}
+
+/// W5's question, read as "captures" where it fails: a fill on thread 0 of a buffer of thread
+/// 1's per-thread default stream, while thread 0's capture of another stream is open, is
+/// refused as a capture's (`Error::Capture`) though neither stream captures (the work cannot
+/// be ordered with another thread's per-thread stream: the refusal should say that).
+#[test]
+#[ignore = "fails until W5 is fixed (its refusal of work)"]
+fn model_work_over_another_threads_per_thread_buffer_is_not_refused_as_a_captures() {
+    replay(
+        "model_work_over_another_threads_per_thread_buffer_is_not_refused_as_a_captures",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (1, Op::PerThread { s: 1 }),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 0,
+                        s: 1,
+                        large: false,
+                    },
+                ),
+                (0, Op::Begin { s: 0, mode: 1 }),
+                (
+                    0,
+                    Op::Fill {
+                        b: 0,
+                        s: 2,
+                        part: false,
+                    },
+                ),
+            ],
+            schedule: vec![],
         },
     );
 }
