@@ -38,12 +38,17 @@
 //! interleave as the schedule says, and a failing program, schedule and all, replays and
 //! shrinks. A thread that stops between two driver calls (on a lock another thread holds
 //! inside cuda-core while paused, or in a host function held for a later operation) is taken
-//! for blocked after 10 ms, and the baton goes on without it; that is the one place where time
-//! can change a schedule (a thread that slow between two driver calls for another reason is
-//! taken for blocked too, and then runs alongside the baton's holder until its next driver
-//! call). Where every running thread is blocked (one waits for a capture that a later
-//! operation of another busy thread would end), held host functions are let go, then the
-//! program's captures are ended.
+//! for blocked once the kernel says it has slept for 2 ms (a running one after 100 ms), and
+//! the baton goes on without it; that is the one place where time can change a schedule (a
+//! thread that sleeps that long between two driver calls for another reason is taken for
+//! blocked too, and then runs alongside the baton's holder until its next driver call; and the
+//! crate's release thread always runs alongside). Where every running thread is blocked (one
+//! waits for a capture that a later operation of another busy thread would end), held host
+//! functions are let go, then the program's captures are ended from the watching thread. By
+//! default a capture's begin or end overlaps no other operation on its stream, nor a global
+//! capture's begin any other operation: the crate's races there are findings of their own
+//! (the ignored `model_race_*` tests), which `CUDA_CORE_MODEL_RACES=1` lets the schedule
+//! reach.
 //!
 //! Checked after every program (each check names the bug it catches):
 //! - no call on a handle or address that is not live (the stand-in's `!stale`), nor a use of
@@ -104,12 +109,15 @@
 //! too (see `drop_stream`). Each finding is a regression test at the end of the file (those
 //! of the library's open findings ignored until they are fixed).
 //!
-//! The programs come from a fixed seed (the same ones on every run); explore others with
-//! `CUDA_CORE_MODEL_SEED`; run fewer programs with `CUDA_CORE_MODEL_CASES`; draw only the
-//! operations one finding needs with `CUDA_CORE_MODEL_ONLY` (`w1` to `w9`, as the soundness
-//! review names them, or `c` for work across streams during captures); count failures by kind
-//! instead of stopping at the first with `CUDA_CORE_MODEL_TALLY=1`; and count what the programs
-//! reached with `CUDA_CORE_MODEL_STATS=1`.
+//! A run is slices of programs (see `slices`): the whole mix, then the family of operations each
+//! of the soundness review's findings needs (`w1` to `w9`; `c`: work across streams during
+//! captures), the rarest with the most programs: 11,000 in all (11,500 with `nccl`). The
+//! programs come from a fixed seed (the same ones on every run); explore others with
+//! `CUDA_CORE_MODEL_SEED`; run another number with `CUDA_CORE_MODEL_CASES`, or one family alone
+//! with `CUDA_CORE_MODEL_ONLY` (`all` for the whole mix); count failures by kind instead of
+//! stopping at the first with `CUDA_CORE_MODEL_TALLY=1`; and count what the programs reached
+//! with `CUDA_CORE_MODEL_STATS=1`. A failing program is shrunk, then minimised step by step
+//! (the prelude's too), and printed as a regression test's `replay` takes it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
