@@ -327,3 +327,21 @@ pub fn model_busy(handle: usize) -> bool {
     // SAFETY: `handle` is a live stream or event of the stand-in (the caller's).
     unsafe { busy(handle) != 0 }
 }
+
+/// The id of the capture the stream at `handle` takes part in, in the strict model (0: none;
+/// the default streams, at handles 0 to 2, never capture).
+pub fn model_capture(handle: usize) -> i32 {
+    let capture = cached!(b"standin_model_capture\0": unsafe extern "C" fn(usize) -> i32);
+    // SAFETY: `handle` is a default stream's or a live stream of the stand-in (the caller's).
+    unsafe { capture(handle) }
+}
+
+/// Has `hook` called with the call's name at the entry of each call of the strict model,
+/// before the stand-in takes a lock of its own (the model's scheduler interleaves its threads
+/// there).
+pub fn set_yield(hook: unsafe extern "C" fn(*const c_char)) {
+    let set =
+        cached!(b"standin_set_yield\0": unsafe extern "C" fn(unsafe extern "C" fn(*const c_char)));
+    // SAFETY: the stand-in's own function, taking a function of this type.
+    unsafe { set(hook) }
+}

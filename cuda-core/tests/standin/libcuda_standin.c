@@ -447,10 +447,11 @@ static struct object *make(int kind, struct object *context) {
  * (while not yet reused), and one used after its reuse acts on its new owner.
  *
  * Streams and events: work completes at once, except host functions (cuLaunchHostFunc, and a
- * launched graph's host nodes), which run only when a synchronisation (of a stream, an event
- * or the context) runs every queued one, in order. A stream whose work (or an event whose
- * record) follows a host function not yet run is not ready: cuStreamQuery and cuEventQuery
- * answer CUDA_ERROR_NOT_READY. STANDIN_QUERY_STATUS and standin_set_sync_status do not apply.
+ * launched graph's host nodes), which run only when a synchronisation runs them, in the order
+ * they were queued on any stream: a stream's or an event's runs those up to the last one its
+ * work follows, the context's all of them. A stream whose work (or an event whose record)
+ * follows a host function not yet run is not ready: cuStreamQuery and cuEventQuery answer
+ * CUDA_ERROR_NOT_READY. STANDIN_QUERY_STATUS and standin_set_sync_status do not apply.
  *
  * Stream capture, per stream, as the CUDA programming guide describes it:
  *   - cuStreamBeginCapture starts a capture (an id, a mode, the thread that began it) on a
@@ -486,20 +487,42 @@ static struct object *make(int kind, struct object *context) {
  *   - cuStreamDestroy of a stream that takes part in a capture is refused (900) and
  *     invalidates it (an assumption: the driver's behaviour there is not documented).
  *
- * Graphs: empty, fill (memset) and host nodes, node removal, instantiation (a copy of the
- * nodes), launches (a fill is a use of its range at the launch, logged "graph-use"; a host
- * node is queued as a host function), and user objects: counted references held by graphs,
- * their executable graphs and each launch until it completes (after its host nodes ran); the
- * destructor runs in the call that releases the last reference.
+ * Graphs: empty, fill (memset), copy and host nodes, node removal, instantiation (a copy of
+ * the nodes), launches (a fill or copy is a use of its ranges at the launch, logged
+ * "graph-use ... kind=K"; a host node is queued as a host function), and user objects: counted
+ * references held by graphs, their executable graphs and each launch until it completes (after
+ * its host nodes ran); the destructor runs in the call that releases the last reference.
+ *
+ * Pools' access: memory of a pool made by cuMemPoolCreate (a pinned pool's) used by a fill or
+ * a copy on a stream of a device the pool does not grant access to (cuMemPoolSetAccess),
+ * directly or by a graph's launch, is logged "!noaccess CALL ADDRESS on STREAM: ..." (the
+ * driver faults there; kernels' uses are not checked).
  *
  * Run-time functions for the test: standin_mark(TEXT) writes "## TEXT"; standin_model_live(W)
  * counts what lives (0 streams, 1 events, 2 graphs, 3 executable graphs, 4 allocations, 5 user
  * objects, 6 queued host work, 7 open captures); standin_model_count(W) counts what ran (0 host
- * functions, 1 host nodes, 2 user object destructors); standin_model_busy(HANDLE) says whether a
- * stream or an event has work pending or is in a capture. */
+ * functions, 1 host nodes, 2 user object destructors; 3 host functions and 4 destructors that
+ * returned) and 5 the captures begun; standin_model_busy(HANDLE) says whether a stream or an
+ * event has work pending or is in a capture, standin_model_capture(HANDLE) the capture a
+ * stream is in (0: none); standin_set_yield(HOOK) has HOOK(CALL) called at the entry of each
+ * modelled call, before the stand-in takes a lock, so that the test can interleave its threads
+ * between driver calls. */
 
 static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
-#define M_LOCK pthread_mutex_lock(&model_lock)
+/* The yield hook (standin_set_yield): called at the entry of each modelled call, before the
+ * stand-in takes any lock of its own, with the call's name (its model function's), so that
+ * the model's test can hand the CPU to another of its threads between driver calls. */
+typedef void (*yield_fn)(const char *call);
+static yield_fn yield_hook;
+void standin_set_yield(yield_fn hook) { __atomic_store_n(&yield_hook, hook, __ATOMIC_RELEASE); }
+static void yield_point(const char *call) {
+    yield_fn hook = __atomic_load_n(&yield_hook, __ATOMIC_ACQUIRE);
+    if (hook) hook(call);
+}
+/* M_LOCK at a modelled call's entry (a yield point); M_LOCK_QUIET elsewhere (the test's own
+ * questions, and the model's bookkeeping inside a call). */
+#define M_LOCK (yield_point(__func__), pthread_mutex_lock(&model_lock))
+#define M_LOCK_QUIET pthread_mutex_lock(&model_lock)
 #define M_UNLOCK pthread_mutex_unlock(&model_lock)
 
 struct capture {
@@ -529,14 +552,15 @@ static int queue_count, queue_cap;
 static unsigned long long host_seq, host_ran;
 
 /* What runs once the model's lock is let go: host functions ('h'), host nodes ('n') and user
- * object destructors ('u'). */
+ * object destructors ('u'), on the thread whose call made them due (a synchronisation runs
+ * the host functions it waits for; another thread's call does not run them). */
 struct due { int kind; unsigned long long id; host_fn fn; void *data; };
-static struct due *dues;
-static int due_count, due_cap;
-static unsigned long long ran_counts[3];
+static __thread struct due *dues;
+static __thread int due_count, due_cap;
+static unsigned long long ran_counts[5];
 
 /* Device memory: every range handed out, live or free. */
-struct range { devptr ptr; size_t size; int live; unsigned long long freed_at; };
+struct range { devptr ptr; size_t size; int live; unsigned long long freed_at; struct object *pool; };
 static struct range *ranges;
 static int range_count, range_cap, ranges_live;
 static unsigned long long frees;
@@ -574,15 +598,22 @@ static void due(int kind, unsigned long long id, host_fn fn, void *data) {
  * the driver, a host function may block). */
 static void run_dues(void) {
     for (;;) {
-        M_LOCK;
+        M_LOCK_QUIET;
         if (due_count == 0) { M_UNLOCK; return; }
         struct due d = dues[0];
         memmove(dues, dues + 1, sizeof *dues * (size_t)--due_count);
-        ran_counts[d.kind == 'h' ? 0 : d.kind == 'n' ? 1 : 2]++;
+        int kind = d.kind == 'h' ? 0 : d.kind == 'n' ? 1 : 2;
+        ran_counts[kind]++;
         M_UNLOCK;
         if (d.kind == 'u') note("user object u%llu destroyed", d.id);
         else note("host %s h%llu runs", d.kind == 'h' ? "function" : "node", d.id);
         d.fn(d.data);
+        /* Counted once it returned: host functions 3, destructors 4 (a node's is not). */
+        if (kind != 1) {
+            M_LOCK_QUIET;
+            ran_counts[kind == 0 ? 3 : 4]++;
+            M_UNLOCK;
+        }
     }
 }
 
@@ -603,18 +634,23 @@ static void release_all(struct object *o) {
     o->uobj_count = 0;
 }
 
-/* Every queued host work comes due (a synchronisation: all work in the stand-in is done but
- * for host functions). */
-static void drain(void) {
-    for (int i = 0; i < queue_count; i++) {
-        struct work *w = &queue_[i];
+/* The queued host work up to `upto` (by id; all of it where `upto` is host_seq) comes due, in
+ * order (a synchronisation: all work in the stand-in is done but for host functions). One
+ * queue for every stream: a stream's synchronisation runs the host work queued before its
+ * last (`pending`), of any stream, as a driver that ran host functions in order would. */
+static void drain_upto(unsigned long long upto) {
+    int n = 0;
+    while (n < queue_count && queue_[n].id <= upto) {
+        struct work *w = &queue_[n++];
         if (w->fn) due(w->node ? 'n' : 'h', w->id, w->fn, w->data);
         for (int r = 0; r < w->nrefs; r++) release(w->refs[r], 1);
         free(w->refs);
         host_ran = w->id;
     }
-    queue_count = 0;
+    memmove(queue_, queue_ + n, sizeof *queue_ * (size_t)(queue_count - n));
+    queue_count -= n;
 }
+static void drain(void) { drain_upto(host_seq); }
 static unsigned long long enqueue_work(host_fn fn, void *data, int node, struct uobj **refs, int nrefs) {
     GROW(queue_, queue_count, queue_cap);
     queue_[queue_count++] = (struct work){++host_seq, fn, data, node, refs, nrefs};
@@ -733,8 +769,22 @@ static int known_memory(devptr p) {
 static void check_use(const char *call, devptr p, size_t n) {
     if (n && !live_range(p, n) && known_memory(p)) note("!stale use %s %#llx size=%zu", call, p, n);
 }
+/* Whether `p` is memory of a pool made by cuMemPoolCreate (a pinned pool's, say) whose access
+ * the device of stream `s` lacks (cuMemPoolSetAccess): such a use is logged
+ * "!noaccess CALL ADDRESS on STREAM: ..." (the driver would fault on it, not refuse it). The
+ * default pools' own device always has access. */
+static void check_access(const char *call, devptr p, void *s) {
+    char b[16];
+    struct range *r = p ? live_range(p, 1) : NULL;
+    if (!r || !r->pool || (r->pool >= pools && r->pool < pools + MAX_DEVICES)) return;
+    int device = (uintptr_t)s <= 2 ? (current ? current->device : 0) : ((struct object *)s)->device;
+    int mask = __atomic_load_n(&r->pool->params, __ATOMIC_ACQUIRE);
+    if (!((mask >> device) & 1))
+        note("!noaccess %s %#llx on %s: device %d has no access to the memory's pool", call, p,
+             name(s, b), device);
+}
 /* A new allocation of `size` bytes: the range of that size freed last, else a new one. */
-static devptr alloc_range(size_t size) {
+static devptr alloc_range(size_t size, struct object *pool) {
     struct range *best = NULL;
     size = (size + 0xff) & ~(size_t)0xff;
     for (int i = 0; i < range_count; i++)
@@ -747,6 +797,7 @@ static devptr alloc_range(size_t size) {
         best->size = size;
     }
     best->live = 1;
+    best->pool = pool;
     ranges_live++;
     return best->ptr;
 }
@@ -769,7 +820,7 @@ static int free_range(const char *call, devptr p) {
 }
 
 int standin_model_live(int what) {
-    M_LOCK;
+    M_LOCK_QUIET;
     int n = what == 0 ? live_count[STREAM] : what == 1 ? live_count[EVENT] : what == 2 ? live_count[GRAPH]
         : what == 3 ? live_count[EXEC] : what == 4 ? ranges_live : what == 5 ? uobjs_live
         : what == 6 ? queue_count : what == 7 ? open_count : -1;
@@ -777,14 +828,24 @@ int standin_model_live(int what) {
     return n;
 }
 unsigned long long standin_model_count(int what) {
-    M_LOCK;
-    unsigned long long n = what >= 0 && what < 3 ? ran_counts[what] : 0;
+    M_LOCK_QUIET;
+    unsigned long long n = what >= 0 && what < 5 ? ran_counts[what]
+        : what == 5 ? (unsigned long long)(next_capture - 1) : 0;
     M_UNLOCK;
     return n;
 }
+/* The capture a stream takes part in (its id; 0: none, and for the default streams, which
+ * never capture). */
+int standin_model_capture(void *handle) {
+    M_LOCK_QUIET;
+    struct capture *c = (uintptr_t)handle <= 2 ? NULL : ((struct object *)handle)->capture;
+    int id = c ? c->id : 0;
+    M_UNLOCK;
+    return id;
+}
 int standin_model_busy(void *handle) {
     struct object *o = handle;
-    M_LOCK;
+    M_LOCK_QUIET;
     int busy = o->kind == STREAM ? o->pending > host_ran || o->capture != NULL
         : o->kind == EVENT ? o->pending > host_ran || (o->recorded_in && o->recorded_in->open) : -1;
     M_UNLOCK;
@@ -830,13 +891,13 @@ static int m_stream_sync(void *s, int query) {
         invalidate(capture_of(s), call);
         r = refuse(900, call, name(s, b), "a capturing stream");
     } else if (!(r = unsafe_call(call, name(s, b)))) {
+        unsigned long long pending = (uintptr_t)s <= 2 ? host_seq : ((struct object *)s)->pending;
         if (query) {
-            unsigned long long pending = (uintptr_t)s <= 2 ? host_seq : ((struct object *)s)->pending;
             r = pending > host_ran ? 600 : 0;
             note("%s %s%s", call, name(s, b), r ? " -> 600" : "");
         } else {
             note("%s %s", call, name(s, b));
-            drain();
+            drain_upto(pending);
         }
     }
     M_UNLOCK;
@@ -957,7 +1018,7 @@ static int m_event_sync(void *e, int query) {
             note("%s %s%s", call, name(e, b), r ? " -> 600" : "");
         } else {
             note("%s %s", call, name(e, b));
-            drain();
+            drain_upto(ev->pending);
         }
     }
     M_UNLOCK;
@@ -1076,7 +1137,7 @@ static int m_alloc(devptr *ptr, size_t size, void *p, void *s, const char *call)
         r = 900;
         note("!captured %s size=%zu on %s: a buffer's allocation captured", call, size, name(s, b));
     } else if (r == 0) {
-        *ptr = alloc_range(size);
+        *ptr = alloc_range(size, p);
         note("%s %#llx size=%zu from %s on %s", call, *ptr, size, name(p, c), name(s, b));
     }
     M_UNLOCK;
@@ -1109,8 +1170,13 @@ static int m_use(const char *line, void *s, int type, devptr dst, devptr src, si
         add_member(cap->graph, (struct gnode){.type = type, .dst = dst, .src = src, .bytes = bytes});
         r = 0;
     } else if (r == 0) {
+        /* (A kernel's access is its launch's caller's to check: the launch is unsafe.) */
         check_use(line, dst, bytes);
-        if (src) check_use(line, src, bytes);
+        if (type != G_KERNEL) check_access(line, dst, s);
+        if (src) {
+            check_use(line, src, bytes);
+            check_access(line, src, s);
+        }
     }
     if (r == 0) note("%s on %s%s", line, name(s, b), t);
     M_UNLOCK;
@@ -1160,7 +1226,8 @@ static int m_add_node(void **node, void *graph, struct gnode n, const char *what
     char b[16], c[16];
     M_LOCK;
     if (stale(what, graph, GRAPH)) { M_UNLOCK; return 400; }
-    if (n.type == G_FILL) check_use(what, n.dst, n.bytes);
+    if (n.type == G_FILL || n.type == G_COPY) check_use(what, n.dst, n.bytes);
+    if (n.type == G_COPY && n.src) check_use(what, n.src, n.bytes);
     struct object *o = add_member(graph, n);
     note("%s %s -> %s", what, name(graph, b), name(o, c));
     M_UNLOCK;
@@ -1238,11 +1305,16 @@ static int m_graph_launch(void *exec, void *s) {
         for (int i = 0; i < x->snap_count; i++) {
             struct gnode *n = &x->snap[i];
             if (n->type == G_FILL || n->type == G_COPY || (n->type == G_KERNEL && n->bytes)) {
+                /* The node's kind: "fill" and "copy-to" write, "copy-from" reads, "kernel" is
+                 * a kernel's first argument. */
+                const char *kind = n->type == G_FILL ? "fill" : n->type == G_COPY ? "copy-to" : "kernel";
                 check_use("cuGraphLaunch", n->dst, n->bytes);
-                note("graph-use %#llx size=%zu on %s", n->dst, n->bytes, name(s, c));
-                if (n->type == G_COPY) {
+                if (n->type != G_KERNEL) check_access("cuGraphLaunch", n->dst, s);
+                note("graph-use %#llx size=%zu on %s kind=%s", n->dst, n->bytes, name(s, c), kind);
+                if (n->type == G_COPY && n->src) {
                     check_use("cuGraphLaunch", n->src, n->bytes);
-                    note("graph-use %#llx size=%zu on %s", n->src, n->bytes, name(s, c));
+                    check_access("cuGraphLaunch", n->src, s);
+                    note("graph-use %#llx size=%zu on %s kind=copy-from", n->src, n->bytes, name(s, c));
                 }
             } else if (n->type == G_HOST) {
                 last = enqueue_work(n->fn, n->data, 1, NULL, 0);
@@ -2385,6 +2457,16 @@ int cuGraphAddMemcpyNode(void **node, void *graph, void **deps, size_t count, co
     memcpy(&src, copy + 48, sizeof src);
     memcpy(&dst, copy + 136, sizeof dst);
     memcpy(&width, copy + 176, sizeof width);
+#ifdef STANDIN_FULL
+    if (modeled()) {
+        /* A copy node of the model (from host memory: only its destination is device memory
+         * the model knows). */
+        char what[96];
+        devptr from = src_type == 1 ? 0 : src;
+        snprintf(what, sizeof what, "cuGraphAddMemcpyNode %#llx <- %#llx size=%zu", dst, from, width);
+        return m_add_node(node, graph, (struct gnode){.type = G_COPY, .dst = dst, .src = from, .bytes = width}, what);
+    }
+#endif
     *node = make(NODE, NULL);
     note_node(graph, *node, deps, count);
     if (src_type == 1)
@@ -2943,15 +3025,16 @@ int cuMemPoolSetAccess(void *pool, const struct access_desc *desc, size_t count)
     for (size_t i = 0; i < count; i++) {
         note("cuMemPoolSetAccess %s location=%d:%d flags=%d", pool_name(pool, b),
              desc[i].location.type, desc[i].location.id, desc[i].flags);
-        if (desc[i].flags) o->params |= 1 << desc[i].location.id;
-        else o->params &= ~(1 << desc[i].location.id);
+        /* Atomic: the model reads it in its calls (check_access). */
+        if (desc[i].flags) __atomic_fetch_or(&o->params, 1 << desc[i].location.id, __ATOMIC_ACQ_REL);
+        else __atomic_fetch_and(&o->params, ~(1 << desc[i].location.id), __ATOMIC_ACQ_REL);
     }
     return 0;
 }
 int cuMemPoolGetAccess(int *flags, void *pool, struct location *location) {
     struct object *o = pool;
     int own = o >= pools && o < pools + MAX_DEVICES && o->device == location->id;
-    *flags = own || (o->params >> location->id) & 1 ? 3 : 0;
+    *flags = own || (__atomic_load_n(&o->params, __ATOMIC_ACQUIRE) >> location->id) & 1 ? 3 : 0;
     return 0;
 }
 static void *exported_last;

@@ -49,7 +49,8 @@ struct config { /* ncclConfig_t's leading fields, as nccl.h lays them out */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int group_depth;
+/* Per thread, as NCCL keeps it. */
+static __thread int group_depth;
 static unsigned long long next_alloc = 0x7e0000000000ULL;
 
 static long setting(const char *name, long fallback) {
