@@ -171,8 +171,10 @@ pub enum Error {
         reason: String,
     },
 
-    /// A stream capture could not end in a graph: the driver invalidated it, or it was left
-    /// unjoined.
+    /// A stream capture could not end in a graph (the driver invalidated it, or it was left
+    /// unjoined), or work was refused before the driver because of a capture: over memory
+    /// whose stream captures, from a stream that does not, or on the legacy default stream
+    /// while a blocking stream of its context captures.
     #[error("the stream capture failed: {reason}")]
     Capture {
         /// What broke it, and the driver's code.

@@ -124,17 +124,22 @@ impl Drop for Door {
 }
 
 impl Door {
-    /// Takes the locks of `homes` but `except` (the work's own stream, which orders itself),
-    /// in stripe order (so two threads never wait for each other), skipping those this thread
-    /// holds already.
-    pub(crate) fn enter(homes: &[&Stream], except: Option<&Stream>) -> Door {
-        let mut wanted = 0u64;
-        for home in homes {
-            if except.is_some_and(|stream| home.same_as(stream)) {
-                continue;
-            }
-            wanted |= 1 << home.door();
-        }
+    /// Takes the locks of `streams`, in stripe order (so two threads never wait for each
+    /// other), skipping those this thread holds already.
+    pub(crate) fn enter(streams: &[&Stream]) -> Door {
+        Door::take(streams.iter().fold(0, |wanted, s| wanted | 1 << s.door()))
+    }
+
+    /// [`Door::enter`] of `homes` and `stream`.
+    pub(crate) fn enter_with(homes: &[&Stream], stream: &Stream) -> Door {
+        Door::take(
+            homes
+                .iter()
+                .fold(1 << stream.door(), |wanted, s| wanted | 1 << s.door()),
+        )
+    }
+
+    fn take(wanted: u64) -> Door {
         let held = HELD.try_with(Cell::get).unwrap_or(0);
         let taken = wanted & !held;
         let mut guards = Vec::with_capacity(taken.count_ones() as usize);
@@ -203,7 +208,7 @@ fn shared_write<T>(
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     if homes.iter().all(|home| home.same_as(stream)) {
-        let _door = Door::enter(homes, None);
+        let _door = Door::enter(homes);
         return op();
     }
     across_streams(homes, stream, op)
@@ -216,10 +221,12 @@ fn across_streams<T>(
     stream: &Stream,
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    // The work's stream's lock too: no capture begins on it between the question below and
+    // the wait back (a capture begun then would take the work but not the waits).
+    let _door = Door::enter_with(homes, stream);
     if stream.capturing() {
         return op();
     }
-    let _door = Door::enter(homes, Some(stream));
     wait_for_homes(homes, stream)?;
     let value = op()?;
     homes_wait_for(homes, stream).map(|()| value)

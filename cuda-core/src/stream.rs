@@ -160,18 +160,18 @@ impl Stream {
     #[cold]
     fn drop_deferred(&self) {
         if !self.drain_deferred_slow() {
-            // Still capturing (a capture this stream joined, say): the frees cannot be
-            // ordered now, and the memory is kept.
-            let kept = self
-                .inner
-                .deferred
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .len();
-            log::error!(
-                "{kept} buffer(s) freed while their stream captured are kept (leaked): the \
-                 stream is dropped with a capture still open"
-            );
+            // Still capturing (a capture this stream joined, or, for the legacy stream, one a
+            // blocking stream of its context takes part in): the frees cannot be ordered now.
+            // The stream is kept for them, and frees them once no capture is open.
+            let kept = self.clone();
+            crate::lifetime::captures::after_captures_run(Box::new(move || {
+                if !kept.drain_deferred_slow() {
+                    log::error!(
+                        "buffers freed while their stream captured are kept (leaked): the \
+                         stream still captures once no capture of the crate's is open"
+                    );
+                }
+            }));
         }
     }
 }
@@ -183,6 +183,7 @@ impl Drop for StreamInner {
             // A capture left open (a panic between its begin and end, say): ending it lets
             // the frees below run instead of being captured, and, for a global capture, lets
             // every other thread make the calls it forbids again.
+            let _ending = crate::lifetime::captures::ending();
             match self.driver.stream_end_capture(self.handle) {
                 Ok(graph) => {
                     crate::lifetime::captures::capture_ended(self.handle.0 as usize);
@@ -464,6 +465,9 @@ impl Stream {
         if self.same_as(other) {
             return Ok(());
         }
+        // Through the door of both: no capture begins on either between the question and the
+        // wait.
+        let _door = crate::order::Door::enter(&[self, other]);
         if crate::lifetime::captures::captures_open() && self.capture_now() != other.capture_now() {
             return Err(Error::Capture {
                 reason: "ordering one stream after another across a capture's edge (one \
@@ -597,6 +601,10 @@ impl Stream {
     /// captures and context synchronisations apart, flagged and counted open where it
     /// succeeds.
     pub(crate) fn begin_capture_code(&self, code: u32) -> Result<()> {
+        // Through the door of this stream: a capture does not begin between the steps of
+        // another thread's cross-stream ordering on it (its wait back would then be captured,
+        // or refused for the capture's isolation, invalidating it).
+        let _door = crate::order::Door::enter(&[self]);
         // Begun outside the legacy stream's gate (whose lock the capture gate holds here):
         // the driver refuses to capture the legacy stream in any case.
         crate::lifetime::captures::begin(
@@ -614,6 +622,24 @@ impl Stream {
     /// Flags the capture begun here ended unless `open`, counting it ended then.
     pub(crate) fn set_capturing(&self, open: bool) {
         if !open && self.inner.capturing.swap(false, Ordering::AcqRel) {
+            crate::lifetime::captures::capture_ended(self.inner.handle.0 as usize);
+        }
+    }
+
+    /// Lowers the flag of a capture begun here before the driver's end, so that no thread
+    /// reads a capture the driver has ended (while it is down, `capturing` asks the driver,
+    /// which says the capture is open until it ends): whether it was up. The capture stays
+    /// counted open until [`Stream::capture_end_done`].
+    pub(crate) fn lower_capturing(&self) -> bool {
+        self.inner.capturing.swap(false, Ordering::AcqRel)
+    }
+
+    /// After the driver's end of a capture whose flag [`Stream::lower_capturing`] lowered
+    /// (`flagged`): raised again where it is still `open`, else counted ended.
+    pub(crate) fn capture_end_done(&self, flagged: bool, open: bool) {
+        if open {
+            self.inner.capturing.store(true, Ordering::Release);
+        } else if flagged {
             crate::lifetime::captures::capture_ended(self.inner.handle.0 as usize);
         }
     }
@@ -814,8 +840,13 @@ impl Stream {
     }
 
     /// Whether the driver says this stream captures (a failed question counts as yes, so that
-    /// the caller does not wait for work that may never run).
+    /// the caller does not wait for work that may never run). Another thread's per-thread
+    /// default stream cannot be asked from here (the handle would name this thread's own), and
+    /// every use of it from here is refused: it is not a capture of this thread's to see.
     fn captures_now(&self) -> bool {
+        if self.is_other_threads() {
+            return false;
+        }
         // A question the driver answers on the legacy stream even while a blocking stream
         // captures (with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), invalidating nothing.
         !matches!(
@@ -883,23 +914,30 @@ impl Stream {
     pub fn wait(&self, event: &Event) -> Result<()> {
         let wait =
             |driver: &'static dyn Driver, handle| driver.stream_wait_event(handle, event.handle());
-        if self.inner.may_block && crate::lifetime::captures::captures_open() {
+        if crate::lifetime::captures::captures_open() {
             return self.join_wait(wait);
         }
         self.queue(wait)
     }
 
-    /// [`Stream::wait`] on a stream that may synchronise with the legacy default stream, while
-    /// a capture may be open: the wait may make it join a capture, and work on the legacy
-    /// stream of its context is refused by the driver from then on (invalidating the capture).
-    /// So the wait passes the legacy stream's gate: it waits for legacy-stream calls under way
-    /// in its context, which asked before it joined, and later ones ask after it.
+    /// [`Stream::wait`] while a capture may be open, when the wait may make this stream join
+    /// one. Through the door of this stream: not between the steps of another thread's
+    /// cross-stream ordering on it (whose wait back would be refused, invalidating the
+    /// capture). And where the stream may synchronise with the legacy default stream, through
+    /// the legacy stream's gate too: work on the legacy stream of its context is refused by the
+    /// driver once it joins (invalidating the capture), so the wait waits for legacy-stream
+    /// calls under way in its context, which asked before it joined, and later ones ask after
+    /// it.
     #[cold]
     #[inline(never)]
     fn join_wait(
         &self,
         wait: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<()>,
     ) -> Result<()> {
+        let _door = crate::order::Door::enter(&[self]);
+        if !self.inner.may_block {
+            return self.queue(wait);
+        }
         crate::lifetime::captures::joining(self.inner.context_handle.0 as usize, || {
             self.queue(wait)
         })
@@ -1008,6 +1046,12 @@ impl Stream {
         self.inner.device
     }
 
+    /// Makes the calling thread, one of the crate's that makes no streams, keep none for reuse:
+    /// each stream whose last value it drops is destroyed.
+    pub(crate) fn keep_none_here() {
+        recycle::keep_none();
+    }
+
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.
     /// (A stream whose raw handle was taken is destroyed at its drop, not recycled.)
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
@@ -1093,5 +1137,10 @@ mod recycle {
         idle: bool,
     ) -> bool {
         recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
+    }
+
+    /// Makes this thread keep no stream for reuse (see `Stream::keep_none_here`).
+    pub(super) fn keep_none() {
+        recycle::keep_none(&LISTS);
     }
 }

@@ -654,7 +654,7 @@ fn legacy_work_beside_another_threads_blocking_capture_is_refused_body(check_dat
     // invalidates the capture) and a fill that ran.
     let err = refused.unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidArgument { name: "stream", .. }),
+        matches!(&err, Error::Capture { .. }),
         "refused before the driver: {err}"
     );
     // Catches a fill that waited for the capture to end.
@@ -726,7 +726,7 @@ fn legacy_work_during_the_threads_own_blocking_capture_is_refused_body(check_dat
     captured.fill(7u32, &capturing).unwrap();
     let err = on_legacy.fill(3u32, &legacy).unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidArgument { name: "stream", .. }),
+        matches!(&err, Error::Capture { .. }),
         "refused before the driver: {err}"
     );
     assert_eq!(capturing.capture_status().unwrap(), CaptureStatus::Active);

@@ -626,7 +626,7 @@ fn gpu_legacy_stream_work_never_breaks_a_capture_a_blocking_stream_joins() {
             while start.elapsed() < Duration::from_secs(2) {
                 match buffer.fill(7u32, &legacy) {
                     Ok(()) => made += 1,
-                    Err(Error::InvalidArgument { .. }) => refused += 1,
+                    Err(Error::Capture { .. }) => refused += 1,
                     // Catches a refusal by the driver (906), which broke a capture.
                     Err(other) => panic!("a legacy fill refused by the driver: {other}"),
                 }

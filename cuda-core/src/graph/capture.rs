@@ -108,6 +108,8 @@ impl Stream {
         // another's capture (whose end is refused, the driver still saying it captures) is no
         // origin, and stays unflagged (the model test found it flagged for good).
         let began = self.began_capture();
+        let ending = crate::lifetime::captures::ending();
+        let flagged = self.lower_capturing();
         let ended = self.queue(|driver, handle| driver.stream_end_capture(handle));
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
         // ends with its error; one ended from another thread than its own stays open by the
@@ -118,7 +120,8 @@ impl Stream {
                 self.capture_query(|driver, handle| driver.stream_is_capturing(handle)),
                 Ok(0)
             );
-        self.set_capturing(open);
+        self.capture_end_done(flagged, open);
+        drop(ending);
         // What was freed while the stream captured is freed now, in order after the work
         // queued before the capture (nothing, while a capture is still open on it).
         self.drain_deferred();
@@ -324,6 +327,13 @@ impl Stream {
     /// ```
     #[doc(alias("cuLaunchHostFunc", "cudaLaunchHostFunc"))]
     pub fn launch_host_func_repeatable<F: Fn() + Send + Sync + 'static>(&self, f: F) -> Result<()> {
+        if !self.capturing() {
+            return self.launch_host_func(f);
+        }
+        // No capture ends between the question below and the launch: a host node whose closure
+        // the capture's graph owns must not be queued as plain work on a stream whose capture
+        // ended meanwhile (it would run after the graph, and its closure, are gone).
+        let _steady = crate::lifetime::captures::steady();
         if !self.capturing() {
             return self.launch_host_func(f);
         }

@@ -128,6 +128,9 @@ fn releases() -> &'static (Mutex<Releases>, Condvar) {
 /// A release thread: drops the batches it takes, one after another; a helper (`stays` false)
 /// ends once none came for [`HELPER_IDLE`].
 fn release_thread(stays: bool) {
+    // What it drops last of a stream or an event is destroyed: it makes none to reuse them.
+    crate::stream::Stream::keep_none_here();
+    crate::event::Event::keep_none_here();
     let (state, ready) = releases();
     let relock = || state.lock().unwrap_or_else(|e| e.into_inner());
     let mut guard = relock();

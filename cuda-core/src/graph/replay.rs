@@ -134,9 +134,10 @@ struct Entry {
     /// that order: applied once the whole sequence is known to match, dropped otherwise.
     staged: Args,
     staged_nodes: Vec<usize>,
-    /// The deallocation streams of the buffer arguments of the run that built the graph, its
-    /// own stream included where one is: a run with launches declared unchanged, whose
-    /// arguments it does not read, orders its launch with these (but its own stream).
+    /// The deallocation streams of the buffer arguments its nodes were given (by the run that
+    /// built the graph, its own stream included where one is, and by each run that read
+    /// arguments since, with that run's stream): a run with launches declared unchanged,
+    /// whose arguments it does not read, orders its launch with these (but its own stream).
     built_homes: Vec<Stream>,
 }
 
@@ -298,6 +299,8 @@ enum Mode<'p> {
         updated: u64,
         /// A launch declared unchanged was made: its arguments were not read.
         unread: bool,
+        /// A launch's arguments were read (and may be applied to its node).
+        read: bool,
     },
     /// Read the sequence only.
     Signature {
@@ -363,11 +366,13 @@ impl ReplayRecorder<'_> {
             entry,
             diverged,
             updated,
+            read,
             ..
         } = &mut self.mode
         {
             // The hot path, inlined into the body: one read of each argument, compared where
             // it lies.
+            *read = true;
             if !*diverged {
                 match compare(entry, index, config, kernel, args, self.stream, self.homes) {
                     Some(changed) => *updated += u64::from(changed),
@@ -542,6 +547,17 @@ fn note_built_homes(homes: &mut Vec<Stream>, built: &[Stream], stream: &Stream) 
     for home in built {
         if !home.same_as(stream) && !homes.iter().any(|h| h.same_as(home)) {
             homes.push(home.clone());
+        }
+    }
+}
+
+/// Adds this run's `homes` and its `stream` to an entry's `built` streams, each once. Out of
+/// line: runs that read their arguments pay a call, not the loop's code in the body.
+#[inline(never)]
+fn note_read_homes(built: &mut Vec<Stream>, homes: &[Stream], stream: &Stream) {
+    for home in homes.iter().chain([stream]) {
+        if !built.iter().any(|b| b.same_as(home)) {
+            built.push(home.clone());
         }
     }
 }
@@ -882,6 +898,7 @@ impl Replay {
                 diverged: false,
                 updated: 0,
                 unread: false,
+                read: false,
             },
             stream,
             homes: &mut self.homes,
@@ -895,6 +912,7 @@ impl Replay {
             diverged,
             updated,
             unread,
+            read,
             ..
         } = recorder.mode
         else {
@@ -912,8 +930,14 @@ impl Replay {
         // SAFETY: the staged arguments were given to `ReplayRecorder::launch`, whose caller
         // vouched for them.
         unsafe { apply(entry) }?;
+        if read {
+            // Arguments read now may be the nodes' from now on, and unread in a later run:
+            // their streams join those the entry orders such runs with (this run's own among
+            // them, where a buffer's stream may be; one more wait is all it can cost).
+            note_read_homes(&mut entry.built_homes, &self.homes, stream);
+        }
         if unread {
-            // The unread arguments are those of the build, ordered as they were then.
+            // The unread arguments are those some run before gave, ordered as they were then.
             note_built_homes(&mut self.homes, &entry.built_homes, stream);
         }
         self.stats.updated_nodes += updated;

@@ -15,9 +15,44 @@ use crate::error::{DriverCode, Error, Result};
 /// of hot paths that takes no lock ([`captures_open`]).
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Calls on the legacy default stream made by [`on_legacy_stream`]'s fast path and not
-/// returned: a capture does not begin while one is under way.
+/// Calls made outside captures and not returned ([`outside_captures`], and the legacy default
+/// stream's calls of [`on_legacy_stream`]'s fast path): a capture does not begin while one is
+/// under way.
 static LEGACY: AtomicUsize = AtomicUsize::new(0);
+
+/// Held for writing while a capture begun through this crate ends, and for reading while work
+/// is put into a capture the driver was just asked about ([`steady`]): so that no capture ends
+/// between the question and the work.
+static ENDS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Keeps captures begun through this crate from ending until the guard drops: for a call
+/// whose meaning depends on a capture staying open after it asked the driver (a host function
+/// made a node of the capture's graph, whose closure the graph owns, would run as plain work,
+/// from freed memory, on a stream whose capture ended in between).
+pub(crate) fn steady() -> std::sync::RwLockReadGuard<'static, ()> {
+    ENDS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held while the driver ends a capture begun through this crate (see [`steady`]).
+pub(crate) fn ending() -> std::sync::RwLockWriteGuard<'static, ()> {
+    ENDS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes `call` only while no capture begun through this crate is open, keeping any from
+/// beginning until it returns: `None` (not made) where one may be open. For a call that an
+/// open capture would refuse, and be invalidated by (a query of a recycled handle, in the
+/// thread's own capture mode). Two atomic additions and a load.
+#[inline]
+pub(crate) fn outside_captures<T>(call: impl FnOnce() -> T) -> Option<T> {
+    LEGACY.fetch_add(1, Ordering::SeqCst);
+    if OPEN.load(Ordering::SeqCst) != 0 {
+        legacy_returned();
+        return None;
+    }
+    let done = call();
+    legacy_returned();
+    Some(done)
+}
 
 /// Whether a capture begun through this crate may be open in the process (one load).
 #[inline]
@@ -103,6 +138,19 @@ pub(crate) fn capture_ended(stream: usize) {
     if last {
         finish_later();
     }
+}
+
+/// Whether a capture begun on the calling thread in context `handle` is open (for a wait on
+/// the context, which could never see it end).
+pub(crate) fn this_thread_captures_in(handle: ContextHandle) -> bool {
+    if !captures_open() {
+        return false;
+    }
+    let (context, me) = (handle.0 as usize, std::thread::current().id());
+    lock()
+        .open
+        .iter()
+        .any(|open| open.context == context && open.thread == me)
 }
 
 /// How long a context synchronisation waits for other threads' captures before it says so
@@ -217,8 +265,7 @@ fn legacy_held<T>(
         // says why).
         if let Err(e) = asked {
             if e.driver_code() == Some(DriverCode::STREAM_CAPTURE_IMPLICIT) {
-                return Err(Error::InvalidArgument {
-                    name: "stream",
+                return Err(Error::Capture {
                     reason: "the legacy default stream cannot be used while a blocking stream \
                              of its context captures: the driver would refuse it \
                              (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and invalidate the capture; \

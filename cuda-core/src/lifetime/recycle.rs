@@ -93,11 +93,9 @@ pub(crate) fn take<H: Recycled>(
                 return Some(handle);
             }
             // A query is a call that an open capture may forbid (and be invalidated by): while
-            // one may be open, a pending handle waits, and the caller makes a new one.
-            if super::captures::captures_open() {
-                return None;
-            }
-            take_pending(list)
+            // one may be open, a pending handle waits, and the caller makes a new one; and no
+            // capture begins while the query is made.
+            super::captures::outside_captures(|| take_pending(list)).flatten()
         })
         .ok()
         .flatten()
@@ -168,6 +166,16 @@ pub(crate) fn give<H: Recycled>(
             true
         })
         .unwrap_or(false)
+}
+
+/// Makes this thread keep no handle of this kind from now on: each it drops is destroyed (for
+/// the crate's own threads, which make none to reuse them for).
+pub(crate) fn keep_none<H: Recycled>(local: &'static Local<H>) {
+    let _ = local.try_with(|lists| {
+        if let Ok(mut lists) = lists.try_borrow_mut() {
+            lists.kept = 0;
+        }
+    });
 }
 
 /// How many handles this thread keeps for `context` and `kind` (for tests).

@@ -178,25 +178,38 @@ impl Drop for Buffer {
             // launch, and never now): it is put off until the stream captures no more. (A
             // graph's release drops its buffers whenever the driver lets them go, so this
             // can happen while the caller keeps to `begin_capture`'s rules.)
-            let (resource, ptr, size) = (self.resource.clone(), self.ptr, self.size);
-            let free = move |stream: &Stream| {
-                // SAFETY: the memory of a dropped Buffer of `resource`, whose free this
-                // replaces (the Buffer frees nothing); `stream` is its deallocation stream
-                // (the stream that keeps this free runs it on itself).
-                unsafe { resource.arc().deallocate(DevicePtr(ptr), size, stream) }
-            };
-            self.stream.defer_free((Box::new(free), size));
+            self.defer_free();
             return;
         }
         self.stream.drain_deferred();
         // SAFETY: the allocation came from this resource and is freed only here or in `close`,
         // which zeroes `ptr`.
-        if let Err(e) = unsafe {
+        match unsafe {
             self.resource
                 .deallocate(DevicePtr(self.ptr), self.size, &self.stream)
         } {
-            log::error!("freeing a buffer of {} bytes: {e}", self.size);
+            Ok(()) => {}
+            // Refused for a capture that began since the question above (on the legacy
+            // stream: a blocking stream that joined one): put off as above, nothing queued.
+            Err(Error::Capture { .. }) => self.defer_free(),
+            Err(e) => log::error!("freeing a buffer of {} bytes: {e}", self.size),
         }
+    }
+}
+
+impl Buffer {
+    /// [`Drop`]'s free put off until the deallocation stream captures no more (see
+    /// `Stream::defer_free`).
+    #[cold]
+    fn defer_free(&mut self) {
+        let (resource, ptr, size) = (self.resource.clone(), self.ptr, self.size);
+        let free = move |stream: &Stream| {
+            // SAFETY: the memory of a dropped Buffer of `resource`, whose free this replaces
+            // (the Buffer frees nothing); `stream` is its deallocation stream (the stream that
+            // keeps this free runs it on itself).
+            unsafe { resource.arc().deallocate(DevicePtr(ptr), size, stream) }
+        };
+        self.stream.defer_free((Box::new(free), size));
     }
 }
 
@@ -205,32 +218,39 @@ impl Buffer {
     /// stream: the free goes on this thread's own, once the context is synchronised.
     #[cold]
     fn free_after_context(&mut self) {
-        let own = match self
-            .stream
-            .context()
-            .sync()
-            .and_then(|()| Stream::per_thread_default(self.stream.device()))
-        {
-            Ok(stream) => stream,
-            Err(e) => {
-                log::error!(
-                    "a buffer of {} bytes is kept (leaked): its deallocation stream is another \
-                     thread's per-thread default stream, and waiting for its context failed \
-                     ({e})",
-                    self.size
-                );
-                return;
+        let (resource, ptr, size) = (self.resource.clone(), self.ptr, self.size);
+        let context = self.stream.context().clone();
+        let free = move || {
+            let own = match context
+                .sync()
+                .and_then(|()| Stream::per_thread_default(context.device()))
+            {
+                Ok(stream) => stream,
+                Err(e) => {
+                    log::error!(
+                        "a buffer of {size} bytes is kept (leaked): its deallocation stream is \
+                         another thread's per-thread default stream, and waiting for its \
+                         context failed ({e})"
+                    );
+                    return;
+                }
+            };
+            // SAFETY: the allocation came from this resource and is freed only here (the
+            // Buffer frees nothing); a stream other than its own is used only after the whole
+            // context (its own stream with it) was waited for.
+            if let Err(e) = unsafe { resource.arc().deallocate(DevicePtr(ptr), size, &own) } {
+                log::error!("freeing a buffer of {size} bytes: {e}");
             }
         };
-        // SAFETY: the allocation came from this resource and is freed only here; a stream
-        // other than its own is used only after the whole context (its own stream with it)
-        // was waited for.
-        if let Err(e) = unsafe {
-            self.resource
-                .deallocate(DevicePtr(self.ptr), self.size, &own)
-        } {
-            log::error!("freeing a buffer of {} bytes: {e}", self.size);
+        if crate::lifetime::captures::this_thread_captures_in(self.stream.context().handle()) {
+            // The context cannot be waited for while this thread's own capture in it is open
+            // (the driver would refuse it, invalidating the capture, and the capture cannot end
+            // while this thread waits): freed once no capture is open, by the thread that ends
+            // the last one, on its own per-thread stream.
+            crate::lifetime::captures::after_captures_run(Box::new(free));
+            return;
         }
+        free();
     }
 }
 

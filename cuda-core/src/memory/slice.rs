@@ -519,7 +519,8 @@ impl<'a> Span<'a> {
         if let Err(e) = waited {
             // The copy into the scratch memory is still queued: the memory goes once it has
             // run, from a host function behind it (a free that waits, as a synchronous
-            // resource's does, then waits on the crate's thread, not here).
+            // resource's does, then waits on the crate's thread, not here; the scratch stream
+            // goes with it there, and that thread keeps no stream for reuse).
             if let Err(queued) = scratch.launch_host_func(move || {
                 let _kept = &staged;
             }) {

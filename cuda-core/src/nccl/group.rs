@@ -165,8 +165,12 @@ impl Open<'_> {
         self.ended = true;
         let group = &mut self.group;
         let nccl = group.nccl;
-        let every_home: Vec<&Stream> = group.after.iter().flat_map(|(_, homes)| homes).collect();
-        let door = crate::order::Door::enter(&every_home, None);
+        let every_stream: Vec<&Stream> = group
+            .after
+            .iter()
+            .flat_map(|(stream, homes)| std::iter::once(stream).chain(homes))
+            .collect();
+        let door = crate::order::Door::enter(&every_stream);
         let mut before = Ok(());
         for (stream, homes) in &group.after {
             let homes = [&homes[0], &homes[1]];

@@ -560,7 +560,9 @@ static __thread int due_count, due_cap;
 static unsigned long long ran_counts[5];
 
 /* Device memory: every range handed out, live or free. */
-struct range { devptr ptr; size_t size; int live; unsigned long long freed_at; struct object *pool; };
+/* `host`: registered host memory, whose address is the host's: never handed out again by a
+ * pool once unregistered (the host may register it again). */
+struct range { devptr ptr; size_t size; int live; unsigned long long freed_at; struct object *pool; int host; };
 static struct range *ranges;
 static int range_count, range_cap, ranges_live;
 static unsigned long long frees;
@@ -788,7 +790,8 @@ static devptr alloc_range(size_t size, struct object *pool) {
     struct range *best = NULL;
     size = (size + 0xff) & ~(size_t)0xff;
     for (int i = 0; i < range_count; i++)
-        if (!ranges[i].live && ranges[i].size == size && (!best || ranges[i].freed_at > best->freed_at))
+        if (!ranges[i].live && !ranges[i].host && ranges[i].size == size
+            && (!best || ranges[i].freed_at > best->freed_at))
             best = &ranges[i];
     if (!best) {
         GROW(ranges, range_count, range_cap);
@@ -804,7 +807,7 @@ static devptr alloc_range(size_t size, struct object *pool) {
 /* A live range at a given address: host memory registered (cuMemHostRegister). */
 static void add_range(devptr p, size_t size) {
     GROW(ranges, range_count, range_cap);
-    ranges[range_count++] = (struct range){.ptr = p, .size = size, .live = 1};
+    ranges[range_count++] = (struct range){.ptr = p, .size = size, .live = 1, .host = 1};
     ranges_live++;
 }
 static int free_range(const char *call, devptr p) {
