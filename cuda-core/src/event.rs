@@ -151,12 +151,6 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
-    /// Makes the calling thread, one of the crate's that makes no events, keep none for reuse:
-    /// each event it drops is destroyed.
-    pub(crate) fn keep_none_here() {
-        recycle::keep_none();
-    }
-
     #[inline]
     pub(crate) fn create(context: Context, options: EventOptions) -> Result<Event> {
         Event::create_in(context.driver(), context.handle(), context, options)
@@ -472,11 +466,6 @@ mod recycle {
         complete: bool,
     ) -> bool {
         recycle::give(&LISTS, context, i64::from(flags), driver, handle, complete)
-    }
-
-    /// Makes this thread keep no event for reuse (see `Event::keep_none_here`).
-    pub(super) fn keep_none() {
-        recycle::keep_none(&LISTS);
     }
 
     /// How many handles this thread keeps for `context` and `flags` (for tests).

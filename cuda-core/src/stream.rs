@@ -1046,12 +1046,6 @@ impl Stream {
         self.inner.device
     }
 
-    /// Makes the calling thread, one of the crate's that makes no streams, keep none for reuse:
-    /// each stream whose last value it drops is destroyed.
-    pub(crate) fn keep_none_here() {
-        recycle::keep_none();
-    }
-
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.
     /// (A stream whose raw handle was taken is destroyed at its drop, not recycled.)
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
@@ -1137,10 +1131,5 @@ mod recycle {
         idle: bool,
     ) -> bool {
         recycle::give(&LISTS, context, i64::from(priority), driver, handle, idle)
-    }
-
-    /// Makes this thread keep no stream for reuse (see `Stream::keep_none_here`).
-    pub(super) fn keep_none() {
-        recycle::keep_none(&LISTS);
     }
 }

@@ -129,8 +129,7 @@ fn releases() -> &'static (Mutex<Releases>, Condvar) {
 /// ends once none came for [`HELPER_IDLE`].
 fn release_thread(stays: bool) {
     // What it drops last of a stream or an event is destroyed: it makes none to reuse them.
-    crate::stream::Stream::keep_none_here();
-    crate::event::Event::keep_none_here();
+    crate::lifetime::recycle::keep_none_here();
     let (state, ready) = releases();
     let relock = || state.lock().unwrap_or_else(|e| e.into_inner());
     let mut guard = relock();

@@ -131,6 +131,9 @@ pub(crate) fn give<H: Recycled>(
     handle: H,
     idle: bool,
 ) -> bool {
+    if KEEPS_NONE.try_with(std::cell::Cell::get).unwrap_or(true) {
+        return false;
+    }
     local
         .try_with(|lists| {
             let Ok(mut lists) = lists.try_borrow_mut() else {
@@ -168,14 +171,15 @@ pub(crate) fn give<H: Recycled>(
         .unwrap_or(false)
 }
 
-/// Makes this thread keep no handle of this kind from now on: each it drops is destroyed (for
-/// the crate's own threads, which make none to reuse them for).
-pub(crate) fn keep_none<H: Recycled>(local: &'static Local<H>) {
-    let _ = local.try_with(|lists| {
-        if let Ok(mut lists) = lists.try_borrow_mut() {
-            lists.kept = 0;
-        }
-    });
+thread_local! {
+    /// Set on the crate's own threads, which make no handles to reuse dropped ones for.
+    static KEEPS_NONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the calling thread keep no handle for reuse from now on: each stream or event whose
+/// last value it drops is destroyed (for the crate's own threads, which make none).
+pub(crate) fn keep_none_here() {
+    let _ = KEEPS_NONE.try_with(|keeps_none| keeps_none.set(true));
 }
 
 /// How many handles this thread keeps for `context` and `kind` (for tests).
