@@ -297,10 +297,8 @@ enum Mode<'p> {
         /// The sequence differs from the entry's: the rest of the pass does nothing.
         diverged: bool,
         updated: u64,
-        /// A launch declared unchanged was made: its arguments were not read.
-        unread: bool,
-        /// A launch's arguments were read (and may be applied to its node).
-        read: bool,
+        /// The launches declared unchanged so far: their arguments were not read.
+        unread: usize,
     },
     /// Read the sequence only.
     Signature {
@@ -366,13 +364,11 @@ impl ReplayRecorder<'_> {
             entry,
             diverged,
             updated,
-            read,
             ..
         } = &mut self.mode
         {
             // The hot path, inlined into the body: one read of each argument, compared where
             // it lies.
-            *read = true;
             if !*diverged {
                 match compare(entry, index, config, kernel, args, self.stream, self.homes) {
                     Some(changed) => *updated += u64::from(changed),
@@ -461,7 +457,7 @@ impl ReplayRecorder<'_> {
         {
             if !*diverged {
                 match entry.nodes.get(index) {
-                    Some(node) if node.same_shape(kernel, config, args.len()) => *unread = true,
+                    Some(node) if node.same_shape(kernel, config, args.len()) => *unread += 1,
                     _ => *diverged = true,
                 }
                 #[cfg(debug_assertions)]
@@ -897,8 +893,7 @@ impl Replay {
                 entry: &mut self.entries[at],
                 diverged: false,
                 updated: 0,
-                unread: false,
-                read: false,
+                unread: 0,
             },
             stream,
             homes: &mut self.homes,
@@ -912,7 +907,6 @@ impl Replay {
             diverged,
             updated,
             unread,
-            read,
             ..
         } = recorder.mode
         else {
@@ -930,13 +924,13 @@ impl Replay {
         // SAFETY: the staged arguments were given to `ReplayRecorder::launch`, whose caller
         // vouched for them.
         unsafe { apply(entry) }?;
-        if read {
+        if unread < launches {
             // Arguments read now may be the nodes' from now on, and unread in a later run:
             // their streams join those the entry orders such runs with (this run's own among
             // them, where a buffer's stream may be; one more wait is all it can cost).
             note_read_homes(&mut entry.built_homes, &self.homes, stream);
         }
-        if unread {
+        if unread > 0 {
             // The unread arguments are those some run before gave, ordered as they were then.
             note_built_homes(&mut self.homes, &entry.built_homes, stream);
         }
