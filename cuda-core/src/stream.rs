@@ -517,6 +517,20 @@ impl Stream {
         Ok(self.inner.order.get_or_init(|| event))
     }
 
+    // The ways a stream calls the driver, by what they vary (each a single driver call on
+    // the stream's handle; the per-thread default stream is used from its own thread only):
+    //
+    // | verb               | queues work | context made current  | legacy stream's gate | capture mode   |
+    // |--------------------|-------------|-----------------------|----------------------|----------------|
+    // | `queue`            | yes         | default streams       | yes                  | the thread's   |
+    // | `queue_in_context` | yes         | always                | yes                  | the thread's   |
+    // | `query`            | no          | default streams       | yes                  | relaxed        |
+    // | `capture_query`    | no (begins) | default streams       | no                   | the thread's   |
+    //
+    // Below them, `on_handle` (the stream's own handle, or `on_default_stream`, which adds the
+    // gate) and `with_context` (context current, thread checked). New stream work goes
+    // through `queue`, a question through `query` (see `crate::order`).
+
     /// The door's verb for work ([`crate::order`]): one driver call that may queue work on
     /// this stream's handle, with its context made current first for the default streams
     /// (whose handles mean "the current context's"), the legacy stream kept apart from
@@ -686,7 +700,7 @@ impl Stream {
         if matches!(inner.kind, Kind::Owned | Kind::Borrowed) {
             return f(inner.driver, inner.handle);
         }
-        self.in_context(f)
+        self.with_context(f)
     }
 
     /// The door's verb for work the driver checks against the current context, such as
@@ -738,13 +752,13 @@ impl Stream {
                 || inner.context.with_current(|driver| f(driver, inner.handle)),
             );
         }
-        self.in_context(f)
+        self.with_context(f)
     }
 
     /// One driver call on this stream's handle with its context current, outside the legacy
     /// stream's gate; the per-thread stream from its own thread only.
     #[inline]
-    fn in_context<T>(
+    fn with_context<T>(
         &self,
         f: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<T>,
     ) -> Result<T> {
