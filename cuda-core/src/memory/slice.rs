@@ -507,6 +507,26 @@ impl<'a> Span<'a> {
             return Ok(Vec::new());
         }
         let start = std::time::Instant::now();
+        // The scratch stream and memory are the crate's, not the caller's: made, used and let
+        // go with this thread's capture mode relaxed while a capture may be open, so that
+        // another thread's global capture neither refuses their allocation (a stream-ordered
+        // allocation is a call it forbids) nor is invalidated by it. Nothing of it is queued
+        // on a capturing stream (`stream` is not one; the ordering with the memory's
+        // deallocation stream refuses a capturing one).
+        let driver = stream.driver_and_context().0;
+        crate::order::query(driver, || {
+            self.to_vec_through_scratch(stream, len, timeout, start)
+        })
+    }
+
+    /// [`Span::to_vec_timeout`]'s copy through scratch memory on a stream of its own.
+    fn to_vec_through_scratch<T: Pod + Default>(
+        self,
+        stream: &Stream,
+        len: usize,
+        timeout: Duration,
+        start: std::time::Instant,
+    ) -> Result<Vec<T>> {
         let scratch = Stream::create(stream.context().clone(), Default::default())?;
         let staged =
             crate::Allocate::allocate(&stream.device().memory_resource()?, self.size, &scratch)?;

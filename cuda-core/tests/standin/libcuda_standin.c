@@ -469,7 +469,8 @@ static struct object *make(int kind, struct object *context) {
  *     invalidates that capture; a context synchronisation while any capture is open is refused
  *     and invalidates them all;
  *   - "potentially unsafe" calls (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize,
- *     cuEventQuery, cuCtxSynchronize, cuMemAlloc, cuMemFree) are refused (900), invalidating
+ *     cuEventQuery, cuCtxSynchronize, cuMemAlloc, cuMemFree, and an uncaptured
+ *     cuMemAllocAsync or cuMemAllocFromPoolAsync) are refused (900), invalidating
  *     the captures that forbid them, by the rules of cuThreadExchangeStreamCaptureMode: in a
  *     thread whose mode is global (the default), while that thread began a capture that is not
  *     relaxed or another thread began a global one; in a thread-local thread, while it began
@@ -1139,7 +1140,9 @@ static int m_alloc(devptr *ptr, size_t size, void *p, void *s, const char *call)
     if (r == 1) {
         r = 900;
         note("!captured %s size=%zu on %s: a buffer's allocation captured", call, size, name(s, b));
-    } else if (r == 0) {
+    } else if (r == 0 && !(r = unsafe_call(call, name(s, b)))) {
+        /* Uncaptured, a stream-ordered allocation is a potentially unsafe call (another
+         * thread's global capture refuses it, as the driver does). */
         *ptr = alloc_range(size, p);
         note("%s %#llx size=%zu from %s on %s", call, *ptr, size, name(p, c), name(s, b));
     }
