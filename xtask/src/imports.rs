@@ -1,13 +1,19 @@
 //! `cargo xtask import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import
-//! which, and the circles among them. For cuda-core, a circle that is not made of factories
-//! and children holding their parents ([`CUDA_CORE_FAMILY`]) fails `--check`.
+//! which, and the circles among them.
+//!
+//! For cuda-core, the floor plan in [`PLAN`] says which circles are allowed: its family of
+//! objects (factories and children holding their parents) may import each other, and each
+//! module circle has a largest size. `--check` prints the circles' sizes and fails on a circle
+//! that is not made of the family, on a module circle grown past its size, and on a module
+//! circle the plan does not name.
 //!
 //! Each file is a node, named by its module path (`memory::ipc`). An edge `a -> b` is a path in
 //! `a` (a `use` or any other path, `crate::`, `super::` or `self::`) that names module `b` or an
 //! item of it: the longest module prefix of the path wins. A module's `mod` declarations are not
-//! edges, nor are paths in items compiled only for tests (`#[cfg(test)]`). The circles reported are the strongly connected components of more than one file once
-//! the edges from a child module to one of its ancestors are left out, since a parent and the
-//! children it declares may refer to each other by design; the count with them is given too.
+//! edges, nor are paths in items compiled only for tests (`#[cfg(test)]`). The circles reported
+//! are the strongly connected components of more than one file once the edges from a child
+//! module to one of its ancestors are left out, since a parent and the children it declares may
+//! refer to each other by design; the count with them is given too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -15,44 +21,224 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// cuda-core's objects and what each is made by or holds (its parents): an edge from an object
-/// to one of its ancestors is a child holding its parent (a stream its context), an edge to
-/// one of its descendants a factory (a device making streams). A name covers its child
-/// modules (`memory` is every resource file), the longest name winning.
-pub const CUDA_CORE_FAMILY: &[(&str, &[&str])] = &[
-    ("context", &["device", "sm_resources"]),
-    ("sm_resources", &["device"]),
-    ("system", &["device"]),
-    ("stream", &["context"]),
-    ("event", &["context", "stream"]),
-    ("memory", &["device", "context"]),
-    ("memory::buffer", &["memory", "stream"]),
-    ("order", &["stream"]),
-    ("ipc", &["memory", "event"]),
-    ("kernel", &["object_code"]),
-    ("global", &["object_code"]),
-];
+/// cuda-core's floor plan, from the workspace root: its tables `family` ([`family`]) and
+/// `circles` ([`circle_limits`]) are what `--check` holds the crate to.
+pub const PLAN: &str = "docs/architecture-notes.md";
 
-/// Runs the command: prints the report; with `--check`, fails where a circle is left once
-/// factories and children holding their parents are left out.
+/// Objects and their parents (what makes each, or what each holds): an edge from an object to
+/// one of its ancestors is a child holding its parent (a stream its context), an edge to one
+/// of its descendants a factory (a device making streams). A name covers its child modules
+/// (`memory` is every resource file), the longest name winning.
+pub type Family = Vec<(String, Vec<String>)>;
+
+/// The largest size (in files) of each module circle, named by one file it holds.
+pub type CircleLimits = Vec<(String, usize)>;
+
+/// Runs the command: prints the report; with `--check`, prints the circles' sizes and fails
+/// where a circle is left once factories and children holding their parents are left out, or
+/// (for cuda-core) where a module circle passes the size [`PLAN`] gives it.
 pub fn run(args: &[String], root: &Path) -> Result<(), String> {
     let check = args.iter().any(|a| a == "--check");
     let args: Vec<&String> = args.iter().filter(|a| *a != "--check").collect();
-    let (src, family) = match args.as_slice() {
-        [] => (root.join("cuda-core/src"), CUDA_CORE_FAMILY),
-        [flag, dir] if *flag == "--crate" => (PathBuf::from(dir).join("src"), &[][..]),
-        _ => return Err(format!("unexpected arguments {args:?}")),
-    };
-    let mut graph = Graph::of(&src)?;
+    match args.as_slice() {
+        [] => run_cuda_core(root, check),
+        [flag, dir] if *flag == "--crate" => {
+            let graph = Graph::of(&PathBuf::from(dir).join("src"))?;
+            print!("{}", graph.report());
+            let left = graph.circles().len();
+            if check && left > 0 {
+                return Err(format!("{left} circle(s)"));
+            }
+            Ok(())
+        }
+        _ => Err(format!("unexpected arguments {args:?}")),
+    }
+}
+
+/// cuda-core's graph held to the plan: the full report, or with `check` the counts and any
+/// circle the family leaves; then the module circles' sizes.
+fn run_cuda_core(root: &Path, check: bool) -> Result<(), String> {
+    let plan_path = root.join(PLAN);
+    let plan = std::fs::read_to_string(&plan_path).map_err(|e| {
+        format!(
+            "{}: {e} (the floor plan import-graph reads)",
+            plan_path.display()
+        )
+    })?;
+    let in_plan = |e: String| format!("{PLAN}: {e}");
+    let family = family(&plan).map_err(in_plan)?;
+    let limits = circle_limits(&plan).map_err(in_plan)?;
+    let mut graph = Graph::of(&root.join("cuda-core/src"))?;
     graph.family = family;
-    print!("{}", graph.report());
-    let left = graph.components(Edges::Objects).len();
-    if check && left > 0 {
-        return Err(format!(
-            "{left} circle(s) besides factories and children holding their parents"
-        ));
+    graph.names_modules(&limits).map_err(in_plan)?;
+    let sizes = graph.sizes(&limits);
+    let objects = graph.components(Edges::Objects);
+    if check {
+        print!("{}", graph.summary());
+        print!("{}", graph.object_circles(&objects));
+    } else {
+        println!("{}", graph.report());
+    }
+    print!("{}", sizes.lines);
+    let mut failures = sizes.failures;
+    if !objects.is_empty() {
+        failures.insert(
+            0,
+            format!(
+                "{} circle(s) besides factories and children holding their parents (above): \
+                 move what closes each to the lower file, or, for a new object that makes or \
+                 holds another, add it to the family table of {PLAN}",
+                objects.len()
+            ),
+        );
+    }
+    if check && !failures.is_empty() {
+        return Err(failures.join("\n"));
     }
     Ok(())
+}
+
+/// The family of objects: the `family` table of the plan, whose first two columns are an
+/// object's module (`` `stream` ``) and its parents' (`` `device`, `context` ``).
+pub fn family(plan: &str) -> Result<Family, String> {
+    let mut out: Family = Vec::new();
+    for (line, cells) in table(plan, "family", 2)? {
+        let object = module_cell(line, &cells[0])?;
+        let parents = cells[1]
+            .split(',')
+            .map(|parent| module_cell(line, parent.trim()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if out.iter().any(|(name, _)| *name == object) {
+            return Err(format!("line {line}: `{object}` has a second row"));
+        }
+        out.push((object, parents));
+    }
+    Ok(out)
+}
+
+/// The module circles' largest sizes: the `circles` table of the plan, two columns: a file of
+/// the circle (`` `stream` ``) and the most files the circle may have.
+pub fn circle_limits(plan: &str) -> Result<CircleLimits, String> {
+    let mut out: CircleLimits = Vec::new();
+    for (line, cells) in table(plan, "circles", 2)? {
+        let module = module_cell(line, &cells[0])?;
+        let most = cells[1]
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 2)
+            .ok_or_else(|| {
+                format!(
+                    "line {line}: `{}` is not a number of files (2 or more: a circle has two)",
+                    cells[1]
+                )
+            })?;
+        if out.iter().any(|(name, _)| *name == module) {
+            return Err(format!("line {line}: `{module}` has a second row"));
+        }
+        out.push((module, most));
+    }
+    Ok(out)
+}
+
+/// The rows of the markdown table between the lines `<!-- import-graph NAME: begin -->` and
+/// `<!-- import-graph NAME: end -->`, each with its line number (from 1) and its cells,
+/// trimmed, at least `columns` of them (the columns after those are prose); the header and the
+/// separator row are left out.
+fn table(doc: &str, name: &str, columns: usize) -> Result<Vec<(usize, Vec<String>)>, String> {
+    let lines: Vec<&str> = doc.lines().map(str::trim).collect();
+    let find = |marker: String| -> Result<usize, String> {
+        let hits: Vec<usize> = (0..lines.len()).filter(|i| lines[*i] == marker).collect();
+        match hits.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(format!(
+                "no line `{marker}`: the {name} table is read between its `begin` and `end` \
+                 comment lines"
+            )),
+            _ => Err(format!("`{marker}` is there {} times", hits.len())),
+        }
+    };
+    let begin = find(format!("<!-- import-graph {name}: begin -->"))?;
+    let end = find(format!("<!-- import-graph {name}: end -->"))?;
+    if end < begin {
+        return Err(format!(
+            "the {name} table ends (line {}) before it begins (line {})",
+            end + 1,
+            begin + 1
+        ));
+    }
+    let mut rows = Vec::new();
+    for (i, text) in lines.iter().enumerate().take(end).skip(begin + 1) {
+        if text.is_empty() {
+            continue;
+        }
+        let cells = text
+            .strip_prefix('|')
+            .and_then(|row| row.strip_suffix('|'))
+            .map(|row| {
+                row.split('|')
+                    .map(|c| c.trim().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .ok_or_else(|| format!("line {}: not a table row (`| ... |`): {text}", i + 1))?;
+        if cells.len() < columns {
+            return Err(format!(
+                "line {}: {} cell(s) where the {name} table needs {columns}",
+                i + 1,
+                cells.len()
+            ));
+        }
+        rows.push((i + 1, cells));
+    }
+    let separator = |cells: &[String]| {
+        cells
+            .iter()
+            .all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':')))
+    };
+    match rows.get(1) {
+        Some((_, cells)) if separator(cells) => {}
+        Some((line, _)) => {
+            return Err(format!(
+                "line {line}: the {name} table's second row is not `| --- | --- |`"
+            ))
+        }
+        None => {}
+    }
+    if rows.len() < 3 {
+        return Err(format!(
+            "the {name} table (lines {}-{}) has no rows under its header",
+            begin + 1,
+            end + 1
+        ));
+    }
+    Ok(rows.split_off(2))
+}
+
+/// A cell naming a module: its path in backquotes (`` `memory::buffer` ``).
+fn module_cell(line: usize, cell: &str) -> Result<String, String> {
+    let path = cell
+        .strip_prefix('`')
+        .and_then(|c| c.strip_suffix('`'))
+        .filter(|path| {
+            path.split("::").all(|segment| {
+                segment.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                    && segment
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+        })
+        .ok_or_else(|| {
+            format!("line {line}: not a module path in backquotes (`memory::buffer`): {cell}")
+        })?;
+    Ok(path.to_owned())
+}
+
+/// A crate's module circles held to their largest sizes: a line for each, and what fails.
+#[derive(Debug, Default)]
+pub struct Sizes {
+    /// One line per module circle and per limit no circle reaches.
+    pub lines: String,
+    /// Each circle past its size, or that no limit names.
+    pub failures: Vec<String>,
 }
 
 /// Which edges the circles are made of.
@@ -75,8 +261,8 @@ pub struct Graph {
     pub edges: BTreeMap<String, BTreeSet<String>>,
     /// The names each module's `use` items bring in, and the paths they stand for.
     uses: BTreeMap<String, BTreeMap<String, Vec<String>>>,
-    /// The objects' family tree ([`CUDA_CORE_FAMILY`]'s shape).
-    pub family: &'static [(&'static str, &'static [&'static str])],
+    /// The objects' family tree (none outside cuda-core).
+    pub family: Family,
 }
 
 impl Graph {
@@ -193,26 +379,26 @@ impl Graph {
     }
 
     /// The family entry that covers `module`: its own name or the longest enclosing one.
-    fn owner(&self, module: &str) -> Option<&'static str> {
+    fn owner(&self, module: &str) -> Option<&str> {
         self.family
             .iter()
-            .map(|(name, _)| *name)
+            .map(|(name, _)| name.as_str())
             .filter(|name| module == *name || is_ancestor(name, module))
             .max_by_key(|name| name.len())
     }
 
     /// The objects `module` descends from in the family (made by, or holding).
-    fn object_ancestors(&self, module: &str) -> BTreeSet<&'static str> {
+    fn object_ancestors(&self, module: &str) -> BTreeSet<&str> {
         let mut out = BTreeSet::new();
-        let mut todo: Vec<&'static str> = self.owner(module).into_iter().collect();
+        let mut todo: Vec<&str> = self.owner(module).into_iter().collect();
         let mut seen = BTreeSet::new();
         while let Some(entry) = todo.pop() {
             if !seen.insert(entry) {
                 continue;
             }
-            let parents = self.family.iter().find(|(name, _)| *name == entry);
-            for parent in parents.map(|(_, p)| *p).unwrap_or_default() {
-                out.insert(*parent);
+            let parents = self.family.iter().find(|(name, _)| name == entry);
+            for parent in parents.map(|(_, p)| p.as_slice()).unwrap_or_default() {
+                out.insert(parent.as_str());
                 todo.extend(self.owner(parent));
             }
         }
@@ -274,28 +460,58 @@ impl Graph {
     /// and children holding their parents are left out, then the module circles (their
     /// members only).
     pub fn report(&self) -> String {
-        let edges: usize = self.edges.values().map(BTreeSet::len).sum();
         let circles = self.circles();
         let objects = self.components(Edges::Objects);
+        let mut out = self.summary();
+        if !self.family.is_empty() {
+            let _ = writeln!(out, "the family (object: its parents):");
+            for (object, parents) in &self.family {
+                let _ = writeln!(out, "  {object}: {}", parents.join(", "));
+            }
+        }
+        out += &self.object_circles(&objects);
+        if self.family.is_empty() {
+            return self.module_circles(out, &circles);
+        }
+        for (n, circle) in circles.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "\nmodule circle {} ({} files, of factories and parents): {}",
+                n + 1,
+                circle.len(),
+                circle.join(", ")
+            );
+        }
+        out
+    }
+
+    /// The counts: files, edges, circles, and with a family the circles it leaves.
+    pub fn summary(&self) -> String {
+        let edges: usize = self.edges.values().map(BTreeSet::len).sum();
         let mut out = format!(
             "{} files, {} import edges, {} circle(s) (not counting a child's edges to its \
              ancestors; {} counting them)\n",
             self.modules.len(),
             edges,
-            circles.len(),
+            self.circles().len(),
             self.components(Edges::All).len()
         );
         if !self.family.is_empty() {
             let _ = writeln!(
                 out,
                 "{} circle(s) once factories and children holding their parents are left out \
-                 (object: its parents):",
-                objects.len()
+                 ({} objects in the family)",
+                self.components(Edges::Objects).len(),
+                self.family.len()
             );
-            for (object, parents) in self.family {
-                let _ = writeln!(out, "  {object}: {}", parents.join(", "));
-            }
         }
+        out
+    }
+
+    /// Each circle of `objects` (those left once the family's edges are left out), with the
+    /// edges that close it.
+    pub fn object_circles(&self, objects: &[Vec<String>]) -> String {
+        let mut out = String::new();
         for (n, circle) in objects.iter().enumerate() {
             let members: BTreeSet<&String> = circle.iter().collect();
             let _ = writeln!(
@@ -313,19 +529,111 @@ impl Graph {
                 }
             }
         }
-        if self.family.is_empty() {
-            return self.module_circles(out, &circles);
-        }
-        for (n, circle) in circles.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "\nmodule circle {} ({} files, of factories and parents): {}",
-                n + 1,
-                circle.len(),
-                circle.join(", ")
-            );
-        }
         out
+    }
+
+    /// Fails where the family or `limits` names a module that is no file of the crate (nor a
+    /// folder of files, for the family).
+    pub fn names_modules(&self, limits: &CircleLimits) -> Result<(), String> {
+        let covers = |name: &str| {
+            self.modules
+                .iter()
+                .any(|m| m == name || is_ancestor(name, m))
+        };
+        for (object, parents) in &self.family {
+            for module in std::iter::once(object).chain(parents) {
+                if !covers(module) {
+                    return Err(format!(
+                        "the family names `{module}`, which is no module of the crate"
+                    ));
+                }
+            }
+        }
+        for (module, _) in limits {
+            if !self.modules.contains(module) {
+                return Err(format!(
+                    "the circles table names `{module}`, which is no file of the crate"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The module circles held to `limits`: each must hold exactly one file a limit names, and
+    /// have no more files than that limit.
+    pub fn sizes(&self, limits: &CircleLimits) -> Sizes {
+        let mut sizes = Sizes::default();
+        let circles = self.circles();
+        let _ = writeln!(
+            sizes.lines,
+            "module circles (of factories and children holding their parents), largest sizes \
+             from {PLAN}:"
+        );
+        for circle in &circles {
+            let named: Vec<&(String, usize)> =
+                limits.iter().filter(|(m, _)| circle.contains(m)).collect();
+            let files = circle.len();
+            match named.as_slice() {
+                [(module, most)] => {
+                    let _ = write!(
+                        sizes.lines,
+                        "  {files} files (at most {most}): the circle holding `{module}`"
+                    );
+                    if files < *most {
+                        let _ = write!(
+                            sizes.lines,
+                            "; lower its limit to {files} in {PLAN} to keep the gain"
+                        );
+                    }
+                    sizes.lines.push('\n');
+                    if files > *most {
+                        sizes.failures.push(format!(
+                            "the module circle holding `{module}` has {files} files, more than \
+                             the {most} of {PLAN}: {}. Take out the file that joined it (its \
+                             import moves to the lower file), or raise the limit there if the \
+                             growth is meant",
+                            circle.join(", ")
+                        ));
+                    }
+                }
+                [] => {
+                    let _ = writeln!(
+                        sizes.lines,
+                        "  {files} files (no limit): {}",
+                        circle.join(", ")
+                    );
+                    sizes.failures.push(format!(
+                        "a module circle of {files} files that {PLAN} does not name: {}. Break \
+                         it, or add a row naming one of its files to the circles table there",
+                        circle.join(", ")
+                    ));
+                }
+                several => {
+                    let names: Vec<String> =
+                        several.iter().map(|(m, _)| format!("`{m}`")).collect();
+                    let _ = writeln!(
+                        sizes.lines,
+                        "  {files} files (one circle holding {})",
+                        names.join(" and ")
+                    );
+                    sizes.failures.push(format!(
+                        "one module circle of {files} files holds {}, which {PLAN} gives \
+                         circles of their own: {}",
+                        names.join(" and "),
+                        circle.join(", ")
+                    ));
+                }
+            }
+        }
+        for (module, most) in limits {
+            if !circles.iter().any(|c| c.contains(module)) {
+                let _ = writeln!(
+                    sizes.lines,
+                    "  no circle holds `{module}` (at most {most}): its row in {PLAN} can go"
+                );
+            }
+        }
+        sizes
     }
 
     /// Each module circle with its edges.
@@ -580,6 +888,15 @@ mod tests {
         Graph::from_sources(&sources).unwrap()
     }
 
+    fn family_of(rows: &[(&str, &[&str])]) -> Family {
+        rows.iter()
+            .map(|(object, parents)| {
+                let parents = parents.iter().map(|p| (*p).to_owned()).collect();
+                ((*object).to_owned(), parents)
+            })
+            .collect()
+    }
+
     #[test]
     fn module_paths_follow_the_file_layout() {
         assert_eq!(module_of(Path::new("lib.rs")), "");
@@ -629,7 +946,7 @@ mod tests {
             ),
             ("memory", "pub struct M; fn h(_: &crate::stream::Stream) {}"),
         ]);
-        g.family = &[("stream", &["device"]), ("memory", &["device"])];
+        g.family = family_of(&[("stream", &["device"]), ("memory", &["device"])]);
         // device -> stream is a factory, stream -> device a child holding its parent: only
         // stream <-> memory, neither's ancestor, is a circle of objects.
         assert_eq!(g.circles().len(), 1);
@@ -642,7 +959,7 @@ mod tests {
         assert!(report.contains("  stream -> memory\n"), "{report}");
         assert!(!report.contains("  stream -> device\n"), "{report}");
         // With memory a child of stream, stream -> memory is a factory: no circle is left.
-        g.family = &[("stream", &["device"]), ("memory", &["device", "stream"])];
+        g.family = family_of(&[("stream", &["device"]), ("memory", &["device", "stream"])]);
         assert!(g.components(Edges::Objects).is_empty());
     }
 
@@ -700,5 +1017,198 @@ mod tests {
             ),
             "{report}"
         );
+    }
+
+    /// A plan with the two tables, as the document writes them.
+    const PLAN_TEXT: &str = "\
+# Plan
+
+Prose, and a table that is not read:
+
+| object | parents |
+| --- | --- |
+| `nothing` | `here` |
+
+<!-- import-graph family: begin -->
+| object | its parents |
+| --- | --- |
+| `stream` | `device` |
+| `memory::buffer` | `memory`, `stream` |
+<!-- import-graph family: end -->
+
+<!-- import-graph circles: begin -->
+| the module circle holding | at most (files) |
+| :--- | ---: |
+| `stream` | 3 |
+<!-- import-graph circles: end -->
+";
+
+    #[test]
+    fn the_plan_gives_the_family_and_the_circle_limits() {
+        assert_eq!(
+            family(PLAN_TEXT).unwrap(),
+            family_of(&[
+                ("stream", &["device"]),
+                ("memory::buffer", &["memory", "stream"])
+            ])
+        );
+        assert_eq!(
+            circle_limits(PLAN_TEXT).unwrap(),
+            vec![("stream".to_owned(), 3)]
+        );
+    }
+
+    #[test]
+    fn a_missing_or_ill_formed_table_is_an_error_naming_the_line() {
+        let error = |plan: &str| family(plan).unwrap_err();
+        let without = PLAN_TEXT.replace("<!-- import-graph family: begin -->\n", "");
+        assert!(
+            error(&without).contains("no line `<!-- import-graph family: begin -->`"),
+            "{}",
+            error(&without)
+        );
+        assert!(error("no tables at all").contains("the family table is read between"));
+        let swapped = PLAN_TEXT
+            .replace("family: begin", "family: BEGIN")
+            .replace("family: end", "family: begin")
+            .replace("family: BEGIN", "family: end");
+        assert!(
+            error(&swapped).contains("ends (line 9) before it begins (line 14)"),
+            "{}",
+            error(&swapped)
+        );
+        let cases = [
+            (
+                "| `memory::buffer` | `memory`, `stream` |",
+                "| `memory::buffer` |",
+                "line 13: 1 cell(s) where the family table needs 2",
+            ),
+            (
+                "| `stream` | `device` |",
+                "stream | device",
+                "line 12: not a table row",
+            ),
+            (
+                "| `stream` | `device` |",
+                "| stream | `device` |",
+                "line 12: not a module path in backquotes (`memory::buffer`): stream",
+            ),
+            (
+                "| `stream` | `device` |",
+                "| `stream` | `device` `context` |",
+                "backquotes (`memory::buffer`): `device` `context`",
+            ),
+            (
+                "| `stream` | `device` |",
+                "| `memory::buffer` | `device` |",
+                "line 13: `memory::buffer` has a second row",
+            ),
+            (
+                "| --- | --- |\n| `stream`",
+                "| `stream`",
+                "line 11: the family table's second row is not",
+            ),
+        ];
+        for (from, to, expected) in cases {
+            let plan = PLAN_TEXT.replacen(from, to, 1);
+            assert_ne!(plan, PLAN_TEXT, "{from}");
+            assert!(
+                error(&plan).contains(expected),
+                "{expected}: {}",
+                error(&plan)
+            );
+        }
+        let empty = PLAN_TEXT
+            .replace("| `stream` | `device` |\n", "")
+            .replace("| `memory::buffer` | `memory`, `stream` |\n", "");
+        assert!(
+            error(&empty).contains("the family table (lines 9-12) has no rows"),
+            "{}",
+            error(&empty)
+        );
+        let not_a_size = PLAN_TEXT.replace("| `stream` | 3 |", "| `stream` | 1 |");
+        assert!(
+            circle_limits(&not_a_size)
+                .unwrap_err()
+                .contains("`1` is not a number of files"),
+            "{:?}",
+            circle_limits(&not_a_size)
+        );
+    }
+
+    #[test]
+    fn the_repository_plan_parses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let plan = std::fs::read_to_string(root.join(PLAN)).unwrap();
+        let family = family(&plan).unwrap();
+        assert!(
+            family.iter().any(|(object, _)| object == "stream"),
+            "{family:?}"
+        );
+        assert!(!circle_limits(&plan).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_module_circle_past_its_size_or_unnamed_fails() {
+        let mut g = graph(&[
+            ("a", "fn f(_: crate::b::B) {}"),
+            ("b", "pub struct B; fn g(_: crate::c::C) {}"),
+            ("c", "pub struct C; fn h(_: crate::a::A) {}"),
+            ("x", "pub struct X; fn f(_: crate::y::Y) {}"),
+            ("y", "pub struct Y; fn g(_: crate::x::X) {}"),
+        ]);
+        g.family = family_of(&[("b", &["a"]), ("c", &["b"]), ("a", &["c"]), ("x", &["y"])]);
+        let limits = |rows: &[(&str, usize)]| -> CircleLimits {
+            rows.iter().map(|(m, n)| ((*m).to_owned(), *n)).collect()
+        };
+        let sizes = g.sizes(&limits(&[("b", 3), ("x", 2)]));
+        assert!(sizes.failures.is_empty(), "{:?}", sizes.failures);
+        assert!(
+            sizes
+                .lines
+                .contains("  3 files (at most 3): the circle holding `b`\n"),
+            "{}",
+            sizes.lines
+        );
+        let sizes = g.sizes(&limits(&[("b", 4), ("x", 2)]));
+        assert!(
+            sizes.lines.contains("lower its limit to 3"),
+            "{}",
+            sizes.lines
+        );
+        let sizes = g.sizes(&limits(&[("a", 2), ("y", 2)]));
+        assert_eq!(sizes.failures.len(), 1, "{:?}", sizes.failures);
+        assert!(
+            sizes.failures[0].contains("holding `a` has 3 files, more than the 2"),
+            "{}",
+            sizes.failures[0]
+        );
+        let sizes = g.sizes(&limits(&[("a", 3), ("c", 3), ("z", 2)]));
+        assert_eq!(sizes.failures.len(), 2, "{:?}", sizes.failures);
+        assert!(
+            sizes.failures[0].contains("holds `a` and `c`"),
+            "{}",
+            sizes.failures[0]
+        );
+        assert!(
+            sizes.failures[1].contains("a module circle of 2 files that"),
+            "{}",
+            sizes.failures[1]
+        );
+        assert!(
+            sizes.lines.contains("no circle holds `z`"),
+            "{}",
+            sizes.lines
+        );
+        assert!(g.names_modules(&limits(&[("a", 3)])).is_ok());
+        assert!(g
+            .names_modules(&limits(&[("z", 3)]))
+            .unwrap_err()
+            .contains("`z`, which is no file"));
+        g.family.push(("w".to_owned(), vec!["a".to_owned()]));
+        assert!(g
+            .names_modules(&limits(&[]))
+            .unwrap_err()
+            .contains("names `w`"));
     }
 }

@@ -10,8 +10,9 @@
 //! - `bench-report [--criterion DIR] [--out FILE] [--plot FILE]`: one markdown table of the
 //!   overhead suites' criterion results, and the scaling suite's table and SVG plot (see
 //!   [`bench_report`]).
-//! - `import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import which, and the circles
-//!   among them (see [`imports`]; cuda-core by default).
+//! - `import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import which, and the
+//!   circles among them (see [`imports`]; cuda-core by default, held by `--check` to the family
+//!   of objects and the circle sizes in `docs/architecture-notes.md`).
 
 mod bench_report;
 mod bindings;
