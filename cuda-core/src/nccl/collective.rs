@@ -12,41 +12,19 @@ use std::sync::Arc;
 use super::communicator::{refuse_in_group, CommInner, Communicator};
 use super::element::Element;
 use super::op::ReduceOp;
-use crate::driver::nccl::{nccl, CommHandle, Nccl, Progress};
+use crate::driver::nccl::{
+    nccl, CollectiveKind as Kind, CollectiveSpec, CommHandle, Nccl, Progress,
+};
 use crate::driver::StreamHandle;
 use crate::error::{Error, Result};
 use crate::memory::slice::sealed::Span;
 use crate::memory::slice::{CopyDestination, CopySource};
 use crate::stream::Stream;
 
-/// What a call does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    AllReduce,
-    Broadcast,
-    Reduce,
-    AllGather,
-    ReduceScatter,
-    AllToAll,
-    Gather,
-    Scatter,
-    Send,
-    Recv,
-}
-
 /// One call, checked, in the neutral form the driver layer takes, with the streams its memory
 /// is ordered on.
 pub(crate) struct Call<'a> {
-    kind: Kind,
-    send: u64,
-    recv: u64,
-    /// The count NCCL takes: per rank for all-gather (sent), reduce-scatter (received),
-    /// all-to-all (each way), gather (sent) and scatter (received).
-    count: usize,
-    data_type: i32,
-    op: i32,
-    /// The root, or the peer.
-    rank: i32,
+    spec: CollectiveSpec,
     homes: [Option<&'a Stream>; 2],
 }
 
@@ -241,31 +219,22 @@ impl<'a> Call<'a> {
         rank: i32,
     ) -> Call<'a> {
         Call {
-            kind,
-            send: send.map_or(0, |m| m.ptr),
-            recv: recv.map_or(0, |m| m.ptr),
-            count,
-            data_type: T::DATA_TYPE.code(),
-            op,
-            rank,
+            spec: CollectiveSpec {
+                kind,
+                send: send.map_or(0, |m| m.ptr),
+                recv: recv.map_or(0, |m| m.ptr),
+                count,
+                data_type: T::DATA_TYPE.code(),
+                op,
+                rank,
+            },
             homes: [send.map(|m| m.home), recv.map(|m| m.home)],
         }
     }
 
     /// The NCCL function it calls.
     pub(crate) fn name(&self) -> &'static str {
-        match self.kind {
-            Kind::AllReduce => "ncclAllReduce",
-            Kind::Broadcast => "ncclBroadcast",
-            Kind::Reduce => "ncclReduce",
-            Kind::AllGather => "ncclAllGather",
-            Kind::ReduceScatter => "ncclReduceScatter",
-            Kind::AllToAll => "ncclAlltoAll",
-            Kind::Gather => "ncclGather",
-            Kind::Scatter => "ncclScatter",
-            Kind::Send => "ncclSend",
-            Kind::Recv => "ncclRecv",
-        }
+        self.spec.kind.name()
     }
 
     /// The streams its memory is ordered on, each once; `stream` (the work's own, a no-op to
@@ -283,19 +252,7 @@ impl<'a> Call<'a> {
         comm: CommHandle,
         on: StreamHandle,
     ) -> Result<Progress> {
-        let (send, recv, n, t) = (self.send, self.recv, self.count, self.data_type);
-        match self.kind {
-            Kind::AllReduce => nccl.all_reduce(send, recv, n, t, self.op, comm, on),
-            Kind::Broadcast => nccl.broadcast(send, recv, n, t, self.rank, comm, on),
-            Kind::Reduce => nccl.reduce(send, recv, n, t, self.op, self.rank, comm, on),
-            Kind::AllGather => nccl.all_gather(send, recv, n, t, comm, on),
-            Kind::ReduceScatter => nccl.reduce_scatter(send, recv, n, t, self.op, comm, on),
-            Kind::AllToAll => nccl.all_to_all(send, recv, n, t, comm, on),
-            Kind::Gather => nccl.gather(send, recv, n, t, self.rank, comm, on),
-            Kind::Scatter => nccl.scatter(send, recv, n, t, self.rank, comm, on),
-            Kind::Send => nccl.send(send, n, t, self.rank, comm, on),
-            Kind::Recv => nccl.recv(recv, n, t, self.rank, comm, on),
-        }
+        nccl.collective(&self.spec, comm, on)
     }
 
     /// An all-reduce of `send` into `recv` (the same memory: in place).
