@@ -121,38 +121,45 @@ collectives! {
     /// ```
     fn all_reduce(send: CopySource, recv: CopyDestination, op: ReduceOp)
         => all_reduce(send.span(), recv.span(), op);
+
     #[doc(alias = "ncclAllReduce")]
     /// [`all_reduce`](Communicator::all_reduce) in place: `buf` holds this rank's values, then
     /// the reduction.
     fn all_reduce_in_place(buf: CopyDestination, op: ReduceOp)
         => all_reduce(buf.span(), buf.span(), op);
+
     #[doc(alias = "ncclBroadcast")]
     /// Copies `root`'s `send` into every rank's `recv` (`ncclBroadcast`); both hold the same
     /// count of `T`. NCCL reads `send` on the root only; the other ranks may use
     /// [`broadcast_in_place`](Communicator::broadcast_in_place).
     fn broadcast(send: CopySource, recv: CopyDestination, root: usize)
         => broadcast(send.span(), recv.span(), root);
+
     #[doc(alias = "ncclBroadcast")]
     /// [`broadcast`](Communicator::broadcast) in place: `buf` holds the root's values on the
     /// root, and receives them on the other ranks.
     fn broadcast_in_place(buf: CopyDestination, root: usize)
         => broadcast(buf.span(), buf.span(), root);
+
     #[doc(alias = "ncclReduce")]
     /// Reduces every rank's `send` with `op` into `root`'s `recv` (`ncclReduce`); both hold
     /// the same count of `T`. A rank other than the root may call
     /// [`reduce_to_root`](Communicator::reduce_to_root) instead, with no `recv`.
     fn reduce(send: CopySource, recv: CopyDestination, op: ReduceOp, root: usize)
         => reduce(send.span(), Some(recv.span()), op, root);
+
     #[doc(alias = "ncclReduce")]
     /// [`reduce`](Communicator::reduce) in place: `buf` holds this rank's values, then (on the
     /// root) the reduction.
     fn reduce_in_place(buf: CopyDestination, op: ReduceOp, root: usize)
         => reduce(buf.span(), Some(buf.span()), op, root);
+
     #[doc(alias = "ncclReduce")]
     /// [`reduce`](Communicator::reduce) on a rank other than the root: it sends its values and
     /// receives nothing (refused on the root).
     fn reduce_to_root(send: CopySource, op: ReduceOp, root: usize)
         => reduce(send.span(), None, op, root);
+
     #[doc(alias = "ncclAllGather")]
     /// Gathers every rank's `send` into every rank's `recv` (`ncclAllGather`): `recv` holds
     /// `size()` times `send`'s count, rank `i`'s values from element `i × count`. `send` may be
@@ -160,11 +167,13 @@ collectives! {
     /// [`all_gather_in_place`](Communicator::all_gather_in_place)).
     fn all_gather(send: CopySource, recv: CopyDestination)
         => all_gather(send.span(), recv.span());
+
     #[doc(alias = "ncclAllGather")]
     /// [`all_gather`](Communicator::all_gather) in place: `buf` holds `size()` equal parts, and
     /// this rank's values in part `rank()`; every part is filled.
     fn all_gather_in_place(buf: CopyDestination)
         => all_gather_in_place(buf.span());
+
     #[doc(alias = "ncclReduceScatter")]
     /// Reduces every rank's `send` with `op` and leaves part `i` of the result in rank `i`'s
     /// `recv` (`ncclReduceScatter`): `send` holds `size()` times `recv`'s count. `recv` may be
@@ -172,11 +181,13 @@ collectives! {
     /// [`reduce_scatter_in_place`](Communicator::reduce_scatter_in_place)).
     fn reduce_scatter(send: CopySource, recv: CopyDestination, op: ReduceOp)
         => reduce_scatter(send.span(), recv.span(), op);
+
     #[doc(alias = "ncclReduceScatter")]
     /// [`reduce_scatter`](Communicator::reduce_scatter) in place: `buf` holds `size()` equal
     /// parts; part `rank()` gets its reduction.
     fn reduce_scatter_in_place(buf: CopyDestination, op: ReduceOp)
         => reduce_scatter_in_place(buf.span(), op);
+
     #[doc(alias = "ncclAlltoAll")]
     /// Exchanges a part with every rank (`ncclAlltoAll`, NCCL 2.28 and newer): `send` and
     /// `recv` hold the same count of `T`, `size()` equal parts each; part `j` of `send` goes to
@@ -184,6 +195,7 @@ collectives! {
     /// documents no in-place form of it).
     fn all_to_all(send: CopySource, recv: CopyDestination)
         => all_to_all(send.span(), recv.span());
+
     #[doc(alias = "ncclGather")]
     /// Gathers every rank's `send` into `root`'s `recv` (`ncclGather`, NCCL 2.28 and newer):
     /// `recv` holds `size()` times `send`'s count, rank `i`'s values from element
@@ -192,11 +204,13 @@ collectives! {
     /// with no `recv`.
     fn gather(send: CopySource, recv: CopyDestination, root: usize)
         => gather(send.span(), Some(recv.span()), root);
+
     #[doc(alias = "ncclGather")]
     /// [`gather`](Communicator::gather) on a rank other than the root: it sends its values and
     /// receives nothing (refused on the root).
     fn gather_to_root(send: CopySource, root: usize)
         => gather(send.span(), None, root);
+
     #[doc(alias = "ncclScatter")]
     /// Scatters `root`'s `send` to every rank's `recv` (`ncclScatter`, NCCL 2.28 and newer):
     /// `send` holds `size()` times `recv`'s count, and rank `i` gets part `i`; the two may not
@@ -204,17 +218,20 @@ collectives! {
     /// [`scatter_from_root`](Communicator::scatter_from_root) instead, with no `send`.
     fn scatter(send: CopySource, recv: CopyDestination, root: usize)
         => scatter(Some(send.span()), recv.span(), root);
+
     #[doc(alias = "ncclScatter")]
     /// [`scatter`](Communicator::scatter) on a rank other than the root: it receives its part
     /// and sends nothing (refused on the root).
     fn scatter_from_root(recv: CopyDestination, root: usize)
         => scatter(None, recv.span(), root);
+
     #[doc(alias = "ncclSend")]
     /// Sends `buf` to rank `peer` (`ncclSend`), which receives the same count of `T`
     /// ([`recv`](Communicator::recv)). A send and its receive block each other's stream until
     /// both run: exchanges between two ranks go in one [`group`](super::group).
     fn send(buf: CopySource, peer: usize)
         => send(buf.span(), peer);
+
     #[doc(alias = "ncclRecv")]
     /// Receives into `buf` from rank `peer` (`ncclRecv`), which sends the same count of `T`.
     fn recv(buf: CopyDestination, peer: usize)
