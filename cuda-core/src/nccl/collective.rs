@@ -12,41 +12,18 @@ use std::sync::Arc;
 use super::communicator::{refuse_in_group, CommInner, Communicator};
 use super::element::Element;
 use super::op::ReduceOp;
-use crate::driver::nccl::{nccl, CommHandle, Nccl, Progress};
+use crate::driver::nccl::{
+    nccl, CollectiveKind as Kind, CollectiveSpec, CommHandle, Nccl, Progress,
+};
 use crate::driver::StreamHandle;
 use crate::error::{Error, Result};
 use crate::memory::slice::sealed::Span;
-use crate::memory::slice::{CopyDestination, CopySource};
 use crate::stream::Stream;
-
-/// What a call does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    AllReduce,
-    Broadcast,
-    Reduce,
-    AllGather,
-    ReduceScatter,
-    AllToAll,
-    Gather,
-    Scatter,
-    Send,
-    Recv,
-}
 
 /// One call, checked, in the neutral form the driver layer takes, with the streams its memory
 /// is ordered on.
 pub(crate) struct Call<'a> {
-    kind: Kind,
-    send: u64,
-    recv: u64,
-    /// The count NCCL takes: per rank for all-gather (sent), reduce-scatter (received),
-    /// all-to-all (each way), gather (sent) and scatter (received).
-    count: usize,
-    data_type: i32,
-    op: i32,
-    /// The root, or the peer.
-    rank: i32,
+    spec: CollectiveSpec,
     homes: [Option<&'a Stream>; 2],
 }
 
@@ -241,31 +218,22 @@ impl<'a> Call<'a> {
         rank: i32,
     ) -> Call<'a> {
         Call {
-            kind,
-            send: send.map_or(0, |m| m.ptr),
-            recv: recv.map_or(0, |m| m.ptr),
-            count,
-            data_type: T::DATA_TYPE.code(),
-            op,
-            rank,
+            spec: CollectiveSpec {
+                kind,
+                send: send.map_or(0, |m| m.ptr),
+                recv: recv.map_or(0, |m| m.ptr),
+                count,
+                data_type: T::DATA_TYPE.code(),
+                op,
+                rank,
+            },
             homes: [send.map(|m| m.home), recv.map(|m| m.home)],
         }
     }
 
     /// The NCCL function it calls.
     pub(crate) fn name(&self) -> &'static str {
-        match self.kind {
-            Kind::AllReduce => "ncclAllReduce",
-            Kind::Broadcast => "ncclBroadcast",
-            Kind::Reduce => "ncclReduce",
-            Kind::AllGather => "ncclAllGather",
-            Kind::ReduceScatter => "ncclReduceScatter",
-            Kind::AllToAll => "ncclAlltoAll",
-            Kind::Gather => "ncclGather",
-            Kind::Scatter => "ncclScatter",
-            Kind::Send => "ncclSend",
-            Kind::Recv => "ncclRecv",
-        }
+        self.spec.kind.name()
     }
 
     /// The streams its memory is ordered on, each once; `stream` (the work's own, a no-op to
@@ -283,19 +251,7 @@ impl<'a> Call<'a> {
         comm: CommHandle,
         on: StreamHandle,
     ) -> Result<Progress> {
-        let (send, recv, n, t) = (self.send, self.recv, self.count, self.data_type);
-        match self.kind {
-            Kind::AllReduce => nccl.all_reduce(send, recv, n, t, self.op, comm, on),
-            Kind::Broadcast => nccl.broadcast(send, recv, n, t, self.rank, comm, on),
-            Kind::Reduce => nccl.reduce(send, recv, n, t, self.op, self.rank, comm, on),
-            Kind::AllGather => nccl.all_gather(send, recv, n, t, comm, on),
-            Kind::ReduceScatter => nccl.reduce_scatter(send, recv, n, t, self.op, comm, on),
-            Kind::AllToAll => nccl.all_to_all(send, recv, n, t, comm, on),
-            Kind::Gather => nccl.gather(send, recv, n, t, self.rank, comm, on),
-            Kind::Scatter => nccl.scatter(send, recv, n, t, self.rank, comm, on),
-            Kind::Send => nccl.send(send, n, t, self.rank, comm, on),
-            Kind::Recv => nccl.recv(recv, n, t, self.rank, comm, on),
-        }
+        nccl.collective(&self.spec, comm, on)
     }
 
     /// An all-reduce of `send` into `recv` (the same memory: in place).
@@ -710,7 +666,7 @@ impl Communicator {
     /// Queues `call` on `stream` now, in its buffers' stream order, serialised with the
     /// communicator's other calls. The homes wait for the stream after the call whatever NCCL
     /// answered: a call that failed halfway may have queued work.
-    fn queue(&self, call: Call<'_>, stream: &Stream) -> Result<()> {
+    pub(super) fn queue(&self, call: Call<'_>, stream: &Stream) -> Result<()> {
         refuse_in_group(call.name())?;
         let nccl = nccl()?;
         let inner = &self.inner;
@@ -722,296 +678,5 @@ impl Communicator {
                 .queue_in_context(|_, raw| call.issue(nccl, handle, raw))
                 .and_then(|progress| inner.settle(&mut calls, nccl, handle, progress)))
         })?
-    }
-
-    /// Reduces every rank's `send` with `op` into every rank's `recv` (`ncclAllReduce`), on
-    /// `stream`: both hold the same count of `T`, on this communicator's device. `send` and
-    /// `recv` are buffers or slices of them (`&buffer`, `&mut buffer`, `&Arc<Buffer>`,
-    /// `buffer.slice(..)?`, `&shared_slice`); the same memory as both works in place (see
-    /// [`all_reduce_in_place`](Communicator::all_reduce_in_place)), other overlaps are refused.
-    ///
-    /// Every rank calls it with the same count, `T` and `op` (see the module's "What the ranks
-    /// must agree on").
-    ///
-    /// ```no_run
-    /// use cuda_core::nccl::{Communicator, ReduceOp};
-    /// use cuda_core::{Allocate, Stream};
-    ///
-    /// fn sum(comm: &Communicator, stream: &Stream) -> cuda_core::Result<Vec<f32>> {
-    ///     let memory = comm.device().memory_resource()?;
-    ///     let mut local = memory.allocate(4 * 1024, stream)?;
-    ///     local.copy_from_host(&vec![comm.rank() as f32; 1024], stream)?;
-    ///     let mut total = memory.allocate(4 * 1024, stream)?;
-    ///     comm.all_reduce::<f32>(&local, &mut total, ReduceOp::Sum, stream)?;
-    ///     total.to_vec::<f32>(stream)
-    /// }
-    /// ```
-    #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        op: ReduceOp<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::all_reduce::<T>(&self.inner, send.span(), recv.span(), op, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`all_reduce`](Communicator::all_reduce) in place: `buf` holds this rank's values, then
-    /// the reduction.
-    #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce_in_place<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        op: ReduceOp<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let span = buf.span();
-        self.queue(
-            Call::all_reduce::<T>(&self.inner, span, span, op, stream)?,
-            stream,
-        )
-    }
-
-    /// Copies `root`'s `send` into every rank's `recv` (`ncclBroadcast`); both hold the same
-    /// count of `T`. NCCL reads `send` on the root only; the other ranks may use
-    /// [`broadcast_in_place`](Communicator::broadcast_in_place).
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::broadcast::<T>(&self.inner, send.span(), recv.span(), root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`broadcast`](Communicator::broadcast) in place: `buf` holds the root's values on the
-    /// root, and receives them on the other ranks.
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast_in_place<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let span = buf.span();
-        self.queue(
-            Call::broadcast::<T>(&self.inner, span, span, root, stream)?,
-            stream,
-        )
-    }
-
-    /// Reduces every rank's `send` with `op` into `root`'s `recv` (`ncclReduce`); both hold
-    /// the same count of `T`. A rank other than the root may call
-    /// [`reduce_to_root`](Communicator::reduce_to_root) instead, with no `recv`.
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        op: ReduceOp<'_>,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::reduce::<T>(
-            &self.inner,
-            send.span(),
-            Some(recv.span()),
-            op,
-            root,
-            stream,
-        )?;
-        self.queue(call, stream)
-    }
-
-    /// [`reduce`](Communicator::reduce) in place: `buf` holds this rank's values, then (on the
-    /// root) the reduction.
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce_in_place<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        op: ReduceOp<'_>,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let span = buf.span();
-        self.queue(
-            Call::reduce::<T>(&self.inner, span, Some(span), op, root, stream)?,
-            stream,
-        )
-    }
-
-    /// [`reduce`](Communicator::reduce) on a rank other than the root: it sends its values and
-    /// receives nothing (refused on the root).
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce_to_root<T: Element>(
-        &self,
-        send: impl CopySource,
-        op: ReduceOp<'_>,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::reduce::<T>(&self.inner, send.span(), None, op, root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Gathers every rank's `send` into every rank's `recv` (`ncclAllGather`): `recv` holds
-    /// `size()` times `send`'s count, rank `i`'s values from element `i × count`. `send` may be
-    /// this rank's part of `recv` (in place: see
-    /// [`all_gather_in_place`](Communicator::all_gather_in_place)).
-    #[doc(alias = "ncclAllGather")]
-    pub fn all_gather<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::all_gather::<T>(&self.inner, send.span(), recv.span(), stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`all_gather`](Communicator::all_gather) in place: `buf` holds `size()` equal parts, and
-    /// this rank's values in part `rank()`; every part is filled.
-    #[doc(alias = "ncclAllGather")]
-    pub fn all_gather_in_place<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::all_gather_in_place::<T>(&self.inner, buf.span(), stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Reduces every rank's `send` with `op` and leaves part `i` of the result in rank `i`'s
-    /// `recv` (`ncclReduceScatter`): `send` holds `size()` times `recv`'s count. `recv` may be
-    /// this rank's part of `send` (in place: see
-    /// [`reduce_scatter_in_place`](Communicator::reduce_scatter_in_place)).
-    #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        op: ReduceOp<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::reduce_scatter::<T>(&self.inner, send.span(), recv.span(), op, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`reduce_scatter`](Communicator::reduce_scatter) in place: `buf` holds `size()` equal
-    /// parts; part `rank()` gets its reduction.
-    #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter_in_place<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        op: ReduceOp<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::reduce_scatter_in_place::<T>(&self.inner, buf.span(), op, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Exchanges a part with every rank (`ncclAlltoAll`, NCCL 2.28 and newer): `send` and
-    /// `recv` hold the same count of `T`, `size()` equal parts each; part `j` of `send` goes to
-    /// rank `j`, and part `i` of `recv` comes from rank `i`. The two may not overlap (NCCL
-    /// documents no in-place form of it).
-    #[doc(alias = "ncclAlltoAll")]
-    pub fn all_to_all<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::all_to_all::<T>(&self.inner, send.span(), recv.span(), stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Gathers every rank's `send` into `root`'s `recv` (`ncclGather`, NCCL 2.28 and newer):
-    /// `recv` holds `size()` times `send`'s count, rank `i`'s values from element
-    /// `i × count`; the two may not overlap (NCCL documents no in-place form of it). A rank
-    /// other than the root may call [`gather_to_root`](Communicator::gather_to_root) instead,
-    /// with no `recv`.
-    #[doc(alias = "ncclGather")]
-    pub fn gather<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::gather::<T>(&self.inner, send.span(), Some(recv.span()), root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`gather`](Communicator::gather) on a rank other than the root: it sends its values and
-    /// receives nothing (refused on the root).
-    #[doc(alias = "ncclGather")]
-    pub fn gather_to_root<T: Element>(
-        &self,
-        send: impl CopySource,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::gather::<T>(&self.inner, send.span(), None, root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Scatters `root`'s `send` to every rank's `recv` (`ncclScatter`, NCCL 2.28 and newer):
-    /// `send` holds `size()` times `recv`'s count, and rank `i` gets part `i`; the two may not
-    /// overlap (NCCL documents no in-place form of it). A rank other than the root may call
-    /// [`scatter_from_root`](Communicator::scatter_from_root) instead, with no `send`.
-    #[doc(alias = "ncclScatter")]
-    pub fn scatter<T: Element>(
-        &self,
-        send: impl CopySource,
-        recv: impl CopyDestination,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::scatter::<T>(&self.inner, Some(send.span()), recv.span(), root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// [`scatter`](Communicator::scatter) on a rank other than the root: it receives its part
-    /// and sends nothing (refused on the root).
-    #[doc(alias = "ncclScatter")]
-    pub fn scatter_from_root<T: Element>(
-        &self,
-        recv: impl CopyDestination,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::scatter::<T>(&self.inner, None, recv.span(), root, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Sends `buf` to rank `peer` (`ncclSend`), which receives the same count of `T`
-    /// ([`recv`](Communicator::recv)). A send and its receive block each other's stream until
-    /// both run: exchanges between two ranks go in one [`group`](super::group).
-    #[doc(alias = "ncclSend")]
-    pub fn send<T: Element>(
-        &self,
-        buf: impl CopySource,
-        peer: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::send::<T>(&self.inner, buf.span(), peer, stream)?;
-        self.queue(call, stream)
-    }
-
-    /// Receives into `buf` from rank `peer` (`ncclRecv`), which sends the same count of `T`.
-    #[doc(alias = "ncclRecv")]
-    pub fn recv<T: Element>(
-        &self,
-        buf: impl CopyDestination,
-        peer: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let call = Call::recv::<T>(&self.inner, buf.span(), peer, stream)?;
-        self.queue(call, stream)
     }
 }

@@ -93,6 +93,7 @@ mod collective;
 mod communicator;
 mod element;
 mod group;
+mod methods;
 mod op;
 mod registration;
 mod resource;
