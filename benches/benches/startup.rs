@@ -17,8 +17,8 @@
 //!
 //! A priming run compiles the program into the cache and writes the cubin file first. The
 //! example must be built: `cargo build --release -p benches --example first_launch` (cargo
-//! bench does not build examples); the GPU bundle has it in `.gpu/examples/`. Without it this
-//! suite prints one line and skips.
+//! bench does not build examples), or copied into an `examples/` folder beside the folder of
+//! the bench binary. Without it this suite prints one line and skips.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Whether the driver runs host functions of independent streams while one of them is held:
-//! a diagnostic of the intermittent stall of the GPU test suite under the 12 ABI (docs/status.md).
+//! a diagnostic for a GPU test suite that stalls now and then under the 12 ABI.
 //!
 //! The tests hold a stream with a host function that waits on a channel (`Gate`). The driver's
 //! documentation lets it run host functions of independent streams one after another

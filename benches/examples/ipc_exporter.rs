@@ -4,8 +4,8 @@
 //! closes the socket.
 //!
 //! ```text
-//! ipc_exporter                  print what it is for, and exit (as the GPU bundle's run of
-//!                               every example does)
+//! ipc_exporter                  print what it is for, and exit (so that a script that
+//!                               runs every example without arguments passes)
 //! ipc_exporter SOCKET           connect to the bench's Unix socket at SOCKET
 //! ```
 //!

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 /// tried:
 ///
 /// - `<exe dir>/../examples/<name>`: cargo puts bench binaries in `target/<profile>/deps/` and
-///   examples in `target/<profile>/examples/`; the GPU bundle puts them in `.gpu/benches/` and
-///   `.gpu/examples/`;
+///   examples in `target/<profile>/examples/`; binaries copied to a GPU machine as
+///   `<dir>/benches/` and `<dir>/examples/` are found the same way;
 /// - `<exe dir>/<name>` and `<exe dir>/../<name>`: a copy beside the binary, or a cargo `bin`
 ///   target (`target/<profile>/<name>`).
 pub fn candidates(exe: &Path, name: &str) -> Vec<PathBuf> {

@@ -84,9 +84,9 @@ fn a_stream_completion_is_woken_by_the_stream_when_its_work_ends_alone() {
         .allocate(1 << 20, &stream)
         .unwrap();
     buffer.fill(9u32, &stream).unwrap();
-    // While the gate is closed the test makes no call but host functions and queries: the
-    // H200 run at 4c8378b saw this test's thread held past the gate's own minute under the
-    // 12 ABI when an allocation and a fill came after it (cause not known).
+    // While the gate is closed the test makes no call but host functions and queries: on an
+    // H200 under the 12 ABI, an allocation and a fill after it held this test's thread past
+    // the gate's own minute once (cause not known).
     let gate = common::Gate::close_for(&stream, Duration::from_secs(60));
     let mut done = stream.completion().unwrap();
     // Work queued after the completion is not waited for: a second gate behind it.

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The example binary: beside this test's directory under cargo (`target/*/examples`) and in
-/// the GPU bundle (`.gpu/examples`).
+/// The example binary: beside this test's directory under cargo (`target/*/examples`), or in
+/// an `examples/` folder beside the folder of a copied test binary.
 fn example() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let path = exe.parent()?.parent()?.join("examples").join("driver_info");

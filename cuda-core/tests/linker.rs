@@ -1206,7 +1206,7 @@ fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
     // PTX of this run alone (a comment naming the process and the time): the driver keeps
     // the JIT's output in its compute cache, keyed by the PTX, and a load it finds there
     // compiles nothing and logs nothing. On one machine a second run of this test then failed
-    // for an empty log (the H100, 2026-12-05); unique PTX always goes through the JIT.
+    // for an empty log (an H100); unique PTX always goes through the JIT.
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -1241,7 +1241,7 @@ fn ptx_loaded_with_a_register_cap_uses_at_most_that_many_and_logs_the_jit() {
     assert!(capped_regs <= 32, "{capped_regs}");
     // Catches the info log not read back: with LOG_VERBOSE the JIT reports the registers.
     // On the H200's 13.0 driver it does so through the 13 ABI; through the 12 ABI the same
-    // load (the cap taken, as checked above) wrote no info log (run at 93314e8).
+    // load (the cap taken, as checked above) wrote no info log.
     let abi = cuda_core::info::driver_info().unwrap().abi;
     if abi == cuda_core::info::Abi::Cuda13 {
         assert!(log.contains("registers"), "{log}");

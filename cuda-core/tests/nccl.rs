@@ -2153,7 +2153,8 @@ fn a_peer_that_dies_ends_the_survivors_wait_within_its_timeout() {
 // ---- the example ---------------------------------------------------------------------------
 
 /// The `nccl_data_parallel` example's binary: beside this test's directory under cargo
-/// (`target/*/examples`) and in the GPU bundle (`.gpu/examples`).
+/// (`target/*/examples`), or in an `examples/` folder beside the folder of a copied test
+/// binary.
 fn example() -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let path = exe

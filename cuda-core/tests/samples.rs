@@ -388,7 +388,7 @@ fn every_sample_kernel_compiles_for_sm_90() {
     }
     for source in SOURCES {
         // Catches a kernel that NVRTC refuses (a typo, a missing header, a template not
-        // instantiated), which would otherwise fail only on the GPU machine.
+        // instantiated), which would otherwise fail only on a machine with a GPU.
         let Some(code) = build(source, ProgramOptions::default().with_arch("90")) else {
             continue;
         };

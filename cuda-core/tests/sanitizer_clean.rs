@@ -1,6 +1,7 @@
 //! Work that makes no failing driver call of its own, run under compute-sanitizer's four tools
-//! with `--error-exitcode` (the GPU bundle's `sanitize sanitizer_clean::`): a user who runs the
-//! sanitizer on a program like these must see none of cuda-core's errors.
+//! with `--error-exitcode` (`compute-sanitizer --tool <tool> --error-exitcode 1 <test binary>
+//! --include-ignored sanitizer_clean::`): a user who runs the sanitizer on a program like these
+//! must see none of cuda-core's errors.
 
 use crate::common;
 

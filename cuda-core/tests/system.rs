@@ -8,7 +8,8 @@ use crate::common;
 use cuda_core::system::{Clock, ClockValue, System, TemperatureLimit};
 use cuda_core::{Allocate, Error, StreamOptions};
 
-/// The `gpu_monitor` example: beside this test's directory under cargo and in the GPU bundle.
+/// The `gpu_monitor` example: beside this test's directory under cargo, or in an `examples/`
+/// folder beside the folder of a copied test binary.
 fn monitor() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let path = exe.parent()?.parent()?.join("examples").join("gpu_monitor");

@@ -13,407 +13,39 @@
 //! `DIR` defaults to `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the
 //! workspace's `target/criterion`; `FILE` to `bench-report.md` in that target directory, and
 //! the plot's to `bench-scaling.svg` there (written only where a scaled case was measured).
+//!
+//! `--save FILE --gpu NAME --driver VERSION [--date YYYY-MM-DD] [--commit C] [--note TEXT]`
+//! also stores the table's numbers as data ([`results`]: `benches/results/*.csv` in the
+//! repository). `cargo xtask bench-report --readme [--results FILE] [--check]` writes the
+//! table of `benches/README.md`, between its `bench-report:begin` and `end` lines, from the
+//! newest stored file (or `FILE`); `--check` fails where the document differs instead.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::main_table::{notes, render_table, CASES, VARIANTS};
+use crate::report_table::{Row, Summary};
+use crate::results::{self, Results};
 use crate::scaling;
-
-/// The variants of a case, in column order.
-const VARIANTS: [&str; 3] = ["raw", "cuda-core", "cudarc"];
-
-/// The suites' cases, in the order the report lists them; other cases follow, sorted.
-const CASES: &[&str] = &[
-    "device_current",
-    "device_by_ordinal",
-    "set_current",
-    "stream_churn",
-    "event_churn",
-    "event_record",
-    "event_query",
-    "stream_sync_idle",
-    "launch_0",
-    "seed_call",
-    "launch_4",
-    "launch_16",
-    "launch_cluster",
-    "launch_attrs",
-    "pdl_chain",
-    "pdl_chain_plain",
-    "graph_launch",
-    "graph_chain_100",
-    "stream_chain_100",
-    "graph_instantiate",
-    "alloc_free_1k",
-    "alloc_churn",
-    "alloc_free_1k_device_pool",
-    "alloc_free_1k_pinned_pool",
-    "alloc_free_1k_pinned_numa_pool",
-    "alloc_free_1k_managed_pool",
-    "ipc_import",
-    "copy_htod_4k",
-    "copy_dtoh_4k",
-    "copy_htod_4k_other_stream",
-    "copy_single_1000",
-    "copy_batch_1000",
-    "copy_batch_1000_build",
-    "compile_saxpy",
-    "cache_hit_memory",
-    "cache_hit_file",
-    "cache_hit_file_10_headers",
-    "first_launch",
-];
-
-/// Why a variant has no equivalent: `(case, variant, reason)`.
-const NO_EQUIVALENT: &[(&str, &str, &str)] = &[
-    (
-        "device_current",
-        "cudarc",
-        "cudarc has no device type and no current-device query.",
-    ),
-    (
-        "device_by_ordinal",
-        "cudarc",
-        "cudarc has no device handle; its nearest, `CudaContext::new`, also retains the primary \
-         context.",
-    ),
-    (
-        "launch_cluster",
-        "cudarc",
-        "cudarc's launch builder has no `cuLaunchKernelEx`, so no thread-block clusters.",
-    ),
-    (
-        "launch_attrs",
-        "cudarc",
-        "cudarc's launch builder has no `cuLaunchKernelEx`, so no launch attributes.",
-    ),
-    (
-        "pdl_chain",
-        "cudarc",
-        "cudarc's launch builder has no `cuLaunchKernelEx`, so no programmatic dependent launch.",
-    ),
-    (
-        "pdl_chain_plain",
-        "cudarc",
-        "Left out with `pdl_chain`, its control.",
-    ),
-    (
-        "graph_instantiate",
-        "cudarc",
-        "cudarc instantiates a graph only at the end of its capture.",
-    ),
-    (
-        "alloc_free_1k_device_pool",
-        "cudarc",
-        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
-    ),
-    (
-        "alloc_free_1k_pinned_pool",
-        "cudarc",
-        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
-    ),
-    (
-        "alloc_free_1k_pinned_numa_pool",
-        "cudarc",
-        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
-    ),
-    (
-        "alloc_free_1k_managed_pool",
-        "cudarc",
-        "cudarc 0.19 makes no memory pools of its own: it allocates from the device's default pool.",
-    ),
-    (
-        "ipc_import",
-        "cudarc",
-        "cudarc 0.19 has no interprocess memory.",
-    ),
-    (
-        "compile_saxpy",
-        "cudarc",
-        "cudarc's NVRTC API returns PTX only (no cubin); loading it adds a driver JIT compile, \
-         which is other work.",
-    ),
-    (
-        "copy_single_1000",
-        "cudarc",
-        "Left out with the copy batch cases, whose control it is (cudarc has no batched copy).",
-    ),
-    (
-        "copy_batch_1000",
-        "cudarc",
-        "cudarc has no `cuMemcpyBatchAsync`.",
-    ),
-    (
-        "copy_batch_1000_build",
-        "cudarc",
-        "cudarc has no `cuMemcpyBatchAsync`.",
-    ),
-    (
-        "cache_hit_memory",
-        "raw",
-        "No program cache outside cuda-core.",
-    ),
-    (
-        "cache_hit_memory",
-        "cudarc",
-        "No program cache outside cuda-core.",
-    ),
-    (
-        "cache_hit_file",
-        "raw",
-        "No program cache outside cuda-core.",
-    ),
-    (
-        "cache_hit_file",
-        "cudarc",
-        "No program cache outside cuda-core.",
-    ),
-    (
-        "cache_hit_file_10_headers",
-        "raw",
-        "No program cache outside cuda-core.",
-    ),
-    (
-        "cache_hit_file_10_headers",
-        "cudarc",
-        "No program cache outside cuda-core.",
-    ),
-    ("tensor_map_encode", "cudarc", "cudarc has no tensor maps."),
-];
-
-/// The cases where cuda-core is meant to beat the raw driver, by recycling what raw makes
-/// afresh: `(case, the largest cuda-core/raw ratio that meets the target, what it does)`. They
-/// are counted apart from the overhead target.
-const BEAT_RAW: &[(&str, f64, &str)] = &[
-    (
-        "event_churn",
-        0.2,
-        "cuda-core reuses the dropped event's handle (no driver call); raw creates and \
-         destroys one.",
-    ),
-    (
-        "stream_churn",
-        0.2,
-        "cuda-core reuses the dropped stream, given no work, without a driver call (one given \
-         work, once `cuStreamQuery` says it is idle); raw creates and destroys one.",
-    ),
-    (
-        "alloc_churn",
-        1.0,
-        "cuda-core's stream keeps the freed 1 KiB buffer and hands it to the next allocation \
-         (no driver call); raw allocates and frees from the pool.",
-    ),
-    (
-        "seed_call",
-        1.0,
-        "cuda-core's two events come from its recycling; raw creates and destroys two per call.",
-    ),
-];
-
-/// Whether cuda-core's variant of a case makes fewer driver calls than raw's or more.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Work {
-    /// Less than raw: the row is no comparison of equal work, and is left out of the count of
-    /// cases within target.
-    Less,
-    /// More than raw: the row says which, and counts.
-    More,
-}
-
-/// The cases whose variants do not do the same work: `(case, how, what cuda-core does)`.
-const UNEQUAL_WORK: &[(&str, Work, &str)] = &[
-    (
-        "device_current",
-        Work::Less,
-        "cuda-core makes one `cuCtxGetDevice` where raw makes `cuCtxGetCurrent` and \
-         `cuCtxGetDevice`.",
-    ),
-    (
-        "device_by_ordinal",
-        Work::Less,
-        "cuda-core checks a cached device count where raw calls `cuDeviceGet`.",
-    ),
-    (
-        "set_current",
-        Work::Less,
-        "cuda-core reads the current context and skips `cuCtxSetCurrent` when it already is \
-         current, as here; raw sets it.",
-    ),
-    (
-        "ipc_import",
-        Work::More,
-        "cuda-core also reads the exporter's record of its live buffers (one `pread`), \
-         checks the descriptor's size against the import's extent (`cuPointerGetAttributes`) \
-         and reads the current context (`cuCtxGetCurrent`); it waits for the previous release \
-         at the next import, where raw waits after each.",
-    ),
-    (
-        "copy_htod_4k",
-        Work::More,
-        "cuda-core also reads the current context (`cuCtxGetCurrent`), which copies of pool \
-         memory need current.",
-    ),
-    (
-        "copy_dtoh_4k",
-        Work::More,
-        "cuda-core also reads the current context (`cuCtxGetCurrent`), which copies of pool \
-         memory need current.",
-    ),
-    (
-        "copy_htod_4k_other_stream",
-        Work::More,
-        "cuda-core also reads the current context (`cuCtxGetCurrent`), which copies of pool \
-         memory need current.",
-    ),
-    (
-        "copy_single_1000",
-        Work::More,
-        "cuda-core also reads the current context (`cuCtxGetCurrent`) for each copy, which \
-         copies of pool memory need current.",
-    ),
-    (
-        "copy_batch_1000",
-        Work::More,
-        "cuda-core also reads the current context (`cuCtxGetCurrent`) once, which copies of \
-         pool memory need current.",
-    ),
-    (
-        "replay_100_checked",
-        Work::More,
-        "cuda-core compares every argument of the 100 launches with its node's (the \
-         hand-written loop knows which one changed); `replay_100` declares the 99 unchanged \
-         ones (`launch_unchanged`).",
-    ),
-    (
-        "copy_batch_1000_build",
-        Work::More,
-        "cuda-core also reads the current context once, and checks every copy (bounds, \
-         devices, overlaps) as it builds the batch.",
-    ),
-];
-
-/// The footnote of a variant missing for a reason not listed above.
-const NOT_MEASURED: &str = "Not measured in this run: the bench printed why (no equivalent, a \
-                            device without the feature, or a failed child run).";
-
-/// Notes printed under every table.
-const NOTES: &[&str] = &[
-    "Times are criterion's median point estimates in nanoseconds, per operation. A case measured \
-     in rounds (the overhead suite) runs its variants back to back in each round, in an order \
-     that changes from round to round; a time is then the median of the variant's rounds, a \
-     ratio the median of the ratios within each round, and `by round` gives the smallest and \
-     largest of those ratios and the number of rounds.",
-    "`target met`: cuda-core/raw at most 1.03, or cuda-core at most 20 ns over raw.",
-    "Launches, \
-     `event_record` and `alloc_free_1k` queue 256 operations per timed batch and synchronise the \
-     stream between batches, outside the timed part. `first_launch` is a whole child process, \
-     spawn to exit.",
-    "`raw` is the sys crate's driver table called directly (the limit); cudarc 0.19 runs with its \
-     defaults, so event tracking is on: each buffer argument, allocation and copy also records \
-     or waits on events.",
-    "`set_current`/cudarc is `CudaContext::bind_to_thread`, which reads the current context and \
-     skips `cuCtxSetCurrent` when it already is current (as in the bench).",
-];
-
-/// One case's measurements, in nanoseconds, by variant: the medians of its rounds
-/// (`<case>/<variant>/r<k>`, in round order), or the one median of a case measured once
-/// (`<case>/<variant>`); empty when the variant was not measured.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Row {
-    pub(crate) case: String,
-    pub(crate) runs: [Vec<f64>; 3],
-}
-
-/// A ratio of two variants of a case.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Ratio {
-    /// The median over rounds of the ratio within each round (or the ratio of the medians).
-    pub(crate) median: f64,
-    /// The smallest and largest ratio within a round (both `median` without rounds).
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-    /// Rounds compared (1 without rounds).
-    pub(crate) rounds: usize,
-}
-
-impl Row {
-    /// The variant's time: the median of its rounds' medians.
-    pub(crate) fn median(&self, variant: usize) -> Option<f64> {
-        median_of(&self.runs[variant])
-    }
-
-    /// `a / b`, round by round when both variants ran the same rounds (each round's variants
-    /// ran back to back, so the machine's drift cancels), else as the ratio of the medians.
-    pub(crate) fn ratio(&self, a: usize, b: usize) -> Option<Ratio> {
-        let ratios = self.paired(a, b, |x, y| (y > 0.0).then(|| x / y))?;
-        Some(Ratio {
-            median: median_of(&ratios)?,
-            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            rounds: ratios.len(),
-        })
-    }
-
-    /// `f(a, b)` for each round where both variants ran the same rounds, else once, on the
-    /// medians; `None` where the variants were not measured or `f` has no answer.
-    fn paired(&self, a: usize, b: usize, f: impl Fn(f64, f64) -> Option<f64>) -> Option<Vec<f64>> {
-        let (ra, rb) = (&self.runs[a], &self.runs[b]);
-        if ra.len() > 1 && ra.len() == rb.len() {
-            let rounds: Option<Vec<f64>> = ra.iter().zip(rb).map(|(&x, &y)| f(x, y)).collect();
-            if rounds.is_some() {
-                return rounds;
-            }
-        }
-        Some(vec![f(self.median(a)?, self.median(b)?)?])
-    }
-
-    /// Whether cuda-core meets the overhead target against raw: at most 3% slower, or at
-    /// most 20 ns slower where that allows more. Both are read as the ratio is: round by
-    /// round where there are rounds (the median of the within-round differences), else from
-    /// the medians.
-    pub(crate) fn meets_target(&self) -> Option<bool> {
-        let ratio = self.ratio(CORE, RAW)?;
-        Some(ratio.median <= TARGET_RATIO || self.extra_ns(CORE, RAW)? <= TARGET_NS)
-    }
-
-    /// `a - b` in nanoseconds, round by round as [`Row::ratio`] pairs them.
-    pub(crate) fn extra_ns(&self, a: usize, b: usize) -> Option<f64> {
-        median_of(&self.paired(a, b, |x, y| Some(x - y))?)
-    }
-}
-
-/// Column indices of [`VARIANTS`].
-const RAW: usize = 0;
-const CORE: usize = 1;
-const CUDARC: usize = 2;
-
-/// The overhead target: cuda-core/raw at most this, or ...
-const TARGET_RATIO: f64 = 1.03;
-/// ... cuda-core at most this many nanoseconds over raw.
-const TARGET_NS: f64 = 20.0;
-
-/// The median of `values` (the mean of the middle two for an even count); `None` if empty.
-fn median_of(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
 
 /// Runs the command with its arguments (after `bench-report`).
 pub(crate) fn run(args: &[String], workspace: &Path) -> Result<(), String> {
     let args = parse_args(args)?;
+    if args.readme {
+        return readme(&args, workspace);
+    }
     let target = target_dir(workspace);
     let criterion = args
         .criterion
+        .clone()
         .unwrap_or_else(|| default_criterion_dir(&target));
-    let out = args.out.unwrap_or_else(|| target.join("bench-report.md"));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| target.join("bench-report.md"));
     let plot_file = args
         .plot
+        .clone()
         .unwrap_or_else(|| target.join("bench-scaling.svg"));
     let rows = collect(&criterion)?;
     let report = render(&rows);
@@ -424,7 +56,122 @@ pub(crate) fn run(args: &[String], workspace: &Path) -> Result<(), String> {
         write(&plot_file, &svg)?;
         eprintln!("bench-report: wrote {}", plot_file.display());
     }
+    if let Some(file) = &args.save {
+        let results = save(&args, &rows);
+        write(file, &results.to_text())?;
+        eprintln!(
+            "bench-report: wrote {} ({} cases)",
+            file.display(),
+            results.cases.len()
+        );
+    }
     Ok(())
+}
+
+/// The stored results of `rows`' cases that are not scaled, with the run's metadata from the
+/// arguments (`--gpu` and `--driver` are there: [`parse_args`] checks).
+fn save(args: &Args, rows: &[Row]) -> Results {
+    let mut meta = vec![
+        ("gpu".to_owned(), args.gpu.clone().unwrap_or_default()),
+        ("driver".to_owned(), args.driver.clone().unwrap_or_default()),
+        (
+            "date".to_owned(),
+            args.date.clone().unwrap_or_else(results::today),
+        ),
+    ];
+    for (key, value) in [("commit", &args.commit), ("note", &args.note)] {
+        if let Some(value) = value {
+            meta.push((key.to_owned(), value.clone()));
+        }
+    }
+    Results {
+        meta,
+        cases: rows
+            .iter()
+            .filter(|row| scaling::split(&row.case).is_none())
+            .map(Summary::of)
+            .collect(),
+    }
+}
+
+/// `--readme`: writes (or with `--check`, compares) the results table of `benches/README.md`
+/// from a stored results file: `--results FILE`, else the newest in `benches/results`.
+fn readme(args: &Args, workspace: &Path) -> Result<(), String> {
+    let benches = workspace.join("benches");
+    let (file, results) = match &args.results {
+        Some(file) => (file.clone(), results::read(file)?),
+        None => results::newest(&benches.join("results"))?,
+    };
+    let doc_path = benches.join("README.md");
+    let doc = std::fs::read_to_string(&doc_path)
+        .map_err(|e| format!("reading {}: {e}", doc_path.display()))?;
+    let link = relative_link(&benches, &file);
+    let block = readme_block(&results, &link, |plot| benches.join(plot).is_file());
+    let new =
+        results::replace_block(&doc, &block).map_err(|e| format!("{}: {e}", doc_path.display()))?;
+    if args.check {
+        if new != doc {
+            return Err(format!(
+                "{}'s results table is not what {link} gives: run cargo xtask bench-report \
+                 --readme",
+                doc_path.display()
+            ));
+        }
+        eprintln!("bench-report: {} is up to date", doc_path.display());
+    } else if new != doc {
+        write(&doc_path, &new)?;
+        eprintln!("bench-report: wrote {} from {link}", doc_path.display());
+    } else {
+        eprintln!("bench-report: {} was up to date", doc_path.display());
+    }
+    Ok(())
+}
+
+/// `file` as a link from a document in `dir`: relative where it lies under `dir`.
+fn relative_link(dir: &Path, file: &Path) -> String {
+    let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    file.strip_prefix(&dir)
+        .unwrap_or(&file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What lies between the markers of `benches/README.md`: where and when the run was made, its
+/// table, and the scaling plot the file names (where `exists` finds it).
+fn readme_block(results: &Results, link: &str, exists: impl Fn(&str) -> bool) -> String {
+    let meta = |key| results.meta(key).unwrap_or("n/a");
+    let mut out = format!(
+        "<!-- Written by `cargo xtask bench-report --readme` from {link}: edit that file (or \
+         store a new run), not this table. -->\n\n"
+    );
+    let _ = write!(
+        out,
+        "Measured on {} (driver {}) on {}",
+        meta("gpu"),
+        meta("driver"),
+        meta("date")
+    );
+    if let Some(commit) = results.meta("commit") {
+        let _ = write!(out, ", at commit {commit}");
+    }
+    if let Some(note) = results.meta("note") {
+        let _ = write!(out, "; {note}");
+    }
+    let _ = writeln!(out, ". The data: [{link}]({link}).\n");
+    out.push_str(&render_table(&results.cases));
+    out.push_str(
+        "- Times are per operation, the median of each variant's rounds; ratios are the median \
+         of the ratios within each round, `by round` their range and the number of rounds; \
+         `target met`: cuda-core/raw at most 1.03, or cuda-core at most 20 ns over raw.\n",
+    );
+    if let Some(plot) = results.meta("plot").filter(|plot| exists(plot)) {
+        let caption = results
+            .meta("plot_caption")
+            .unwrap_or("How cost grows with work");
+        let _ = writeln!(out, "\n{caption}:\n\n![{caption}]({plot})");
+    }
+    out
 }
 
 /// Writes `text` to `file`, making its directory first.
@@ -445,23 +192,81 @@ pub(crate) struct Args {
     pub(crate) out: Option<PathBuf>,
     /// `--plot FILE`: the scaling plot (SVG).
     pub(crate) plot: Option<PathBuf>,
+    /// `--save FILE`: the run's results, stored (with `--gpu`, `--driver` and optionally
+    /// `--date`, `--commit` and `--note`).
+    pub(crate) save: Option<PathBuf>,
+    pub(crate) gpu: Option<String>,
+    pub(crate) driver: Option<String>,
+    pub(crate) date: Option<String>,
+    pub(crate) commit: Option<String>,
+    pub(crate) note: Option<String>,
+    /// `--readme`: the table of `benches/README.md` from stored results instead.
+    pub(crate) readme: bool,
+    /// `--results FILE`: which stored results (with `--readme`).
+    pub(crate) results: Option<PathBuf>,
+    /// `--check`: compare, do not write (with `--readme`).
+    pub(crate) check: bool,
 }
 
-/// `--criterion DIR`, `--out FILE` and `--plot FILE`, each optional, in any order.
+/// The arguments, in any order: `--criterion DIR`, `--out FILE`, `--plot FILE`, `--save FILE`
+/// with its metadata; or `--readme` with `--results FILE` and `--check`.
 pub(crate) fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
-        let slot = match flag.as_str() {
-            "--criterion" => &mut parsed.criterion,
-            "--out" => &mut parsed.out,
-            "--plot" => &mut parsed.plot,
+        let mut path = None;
+        let mut text = None;
+        match flag.as_str() {
+            "--readme" => parsed.readme = true,
+            "--check" => parsed.check = true,
+            "--criterion" => path = Some(&mut parsed.criterion),
+            "--out" => path = Some(&mut parsed.out),
+            "--plot" => path = Some(&mut parsed.plot),
+            "--save" => path = Some(&mut parsed.save),
+            "--results" => path = Some(&mut parsed.results),
+            "--gpu" => text = Some(&mut parsed.gpu),
+            "--driver" => text = Some(&mut parsed.driver),
+            "--date" => text = Some(&mut parsed.date),
+            "--commit" => text = Some(&mut parsed.commit),
+            "--note" => text = Some(&mut parsed.note),
             other => return Err(format!("bench-report: unexpected argument {other:?}")),
-        };
-        let value = rest
-            .next()
-            .ok_or_else(|| format!("bench-report: {flag} needs a value"))?;
-        *slot = Some(PathBuf::from(value));
+        }
+        if path.is_some() || text.is_some() {
+            let value = rest
+                .next()
+                .ok_or_else(|| format!("bench-report: {flag} needs a value"))?;
+            if let Some(slot) = path {
+                *slot = Some(PathBuf::from(value));
+            }
+            if let Some(slot) = text {
+                *slot = Some(value.clone());
+            }
+        }
+    }
+    let criterion_mode = parsed.criterion.is_some()
+        || parsed.out.is_some()
+        || parsed.plot.is_some()
+        || parsed.save.is_some();
+    let metadata = parsed.gpu.is_some()
+        || parsed.driver.is_some()
+        || parsed.date.is_some()
+        || parsed.commit.is_some()
+        || parsed.note.is_some();
+    if parsed.readme && (criterion_mode || metadata) {
+        return Err("bench-report: --readme takes only --results and --check".to_owned());
+    }
+    if !parsed.readme && (parsed.check || parsed.results.is_some()) {
+        return Err("bench-report: --check and --results go with --readme".to_owned());
+    }
+    if parsed.save.is_some() && (parsed.gpu.is_none() || parsed.driver.is_none()) {
+        return Err(
+            "bench-report: --save needs --gpu NAME and --driver VERSION (the run's)".to_owned(),
+        );
+    }
+    if parsed.save.is_none() && metadata {
+        return Err(
+            "bench-report: --gpu, --driver, --date, --commit and --note go with --save".to_owned(),
+        );
     }
     Ok(parsed)
 }
@@ -557,15 +362,15 @@ fn median_ns(file: &Path) -> Result<f64, String> {
 /// count of equal-work cases within target and the notes), then the scaling table, each where
 /// it has rows.
 pub(crate) fn render(rows: &[Row]) -> String {
-    let plain: Vec<Row> = rows
+    let plain: Vec<Summary> = rows
         .iter()
         .filter(|row| scaling::split(&row.case).is_none())
-        .cloned()
+        .map(Summary::of)
         .collect();
     let mut out = if plain.is_empty() {
         String::new()
     } else {
-        render_table(&plain)
+        render_table(&plain) + &notes()
     };
     let scaled = scaling::render(rows);
     if !scaled.is_empty() {
@@ -578,147 +383,6 @@ pub(crate) fn render(rows: &[Row]) -> String {
             );
         }
         out.push_str(&scaled);
-    }
-    out
-}
-
-/// The table of the cases that are not scaled, its footnotes, the count of equal-work cases
-/// within target, the notes.
-fn render_table(rows: &[Row]) -> String {
-    let mut footnotes: Vec<String> = Vec::new();
-    let mut footnote = |text: &str| -> usize {
-        match footnotes.iter().position(|f| f == text) {
-            Some(i) => i + 1,
-            None => {
-                footnotes.push(text.to_owned());
-                footnotes.len()
-            }
-        }
-    };
-    let (mut counted, mut within) = (0usize, 0usize);
-    let (mut beat_counted, mut beat_met) = (0usize, 0usize);
-    let mut out = String::new();
-    out.push_str(
-        "| case | raw (ns) | cuda-core (ns) | cudarc (ns) | cuda-core/raw | cudarc/cuda-core \
-         | cuda-core/raw by round | target met |\n",
-    );
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |\n");
-    for row in rows {
-        let work = UNEQUAL_WORK.iter().find(|(case, ..)| *case == row.case);
-        let beat = BEAT_RAW.iter().find(|(case, ..)| *case == row.case);
-        let case = match (work, beat) {
-            (_, Some((_, _, what))) => format!(
-                "{}[^{}]",
-                row.case,
-                footnote(&format!("Faster than raw by design: {what}"))
-            ),
-            (Some((_, how, what)), None) => {
-                let how = match how {
-                    Work::Less => "Less work than raw",
-                    Work::More => "More work than raw",
-                };
-                format!("{}[^{}]", row.case, footnote(&format!("{how}: {what}")))
-            }
-            (None, None) => row.case.clone(),
-        };
-        let cells: Vec<String> = (0..VARIANTS.len())
-            .map(|v| (row.median(v), VARIANTS[v]))
-            .map(|(median, variant)| match median {
-                Some(ns) => format_ns(ns),
-                None => {
-                    let reason = NO_EQUIVALENT
-                        .iter()
-                        .find(|(c, v, _)| *c == row.case && *v == variant)
-                        .map_or(NOT_MEASURED, |(_, _, reason)| reason);
-                    format!("n/a[^{}]", footnote(reason))
-                }
-            })
-            .collect();
-        let core_raw = row.ratio(CORE, RAW);
-        let by_round = match core_raw {
-            Some(r) if r.rounds > 1 => format!("{:.2}-{:.2} ({})", r.min, r.max, r.rounds),
-            Some(_) => "one run".to_owned(),
-            None => "n/a".to_owned(),
-        };
-        let less = work.is_some_and(|(_, how, _)| *how == Work::Less);
-        let beaten = beat.and_then(|(_, limit, _)| Some((*limit, core_raw?.median)));
-        let beat_cell;
-        let target = match (less, row.meets_target()) {
-            _ if beaten.is_some() => {
-                let (limit, median) = beaten.unwrap_or_default();
-                beat_counted += 1;
-                beat_met += usize::from(median <= limit);
-                beat_cell = format!(
-                    "{} (at most {limit:.2})",
-                    if median <= limit { "yes" } else { "**no**" }
-                );
-                beat_cell.as_str()
-            }
-            (true, Some(_)) => "n/a (less work)",
-            (false, Some(met)) => {
-                counted += 1;
-                within += usize::from(met);
-                if met {
-                    "yes"
-                } else {
-                    "**no**"
-                }
-            }
-            (_, None) => "n/a",
-        };
-        let _ = writeln!(
-            out,
-            "| {case} | {} | {} | {} | {} | {} | {by_round} | {target} |",
-            cells[0],
-            cells[1],
-            cells[2],
-            ratio(core_raw),
-            ratio(row.ratio(CUDARC, CORE)),
-        );
-    }
-    out.push('\n');
-    for (i, footnote) in footnotes.iter().enumerate() {
-        let _ = writeln!(out, "[^{}]: {footnote}", i + 1);
-    }
-    if !footnotes.is_empty() {
-        out.push('\n');
-    }
-    if beat_counted > 0 {
-        let _ = writeln!(
-            out,
-            "- Faster than raw by design: {beat_met} of the {beat_counted} recycling cases meet \
-             their target (cuda-core/raw at most the ratio in their row); they are not counted \
-             below."
-        );
-    }
-    let _ = writeln!(
-        out,
-        "- Within target: {within} of the {counted} cases with a raw variant whose cuda-core \
-         variant does the same driver work as raw or more (rows of less work are left out)."
-    );
-    for note in NOTES {
-        let _ = writeln!(out, "- {note}");
-    }
-    out
-}
-
-/// A ratio's median to two decimals, or `n/a`.
-pub(crate) fn ratio(r: Option<Ratio>) -> String {
-    r.map_or_else(|| "n/a".to_owned(), |r| format!("{:.2}", r.median))
-}
-
-/// Nanoseconds: one decimal below 1000, else whole with thousands separated by commas.
-pub(crate) fn format_ns(ns: f64) -> String {
-    if ns < 1000.0 {
-        return format!("{ns:.1}");
-    }
-    let digits = format!("{:.0}", ns);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }
@@ -899,7 +563,7 @@ mod tests {
         // 5% is over 3%, but the within-round differences are 200, 10 and 10 ns: their
         // median, 10 ns, is within 20 ns (the medians' difference, 100 ns, is not).
         assert_eq!(rows[0].extra_ns(1, 0), Some(10.0));
-        assert_eq!(rows[0].meets_target(), Some(true));
+        assert_eq!(Summary::of(&rows[0]).meets_target(), Some(true));
         let report = render(&rows);
         assert!(
             report.contains(
@@ -907,21 +571,6 @@ mod tests {
             ),
             "{report}"
         );
-    }
-
-    #[test]
-    fn the_target_allows_twenty_nanoseconds_or_three_percent() {
-        let row = |raw: f64, core: f64| Row {
-            case: "x".to_owned(),
-            runs: [vec![raw], vec![core], vec![]],
-        };
-        assert_eq!(row(10.0, 29.0).meets_target(), Some(true));
-        assert_eq!(row(10.0, 31.0).meets_target(), Some(false));
-        assert_eq!(row(3000.0, 3090.0).meets_target(), Some(true));
-        assert_eq!(row(3000.0, 3100.0).meets_target(), Some(false));
-        assert_eq!(row(3000.0, 2000.0).meets_target(), Some(true));
-        assert_eq!(median_of(&[]), None);
-        assert_eq!(median_of(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]
@@ -938,6 +587,91 @@ mod tests {
         let written = std::fs::read_to_string(&out).unwrap();
         assert!(written.starts_with("| case |"));
         assert!(written.contains("| launch_4 |"));
+    }
+
+    #[test]
+    fn a_saved_run_gives_the_same_table_as_its_criterion_results() {
+        let dir = fake_results();
+        let d = dir.path();
+        estimate(d, "launch_threads_n8", "raw", 250.0);
+        estimate(d, "launch_threads_n8", "cuda-core", 260.0);
+        let saved = d.join("stored/run.csv");
+        let args = [
+            "--criterion",
+            &d.display().to_string(),
+            "--out",
+            &d.join("report.md").display().to_string(),
+            "--save",
+            &saved.display().to_string(),
+            "--gpu",
+            "NVIDIA H200",
+            "--driver",
+            "580.159.04",
+            "--note",
+            "one round",
+        ]
+        .map(str::to_owned);
+        run(&args, d).unwrap();
+        let results = results::read(&saved).unwrap();
+        assert_eq!(results.meta("gpu"), Some("NVIDIA H200"));
+        assert_eq!(results.meta("note"), Some("one round"));
+        assert_eq!(results.meta("date").map(str::len), Some(10));
+        // The scaled case has its own table, and is not stored.
+        assert_eq!(results.cases.len(), 5, "{results:?}");
+        let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+        let main = report.split("\n### How cost").next().unwrap();
+        assert_eq!(render_table(&results.cases) + &notes(), main);
+    }
+
+    #[test]
+    fn stored_results_write_the_readme_table_between_its_markers() {
+        let ws = tempfile::tempdir().unwrap();
+        let benches = ws.path().join("benches");
+        std::fs::create_dir_all(benches.join("results")).unwrap();
+        std::fs::create_dir_all(benches.join("plots")).unwrap();
+        std::fs::write(benches.join("plots/s.svg"), "<svg/>").unwrap();
+        let file = "# gpu: NVIDIA H200\n# driver: 580\n# date: 2026-12-05\n# commit: c4c198e\n\
+                    # plot: plots/s.svg\n# plot_caption: The scaling suite\n\
+                    case,raw_ns,cuda_core_ns,cudarc_ns,cuda_core_over_raw,cuda_core_over_raw_min,\
+                    cuda_core_over_raw_max,rounds,cudarc_over_cuda_core,cuda_core_minus_raw_ns\n\
+                    launch_4,4300,4335,6967,1.01,1,1.03,4,1.6,\n\
+                    event_record,355.8,373.9,399.3,1.05,1.02,1.07,4,1.06,\n";
+        std::fs::write(benches.join("results/2026-12-05.csv"), file).unwrap();
+        let readme = benches.join("README.md");
+        let doc =
+            "# benches\n\n<!-- bench-report:begin -->\nold\n<!-- bench-report:end -->\n\nafter\n";
+        std::fs::write(&readme, doc).unwrap();
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let check = args(&["--readme", "--check"]);
+        assert!(run(&check, ws.path()).unwrap_err().contains("not what"));
+        run(&args(&["--readme"]), ws.path()).unwrap();
+        let written = std::fs::read_to_string(&readme).unwrap();
+        assert!(written.starts_with("# benches\n\n<!-- bench-report:begin -->\n<!-- Written by"));
+        assert!(
+            written.ends_with("<!-- bench-report:end -->\n\nafter\n"),
+            "{written}"
+        );
+        assert!(
+            written.contains(
+                "Measured on NVIDIA H200 (driver 580) on 2026-12-05, at commit c4c198e. The \
+                 data: [results/2026-12-05.csv](results/2026-12-05.csv)."
+            ),
+            "{written}"
+        );
+        assert!(written
+            .contains("| launch_4 | 4,300 | 4,335 | 6,967 | 1.01 | 1.60 | 1.00-1.03 (4) | yes |"));
+        // Without the difference within rounds, 1.05 is judged by the ratio alone.
+        assert!(written.contains(
+            "| event_record | 355.8 | 373.9 | 399.3 | 1.05 | 1.06 | 1.02-1.07 (4) | **no** |"
+        ));
+        assert!(
+            written.contains("![The scaling suite](plots/s.svg)"),
+            "{written}"
+        );
+        run(&check, ws.path()).unwrap();
+        // Written again, nothing changes.
+        run(&args(&["--readme"]), ws.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&readme).unwrap(), written);
     }
 
     #[test]
@@ -1048,28 +782,27 @@ mod tests {
                 criterion: Some(PathBuf::from("c")),
                 out: Some(PathBuf::from("r.md")),
                 plot: Some(PathBuf::from("p.svg")),
+                ..Args::default()
             }
         );
+        let readme = parse_args(&args(&["--check", "--readme", "--results", "f.csv"])).unwrap();
+        assert!(readme.readme && readme.check);
+        assert_eq!(readme.results, Some(PathBuf::from("f.csv")));
+        let save = parse_args(&args(&["--save", "s.csv", "--gpu", "G", "--driver", "580"]));
+        assert_eq!(save.unwrap().gpu.as_deref(), Some("G"));
+        for wrong in [
+            &["--readme", "--out", "r.md"][..],
+            &["--check"],
+            &["--save", "s.csv", "--gpu", "G"],
+            &["--gpu", "G"],
+        ] {
+            assert!(parse_args(&args(wrong)).is_err(), "{wrong:?}");
+        }
         assert!(parse_args(&args(&["--out"]))
             .unwrap_err()
             .contains("needs a value"));
         assert!(parse_args(&args(&["--bogus", "x"]))
             .unwrap_err()
             .contains("unexpected argument"));
-    }
-
-    #[test]
-    fn nanoseconds_are_readable() {
-        assert_eq!(format_ns(0.5), "0.5");
-        assert_eq!(format_ns(999.94), "999.9");
-        assert_eq!(format_ns(1234.4), "1,234");
-        assert_eq!(format_ns(1_234_567.0), "1,234,567");
-        let row = |raw: Vec<f64>, core: Vec<f64>| Row {
-            case: "x".to_owned(),
-            runs: [raw, core, vec![]],
-        };
-        assert_eq!(ratio(row(vec![2.0], vec![3.0]).ratio(1, 0)), "1.50");
-        assert_eq!(ratio(row(vec![], vec![3.0]).ratio(1, 0)), "n/a");
-        assert_eq!(ratio(row(vec![0.0], vec![3.0]).ratio(1, 0)), "n/a");
     }
 }

@@ -7,9 +7,10 @@
 //!   `cuda-core`'s NCCL types and table (`src/driver/nccl/generated`, from `nccl.h`).
 //! - `check-bindings`: regenerates into a temporary directory and fails, showing the difference,
 //!   when the committed files drift from what the pinned headers give.
-//! - `bench-report [--criterion DIR] [--out FILE] [--plot FILE]`: one markdown table of the
-//!   overhead suites' criterion results, and the scaling suite's table and SVG plot (see
-//!   [`bench_report`]).
+//! - `bench-report [--criterion DIR] [--out FILE] [--plot FILE] [--save FILE ...]`: one
+//!   markdown table of the overhead suites' criterion results, and the scaling suite's table
+//!   and SVG plot, the results optionally stored as data; `bench-report --readme [--check]`:
+//!   the table of `benches/README.md` from the newest stored results (see [`bench_report`]).
 //! - `import-graph [--crate DIR] [--check]`: which files of a crate's `src/` import which, and the
 //!   circles among them (see [`imports`]; cuda-core by default, held by `--check` to the family
 //!   of objects and the circle sizes in `docs/architecture-notes.md`).
@@ -19,7 +20,11 @@ mod bindings;
 mod core_gen;
 mod headers;
 mod imports;
+mod main_table;
+mod parse;
 mod per_major;
+mod report_table;
+mod results;
 mod scaling;
 
 use std::path::PathBuf;
@@ -33,6 +38,10 @@ fn usage() -> &'static str {
        check-bindings                                fail if the committed bindings drift\n  \
        bench-report [--criterion DIR] [--out FILE] [--plot FILE]\n                                                \
        the benches' results as tables, scaling plotted\n  \
+       bench-report ... --save FILE --gpu NAME --driver VERSION [--date D] [--commit C] [--note T]\n                                                \
+       the same, and the results stored as data\n  \
+       bench-report --readme [--results FILE] [--check]\n                                                \
+       benches/README.md's table from stored results\n  \
        import-graph [--crate DIR] [--check]          which files import which, and the circles\n"
 }
 

@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 
-use crate::bindings::Parsed;
 use crate::headers::{Api, Pin};
+use crate::parse::Parsed;
 
 /// Splits `__nvJitLinkCreate_13_5` into `("nvJitLinkCreate", 13, 5)`.
 fn split_versioned(name: &str) -> Option<(&str, u32, u32)> {

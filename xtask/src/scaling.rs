@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bench_report::{format_ns, ratio, Row};
+use crate::report_table::{format_ns, ratio, Row};
 
 /// What a family's value is, from criterion's time per iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: builds gc.c (plain driver calls, no cuda-core) and runs it plainly and
-# under initcheck. On 580.159.04 with 13.0's compute-sanitizer, initcheck kills it (status 11)
+# On a machine with a GPU and the CUDA toolkit: builds gc.c (plain driver calls, no
+# cuda-core) and runs it plainly and under initcheck. On 580.159.04 with 13.0's compute-sanitizer, initcheck kills it (status 11)
 # with one thread or two, as it does cuda-core's green_contexts example; memcheck passes both.
 set -u
 cd "$(dirname "$0")"

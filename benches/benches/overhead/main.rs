@@ -196,8 +196,8 @@ fn run<R: RawDriver>(c: &mut Criterion, driver: &R) {
     let mut rc = cudarc_setup(cubin.as_ref().map(|c| c.code().to_vec()));
     // One host buffer per variant, so that the variants' closures do not share one; each on a
     // page of its own, so that where a buffer lies cannot make one variant's pageable copy
-    // differ from another's (the run of 2026-11-30 had copy_htod_4k at 1.09 with three
-    // unaligned vectors, 1.01 before with one shared vector).
+    // differ from another's (copy_htod_4k measured 1.09 of raw with three unaligned vectors,
+    // 1.01 with one shared vector).
     let mut host: [Box<HostPage>; 3] = [(); 3].map(|_| Box::new(HostPage([1u8; BUFFER_BYTES])));
 
     if std::env::var_os("CUDA_CORE_BENCH_DIAGNOSE").is_some() {
