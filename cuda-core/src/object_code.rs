@@ -27,13 +27,8 @@ use crate::DevicePtr;
 ///
 /// PTX is compiled by the driver's JIT as it loads, with the options of
 /// [`ObjectCode::with_jit_options`]; the JIT's info log is then [`ObjectCode::jit_log`], and a
-/// PTX the JIT refuses is [`Error::Compile`] with its error log. So that the JIT runs during
-/// the load even where the driver loads lazily (the default since CUDA 12.2, which would
-/// compile PTX at a kernel's first use and report nothing at load), a PTX load also takes
-/// each of its kernels in the primary context of the device in use (the calling thread's
-/// current device, else one this process uses, else device 0), loading the code there; on a
-/// driver that cannot list a library's kernels (before 12.4) the JIT may still wait for that
-/// first use.
+/// PTX the JIT refuses is [`Error::Compile`] with its error log (also where the driver took
+/// the PTX and only wrote the JIT's complaint to the log, as the 580 driver does).
 #[doc(alias = "CUlibrary")]
 #[derive(Clone)]
 pub struct ObjectCode {
@@ -336,9 +331,9 @@ impl ObjectCode {
 
     /// Loads the code now, rather than on its first use, and returns the JIT's info log (as
     /// [`ObjectCode::jit_log`]). Loading twice loads once. A PTX the JIT refuses is
-    /// [`Error::Compile`] with the JIT's error log (PTX is loaded into a context for it: see
-    /// [`ObjectCode`]); LTO-IR and a static library, which must be linked first, are refused.
-    #[doc(alias("cuLibraryLoadData", "cuKernelGetFunction"))]
+    /// [`Error::Compile`] with the JIT's error log; LTO-IR and a static library, which must be
+    /// linked first, are refused.
+    #[doc(alias = "cuLibraryLoadData")]
     pub fn load(&self) -> Result<&str> {
         self.library()?;
         Ok(self.jit_log().unwrap_or_default())
@@ -371,22 +366,7 @@ impl ObjectCode {
         // The driver follows the image's own headers: check them against our bytes first.
         crate::image::check(self.inner.code_type, self.code())?;
         let driver = driver()?;
-        let load = |driver: &'static dyn Driver| {
-            let jit = self.inner.jit.raw();
-            Ok(if self.inner.code_type == CodeType::Ptx {
-                driver.library_load_data(&self.inner.code, &jit, &mut |library| {
-                    take_every_kernel(driver, library)
-                })
-            } else {
-                driver.library_load_data(&self.inner.code, &jit, &mut |_| Ok(()))
-            })
-        };
-        let (library, logs) = if self.inner.code_type == CodeType::Ptx {
-            // Taken in a context: see `take_every_kernel`.
-            Device::in_use()?.primary_context()?.with_current(load)?
-        } else {
-            load(driver)?
-        };
+        let (library, logs) = driver.library_load_data(&self.inner.code, &self.inner.jit.raw());
         let library = library.map_err(|e| {
             if logs.error.is_empty() {
                 e
@@ -397,6 +377,21 @@ impl ObjectCode {
                 }
             }
         })?;
+        if self.inner.code_type == CodeType::Ptx && !logs.error.trim().is_empty() {
+            // The driver took PTX its JIT refused (the 580 driver answers CUDA_SUCCESS, writes
+            // the complaint to the error log, and refuses each kernel asked for later): a load
+            // with an error log is refused here, with it.
+            if let Err(e) = driver.library_unload(library) {
+                log::error!("unloading {}, whose JIT failed: {e}", self.inner.name);
+            }
+            return Err(Error::Compile {
+                program: self.inner.name.clone(),
+                log: format!(
+                    "the driver's JIT reported errors loading the PTX\n{}",
+                    logs.error
+                ),
+            });
+        }
         if self.inner.library.set((library, driver)).is_err() {
             // Another thread loaded it first: keep theirs.
             if let Err(e) = driver.library_unload(library) {
@@ -575,24 +570,6 @@ impl ObjectCode {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Takes each kernel of the just loaded `library` in the current context
-/// (`cuLibraryEnumerateKernels`, then `cuKernelGetFunction`), which loads the library there.
-/// A driver that loads lazily (the default since CUDA 12.2) accepts PTX at
-/// `cuLibraryLoadData` and compiles it only where a context first needs a kernel: this makes
-/// that happen within the load, whose JIT logs then say what the JIT refused. A driver that
-/// cannot list a library's kernels (before 12.4) leaves the JIT to the kernels' first use.
-fn take_every_kernel(driver: &'static dyn Driver, library: LibraryHandle) -> Result<()> {
-    let kernels = match driver.library_kernels(library) {
-        Ok(kernels) => kernels,
-        Err(Error::NotSupported { .. }) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for kernel in kernels {
-        driver.kernel_get_function(kernel)?;
-    }
-    Ok(())
 }
 
 /// The driver's JIT options for code it compiles as it loads it (PTX): see

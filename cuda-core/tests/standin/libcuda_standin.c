@@ -61,10 +61,9 @@
  *   STANDIN_JIT_FAIL=1       cuLibraryLoadData writes its error log and fails as on bad PTX
  *   STANDIN_LEGACY_ANSWER_MS=N whether the legacy stream captures is answered N ms late (the
  *                            strict model's answer), so a race after the question shows
- *   STANDIN_JIT_FAIL=2       cuLibraryLoadData succeeds, and the JIT fails later, as a lazily
- *                            loading driver's does: the first cuKernelGetFunction after the
- *                            load writes the error log into the buffer the load was given and
- *                            fails (so a caller sees the log only while that buffer lives)
+ *   STANDIN_JIT_FAIL=2       cuLibraryLoadData writes its error log and succeeds, as the 580
+ *                            driver does on bad PTX: the library lists no kernel, and asking
+ *                            it for one fails as on bad PTX
  * And at run time: standin_set_sync_status(CODE) makes cuStreamSynchronize answer CODE, and
  * standin_fail_node_sets(N) makes the next N cuGraphExecKernelNodeSetParams calls fail.
  * Arrays (and their copies to and from host memory), texture and surface objects and tensor
@@ -1723,14 +1722,13 @@ int cuMemcpyHtoDAsync_v2(devptr dst, const void *src, size_t n, void *s) {
     note("cuMemcpyHtoDAsync %#llx size=%zu on %s", dst, n, name(s, b));
     return 0;
 }
-/* The error log buffer of the last load, for a JIT that fails later (STANDIN_JIT_FAIL=2). */
-static char *lazy_error;
-static size_t lazy_error_size;
 /* Logs how many JIT options a load takes and their codes; writes a line to the info log
    buffer (CU_JIT_INFO_LOG_BUFFER 3, of CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4) where given, and
    with STANDIN_JIT_FAIL=1, a line to the error log buffer (5, of size 6) and fails as the JIT
-   does on bad PTX (CUDA_ERROR_INVALID_PTX 218); with STANDIN_JIT_FAIL=2 it keeps the error log
-   buffer for the first cuKernelGetFunction, which fails. */
+   does on bad PTX (CUDA_ERROR_INVALID_PTX 218); with STANDIN_JIT_FAIL=2 it writes the line
+   and succeeds, as the 580 driver does, its library broken (no kernel listed, each asked for
+   refused with 218) until unloaded. */
+static int broken_library;
 int cuLibraryLoadData(void **lib, const void *code, int *options, void **values, unsigned n1,
                       void *o3, void *o4, unsigned n2) {
     (void)code; (void)o3; (void)o4; (void)n2;
@@ -1747,21 +1745,19 @@ int cuLibraryLoadData(void **lib, const void *code, int *options, void **values,
     }
     note("cuLibraryLoadData jit_options=%u codes=%s", n1, codes);
     if (info && info_size) snprintf(info, info_size, "stand-in JIT: %u options", n1);
-    if (setting("STANDIN_JIT_FAIL", 0) == 1) {
+    if (setting("STANDIN_JIT_FAIL", 0)) {
         if (error && error_size) snprintf(error, error_size, "stand-in JIT: ptxas fatal error");
-        return 218;
-    }
-    if (setting("STANDIN_JIT_FAIL", 0) == 2) {
-        lazy_error = error;
-        lazy_error_size = error_size;
+        if (setting("STANDIN_JIT_FAIL", 0) == 1) return 218;
+        broken_library = 1;
     }
     *lib = &library;
     return 0;
 }
-int cuLibraryUnload(void *lib) { (void)lib; note("cuLibraryUnload"); return 0; }
+int cuLibraryUnload(void *lib) { (void)lib; broken_library = 0; note("cuLibraryUnload"); return 0; }
 int cuLibraryGetKernel(void **kernel, void *lib, const char *kernel_name) {
     (void)lib;
     note("cuLibraryGetKernel %s", kernel_name);
+    if (broken_library) return 218;
     for (int i = 0; i < KERNELS; i++)
         if (strcmp(kernel_name, kernels[i].label) == 0) { *kernel = &kernels[i]; return 0; }
     return 500; /* CUDA_ERROR_NOT_FOUND */
@@ -1770,7 +1766,7 @@ int cuLibraryGetKernel(void **kernel, void *lib, const char *kernel_name) {
 int cuLibraryGetKernelCount(unsigned *count, void *lib) {
     (void)lib;
     note("cuLibraryGetKernelCount");
-    *count = KERNELS;
+    *count = broken_library ? 0 : KERNELS;
     return 0;
 }
 int cuLibraryEnumerateKernels(void **out, unsigned count, void *lib) {
@@ -2176,19 +2172,7 @@ int cuKernelGetParamCount(void *kernel, size_t *count) {
     return 0;
 }
 #endif
-/* With STANDIN_JIT_FAIL=2, the first call after a load fails as the JIT of a lazily loaded
-   library does (CUDA_ERROR_INVALID_PTX 218), writing the load's error log buffer. */
-int cuKernelGetFunction(void **function, void *kernel) {
-    char b[16];
-    note("cuKernelGetFunction %s", name(kernel, b));
-    if (setting("STANDIN_JIT_FAIL", 0) == 2 && lazy_error) {
-        snprintf(lazy_error, lazy_error_size, "stand-in JIT: ptxas fatal error (lazily)");
-        lazy_error = NULL;
-        return 218;
-    }
-    *function = kernel;
-    return 0;
-}
+int cuKernelGetFunction(void **function, void *kernel) { *function = kernel; return 0; }
 /* Two blocks of any kernel per SM (132 SMs: 264 resident at once). */
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t smem) {
     (void)f; (void)block; (void)smem;

@@ -12,14 +12,12 @@ use crate::error::Result;
 pub(crate) trait ModuleApi {
     /// `cuLibraryLoadData` of a cubin, fatbin or NUL-terminated PTX image, with the JIT
     /// options of `options` (which apply where the driver compiles PTX; `wall_time` is not
-    /// asked for) and an info and an error log buffer, then `then` with the library while the
-    /// buffers still take the JIT's logs (a library `then` refuses is unloaded): the library,
-    /// or the driver's error or `then`'s, with what the JIT wrote to its logs either way.
+    /// asked for) and an info and an error log buffer: the library, or the driver's error,
+    /// with what the JIT wrote to its logs either way.
     fn library_load_data(
         &self,
         image: &[u8],
         options: &LinkOptions,
-        then: &mut dyn FnMut(LibraryHandle) -> Result<()>,
     ) -> (Result<LibraryHandle>, JitLogs);
     /// `cuLibraryUnload`.
     fn library_unload(&self, library: LibraryHandle) -> Result<()>;

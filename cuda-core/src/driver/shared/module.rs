@@ -7,7 +7,6 @@ impl crate::driver::api::ModuleApi for Drv {
         &self,
         image: &[u8],
         options: &LinkOptions,
-        then: &mut dyn FnMut(LibraryHandle) -> Result<()>,
     ) -> (Result<LibraryHandle>, JitLogs) {
         let mut info = vec![0u8; JIT_LOG_BYTES];
         let mut error = vec![0u8; JIT_LOG_BYTES];
@@ -29,22 +28,11 @@ impl crate::driver::api::ModuleApi for Drv {
                 0
             ))
         })();
-        // Before the logs are read: a JIT the driver defers (lazy loading) writes them in
-        // what `then` does.
-        let result = result.and_then(|()| {
-            let loaded = LibraryHandle(library.cast());
-            then(loaded).map(|()| loaded).inspect_err(|_| {
-                let unloaded = (|| call!(self.cuLibraryUnload(library)))();
-                if let Err(e) = unloaded {
-                    log::error!("unloading a library refused after its load: {e}");
-                }
-            })
-        });
         let logs = JitLogs {
             info: log_text(&info),
             error: log_text(&error),
         };
-        (result, logs)
+        (result.map(|()| LibraryHandle(library.cast())), logs)
     }
 
     fn library_unload(&self, library: LibraryHandle) -> Result<()> {
@@ -80,10 +68,6 @@ impl crate::driver::api::ModuleApi for Drv {
     fn library_kernels(&self, library: LibraryHandle) -> Result<Vec<KernelHandle>> {
         let mut count = 0;
         call!(self.cuLibraryGetKernelCount(&mut count, library.0.cast()))?;
-        if count == 0 {
-            // Nothing to list: the driver is not asked for zero kernels, which it may refuse.
-            return Ok(Vec::new());
-        }
         let mut kernels = vec![std::ptr::null_mut(); count as usize];
         call!(self.cuLibraryEnumerateKernels(kernels.as_mut_ptr(), count, library.0.cast()))?;
         Ok(kernels
