@@ -760,47 +760,55 @@ fn gpu_a_copy_to_the_host_with_a_deadline_keeps_it_when_the_buffers_stream_is_he
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_shared_writes_and_reads_of_other_streams_never_see_each_other_half_done() {
-    let device = common::device();
-    device.set_current().unwrap();
-    let home = common::stream(device);
-    let memory = device.memory_resource().unwrap();
-    let words = 4usize << 20; // 16 MiB
-    let shared = Arc::new(memory.allocate(4 * words, &home).unwrap());
-    let mut ones = memory.allocate(4 * words, &home).unwrap();
-    ones.fill(1u32, &home).unwrap();
-    home.sync().unwrap();
-    let ones = Arc::new(ones);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writers: Vec<_> = (0..2)
-        .map(|w| {
-            let (shared, ones, stop) = (shared.clone(), ones.clone(), stop.clone());
-            std::thread::spawn(move || {
-                device.set_current().unwrap();
-                let stream = common::stream(device);
-                let whole = shared.shared_slice(..).unwrap();
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    if w == 0 {
-                        ones.copy_to(&shared, &stream).unwrap();
-                    } else {
-                        whole.fill(2u32, &stream).unwrap();
-                    }
+    common::alone(
+        module_path!(),
+        "gpu_shared_writes_and_reads_of_other_streams_never_see_each_other_half_done",
+        || {
+            let device = common::device();
+            device.set_current().unwrap();
+            let home = common::stream(device);
+            let memory = device.memory_resource().unwrap();
+            let words = 4usize << 20; // 16 MiB
+            let shared = Arc::new(memory.allocate(4 * words, &home).unwrap());
+            let mut ones = memory.allocate(4 * words, &home).unwrap();
+            ones.fill(1u32, &home).unwrap();
+            home.sync().unwrap();
+            let ones = Arc::new(ones);
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writers: Vec<_> = (0..2)
+                .map(|w| {
+                    let (shared, ones, stop) = (shared.clone(), ones.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        device.set_current().unwrap();
+                        let stream = common::stream(device);
+                        let whole = shared.shared_slice(..).unwrap();
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            if w == 0 {
+                                ones.copy_to(&shared, &stream).unwrap();
+                            } else {
+                                whole.fill(2u32, &stream).unwrap();
+                            }
+                            // One write in flight per writer: unbounded, the queue held up every
+                            // other test's context-wide waits (module loads) in a shared process.
+                            stream.sync().unwrap();
+                        }
+                    })
+                })
+                .collect();
+            let reader = common::stream(device);
+            let mut mixed = 0;
+            for _ in 0..40 {
+                let values = shared.to_vec::<u32>(&reader).unwrap();
+                let first = values[0];
+                if values.iter().any(|&v| v != first) {
+                    mixed += 1;
                 }
-                stream.sync().unwrap();
-            })
-        })
-        .collect();
-    let reader = common::stream(device);
-    let mut mixed = 0;
-    for _ in 0..40 {
-        let values = shared.to_vec::<u32>(&reader).unwrap();
-        let first = values[0];
-        if values.iter().any(|&v| v != first) {
-            mixed += 1;
-        }
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for writer in writers {
-        writer.join().unwrap();
-    }
-    assert_eq!(mixed, 0, "{mixed} of 40 reads saw a write half done");
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for writer in writers {
+                writer.join().unwrap();
+            }
+            assert_eq!(mixed, 0, "{mixed} of 40 reads saw a write half done");
+        },
+    );
 }
