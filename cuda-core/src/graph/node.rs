@@ -102,7 +102,7 @@ pub struct GraphAllocation {
 
 // A kernel argument (of a graph node, or a launch in the capture that made it): its address,
 // valid in the nodes between its allocation and its free, which the graph keeps.
-impl crate::args::KernelArg for GraphAllocation {}
+crate::args::wrapper_arg!(GraphAllocation);
 impl crate::args::GraphArg for GraphAllocation {}
 
 impl crate::args::sealed::Arg for GraphAllocation {

@@ -849,7 +849,7 @@ unsafe fn pitched_copy(
 
 // A kernel argument: its first row's address (a pointer parameter), ordered on its
 // deallocation stream as a buffer is; the kernel takes the pitch as a further argument.
-impl crate::args::KernelArg for PitchedBuffer {}
+crate::args::wrapper_arg!(PitchedBuffer);
 
 impl crate::args::sealed::Arg for PitchedBuffer {
     #[inline]

@@ -1078,9 +1078,9 @@ impl GraphMemory for SharedSlice {}
 
 // Kernel arguments: the address of the slice's first byte, ordered on its buffer's
 // deallocation stream; a shared slice is graph memory too, kept by the graph.
-impl crate::args::KernelArg for BufferSlice<'_> {}
-impl crate::args::KernelArg for BufferSliceMut<'_> {}
-impl crate::args::KernelArg for SharedSlice {}
+crate::args::wrapper_arg!(BufferSlice<'_>);
+crate::args::wrapper_arg!(BufferSliceMut<'_>);
+crate::args::wrapper_arg!(SharedSlice);
 impl crate::args::GraphArg for SharedSlice {}
 
 impl crate::args::sealed::Arg for BufferSlice<'_> {

@@ -716,7 +716,7 @@ impl Texture {
     }
 }
 
-impl crate::args::KernelArg for Texture {}
+crate::args::wrapper_arg!(Texture);
 impl crate::args::GraphArg for Texture {}
 
 impl crate::args::sealed::Arg for Texture {

@@ -92,7 +92,7 @@ impl Surface {
     }
 }
 
-impl crate::args::KernelArg for Surface {}
+crate::args::wrapper_arg!(Surface);
 impl crate::args::GraphArg for Surface {}
 
 impl crate::args::sealed::Arg for Surface {

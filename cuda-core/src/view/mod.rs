@@ -758,7 +758,7 @@ impl<T: Pod> StridedView<'_, T> {
     }
 }
 
-impl<T> crate::args::KernelArg for StridedView<'_, T> {}
+crate::args::wrapper_arg!(impl<T> StridedView<'_, T>, sized as StridedView<'static, u8>);
 
 impl<T> crate::args::sealed::Arg for StridedView<'_, T> {
     #[inline]
