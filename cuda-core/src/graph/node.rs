@@ -152,11 +152,16 @@ impl<'a> KernelArgs<'a> {
         let sizes: Vec<usize> = args.iter().map(|arg| arg.arg().size).collect();
         crate::launch::validate_node(context, config, kernel, &sizes)?;
         let mut buffers = Vec::new();
-        for (index, buffer) in args
+        for (index, kept) in args
             .iter()
             .enumerate()
-            .filter_map(|(index, arg)| arg.buffer().map(|buffer| (index, buffer)))
+            .filter_map(|(index, arg)| arg.buffer().map(|kept| (index, kept)))
         {
+            // Every argument's buffer is an `Arc<Buffer>` (args names none: it sits below
+            // memory); anything else is this crate's mistake, which no test would miss.
+            let buffer = kept
+                .downcast_ref::<Arc<Buffer>>()
+                .expect("a kernel argument's buffer is an Arc<Buffer>");
             check_buffer(buffer, context, "args").map_err(|e| with_index(e, index))?;
             buffers.push(buffer.clone());
         }

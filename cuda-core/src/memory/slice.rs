@@ -1086,24 +1086,24 @@ impl crate::args::GraphArg for SharedSlice {}
 impl crate::args::sealed::Arg for BufferSlice<'_> {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(&self.span.ptr, self.span.buffer)
+        super::buffer::buffer_arg(&self.span.ptr, self.span.buffer)
     }
 }
 
 impl crate::args::sealed::Arg for BufferSliceMut<'_> {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(&self.span.ptr, self.span.buffer)
+        super::buffer::buffer_arg(&self.span.ptr, self.span.buffer)
     }
 }
 
 impl crate::args::sealed::Arg for SharedSlice {
     #[inline]
     fn arg(&self) -> crate::args::sealed::ArgBytes<'_> {
-        crate::args::buffer_arg(&self.ptr, &self.buffer)
+        super::buffer::buffer_arg(&self.ptr, &self.buffer)
     }
 
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
+    fn buffer(&self) -> Option<&dyn std::any::Any> {
         Some(&self.buffer)
     }
 }

@@ -477,7 +477,7 @@ impl crate::args::sealed::Arg for TensorMap {
         }
     }
 
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
+    fn buffer(&self) -> Option<&dyn std::any::Any> {
         Some(&self.buffer)
     }
 }

@@ -105,10 +105,6 @@ impl crate::args::sealed::Arg for Surface {
         }
     }
 
-    fn buffer(&self) -> Option<&Arc<crate::Buffer>> {
-        None
-    }
-
     fn keep(&self) -> Option<Box<dyn Send>> {
         Some(Box::new(self.clone()))
     }
