@@ -369,7 +369,7 @@ pub(crate) fn byte_range(
     size: usize,
     name: &'static str,
 ) -> Result<(usize, usize)> {
-    match super::slice::bounds(range, size) {
+    match super::span::bounds(range, size) {
         (Some(start), Some(end)) if start < end && end <= size => Ok((start, end - start)),
         (Some(start), Some(end)) => Err(Error::InvalidArgument {
             name,

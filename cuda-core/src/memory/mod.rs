@@ -41,6 +41,7 @@ pub(crate) mod buffer;
 pub(crate) mod device_pool;
 pub(crate) mod device_ptr;
 pub(crate) mod foreign;
+mod host_func;
 mod host_pool;
 mod managed;
 mod pinned;
@@ -50,6 +51,7 @@ pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod slice;
 pub(crate) mod small;
+pub(crate) mod span;
 mod sync_resource;
 mod vmm;
 

@@ -15,8 +15,8 @@ use super::op::ReduceOp;
 use crate::driver::nccl::{nccl, CommHandle, Nccl, Progress};
 use crate::driver::StreamHandle;
 use crate::error::{Error, Result};
-use crate::memory::slice::sealed::Span;
 use crate::memory::slice::{CopyDestination, CopySource};
+use crate::memory::span::Span;
 use crate::stream::Stream;
 
 /// What a call does.
