@@ -44,6 +44,7 @@ pub(crate) mod foreign;
 mod host_func;
 mod host_pool;
 mod managed;
+mod managed_pool;
 mod pinned;
 mod pitched;
 mod pointer;
@@ -64,15 +65,13 @@ pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 pub(crate) use buffer::{Buffer, FillPattern, Pod};
 pub(crate) use device_pool::DeviceMemoryResource;
 pub(crate) use device_ptr::DevicePtr;
-pub use host_pool::{
-    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
-    PinnedMemoryPoolOptions,
-};
+pub use host_pool::{PinnedMemoryPool, PinnedMemoryPoolOptions};
 pub use managed::ManagedMemoryResource;
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,
 };
+pub use managed_pool::{ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions};
 pub use pinned::PinnedMemoryResource;
 pub use pitched::{
     copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyRegion, PitchedBuffer, PitchedDst,
