@@ -630,7 +630,7 @@ impl GraphExec {
             queue()
         } else {
             let homes: Vec<&Stream> = self.homes.iter().collect();
-            crate::memory::in_stream_order(&homes, stream, queue)
+            crate::order::in_stream_order(&homes, stream, queue)
         };
         // A launch the driver took is the last that may use the extras, even where ordering
         // the homes after it then failed (and this reports that error).

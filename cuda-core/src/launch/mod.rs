@@ -260,7 +260,7 @@ unsafe fn launch_with(
 }
 
 /// A launch that uses buffers ordered on other streams than its own: see
-/// [`in_stream_order`](crate::memory::in_stream_order).
+/// [`in_stream_order`](crate::order::in_stream_order).
 #[cold]
 #[inline(never)]
 fn launch_across(
@@ -276,7 +276,7 @@ fn launch_across(
             }
         }
     }
-    crate::memory::in_stream_order(&homes, stream, queue)
+    crate::order::in_stream_order(&homes, stream, queue)
 }
 
 fn invalid(name: &'static str, reason: String) -> Error {

@@ -59,7 +59,6 @@ mod vmm;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-pub(crate) use crate::order::{in_stream_order, order_homes_after};
 pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 // The core objects, whose public path is the crate root's.
 pub(crate) use buffer::{Buffer, FillPattern, Pod};

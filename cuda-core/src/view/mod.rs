@@ -603,7 +603,7 @@ impl<T: Pod> StridedView<'_, T> {
             Some(home) => &[home],
             None => &[],
         };
-        crate::memory::in_stream_order(homes, stream, || stream.queue_in_context(copy))?;
+        crate::order::in_stream_order(homes, stream, || stream.queue_in_context(copy))?;
         stream.sync_for_host()
     }
 
