@@ -4,13 +4,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::pool::PoolCore;
-use super::small;
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
 use crate::ipc::{BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use crate::lifetime::small;
 use crate::stream::Stream;
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, as a bit of

@@ -51,7 +51,6 @@ mod pointer;
 pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod slice;
-pub(crate) mod small;
 pub(crate) mod span;
 mod sync_resource;
 mod vmm;
