@@ -182,7 +182,7 @@ impl GraphState {
 
 /// Notes `buffer`, used by a node of a graph of `device` (`copy`: by copies only), among
 /// `gated` where its access from `device` can be revoked: memory of another device, or host
-/// memory, of a resource whose access changes ([`MemoryResource::access_gate`]). Memory of
+/// memory, of a resource whose access changes (`memory::Hooks::access_gate`). Memory of
 /// the graph's own device never is (a graph launches only in its own context), so graphs of
 /// their device's memory check nothing at launch.
 pub(super) fn add_gated(

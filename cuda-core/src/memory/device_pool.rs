@@ -100,6 +100,13 @@ impl fmt::Debug for DeviceMemoryResource {
 }
 
 impl DeviceMemoryResource {
+    /// The gate that orders checks of access to its memory before a revocation (see
+    /// `memory::access`).
+    #[inline]
+    pub(crate) fn gate(&self) -> &super::access::AccessGate {
+        &self.gate
+    }
+
     /// The device's default memory pool (`cuDeviceGetDefaultMemPool`).
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn default_pool(device: Device) -> Result<Arc<DeviceMemoryResource>> {
@@ -388,9 +395,5 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         self.core
             .driver
             .mem_pool_get_access(self.core.pool, device.handle())
-    }
-
-    fn access_gate(&self) -> Option<&super::access::AccessGate> {
-        Some(&self.gate)
     }
 }

@@ -98,6 +98,13 @@ fn access_bit(device: Device) -> Option<u64> {
 }
 
 impl PinnedMemoryPool {
+    /// The gate that orders checks of access to its memory before a revocation (see
+    /// `memory::access`).
+    #[inline]
+    pub(crate) fn gate(&self) -> &super::access::AccessGate {
+        &self.gate
+    }
+
     /// A new pool of pinned host memory, made through `device`'s primary context, which gets
     /// read-write access to it; destroyed when the last reference drops (after its buffers,
     /// which hold one).
@@ -359,9 +366,5 @@ unsafe impl MemoryResource for PinnedMemoryPool {
                 .driver
                 .mem_pool_get_access(self.core.pool, device.handle()),
         }
-    }
-
-    fn access_gate(&self) -> Option<&super::access::AccessGate> {
-        Some(&self.gate)
     }
 }

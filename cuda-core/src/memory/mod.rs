@@ -63,6 +63,7 @@ pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 pub(crate) use buffer::{Buffer, FillPattern, Pod};
 pub(crate) use device_pool::DeviceMemoryResource;
 pub(crate) use device_ptr::DevicePtr;
+pub(crate) use hooks::Hooks;
 pub use host_pool::{PinnedMemoryPool, PinnedMemoryPoolOptions};
 pub use managed::ManagedMemoryResource;
 pub use managed::{
@@ -93,6 +94,57 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::lifetime::{is_kept, keep_for_good, PerDevice};
 use crate::stream::Stream;
+
+/// The crate's own questions to a memory resource, kept out of [`MemoryResource`]'s public
+/// contract: only the crate's own resources answer them. The answer is chosen by the
+/// resource's type where that is known, so through `dyn MemoryResource` a question costs one
+/// call, as a method of the trait would.
+mod hooks {
+    use std::any::Any;
+
+    use super::access::AccessGate;
+    use super::foreign::RegisteredVec;
+    use super::{DeviceMemoryResource, MemoryResource, PinnedMemoryPool};
+
+    /// [`MemoryResource`]'s last supertrait, implemented here for every resource: out of
+    /// reach outside the crate, where an implementation neither names nor overrides it.
+    pub trait Hooks {
+        /// The registered vector this resource is (`Buffer::from_host_vec`), for
+        /// `Buffer::into_host_vec`.
+        fn registered_vec(&self) -> Option<&RegisteredVec>
+        where
+            Self: 'static;
+
+        /// The gate that orders this memory's access checks before a revocation of access:
+        /// a device pool's or a pinned pool's, whose access can change.
+        fn access_gate(&self) -> Option<&AccessGate>
+        where
+            Self: 'static;
+    }
+
+    impl<T: MemoryResource> Hooks for T {
+        #[inline]
+        fn registered_vec(&self) -> Option<&RegisteredVec>
+        where
+            Self: 'static,
+        {
+            (self as &dyn Any).downcast_ref()
+        }
+
+        #[inline]
+        fn access_gate(&self) -> Option<&AccessGate>
+        where
+            Self: 'static,
+        {
+            let any: &dyn Any = self;
+            if let Some(pool) = any.downcast_ref::<DeviceMemoryResource>() {
+                return Some(pool.gate());
+            }
+            any.downcast_ref::<PinnedMemoryPool>()
+                .map(PinnedMemoryPool::gate)
+        }
+    }
+}
 
 /// The devices' default resources: each slot points to the resource set last (made on first
 /// use: the device's default pool, or synchronous allocation), in a box that is never freed,
