@@ -1,19 +1,17 @@
 //! Kernel arguments, for launches and graph nodes alike: [`DeviceRepr`] values, and the one
-//! sealed [`Arg`](sealed::Arg) every kind of argument implements in its own file (a buffer and
-//! a value here; a strided view, a tensor map, a texture, a surface and a conditional handle
-//! beside their types). [`KernelArg`] and [`GraphArg`] say which kinds a launch and a graph
-//! node take.
+//! sealed [`Arg`](sealed::Arg) every kind of argument implements in its own file (a value
+//! here; a buffer, a slice, a strided view, a tensor map, a texture, a surface and a
+//! conditional handle beside their types, each made a [`KernelArg`] with [`wrapper_arg!`]).
+//! [`KernelArg`] and [`GraphArg`] say which kinds a launch and a graph node take. This layer
+//! sits below memory: it names no buffer.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
-use crate::memory::buffer::Buffer;
-use crate::memory::device_ptr::DevicePtr;
 use crate::stream::Stream;
 
 /// A value passed to a kernel by copy: `#[repr(C)]` plain data whose layout matches the
 /// kernel's parameter type. Integers, floats, `bool` (C++'s one-byte `bool`), arrays of them
-/// and [`DevicePtr`] implement it,
+/// and [`DevicePtr`](crate::DevicePtr) implement it,
 /// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
 /// `__nv_bfloat16`).
 ///
@@ -44,11 +42,8 @@ unsafe impl DeviceRepr for bool {}
 // SAFETY: a C array of plain data is plain data, laid out alike.
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 
-// SAFETY: a device address passes as a pointer-sized parameter.
-unsafe impl DeviceRepr for DevicePtr {}
-
 /// Anything that can be a kernel argument of [`launch`](crate::launch): [`DeviceRepr`]
-/// values, [`Buffer`]s and `Arc<Buffer>`s (passed as their device address), slices of them
+/// values, [`Buffer`](crate::Buffer)s and `Arc<Buffer>`s (passed as their device address), slices of them
 /// ([`BufferSlice`](crate::memory::BufferSlice), [`BufferSliceMut`](crate::memory::BufferSliceMut), [`SharedSlice`](crate::memory::SharedSlice): the address of their first byte,
 /// `d_data + 256` in CUDA C), a [`PitchedBuffer`](crate::memory::PitchedBuffer) or a
 /// virtual-memory [`Mapping`](crate::memory::Mapping) (its first byte's address), graph
@@ -60,8 +55,6 @@ unsafe impl DeviceRepr for DevicePtr {}
 pub trait KernelArg: sealed::Arg {}
 
 impl<T: DeviceRepr> KernelArg for T {}
-impl KernelArg for Buffer {}
-impl KernelArg for Arc<Buffer> {}
 
 /// A kernel argument of a graph node: a [`DeviceRepr`] value (copied into the node), an
 /// `Arc<Buffer>` or a [`SharedSlice`](crate::memory::SharedSlice) of one (passed as its address, and kept alive by the
@@ -71,13 +64,11 @@ impl KernelArg for Arc<Buffer> {}
 pub trait GraphArg: sealed::Arg {}
 
 impl<T: DeviceRepr> GraphArg for T {}
-impl GraphArg for Arc<Buffer> {}
 
 pub(crate) mod sealed {
+    use std::any::Any;
     use std::ffi::c_void;
-    use std::sync::Arc;
 
-    use crate::memory::buffer::Buffer;
     use crate::stream::Stream;
 
     /// Where an argument's bytes are and how many, and for memory ordered on a stream that
@@ -94,8 +85,10 @@ pub(crate) mod sealed {
     pub trait Arg {
         /// The bytes the kernel gets, and the stream the memory behind them is ordered on.
         fn arg(&self) -> ArgBytes<'_>;
-        /// The buffer a graph node keeps alive (and checks is usable from its device).
-        fn buffer(&self) -> Option<&Arc<Buffer>> {
+        /// The buffer a graph node keeps alive (and checks is usable from its device): an
+        /// `Arc<Buffer>`, which the graph downcasts (this layer, below memory, names no
+        /// buffer).
+        fn buffer(&self) -> Option<&dyn Any> {
             None
         }
         /// Anything else a graph must keep alive for the argument (a texture or surface
@@ -107,6 +100,44 @@ pub(crate) mod sealed {
 }
 
 use sealed::{Arg, ArgBytes};
+
+/// Whether `size` is that of a kernel-argument wrapper (a buffer, a slice, a strided view, a
+/// tensor map, a texture or surface object, ...), whose bytes are not itself, so that a
+/// launch's shortcut for plain values ([`arg_bytes`](crate::launch::arg_bytes)) asks it
+/// through the trait instead: asking every argument through the trait object costs 3-5 ns
+/// more on a launch of 16 arguments against the stand-in driver (`standin_overhead`), over
+/// the overhead rule.
+///
+/// A list of sizes, not of types, so that this file names no wrapper: each wrapper's file
+/// checks at compile time that its size is here ([`wrapper_arg!`]). A plain value of one of
+/// these sizes is asked through the trait too, and is still its own bytes.
+#[inline(always)]
+pub(crate) const fn is_wrapper_size(size: usize) -> bool {
+    matches!(size, 8 | 16 | 24 | 32 | 40 | 48 | 144 | 256)
+}
+
+/// Makes a type whose [`Arg`](sealed::Arg) its own file implements a [`KernelArg`], and fails
+/// to compile, in that file, where the type's size is missing from [`is_wrapper_size`]:
+/// `wrapper_arg!(Type)`. A generic type names one of its instances for the size, which must
+/// not depend on the parameters:
+/// `wrapper_arg!(impl<T> View<'_, T>, sized as View<'static, u8>)`.
+macro_rules! wrapper_arg {
+    (impl<$($g:ident),+> $t:ty, sized as $sized:ty) => {
+        impl<$($g),+> $crate::args::KernelArg for $t {}
+        $crate::args::wrapper_arg!(@size $sized);
+    };
+    (@size $t:ty) => {
+        const _: () = assert!(
+            $crate::args::is_wrapper_size(::std::mem::size_of::<$t>()),
+            concat!("the size of `", stringify!($t), "` is missing from args::is_wrapper_size")
+        );
+    };
+    ($t:ty) => {
+        impl $crate::args::KernelArg for $t {}
+        $crate::args::wrapper_arg!(@size $t);
+    };
+}
+pub(crate) use wrapper_arg;
 
 impl<T: DeviceRepr> Arg for T {
     #[inline]
@@ -127,30 +158,5 @@ pub(crate) fn address_arg<'a>(ptr: &'a u64, home: Option<&'a Stream>) -> ArgByte
         ptr: (ptr as *const u64).cast::<c_void>(),
         size: std::mem::size_of::<u64>(),
         home,
-    }
-}
-
-/// An address in `buffer` (its own, or a slice's, at `ptr`), ordered on its deallocation
-/// stream.
-#[inline]
-pub(crate) fn buffer_arg<'a>(ptr: &'a u64, buffer: &'a Buffer) -> ArgBytes<'a> {
-    address_arg(ptr, Some(buffer.deallocation_stream()))
-}
-
-impl Arg for Buffer {
-    #[inline]
-    fn arg(&self) -> ArgBytes<'_> {
-        buffer_arg(self.ptr_ref(), self)
-    }
-}
-
-impl Arg for Arc<Buffer> {
-    #[inline]
-    fn arg(&self) -> ArgBytes<'_> {
-        buffer_arg(self.ptr_ref(), self)
-    }
-
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
-        Some(self)
     }
 }

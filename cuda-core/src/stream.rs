@@ -11,7 +11,7 @@ use crate::driver::{ContextHandle, Driver, StreamHandle};
 use crate::error::{DriverCode, Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::lifetime::current::with_current;
-use crate::memory::small::SmallCache;
+use crate::lifetime::small::SmallCache;
 
 mod calls;
 mod recycle;
@@ -111,7 +111,7 @@ struct StreamInner {
     /// then, the stream ends it (discarding the graph) and is destroyed, not reused.
     capturing: AtomicBool,
     /// Small buffers of the device's default pool freed on this stream (streams made here
-    /// only: see `memory::small`).
+    /// only: see `lifetime::small`).
     small: SmallCache,
     /// The event this stream records for others to wait on ([`Stream::wait_for`]), made on
     /// first use. One is enough: a wait captures the event's last record when it is queued,

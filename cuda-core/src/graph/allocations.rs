@@ -17,7 +17,7 @@ use super::id::GraphNode;
 use super::node::GraphAllocation;
 use crate::driver::{Driver, GraphHandle, GraphNodeHandle};
 use crate::error::{Error, Result};
-use crate::memory::slice::{bounds, Span};
+use crate::memory::span::{bounds, Span};
 use crate::memory::{Buffer, GraphMemory};
 
 /// A range of bytes of a [`GraphAllocation`] ([`GraphAllocation::range`]), as the end of a

@@ -158,7 +158,7 @@ pub struct CapturedAllocation {
 
 // A kernel argument of launches on the capturing streams (and graph nodes): its address,
 // valid in the graph's work between its allocation and its free.
-impl crate::args::KernelArg for CapturedAllocation {}
+crate::args::wrapper_arg!(CapturedAllocation);
 impl crate::args::GraphArg for CapturedAllocation {}
 
 impl crate::args::sealed::Arg for CapturedAllocation {

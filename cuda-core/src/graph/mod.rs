@@ -182,7 +182,7 @@ impl GraphState {
 
 /// Notes `buffer`, used by a node of a graph of `device` (`copy`: by copies only), among
 /// `gated` where its access from `device` can be revoked: memory of another device, or host
-/// memory, of a resource whose access changes ([`MemoryResource::access_gate`]). Memory of
+/// memory, of a resource whose access changes (`memory::Hooks::access_gate`). Memory of
 /// the graph's own device never is (a graph launches only in its own context), so graphs of
 /// their device's memory check nothing at launch.
 pub(super) fn add_gated(
@@ -630,7 +630,7 @@ impl GraphExec {
             queue()
         } else {
             let homes: Vec<&Stream> = self.homes.iter().collect();
-            crate::memory::in_stream_order(&homes, stream, queue)
+            crate::order::in_stream_order(&homes, stream, queue)
         };
         // A launch the driver took is the last that may use the extras, even where ordering
         // the homes after it then failed (and this reports that error).

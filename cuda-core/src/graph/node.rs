@@ -102,7 +102,7 @@ pub struct GraphAllocation {
 
 // A kernel argument (of a graph node, or a launch in the capture that made it): its address,
 // valid in the nodes between its allocation and its free, which the graph keeps.
-impl crate::args::KernelArg for GraphAllocation {}
+crate::args::wrapper_arg!(GraphAllocation);
 impl crate::args::GraphArg for GraphAllocation {}
 
 impl crate::args::sealed::Arg for GraphAllocation {
@@ -152,11 +152,23 @@ impl<'a> KernelArgs<'a> {
         let sizes: Vec<usize> = args.iter().map(|arg| arg.arg().size).collect();
         crate::launch::validate_node(context, config, kernel, &sizes)?;
         let mut buffers = Vec::new();
-        for (index, buffer) in args
+        for (index, kept) in args
             .iter()
             .enumerate()
-            .filter_map(|(index, arg)| arg.buffer().map(|buffer| (index, buffer)))
+            .filter_map(|(index, arg)| arg.buffer().map(|kept| (index, kept)))
         {
+            // Every argument's buffer is an `Arc<Buffer>` (args names none: it sits below
+            // memory); anything else would be this crate's mistake, refused rather than kept
+            // unchecked.
+            let Some(buffer) = kept.downcast_ref::<Arc<Buffer>>() else {
+                return Err(with_index(
+                    Error::InvalidArgument {
+                        name: "args",
+                        reason: "its memory is of no type a graph node knows to keep".to_owned(),
+                    },
+                    index,
+                ));
+            };
             check_buffer(buffer, context, "args").map_err(|e| with_index(e, index))?;
             buffers.push(buffer.clone());
         }

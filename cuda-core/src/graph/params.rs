@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::driver::{CopyNodeInfo, CopySpec, GraphHandle, MemsetSpec};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::memory::slice::Span;
+use crate::memory::span::Span;
 use crate::memory::{Buffer, DevicePtr, FillPattern, GraphMemory, Pod};
 
 /// A fill node's parameters, as the driver holds them (`cuGraphMemsetNodeGetParams`):

@@ -888,7 +888,7 @@ impl Replay {
             exec.launch(stream)?;
         } else {
             let homes: Vec<&Stream> = self.homes.iter().collect();
-            crate::memory::in_stream_order(&homes, stream, || exec.launch(stream))?;
+            crate::order::in_stream_order(&homes, stream, || exec.launch(stream))?;
         }
         self.stats.runs += 1;
         Ok(())

@@ -16,55 +16,23 @@ pub use self::config::{
     LaunchConfig, MemorySyncDomain,
 };
 
+use crate::args::is_wrapper_size;
 use crate::args::sealed::ArgBytes;
 pub(crate) use crate::args::KernelArg;
 
-/// Whether `size` is that of an argument whose bytes are not itself (a buffer, a strided
-/// view, a tensor map, a texture or surface object), which [`arg_bytes`] must ask through the
-/// trait. This is the launch's own shortcut, and the one place that names every wrapper
-/// kind: asking every argument through the trait object costs 3-5 ns more on a launch of 16
-/// arguments against the stand-in driver (`standin_overhead`), over the overhead rule.
-#[inline(always)]
-pub(crate) const fn is_wrapper_size(size: usize) -> bool {
-    size == std::mem::size_of::<crate::memory::buffer::Buffer>()
-        || size == std::mem::size_of::<std::sync::Arc<crate::memory::buffer::Buffer>>()
-        || size == std::mem::size_of::<crate::memory::BufferSlice<'static>>()
-        || size == std::mem::size_of::<crate::memory::SharedSlice>()
-        || size == std::mem::size_of::<crate::memory::PitchedBuffer>()
-        || size == std::mem::size_of::<crate::memory::Mapping>()
-        // A graph allocation's (a captured allocation's is a slice's): named by the unit
-        // test below, since naming them here would close an import circle.
-        || size == 5 * std::mem::size_of::<u64>()
-        || size == std::mem::size_of::<crate::view::StridedView<'static, u8>>()
-        || size == std::mem::size_of::<crate::tensor_map::TensorMap>()
-        || size == std::mem::size_of::<crate::texture::Texture>()
-        || size == std::mem::size_of::<crate::texture::Surface>()
-}
-
-/// An argument's bytes and their count. A [`DeviceRepr`] value is its own bytes, so where the
-/// trait object's size (read from its vtable, no call) is the parameter's, its address is the
-/// answer; a buffer, a strided view, a tensor map, a texture or surface object (whose own
-/// sizes are not their arguments': see [`is_wrapper_size`]) and anything else ask through the
-/// trait object.
+/// An argument's bytes and their count. A [`DeviceRepr`](crate::DeviceRepr) value is its own
+/// bytes, so where the trait object's size (read from its vtable, no call) is the parameter's,
+/// its address is the answer; a wrapper (whose own size is not its argument's: see
+/// [`is_wrapper_size`]) and anything else ask through the trait object.
 #[inline(always)]
 pub(crate) fn arg_bytes(arg: &dyn KernelArg, wanted: Option<usize>) -> ArgBytes<'_> {
     let own = std::mem::size_of_val(arg);
     if wanted == Some(own) && !is_wrapper_size(own) {
-        // Only DeviceRepr values have any other size (KernelArg is sealed; a view's size does
-        // not depend on its element type), and their bytes are themselves.
-        let ptr = (arg as *const dyn KernelArg).cast();
-        // Checked in debug builds: a wrapper argument added without its size in
-        // `is_wrapper_size` fails every test that passes it where its own size is wanted.
-        debug_assert!(
-            {
-                let asked = arg.arg();
-                asked.ptr == ptr && asked.size == own && asked.home.is_none()
-            },
-            "a kernel argument of {own} bytes is not its own bytes: add its type to \
-             is_wrapper_size"
-        );
+        // Only DeviceRepr values have any other size (KernelArg is sealed, and every wrapper's
+        // size is checked to be in the list where it is made one), and their bytes are
+        // themselves.
         ArgBytes {
-            ptr,
+            ptr: (arg as *const dyn KernelArg).cast(),
             size: own,
             home: None,
         }
@@ -292,7 +260,7 @@ unsafe fn launch_with(
 }
 
 /// A launch that uses buffers ordered on other streams than its own: see
-/// [`in_stream_order`](crate::memory::in_stream_order).
+/// [`in_stream_order`](crate::order::in_stream_order).
 #[cold]
 #[inline(never)]
 fn launch_across(
@@ -308,7 +276,7 @@ fn launch_across(
             }
         }
     }
-    crate::memory::in_stream_order(&homes, stream, queue)
+    crate::order::in_stream_order(&homes, stream, queue)
 }
 
 fn invalid(name: &'static str, reason: String) -> Error {
@@ -649,7 +617,7 @@ fn wrong_size(kernel: &Kernel, index: usize, size: usize, wanted: usize) -> Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{Buffer, DevicePtr};
+    use crate::DevicePtr;
 
     fn addr<T>(value: &T) -> *const c_void {
         (value as *const T).cast()
@@ -705,18 +673,6 @@ mod tests {
     }
 
     #[test]
-    fn graph_allocations_are_asked_through_the_trait() {
-        // Catches a graph allocation's size missing from the list: a launch would pass its
-        // bytes (its node first) where its address is wanted.
-        assert!(is_wrapper_size(std::mem::size_of::<
-            crate::graph::GraphAllocation,
-        >()));
-        assert!(is_wrapper_size(std::mem::size_of::<
-            crate::graph::CapturedAllocation,
-        >()));
-    }
-
-    #[test]
     fn launch_shapes_past_u64_are_none_not_wrapped() {
         let huge = LaunchConfig::new([1, 1, 1], [4_194_304; 3]);
         // 2^66 threads: wrapped, the product would be 0 and pass any limit.
@@ -740,9 +696,15 @@ mod tests {
         assert_eq!(bytes(arg_bytes(&n, None)), (addr(&n), 4));
         let d = DevicePtr(0x1000);
         assert_eq!(bytes(arg_bytes(&d, Some(8))), (addr(&d), 8));
-        // A value as large as a Buffer goes through the trait, and still is itself.
-        let big = [3u8; std::mem::size_of::<Buffer>()];
-        let size = std::mem::size_of::<Buffer>();
-        assert_eq!(bytes(arg_bytes(&big, Some(size))), (addr(&big), size));
+        // A value as large as a wrapper goes through the trait, and still is itself.
+        const SIZE: usize = {
+            let mut size = std::mem::size_of::<u64>() + 1;
+            while !is_wrapper_size(size) {
+                size += 1;
+            }
+            size
+        };
+        let big = [3u8; SIZE];
+        assert_eq!(bytes(arg_bytes(&big, Some(SIZE))), (addr(&big), SIZE));
     }
 }

@@ -11,6 +11,8 @@
 //! - [`ContextCore`]: a context's handle and what releases it, primary or green.
 //! - [`current`]: making a context current around a driver call and restoring the caller's.
 //! - [`ipc_registry`]: the interprocess events this process opened, one open per handle.
+//! - [`small`]: the small buffers of a device's default pool that a stream keeps for its next
+//!   allocations of their size.
 //!
 //! The hot paths read this layer after a driver call has pushed their data out of the CPU's
 //! nearest cache, so it keeps their chains of dependent loads short: the primary context's
@@ -24,6 +26,7 @@ mod held;
 pub(crate) mod ipc_registry;
 pub(crate) mod recycle;
 pub(crate) mod registry;
+pub(crate) mod small;
 
 pub(crate) use self::context::{ContextCore, ContextKind};
 pub(crate) use self::held::{is_kept, keep_for_good, Held};

@@ -18,9 +18,8 @@ use crate::device::Device;
 use crate::error::Result;
 
 /// The gate of one resource's memory (see the module's documentation). Public in name only,
-/// for [`MemoryResource::access_gate`](crate::MemoryResource::access_gate); it has no public
+/// for `memory::Hooks::access_gate` (out of reach outside the crate); it has no public
 /// methods.
-#[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct AccessGate {
     /// Operations between their check and the queueing of their work.

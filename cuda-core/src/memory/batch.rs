@@ -6,9 +6,10 @@ use std::mem::size_of_val;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::managed::MemoryLocation;
-use super::{in_stream_order, Buffer, Pod};
+use super::{Buffer, Pod};
 use crate::driver::{MemLocation, MemcpyAttributes};
 use crate::error::{Error, Result};
+use crate::order::in_stream_order;
 use crate::stream::Stream;
 
 /// How the copies of a batch may read their sources (`CUmemcpySrcAccessOrder`); the

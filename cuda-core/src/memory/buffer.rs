@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::slice::sealed::Region;
 use super::slice::{CopyDestination, CopySource};
 use super::{DevicePtr, MemoryResource};
+use crate::args::sealed::{Arg, ArgBytes};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::lifetime::Held;
@@ -139,6 +140,37 @@ pub struct Buffer {
     /// Uncounted for a resource the process keeps for good (a device's default resource).
     resource: Held<dyn MemoryResource>,
     stream: Stream,
+}
+
+// Kernel arguments: the buffer's address, ordered on its deallocation stream; an
+// `Arc<Buffer>` is a graph node's too, which keeps it alive.
+crate::args::wrapper_arg!(Buffer);
+crate::args::wrapper_arg!(Arc<Buffer>);
+impl crate::args::GraphArg for Arc<Buffer> {}
+
+/// An address in `buffer` (its own, or a slice's, at `ptr`), ordered on its deallocation
+/// stream.
+#[inline]
+pub(crate) fn buffer_arg<'a>(ptr: &'a u64, buffer: &'a Buffer) -> ArgBytes<'a> {
+    crate::args::address_arg(ptr, Some(buffer.deallocation_stream()))
+}
+
+impl Arg for Buffer {
+    #[inline]
+    fn arg(&self) -> ArgBytes<'_> {
+        buffer_arg(self.ptr_ref(), self)
+    }
+}
+
+impl Arg for Arc<Buffer> {
+    #[inline]
+    fn arg(&self) -> ArgBytes<'_> {
+        buffer_arg(self.ptr_ref(), self)
+    }
+
+    fn buffer(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 impl fmt::Debug for Buffer {

@@ -4,13 +4,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::pool::PoolCore;
-use super::small;
 use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{PoolHandle, PoolLocation, PoolSpec};
 use crate::error::{Error, Result};
 use crate::ipc::{BufferDescriptor, PoolIdentity, SharedPoolHandle};
+use crate::lifetime::small;
 use crate::stream::Stream;
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, as a bit of
@@ -100,6 +100,13 @@ impl fmt::Debug for DeviceMemoryResource {
 }
 
 impl DeviceMemoryResource {
+    /// The gate that orders checks of access to its memory before a revocation (see
+    /// `memory::access`).
+    #[inline]
+    pub(crate) fn gate(&self) -> &super::access::AccessGate {
+        &self.gate
+    }
+
     /// The device's default memory pool (`cuDeviceGetDefaultMemPool`).
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn default_pool(device: Device) -> Result<Arc<DeviceMemoryResource>> {
@@ -388,9 +395,5 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         self.core
             .driver
             .mem_pool_get_access(self.core.pool, device.handle())
-    }
-
-    fn access_gate(&self) -> Option<&super::access::AccessGate> {
-        Some(&self.gate)
     }
 }

@@ -27,6 +27,9 @@ impl DevicePtr {
     }
 }
 
+// SAFETY: a device address passes as a pointer-sized parameter.
+unsafe impl crate::args::DeviceRepr for DevicePtr {}
+
 impl fmt::Debug for DevicePtr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DevicePtr({:#x})", self.0)

@@ -201,7 +201,9 @@ const HOST_REGISTER_FLAGS: u32 = 1 | 2;
 /// resource of the one buffer over it, which unregisters it, then drops the vector, once the
 /// buffer is freed and its deallocation stream's work is done (or gives it back:
 /// [`Buffer::into_host_vec`]).
-struct RegisteredVec {
+///
+/// Public in name only, for `memory::Hooks::registered_vec` (out of reach outside the crate).
+pub struct RegisteredVec {
     ptr: u64,
     /// The context it was registered in.
     context: crate::context::Context,
@@ -278,10 +280,6 @@ unsafe impl MemoryResource for RegisteredVec {
     fn is_private_host_memory(&self) -> bool {
         // A vector of this process's heap, which no other process maps.
         true
-    }
-
-    fn registered_vec(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 
     fn device(&self) -> Option<Device> {
@@ -412,10 +410,7 @@ impl Buffer {
     #[doc(alias = "cuMemHostUnregister")]
     pub fn into_host_vec<T: super::Pod>(self) -> std::result::Result<Vec<T>, (Error, Buffer)> {
         let resource = std::sync::Arc::clone(self.memory_resource());
-        let registered = resource
-            .registered_vec()
-            .and_then(|any| any.downcast_ref::<RegisteredVec>());
-        let Some(registered) = registered else {
+        let Some(registered) = resource.registered_vec() else {
             let e = Error::InvalidArgument {
                 name: "self",
                 reason: "the buffer is not a registered vector's (Buffer::from_host_vec)"

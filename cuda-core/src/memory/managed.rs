@@ -5,12 +5,13 @@ use std::fmt;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
-use super::{check_request, in_stream_order, Buffer, DevicePtr, MemoryResource};
+use super::{check_request, Buffer, DevicePtr, MemoryResource};
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, MemLocation};
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
+use crate::order::in_stream_order;
 use crate::stream::Stream;
 
 /// `CU_DEVICE_CPU`: the host, in the range attributes of the first form.
@@ -369,7 +370,7 @@ pub(crate) fn byte_range(
     size: usize,
     name: &'static str,
 ) -> Result<(usize, usize)> {
-    match super::slice::bounds(range, size) {
+    match super::span::bounds(range, size) {
         (Some(start), Some(end)) if start < end && end <= size => Ok((start, end - start)),
         (Some(start), Some(end)) => Err(Error::InvalidArgument {
             name,

@@ -41,36 +41,36 @@ pub(crate) mod buffer;
 pub(crate) mod device_pool;
 pub(crate) mod device_ptr;
 pub(crate) mod foreign;
+mod host_func;
 mod host_pool;
 mod managed;
+mod managed_pool;
 mod pinned;
 mod pitched;
 mod pointer;
 pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod slice;
-pub(crate) mod small;
+pub(crate) mod span;
 mod sync_resource;
 mod vmm;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-pub(crate) use crate::order::{in_stream_order, order_homes_after};
 pub use batch::{BatchDestination, CopyAttributes, CopyBatch, SrcAccessOrder};
 // The core objects, whose public path is the crate root's.
 pub(crate) use buffer::{Buffer, FillPattern, Pod};
 pub(crate) use device_pool::DeviceMemoryResource;
 pub(crate) use device_ptr::DevicePtr;
-pub use host_pool::{
-    ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions, PinnedMemoryPool,
-    PinnedMemoryPoolOptions,
-};
+pub(crate) use hooks::Hooks;
+pub use host_pool::{PinnedMemoryPool, PinnedMemoryPoolOptions};
 pub use managed::ManagedMemoryResource;
 pub use managed::{
     discard_and_prefetch_batch, discard_batch, prefetch_batch, Advice, ManagedRange,
     MemoryLocation, RangeAttributes,
 };
+pub use managed_pool::{ManagedLocation, ManagedMemoryPool, ManagedMemoryPoolOptions};
 pub use pinned::PinnedMemoryResource;
 pub use pitched::{
     copy_2d, copy_2d_async, copy_3d, copy_3d_async, CopyRegion, PitchedBuffer, PitchedDst,
@@ -94,6 +94,57 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::lifetime::{is_kept, keep_for_good, PerDevice};
 use crate::stream::Stream;
+
+/// The crate's own questions to a memory resource, kept out of [`MemoryResource`]'s public
+/// contract: only the crate's own resources answer them. The answer is chosen by the
+/// resource's type where that is known, so through `dyn MemoryResource` a question costs one
+/// call, as a method of the trait would.
+mod hooks {
+    use std::any::Any;
+
+    use super::access::AccessGate;
+    use super::foreign::RegisteredVec;
+    use super::{DeviceMemoryResource, MemoryResource, PinnedMemoryPool};
+
+    /// [`MemoryResource`]'s last supertrait, implemented here for every resource: out of
+    /// reach outside the crate, where an implementation neither names nor overrides it.
+    pub trait Hooks {
+        /// The registered vector this resource is (`Buffer::from_host_vec`), for
+        /// `Buffer::into_host_vec`.
+        fn registered_vec(&self) -> Option<&RegisteredVec>
+        where
+            Self: 'static;
+
+        /// The gate that orders this memory's access checks before a revocation of access:
+        /// a device pool's or a pinned pool's, whose access can change.
+        fn access_gate(&self) -> Option<&AccessGate>
+        where
+            Self: 'static;
+    }
+
+    impl<T: MemoryResource> Hooks for T {
+        #[inline]
+        fn registered_vec(&self) -> Option<&RegisteredVec>
+        where
+            Self: 'static,
+        {
+            (self as &dyn Any).downcast_ref()
+        }
+
+        #[inline]
+        fn access_gate(&self) -> Option<&AccessGate>
+        where
+            Self: 'static,
+        {
+            let any: &dyn Any = self;
+            if let Some(pool) = any.downcast_ref::<DeviceMemoryResource>() {
+                return Some(pool.gate());
+            }
+            any.downcast_ref::<PinnedMemoryPool>()
+                .map(PinnedMemoryPool::gate)
+        }
+    }
+}
 
 /// The devices' default resources: each slot points to the resource set last (made on first
 /// use: the device's default pool, or synchronous allocation), in a box that is never freed,

@@ -4,10 +4,11 @@
 use std::fmt;
 use std::mem::size_of_val;
 
-use super::{in_stream_order, Buffer, DevicePtr, FillPattern, Pod};
+use super::{Buffer, DevicePtr, FillPattern, Pod};
 use crate::device::Device;
 use crate::driver::{PitchedCopy, PitchedMemory, PitchedSide};
 use crate::error::{Error, Result};
+use crate::order::in_stream_order;
 use crate::stream::Stream;
 
 /// Device memory laid out in rows (`cuMemAllocPitch`): `height` rows of `width` bytes per
@@ -849,7 +850,7 @@ unsafe fn pitched_copy(
 
 // A kernel argument: its first row's address (a pointer parameter), ordered on its
 // deallocation stream as a buffer is; the kernel takes the pitch as a further argument.
-impl crate::args::KernelArg for PitchedBuffer {}
+crate::args::wrapper_arg!(PitchedBuffer);
 
 impl crate::args::sealed::Arg for PitchedBuffer {
     #[inline]

@@ -4,10 +4,27 @@
 //! [`PinnedMemoryPool`](super::PinnedMemoryPool) and [`ManagedMemoryPool`](super::ManagedMemoryPool).
 
 use crate::context::Context;
+use crate::device::Device;
 use crate::driver::{Driver, PoolHandle};
 use crate::error::{Error, Result};
+use crate::info::types::DriverVersion;
 use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
 use crate::memory::buffer::Buffer;
+
+/// The first driver with pools of host memory not bound to a NUMA node
+/// (`CU_MEM_LOCATION_TYPE_HOST`) and of managed memory.
+pub(crate) const HOST_AND_MANAGED_POOLS: DriverVersion = DriverVersion(13000);
+
+/// A device that does not support a kind of pool, named by its attribute.
+pub(crate) fn unsupported(device: Device, what: &str, attribute: &str) -> Error {
+    Error::InvalidArgument {
+        name: "device",
+        reason: format!(
+            "device {} does not support {what} (CU_DEVICE_ATTRIBUTE_{attribute}_SUPPORTED is 0)",
+            device.ordinal()
+        ),
+    }
+}
 
 /// `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES` (an `int`).
 pub(crate) const REUSE_FOLLOW_EVENT_DEPENDENCIES: i32 = 1;

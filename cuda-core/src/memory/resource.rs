@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{access, Buffer, DevicePtr};
+use super::{Buffer, DevicePtr, Hooks};
 use crate::device::Device;
 use crate::error::Result;
 use crate::lifetime::Held;
@@ -34,8 +34,10 @@ use crate::stream::Stream;
 /// - [`is_private_host_memory`](MemoryResource::is_private_host_memory) is `true` only for
 ///   host memory that no other process can write (the default, `false`, is always right);
 /// - [`deallocate`](MemoryResource::deallocate) frees no sooner than the work queued on its
-///   stream before the call is done;
-/// - the methods hidden from these docs (the crate's own) keep their defaults.
+///   stream before the call is done.
+///
+/// Its last bound, `Hooks`, is the crate's own: every sized type has it, and an implementation
+/// writes nothing for it.
 ///
 /// A resource that counts the allocations of another, keeping its promises by passing them on:
 ///
@@ -93,7 +95,7 @@ use crate::stream::Stream;
 ///     fn device(&self) -> Option<Device> { None }
 /// }
 /// ```
-pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
+pub unsafe trait MemoryResource: Send + Sync + fmt::Debug + Hooks {
     /// Allocates `size` bytes, usable by work queued on `stream` after this call; returns the
     /// address.
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<DevicePtr>;
@@ -140,22 +142,6 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// The default, `false`, is always right; `true` is part of this trait's promises.
     fn is_private_host_memory(&self) -> bool {
         false
-    }
-
-    /// The registered vector this resource is (`Buffer::from_host_vec`), for
-    /// `Buffer::into_host_vec`, which downcasts it. Not for implementations outside the crate:
-    /// the default, none, is right for them.
-    #[doc(hidden)]
-    fn registered_vec(&self) -> Option<&dyn std::any::Any> {
-        None
-    }
-
-    /// The gate that orders this memory's access checks before a revocation of access
-    /// (crate resources whose access can change have one). Not for implementations outside
-    /// the crate: the default, none, is right for them.
-    #[doc(hidden)]
-    fn access_gate(&self) -> Option<&access::AccessGate> {
-        None
     }
 }
 

@@ -17,7 +17,7 @@ use crate::driver::nccl::{
 };
 use crate::driver::StreamHandle;
 use crate::error::{Error, Result};
-use crate::memory::slice::sealed::Span;
+use crate::memory::span::Span;
 use crate::stream::Stream;
 
 /// One call, checked, in the neutral form the driver layer takes, with the streams its memory

@@ -464,7 +464,7 @@ impl TensorMap {
     }
 }
 
-impl crate::args::KernelArg for TensorMap {}
+crate::args::wrapper_arg!(TensorMap);
 impl crate::args::GraphArg for TensorMap {}
 
 impl crate::args::sealed::Arg for TensorMap {
@@ -477,7 +477,7 @@ impl crate::args::sealed::Arg for TensorMap {
         }
     }
 
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
+    fn buffer(&self) -> Option<&dyn std::any::Any> {
         Some(&self.buffer)
     }
 }

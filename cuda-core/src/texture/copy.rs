@@ -8,7 +8,8 @@ use std::mem::size_of_val;
 use super::array::Array;
 use crate::driver::{Copy3dSpec, CopyEnd, CopySide};
 use crate::error::{Error, Result};
-use crate::memory::{in_stream_order, Buffer, Pod};
+use crate::memory::{Buffer, Pod};
+use crate::order::in_stream_order;
 use crate::stream::Stream;
 
 /// A box of an array: from `origin` (element, row, slice or layer), `extent` elements, rows

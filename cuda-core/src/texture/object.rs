@@ -716,7 +716,7 @@ impl Texture {
     }
 }
 
-impl crate::args::KernelArg for Texture {}
+crate::args::wrapper_arg!(Texture);
 impl crate::args::GraphArg for Texture {}
 
 impl crate::args::sealed::Arg for Texture {
@@ -729,8 +729,8 @@ impl crate::args::sealed::Arg for Texture {
         }
     }
 
-    fn buffer(&self) -> Option<&Arc<Buffer>> {
-        Texture::buffer(self)
+    fn buffer(&self) -> Option<&dyn std::any::Any> {
+        Texture::buffer(self).map(|buffer| buffer as &dyn std::any::Any)
     }
 
     fn keep(&self) -> Option<Box<dyn Send>> {

@@ -92,7 +92,7 @@ impl Surface {
     }
 }
 
-impl crate::args::KernelArg for Surface {}
+crate::args::wrapper_arg!(Surface);
 impl crate::args::GraphArg for Surface {}
 
 impl crate::args::sealed::Arg for Surface {
@@ -103,10 +103,6 @@ impl crate::args::sealed::Arg for Surface {
             size: std::mem::size_of::<u64>(),
             home: Some(self.object.array.home_stream()),
         }
-    }
-
-    fn buffer(&self) -> Option<&Arc<crate::Buffer>> {
-        None
     }
 
     fn keep(&self) -> Option<Box<dyn Send>> {

@@ -669,7 +669,7 @@ fn ordered_release(consumer: &Stream, home: &Stream) -> bool {
         );
         return false;
     }
-    let Err(first) = crate::memory::order_homes_after(&[home], consumer) else {
+    let Err(first) = crate::order::order_homes_after(&[home], consumer) else {
         return true;
     };
     match consumer.context().sync() {

@@ -603,7 +603,7 @@ impl<T: Pod> StridedView<'_, T> {
             Some(home) => &[home],
             None => &[],
         };
-        crate::memory::in_stream_order(homes, stream, || stream.queue_in_context(copy))?;
+        crate::order::in_stream_order(homes, stream, || stream.queue_in_context(copy))?;
         stream.sync_for_host()
     }
 
@@ -758,7 +758,7 @@ impl<T: Pod> StridedView<'_, T> {
     }
 }
 
-impl<T> crate::args::KernelArg for StridedView<'_, T> {}
+crate::args::wrapper_arg!(impl<T> StridedView<'_, T>, sized as StridedView<'static, u8>);
 
 impl<T> crate::args::sealed::Arg for StridedView<'_, T> {
     #[inline]

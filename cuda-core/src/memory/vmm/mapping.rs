@@ -193,7 +193,7 @@ impl Drop for Mapping {
 
 // A kernel argument: its first byte's address. No stream orders a mapping: the kernel must be
 // done before it is unmapped, which `launch`'s contract asks of raw addresses too.
-impl crate::args::KernelArg for Mapping {}
+crate::args::wrapper_arg!(Mapping);
 
 impl crate::args::sealed::Arg for Mapping {
     #[inline]

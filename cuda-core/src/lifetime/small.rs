@@ -2,7 +2,7 @@
 //! next allocation of their size on that stream: see [`DeviceMemoryResource`]'s "Small
 //! buffers" (the cache lives in each stream made with `create_stream`).
 //!
-//! [`DeviceMemoryResource`]: super::DeviceMemoryResource
+//! [`DeviceMemoryResource`]: crate::DeviceMemoryResource
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
