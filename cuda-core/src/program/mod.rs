@@ -1,7 +1,9 @@
 //! Programs: CUDA C++ source compiled at run time by NVRTC to PTX, cubin or LTO-IR; PTX
 //! assembled into a cubin by the linker, and NVVM IR compiled by libNVVM (see
-//! `sources.rs` for those two). The options are in `options.rs`.
+//! `sources.rs` for those two). The options are in `options.rs`; the headers a C++ program
+//! can reach, which its cache key covers, in `headers.rs`.
 
+mod headers;
 mod options;
 mod sources;
 
@@ -297,11 +299,11 @@ impl Program {
         };
         let options = self.options.resolved()?.with_toolkit_dirs()?;
         let (include_dirs, pre_includes) = options.header_search();
-        let headers =
-            match crate::headers::reached(source, &include_dirs, &pre_includes, &options.headers) {
-                Ok(headers) => headers,
-                Err(why) => return Ok(Err(why)),
-            };
+        let headers = match headers::reached(source, &include_dirs, &pre_includes, &options.headers)
+        {
+            Ok(headers) => headers,
+            Err(why) => return Ok(Err(why)),
+        };
         Ok(Ok(key(
             source,
             &self.name,
@@ -381,7 +383,7 @@ fn key(
     target: CodeType,
     name_expressions: &[&str],
     nvrtc: &str,
-    headers: &crate::headers::Reached,
+    headers: &headers::Reached,
 ) -> CacheKey {
     let mut key = CacheKey::builder()
         .field("source", source.as_bytes())
