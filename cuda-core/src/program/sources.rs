@@ -544,8 +544,9 @@ mod tests {
         use ProgramKind::{NvvmIr, Ptx as PtxProgram};
         const PTX_TAKES: &str =
             "arch, debug, line_info, max_register_count, ptxas_options, no_cache, extra";
+        // In the options table's row order (`device_code_optimize`'s row follows `fmad`'s).
         const NVVM_TAKES: &str =
-            "arch, debug, device_code_optimize, fast_math, ftz, prec_div, prec_sqrt, fmad, extra";
+            "arch, debug, fast_math, ftz, prec_div, prec_sqrt, fmad, device_code_optimize, extra";
         const LINK_TAKES: &str = "line_info, max_register_count, ptxas_options, no_cache";
         assert_eq!(
             reason(sm90().with_fast_math(true), PtxProgram, Cubin),
