@@ -50,7 +50,6 @@ pub mod fuzzing;
 mod global;
 mod graph;
 pub mod guide;
-mod headers;
 mod image;
 pub mod info;
 pub mod ipc;

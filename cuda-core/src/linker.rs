@@ -21,9 +21,8 @@ pub enum LinkerBackend {
     Driver,
 }
 
-// Rows as `crate::options::options_table!` reads them; a new option takes the next `@order`
-// number below `link_time_optimization`'s, whose `-lto` comes last but for `-ptx` (which
-// `to_args` adds after `table_args`).
+// Rows as `crate::options::options_table!` reads them: the arguments come in the order of the
+// rows (and `to_args` adds `-ptx` after them). A new option is one row, before `extra`.
 crate::options::options_table! {
     /// Options of a [`Linker`]. Each typed field is one nvJitLink option (named beside it); the
     /// driver's linker takes those it has a `CUjit_option` for (optimisation level, debug and line
@@ -55,14 +54,14 @@ crate::options::options_table! {
         /// The device to link for: its architecture is the target, and its primary context hosts
         /// the driver's linker. `None` for the current device.
         device: Option<Device>, with_device(Device) => some,
-            @0 |_, _| None::<String>;
+            |_, _| None::<String>;
         /// The target architecture as in `sm_90` without `sm_` (`-arch=sm_<arch>`); `None` for the
         /// device's.
         arch: Option<String>, with_arch(impl Into<String>) => some,
-            @0 |v, _| v.iter().map(|x| format!("-arch=sm_{x}"));
+            |v, _| v.iter().map(|x| format!("-arch=sm_{x}"));
         /// Which linker.
         backend: LinkerBackend, with_backend(LinkerBackend),
-            @0 |_, _| None::<String>;
+            |_, _| None::<String>;
         /// Link with the CUDA device runtime (`libcudadevrt.a`, found as
         /// [`ObjectCode::device_runtime`] says), added as the last input: what a kernel that
         /// launches kernels (dynamic parallelism: `<<<...>>>` in device code, compiled with
@@ -70,87 +69,88 @@ crate::options::options_table! {
         /// Both linkers take it. A device runtime not found fails the link with
         /// [`Error::Link`] naming the places looked at.
         device_runtime: bool, with_device_runtime(bool),
-            @0 |_, _| None::<String>;
+            |_, _| None::<String>;
         /// The optimisation level (`-O<n>`; the driver's `CU_JIT_OPTIMIZATION_LEVEL`). nvJitLink
         /// takes 0 and 3, the driver 0 to 4.
         optimization_level: Option<u32>, with_optimization_level(u32) => some,
-            @7 |v, _| v.iter().map(|x| format!("-O{x}"));
+            |v, _| v.iter().map(|x| format!("-O{x}"));
         /// Debug information (`-g`; `CU_JIT_GENERATE_DEBUG_INFO`).
         debug: bool, with_debug(bool),
-            @1 |v, _| on(*v, "-g");
+            |v, _| on(*v, "-g");
         /// Line information for profilers (`-lineinfo`; `CU_JIT_GENERATE_LINE_INFO`).
         line_info: bool, with_line_info(bool),
-            @2 |v, _| on(*v, "-lineinfo");
+            |v, _| on(*v, "-lineinfo");
         /// A register limit per thread (`-maxrregcount=<n>`; `CU_JIT_MAX_REGISTERS`). The driver
         /// applies it to the PTX it compiles during the link.
         max_registers: Option<u32>, with_max_registers(u32) => some,
-            @8 |v, _| v.iter().map(|x| format!("-maxrregcount={x}"));
+            |v, _| v.iter().map(|x| format!("-maxrregcount={x}"));
         /// Verbose messages, such as ptxas's register counts, in the info log (`-verbose`;
         /// `CU_JIT_LOG_VERBOSE`).
         verbose: bool, with_verbose(bool),
-            @3 |v, _| on(*v, "-verbose");
+            |v, _| on(*v, "-verbose");
         /// Timings in the info log (`-time`; the driver's `CU_JIT_WALL_TIME`, written to the log as
         /// `cuLinkComplete wall time: <ms> ms`).
         time: bool, with_time(bool),
-            @4 |v, _| on(*v, "-time");
+            |v, _| on(*v, "-time");
         /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and PTX output; set it for
         /// inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
         link_time_optimization: bool, with_link_time_optimization(bool),
-            @20 |v, target| on(*v || target == CodeType::Ptx, "-lto");
+            |v, target| on(*v || target == CodeType::Ptx, "-lto");
         /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
         ftz: Option<bool>, with_ftz(bool) => some,
-            @9 |v, _| v.map(|v| format!("-ftz={}", v as u8));
+            |v, _| v.map(|v| format!("-ftz={}", v as u8));
         /// With LTO, IEEE-rounded division (`-prec-div=1` or `=0`). nvJitLink only.
         prec_div: Option<bool>, with_prec_div(bool) => some,
-            @10 |v, _| v.map(|v| format!("-prec-div={}", v as u8));
+            |v, _| v.map(|v| format!("-prec-div={}", v as u8));
         /// With LTO, IEEE-rounded square root (`-prec-sqrt=1` or `=0`). nvJitLink only.
         prec_sqrt: Option<bool>, with_prec_sqrt(bool) => some,
-            @11 |v, _| v.map(|v| format!("-prec-sqrt={}", v as u8));
+            |v, _| v.map(|v| format!("-prec-sqrt={}", v as u8));
         /// With LTO, contract multiplies and adds into fused multiply-adds (`-fma=1` or `=0`).
         /// nvJitLink only.
         fma: Option<bool>, with_fma(bool) => some,
-            @12 |v, _| v.map(|v| format!("-fma={}", v as u8));
+            |v, _| v.map(|v| format!("-fma={}", v as u8));
         /// With LTO, the kernels in use (`-kernels-used=<name>` each); the others may be dropped.
         /// nvJitLink only.
         kernels_used: Vec<String>, with_kernels_used(Vec<String>),
-            @13 |v, _| v.iter().map(|x| format!("-kernels-used={x}"));
+            |v, _| v.iter().map(|x| format!("-kernels-used={x}"));
         /// With LTO, the device variables in use (`-variables-used=<name>` each); with
         /// `optimize_unused_variables` the others may be dropped. nvJitLink only.
         variables_used: Vec<String>, with_variables_used(Vec<String>),
-            @14 |v, _| v.iter().map(|x| format!("-variables-used={x}"));
+            |v, _| v.iter().map(|x| format!("-variables-used={x}"));
         /// With LTO, drop device variables no device code refers to, except `variables_used`
         /// (`-optimize-unused-variables`). nvJitLink only.
         optimize_unused_variables: bool, with_optimize_unused_variables(bool),
-            @5 |v, _| on(*v, "-optimize-unused-variables");
+            |v, _| on(*v, "-optimize-unused-variables");
         /// Options for ptxas, each passed as `-Xptxas=<option>`. nvJitLink only.
         ptxas_options: Vec<String>, with_ptxas_options(Vec<String>),
-            @15 |v, _| v.iter().map(|x| format!("-Xptxas={x}"));
+            |v, _| v.iter().map(|x| format!("-Xptxas={x}"));
         /// With LTO, optimise in up to this many threads (`-split-compile=<n>`; 0: as many as
         /// cores). nvJitLink only.
         split_compile: Option<u32>, with_split_compile(u32) => some,
-            @16 |v, _| v.iter().map(|x| format!("-split-compile={x}"));
+            |v, _| v.iter().map(|x| format!("-split-compile={x}"));
         /// With LTO, the extended split compile, in up to this many threads
         /// (`-split-compile-extended=<n>`). nvJitLink only.
         split_compile_extended: Option<u32>, with_split_compile_extended(u32) => some,
-            @17 |v, _| v.iter().map(|x| format!("-split-compile-extended={x}"));
+            |v, _| v.iter().map(|x| format!("-split-compile-extended={x}"));
         /// With LTO, the least density of a `switch`'s cases, as a percentage (0 to 101), that
         /// makes it a jump table (`-jump-table-density=<n>`; 101, nvJitLink's default, never
         /// does). nvJitLink only.
         jump_table_density: Option<u32>, with_jump_table_density(u32) => some,
-            @18 |v, _| v.iter().map(|x| format!("-jump-table-density={x}"));
+            |v, _| v.iter().map(|x| format!("-jump-table-density={x}"));
         /// Do not use nvJitLink's own cache (`-no-cache`). nvJitLink only. A link that cache
         /// answers has none of the log a real link writes, such as ptxas's `-v` report: set this
         /// where that matters (nvJitLink 12.9 and 13.0 answered from it on a machine with a GPU
         /// driver).
         no_cache: bool, with_no_cache(bool),
-            @6 |v, _| on(*v, "-no-cache");
+            |v, _| on(*v, "-no-cache");
+        // Last: options passed as they are come after the typed ones.
         /// More nvJitLink options, passed as they are after the typed ones. The driver's linker
         /// takes none.
         extra: Vec<String>, with_extra(Vec<String>),
-            @19 |v, _| v.iter().cloned();
+            |v, _| v.iter().cloned();
     }
 
-    /// Every row's arguments for a link to `target`, by order.
+    /// Every row's arguments for a link to `target`, in the order of the rows.
     fn table_args(&self, target: CodeType) -> Vec<String>;
 }
 

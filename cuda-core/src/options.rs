@@ -35,21 +35,22 @@ pub(crate) fn on(set: bool, arg: &str) -> Option<String> {
 /// ```text
 /// /// rustdoc of the field
 /// field: FieldType, with_field(ChainerArg) [=> some],
-///     @order |value, target| arguments [, since (major, minor)] [, for [Taker @place, ...]];
+///     |value, target| arguments [, since (major, minor)] [, for [Taker, ...]];
 /// ```
 ///
 /// - `field: FieldType` is the public field, in the struct's order, with its rustdoc.
 /// - `with_field(ChainerArg) [=> some]` is its chainer, as [`chainers!`] writes it.
-/// - `@order |value, target| arguments` makes its arguments: `value` is `&self.field`, `target`
-///   the [`CodeType`](crate::CodeType) (`_` where unused), and `arguments` any `IntoIterator` of
+/// - `|value, target| arguments` makes its arguments: `value` is `&self.field`, `target` the
+///   [`CodeType`](crate::CodeType) (`_` where unused), and `arguments` any `IntoIterator` of
 ///   `String` (`on(*value, "-flag")` for a `bool` flag, `None::<String>` for a field that makes
-///   none). The arguments function gives every row's arguments by `order`, then by row: `order`
-///   keeps the arguments in the order they always had.
+///   none). The arguments function gives every row's arguments in the order of the rows, so
+///   a new option is one row; where the tool reads two options in turn (a later one undoing an
+///   earlier one), their rows keep that order, and say so.
 /// - `since (major, minor)`, where given, is the first NVRTC that takes the option:
 ///   `check_nvrtc` refuses it on an older one where it makes any argument.
-/// - `for [Taker @place, ...]`, where given, names the lists of fields that take the option
-///   besides the tool (each a variant of the table's `Taker` enum), and its place in each:
-///   `taken_by` gives a list's fields by `place`, then by row.
+/// - `for [Taker, ...]`, where given, names the lists of fields that take the option besides
+///   the tool (each a variant of the table's `Taker` enum): `taken_by` gives a list's fields in
+///   the order of the rows.
 ///
 /// After the struct, the table says what else to write:
 ///
@@ -70,9 +71,9 @@ macro_rules! options_table {
             $(
                 $(#[$doc:meta])*
                 $field:ident: $ty:ty, $method:ident($arg:ty) $(=> $wrap:ident)?,
-                    @$order:literal |$value:tt, $target:tt| $args:expr
+                    |$value:tt, $target:tt| $args:expr
                     $(, since ($major:literal, $minor:literal))?
-                    $(, for [$($taker:ident @$place:literal),+])?;
+                    $(, for [$($taker:ident),+])?;
             )*
         }
         $(#[$args_doc:meta])*
@@ -94,20 +95,18 @@ macro_rules! options_table {
         impl $name {
             $(#[$args_doc])*
             $args_vis fn $args_fn(&self, target: $crate::object_code::CodeType) -> Vec<String> {
-                let mut rows = [$(
-                    ($order, {
-                        let $value = &self.$field;
-                        let $target = target;
-                        $args.into_iter().collect::<Vec<String>>()
-                    }),
-                )*];
-                rows.sort_by_key(|row| row.0);
-                rows.into_iter().flat_map(|row| row.1).collect()
+                let mut args: Vec<String> = Vec::new();
+                $({
+                    let $value = &self.$field;
+                    let $target = target;
+                    args.extend($args);
+                })*
+                args
             }
 
             $crate::options::options_table!(@with [$($takers)?] {
                 $(
-                    $field [$($major, $minor)?] [$($($taker @$place),+)?]
+                    $field [$($major, $minor)?] [$($($taker),+)?]
                         |$value, $target| $args;
                 )*
             });
@@ -119,7 +118,7 @@ macro_rules! options_table {
     }) => {};
     (@with [$takers:ident] {
         $(
-            $field:ident [$($major:literal, $minor:literal)?] [$($taker:ident @$place:literal),*]
+            $field:ident [$($major:literal, $minor:literal)?] [$($taker:ident),*]
                 |$value:tt, $target:tt| $args:expr;
         )*
     }) => {
@@ -163,16 +162,15 @@ macro_rules! options_table {
             set
         }
 
-        /// The fields that `taker` takes, in its order.
+        /// The fields that `taker` takes, in the order of the rows.
         pub(super) fn taken_by(taker: $takers) -> Vec<&'static str> {
-            let mut fields: Vec<(u32, &'static str)> = Vec::new();
+            let mut fields = Vec::new();
             $($(
                 if taker == $takers::$taker {
-                    fields.push(($place, stringify!($field)));
+                    fields.push(stringify!($field));
                 }
             )*)*
-            fields.sort_by_key(|field| field.0);
-            fields.into_iter().map(|field| field.1).collect()
+            fields
         }
     };
 }

@@ -188,6 +188,35 @@ fn a_program_keeps_what_it_was_made_with() {
 }
 
 #[test]
+fn options_nvrtc_reads_in_turn_keep_their_order() {
+    // The arguments follow the options table's rows; these rows are in the order NVRTC needs
+    // (a `-U` undoes an earlier `-D`, the last `-diag-*` naming a number wins, `-I` directories
+    // are searched in turn, and options passed as they are come last), whatever order they
+    // are set in.
+    let args = ProgramOptions::default()
+        .with_extra(vec!["-DE".into()])
+        .with_diag_warn(vec![3])
+        .with_diag_suppress(vec![2])
+        .with_diag_error(vec![1])
+        .with_undefines(vec!["U".into()])
+        .with_include_paths(vec!["/inc".into()])
+        .with_defines(vec![("U".into(), None)])
+        .to_args(CodeType::Ptx);
+    assert_eq!(
+        args,
+        [
+            "-DU",
+            "-I/inc",
+            "-UU",
+            "-diag-error=1",
+            "-diag-suppress=2",
+            "-diag-warn=3",
+            "-DE"
+        ]
+    );
+}
+
+#[test]
 fn option_arguments_are_spelled_for_nvrtc() {
     let options = ProgramOptions::default()
         .with_arch("90a".to_owned())

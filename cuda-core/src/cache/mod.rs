@@ -38,6 +38,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod directory;
 pub(crate) mod entry;
 mod file;
 mod key;

@@ -1,12 +1,17 @@
 //! Programs: CUDA C++ source compiled at run time by NVRTC to PTX, cubin or LTO-IR; PTX
 //! assembled into a cubin by the linker, and NVVM IR compiled by libNVVM (see
-//! `sources.rs` for those two). The options are in `options.rs`.
+//! `sources.rs` for those two). The options are in `options.rs`; the headers a C++ program
+//! can reach, which its cache key covers, in `headers.rs`; the cache key of each kind in
+//! `key.rs`.
 
+mod headers;
+mod key;
 mod options;
 mod sources;
 
 use std::path::PathBuf;
 
+use self::key::Keyed;
 use self::sources::Source;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::driver::{self, NvrtcOutput};
@@ -278,39 +283,14 @@ impl Program {
     /// exact libNVVM (its file, found without loading it where discovery can) and, for a
     /// cubin, the exact linker (nvJitLink's file likewise, or the driver's version).
     pub fn cache_key(&self, target: CodeType, name_expressions: &[&str]) -> Result<CacheKey> {
-        self.key_or_why(target, name_expressions)?
-            .map_err(|reason| Error::Cache {
+        match key::keyed(self, target, name_expressions)? {
+            Keyed::Key(key) => Ok(key),
+            Keyed::Uncacheable(reason) => Err(Error::Cache {
                 path: PathBuf::from(&self.name),
                 reason: format!("this program cannot be cached: {reason}"),
                 source: None,
-            })
-    }
-
-    /// The key, or why the program has none.
-    fn key_or_why(
-        &self,
-        target: CodeType,
-        name_expressions: &[&str],
-    ) -> Result<std::result::Result<CacheKey, String>> {
-        let Source::Cxx(source) = &self.source else {
-            return sources::key(self, target, name_expressions).map(Ok);
-        };
-        let options = self.options.resolved()?.with_toolkit_dirs()?;
-        let (include_dirs, pre_includes) = options.header_search();
-        let headers =
-            match crate::headers::reached(source, &include_dirs, &pre_includes, &options.headers) {
-                Ok(headers) => headers,
-                Err(why) => return Ok(Err(why)),
-            };
-        Ok(Ok(key(
-            source,
-            &self.name,
-            &options,
-            target,
-            name_expressions,
-            &driver::nvrtc_identity()?,
-            &headers,
-        )))
+            }),
+        }
     }
 
     /// Compiles through `cache`: a hit skips the compiler (NVRTC, libNVVM, the linker: it need
@@ -335,9 +315,9 @@ impl Program {
         target: CodeType,
         name_expressions: &[&str],
     ) -> Result<ObjectCode> {
-        let key = match self.key_or_why(target, name_expressions)? {
-            Ok(key) => key,
-            Err(why) => {
+        let key = match key::keyed(self, target, name_expressions)? {
+            Keyed::Key(key) => key,
+            Keyed::Uncacheable(why) => {
                 log_uncacheable(&self.name, &why);
                 return self.compile(target, name_expressions);
             }
@@ -351,8 +331,8 @@ impl Program {
         // Stored only under a key that still holds after the compile: a header changed
         // meanwhile, or NVRTC loaded from elsewhere than its search said, and the output is
         // not the key's.
-        match self.key_or_why(target, name_expressions)? {
-            Ok(after) if after == key => cache.put_code(&key, &code),
+        match key::keyed(self, target, name_expressions)? {
+            Keyed::Key(after) if after == key => cache.put_code(&key, &code),
             _ => log::debug!(
                 "{}: not stored in the cache: its inputs changed while it compiled",
                 self.name
@@ -371,46 +351,6 @@ fn log_uncacheable(name: &str, why: &str) {
         log::warn!("{name} is compiled without its cache: {why}");
         logged.push(entry);
     }
-}
-
-/// The key of one compilation; every field that changes NVRTC's output is in it.
-fn key(
-    source: &str,
-    name: &str,
-    options: &ProgramOptions,
-    target: CodeType,
-    name_expressions: &[&str],
-    nvrtc: &str,
-    headers: &crate::headers::Reached,
-) -> CacheKey {
-    let mut key = CacheKey::builder()
-        .field("source", source.as_bytes())
-        .field("name", name.as_bytes())
-        .field("target", target.extension().as_bytes())
-        .field("arch", options.arch.as_deref().unwrap_or("").as_bytes())
-        .field("nvrtc", nvrtc.as_bytes());
-    // One field per option, expression and header: fields are length-prefixed, so no two
-    // lists give the same key.
-    for arg in options.to_args(target) {
-        key = key.field("option", arg.as_bytes());
-    }
-    for expression in name_expressions {
-        key = key.field("name_expression", expression.as_bytes());
-    }
-    for (path, hash) in &headers.files {
-        let mut field = path.as_os_str().as_encoded_bytes().to_vec();
-        field.extend_from_slice(hash);
-        key = key.field("header", &field);
-    }
-    for name in &headers.unresolved {
-        key = key.field("builtin_header", name.as_bytes());
-    }
-    for (name, contents) in &options.headers {
-        key = key
-            .field("memory_header_name", name.as_bytes())
-            .field("memory_header", contents.as_bytes());
-    }
-    key.finish()
 }
 
 /// The size of NVRTC's heap for creating precompiled headers, in bytes

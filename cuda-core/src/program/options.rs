@@ -11,8 +11,8 @@ use crate::options::on;
 use super::{set_pch_heap_size, Program};
 
 /// The lists of [`ProgramOptions`] fields that the program kinds NVRTC does not compile take,
-/// as the options table's `for` tags give them (in the order `check_kind`'s messages name
-/// them).
+/// as the options table's `for` tags give them (each in the order of the rows, in which
+/// `check_kind`'s messages name them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Taker {
     /// A PTX program: the target, and its link step's.
@@ -40,10 +40,12 @@ fn arch_args(arch: Option<&str>, target: CodeType) -> Vec<String> {
     args
 }
 
-// Rows as `crate::options::options_table!` reads them; a new option takes the next `@order`
-// number, and, where a PTX or NVVM IR program takes it, a `for` tag with the next place in each
-// list (`check_kind` names the lists in that order). The typed options older NVRTCs refuse, `since` the first version that takes them,
-// were found by compiling with each against NVRTC 12.9, 13.0, 13.1, 13.2, 13.4 and 13.5.
+// Rows as `crate::options::options_table!` reads them: the arguments come in the order of the
+// rows, and so do the fields of each `for` list (which `check_kind` names). A new option is one
+// row, with a `for` tag where a PTX or NVVM IR program takes it. Where NVRTC reads options in
+// turn, the rows keep that order, and say so. The typed options older NVRTCs refuse, `since`
+// the first version that takes them, were found by compiling with each against NVRTC 12.9,
+// 13.0, 13.1, 13.2, 13.4 and 13.5.
 crate::options::options_table! {
     /// Compiler options for a [`Program`]. The default targets the current device's architecture
     /// with NVRTC's default C++ dialect.
@@ -82,26 +84,28 @@ crate::options::options_table! {
         /// The architecture, as in `sm_90` without `sm_` (`"90"`, `"90a"`); `None` for the current
         /// device's. PTX targets `compute_<arch>`, cubin and LTO-IR `sm_<arch>`.
         arch: Option<String>, with_arch(impl Into<String>) => some,
-            @0 |v, target| arch_args(v.as_deref(), target), for [Ptx @0, Nvvm @0];
+            |v, target| arch_args(v.as_deref(), target), for [Ptx, Nvvm];
         /// The C++ dialect, such as `"c++17"` (`--std`).
         std: Option<String>, with_std(impl Into<String>) => some,
-            @1 |v, _| v.iter().map(|x| format!("--std={x}"));
+            |v, _| v.iter().map(|x| format!("--std={x}"));
         /// Macro definitions, `-D<name>` or `-D<name>=<value>`.
         defines: Vec<(String, Option<String>)>, with_defines(Vec<(String, Option<String>)>),
-            @2 |v, _| v.iter().map(|(name, value)| match value {
+            |v, _| v.iter().map(|(name, value)| match value {
                 Some(value) => format!("-D{name}={value}"),
                 None => format!("-D{name}"),
             });
+        // Before `extra`: NVRTC searches the `-I` directories in order (as `header_search` and
+        // the cache key's header scan do).
         /// Directories searched for `#include` (`-I`).
         include_paths: Vec<PathBuf>, with_include_paths(Vec<PathBuf>),
-            @3 |v, _| v.iter().map(|p| format!("-I{}", p.display()));
+            |v, _| v.iter().map(|p| format!("-I{}", p.display()));
         /// Headers given in memory, each an include name and its contents (NVRTC's
         /// `nvrtcCreateProgram` header arrays): `#include "name"` or `#include <name>` of the
         /// source, of a header or of `pre_includes` reads the contents given, never a file of
         /// that name. The cache key holds every one of them, name and contents, whether the
         /// source includes it or not. Add one with [`ProgramOptions::with_header`].
         headers: Vec<(String, String)>, with_headers(Vec<(String, String)>),
-            @51 |_, _| None::<String>;
+            |_, _| None::<String>;
         /// Add the CUDA toolkit's include folders after `include_paths`, for sources that
         /// include its headers (`<cooperative_groups.h>`, `<cuda/pipeline>`, `<cuda/barrier>`):
         /// the folder of `cuda_runtime.h` and CCCL's (`include/cccl` in CUDA 13), found as
@@ -130,174 +134,179 @@ crate::options::options_table! {
         /// # Ok::<(), cuda_core::Error>(())
         /// ```
         toolkit_includes: bool, with_toolkit_includes(bool),
-            @52 |_, _| None::<String>;
+            |_, _| None::<String>;
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
-            @4 |v, _| on(*v, "-G"), for [Ptx @1, Nvvm @1];
+            |v, _| on(*v, "-G"), for [Ptx, Nvvm];
         /// Line information for profilers (`-lineinfo`).
         line_info: bool, with_line_info(bool),
-            @5 |v, _| on(*v, "-lineinfo"), for [Ptx @2, Link @0];
+            |v, _| on(*v, "-lineinfo"), for [Ptx, Link];
         /// Fast math (`--use_fast_math`): implies ftz, approximate division and square root, and
         /// fused multiply-add, unless set apart below.
         fast_math: bool, with_fast_math(bool),
-            @6 |v, _| on(*v, "--use_fast_math"), for [Nvvm @3];
+            |v, _| on(*v, "--use_fast_math"), for [Nvvm];
         /// Flush denormals to zero (`--ftz`).
         ftz: Option<bool>, with_ftz(bool) => some,
-            @7 |v, _| v.map(|v| format!("--ftz={v}")), for [Nvvm @4];
+            |v, _| v.map(|v| format!("--ftz={v}")), for [Nvvm];
         /// IEEE-rounded division (`--prec-div`).
         prec_div: Option<bool>, with_prec_div(bool) => some,
-            @8 |v, _| v.map(|v| format!("--prec-div={v}")), for [Nvvm @5];
+            |v, _| v.map(|v| format!("--prec-div={v}")), for [Nvvm];
         /// IEEE-rounded square root (`--prec-sqrt`).
         prec_sqrt: Option<bool>, with_prec_sqrt(bool) => some,
-            @9 |v, _| v.map(|v| format!("--prec-sqrt={v}")), for [Nvvm @6];
+            |v, _| v.map(|v| format!("--prec-sqrt={v}")), for [Nvvm];
         /// Contract multiplies and adds into fused multiply-adds (`--fmad`).
         fmad: Option<bool>, with_fmad(bool) => some,
-            @10 |v, _| v.map(|v| format!("--fmad={v}")), for [Nvvm @7];
+            |v, _| v.map(|v| format!("--fmad={v}")), for [Nvvm];
         /// Relocatable device code (`-rdc=true`), for linking several programs together.
         relocatable_device_code: bool, with_relocatable_device_code(bool),
-            @11 |v, _| on(*v, "-rdc=true");
+            |v, _| on(*v, "-rdc=true");
         /// A register limit per thread (`--maxrregcount`).
         max_register_count: Option<u32>, with_max_register_count(u32) => some,
-            @12 |v, _| v.iter().map(|x| format!("--maxrregcount={x}")), for [Ptx @3, Link @1];
+            |v, _| v.iter().map(|x| format!("--maxrregcount={x}")), for [Ptx, Link];
         /// Device code optimisation with `debug` (`-dopt=on`).
         device_code_optimize: bool, with_device_code_optimize(bool),
-            @13 |v, _| on(*v, "-dopt=on"), for [Nvvm @2];
+            |v, _| on(*v, "-dopt=on"), for [Nvvm];
         /// Options for ptxas, each passed as `--ptxas-options=<option>` (such as `-v`, whose
         /// register report lands in the compile log).
         ptxas_options: Vec<String>, with_ptxas_options(Vec<String>),
-            @31 |v, _| v.iter().map(|x| format!("--ptxas-options={x}")), for [Ptx @4, Link @2];
+            |v, _| v.iter().map(|x| format!("--ptxas-options={x}")), for [Ptx, Link];
         /// Extensible whole-program mode (`-ewp`).
         extensible_whole_program: bool, with_extensible_whole_program(bool),
-            @14 |v, _| on(*v, "-ewp");
+            |v, _| on(*v, "-ewp");
         /// More aggressive vectorisation (`--extra-device-vectorization`).
         extra_device_vectorization: bool, with_extra_device_vectorization(bool),
-            @15 |v, _| on(*v, "--extra-device-vectorization");
+            |v, _| on(*v, "--extra-device-vectorization");
         /// With an LTO-IR target, also generate optimised LTO-IR (`-gen-opt-lto`).
         gen_opt_lto: bool, with_gen_opt_lto(bool),
-            @16 |v, _| on(*v, "-gen-opt-lto");
+            |v, _| on(*v, "-gen-opt-lto");
+        // After `defines`: NVRTC reads `-D` and `-U` in turn, so a `-U` before a `-D` of the
+        // same name would not undo it (tried with NVRTC 12.9 and 13.5).
         /// Macros undefined (`-U<name>`), after `defines`.
         undefines: Vec<String>, with_undefines(Vec<String>),
-            @32 |v, _| v.iter().map(|x| format!("-U{x}"));
+            |v, _| v.iter().map(|x| format!("-U{x}"));
         /// Headers included before the source (`--pre-include=<header>`); followed by the cache
         /// key's header scan like the source's own includes.
         pre_includes: Vec<String>, with_pre_includes(Vec<String>),
-            @33 |v, _| v.iter().map(|x| format!("--pre-include={x}"));
+            |v, _| v.iter().map(|x| format!("--pre-include={x}"));
         /// Do not search the source's own directory for quoted includes (`-no-source-include`).
         no_source_include: bool, with_no_source_include(bool),
-            @17 |v, _| on(*v, "-no-source-include");
+            |v, _| on(*v, "-no-source-include");
         /// Whether `std::move` and `std::forward` are built in (`-builtin-move-forward`).
         builtin_move_forward: Option<bool>, with_builtin_move_forward(bool) => some,
-            @34 |v, _| v.map(|v| format!("-builtin-move-forward={v}"));
+            |v, _| v.map(|v| format!("-builtin-move-forward={v}"));
         /// Whether `std::initializer_list` is built in (`-builtin-initializer-list`).
         builtin_initializer_list: Option<bool>, with_builtin_initializer_list(bool) => some,
-            @35 |v, _| v.map(|v| format!("-builtin-initializer-list={v}"));
+            |v, _| v.map(|v| format!("-builtin-initializer-list={v}"));
         /// No warnings at all (`-w`).
         disable_warnings: bool, with_disable_warnings(bool),
-            @18 |v, _| on(*v, "-w");
+            |v, _| on(*v, "-w");
         /// Kernel pointer parameters are `__restrict__` (`-restrict`).
         restrict: bool, with_restrict(bool),
-            @19 |v, _| on(*v, "-restrict");
+            |v, _| on(*v, "-restrict");
         /// Functions without an execution space are `__device__` (`-default-device`).
         device_as_default_execution_space: bool, with_device_as_default_execution_space(bool),
-            @20 |v, _| on(*v, "-default-device");
+            |v, _| on(*v, "-default-device");
         /// `__int128` in device code (`-device-int128`).
         device_int128: bool, with_device_int128(bool),
-            @21 |v, _| on(*v, "-device-int128");
+            |v, _| on(*v, "-device-int128");
         /// Optimisation remarks in the log, such as `"inline"` (`-opt-info=<kind>`). NVRTC 12.9
         /// and 13 keep this for every later compile of the process, with or without it.
         optimization_info: Option<String>, with_optimization_info(impl Into<String>) => some,
-            @41 |v, _| v.iter().map(|x| format!("-opt-info={x}"));
+            |v, _| v.iter().map(|x| format!("-opt-info={x}"));
         /// Diagnostics without their numbers (`-no-err-no`).
         no_display_error_number: bool, with_no_display_error_number(bool),
-            @22 |v, _| on(*v, "-no-err-no");
+            |v, _| on(*v, "-no-err-no");
+        // The three `-diag-*` rows in this order: for a number named by more than one, NVRTC
+        // keeps the last (their place beside `-Werror` changes nothing; tried with NVRTC 13.5).
         /// Diagnostic numbers made errors (`-diag-error=<n>`).
         diag_error: Vec<u32>, with_diag_error(Vec<u32>),
-            @42 |v, _| v.iter().map(|x| format!("-diag-error={x}"));
+            |v, _| v.iter().map(|x| format!("-diag-error={x}"));
         /// Diagnostic numbers suppressed (`-diag-suppress=<n>`).
         diag_suppress: Vec<u32>, with_diag_suppress(Vec<u32>),
-            @43 |v, _| v.iter().map(|x| format!("-diag-suppress={x}"));
+            |v, _| v.iter().map(|x| format!("-diag-suppress={x}"));
         /// Diagnostic numbers made warnings (`-diag-warn=<n>`).
         diag_warn: Vec<u32>, with_diag_warn(Vec<u32>),
-            @44 |v, _| v.iter().map(|x| format!("-diag-warn={x}"));
+            |v, _| v.iter().map(|x| format!("-diag-warn={x}"));
         /// Every warning an error (`-Werror=all-warnings`; NVRTC 13.1 and newer).
         warnings_as_errors: bool, with_warnings_as_errors(bool),
-            @23 |v, _| on(*v, "-Werror=all-warnings"), since (13, 1);
+            |v, _| on(*v, "-Werror=all-warnings"), since (13, 1);
         /// Write the compile's phase timings, as CSV, to this file (`-time=<file>`). A cache hit
         /// writes nothing.
         time: Option<PathBuf>, with_time(impl Into<PathBuf>) => some,
-            @45 |v, _| v.iter().map(|p| format!("-time={}", p.display()));
+            |v, _| v.iter().map(|p| format!("-time={}", p.display()));
         /// Write a Chrome trace of the compile (`-fdevice-time-trace=<file>`). NVRTC 13 writes it
         /// to the name with `.json` appended; NVRTC 12.9 writes a PTX compile's to the name as
         /// given, and its ptxas fails a cubin compile (it looks for the name with `.json`).
         device_time_trace: Option<PathBuf>, with_device_time_trace(impl Into<PathBuf>) => some,
-            @46 |v, _| v.iter().map(|p| format!("-fdevice-time-trace={}", p.display()));
+            |v, _| v.iter().map(|p| format!("-fdevice-time-trace={}", p.display()));
         /// Compile in up to this many threads (`-split-compile=<n>`; 0: as many as cores).
         split_compile: Option<u32>, with_split_compile(u32) => some,
-            @47 |v, _| v.iter().map(|x| format!("-split-compile={x}"));
+            |v, _| v.iter().map(|x| format!("-split-compile={x}"));
         /// Faster compiles at less optimisation (`-Ofc=<level>`).
         fast_compile: Option<FastCompile>, with_fast_compile(FastCompile) => some,
-            @48 |v, _| v.map(|level| format!("-Ofc={}", level.arg()));
+            |v, _| v.map(|level| format!("-Ofc={}", level.arg()));
         /// Leave out the headers NVRTC includes by default, for a faster compile (`-minimal`).
         minimal: bool, with_minimal(bool),
-            @24 |v, _| on(*v, "-minimal");
+            |v, _| on(*v, "-minimal");
         /// Do not use NVRTC's own cache of compiled programs (`--no-cache`; NVRTC 12.9 and
         /// newer). A compile that cache answers has none of the log a real compile writes, such as
         /// the ptxas report of `ptxas_options` `-v` or the remarks of `optimization_info`: set this
         /// where those matter (NVRTC 12.9 answered from it on a machine with a GPU driver).
         no_cache: bool, with_no_cache(bool),
-            @25 |v, _| on(*v, "--no-cache"), for [Ptx @5, Link @3];
+            |v, _| on(*v, "--no-cache"), for [Ptx, Link];
         /// The seed for names NVRTC makes up, for reproducible output (`-frandom-seed=<s>`).
         random_seed: Option<String>, with_random_seed(impl Into<String>) => some,
-            @49 |v, _| v.iter().map(|x| format!("-frandom-seed={x}"));
+            |v, _| v.iter().map(|x| format!("-frandom-seed={x}"));
         /// Stack canaries in device code (`-device-stack-protector`).
         device_stack_protector: Option<bool>, with_device_stack_protector(bool) => some,
-            @36 |v, _| v.map(|v| format!("-device-stack-protector={v}"));
+            |v, _| v.map(|v| format!("-device-stack-protector={v}"));
         /// Let the kernel change the stack limit (`--modify-stack-limit`).
         modify_stack_limit: Option<bool>, with_modify_stack_limit(bool) => some,
-            @37 |v, _| v.map(|v| format!("--modify-stack-limit={v}"));
+            |v, _| v.map(|v| format!("--modify-stack-limit={v}"));
         /// Warn where members are initialised in another order than declared (`-Wreorder`;
         /// NVRTC 13.1 and newer).
         warn_reorder: bool, with_warn_reorder(bool),
-            @26 |v, _| on(*v, "-Wreorder"), since (13, 1);
+            |v, _| on(*v, "-Wreorder"), since (13, 1);
         /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
         /// source includes first, or uses one it made before for the same ones, in `pch_dir`;
         /// where that is not given, in `$XDG_CACHE_HOME/cuda-core/pch` (else
         /// `$HOME/.cache/cuda-core/pch`, made `0700`), never in the working directory, where
         /// NVRTC would otherwise put it.
         pch: bool, with_pch(bool),
-            @27 |v, _| on(*v, "-pch");
+            |v, _| on(*v, "-pch");
         /// Create a precompiled header of the headers the source includes first, in this file
         /// (`-create-pch=<file>`). Where NVRTC cannot (its PCH heap too small, say), the compile
         /// still succeeds and its log says why, with the heap size needed (see
         /// [`set_pch_heap_size`]).
         create_pch: Option<PathBuf>, with_create_pch(impl Into<PathBuf>) => some,
-            @28 |v, _| v.iter().map(|p| format!("-create-pch={}", p.display()));
+            |v, _| v.iter().map(|p| format!("-create-pch={}", p.display()));
         /// Use this precompiled header (`-use-pch=<file>`), made with `create_pch` for the same
         /// headers by the same NVRTC; a file that does not fit is a warning, and the headers are
         /// read as usual.
         use_pch: Option<PathBuf>, with_use_pch(impl Into<PathBuf>) => some,
-            @29 |v, _| v.iter().map(|p| format!("-use-pch={}", p.display()));
+            |v, _| v.iter().map(|p| format!("-use-pch={}", p.display()));
         /// Where automatic precompiled headers are written and looked for (`-pch-dir=<dir>`):
         /// made `0700` if missing, and refused at compile time ([`Error::InvalidArgument`]) unless
         /// the effective user owns it and no one else can write it, since NVRTC loads what it finds
         /// there.
         pch_dir: Option<PathBuf>, with_pch_dir(impl Into<PathBuf>) => some,
-            @30 |v, _| v.iter().map(|p| format!("-pch-dir={}", p.display()));
+            |v, _| v.iter().map(|p| format!("-pch-dir={}", p.display()));
         /// Whether the log says why a precompiled header was not created or used
         /// (`-pch-verbose`).
         pch_verbose: Option<bool>, with_pch_verbose(bool) => some,
-            @38 |v, _| v.map(|v| format!("-pch-verbose={v}"));
+            |v, _| v.map(|v| format!("-pch-verbose={v}"));
         /// Whether the log says when a precompiled header is created or used (`-pch-messages`;
         /// on by default).
         pch_messages: Option<bool>, with_pch_messages(bool) => some,
-            @39 |v, _| v.map(|v| format!("-pch-messages={v}"));
+            |v, _| v.map(|v| format!("-pch-messages={v}"));
         /// Instantiate the headers' templates into the precompiled header
         /// (`-instantiate-templates-in-pch`).
         instantiate_templates_in_pch: Option<bool>, with_instantiate_templates_in_pch(bool) => some,
-            @40 |v, _| v.map(|v| format!("-instantiate-templates-in-pch={v}"));
+            |v, _| v.map(|v| format!("-instantiate-templates-in-pch={v}"));
+        // Last: options passed as they are come after the typed ones, and may override them.
         /// More options, passed as they are.
         extra: Vec<String>, with_extra(Vec<String>),
-            @50 |v, _| v.iter().cloned(), for [Ptx @6, Nvvm @8];
+            |v, _| v.iter().cloned(), for [Ptx, Nvvm];
     }
 
     /// The NVRTC arguments for a target, with `arch` as given (the current device's is filled

@@ -1,12 +1,11 @@
 //! Programs from PTX and from NVVM IR: what a [`Program`] compiles from, NVVM IR modules, and
-//! the compile and cache key of the two kinds that NVRTC does not compile.
+//! the compile of the two kinds that NVRTC does not compile (their cache key is in `key.rs`).
 
 use std::fmt;
 use std::path::Path;
 
 use super::options::Taker;
 use super::{Program, ProgramOptions};
-use crate::cache::CacheKey;
 use crate::driver::{self, NvvmInput};
 use crate::error::{Cause, Error, Result};
 use crate::linker::{Linker, LinkerOptions};
@@ -231,13 +230,13 @@ impl ProgramOptions {
 }
 
 /// The options with the architecture resolved (as given, else the current device's).
-fn resolved(program: &Program) -> Result<(ProgramOptions, String)> {
+pub(super) fn resolved(program: &Program) -> Result<(ProgramOptions, String)> {
     let options = program.options().resolved()?;
     let arch = options.arch.clone().unwrap_or_default();
     Ok((options, arch))
 }
 
-fn no_name_expressions(kind: ProgramKind, name_expressions: &[&str]) -> Result<()> {
+pub(super) fn no_name_expressions(kind: ProgramKind, name_expressions: &[&str]) -> Result<()> {
     if name_expressions.is_empty() {
         return Ok(());
     }
@@ -378,60 +377,10 @@ fn link(
 
 /// A PTX program's link options: the typed ones, then `extra` (which an NVVM IR program
 /// passes to libNVVM instead).
-fn ptx_link_args(options: &ProgramOptions) -> Vec<String> {
+pub(super) fn ptx_link_args(options: &ProgramOptions) -> Vec<String> {
     let mut args = options.link_args();
     args.extend(options.extra.iter().cloned());
     args
-}
-
-/// The cache key of a PTX or NVVM IR program (see [`Program::cache_key`]): its kind, name and
-/// source (each module's name, laziness and bytes), the target and architecture, every
-/// option as passed, and the exact libNVVM and linker that compile it.
-pub(crate) fn key(
-    program: &Program,
-    target: CodeType,
-    name_expressions: &[&str],
-) -> Result<CacheKey> {
-    let kind = program.kind();
-    no_name_expressions(kind, name_expressions)?;
-    let (options, arch) = resolved(program)?;
-    let mut key = CacheKey::builder()
-        .field("kind", kind.to_string().as_bytes())
-        .field("name", program.name().as_bytes())
-        .field("target", target.extension().as_bytes())
-        .field("arch", arch.as_bytes());
-    match program.source_of_kind() {
-        Source::Cxx(_) => {}
-        Source::Ptx(ptx) => key = key.field("source", ptx.as_bytes()),
-        Source::Nvvm(modules) => {
-            for module in modules {
-                key = key
-                    .field("module_name", module.name.as_bytes())
-                    .field("module_lazy", &[u8::from(module.lazy)])
-                    .field("module_ir", &module.ir);
-            }
-            let nvvm_target = if target == CodeType::LtoIr {
-                CodeType::LtoIr
-            } else {
-                CodeType::Ptx
-            };
-            for arg in options.nvvm_args(nvvm_target) {
-                key = key.field("nvvm_option", arg.as_bytes());
-            }
-            key = key.field("nvvm", driver::nvvm_identity()?.as_bytes());
-        }
-    }
-    if target == CodeType::Cubin {
-        let link_args = match kind {
-            ProgramKind::Ptx => ptx_link_args(&options),
-            _ => options.link_args(),
-        };
-        for arg in link_args {
-            key = key.field("link_option", arg.as_bytes());
-        }
-        key = key.field("linker", driver::linker_identity().as_bytes());
-    }
-    Ok(key.finish())
 }
 
 #[cfg(test)]
@@ -595,8 +544,9 @@ mod tests {
         use ProgramKind::{NvvmIr, Ptx as PtxProgram};
         const PTX_TAKES: &str =
             "arch, debug, line_info, max_register_count, ptxas_options, no_cache, extra";
+        // In the options table's row order (`device_code_optimize`'s row follows `fmad`'s).
         const NVVM_TAKES: &str =
-            "arch, debug, device_code_optimize, fast_math, ftz, prec_div, prec_sqrt, fmad, extra";
+            "arch, debug, fast_math, ftz, prec_div, prec_sqrt, fmad, device_code_optimize, extra";
         const LINK_TAKES: &str = "line_info, max_register_count, ptxas_options, no_cache";
         assert_eq!(
             reason(sm90().with_fast_math(true), PtxProgram, Cubin),
