@@ -510,6 +510,11 @@ pub fn load() -> Result<Raw, String> {
 
 /// The table cuda-core's probe picks for a driver `version` (as `cuDriverGetVersion` gives it)
 /// and the value of `CUDA_CORE_DRIVER_ABI`: 12 or 13.
+///
+/// The rule of cuda-core's `driver/load.rs`, written again rather than read from
+/// `cuda_core::info::driver_info()`: that call also loads cuda-core's own table and NVRTC,
+/// nvJitLink and libNVVM, which the raw variant of the `first_launch` example (timed whole by
+/// the `startup` suite) would then pay for.
 pub fn choose_abi(version: i32, forced: Option<&str>) -> Result<u32, String> {
     let (major, minor) = (version / 1000, version % 1000 / 10);
     if major < 12 {
