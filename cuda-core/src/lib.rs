@@ -120,37 +120,11 @@ pub mod __private {
     #[cfg(feature = "bytemuck")]
     pub use bytemuck;
 }
-/// The unit tests' rule for what they cannot run: see `tests/common` (the same names, read the
-/// same way: `CUDA_CORE_TEST_REQUIRE`, with `CUDA_CORE_REQUIRE_NVRTC` as an alias).
+// The unit tests' rule for what they cannot run (`CUDA_CORE_TEST_REQUIRE`): the integration
+// tests' file, so that both read the same names the same way.
 #[cfg(test)]
-pub(crate) mod test_support {
-    /// Whether `CUDA_CORE_TEST_REQUIRE` names `what` (`nvrtc` where any NVRTC major is named).
-    pub(crate) fn required(what: &str) -> bool {
-        let mut names: Vec<String> = std::env::var("CUDA_CORE_TEST_REQUIRE")
-            .unwrap_or_default()
-            .split(',')
-            .map(|n| n.trim().to_owned())
-            .collect();
-        for major in std::env::var("CUDA_CORE_REQUIRE_NVRTC")
-            .unwrap_or_default()
-            .split(',')
-            .filter(|m| !m.trim().is_empty())
-        {
-            names.push(format!("nvrtc-{}", major.trim()));
-        }
-        names.iter().any(|n| n == what)
-            || what == "nvrtc" && names.iter().any(|n| n.starts_with("nvrtc-"))
-    }
-
-    /// Says that a test did not run what it names, and why; fails when `what` is required.
-    pub(crate) fn not_run(what: &str, why: &str) {
-        println!("not run: {why}");
-        assert!(
-            !required(what),
-            "CUDA_CORE_TEST_REQUIRE names {what}, and this test could not run: {why}"
-        );
-    }
-}
+#[path = "../tests/common/require.rs"]
+pub(crate) mod test_support;
 
 /// The crate's README (its page on crates.io), compiled as doctests so that any sample in it
 /// stays true. The repository's README is compiled by `benches`, since this crate's package

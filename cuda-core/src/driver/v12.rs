@@ -14,56 +14,7 @@ super::shared::driver_impl!(Driver12, cuda_sys12, Abi::Cuda12);
 use cuda_sys12 as sys;
 type Drv = Driver12;
 
-#[path = "shared/checkpoint.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod checkpoint;
-#[path = "shared/context.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod context;
-#[path = "shared/copy.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod copy;
-#[path = "shared/device.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod device;
-#[path = "shared/event.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod event;
-#[path = "shared/graph.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod graph;
-#[path = "shared/green.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod green;
-#[path = "shared/hot.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod hot;
-#[path = "shared/managed.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod managed;
-#[path = "shared/memory.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod memory;
-#[path = "shared/module.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod module;
-#[path = "shared/pool.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod pool;
-#[path = "shared/stream.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod stream;
-#[path = "shared/tensor_map.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod tensor_map;
-#[path = "shared/texture.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod texture;
-#[path = "shared/vmm.rs"]
-#[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
-mod vmm;
-// Their helpers (launch attributes, memory locations, ...), for each other and for this file.
-use self::{copy::*, hot::*, managed::*};
+super::shared::shared_modules!();
 
 impl Driver12 {
     fn abi_ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle> {

@@ -6,51 +6,10 @@ use std::sync::{mpsc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_core::{Device, Stream};
 
+mod require;
 pub mod standin;
 
-/// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `gpu`, `two-gpus`, `nvrtc-12`, `nvrtc-13`,
-/// `nvjitlink-12`, `nvjitlink-13`, `nvvm-12`, `nvvm-13`, `cc`, `cc-9.0`, `cuda-headers` (the
-/// toolkit's headers and CCCL, of a toolkit or the runtime and CCCL wheels), `cudadevrt` (the device runtime `libcudadevrt.a`, from a toolkit or a runtime wheel),
-/// `mkfifo`, `root` (giving files to another user), `examples`, `driver-13`, `driver-12.3` and `driver-12.8` (conditional nodes),
-/// `host-pids`, `nccl` (an NCCL library: a system's, or the `nvidia-nccl-cu12`/`-cu13`
-/// wheel's), `nccl-shared-device` (NCCL taking two ranks on one device, which it refuses by
-/// default), `preferred-cluster`: a device that groups
-/// blocks by a preferred cluster shape, `programmatic-event-overlap`: a driver that fires a
-/// programmatic event before its kernel ends, `managed-discard`: a driver that exports
-/// `cuMemDiscardBatchAsync` (13 ABI), `host-numa`: a device with a host NUMA node) names `what`: then a test that cannot run for
-/// want of it fails instead of passing empty. `nvrtc` (any NVRTC) is required where a major of
-/// it is, and likewise `nvjitlink` and `nvvm`. `CUDA_CORE_REQUIRE_NVRTC=12,13` and
-/// `CUDA_CORE_REQUIRE_NVJITLINK=12,13` count as `nvrtc-12,nvrtc-13` and so on.
-pub fn required(what: &str) -> bool {
-    let mut names: Vec<String> = std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .map(|n| n.trim().to_owned())
-        .collect();
-    for (variable, prefix) in [
-        ("CUDA_CORE_REQUIRE_NVRTC", "nvrtc"),
-        ("CUDA_CORE_REQUIRE_NVJITLINK", "nvjitlink"),
-    ] {
-        for major in std::env::var(variable).unwrap_or_default().split(',') {
-            if !major.trim().is_empty() {
-                names.push(format!("{prefix}-{}", major.trim()));
-            }
-        }
-    }
-    names.iter().any(|n| n == what)
-        || (what == "nvrtc" || what == "nvjitlink" || what == "nvvm")
-            && names.iter().any(|n| n.starts_with(&format!("{what}-")))
-}
-
-/// Says that a test did not run what it names, and why (the line the GPU runner counts); fails
-/// when `what` is required.
-pub fn not_run(what: &str, why: &str) {
-    println!("not run: {why}");
-    assert!(
-        !required(what),
-        "CUDA_CORE_TEST_REQUIRE names {what}, and this test could not run: {why}"
-    );
-}
+pub use self::require::not_run;
 
 /// Names the test (and its role) a child process of [`spawn_child`] runs.
 const CHILD: &str = "CUDA_CORE_TEST_CHILD";

@@ -5,6 +5,12 @@ use std::path::{Path, PathBuf};
 
 use cuda_nvrtc_sys::Candidate;
 
+// The rule for a test that cannot run (`CUDA_CORE_TEST_REQUIRE`), cuda-core's tests' file.
+#[path = "../../../cuda-core/tests/common/require.rs"]
+mod require;
+
+pub use self::require::{not_run, required};
+
 /// Creates an empty stand-in library file (and its directories); returns its path.
 pub fn touch(path: &Path) -> PathBuf {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -32,39 +38,6 @@ pub fn sonames(candidates: &[Candidate]) -> Vec<&'static str> {
             Candidate::File(_) => None,
         })
         .collect()
-}
-
-/// Whether `CUDA_CORE_TEST_REQUIRE` (a comma list: `nvrtc-12`, `nvrtc-13`, `nvjitlink-12`,
-/// `nvjitlink-13`, ...) names `what`: then a test that cannot run for want of it fails instead
-/// of passing empty. `CUDA_CORE_REQUIRE_NVRTC=12,13` and `CUDA_CORE_REQUIRE_NVJITLINK=12,13`
-/// count as `nvrtc-12,nvrtc-13` and so on.
-pub fn required(what: &str) -> bool {
-    let mut names: Vec<String> = std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .map(|n| n.trim().to_owned())
-        .collect();
-    for (variable, prefix) in [
-        ("CUDA_CORE_REQUIRE_NVRTC", "nvrtc"),
-        ("CUDA_CORE_REQUIRE_NVJITLINK", "nvjitlink"),
-    ] {
-        for major in std::env::var(variable).unwrap_or_default().split(',') {
-            if !major.trim().is_empty() {
-                names.push(format!("{prefix}-{}", major.trim()));
-            }
-        }
-    }
-    names.iter().any(|n| n == what)
-}
-
-/// Says that a test did not run what it names, and why (the line the GPU runner counts); fails
-/// when `what` is required.
-pub fn not_run(what: &str, why: &str) {
-    println!("not run: {why}");
-    assert!(
-        !required(what),
-        "CUDA_CORE_TEST_REQUIRE names {what}, and this test could not run: {why}"
-    );
 }
 
 /// Runs `test` of this binary again, alone, in a child process whose environment gets `env`,

@@ -1,10 +1,10 @@
 //! The code both ABI implementations share, written once: `driver_impl!` makes the driver
 //! struct, its error helpers and the [`Driver`](super::api::Driver) impl in each ABI file, and
 //! each area of the trait is an ordinary module here (one file each) that `v12.rs` and
-//! `v13.rs` both declare (`#[path]`), so that it is compiled once per major against that file's
-//! `sys` crate and `Drv` type. Everything whose C signature or layout is the same in both
-//! headers is here; `v12.rs` and `v13.rs` add only what differs, as a few items with fixed
-//! names that these modules call:
+//! `v13.rs` both declare (`shared_modules!`), so that it is compiled once per major against
+//! that file's `sys` crate and `Drv` type. Everything whose C signature or layout is the same
+//! in both headers is here; `v12.rs` and `v13.rs` add only what differs, as a few items with
+//! fixed names that these modules call:
 //!
 //! - `fn device_location(device) -> CUmemLocation` (the 13 header puts `id` in a union);
 //! - `fn sm_info(&CUdevSmResource) -> SmInfo` (the 13 header has more fields);
@@ -181,3 +181,39 @@ macro_rules! driver_impl {
     };
 }
 pub(super) use driver_impl;
+
+/// Declares this folder's modules in an ABI file (`v12.rs`, `v13.rs`; the paths are from its
+/// folder), each compiled there against that file's `sys` crate and `Drv` type, and brings
+/// their helpers (launch attributes, memory locations, ...) into scope for each other and for
+/// the file.
+macro_rules! shared_modules {
+    () => {
+        $crate::driver::shared::shared_modules!(
+            checkpoint = "shared/checkpoint.rs",
+            context = "shared/context.rs",
+            copy = "shared/copy.rs",
+            device = "shared/device.rs",
+            event = "shared/event.rs",
+            graph = "shared/graph.rs",
+            green = "shared/green.rs",
+            hot = "shared/hot.rs",
+            managed = "shared/managed.rs",
+            memory = "shared/memory.rs",
+            module = "shared/module.rs",
+            pool = "shared/pool.rs",
+            stream = "shared/stream.rs",
+            tensor_map = "shared/tensor_map.rs",
+            texture = "shared/texture.rs",
+            vmm = "shared/vmm.rs",
+        );
+        use self::{copy::*, hot::*, managed::*};
+    };
+    ($($module:ident = $path:literal,)*) => {
+        $(
+            #[path = $path]
+            #[allow(clippy::duplicate_mod)] // compiled once per ABI, on purpose
+            mod $module;
+        )*
+    };
+}
+pub(super) use shared_modules;
