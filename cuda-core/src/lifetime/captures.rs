@@ -344,9 +344,53 @@ pub(crate) fn after_captures_run(work: LaterWork) {
     }
 }
 
+/// Runs what was put off, unless a capture is open by now: the caller saw none open (it ended
+/// the last, or found none), but one may have begun since, and work put off for it (a stream
+/// dropped while it joined that capture) must wait for its end, which finishes it.
 fn finish_later() {
-    let work = std::mem::take(&mut *LATER.lock().unwrap_or_else(|e| e.into_inner()));
+    let work = {
+        let mut later = LATER.lock().unwrap_or_else(|e| e.into_inner());
+        // Asked holding the list's lock: work put off for a capture was put there while it
+        // was counted open, so a count of none seen after it means that capture has ended.
+        if OPEN.load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        std::mem::take(&mut *later)
+    };
     for work in work {
         work();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// The end of the last open capture counts it ended, then finishes what was put off; a
+    /// thread preempted between the two (the model test's stall thread, under load) finishes
+    /// late, after another capture began and a stream that joined it was dropped, putting its
+    /// destruction off. Bug caught: the late finish ran it, destroying the stream inside the
+    /// open capture (which the driver refuses, invalidating the capture).
+    #[test]
+    fn a_late_finish_leaves_work_put_off_for_a_capture_begun_since() {
+        let (context, stream) = (0x5eed_0000_usize, 0x5eed_0100_usize);
+        begin(context, stream, || Ok::<(), ()>(())).unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        after_captures_run(Box::new(move || flag.store(true, Ordering::SeqCst)));
+        assert!(!ran.load(Ordering::SeqCst), "run while the capture is open");
+        // The late finisher of a capture ended before this one began.
+        finish_later();
+        assert!(
+            !ran.load(Ordering::SeqCst),
+            "work put off for an open capture ran before its end"
+        );
+        capture_ended(stream);
+        assert!(
+            ran.load(Ordering::SeqCst),
+            "not run once no capture is open"
+        );
     }
 }
