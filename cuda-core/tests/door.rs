@@ -257,62 +257,68 @@ fn legacy_stream_work_never_breaks_a_capture_a_blocking_stream_joins() {
 fn timed_waits_and_futures_leave_another_threads_global_capture_valid() {
     strict(
         "timed_waits_and_futures_leave_another_threads_global_capture_valid",
-        || {
-            let device = Device::new(0).unwrap();
-            type Wait = fn(&Stream, &Arc<Buffer>) -> Result<(), Error>;
-            let waits: [(&str, Wait); 5] = [
-                ("sync_timeout", |s, _| {
-                    s.sync_timeout(Duration::from_secs(5))
-                }),
-                ("wait_timeout", |s, _| {
-                    s.record_new(EventOptions::default())?
-                        .wait_timeout(Duration::from_secs(5))
-                }),
-                ("to_vec_timeout", |s, b| {
-                    b.to_vec_timeout::<u8>(s, Duration::from_secs(5)).map(drop)
-                }),
-                ("a stream completion's poll", |s, _| {
-                    let mut done = s.completion()?;
-                    poll_once(&mut done).unwrap_or(Ok(()))
-                }),
-                ("an event completion's poll", |s, _| {
-                    let event = s.record_new(EventOptions::default())?;
-                    poll_once(&mut event.completion()).unwrap_or(Ok(()))
-                }),
-            ];
-            for (what, wait) in waits {
-                let stream = common::stream(device);
-                let buffer = Arc::new(
-                    device
-                        .memory_resource()
-                        .unwrap()
-                        .allocate(64, &stream)
-                        .unwrap(),
-                );
-                stream.sync().unwrap();
-                let (began, go) = (mpsc::channel(), mpsc::channel::<()>());
-                let capturer = std::thread::spawn(move || {
-                    let capturing = common::stream(device);
-                    // SAFETY: nothing is allocated or freed on the stream while it captures.
-                    unsafe { capturing.begin_capture(CaptureMode::Global) }.unwrap();
-                    began.0.send(()).unwrap();
-                    go.1.recv().unwrap();
-                    capturing.end_capture().map(drop)
-                });
-                began.1.recv().unwrap();
-                let waited = wait(&stream, &buffer);
-                go.0.send(()).unwrap();
-                let ended = capturer.join().unwrap();
-                // Catches the capture invalidated by the wait's query (its end then fails).
-                assert!(
-                    ended.is_ok(),
-                    "{what}: the capture ended with {:?}",
-                    ended.err()
-                );
-                assert!(waited.is_ok(), "{what}: {:?}", waited.err());
-            }
-        },
+        || timed_waits_during_another_threads_global_capture(Device::new(0).unwrap()),
     );
+}
+
+/// Each timed wait and completion future (W7's), made while another thread holds a global
+/// capture open, succeeds and leaves that capture valid (its end succeeds).
+fn timed_waits_during_another_threads_global_capture(device: Device) {
+    device.set_current().unwrap();
+    type Wait = fn(&Stream, &Arc<Buffer>) -> Result<(), Error>;
+    let waits: [(&str, Wait); 5] = [
+        ("sync_timeout", |s, _| {
+            s.sync_timeout(Duration::from_secs(5))
+        }),
+        ("wait_timeout", |s, _| {
+            s.record_new(EventOptions::default())?
+                .wait_timeout(Duration::from_secs(5))
+        }),
+        ("to_vec_timeout", |s, b| {
+            b.to_vec_timeout::<u8>(s, Duration::from_secs(5)).map(drop)
+        }),
+        ("a stream completion's poll", |s, _| {
+            let mut done = s.completion()?;
+            poll_once(&mut done).unwrap_or(Ok(()))
+        }),
+        ("an event completion's poll", |s, _| {
+            let event = s.record_new(EventOptions::default())?;
+            poll_once(&mut event.completion()).unwrap_or(Ok(()))
+        }),
+    ];
+    for (what, wait) in waits {
+        let stream = common::stream(device);
+        let buffer = Arc::new(
+            device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap(),
+        );
+        stream.sync().unwrap();
+        let (began, go) = (mpsc::channel(), mpsc::channel::<()>());
+        let capturer = std::thread::spawn(move || {
+            device.set_current().unwrap();
+            let capturing = common::stream(device);
+            // SAFETY: nothing is allocated or freed on the stream while it captures.
+            unsafe { capturing.begin_capture(CaptureMode::Global) }.unwrap();
+            began.0.send(()).unwrap();
+            go.1.recv().unwrap();
+            capturing.end_capture().map(drop)
+        });
+        began.1.recv().unwrap();
+        let waited = wait(&stream, &buffer);
+        go.0.send(()).unwrap();
+        let ended = capturer.join().unwrap();
+        // Catches the capture invalidated by the wait's query (its end then fails).
+        assert!(
+            ended.is_ok(),
+            "{what}: the capture ended with {:?}",
+            ended.err()
+        );
+        assert!(waited.is_ok(), "{what}: {:?}", waited.err());
+        stream.sync().unwrap();
+    }
 }
 
 /// W9: `to_vec_timeout` on a stream other than the buffer's, while the buffer's stream is held
@@ -652,63 +658,7 @@ fn gpu_timed_waits_and_futures_leave_another_threads_global_capture_valid() {
     common::alone(
         module_path!(),
         "gpu_timed_waits_and_futures_leave_another_threads_global_capture_valid",
-        || {
-            let device = common::device();
-            device.set_current().unwrap();
-            type Wait = fn(&Stream, &Arc<Buffer>) -> Result<(), Error>;
-            let waits: [(&str, Wait); 5] = [
-                ("sync_timeout", |s, _| {
-                    s.sync_timeout(Duration::from_secs(5))
-                }),
-                ("wait_timeout", |s, _| {
-                    s.record_new(EventOptions::default())?
-                        .wait_timeout(Duration::from_secs(5))
-                }),
-                ("to_vec_timeout", |s, b| {
-                    b.to_vec_timeout::<u8>(s, Duration::from_secs(5)).map(drop)
-                }),
-                ("a stream completion's poll", |s, _| {
-                    let mut done = s.completion()?;
-                    poll_once(&mut done).unwrap_or(Ok(()))
-                }),
-                ("an event completion's poll", |s, _| {
-                    let event = s.record_new(EventOptions::default())?;
-                    poll_once(&mut event.completion()).unwrap_or(Ok(()))
-                }),
-            ];
-            for (what, wait) in waits {
-                let stream = common::stream(device);
-                let buffer = Arc::new(
-                    device
-                        .memory_resource()
-                        .unwrap()
-                        .allocate(64, &stream)
-                        .unwrap(),
-                );
-                stream.sync().unwrap();
-                let (began, go) = (mpsc::channel(), mpsc::channel::<()>());
-                let capturer = std::thread::spawn(move || {
-                    device.set_current().unwrap();
-                    let capturing = common::stream(device);
-                    // SAFETY: nothing is allocated or freed on the stream while it captures.
-                    unsafe { capturing.begin_capture(CaptureMode::Global) }.unwrap();
-                    began.0.send(()).unwrap();
-                    go.1.recv().unwrap();
-                    capturing.end_capture().map(drop)
-                });
-                began.1.recv().unwrap();
-                let waited = wait(&stream, &buffer);
-                go.0.send(()).unwrap();
-                let ended = capturer.join().unwrap();
-                assert!(
-                    ended.is_ok(),
-                    "{what}: the capture ended with {:?}",
-                    ended.err()
-                );
-                assert!(waited.is_ok(), "{what}: {:?}", waited.err());
-                stream.sync().unwrap();
-            }
-        },
+        || timed_waits_during_another_threads_global_capture(common::device()),
     );
 }
 
