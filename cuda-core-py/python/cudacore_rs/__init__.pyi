@@ -1,0 +1,153 @@
+"""cudacore_rs: NVIDIA cuda.core's Python API (1.2 names and behaviour) on the cuda-core Rust crate."""
+
+from types import TracebackType
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Type, Union
+
+from . import system as system
+
+class CUDAError(Exception):
+    """A CUDA driver error.
+
+    ``name`` is the driver's name of the code (``"CUDA_ERROR_INVALID_VALUE"``), ``code`` its
+    number (``CUresult``), ``call`` the driver function that failed; all three are None where
+    the failure is not a driver call's (no driver found, a driver too old).
+    """
+
+    name: Optional[str]
+    code: Optional[int]
+    call: Optional[str]
+
+class ComputeCapability(NamedTuple):
+    """A device's compute capability: ``(major, minor)``."""
+
+    major: int
+    minor: int
+
+class StreamOptions:
+    """Options for ``Device.create_stream``.
+
+    ``nonblocking``: the stream does not synchronise with the legacy default stream (default
+    True). ``priority``: lower numbers run first; None is the default priority.
+    """
+
+    nonblocking: bool
+    priority: Optional[int]
+    def __init__(self, nonblocking: bool = True, priority: Optional[int] = None) -> None: ...
+
+class EventOptions:
+    """Options for ``Device.create_event`` and ``Stream.record``.
+
+    ``timing_enabled``: record timestamps (for ``end - start``). ``blocking_sync``: ``sync()``
+    blocks the thread instead of spinning. ``ipc_enabled``: other processes can open the event
+    (not with timing).
+    """
+
+    timing_enabled: bool
+    blocking_sync: bool
+    ipc_enabled: bool
+    def __init__(
+        self, timing_enabled: bool = False, blocking_sync: bool = False, ipc_enabled: bool = False
+    ) -> None: ...
+
+class Device:
+    """A CUDA device; ``Device()`` is the current one (device 0 when none is current).
+
+    ``Device(n)`` returns the same object for device n every time it is called on one thread.
+    """
+
+    def __new__(cls, device_id: Optional[int] = None) -> "Device": ...
+    @property
+    def device_id(self) -> int:
+        """The device's ordinal."""
+    @property
+    def name(self) -> str:
+        """The device's name, as the driver gives it."""
+    @property
+    def compute_capability(self) -> ComputeCapability:
+        """The compute capability, ``ComputeCapability(major, minor)``."""
+    @property
+    def arch(self) -> str:
+        """The architecture as NVRTC spells it after ``sm_``: ``"90"`` for 9.0."""
+    def set_current(self, ctx: None = None) -> None:
+        """Makes the device's primary context current on the calling thread."""
+    def sync(self) -> None:
+        """Waits for all work of the device's primary context (the GIL is released)."""
+    def create_stream(
+        self, obj: None = None, options: Union[StreamOptions, Dict[str, Any], None] = None
+    ) -> "Stream":
+        """A new stream of the device."""
+    def create_event(self, options: Union[EventOptions, Dict[str, Any], None] = None) -> "Event":
+        """A new event of the device."""
+    def __int__(self) -> int: ...
+
+class Stream:
+    """A CUDA stream; destroyed by ``close()``, at the end of a ``with`` block, or when collected.
+
+    Any use but ``close()`` of a closed stream raises ``RuntimeError``.
+    """
+
+    def record(
+        self,
+        event: Optional["Event"] = None,
+        options: Union[EventOptions, Dict[str, Any], None] = None,
+    ) -> "Event":
+        """Records ``event`` (or a new event made with ``options``) on the stream; returns it."""
+    def wait(self, event_or_stream: Union["Event", "Stream"]) -> None:
+        """Makes the stream's later work wait for an event's last record or another stream."""
+    def sync(self) -> None:
+        """Waits until the stream's work is done (the GIL is released)."""
+    def close(self) -> None:
+        """Destroys the stream after its queued work; closing twice is harmless."""
+    @property
+    def closed(self) -> bool:
+        """Whether the stream is closed."""
+    @property
+    def handle(self) -> int:
+        """The raw ``CUstream`` handle as an int."""
+    @property
+    def device(self) -> Device:
+        """The stream's device."""
+    def __cuda_stream__(self) -> Tuple[int, int]:
+        """The CUDA stream protocol: ``(0, handle)``."""
+    def __enter__(self) -> "Stream": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+
+class Event:
+    """A CUDA event; ``end - start`` is the milliseconds between two timing events.
+
+    Destroyed by ``close()`` or when collected; any use but ``close()`` of a closed event raises
+    ``RuntimeError``.
+    """
+
+    def sync(self) -> None:
+        """Waits until the work before the event's last record is done (the GIL is released)."""
+    @property
+    def is_done(self) -> bool:
+        """Whether the work before the event's last record is done."""
+    @property
+    def is_timing_disabled(self) -> bool:
+        """Whether the event was made without timing."""
+    @property
+    def is_sync_busy_waited(self) -> bool:
+        """Whether ``sync()`` spins rather than blocks."""
+    @property
+    def is_ipc_enabled(self) -> bool:
+        """Whether other processes can open the event."""
+    @property
+    def handle(self) -> int:
+        """The raw ``CUevent`` handle as an int."""
+    @property
+    def device(self) -> Device:
+        """The event's device."""
+    @property
+    def closed(self) -> bool:
+        """Whether the event is closed."""
+    def close(self) -> None:
+        """Destroys the event; closing twice is harmless."""
+    def __sub__(self, other: "Event") -> float:
+        """Milliseconds from ``other`` to this event (both timing events, completed)."""

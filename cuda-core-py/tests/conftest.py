@@ -1,0 +1,93 @@
+"""What the suite runs against: the stand-in driver (CPU) or a real GPU.
+
+The stand-in (cuda-core/tests/standin/libcuda_standin.c, built by ci.sh) is found as
+libcuda.so.1 on LD_LIBRARY_PATH; it exports ``standin_log``, which a real driver does not.
+Every test but those marked ``nodriver`` needs a driver (skipped without one); tests marked
+``standin`` need the stand-in; tests marked ``gpu`` need a real driver with a device and are
+skipped without one, unless CUDA_CORE_TEST_REQUIRE (a comma list) names ``gpu``: then they fail.
+"""
+
+import ctypes
+import os
+
+import pytest
+
+
+def _required(what):
+    names = os.environ.get("CUDA_CORE_TEST_REQUIRE", "").split(",")
+    return what in (n.strip() for n in names)
+
+
+def _driver():
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+_LIB = _driver()
+IS_STANDIN = _LIB is not None and hasattr(_LIB, "standin_log")
+
+
+def _has_gpu():
+    if _LIB is None or IS_STANDIN:
+        return False
+    import cudacore_rs
+
+    try:
+        return cudacore_rs.system.num_devices > 0
+    except cudacore_rs.CUDAError:
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_runtest_setup(item):
+    if _LIB is None and not item.get_closest_marker("nodriver"):
+        why = "no CUDA driver (libcuda.so.1) loads: run ci.sh, or put the stand-in on LD_LIBRARY_PATH"
+        if _required("gpu"):
+            pytest.fail(f"CUDA_CORE_TEST_REQUIRE names gpu, and this test could not run: {why}")
+        pytest.skip(why)
+    if item.get_closest_marker("gpu") and not HAS_GPU:
+        why = "no CUDA GPU here (the driver is missing or is the stand-in)"
+        if _required("gpu"):
+            pytest.fail(f"CUDA_CORE_TEST_REQUIRE names gpu, and this test could not run: {why}")
+        pytest.skip(why)
+    if item.get_closest_marker("standin") and not IS_STANDIN:
+        pytest.skip("needs the stand-in driver as libcuda.so.1 (see ci.sh)")
+
+
+class Standin:
+    """The stand-in driver's hooks: its call log and its injected failures."""
+
+    def __init__(self, lib):
+        self._lib = lib
+        lib.standin_log.restype = ctypes.c_char_p
+        lib.standin_set_sync_status.argtypes = [ctypes.c_int]
+
+    def log(self):
+        """The driver calls logged since the last clear, one per line."""
+        return self._lib.standin_log().decode()
+
+    def calls(self, needle):
+        """The logged calls that contain ``needle``."""
+        return [line for line in self.log().splitlines() if needle in line]
+
+    def clear(self):
+        self._lib.standin_log_clear()
+
+    def set_sync_status(self, code):
+        """Makes every cuStreamSynchronize answer ``code`` (0: succeed again)."""
+        self._lib.standin_set_sync_status(code)
+
+
+@pytest.fixture
+def standin():
+    """The stand-in's hooks, its log cleared; skips the test on a real driver."""
+    if not IS_STANDIN:
+        pytest.skip("needs the stand-in driver as libcuda.so.1 (see ci.sh)")
+    hooks = Standin(_LIB)
+    hooks.clear()
+    yield hooks
+    hooks.set_sync_status(0)

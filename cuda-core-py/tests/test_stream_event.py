@@ -1,0 +1,220 @@
+import gc
+import threading
+
+import pytest
+
+from cudacore_rs import Device, Event, EventOptions, Stream, StreamOptions
+
+
+def in_new_thread(body):
+    """Runs ``body`` on a fresh thread (whose recycled handles are none yet); returns its value."""
+    out = []
+    errors = []
+
+    def run():
+        try:
+            out.append(body())
+        except BaseException as e:  # re-raised on the caller's thread
+            errors.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+@pytest.mark.nodriver
+def test_options_defaults_and_repr():
+    assert StreamOptions() == StreamOptions(nonblocking=True, priority=None)
+    assert repr(StreamOptions(False, -1)) == "StreamOptions(nonblocking=False, priority=-1)"
+    assert EventOptions() == EventOptions(False, False, False)
+    assert repr(EventOptions(timing_enabled=True)) == (
+        "EventOptions(timing_enabled=True, blocking_sync=False, ipc_enabled=False)"
+    )
+
+
+@pytest.mark.standin
+def test_stream_options_reach_the_driver(standin):
+    device = Device(0)
+    blocking = device.create_stream(options=StreamOptions(nonblocking=False))
+    assert standin.calls("cuStreamCreate")[-1].endswith("flags=0")
+    nonblocking = device.create_stream(options={"nonblocking": True, "priority": 0})
+
+    def fresh():
+        standin.clear()
+        s = Device(0).create_stream(options=StreamOptions(nonblocking=True))
+        s.close()
+        return standin.calls("cuStreamCreate")
+
+    created = in_new_thread(fresh)
+    assert created and created[-1].endswith("flags=1"), created
+    blocking.close()
+    nonblocking.close()
+
+
+@pytest.mark.standin
+def test_event_options_reach_the_driver(standin):
+    def make(options):
+        def body():
+            standin.clear()
+            Device(0).create_event(options=options).close()
+            return standin.calls("cuEventCreate")
+
+        return in_new_thread(body)
+
+    # CU_EVENT_BLOCKING_SYNC is 1, CU_EVENT_DISABLE_TIMING 2.
+    assert make(None)[-1].endswith("flags=2")
+    assert make(EventOptions(timing_enabled=True))[-1].endswith("flags=0")
+    assert make({"blocking_sync": True})[-1].endswith("flags=3")
+
+
+def test_bad_options_are_type_errors():
+    with pytest.raises(TypeError, match="StreamOptions"):
+        Device(0).create_stream(options=EventOptions())
+    with pytest.raises(TypeError):
+        Device(0).create_event(options={"no_such_field": 1})
+    with pytest.raises(ValueError, match="ipc_enabled"):
+        Device(0).create_event(EventOptions(timing_enabled=True, ipc_enabled=True))
+
+
+@pytest.mark.standin
+def test_record_wait_sync(standin):
+    device = Device(0)
+    a = device.create_stream()
+    b = device.create_stream()
+    event = a.record()
+    assert isinstance(event, Event)
+    again = a.record(event)
+    assert again is event
+    b.wait(event)
+    b.wait(a)
+    b.sync()
+    event.sync()
+    assert event.is_done
+    log = standin.log()
+    assert "cuEventRecord" in log
+    assert "cuStreamWaitEvent" in log
+    assert "cuStreamSynchronize" in log
+    with pytest.raises(TypeError, match="Event or a Stream"):
+        b.wait(3)
+    a.close()
+    b.close()
+
+
+def test_stream_protocol_and_handle():
+    stream = Device(0).create_stream()
+    version, handle = stream.__cuda_stream__()
+    assert version == 0 and handle == stream.handle and handle != 0
+    assert repr(stream) == f"<Stream handle={handle:#x} of device 0>"
+    assert stream.device is Device(0)
+    stream.close()
+    assert repr(stream) == "<Stream (closed)>"
+
+
+def test_stream_context_manager_closes():
+    with Device(0).create_stream() as stream:
+        assert isinstance(stream, Stream)
+        assert not stream.closed
+    assert stream.closed
+
+
+def test_close_twice_and_use_after_close():
+    stream = Device(0).create_stream()
+    event = Device(0).create_event()
+    stream.close()
+    stream.close()
+    event.close()
+    event.close()
+    for use in (stream.sync, stream.record, lambda: stream.wait(event), lambda: stream.handle):
+        with pytest.raises(RuntimeError, match="Stream is closed"):
+            use()
+    other = Device(0).create_stream()
+    with pytest.raises(RuntimeError, match="Event is closed"):
+        other.record(event)
+    with pytest.raises(RuntimeError, match="Event is closed"):
+        other.wait(event)
+    for use in (event.sync, lambda: event.is_done, lambda: event.handle):
+        with pytest.raises(RuntimeError, match="Event is closed"):
+            use()
+    assert repr(event) == "<Event (closed)>"
+    other.close()
+
+
+def test_objects_cannot_be_made_directly():
+    with pytest.raises(RuntimeError, match="create_stream"):
+        Stream()
+    with pytest.raises(RuntimeError, match="create_event"):
+        Event()
+
+
+@pytest.mark.standin
+def test_collection_releases_handles(standin):
+    def body():
+        standin.clear()
+        stream = Device(0).create_stream(options=StreamOptions(nonblocking=False))
+        # An interprocess event is never recycled: collecting it destroys it.
+        event = Device(0).create_event(EventOptions(ipc_enabled=True))
+        del stream, event
+        gc.collect()
+        return standin.log()
+
+    log = in_new_thread(body)
+    assert "cuStreamDestroy" in log
+    assert "cuEventDestroy" in log
+
+
+@pytest.mark.standin
+def test_event_subtraction_gives_milliseconds(standin, monkeypatch):
+    monkeypatch.setenv("STANDIN_ELAPSED", "2.5")
+    stream = Device(0).create_stream()
+    start = stream.record(options=EventOptions(timing_enabled=True))
+    end = stream.record(options={"timing_enabled": True})
+    end.sync()
+    assert end - start == pytest.approx(2.5)
+    assert not end.is_timing_disabled
+    stream.close()
+
+
+def test_event_subtraction_without_timing_is_runtime_error():
+    stream = Device(0).create_stream()
+    start = stream.record()
+    end = stream.record()
+    assert start.is_timing_disabled
+    with pytest.raises(RuntimeError, match="without timing"):
+        end - start
+    with pytest.raises(TypeError):
+        end - 1
+    stream.close()
+
+
+@pytest.mark.standin
+def test_is_done_follows_the_driver(standin, monkeypatch):
+    event = Device(0).create_stream().record()
+    monkeypatch.setenv("STANDIN_QUERY_STATUS", "600")  # CUDA_ERROR_NOT_READY
+    assert not event.is_done
+    monkeypatch.setenv("STANDIN_QUERY_STATUS", "0")
+    assert event.is_done
+
+
+def test_waits_release_the_gil():
+    stream = Device(0).create_stream()
+    event = stream.record()
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(200):
+                stream.sync()
+                event.sync()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    stream.close()
