@@ -91,3 +91,17 @@ def standin():
     hooks.clear()
     yield hooks
     hooks.set_sync_status(0)
+
+
+def needs_two_devices():
+    """Whether two devices are there; else says "not run" (as a skip once the test's
+    one-device part ran), and fails where CUDA_CORE_TEST_REQUIRE names ``two-gpus``."""
+    import cudacore_rs
+
+    count = cudacore_rs.system.num_devices
+    if count >= 2:
+        return True
+    why = f"not run: needs two CUDA devices (found {count})"
+    if _required("two-gpus"):
+        pytest.fail(f"CUDA_CORE_TEST_REQUIRE names two-gpus: {why}")
+    pytest.skip(why)

@@ -4,11 +4,13 @@ import pytest
 
 import cudacore_rs
 from cudacore_rs import ComputeCapability, Device
+from conftest import needs_two_devices
 
 
 def test_same_object_per_device_on_one_thread():
     assert Device(0) is Device(0)
     assert Device() is Device(0)  # no context current: device 0
+    needs_two_devices()
     assert Device(1) is not Device(0)
 
 
@@ -46,6 +48,7 @@ def test_properties_from_the_driver():
 
 
 def test_set_current_makes_device_current():
+    needs_two_devices()
     Device(1).set_current()
     try:
         assert Device() is Device(1)
