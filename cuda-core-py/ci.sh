@@ -38,3 +38,8 @@ cd "$here"
 env -u CUDA_CORE_DRIVER_ABI \
   LD_LIBRARY_PATH="$work/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   "$work/venv/bin/python" -m pytest -p no:cacheprovider -q "$@"
+
+echo "--- python: the example against the stand-in"
+env -u CUDA_CORE_DRIVER_ABI \
+  LD_LIBRARY_PATH="$work/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$work/venv/bin/python" "$here/examples/time_a_stream.py"
