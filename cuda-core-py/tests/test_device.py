@@ -69,7 +69,13 @@ def test_device_sync():
 def test_docstrings_on_public_names():
     for name in cudacore_rs.__all__:
         assert getattr(cudacore_rs, name).__doc__, name
-    for cls in (Device, cudacore_rs.Stream, cudacore_rs.Event):
+    for cls in (
+        Device,
+        cudacore_rs.Stream,
+        cudacore_rs.Event,
+        cudacore_rs.DeviceMemoryResource,
+        cudacore_rs.Buffer,
+    ):
         for attr in dir(cls):
             if attr.startswith("_"):
                 continue

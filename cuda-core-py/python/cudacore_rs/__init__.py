@@ -3,14 +3,17 @@
 One wheel serves CUDA 12 and CUDA 13 drivers: the driver (libcuda.so.1) is loaded at run time and
 its version picks the ABI (``CUDA_CORE_DRIVER_ABI=12`` or ``13`` forces one). A cuda.core program
 ports by changing its imports, for what this package covers so far: ``Device``, ``Stream``,
-``Event``, ``StreamOptions``, ``EventOptions``, ``CUDAError`` and ``system``.
+``Event``, ``StreamOptions``, ``EventOptions``, ``DeviceMemoryResource``, ``Buffer``,
+``CUDAError`` and ``system``.
 """
 
 from . import system
 from ._native import (
+    Buffer,
     ComputeCapability,
     CUDAError,
     Device,
+    DeviceMemoryResource,
     Event,
     EventOptions,
     Stream,
@@ -18,9 +21,11 @@ from ._native import (
 )
 
 __all__ = [
+    "Buffer",
     "CUDAError",
     "ComputeCapability",
     "Device",
+    "DeviceMemoryResource",
     "Event",
     "EventOptions",
     "Stream",

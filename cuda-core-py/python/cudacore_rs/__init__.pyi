@@ -78,6 +78,9 @@ class Device:
         """A new stream of the device."""
     def create_event(self, options: Union[EventOptions, Dict[str, Any], None] = None) -> "Event":
         """A new event of the device."""
+    @property
+    def memory_resource(self) -> "DeviceMemoryResource":
+        """The device's default memory resource (its default pool); the same object each time."""
     def __int__(self) -> int: ...
 
 class Stream:
@@ -151,3 +154,63 @@ class Event:
         """Destroys the event; closing twice is harmless."""
     def __sub__(self, other: "Event") -> float:
         """Milliseconds from ``other`` to this event (both timing events, completed)."""
+
+class DeviceMemoryResource:
+    """A device's default memory pool (``Device.memory_resource``); allocates ``Buffer`` objects.
+
+    ``DeviceMemoryResource(device_id)`` is the same object as ``Device(device_id).memory_resource``;
+    ``options=`` (a pool of one's own) raises ``NotImplementedError``.
+    """
+
+    def __new__(
+        cls, device_id: Union[int, Device], options: None = None
+    ) -> "DeviceMemoryResource": ...
+    def allocate(self, size: int, stream: Optional[Stream] = None) -> "Buffer":
+        """``size`` bytes (above 0), allocated in order on ``stream`` (None: the default stream)."""
+    @property
+    def device_id(self) -> int:
+        """The ordinal of the resource's device."""
+    @property
+    def is_device_accessible(self) -> bool:
+        """Whether the memory is accessible from the device (True)."""
+    @property
+    def is_host_accessible(self) -> bool:
+        """Whether the memory is accessible from the host (False)."""
+
+class Buffer:
+    """Memory from a memory resource; copies and fills are queued on the given stream.
+
+    Freed in stream order by ``close()`` or when collected; any use but ``close()``,
+    ``closed`` and ``memory_resource`` of a closed buffer raises ``RuntimeError``.
+    """
+
+    @property
+    def handle(self) -> int:
+        """The device address as an int."""
+    @property
+    def size(self) -> int:
+        """The size in bytes."""
+    @property
+    def device_id(self) -> Optional[int]:
+        """The ordinal of the memory's device."""
+    @property
+    def memory_resource(self) -> DeviceMemoryResource:
+        """The resource the buffer was allocated from."""
+    @property
+    def is_device_accessible(self) -> bool:
+        """Whether the memory is accessible from the device."""
+    @property
+    def is_host_accessible(self) -> bool:
+        """Whether the memory is accessible from the host."""
+    @property
+    def closed(self) -> bool:
+        """Whether the buffer is closed."""
+    def close(self, stream: Optional[Stream] = None) -> None:
+        """Frees the memory in order on ``stream`` (None: its allocation stream); closing twice
+        is harmless."""
+    def copy_to(self, dst: Optional["Buffer"] = None, *, stream: Stream) -> "Buffer":
+        """Copies into ``dst`` (same size), or a new buffer from the same resource; returns it."""
+    def copy_from(self, src: "Buffer", *, stream: Stream) -> None:
+        """Copies ``src`` (same size) into this buffer."""
+    def fill(self, value: Union[int, bytes, bytearray, memoryview, Any], *, stream: Stream) -> None:
+        """Fills with an int byte (0 to 255) or a 1, 2 or 4-byte buffer-protocol pattern."""
