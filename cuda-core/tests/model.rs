@@ -1272,7 +1272,8 @@ struct World {
     out: usize,
     /// What a capture used, kept to the end (`begin_capture`'s contract), and streams whose
     /// drop was put off while the driver held user objects (so that none drops on the
-    /// release thread).
+    /// release thread) or whose captures the stall watcher ended (so that none drops on the
+    /// watching thread: see [`unstall`]).
     kept_buffers: Vec<Arc<Buffer>>,
     kept_events: Vec<Arc<Event>>,
     kept_streams: Vec<Stream>,
@@ -2836,7 +2837,8 @@ fn run_ops(
 
 /// What a stalled program is undone with (see [`Baton::watch`]): held host functions let go,
 /// then the program's captures ended from the watching thread (a thread may wait for
-/// another's capture to end, which a later operation of a busy thread would have ended).
+/// another's capture to end, which a later operation of a busy thread would have ended), their
+/// streams kept to the program's end.
 fn unstall(world: &Mutex<World>, quiet: Duration, ended: &mut bool) {
     release_latches();
     if quiet < STALL_CAPTURES {
@@ -2848,14 +2850,23 @@ fn unstall(world: &Mutex<World>, quiet: Duration, ended: &mut bool) {
         let streams = {
             let world = world.lock().unwrap_or_else(|e| e.into_inner());
             let mut streams = reachable_streams(&world);
-            streams.retain(|s| world.began.contains(&handle_of(s)));
+            // (Clones left out here are dropped while the world, which holds the stream too,
+            // is locked: never the last.)
+            streams.retain(|s| world.began.contains(&handle_of(s)) && capturing(s));
             streams
         };
-        for stream in streams {
-            if capturing(&stream) {
+        for stream in &streams {
+            if capturing(stream) {
                 let _ = stream.end_capture();
             }
         }
+        // Kept to the program's end, not dropped here: a thread that an end lets go runs on
+        // alongside this one and may drop its own clone meanwhile (a slot replaced), and the
+        // last clone dropped here would be recycled into this thread's own list (the crate
+        // keeps a dropped handle for reuse per thread), which outlives the program, so the
+        // leak check would count it (see `the_stall_watcher_drops_no_stream_of_the_program`).
+        let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+        world.kept_streams.extend(streams);
     }
 }
 
@@ -4593,6 +4604,108 @@ fn model_a_host_copy_on_a_capturing_stream_leaves_no_graph_with_it() {
             ],
             schedule: vec![],
         },
+    );
+}
+
+// ---- the stall watcher -------------------------------------------------------------------
+
+/// What the watcher's driver call runs, once (see [`watcher_call`]).
+static AT_WATCHER_CALL: Mutex<Option<Job>> = Mutex::new(None);
+
+/// A yield hook that runs [`AT_WATCHER_CALL`]'s job at the first `cuStreamEndCapture` (the
+/// stand-in names a call by its model's function).
+unsafe extern "C" fn watcher_call(call: *const std::ffi::c_char) {
+    // SAFETY: the stand-in passes the call's name, a C string.
+    let name = unsafe { std::ffi::CStr::from_ptr(call) };
+    if name.to_bytes() != b"m_end_capture" {
+        return;
+    }
+    let job = AT_WATCHER_CALL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(job) = job {
+        job();
+    }
+}
+
+/// The stall watcher ([`unstall`]) ends a program's captures holding clones of their streams,
+/// and a thread that an end lets go (one that waited for the capture, taken for blocked) runs
+/// on alongside it. Bug caught: where that thread dropped its own clone meanwhile (its slot
+/// replaced), the watcher's went last, on the watching thread, which keeps the handle for
+/// reuse (the crate recycles per thread) and outlives the program: "1 more streams live after
+/// the program than before" (seed 28, under load). The drop is made here at the watcher's
+/// end of the capture, where the load let it come.
+#[test]
+fn the_stall_watcher_drops_no_stream_of_the_program() {
+    in_standin(
+        "the_stall_watcher_drops_no_stream_of_the_program",
+        &[],
+        || {
+            // The watcher on a thread of its own, whose kept handles are counted live until it
+            // ends (as those of the process's watching thread are for good).
+            std::thread::spawn(watch_a_program_drop_its_stream)
+                .join()
+                .unwrap();
+        },
+    );
+}
+
+/// [`the_stall_watcher_drops_no_stream_of_the_program`], on the watching thread.
+fn watch_a_program_drop_its_stream() {
+    let device = Device::new(0).unwrap();
+    let live = standin::model_live(0);
+    let world = Arc::new(Mutex::new(World::new(device, 1)));
+    let program = Worker::start();
+    let made = world.clone();
+    let began = program.run(move || {
+        let stream = device
+            .create_stream(StreamOptions::default())
+            .map_err(|e| e.to_string())?;
+        // SAFETY: nothing is queued in the capture, and the stream outlives it.
+        unsafe { stream.begin_capture(CaptureMode::Relaxed) }.map_err(|e| e.to_string())?;
+        let mut world = made.lock().unwrap_or_else(|e| e.into_inner());
+        world.began.push(handle_of(&stream));
+        world.streams[0] = Some(stream);
+        Ok(())
+    });
+    began.expect("the program's thread returns").unwrap();
+    let handle = handle_of(world.lock().unwrap().streams[0].as_ref().unwrap());
+    // The slot's clone dropped while the watcher ends the capture, on another thread
+    // (as the program's thread, let go by an end, drops it under load).
+    let slot = world.clone();
+    *AT_WATCHER_CALL.lock().unwrap() = Some(Box::new(move || {
+        std::thread::spawn(move || {
+            let stream = slot.lock().unwrap().streams[0].take();
+            drop(stream);
+        })
+        .join()
+        .unwrap();
+    }));
+    standin::set_yield(watcher_call);
+    unstall(&world, STALL_CAPTURES, &mut false);
+    assert!(
+        AT_WATCHER_CALL.lock().unwrap().is_none(),
+        "the watcher did not end the capture"
+    );
+    assert_eq!(standin::model_capture(handle), 0, "the capture is open");
+    // The program's end: its thread drops what the world keeps, then ends.
+    let kept = world.clone();
+    program
+        .run(move || {
+            let mut world = kept.lock().unwrap_or_else(|e| e.into_inner());
+            let streams = std::mem::take(&mut world.kept_streams);
+            drop(world);
+            drop(streams);
+            Ok(())
+        })
+        .expect("the program's thread returns")
+        .unwrap();
+    program.end();
+    assert_eq!(
+        standin::model_live(0),
+        live,
+        "a stream of the program lives on after it, kept by the watching thread"
     );
 }
 
