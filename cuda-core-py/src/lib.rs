@@ -66,6 +66,48 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a Python object owns (a stream, an event, a buffer): held until `close()` takes it out;
+/// once taken, any other use raises `RuntimeError` naming `what`.
+struct Slot<T> {
+    value: Mutex<Option<T>>,
+    what: &'static str,
+}
+
+impl<T> Slot<T> {
+    fn new(what: &'static str, value: T) -> Slot<T> {
+        Slot {
+            value: Mutex::new(Some(value)),
+            what,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        lock(&self.value)
+    }
+
+    /// The error for a use after `close()`.
+    fn closed_error(&self) -> PyErr {
+        PyRuntimeError::new_err(format!("the {} is closed", self.what))
+    }
+
+    /// Takes the value out, for `close()`: the caller drops it after the lock is released (the
+    /// drop may call the driver). `None` where it was closed already.
+    fn take(&self) -> Option<T> {
+        self.lock().take()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().is_none()
+    }
+}
+
+impl<T: Clone> Slot<T> {
+    /// The open value (a clone: a reference count), or the error for a closed one.
+    fn get(&self) -> PyResult<T> {
+        self.lock().clone().ok_or_else(|| self.closed_error())
+    }
+}
+
 /// `ComputeCapability`, the named tuple `(major, minor)` that `Device.compute_capability`
 /// returns, made once.
 fn compute_capability_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
@@ -407,21 +449,19 @@ impl PyDevice {
 /// use of a closed stream raises `RuntimeError`.
 #[pyclass(name = "Stream", module = "cudacore_rs", frozen)]
 struct PyStream {
-    stream: Mutex<Option<cuda_core::Stream>>,
+    stream: Slot<cuda_core::Stream>,
 }
 
 impl PyStream {
     fn wrap(stream: cuda_core::Stream) -> PyStream {
         PyStream {
-            stream: Mutex::new(Some(stream)),
+            stream: Slot::new("Stream", stream),
         }
     }
 
     /// The open stream (a clone: a reference count), or the error for a closed one.
     fn get(&self) -> PyResult<cuda_core::Stream> {
-        lock(&self.stream)
-            .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("the Stream is closed"))
+        self.stream.get()
     }
 }
 
@@ -488,14 +528,14 @@ impl PyStream {
     /// Destroys the stream, after the work already queued on it. Closing twice is harmless.
     fn close(&self) {
         // Taken out under the lock, dropped after it: the drop may call the driver.
-        let taken = lock(&self.stream).take();
+        let taken = self.stream.take();
         drop(taken);
     }
 
     /// Whether the stream is closed.
     #[getter]
     fn closed(&self) -> bool {
-        lock(&self.stream).is_none()
+        self.stream.is_closed()
     }
 
     /// The raw `CUstream` handle, as an int (cuda.core returns a `cuda.bindings` object whose
@@ -542,7 +582,7 @@ impl PyStream {
     }
 
     fn __repr__(&self) -> String {
-        match &*lock(&self.stream) {
+        match &*self.stream.lock() {
             Some(stream) => format!(
                 "<Stream handle={:#x} of device {}>",
                 stream.as_raw() as usize,
@@ -564,20 +604,18 @@ impl PyStream {
 #[pyclass(name = "Event", module = "cudacore_rs", frozen)]
 struct PyEvent {
     /// Shared so that a wait can go on without the lock while another thread closes it.
-    event: Mutex<Option<Arc<cuda_core::Event>>>,
+    event: Slot<Arc<cuda_core::Event>>,
 }
 
 impl PyEvent {
     fn wrap(event: cuda_core::Event) -> PyEvent {
         PyEvent {
-            event: Mutex::new(Some(Arc::new(event))),
+            event: Slot::new("Event", Arc::new(event)),
         }
     }
 
     fn get(&self) -> PyResult<Arc<cuda_core::Event>> {
-        lock(&self.event)
-            .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("the Event is closed"))
+        self.event.get()
     }
 }
 
@@ -636,14 +674,14 @@ impl PyEvent {
 
     /// Destroys the event. Closing twice is harmless.
     fn close(&self) {
-        let taken = lock(&self.event).take();
+        let taken = self.event.take();
         drop(taken);
     }
 
     /// Whether the event is closed.
     #[getter]
     fn closed(&self) -> bool {
-        lock(&self.event).is_none()
+        self.event.is_closed()
     }
 
     /// `end - start`: the milliseconds from `start` to this event, both recorded, completed and
@@ -668,7 +706,7 @@ impl PyEvent {
     }
 
     fn __repr__(&self) -> String {
-        match &*lock(&self.event) {
+        match &*self.event.lock() {
             Some(event) => format!(
                 "<Event handle={:#x} of device {}>",
                 event.as_raw() as usize,
@@ -782,29 +820,25 @@ impl PyDeviceMemoryResource {
 /// `RuntimeError`.
 #[pyclass(name = "Buffer", module = "cudacore_rs", frozen)]
 struct PyBuffer {
-    buffer: Mutex<Option<cuda_core::Buffer>>,
+    buffer: Slot<cuda_core::Buffer>,
     resource: Py<PyDeviceMemoryResource>,
 }
 
 impl PyBuffer {
     fn wrap(buffer: cuda_core::Buffer, resource: Py<PyDeviceMemoryResource>) -> PyBuffer {
         PyBuffer {
-            buffer: Mutex::new(Some(buffer)),
+            buffer: Slot::new("Buffer", buffer),
             resource,
         }
     }
 
     /// Runs `f` on the open buffer; the error for a closed one.
     fn with<T>(&self, f: impl FnOnce(&mut cuda_core::Buffer) -> PyResult<T>) -> PyResult<T> {
-        match lock(&self.buffer).as_mut() {
+        match self.buffer.lock().as_mut() {
             Some(buffer) => f(buffer),
-            None => Err(closed_buffer()),
+            None => Err(self.buffer.closed_error()),
         }
     }
-}
-
-fn closed_buffer() -> PyErr {
-    PyRuntimeError::new_err("the Buffer is closed")
 }
 
 /// Copies `src` into `dst` on `stream`, two distinct open buffers, their locks taken in address
@@ -820,11 +854,12 @@ fn copy_between(
             "cannot copy a Buffer onto itself: source and destination are the same buffer",
         ));
     }
+    let slot = &src.buffer;
     let src_first = (src as *const PyBuffer) < (dst as *const PyBuffer);
     let (mut first, mut second) = if src_first {
-        (lock(&src.buffer), lock(&dst.buffer))
+        (src.buffer.lock(), dst.buffer.lock())
     } else {
-        (lock(&dst.buffer), lock(&src.buffer))
+        (dst.buffer.lock(), src.buffer.lock())
     };
     let (src, dst) = if src_first {
         (first.as_mut(), second.as_mut())
@@ -832,7 +867,7 @@ fn copy_between(
         (second.as_mut(), first.as_mut())
     };
     let (Some(src), Some(dst)) = (src, dst) else {
-        return Err(closed_buffer());
+        return Err(slot.closed_error());
     };
     src.copy_to(dst, stream).or_py(py)
 }
@@ -891,7 +926,7 @@ impl PyBuffer {
             None => None,
         };
         // Taken out under the lock, freed after it: the free calls the driver.
-        let taken = lock(&self.buffer).take();
+        let taken = self.buffer.take();
         match taken {
             Some(buffer) => buffer.close(stream.as_ref()).or_py(py),
             None => Ok(()),
@@ -901,7 +936,7 @@ impl PyBuffer {
     /// Whether the buffer is closed.
     #[getter]
     fn closed(&self) -> bool {
-        lock(&self.buffer).is_none()
+        self.buffer.is_closed()
     }
 
     /// Copies this buffer into `dst` (a Buffer of the same size) in order on `stream`, and
@@ -1013,7 +1048,7 @@ impl PyBuffer {
     }
 
     fn __repr__(&self) -> String {
-        match &*lock(&self.buffer) {
+        match &*self.buffer.lock() {
             Some(buffer) => format!(
                 "<Buffer handle={:#x} size={} of {}>",
                 buffer.ptr().0,
