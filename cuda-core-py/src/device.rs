@@ -1,0 +1,186 @@
+//! `Device`.
+
+use std::cell::RefCell;
+
+use crate::errors::*;
+use crate::memory::*;
+use crate::options::*;
+use crate::stream::*;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+
+thread_local! {
+    /// This thread's `Device` objects, by ordinal: `Device(n)` returns the same one each time.
+    static DEVICES: RefCell<Vec<Option<Py<PyDevice>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A CUDA device. `Device()` is the calling thread's current device (device 0 when no context
+/// is current); `Device(n)` the device with ordinal n. Each returns the same object for a
+/// device every time it is called on one thread, as in cuda.core.
+///
+/// Streams and events are made in the device's primary context, which `set_current()` makes
+/// current on the calling thread.
+#[pyclass(name = "Device", module = "cudacore_rs", frozen)]
+pub(crate) struct PyDevice {
+    pub(crate) device: cuda_core::Device,
+    /// `memory_resource`, made on first use: the same object every time.
+    pub(crate) memory_resource: GILOnceCell<Py<PyDeviceMemoryResource>>,
+}
+
+impl PyDevice {
+    /// The device's default memory resource, as a `DeviceMemoryResource` made once.
+    pub(crate) fn memory_resource(&self, py: Python<'_>) -> PyResult<Py<PyDeviceMemoryResource>> {
+        self.memory_resource
+            .get_or_try_init(py, || {
+                let resource = self.device.memory_resource().or_py(py)?;
+                Py::new(
+                    py,
+                    PyDeviceMemoryResource {
+                        resource,
+                        device: self.device,
+                    },
+                )
+            })
+            .map(|r| r.clone_ref(py))
+    }
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    #[pyo3(signature = (device_id = None))]
+    pub(crate) fn new(py: Python<'_>, device_id: Option<i64>) -> PyResult<Py<PyDevice>> {
+        let device = match device_id {
+            None => cuda_core::Device::current().or_py(py)?,
+            Some(id) => {
+                let count = cuda_core::Device::count().or_py(py)?;
+                match usize::try_from(id) {
+                    Ok(ordinal) if ordinal < count => cuda_core::Device::new(ordinal).or_py(py)?,
+                    _ => {
+                        return Err(PyValueError::new_err(format!(
+                            "device_id must be within [0, {count}), got {id}"
+                        )))
+                    }
+                }
+            }
+        };
+        let ordinal = device.ordinal();
+        DEVICES.with(|devices| {
+            let mut devices = devices.borrow_mut();
+            if let Some(Some(existing)) = devices.get(ordinal) {
+                return Ok(existing.clone_ref(py));
+            }
+            let made = Py::new(
+                py,
+                PyDevice {
+                    device,
+                    memory_resource: GILOnceCell::new(),
+                },
+            )?;
+            if devices.len() <= ordinal {
+                devices.resize_with(ordinal + 1, || None);
+            }
+            devices[ordinal] = Some(made.clone_ref(py));
+            Ok(made)
+        })
+    }
+
+    /// The device's ordinal.
+    #[getter]
+    pub(crate) fn device_id(&self) -> usize {
+        self.device.ordinal()
+    }
+
+    /// The device's name, as the driver gives it.
+    #[getter]
+    pub(crate) fn name(&self, py: Python<'_>) -> PyResult<String> {
+        self.device.name().or_py(py)
+    }
+
+    /// The compute capability, a named tuple `ComputeCapability(major, minor)`.
+    #[getter]
+    pub(crate) fn compute_capability<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (major, minor) = self.device.compute_capability().or_py(py)?;
+        compute_capability_type(py)?.call1((major, minor))
+    }
+
+    /// The architecture as NVRTC spells it after `sm_`: `"90"` for compute capability 9.0.
+    #[getter]
+    pub(crate) fn arch(&self, py: Python<'_>) -> PyResult<String> {
+        self.device.arch().or_py(py)
+    }
+
+    /// Makes the device's primary context current on the calling thread. Taking another
+    /// context (`ctx=`) is not supported yet.
+    #[pyo3(signature = (ctx = None))]
+    pub(crate) fn set_current(
+        &self,
+        py: Python<'_>,
+        ctx: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if ctx.is_some_and(|c| !c.is_none()) {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "Device.set_current(ctx) is not supported yet: contexts are not exposed",
+            ));
+        }
+        self.device.set_current().or_py(py)
+    }
+
+    /// Waits until all work queued on the device's primary context is done, without holding
+    /// the GIL.
+    pub(crate) fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let device = self.device;
+        py.allow_threads(|| device.sync()).or_py(py)
+    }
+
+    /// A new stream of the device. `options` is a `StreamOptions`, a dict of its fields, or
+    /// None for the defaults. Wrapping a foreign stream (`obj=`) is not supported yet.
+    #[pyo3(signature = (obj = None, options = None))]
+    pub(crate) fn create_stream(
+        &self,
+        py: Python<'_>,
+        obj: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyStream> {
+        if obj.is_some_and(|o| !o.is_none()) {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "Device.create_stream(obj) is not supported yet; pass options= only",
+            ));
+        }
+        let options: PyStreamOptions = options_of(py, options)?;
+        let stream = self.device.create_stream(options.to_rust()).or_py(py)?;
+        Ok(PyStream::wrap(stream))
+    }
+
+    /// A new event of the device. `options` is an `EventOptions`, a dict of its fields, or None
+    /// for the defaults.
+    #[pyo3(signature = (options = None))]
+    pub(crate) fn create_event(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyEvent> {
+        let options: PyEventOptions = options_of(py, options)?;
+        let event = self.device.create_event(options.to_rust()?).or_py(py)?;
+        Ok(PyEvent::wrap(event))
+    }
+
+    /// The device's default memory resource (its default memory pool), a
+    /// `DeviceMemoryResource`; the same object every time.
+    #[getter(memory_resource)]
+    pub(crate) fn get_memory_resource(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<Py<PyDeviceMemoryResource>> {
+        self.memory_resource(py)
+    }
+
+    pub(crate) fn __int__(&self) -> usize {
+        self.device.ordinal()
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!("<Device {}>", self.device.ordinal())
+    }
+}
