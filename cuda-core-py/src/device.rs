@@ -111,20 +111,61 @@ impl PyDevice {
         self.device.arch().or_py(py)
     }
 
-    /// Makes the device's primary context current on the calling thread. Taking another
-    /// context (`ctx=`) is not supported yet.
+    /// Makes the device's primary context current on the calling thread and returns None; or,
+    /// given `ctx` (a `Context` of this device, such as a green context), makes `ctx` current
+    /// instead and returns the context it replaced (None where that is not one made current
+    /// through this package).
     #[pyo3(signature = (ctx = None))]
     pub(crate) fn set_current(
         &self,
         py: Python<'_>,
         ctx: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        if ctx.is_some_and(|c| !c.is_none()) {
-            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-                "Device.set_current(ctx) is not supported yet: contexts are not exposed",
-            ));
+    ) -> PyResult<Option<Py<crate::context::PyContext>>> {
+        if let Some(ctx) = ctx.filter(|c| !c.is_none()) {
+            return crate::context::set_current(py, &self.device, ctx);
         }
-        self.device.set_current().or_py(py)
+        self.device.set_current().or_py(py)?;
+        crate::context::note_primary_set(self.device);
+        Ok(None)
+    }
+
+    /// A new green context on SM groups of this device: `options` is a `ContextOptions` (or a
+    /// dict of its fields) naming at least one `SMResource` from `Device.resources.sm.split()`.
+    /// The context is not made current.
+    #[pyo3(signature = (options = None))]
+    pub(crate) fn create_context(
+        &self,
+        py: Python<'_>,
+        options: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::context::PyContext> {
+        crate::context::create_context(py, &self.device, options)
+    }
+
+    /// The device's primary context, as a `Context`.
+    #[getter]
+    pub(crate) fn context(&self, py: Python<'_>) -> PyResult<crate::context::PyContext> {
+        crate::context::primary_context(py, &self.device)
+    }
+
+    /// The device's hardware resources (its SMs), for green contexts.
+    #[getter]
+    pub(crate) fn resources(&self) -> crate::context::PyDeviceResources {
+        crate::context::device_resources(&self.device)
+    }
+
+    /// The device's attributes, a `DeviceProperties` (each read once, then cached).
+    #[getter]
+    pub(crate) fn properties(&self) -> crate::properties::PyDeviceProperties {
+        crate::properties::PyDeviceProperties::new(self.device)
+    }
+
+    /// This device as NVML sees it, a `cudacore_rs.system.Device` (matched by UUID). Raises
+    /// `cudacore_rs.system.LibraryNotFoundError` where NVML cannot be loaded.
+    pub(crate) fn to_system_device(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<crate::system::PySystemDevice> {
+        crate::system::system_device_of(py, &self.device)
     }
 
     /// Waits until all work queued on the device's primary context is done, without holding
@@ -135,7 +176,9 @@ impl PyDevice {
     }
 
     /// A new stream of the device. `options` is a `StreamOptions`, a dict of its fields, or
-    /// None for the defaults. Wrapping a foreign stream (`obj=`) is not supported yet.
+    /// None for the defaults. Given `obj`, an object with the `__cuda_stream__` protocol (a
+    /// CuPy or PyTorch stream), wraps its stream instead, without owning it, and holds `obj`
+    /// alive while the result lives (see `Stream.from_handle`).
     #[pyo3(signature = (obj = None, options = None))]
     pub(crate) fn create_stream(
         &self,
@@ -143,10 +186,8 @@ impl PyDevice {
         obj: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStream> {
-        if obj.is_some_and(|o| !o.is_none()) {
-            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-                "Device.create_stream(obj) is not supported yet; pass options= only",
-            ));
+        if let Some(obj) = obj.filter(|o| !o.is_none()) {
+            return crate::context::stream_of_object(py, obj);
         }
         let options: PyStreamOptions = options_of(py, options)?;
         let stream = self.device.create_stream(options.to_rust()).or_py(py)?;

@@ -26,9 +26,18 @@ pub(crate) fn to_py(py: Python<'_>, error: cuda_core::Error) -> PyErr {
             call, code, name, ..
         } => (Some(*name), Some(code.0), Some(*call)),
         cuda_core::Error::InvalidArgument { .. } => return PyValueError::new_err(message),
+        cuda_core::Error::NotSupported { function, .. } => (None, None, Some(*function)),
+        cuda_core::Error::Nvml { query, .. } | cuda_core::Error::SystemNotSupported { query } => {
+            (None, None, Some(*query))
+        }
         _ => (None, None, None),
     };
-    let exception = match py.get_type::<CUDAError>().call1((message.clone(),)) {
+    // The driver code's kind (a CUDAError subclass), see error_kinds.rs.
+    let class = match crate::error_kinds::class_of(py, &error) {
+        Ok(class) => class,
+        Err(e) => return e,
+    };
+    let exception = match class.call1((message.clone(),)) {
         Ok(exception) => exception,
         Err(e) => return e,
     };

@@ -8,10 +8,13 @@
 //! used. Waits (`sync()`) release the GIL. Nothing here panics: every failure becomes a Python
 //! exception.
 
+mod context;
 mod device;
+mod error_kinds;
 mod errors;
 mod memory;
 mod options;
+mod properties;
 mod stream;
 mod system;
 
@@ -31,5 +34,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<memory::PyBuffer>()?;
     module.add("ComputeCapability", errors::compute_capability_type(py)?)?;
     system::register(module)?;
+    context::register(module)?;
+    properties::register(module)?;
+    error_kinds::register(module)?;
     Ok(())
 }

@@ -17,12 +17,24 @@ use pyo3::types::PyTuple;
 #[pyclass(name = "Stream", module = "cudacore_rs", frozen)]
 pub(crate) struct PyStream {
     pub(crate) stream: Slot<cuda_core::Stream>,
+    /// For a foreign stream (`Device.create_stream(obj)`), the object that owns it, kept alive
+    /// as long as this one.
+    _owner: Option<PyObject>,
 }
 
 impl PyStream {
     pub(crate) fn wrap(stream: cuda_core::Stream) -> PyStream {
         PyStream {
             stream: Slot::new("Stream", stream),
+            _owner: None,
+        }
+    }
+
+    /// A foreign stream (not owned), holding `owner` (the object it came from) alive.
+    pub(crate) fn wrap_foreign(stream: cuda_core::Stream, owner: Option<PyObject>) -> PyStream {
+        PyStream {
+            stream: Slot::new("Stream", stream),
+            _owner: owner,
         }
     }
 
@@ -39,6 +51,19 @@ impl PyStream {
         Err(PyRuntimeError::new_err(
             "Stream objects cannot be made directly: use Device.create_stream()",
         ))
+    }
+
+    /// Wraps a stream made elsewhere (a CuPy or PyTorch stream's handle, or any `CUstream`
+    /// as an int) without owning it: `close()` and collection do not destroy it.
+    ///
+    /// This has the same raw power as cuda.core's `Stream.from_handle`: `handle` must be a
+    /// valid `CUstream`, and it (and its context) must stay valid for as long as the result
+    /// is used; a stale or made-up handle is undefined behaviour in the driver. Its context is
+    /// asked of the driver (`cuStreamGetCtx`); a stream of another device than the current
+    /// one is found on its own device.
+    #[staticmethod]
+    pub(crate) fn from_handle(py: Python<'_>, handle: &Bound<'_, PyAny>) -> PyResult<PyStream> {
+        crate::context::foreign_stream(py, handle, None)
     }
 
     /// Records an event on the stream and returns it: `event` if given, else a new event made

@@ -57,8 +57,8 @@ def test_set_current_makes_device_current():
     assert Device() is Device(0)
 
 
-def test_set_current_with_a_context_is_not_supported_yet():
-    with pytest.raises(NotImplementedError):
+def test_set_current_with_what_is_not_a_context_raises_type_error():
+    with pytest.raises(TypeError):
         Device(0).set_current(object())
 
 

@@ -1,7 +1,7 @@
 """cudacore_rs: NVIDIA cuda.core's Python API (1.2 names and behaviour) on the cuda-core Rust crate."""
 
 from types import TracebackType
-from typing import Any, Dict, NamedTuple, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
 
 from . import system as system
 
@@ -68,14 +68,34 @@ class Device:
     @property
     def arch(self) -> str:
         """The architecture as NVRTC spells it after ``sm_``: ``"90"`` for 9.0."""
-    def set_current(self, ctx: None = None) -> None:
-        """Makes the device's primary context current on the calling thread."""
+    def set_current(self, ctx: Optional["Context"] = None) -> Optional["Context"]:
+        """Makes the primary context (or ``ctx``, a context of this device) current.
+
+        With ``ctx``, returns the context it replaced (None where it was not one made current
+        through this package); without, returns None.
+        """
+    def create_context(
+        self, options: Union["ContextOptions", Dict[str, Any], None] = None
+    ) -> "Context":
+        """A new green context on SM groups of this device (not made current)."""
+    @property
+    def context(self) -> "Context":
+        """The device's primary context."""
+    @property
+    def resources(self) -> "DeviceResources":
+        """The device's hardware resources (its SMs), for green contexts."""
+    @property
+    def properties(self) -> "DeviceProperties":
+        """The device's attributes under cuda.core's names (each read once, then cached)."""
+    def to_system_device(self) -> "system.Device":
+        """This device as NVML sees it (matched by UUID); needs NVML."""
     def sync(self) -> None:
         """Waits for all work of the device's primary context (the GIL is released)."""
     def create_stream(
-        self, obj: None = None, options: Union[StreamOptions, Dict[str, Any], None] = None
+        self, obj: Optional[Any] = None, options: Union[StreamOptions, Dict[str, Any], None] = None
     ) -> "Stream":
-        """A new stream of the device."""
+        """A new stream of the device; or, given ``obj`` with ``__cuda_stream__``, its stream
+        wrapped without owning it (``obj`` is held alive meanwhile)."""
     def create_event(self, options: Union[EventOptions, Dict[str, Any], None] = None) -> "Event":
         """A new event of the device."""
     @property
@@ -89,6 +109,13 @@ class Stream:
     Any use but ``close()`` of a closed stream raises ``RuntimeError``.
     """
 
+    @staticmethod
+    def from_handle(handle: int) -> "Stream":
+        """Wraps a foreign ``CUstream`` (an int) without owning it.
+
+        Same raw power as cuda.core's: ``handle`` must be a valid stream and stay valid (with
+        its context) while the result is used.
+        """
     def record(
         self,
         event: Optional["Event"] = None,
@@ -214,3 +241,567 @@ class Buffer:
         """Copies ``src`` (same size) into this buffer."""
     def fill(self, value: Union[int, bytes, bytearray, memoryview, Any], *, stream: Stream) -> None:
         """Fills with an int byte (0 to 255) or a 1, 2 or 4-byte buffer-protocol pattern."""
+
+class CUDAInvalidValueError(CUDAError):
+    """CUDA_ERROR_INVALID_VALUE: the driver refused an argument."""
+
+class CUDAOutOfMemoryError(CUDAError):
+    """CUDA_ERROR_OUT_OF_MEMORY."""
+
+class CUDANotInitializedError(CUDAError):
+    """CUDA_ERROR_NOT_INITIALIZED or CUDA_ERROR_DEINITIALIZED."""
+
+class CUDANoDeviceError(CUDAError):
+    """CUDA_ERROR_NO_DEVICE."""
+
+class CUDAInvalidDeviceError(CUDAError):
+    """CUDA_ERROR_INVALID_DEVICE."""
+
+class CUDAInvalidContextError(CUDAError):
+    """CUDA_ERROR_INVALID_CONTEXT, CONTEXT_ALREADY_CURRENT or CONTEXT_IS_DESTROYED."""
+
+class CUDAInvalidHandleError(CUDAError):
+    """CUDA_ERROR_INVALID_HANDLE."""
+
+class CUDANotFoundError(CUDAError):
+    """CUDA_ERROR_NOT_FOUND."""
+
+class CUDANotReadyError(CUDAError):
+    """CUDA_ERROR_NOT_READY."""
+
+class CUDAIllegalAddressError(CUDAError):
+    """CUDA_ERROR_ILLEGAL_ADDRESS, MISALIGNED_ADDRESS or INVALID_ADDRESS_SPACE."""
+
+class CUDALaunchError(CUDAError):
+    """CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH_TIMEOUT, LAUNCH_FAILED or
+    COOPERATIVE_LAUNCH_TOO_LARGE."""
+
+class CUDANotSupportedError(CUDAError, NotImplementedError):
+    """CUDA_ERROR_NOT_SUPPORTED, or a driver function missing (``code`` None)."""
+
+class CUDAStreamCaptureError(CUDAError):
+    """CUDA_ERROR_STREAM_CAPTURE_* and CUDA_ERROR_CAPTURED_EVENT."""
+
+class SMResourceOptions:
+    """Options for ``SMResource.split()``.
+
+    ``count``: SMs per group, an int (one group), a sequence (one group each) or None
+    (discovery: the smallest group). ``coscheduled_sm_count`` and
+    ``preferred_coscheduled_sm_count``: must be None (NotImplementedError otherwise).
+    ``backfill``: let groups ignore the co-scheduling granularity (a bool, or one per group).
+    """
+
+    count: Union[int, Sequence[Optional[int]], None]
+    coscheduled_sm_count: Union[int, Sequence[Optional[int]], None]
+    preferred_coscheduled_sm_count: Union[int, Sequence[Optional[int]], None]
+    backfill: Union[bool, Sequence[bool]]
+    def __init__(
+        self,
+        count: Union[int, Sequence[Optional[int]], None] = None,
+        coscheduled_sm_count: Union[int, Sequence[Optional[int]], None] = None,
+        preferred_coscheduled_sm_count: Union[int, Sequence[Optional[int]], None] = None,
+        backfill: Union[bool, Sequence[bool]] = False,
+    ) -> None: ...
+
+class SMResource:
+    """A set of SMs of one device: all of them, a context's, or a group split from them."""
+
+    @property
+    def sm_count(self) -> int:
+        """How many SMs."""
+    @property
+    def min_partition_size(self) -> int:
+        """The smallest number of SMs a group can have."""
+    @property
+    def coscheduled_alignment(self) -> int:
+        """The number of SMs groups are aligned to for co-scheduling."""
+    def split(
+        self, options: Union[SMResourceOptions, Dict[str, Any]], *, dry_run: bool = False
+    ) -> Tuple[List["SMResource"], "SMResource"]:
+        """Splits the SMs into ``(groups, remainder)``; options are checked before the driver."""
+
+class DeviceResources:
+    """The hardware resources of a device or of a context."""
+
+    @property
+    def sm(self) -> SMResource:
+        """The SMs of the device, or of the context."""
+
+class ContextOptions:
+    """Options for ``Device.create_context``: ``resources``, the SM groups (at least one)."""
+
+    resources: Sequence[SMResource]
+    def __init__(self, resources: Sequence[SMResource]) -> None: ...
+
+class Context:
+    """A CUDA context: a green context (``Device.create_context``) or a primary one.
+
+    ``close()`` releases this object's hold (streams made in it keep working); closing a
+    context current on the calling thread raises RuntimeError.
+    """
+
+    @property
+    def handle(self) -> Optional[int]:
+        """The raw ``CUcontext`` as an int; None once closed."""
+    @property
+    def is_closed(self) -> bool:
+        """Whether ``close()`` was called."""
+    @property
+    def is_green(self) -> bool:
+        """Whether this is a green context (False once closed)."""
+    @property
+    def device(self) -> Device:
+        """The context's device."""
+    @property
+    def resources(self) -> DeviceResources:
+        """The context's resources (a green context's SMs)."""
+    def create_stream(
+        self, options: Union[StreamOptions, Dict[str, Any], None] = None
+    ) -> Stream:
+        """A new stream in this green context (RuntimeError for a primary context)."""
+    def create_event(self, options: Union[EventOptions, Dict[str, Any], None] = None) -> Event:
+        """A new event in this context."""
+    def sync(self) -> None:
+        """Waits for all work in the context (the GIL is released)."""
+    def close(self) -> None:
+        """Releases this object's hold on the context; closing twice is harmless."""
+    def __enter__(self) -> "Context": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+
+class DeviceProperties:
+    """A device's attributes under cuda.core's names, read once and cached."""
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """Maximum number of threads per block."""
+    @property
+    def max_block_dim_x(self) -> int:
+        """Maximum block dimension X."""
+    @property
+    def max_block_dim_y(self) -> int:
+        """Maximum block dimension Y."""
+    @property
+    def max_block_dim_z(self) -> int:
+        """Maximum block dimension Z."""
+    @property
+    def max_grid_dim_x(self) -> int:
+        """Maximum grid dimension X."""
+    @property
+    def max_grid_dim_y(self) -> int:
+        """Maximum grid dimension Y."""
+    @property
+    def max_grid_dim_z(self) -> int:
+        """Maximum grid dimension Z."""
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Maximum shared memory available per block in bytes."""
+    @property
+    def total_constant_memory(self) -> int:
+        """Memory available on device for __constant__ variables in a CUDA C kernel in bytes."""
+    @property
+    def warp_size(self) -> int:
+        """Warp size in threads."""
+    @property
+    def max_pitch(self) -> int:
+        """Maximum pitch in bytes allowed by memory copies."""
+    @property
+    def maximum_texture1d_width(self) -> int:
+        """Maximum 1D texture width."""
+    @property
+    def maximum_texture1d_linear_width(self) -> int:
+        """Deprecated, do not use. Use cudaDeviceGetTexture1DLinearMaxWidth() or cuDeviceGetTexture1DLinearMaxWidth() instead."""
+    @property
+    def maximum_texture1d_mipmapped_width(self) -> int:
+        """Maximum mipmapped 1D texture width."""
+    @property
+    def maximum_texture2d_width(self) -> int:
+        """Maximum 2D texture width."""
+    @property
+    def maximum_texture2d_height(self) -> int:
+        """Maximum 2D texture height."""
+    @property
+    def maximum_texture2d_linear_width(self) -> int:
+        """Maximum 2D linear texture width."""
+    @property
+    def maximum_texture2d_linear_height(self) -> int:
+        """Maximum 2D linear texture height."""
+    @property
+    def maximum_texture2d_linear_pitch(self) -> int:
+        """Maximum 2D linear texture pitch in bytes."""
+    @property
+    def maximum_texture2d_mipmapped_width(self) -> int:
+        """Maximum mipmapped 2D texture width."""
+    @property
+    def maximum_texture2d_mipmapped_height(self) -> int:
+        """Maximum mipmapped 2D texture height."""
+    @property
+    def maximum_texture3d_width(self) -> int:
+        """Maximum 3D texture width."""
+    @property
+    def maximum_texture3d_height(self) -> int:
+        """Maximum 3D texture height."""
+    @property
+    def maximum_texture3d_depth(self) -> int:
+        """Maximum 3D texture depth."""
+    @property
+    def maximum_texture3d_width_alternate(self) -> int:
+        """Alternate maximum 3D texture width."""
+    @property
+    def maximum_texture3d_height_alternate(self) -> int:
+        """Alternate maximum 3D texture height."""
+    @property
+    def maximum_texture3d_depth_alternate(self) -> int:
+        """Alternate maximum 3D texture depth."""
+    @property
+    def maximum_texturecubemap_width(self) -> int:
+        """Maximum cubemap texture width/height."""
+    @property
+    def maximum_texture1d_layered_width(self) -> int:
+        """Maximum 1D layered texture width."""
+    @property
+    def maximum_texture1d_layered_layers(self) -> int:
+        """Maximum layers in a 1D layered texture."""
+    @property
+    def maximum_texture2d_layered_width(self) -> int:
+        """Maximum 2D layered texture width."""
+    @property
+    def maximum_texture2d_layered_height(self) -> int:
+        """Maximum 2D layered texture height."""
+    @property
+    def maximum_texture2d_layered_layers(self) -> int:
+        """Maximum layers in a 2D layered texture."""
+    @property
+    def maximum_texturecubemap_layered_width(self) -> int:
+        """Maximum cubemap layered texture width/height."""
+    @property
+    def maximum_texturecubemap_layered_layers(self) -> int:
+        """Maximum layers in a cubemap layered texture."""
+    @property
+    def maximum_surface1d_width(self) -> int:
+        """Maximum 1D surface width."""
+    @property
+    def maximum_surface2d_width(self) -> int:
+        """Maximum 2D surface width."""
+    @property
+    def maximum_surface2d_height(self) -> int:
+        """Maximum 2D surface height."""
+    @property
+    def maximum_surface3d_width(self) -> int:
+        """Maximum 3D surface width."""
+    @property
+    def maximum_surface3d_height(self) -> int:
+        """Maximum 3D surface height."""
+    @property
+    def maximum_surface3d_depth(self) -> int:
+        """Maximum 3D surface depth."""
+    @property
+    def maximum_surface1d_layered_width(self) -> int:
+        """Maximum 1D layered surface width."""
+    @property
+    def maximum_surface1d_layered_layers(self) -> int:
+        """Maximum layers in a 1D layered surface."""
+    @property
+    def maximum_surface2d_layered_width(self) -> int:
+        """Maximum 2D layered surface width."""
+    @property
+    def maximum_surface2d_layered_height(self) -> int:
+        """Maximum 2D layered surface height."""
+    @property
+    def maximum_surface2d_layered_layers(self) -> int:
+        """Maximum layers in a 2D layered surface."""
+    @property
+    def maximum_surfacecubemap_width(self) -> int:
+        """Maximum cubemap surface width."""
+    @property
+    def maximum_surfacecubemap_layered_width(self) -> int:
+        """Maximum cubemap layered surface width."""
+    @property
+    def maximum_surfacecubemap_layered_layers(self) -> int:
+        """Maximum layers in a cubemap layered surface."""
+    @property
+    def max_registers_per_block(self) -> int:
+        """Maximum number of 32-bit registers available per block."""
+    @property
+    def clock_rate(self) -> int:
+        """Typical clock frequency in kilohertz."""
+    @property
+    def texture_alignment(self) -> int:
+        """Alignment requirement for textures."""
+    @property
+    def texture_pitch_alignment(self) -> int:
+        """Pitch alignment requirement for textures."""
+    @property
+    def gpu_overlap(self) -> bool:
+        """Device can possibly copy memory and execute a kernel concurrently. Deprecated. Use instead CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT."""
+    @property
+    def multiprocessor_count(self) -> int:
+        """Number of multiprocessors on device."""
+    @property
+    def kernel_exec_timeout(self) -> bool:
+        """Specifies whether there is a run time limit on kernels."""
+    @property
+    def integrated(self) -> bool:
+        """Device is integrated with host memory."""
+    @property
+    def can_map_host_memory(self) -> bool:
+        """Device can map host memory into CUDA address space."""
+    @property
+    def compute_mode(self) -> int:
+        """Compute mode (See `CUcomputemode` for details)."""
+    @property
+    def concurrent_kernels(self) -> bool:
+        """Device can possibly execute multiple kernels concurrently."""
+    @property
+    def ecc_enabled(self) -> bool:
+        """Device has ECC support enabled."""
+    @property
+    def pci_bus_id(self) -> int:
+        """PCI bus ID of the device."""
+    @property
+    def pci_device_id(self) -> int:
+        """PCI device ID of the device."""
+    @property
+    def pci_domain_id(self) -> int:
+        """PCI domain ID of the device."""
+    @property
+    def tcc_driver(self) -> bool:
+        """Device is using TCC driver model."""
+    @property
+    def memory_clock_rate(self) -> int:
+        """Peak memory clock frequency in kilohertz."""
+    @property
+    def global_memory_bus_width(self) -> int:
+        """Global memory bus width in bits."""
+    @property
+    def l2_cache_size(self) -> int:
+        """Size of L2 cache in bytes."""
+    @property
+    def max_threads_per_multiprocessor(self) -> int:
+        """Maximum resident threads per multiprocessor."""
+    @property
+    def unified_addressing(self) -> bool:
+        """Device shares a unified address space with the host."""
+    @property
+    def compute_capability_major(self) -> int:
+        """Major compute capability version number."""
+    @property
+    def compute_capability_minor(self) -> int:
+        """Minor compute capability version number."""
+    @property
+    def global_l1_cache_supported(self) -> bool:
+        """Device supports caching globals in L1."""
+    @property
+    def local_l1_cache_supported(self) -> bool:
+        """Device supports caching locals in L1."""
+    @property
+    def max_shared_memory_per_multiprocessor(self) -> int:
+        """Maximum shared memory available per multiprocessor in bytes."""
+    @property
+    def max_registers_per_multiprocessor(self) -> int:
+        """Maximum number of 32-bit registers available per multiprocessor."""
+    @property
+    def managed_memory(self) -> bool:
+        """Device can allocate managed memory on this system."""
+    @property
+    def multi_gpu_board(self) -> bool:
+        """Device is on a multi-GPU board."""
+    @property
+    def multi_gpu_board_group_id(self) -> int:
+        """Unique id for a group of devices on the same multi-GPU board."""
+    @property
+    def host_native_atomic_supported(self) -> bool:
+        """Link between the device and the host supports all native atomic operations."""
+    @property
+    def single_to_double_precision_perf_ratio(self) -> int:
+        """Ratio of single precision performance (in floating-point operations per second) to double precision performance."""
+    @property
+    def pageable_memory_access(self) -> bool:
+        """Device supports coherently accessing pageable memory without calling cudaHostRegister on it."""
+    @property
+    def concurrent_managed_access(self) -> bool:
+        """Device can coherently access managed memory concurrently with the CPU."""
+    @property
+    def compute_preemption_supported(self) -> bool:
+        """Device supports compute preemption."""
+    @property
+    def can_use_host_pointer_for_registered_mem(self) -> bool:
+        """Device can access host registered memory at the same virtual address as the CPU."""
+    @property
+    def cooperative_launch(self) -> bool:
+        """Device supports launching cooperative kernels via `cuLaunchCooperativeKernel`."""
+    @property
+    def max_shared_memory_per_block_optin(self) -> int:
+        """Maximum optin shared memory per block. That is shared memory that is available for dynamic allocation or static allocation (including architecture specific static shared memory) on this device but is not guaranteed to be portable."""
+    @property
+    def pageable_memory_access_uses_host_page_tables(self) -> bool:
+        """Device accesses pageable memory via the host's page tables."""
+    @property
+    def direct_managed_mem_access_from_host(self) -> bool:
+        """The host can directly access managed memory on the device without migration."""
+    @property
+    def virtual_memory_management_supported(self) -> bool:
+        """Device supports virtual memory management APIs like `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap` and related APIs."""
+    @property
+    def handle_type_posix_file_descriptor_supported(self) -> bool:
+        """Device supports exporting memory to a posix file descriptor with `cuMemExportToShareableHandle`, if requested via `cuMemCreate`."""
+    @property
+    def handle_type_win32_handle_supported(self) -> bool:
+        """Device supports exporting memory to a Win32 NT handle with `cuMemExportToShareableHandle`, if requested via `cuMemCreate`."""
+    @property
+    def handle_type_win32_kmt_handle_supported(self) -> bool:
+        """Device supports exporting memory to a Win32 KMT handle with `cuMemExportToShareableHandle`, if requested via `cuMemCreate`."""
+    @property
+    def max_blocks_per_multiprocessor(self) -> int:
+        """Maximum number of blocks per multiprocessor."""
+    @property
+    def generic_compression_supported(self) -> bool:
+        """Device supports compression of memory."""
+    @property
+    def max_persisting_l2_cache_size(self) -> int:
+        """Maximum L2 persisting lines capacity setting in bytes."""
+    @property
+    def max_access_policy_window_size(self) -> int:
+        """Maximum value of CUaccessPolicyWindow::num_bytes."""
+    @property
+    def gpu_direct_rdma_with_cuda_vmm_supported(self) -> bool:
+        """Device supports specifying the GPUDirect RDMA flag with `cuMemCreate`."""
+    @property
+    def reserved_shared_memory_per_block(self) -> int:
+        """Shared memory reserved by CUDA driver per block in bytes."""
+    @property
+    def sparse_cuda_array_supported(self) -> bool:
+        """Device supports sparse CUDA arrays and sparse CUDA mipmapped arrays."""
+    @property
+    def read_only_host_register_supported(self) -> bool:
+        """Device supports using the `cuMemHostRegister` flag `CU_MEMHOSTERGISTER_READ_ONLY` to register memory that must be mapped as read-only to the GPU."""
+    @property
+    def memory_pools_supported(self) -> bool:
+        """Device supports using the `cuMemAllocAsync` and `cuMemPool` family of APIs."""
+    @property
+    def gpu_direct_rdma_supported(self) -> bool:
+        """Device supports GPUDirect RDMA APIs, like nvidia_p2p_get_pages (see <https://docs.nvidia.com/cuda/gpudirect-rdma> for more information)."""
+    @property
+    def gpu_direct_rdma_flush_writes_options(self) -> int:
+        """The returned attribute shall be interpreted as a bitmask, where the individual bits are described by the `CUflushGPUDirectRDMAWritesOptions` enum."""
+    @property
+    def gpu_direct_rdma_writes_ordering(self) -> int:
+        """GPUDirect RDMA writes to the device do not need to be flushed for consumers within the scope indicated by the returned attribute. See `CUGPUDirectRDMAWritesOrdering` for the numerical values returned here."""
+    @property
+    def mempool_supported_handle_types(self) -> int:
+        """Handle types supported with mempool based IPC."""
+    @property
+    def deferred_mapping_cuda_array_supported(self) -> bool:
+        """Device supports deferred mapping CUDA arrays and CUDA mipmapped arrays."""
+    @property
+    def numa_config(self) -> int:
+        """NUMA configuration of a device: value is of type `CUdeviceNumaConfig` enum."""
+    @property
+    def numa_id(self) -> int:
+        """NUMA node ID of the GPU memory."""
+    @property
+    def multicast_supported(self) -> bool:
+        """Device supports switch multicast and reduction operations."""
+    @property
+    def surface_alignment(self) -> int:
+        """Alignment requirement for surfaces."""
+    @property
+    def async_engine_count(self) -> int:
+        """Number of asynchronous engines."""
+    @property
+    def can_tex2d_gather(self) -> bool:
+        """Deprecated, do not use."""
+    @property
+    def maximum_texture2d_gather_width(self) -> int:
+        """Maximum 2D texture width if CUDA_ARRAY3D_TEXTURE_GATHER is set."""
+    @property
+    def maximum_texture2d_gather_height(self) -> int:
+        """Maximum 2D texture height if CUDA_ARRAY3D_TEXTURE_GATHER is set."""
+    @property
+    def stream_priorities_supported(self) -> bool:
+        """Device supports stream priorities."""
+    @property
+    def can_flush_remote_writes(self) -> bool:
+        """The `CU_STREAM_WAIT_VALUE_FLUSH` flag and the `CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES` MemOp are supported on the device. See CUDA_MEMOP for additional details."""
+    @property
+    def host_register_supported(self) -> bool:
+        """Device supports host memory registration via `cudaHostRegister`."""
+    @property
+    def timeline_semaphore_interop_supported(self) -> bool:
+        """External timeline semaphore interop is supported on the device."""
+    @property
+    def cluster_launch(self) -> bool:
+        """Indicates device supports cluster launch."""
+    @property
+    def can_use_64_bit_stream_mem_ops(self) -> bool:
+        """64-bit operations are supported in `cuStreamBatchMemOp` and related MemOp APIs."""
+    @property
+    def can_use_stream_wait_value_nor(self) -> bool:
+        """`CU_STREAM_WAIT_VALUE_NOR` is supported by MemOp APIs."""
+    @property
+    def dma_buf_supported(self) -> bool:
+        """Device supports buffer sharing with dma_buf mechanism."""
+    @property
+    def ipc_event_supported(self) -> bool:
+        """Device supports IPC Events."""
+    @property
+    def mem_sync_domain_count(self) -> int:
+        """Number of memory domains the device supports."""
+    @property
+    def tensor_map_access_supported(self) -> bool:
+        """Device supports accessing memory using Tensor Map."""
+    @property
+    def handle_type_fabric_supported(self) -> bool:
+        """Device supports exporting memory to a fabric handle with cuMemExportToShareableHandle() or requested with cuMemCreate()."""
+    @property
+    def unified_function_pointers(self) -> bool:
+        """Device supports unified function pointers."""
+    @property
+    def mps_enabled(self) -> bool:
+        """Indicates if contexts created on this device will be shared via MPS."""
+    @property
+    def host_numa_id(self) -> int:
+        """NUMA ID of the host node closest to the device. Returns -1 when system does not support NUMA."""
+    @property
+    def d3d12_cig_supported(self) -> bool:
+        """Device supports CIG with D3D12."""
+    @property
+    def mem_decompress_algorithm_mask(self) -> int:
+        """The returned valued shall be interpreted as a bitmask, where the individual bits are described by the `CUmemDecompressAlgorithm` enum."""
+    @property
+    def mem_decompress_maximum_length(self) -> int:
+        """The returned valued is the maximum length in bytes of a single decompress operation that is allowed."""
+    @property
+    def vulkan_cig_supported(self) -> bool:
+        """Device supports CIG with Vulkan."""
+    @property
+    def gpu_pci_device_id(self) -> int:
+        """The combined 16-bit PCI device ID and 16-bit PCI vendor ID."""
+    @property
+    def gpu_pci_subsystem_id(self) -> int:
+        """The combined 16-bit PCI subsystem ID and 16-bit PCI subsystem vendor ID."""
+    @property
+    def host_numa_virtual_memory_management_supported(self) -> bool:
+        """Device supports HOST_NUMA location with the virtual memory management APIs like `cuMemCreate`, `cuMemMap` and related APIs."""
+    @property
+    def host_numa_memory_pools_supported(self) -> bool:
+        """Device supports HOST_NUMA location with the `cuMemAllocAsync` and `cuMemPool` family of APIs."""
+    @property
+    def host_numa_multinode_ipc_supported(self) -> bool:
+        """Device supports HOST_NUMA location IPC between nodes in a multi-node system."""
+    @property
+    def host_memory_pools_supported(self) -> bool:
+        """Device suports HOST location with the `cuMemAllocAsync` and `cuMemPool` family of APIs."""
+    @property
+    def host_virtual_memory_management_supported(self) -> bool:
+        """Device supports HOST location with the virtual memory management APIs like `cuMemCreate`, `cuMemMap` and related APIs."""
+    @property
+    def host_alloc_dma_buf_supported(self) -> bool:
+        """Device supports page-locked host memory buffer sharing with dma_buf mechanism."""
+    @property
+    def only_partial_host_native_atomic_supported(self) -> bool:
+        """Link between the device and the host supports only some native atomic operations."""
