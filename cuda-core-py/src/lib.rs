@@ -8,10 +8,13 @@
 //! used. Waits (`sync()`) release the GIL. Nothing here panics: every failure becomes a Python
 //! exception.
 
+mod cache;
 mod device;
 mod errors;
+mod launch;
 mod memory;
 mod options;
+mod program;
 mod stream;
 mod system;
 
@@ -31,5 +34,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<memory::PyBuffer>()?;
     module.add("ComputeCapability", errors::compute_capability_type(py)?)?;
     system::register(module)?;
+    program::register(module)?;
+    launch::register(module)?;
+    cache::register(module)?;
     Ok(())
 }
