@@ -398,7 +398,7 @@ fn apply(field: &str, value: &Bound<'_, PyAny>, out: &mut Resolved) -> PyResult<
         }
         _ => {
             return Err(PyTypeError::new_err(format!(
-                "ProgramOptions got an unexpected keyword argument {field:?}"
+                "ProgramOptions got an unexpected keyword argument '{field}'"
             )))
         }
     }
@@ -470,12 +470,12 @@ impl PyProgramOptions {
                 let key: String = key.extract()?;
                 let Some(index) = FIELDS.iter().position(|f| *f == key) else {
                     return Err(PyTypeError::new_err(format!(
-                        "ProgramOptions got an unexpected keyword argument {key:?}"
+                        "ProgramOptions got an unexpected keyword argument '{key}'"
                     )));
                 };
                 if index < args.len() {
                     return Err(PyTypeError::new_err(format!(
-                        "ProgramOptions got multiple values for argument {key:?}"
+                        "ProgramOptions got multiple values for argument '{key}'"
                     )));
                 }
                 if !value.is_none() {

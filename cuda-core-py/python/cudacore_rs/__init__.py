@@ -4,10 +4,11 @@ One wheel serves CUDA 12 and CUDA 13 drivers: the driver (libcuda.so.1) is loade
 its version picks the ABI (``CUDA_CORE_DRIVER_ABI=12`` or ``13`` forces one). A cuda.core program
 ports by changing its imports, for what this package covers so far: ``Device``, ``Stream``,
 ``Event``, ``StreamOptions``, ``EventOptions``, ``DeviceMemoryResource``, ``Buffer``,
-``CUDAError`` and ``system``.
+``Program``, ``ProgramOptions``, ``ObjectCode``, ``Kernel``, ``LaunchConfig``, ``launch``,
+``CUDAError``, ``system`` and ``utils`` (the program caches).
 """
 
-from . import system
+from . import system, utils
 from ._native import (
     Buffer,
     ComputeCapability,
@@ -16,8 +17,16 @@ from ._native import (
     DeviceMemoryResource,
     Event,
     EventOptions,
+    Kernel,
+    KernelAttributes,
+    KernelOccupancy,
+    LaunchConfig,
+    ObjectCode,
+    Program,
+    ProgramOptions,
     Stream,
     StreamOptions,
+    launch,
 )
 
 __all__ = [
@@ -28,7 +37,16 @@ __all__ = [
     "DeviceMemoryResource",
     "Event",
     "EventOptions",
+    "Kernel",
+    "KernelAttributes",
+    "KernelOccupancy",
+    "LaunchConfig",
+    "ObjectCode",
+    "Program",
+    "ProgramOptions",
     "Stream",
     "StreamOptions",
+    "launch",
     "system",
+    "utils",
 ]
