@@ -9,12 +9,15 @@
 //! exception.
 
 mod context;
+mod cache;
 mod device;
 mod error_kinds;
 mod errors;
+mod launch;
 mod memory;
 mod options;
 mod properties;
+mod program;
 mod stream;
 mod system;
 
@@ -37,5 +40,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     context::register(module)?;
     properties::register(module)?;
     error_kinds::register(module)?;
+    program::register(module)?;
+    launch::register(module)?;
+    cache::register(module)?;
     Ok(())
 }

@@ -5,6 +5,8 @@ libcuda.so.1 on LD_LIBRARY_PATH; it exports ``standin_log``, which a real driver
 Every test but those marked ``nodriver`` needs a driver (skipped without one); tests marked
 ``standin`` need the stand-in; tests marked ``gpu`` need a real driver with a device and are
 skipped without one, unless CUDA_CORE_TEST_REQUIRE (a comma list) names ``gpu``: then they fail.
+Tests that compile call ``needs_nvrtc()``: without NVRTC they say "not run", and fail where
+CUDA_CORE_TEST_REQUIRE names ``nvrtc`` (or ``nvrtc-12`` / ``nvrtc-13``, as the CI's does).
 """
 
 import ctypes
@@ -104,4 +106,65 @@ def needs_two_devices():
     why = f"not run: needs two CUDA devices (found {count})"
     if _required("two-gpus"):
         pytest.fail(f"CUDA_CORE_TEST_REQUIRE names two-gpus: {why}")
+    pytest.skip(why)
+
+
+
+def _without_standin_env():
+    """The environment minus the stand-in: NVRTC loads libcuda.so.1 itself and calls
+    cuGetExportTable, which the stand-in lacks, and crashes inside nvrtcCompileProgram; so
+    compiles run where no stand-in is on LD_LIBRARY_PATH (on a real driver, nothing changes)."""
+    env = dict(os.environ)
+    if IS_STANDIN:
+        dirs = env.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+        kept = [d for d in dirs if d and not os.path.exists(os.path.join(d, "libcuda.so.1"))]
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(kept)
+    return env
+
+
+def run_compiles(script):
+    """Runs ``script`` (Python source) in a fresh interpreter without the stand-in (see
+    ``_without_standin_env``) and returns the JSON value of its last line of output; a
+    failure of the script fails the test with its output."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_without_standin_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"the compile script failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_NVRTC = []
+
+
+def needs_nvrtc():
+    """Whether NVRTC loads and compiles (an empty kernel for sm_90, checked once, in a fresh
+    interpreter: see ``run_compiles``); else says "not run" (a skip), and fails where
+    CUDA_CORE_TEST_REQUIRE names ``nvrtc``, ``nvrtc-12`` or ``nvrtc-13``."""
+    if not _NVRTC:
+        probe = """
+import json
+import cudacore_rs
+try:
+    options = cudacore_rs.ProgramOptions(arch="sm_90")
+    cudacore_rs.Program('extern "C" __global__ void k() {}', "c++", options).compile("ptx")
+    print(json.dumps(None))
+except Exception as e:
+    print(json.dumps(f"{type(e).__name__}: {e}".splitlines()[0]))
+"""
+        _NVRTC.append(run_compiles(probe))
+    why = _NVRTC[0]
+    if why is None:
+        return True
+    why = f"not run: NVRTC cannot compile here ({why})"
+    if any(_required(name) for name in ("nvrtc", "nvrtc-12", "nvrtc-13")):
+        pytest.fail(f"CUDA_CORE_TEST_REQUIRE names nvrtc: {why}")
     pytest.skip(why)

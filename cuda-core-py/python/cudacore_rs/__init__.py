@@ -2,14 +2,15 @@
 
 One wheel serves CUDA 12 and CUDA 13 drivers: the driver (libcuda.so.1) is loaded at run time and
 its version picks the ABI (``CUDA_CORE_DRIVER_ABI=12`` or ``13`` forces one). A cuda.core program
-ports by changing its imports, for what this package covers so far: ``Device``, ``Stream``,
-``Event``, ``StreamOptions``, ``EventOptions``, ``DeviceMemoryResource``, ``Buffer``,
-``CUDAError`` (and its kinds, such as ``CUDAOutOfMemoryError``), ``Context``,
-``ContextOptions``, ``DeviceResources``, ``SMResource``, ``SMResourceOptions``,
-``DeviceProperties`` and ``system``.
+ports by changing its imports, for what this package covers: devices (``Device``, its
+``properties`` and ``resources``), contexts and green contexts (``Context``, ``ContextOptions``,
+``SMResource``, ``SMResourceOptions``), ``Stream``, ``Event`` and their options, memory
+(``DeviceMemoryResource``, ``Buffer``), compilation and launch (``Program``, ``ProgramOptions``,
+``ObjectCode``, ``Kernel``, ``LaunchConfig``, ``launch``), ``CUDAError`` and its kinds (such as
+``CUDAOutOfMemoryError``), ``utils`` (the program caches) and ``system`` (with NVML).
 """
 
-from . import system
+from . import system, utils
 from ._native import (
     Buffer,
     ComputeCapability,
@@ -37,8 +38,16 @@ from ._native import (
     EventOptions,
     SMResource,
     SMResourceOptions,
+    Kernel,
+    KernelAttributes,
+    KernelOccupancy,
+    LaunchConfig,
+    ObjectCode,
+    Program,
+    ProgramOptions,
     Stream,
     StreamOptions,
+    launch,
 )
 
 __all__ = [
@@ -68,7 +77,16 @@ __all__ = [
     "EventOptions",
     "SMResource",
     "SMResourceOptions",
+    "Kernel",
+    "KernelAttributes",
+    "KernelOccupancy",
+    "LaunchConfig",
+    "ObjectCode",
+    "Program",
+    "ProgramOptions",
     "Stream",
     "StreamOptions",
+    "launch",
     "system",
+    "utils",
 ]

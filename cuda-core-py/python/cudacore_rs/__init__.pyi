@@ -4,6 +4,7 @@ from types import TracebackType
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
 
 from . import system as system
+from . import utils as utils
 
 class CUDAError(Exception):
     """A CUDA driver error.
@@ -805,3 +806,260 @@ class DeviceProperties:
     @property
     def only_partial_host_native_atomic_supported(self) -> bool:
         """Link between the device and the host supports only some native atomic operations."""
+# ---- compiling and launching -------------------------------------------------------------------
+
+class ProgramOptions:
+    """Compiler options for ``Program``: cuda.core's field names, each None by default
+    (``name``: ``"default_program"``; ``arch``: ``"sm_90"``-style, None for the current device's).
+
+    Checked when made (``TypeError``/``ValueError``); immutable. ``fdevice_syntax_only`` raises
+    ``NotImplementedError``; ``extra_sources`` and ``use_libdevice`` are for NVVM programs.
+    """
+
+    name: str
+    arch: Optional[str]
+    relocatable_device_code: Optional[bool]
+    extensible_whole_program: Optional[bool]
+    debug: Optional[bool]
+    lineinfo: Optional[bool]
+    device_code_optimize: Optional[bool]
+    ptxas_options: Union[str, List[str], Tuple[str, ...], None]
+    max_register_count: Optional[int]
+    ftz: Optional[bool]
+    prec_sqrt: Optional[bool]
+    prec_div: Optional[bool]
+    fma: Optional[bool]
+    use_fast_math: Optional[bool]
+    extra_device_vectorization: Optional[bool]
+    link_time_optimization: Optional[bool]
+    gen_opt_lto: Optional[bool]
+    define_macro: Any
+    undefine_macro: Union[str, List[str], Tuple[str, ...], None]
+    include_path: Union[str, List[str], Tuple[str, ...], None]
+    use_bundled_headers: Optional[bool]
+    pre_include: Union[str, List[str], Tuple[str, ...], None]
+    no_source_include: Optional[bool]
+    std: Optional[str]
+    builtin_move_forward: Optional[bool]
+    builtin_initializer_list: Optional[bool]
+    disable_warnings: Optional[bool]
+    restrict: Optional[bool]
+    device_as_default_execution_space: Optional[bool]
+    device_int128: Optional[bool]
+    optimization_info: Optional[str]
+    no_display_error_number: Optional[bool]
+    diag_error: Union[int, List[int], Tuple[int, ...], None]
+    diag_suppress: Union[int, List[int], Tuple[int, ...], None]
+    diag_warn: Union[int, List[int], Tuple[int, ...], None]
+    brief_diagnostics: Optional[bool]
+    time: Optional[str]
+    split_compile: Optional[int]
+    fdevice_syntax_only: Optional[bool]
+    minimal: Optional[bool]
+    no_cache: Optional[bool]
+    fdevice_time_trace: Optional[str]
+    device_float128: Optional[bool]
+    frandom_seed: Optional[str]
+    ofast_compile: Optional[str]
+    pch: Optional[bool]
+    create_pch: Optional[str]
+    use_pch: Optional[str]
+    pch_dir: Optional[str]
+    pch_verbose: Optional[bool]
+    pch_messages: Optional[bool]
+    instantiate_templates_in_pch: Optional[bool]
+    extra_sources: Optional[Sequence[Tuple[str, Union[str, bytes, bytearray]]]]
+    use_libdevice: Optional[bool]
+    numba_debug: Optional[bool]
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+class ParamInfo(NamedTuple):
+    """A kernel parameter: its offset and size in bytes."""
+
+    offset: int
+    size: int
+
+class MaxPotential(NamedTuple):
+    """``KernelOccupancy.max_potential_block_size``'s answer."""
+
+    min_grid_size: int
+    max_block_size: int
+
+class Program:
+    """A program to compile: ``code_type`` ``"c++"`` (NVRTC), ``"ptx"`` (the linker) or
+    ``"nvvm"`` (libNVVM). ``close()`` releases it; a closed one raises ``RuntimeError``."""
+
+    def __init__(
+        self,
+        code: Union[str, bytes, bytearray],
+        code_type: str,
+        options: Union[ProgramOptions, Dict[str, Any], None] = None,
+    ) -> None: ...
+    def compile(
+        self,
+        target_type: str,
+        name_expressions: Union[List[str], Tuple[str, ...], None] = (),
+        logs: Any = None,
+    ) -> "ObjectCode":
+        """Compiles to ``"ptx"``, ``"cubin"`` or ``"ltoir"`` without the GIL; a failed compile
+        raises ``CUDAError`` with the compiler's log; ``logs.write`` gets the log of a good one."""
+    @property
+    def backend(self) -> str:
+        """``"NVRTC"``, ``"NVVM"``, or for PTX ``"nvJitLink"`` / ``"driver"``."""
+    @property
+    def closed(self) -> bool:
+        """Whether the program is closed."""
+    def close(self) -> None:
+        """Releases the program; closing twice is harmless."""
+
+class ObjectCode:
+    """Code to load: from ``Program.compile`` or the ``from_*`` constructors (bytes, a path, or
+    another ``ObjectCode``). Loaded on the first ``get_kernel``."""
+
+    @staticmethod
+    def from_cubin(
+        module: Union[bytes, bytearray, str, "ObjectCode"],
+        *,
+        name: Optional[str] = None,
+        symbol_mapping: Optional[Dict[str, str]] = None,
+    ) -> "ObjectCode": ...
+    @staticmethod
+    def from_ptx(
+        module: Union[bytes, bytearray, str, "ObjectCode"],
+        *,
+        name: Optional[str] = None,
+        symbol_mapping: Optional[Dict[str, str]] = None,
+    ) -> "ObjectCode": ...
+    @staticmethod
+    def from_fatbin(
+        module: Union[bytes, bytearray, str, "ObjectCode"],
+        *,
+        name: Optional[str] = None,
+        symbol_mapping: Optional[Dict[str, str]] = None,
+    ) -> "ObjectCode": ...
+    @staticmethod
+    def from_ltoir(
+        module: Union[bytes, bytearray, str, "ObjectCode"],
+        *,
+        name: Optional[str] = None,
+        symbol_mapping: Optional[Dict[str, str]] = None,
+    ) -> "ObjectCode": ...
+    @staticmethod
+    def from_library(
+        module: Union[bytes, bytearray, str, "ObjectCode"],
+        *,
+        name: Optional[str] = None,
+        symbol_mapping: Optional[Dict[str, str]] = None,
+    ) -> "ObjectCode": ...
+    def get_kernel(self, name: Union[str, bytes]) -> "Kernel":
+        """The kernel of this symbol, name expression or ``symbol_mapping`` key; a missing one
+        raises (``ValueError`` or ``CUDAError``)."""
+    @property
+    def code(self) -> Union[bytes, str]:
+        """The code's bytes, or the path it was read from."""
+    @property
+    def code_type(self) -> str:
+        """``"cubin"``, ``"ptx"``, ``"fatbin"``, ``"ltoir"`` or ``"library"``."""
+    @property
+    def name(self) -> str:
+        """The program's name, or the one given (default "")."""
+    @property
+    def symbol_mapping(self) -> Dict[str, str]:
+        """Name expressions (or given names) and their symbols."""
+
+class KernelAttributes:
+    """A kernel's attributes; each method takes an optional ``device_id`` (None: current)."""
+
+    def max_threads_per_block(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def shared_size_bytes(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def const_size_bytes(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def local_size_bytes(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def num_regs(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def ptx_version(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def binary_version(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def cache_mode_ca(self, device_id: Union[Device, int, None] = None) -> bool: ...
+    def max_dynamic_shared_size_bytes(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def preferred_shared_memory_carveout(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def cluster_size_must_be_set(self, device_id: Union[Device, int, None] = None) -> bool: ...
+    def required_cluster_width(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def required_cluster_height(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def required_cluster_depth(self, device_id: Union[Device, int, None] = None) -> int: ...
+    def non_portable_cluster_size_allowed(
+        self, device_id: Union[Device, int, None] = None
+    ) -> bool: ...
+    def cluster_scheduling_policy_preference(
+        self, device_id: Union[Device, int, None] = None
+    ) -> int: ...
+
+class KernelOccupancy:
+    """Occupancy queries of a kernel on the current device (cluster queries: the stream's)."""
+
+    def max_active_blocks_per_multiprocessor(
+        self, block_size: int, dynamic_shared_memory_size: int
+    ) -> int: ...
+    def max_potential_block_size(
+        self, dynamic_shared_memory_needed: int, block_size_limit: int
+    ) -> MaxPotential: ...
+    def available_dynamic_shared_memory_per_block(
+        self, num_blocks_per_multiprocessor: int, block_size: int
+    ) -> int: ...
+    def max_potential_cluster_size(
+        self, config: "LaunchConfig", stream: Optional[Stream] = None
+    ) -> int: ...
+    def max_active_clusters(self, config: "LaunchConfig", stream: Optional[Stream] = None) -> int: ...
+
+class Kernel:
+    """A kernel of an ``ObjectCode`` (``get_kernel``), launched with ``launch``."""
+
+    @property
+    def attributes(self) -> KernelAttributes:
+        """The kernel's attributes (the same object each time)."""
+    @property
+    def occupancy(self) -> KernelOccupancy:
+        """The occupancy queries (the same object each time)."""
+    @property
+    def num_arguments(self) -> int:
+        """The number of parameters (driver 12.4+, else ``NotImplementedError``)."""
+    @property
+    def arguments_info(self) -> List[ParamInfo]:
+        """Each parameter's ``ParamInfo(offset, size)`` (driver 12.4+)."""
+    @property
+    def handle(self) -> int:
+        """The raw ``CUkernel`` as an int."""
+
+_Dims = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
+
+class LaunchConfig:
+    """A launch's shape: ``grid`` (clusters where ``cluster`` is set, else blocks), ``block``,
+    optional ``cluster``, ``shmem_size`` bytes of dynamic shared memory, cooperative or not.
+    Bad values raise ``TypeError``/``ValueError`` here. Immutable."""
+
+    def __init__(
+        self,
+        grid: Optional[_Dims] = None,
+        cluster: Optional[_Dims] = None,
+        block: Optional[_Dims] = None,
+        shmem_size: Optional[int] = None,
+        cooperative_launch: Optional[bool] = None,
+        *,
+        is_cooperative: Optional[bool] = None,
+    ) -> None: ...
+    @property
+    def grid(self) -> Tuple[int, int, int]: ...
+    @property
+    def block(self) -> Tuple[int, int, int]: ...
+    @property
+    def cluster(self) -> Optional[Tuple[int, int, int]]: ...
+    @property
+    def shmem_size(self) -> int: ...
+    @property
+    def cooperative_launch(self) -> bool: ...
+    @property
+    def is_cooperative(self) -> bool: ...
+
+def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: Any) -> None:
+    """Launches ``kernel`` on ``stream``; each argument converted for the kernel's parameter of
+    its position (a Buffer: its address; an int: the parameter's width; a float: float or double;
+    a buffer-protocol object: its bytes). A wrong count or size raises ``TypeError`` before any
+    driver call. Raw int addresses are as unsafe as in cuda.core: a faulting kernel raises
+    ``CUDAError``."""
