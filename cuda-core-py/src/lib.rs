@@ -10,6 +10,7 @@
 
 mod device;
 mod errors;
+mod host;
 mod memory;
 mod options;
 mod stream;

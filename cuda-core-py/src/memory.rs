@@ -167,6 +167,108 @@ pub(crate) fn copy_between(
     src.copy_to(dst, stream).or_py(py)
 }
 
+/// Which way a host copy goes.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Direction {
+    ToHost,
+    FromHost,
+}
+
+/// Queues a copy between `buffer` and the host memory `host` on `stream`, and keeps `host`'s
+/// owner alive until the stream has passed the copy.
+///
+/// Why that is sound: the driver reads or writes `host` after this returns where it is pinned
+/// (a NumPy array over a pinned buffer, registered memory), and may where it is pageable (a
+/// copy from pageable memory returns once the data is staged, one into it once done, but that
+/// is the driver's behaviour, not its contract). So the owner (which also holds the buffer
+/// export, so that a `bytearray` cannot be resized meanwhile) is moved into a host function
+/// queued after the copy (`cuLaunchHostFunc`): it is dropped, off the driver's thread, once the
+/// copy is done, and PyO3 releases the reference at the next acquisition of the GIL. Where the
+/// host function cannot be queued, the stream is synchronised instead; where that fails too,
+/// the owner is leaked rather than freed under a copy that may still run. A capturing stream is
+/// refused first: a graph would read or write the memory at each launch, long after.
+/// What stays the caller's (cuda.core's contract): not to touch the memory before the copy is
+/// done.
+pub(crate) fn copy_host(
+    py: Python<'_>,
+    buffer: &PyBuffer,
+    host: crate::host::HostMemory,
+    direction: Direction,
+    stream: &cuda_core::Stream,
+) -> PyResult<()> {
+    let (what, verb) = match direction {
+        Direction::ToHost => ("copy_to(dst)", "into"),
+        Direction::FromHost => ("copy_from(src)", "from"),
+    };
+    let size = buffer.with(|b| Ok(b.size()))?;
+    if host.len != size {
+        return Err(PyValueError::new_err(format!(
+            "{what} has {} bytes and the buffer {size}: a copy {verb} host memory takes the \
+             buffer's size",
+            host.len
+        )));
+    }
+    if host.addr == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} has no memory (a null address)"
+        )));
+    }
+    if stream.capture_status().or_py(py)? != cuda_core::CaptureStatus::None {
+        return Err(PyValueError::new_err(format!(
+            "{what}: a copy {verb} host memory cannot be captured on a stream (the graph would \
+             use the memory at each launch); copy outside the capture"
+        )));
+    }
+    let (addr, len) = (host.addr, host.len);
+    buffer.with(|b| {
+        py.allow_threads(|| match direction {
+            Direction::FromHost => {
+                // SAFETY: `addr..addr + len` is the memory the exporter exports (checked
+                // non-null and of `len` bytes above), allocated while `host.keep` lives, which
+                // is held until the copy is done (below). The slice is only handed to the
+                // driver for the copy, never read by Rust.
+                let src = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                // SAFETY: `src` stays alive until the copy is done (`host.keep`, below);
+                // keeping it unmodified meanwhile is the caller's contract, as in cuda.core.
+                unsafe { b.copy_from_host_async(src, stream) }
+            }
+            Direction::ToHost => {
+                // SAFETY: as above, of a writable exporter (checked); the slice is only
+                // handed to the driver to write into, never read or written by Rust.
+                let dst = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
+                // SAFETY: `dst` stays alive until the copy is done (`host.keep`, below); not
+                // touching it meanwhile is the caller's contract, as in cuda.core.
+                unsafe { b.copy_to_host_async(dst, stream) }
+            }
+        })
+        .or_py(py)
+    })?;
+    let keep = host.keep;
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Some(keep)));
+    let in_func = std::sync::Arc::clone(&held);
+    let queued = stream.launch_host_func(move || {
+        // Taken here, dropped with the closure off the driver's thread.
+        let _kept = &in_func;
+    });
+    match queued {
+        Ok(()) => {
+            // The closure holds the other reference; this one goes now.
+            drop(held);
+            Ok(())
+        }
+        Err(_) => match py.allow_threads(|| stream.sync()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // The copy may still run: never free its memory.
+                if let Some(keep) = crate::errors::lock(&held).take() {
+                    std::mem::forget(keep);
+                }
+                Err(crate::errors::to_py(py, e))
+            }
+        },
+    }
+}
+
 #[pymethods]
 impl PyBuffer {
     #[new]
@@ -234,26 +336,35 @@ impl PyBuffer {
         self.buffer.is_closed()
     }
 
-    /// Copies this buffer into `dst` (a Buffer of the same size) in order on `stream`, and
-    /// returns `dst`; with `dst=None`, into a new buffer allocated from this one's memory
-    /// resource on `stream`.
+    /// Copies this buffer into `dst` in order on `stream`, and returns `dst`: a Buffer of the
+    /// same size, or host memory of the same size in bytes (a writable, C-contiguous object with
+    /// the buffer protocol: a NumPy array, bytearray, memoryview, ...); with `dst=None`, into a
+    /// new buffer allocated from this one's memory resource on `stream`.
+    ///
+    /// A copy into host memory is stream-ordered too: `dst` holds the data once `stream` has
+    /// passed the copy (`stream.sync()`), and must not be read or written before. This object
+    /// keeps `dst` alive (and exported) until then. Not on a capturing stream.
     #[pyo3(signature = (dst = None, *, stream))]
     pub(crate) fn copy_to(
         slf: &Bound<'_, Self>,
         dst: Option<&Bound<'_, PyAny>>,
         stream: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyBuffer>> {
+    ) -> PyResult<PyObject> {
         let py = slf.py();
         let stream = stream_arg(stream, "copy_to()")?;
         let this = slf.get();
         match dst.filter(|d| !d.is_none()) {
-            Some(dst) => {
-                let dst = dst.downcast::<PyBuffer>().map_err(|_| {
-                    PyTypeError::new_err("copy_to(dst) takes a Buffer (or None for a new one)")
-                })?;
-                copy_between(py, this, dst.get(), &stream)?;
-                Ok(dst.clone().unbind())
-            }
+            Some(dst) => match dst.downcast::<PyBuffer>() {
+                Ok(buffer) => {
+                    copy_between(py, this, buffer.get(), &stream)?;
+                    Ok(dst.clone().unbind())
+                }
+                Err(_) => {
+                    let host = crate::host::host_memory(dst, true, "copy_to(dst)")?;
+                    copy_host(py, this, host, Direction::ToHost, &stream)?;
+                    Ok(dst.clone().unbind())
+                }
+            },
             None => {
                 let made = this.with(|src| {
                     let mut made =
@@ -262,12 +373,18 @@ impl PyBuffer {
                     src.copy_to(&mut made, &stream).or_py(py)?;
                     Ok(made)
                 })?;
-                Py::new(py, PyBuffer::wrap(made, this.resource.clone_ref(py)))
+                Ok(Py::new(py, PyBuffer::wrap(made, this.resource.clone_ref(py)))?.into_any())
             }
         }
     }
 
-    /// Copies `src` (a Buffer of the same size) into this buffer, in order on `stream`.
+    /// Copies `src` into this buffer, in order on `stream`: a Buffer of the same size, or host
+    /// memory of the same size in bytes (a C-contiguous object with the buffer protocol: a
+    /// NumPy array, bytes, bytearray, memoryview, ...).
+    ///
+    /// A copy from host memory is stream-ordered too: `src` must not be written until `stream`
+    /// has passed the copy (`stream.sync()`). This object keeps `src` alive (and exported)
+    /// until then. Not on a capturing stream.
     #[pyo3(signature = (src, *, stream))]
     pub(crate) fn copy_from(
         &self,
@@ -276,10 +393,13 @@ impl PyBuffer {
         stream: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let stream = stream_arg(stream, "copy_from()")?;
-        let src = src
-            .downcast::<PyBuffer>()
-            .map_err(|_| PyTypeError::new_err("copy_from(src) takes a Buffer"))?;
-        copy_between(py, src.get(), self, &stream)
+        match src.downcast::<PyBuffer>() {
+            Ok(src) => copy_between(py, src.get(), self, &stream),
+            Err(_) => {
+                let host = crate::host::host_memory(src, false, "copy_from(src)")?;
+                copy_host(py, self, host, Direction::FromHost, &stream)
+            }
+        }
     }
 
     /// Fills the buffer in order on `stream`, as cuda.core does: with an int, every byte (0 to

@@ -123,7 +123,7 @@ def test_copy_errors(stream):
     with pytest.raises(TypeError):
         a.copy_to(b)  # stream is keyword-only and required
     with pytest.raises(TypeError, match="Buffer"):
-        a.copy_from(bytearray(64), stream=stream)
+        a.copy_from(object(), stream=stream)
     a.close()
     b.close()
 
