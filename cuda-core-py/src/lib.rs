@@ -13,6 +13,7 @@ mod errors;
 mod host;
 mod memory;
 mod options;
+mod resources;
 mod stream;
 mod system;
 
@@ -32,5 +33,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<memory::PyBuffer>()?;
     module.add("ComputeCapability", errors::compute_capability_type(py)?)?;
     system::register(module)?;
+    resources::register(module)?;
     Ok(())
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::device::*;
 use crate::errors::*;
+use crate::resources::{PoolRef, PyDeviceMemoryResourceOptions, PyMemPoolAttributes};
 use crate::stream::*;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -19,14 +20,83 @@ pub(crate) fn stream_arg(stream: &Bound<'_, PyAny>, what: &str) -> PyResult<cuda
     }
 }
 
-/// A device's memory resource, as cuda.core's `DeviceMemoryResource`: `Device.memory_resource`
-/// or `DeviceMemoryResource(device_id)` is the device's default memory pool (synchronous
-/// allocation where the device has no pools). `allocate(size, stream=None)` returns a `Buffer`
-/// allocated in stream order. Making a pool of one's own (`options=`) is not supported yet.
+/// What a memory resource holds until `close()`: the resource buffers are allocated from,
+/// and the pool it is (for `attributes` and `handle`), where it is one.
+#[derive(Clone)]
+pub(crate) struct Held {
+    pub(crate) resource: Arc<dyn cuda_core::MemoryResource>,
+    pub(crate) pool: Option<PoolRef>,
+}
+
+/// A `size` argument of `allocate()`: an int above 0.
+pub(crate) fn size_arg(size: i64) -> PyResult<usize> {
+    match usize::try_from(size) {
+        Ok(size) if size > 0 => Ok(size),
+        _ => Err(PyValueError::new_err(format!(
+            "allocate() takes a size in bytes above 0, got {size}"
+        ))),
+    }
+}
+
+/// Allocates `size` bytes from `resource` on `stream` (`device`'s default stream when None),
+/// as a `Buffer` whose `memory_resource` is `owner`.
+pub(crate) fn allocate_buffer(
+    py: Python<'_>,
+    owner: PyObject,
+    resource: &Arc<dyn cuda_core::MemoryResource>,
+    device: cuda_core::Device,
+    size: i64,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyBuffer> {
+    let size = size_arg(size)?;
+    let stream = match stream.filter(|s| !s.is_none()) {
+        Some(stream) => stream_arg(stream, "allocate()")?,
+        None => device.default_stream().or_py(py)?,
+    };
+    let buffer = cuda_core::Allocate::allocate(resource, size, &stream).or_py(py)?;
+    Ok(PyBuffer::wrap(buffer, owner))
+}
+
+/// A device's memory resource, as cuda.core's `DeviceMemoryResource`: a stream-ordered memory
+/// pool of device memory.
+///
+/// `DeviceMemoryResource(device_id)` (options None), like `Device.memory_resource`, is the
+/// device's default pool (synchronous allocation where the device has no pools), the same
+/// object every time, which `close()` leaves alone. With `options` (a
+/// `DeviceMemoryResourceOptions` or a dict of its fields, even the default one), a new pool of
+/// its own (`cuMemPoolCreate`), which `close()` gives up (it is destroyed once its last buffer
+/// is freed). `allocate(size, stream=None)` returns a `Buffer` allocated in stream order.
 #[pyclass(name = "DeviceMemoryResource", module = "cudacore_rs", frozen)]
 pub(crate) struct PyDeviceMemoryResource {
-    pub(crate) resource: Arc<dyn cuda_core::MemoryResource>,
+    pub(crate) held: Slot<Held>,
     pub(crate) device: cuda_core::Device,
+    /// Whether the pool is this object's own (made with options).
+    pub(crate) owned: bool,
+    /// Whether other processes may import the pool (options' `ipc_enabled`).
+    pub(crate) ipc: bool,
+}
+
+impl PyDeviceMemoryResource {
+    /// The device's default resource (`Device.memory_resource`), not owned.
+    pub(crate) fn of_default(
+        device: cuda_core::Device,
+        resource: Arc<dyn cuda_core::MemoryResource>,
+    ) -> PyDeviceMemoryResource {
+        // The default pool again, for its attributes (None where the device has no pools).
+        let pool = device
+            .properties()
+            .memory_pools_supported()
+            .unwrap_or(false)
+            .then(|| cuda_core::DeviceMemoryResource::default_pool(device).ok())
+            .flatten()
+            .map(PoolRef::Device);
+        PyDeviceMemoryResource {
+            held: Slot::new("DeviceMemoryResource", Held { resource, pool }),
+            device,
+            owned: false,
+            ipc: false,
+        }
+    }
 }
 
 #[pymethods]
@@ -38,17 +108,38 @@ impl PyDeviceMemoryResource {
         device_id: &Bound<'_, PyAny>,
         options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyDeviceMemoryResource>> {
-        if options.is_some_and(|o| !o.is_none()) {
-            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-                "DeviceMemoryResource(device_id, options) is not supported yet: only the \
-                 device's default pool (options=None)",
-            ));
-        }
+        let options = match options.filter(|o| !o.is_none()) {
+            Some(options) => Some(
+                crate::errors::options_of::<PyDeviceMemoryResourceOptions>(py, Some(options))?
+                    .to_rust()?,
+            ),
+            None => None,
+        };
         let device = match device_id.downcast::<PyDevice>() {
             Ok(device) => device.clone().unbind(),
             Err(_) => PyDevice::new(py, Some(device_id.extract::<i64>()?))?,
         };
-        device.get().memory_resource(py)
+        let Some(options) = options else {
+            return device.get().memory_resource(py);
+        };
+        let device = device.get().device;
+        let pool = cuda_core::DeviceMemoryResource::new(device, options).or_py(py)?;
+        let resource: Arc<dyn cuda_core::MemoryResource> = pool.clone();
+        Py::new(
+            py,
+            PyDeviceMemoryResource {
+                held: Slot::new(
+                    "DeviceMemoryResource",
+                    Held {
+                        resource,
+                        pool: Some(PoolRef::Device(pool)),
+                    },
+                ),
+                device,
+                owned: true,
+                ipc: options.shareable,
+            },
+        )
     }
 
     /// Allocates `size` bytes (an int above 0) in order on `stream` (the device's default
@@ -59,22 +150,19 @@ impl PyDeviceMemoryResource {
         size: i64,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyBuffer> {
-        let py = slf.py();
         let this = slf.get();
-        let size = match usize::try_from(size) {
-            Ok(size) if size > 0 => size,
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "allocate() takes a size in bytes above 0, got {size}"
-                )))
-            }
-        };
-        let stream = match stream.filter(|s| !s.is_none()) {
-            Some(stream) => stream_arg(stream, "allocate()")?,
-            None => this.device.default_stream().or_py(py)?,
-        };
-        let buffer = cuda_core::Allocate::allocate(&this.resource, size, &stream).or_py(py)?;
-        Ok(PyBuffer::wrap(buffer, slf.clone().unbind()))
+        let held = this.held.get()?;
+        let owner = slf.clone().into_any().unbind();
+        allocate_buffer(slf.py(), owner, &held.resource, this.device, size, stream)
+    }
+
+    /// Gives up the pool where it is this resource's own (made with options): it is destroyed
+    /// once its last buffer is freed, and `allocate` raises from now on. On the device's
+    /// default pool, no effect (as in cuda.core).
+    pub(crate) fn close(&self) {
+        if self.owned {
+            drop(self.held.take());
+        }
     }
 
     /// The ordinal of the resource's device.
@@ -85,18 +173,81 @@ impl PyDeviceMemoryResource {
 
     /// Whether the memory is accessible from the device (True).
     #[getter]
-    pub(crate) fn is_device_accessible(&self) -> bool {
-        self.resource.is_device_accessible()
+    pub(crate) fn is_device_accessible(&self) -> PyResult<bool> {
+        Ok(self.held.get()?.resource.is_device_accessible())
     }
 
     /// Whether the memory is accessible from the host (False for device memory).
     #[getter]
-    pub(crate) fn is_host_accessible(&self) -> bool {
-        self.resource.is_host_accessible()
+    pub(crate) fn is_host_accessible(&self) -> PyResult<bool> {
+        Ok(self.held.get()?.resource.is_host_accessible())
+    }
+
+    /// Whether the memory is managed (unified) memory (False).
+    #[getter]
+    pub(crate) fn is_managed(&self) -> bool {
+        false
+    }
+
+    /// Whether the pool is this resource's own (made with options); if False, `close()` has
+    /// no effect.
+    #[getter]
+    pub(crate) fn is_handle_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// Whether other processes may import the pool (`ipc_enabled` in the options).
+    #[getter]
+    pub(crate) fn is_ipc_enabled(&self) -> bool {
+        self.ipc
+    }
+
+    /// Whether this is another process's pool mapped here (never: importing is not supported).
+    #[getter]
+    pub(crate) fn is_mapped(&self) -> bool {
+        false
+    }
+
+    /// The pool's handle (`CUmemoryPool`) as an int; None where the device has no pools.
+    #[getter]
+    pub(crate) fn handle(&self) -> PyResult<Option<usize>> {
+        Ok(self.held.get()?.pool.map(|p| p.handle()))
+    }
+
+    /// The pool's attributes (use, high-water marks, release threshold, reuse policies), read
+    /// from the driver at each access.
+    #[getter]
+    pub(crate) fn attributes(&self) -> PyResult<PyMemPoolAttributes> {
+        match self.held.get()?.pool {
+            Some(pool) => Ok(PyMemPoolAttributes { pool }),
+            None => Err(PyRuntimeError::new_err(format!(
+                "device {} has no memory pools, so its resource has no pool attributes",
+                self.device.ordinal()
+            ))),
+        }
+    }
+
+    /// Whether `close()` gave the pool up.
+    #[getter]
+    pub(crate) fn closed(&self) -> bool {
+        self.held.is_closed()
     }
 
     pub(crate) fn __repr__(&self) -> String {
-        format!("<DeviceMemoryResource of device {}>", self.device.ordinal())
+        let what = if self.owned {
+            "a pool of its own"
+        } else {
+            "the default pool"
+        };
+        let closed = if self.held.is_closed() {
+            " (closed)"
+        } else {
+            ""
+        };
+        format!(
+            "<DeviceMemoryResource of device {}, {what}{closed}>",
+            self.device.ordinal()
+        )
     }
 }
 
@@ -110,14 +261,12 @@ impl PyDeviceMemoryResource {
 #[pyclass(name = "Buffer", module = "cudacore_rs", frozen)]
 pub(crate) struct PyBuffer {
     pub(crate) buffer: Slot<cuda_core::Buffer>,
-    pub(crate) resource: Py<PyDeviceMemoryResource>,
+    /// The Python memory resource it came from (`memory_resource`).
+    pub(crate) resource: PyObject,
 }
 
 impl PyBuffer {
-    pub(crate) fn wrap(
-        buffer: cuda_core::Buffer,
-        resource: Py<PyDeviceMemoryResource>,
-    ) -> PyBuffer {
+    pub(crate) fn wrap(buffer: cuda_core::Buffer, resource: PyObject) -> PyBuffer {
         PyBuffer {
             buffer: Slot::new("Buffer", buffer),
             resource,
@@ -298,8 +447,16 @@ impl PyBuffer {
 
     /// The memory resource the buffer was allocated from.
     #[getter]
-    pub(crate) fn memory_resource(&self, py: Python<'_>) -> Py<PyDeviceMemoryResource> {
+    pub(crate) fn memory_resource(&self, py: Python<'_>) -> PyObject {
         self.resource.clone_ref(py)
+    }
+
+    /// Whether the memory is managed (unified) memory: a `ManagedMemoryResource`'s.
+    #[getter]
+    pub(crate) fn is_managed(&self, py: Python<'_>) -> bool {
+        self.resource
+            .bind(py)
+            .is_instance_of::<crate::resources::PyManagedMemoryResource>()
     }
 
     /// Whether the memory is accessible from the device.

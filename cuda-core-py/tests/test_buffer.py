@@ -175,8 +175,6 @@ def test_bad_sizes_are_value_errors(size, stream):
 def test_not_made_directly():
     with pytest.raises(RuntimeError, match="allocate"):
         Buffer()
-    with pytest.raises(NotImplementedError):
-        DeviceMemoryResource(0, options={})
 
 
 @pytest.mark.gpu

@@ -3,7 +3,8 @@
 One wheel serves CUDA 12 and CUDA 13 drivers: the driver (libcuda.so.1) is loaded at run time and
 its version picks the ABI (``CUDA_CORE_DRIVER_ABI=12`` or ``13`` forces one). A cuda.core program
 ports by changing its imports, for what this package covers so far: ``Device``, ``Stream``,
-``Event``, ``StreamOptions``, ``EventOptions``, ``DeviceMemoryResource``, ``Buffer``,
+``Event``, ``StreamOptions``, ``EventOptions``, ``DeviceMemoryResource``, ``PinnedMemoryResource``,
+``ManagedMemoryResource`` (and their options), ``Buffer``,
 ``CUDAError`` and ``system``.
 """
 
@@ -14,8 +15,13 @@ from ._native import (
     CUDAError,
     Device,
     DeviceMemoryResource,
+    DeviceMemoryResourceOptions,
     Event,
     EventOptions,
+    ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
+    PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
     Stream,
     StreamOptions,
 )
@@ -26,8 +32,13 @@ __all__ = [
     "ComputeCapability",
     "Device",
     "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
     "Event",
     "EventOptions",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
     "Stream",
     "StreamOptions",
     "system",
