@@ -9,6 +9,7 @@
 //! exception.
 
 mod device;
+mod dlpack;
 mod errors;
 mod host;
 mod memory;

@@ -260,7 +260,9 @@ impl PyDeviceMemoryResource {
 /// `RuntimeError`.
 #[pyclass(name = "Buffer", module = "cudacore_rs", frozen)]
 pub(crate) struct PyBuffer {
-    pub(crate) buffer: Slot<cuda_core::Buffer>,
+    /// Shared: a DLPack export holds it too, so the memory outlives `close()` until the
+    /// consumer releases the tensor.
+    pub(crate) buffer: Slot<Arc<cuda_core::Buffer>>,
     /// The Python memory resource it came from (`memory_resource`).
     pub(crate) resource: PyObject,
 }
@@ -268,52 +270,31 @@ pub(crate) struct PyBuffer {
 impl PyBuffer {
     pub(crate) fn wrap(buffer: cuda_core::Buffer, resource: PyObject) -> PyBuffer {
         PyBuffer {
-            buffer: Slot::new("Buffer", buffer),
+            buffer: Slot::new("Buffer", Arc::new(buffer)),
             resource,
         }
     }
 
-    /// Runs `f` on the open buffer; the error for a closed one.
-    pub(crate) fn with<T>(
-        &self,
-        f: impl FnOnce(&mut cuda_core::Buffer) -> PyResult<T>,
-    ) -> PyResult<T> {
-        match self.buffer.lock().as_mut() {
-            Some(buffer) => f(buffer),
-            None => Err(self.buffer.closed_error()),
-        }
+    /// The open buffer (a reference count); the error for a closed one.
+    pub(crate) fn get(&self) -> PyResult<Arc<cuda_core::Buffer>> {
+        self.buffer.get()
     }
 }
 
-/// Copies `src` into `dst` on `stream`, two distinct open buffers, their locks taken in address
-/// order.
+/// Copies `src` into `dst` on `stream`, two distinct open buffers.
 pub(crate) fn copy_between(
     py: Python<'_>,
     src: &PyBuffer,
     dst: &PyBuffer,
     stream: &cuda_core::Stream,
 ) -> PyResult<()> {
-    if std::ptr::eq(src, dst) {
+    let (src, dst) = (src.get()?, dst.get()?);
+    if Arc::ptr_eq(&src, &dst) {
         return Err(PyValueError::new_err(
             "cannot copy a Buffer onto itself: source and destination are the same buffer",
         ));
     }
-    let slot = &src.buffer;
-    let src_first = (src as *const PyBuffer) < (dst as *const PyBuffer);
-    let (mut first, mut second) = if src_first {
-        (src.buffer.lock(), dst.buffer.lock())
-    } else {
-        (dst.buffer.lock(), src.buffer.lock())
-    };
-    let (src, dst) = if src_first {
-        (first.as_mut(), second.as_mut())
-    } else {
-        (second.as_mut(), first.as_mut())
-    };
-    let (Some(src), Some(dst)) = (src, dst) else {
-        return Err(slot.closed_error());
-    };
-    src.copy_to(dst, stream).or_py(py)
+    src.copy_to(&dst, stream).or_py(py)
 }
 
 /// Which way a host copy goes.
@@ -349,7 +330,8 @@ pub(crate) fn copy_host(
         Direction::ToHost => ("copy_to(dst)", "into"),
         Direction::FromHost => ("copy_from(src)", "from"),
     };
-    let size = buffer.with(|b| Ok(b.size()))?;
+    let b = buffer.get()?;
+    let size = b.size();
     if host.len != size {
         return Err(PyValueError::new_err(format!(
             "{what} has {} bytes and the buffer {size}: a copy {verb} host memory takes the \
@@ -369,7 +351,8 @@ pub(crate) fn copy_host(
         )));
     }
     let (addr, len) = (host.addr, host.len);
-    buffer.with(|b| {
+    let whole = b.shared_slice(..).or_py(py)?;
+    {
         py.allow_threads(|| match direction {
             Direction::FromHost => {
                 // SAFETY: `addr..addr + len` is the memory the exporter exports (checked
@@ -379,7 +362,7 @@ pub(crate) fn copy_host(
                 let src = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
                 // SAFETY: `src` stays alive until the copy is done (`host.keep`, below);
                 // keeping it unmodified meanwhile is the caller's contract, as in cuda.core.
-                unsafe { b.copy_from_host_async(src, stream) }
+                unsafe { whole.copy_from_host_async(src, stream) }
             }
             Direction::ToHost => {
                 // SAFETY: as above, of a writable exporter (checked); the slice is only
@@ -387,11 +370,11 @@ pub(crate) fn copy_host(
                 let dst = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
                 // SAFETY: `dst` stays alive until the copy is done (`host.keep`, below); not
                 // touching it meanwhile is the caller's contract, as in cuda.core.
-                unsafe { b.copy_to_host_async(dst, stream) }
+                unsafe { whole.copy_to_host_async(dst, stream) }
             }
         })
-        .or_py(py)
-    })?;
+        .or_py(py)?;
+    }
     let keep = host.keep;
     let held = std::sync::Arc::new(std::sync::Mutex::new(Some(keep)));
     let in_func = std::sync::Arc::clone(&held);
@@ -430,19 +413,19 @@ impl PyBuffer {
     /// The device address of the memory, as an int.
     #[getter]
     pub(crate) fn handle(&self) -> PyResult<u64> {
-        self.with(|b| Ok(b.ptr().0))
+        Ok(self.get()?.ptr().0)
     }
 
     /// The size in bytes.
     #[getter]
     pub(crate) fn size(&self) -> PyResult<usize> {
-        self.with(|b| Ok(b.size()))
+        Ok(self.get()?.size())
     }
 
     /// The ordinal of the memory's device (None for host memory).
     #[getter]
     pub(crate) fn device_id(&self) -> PyResult<Option<usize>> {
-        self.with(|b| Ok(b.device().map(|d| d.ordinal())))
+        Ok(self.get()?.device().map(|d| d.ordinal()))
     }
 
     /// The memory resource the buffer was allocated from.
@@ -462,17 +445,19 @@ impl PyBuffer {
     /// Whether the memory is accessible from the device.
     #[getter]
     pub(crate) fn is_device_accessible(&self) -> PyResult<bool> {
-        self.with(|b| Ok(b.is_device_accessible()))
+        Ok(self.get()?.is_device_accessible())
     }
 
     /// Whether the memory is accessible from the host.
     #[getter]
     pub(crate) fn is_host_accessible(&self) -> PyResult<bool> {
-        self.with(|b| Ok(b.is_host_accessible()))
+        Ok(self.get()?.is_host_accessible())
     }
 
     /// Frees the memory, in order on `stream` (the stream it was allocated on when None).
-    /// Closing twice is harmless.
+    /// Closing twice is harmless. Where a DLPack tensor exported from the buffer is still
+    /// held by its consumer, the memory is freed (on the allocation stream, after the
+    /// consumer's work) only once the consumer releases the tensor.
     #[pyo3(signature = (stream = None))]
     pub(crate) fn close(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let stream = match stream.filter(|s| !s.is_none()) {
@@ -481,8 +466,13 @@ impl PyBuffer {
         };
         // Taken out under the lock, freed after it: the free calls the driver.
         let taken = self.buffer.take();
-        match taken {
-            Some(buffer) => buffer.close(stream.as_ref()).or_py(py),
+        match taken.map(Arc::try_unwrap) {
+            Some(Ok(buffer)) => buffer.close(stream.as_ref()).or_py(py),
+            // An export holds it: freed when the consumer releases the tensor.
+            Some(Err(shared)) => {
+                drop(shared);
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -523,13 +513,11 @@ impl PyBuffer {
                 }
             },
             None => {
-                let made = this.with(|src| {
-                    let mut made =
-                        cuda_core::Allocate::allocate(src.memory_resource(), src.size(), &stream)
-                            .or_py(py)?;
-                    src.copy_to(&mut made, &stream).or_py(py)?;
-                    Ok(made)
-                })?;
+                let src = this.get()?;
+                let mut made =
+                    cuda_core::Allocate::allocate(src.memory_resource(), src.size(), &stream)
+                        .or_py(py)?;
+                src.copy_to(&mut made, &stream).or_py(py)?;
                 Ok(Py::new(py, PyBuffer::wrap(made, this.resource.clone_ref(py)))?.into_any())
             }
         }
@@ -609,14 +597,42 @@ impl PyBuffer {
                 }
             }
         };
-        self.with(|buffer| {
-            match pattern {
-                Pattern::U8(v) => buffer.fill(v, &stream),
-                Pattern::U16(v) => buffer.fill(v, &stream),
-                Pattern::U32(v) => buffer.fill(v, &stream),
-            }
-            .or_py(py)
-        })
+        let buffer = self.get()?.shared_slice(..).or_py(py)?;
+        match pattern {
+            Pattern::U8(v) => buffer.fill(v, &stream),
+            Pattern::U16(v) => buffer.fill(v, &stream),
+            Pattern::U32(v) => buffer.fill(v, &stream),
+        }
+        .or_py(py)
+    }
+
+    /// The buffer as a DLPack tensor, as cuda.core exports it: a capsule of a 1-D int8 tensor
+    /// of `size` elements at `handle` ("dltensor_versioned" where `max_version` is at least
+    /// (1, 0), else the legacy "dltensor"). The tensor holds the memory until the consumer
+    /// releases it (a `close()` meanwhile frees it only then). `stream` is not used, as in
+    /// cuda.core: order the consumer's stream after the buffer's work yourself.
+    /// `dl_device`: None, the buffer's own device, or `(1, 0)` (kDLCPU) for pinned or managed
+    /// memory; `copy=True` is refused (`BufferError`).
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    pub(crate) fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        let buffer = self.get()?;
+        let managed = self.is_managed(py);
+        crate::dlpack::export(py, buffer, managed, stream, max_version, dl_device, copy)
+    }
+
+    /// `(device_type, device_id)` of the memory, as DLPack numbers them: `(2, ordinal)` for
+    /// device memory (kDLCUDA), `(3, 0)` for pinned host memory (kDLCUDAHost), `(13, 0)` for
+    /// managed memory (kDLCUDAManaged).
+    pub(crate) fn __dlpack_device__(&self, py: Python<'_>) -> PyResult<(i32, i32)> {
+        let buffer = self.get()?;
+        Ok(crate::dlpack::dlpack_device(&buffer, self.is_managed(py)))
     }
 
     pub(crate) fn __repr__(&self) -> String {

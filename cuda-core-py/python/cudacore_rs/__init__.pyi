@@ -412,5 +412,17 @@ class Buffer:
         """Copies ``src`` (a Buffer or C-contiguous host memory of the same size) into this
         buffer. Stream-ordered: host memory must not change until the stream passes the copy,
         and is kept alive until then."""
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A DLPack capsule of a 1-D int8 tensor over the buffer ("dltensor_versioned" for
+        max_version >= (1, 0), else "dltensor"); it holds the memory until released."""
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """``(2, ordinal)`` device, ``(3, 0)`` pinned or ``(13, 0)`` managed memory."""
     def fill(self, value: Union[int, bytes, bytearray, memoryview, Any], *, stream: Stream) -> None:
         """Fills with an int byte (0 to 255) or a 1, 2 or 4-byte buffer-protocol pattern."""
