@@ -20,7 +20,7 @@ fi
 echo "--- python: a fresh virtual environment with maturin and pytest ($work/venv)"
 rm -rf "$work/venv" "$work/wheels"
 python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest numpy
 
 echo "--- python: maturin build --release"
 "$work/venv/bin/maturin" build --release --quiet --manifest-path "$here/Cargo.toml" \

@@ -36,10 +36,7 @@ impl PyDevice {
                 let resource = self.device.memory_resource().or_py(py)?;
                 Py::new(
                     py,
-                    PyDeviceMemoryResource {
-                        resource,
-                        device: self.device,
-                    },
+                    PyDeviceMemoryResource::of_default(self.device, resource),
                 )
             })
             .map(|r| r.clone_ref(py))

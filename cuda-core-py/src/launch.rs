@@ -373,7 +373,7 @@ fn bytes_arg(data: &[u8; MAX_BYTES], len: u8) -> Option<&dyn KernelArg> {
            60 61 62 63 64)
 }
 
-type Guard<'a> = MutexGuard<'a, Option<cuda_core::Buffer>>;
+type Guard<'a> = MutexGuard<'a, Option<std::sync::Arc<cuda_core::Buffer>>>;
 
 /// Locks the distinct buffers among `args`, in address order (so that two launches naming the
 /// same buffers in another order cannot deadlock; a buffer named twice is locked once), into
@@ -429,7 +429,7 @@ fn fill_refs<'r>(
                 .flatten()
                 .find(|(held, _)| std::ptr::eq(*held, *b))
                 .and_then(|(_, guard)| guard.as_ref())
-                .map(|buffer| buffer as &dyn KernelArg)
+                .map(|buffer| &**buffer as &dyn KernelArg)
                 .ok_or_else(|| b.buffer.closed_error())?,
         };
     }

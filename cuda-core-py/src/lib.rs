@@ -8,16 +8,19 @@
 //! used. Waits (`sync()`) release the GIL. Nothing here panics: every failure becomes a Python
 //! exception.
 
-mod context;
 mod cache;
+mod context;
 mod device;
+mod dlpack;
 mod error_kinds;
 mod errors;
+mod host;
 mod launch;
 mod memory;
 mod options;
-mod properties;
 mod program;
+mod properties;
+mod resources;
 mod stream;
 mod system;
 
@@ -43,5 +46,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     program::register(module)?;
     launch::register(module)?;
     cache::register(module)?;
+    resources::register(module)?;
     Ok(())
 }

@@ -123,7 +123,7 @@ def test_copy_errors(stream):
     with pytest.raises(TypeError):
         a.copy_to(b)  # stream is keyword-only and required
     with pytest.raises(TypeError, match="Buffer"):
-        a.copy_from(bytearray(64), stream=stream)
+        a.copy_from(object(), stream=stream)
     a.close()
     b.close()
 
@@ -175,8 +175,6 @@ def test_bad_sizes_are_value_errors(size, stream):
 def test_not_made_directly():
     with pytest.raises(RuntimeError, match="allocate"):
         Buffer()
-    with pytest.raises(NotImplementedError):
-        DeviceMemoryResource(0, options={})
 
 
 @pytest.mark.gpu

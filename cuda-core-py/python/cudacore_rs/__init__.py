@@ -5,7 +5,8 @@ its version picks the ABI (``CUDA_CORE_DRIVER_ABI=12`` or ``13`` forces one). A 
 ports by changing its imports, for what this package covers: devices (``Device``, its
 ``properties`` and ``resources``), contexts and green contexts (``Context``, ``ContextOptions``,
 ``SMResource``, ``SMResourceOptions``), ``Stream``, ``Event`` and their options, memory
-(``DeviceMemoryResource``, ``Buffer``), compilation and launch (``Program``, ``ProgramOptions``,
+(``DeviceMemoryResource``, ``PinnedMemoryResource``, ``ManagedMemoryResource``, their options,
+``Buffer`` with DLPack), compilation and launch (``Program``, ``ProgramOptions``,
 ``ObjectCode``, ``Kernel``, ``LaunchConfig``, ``launch``), ``CUDAError`` and its kinds (such as
 ``CUDAOutOfMemoryError``), ``utils`` (the program caches) and ``system`` (with NVML).
 """
@@ -34,6 +35,7 @@ from ._native import (
     DeviceProperties,
     DeviceResources,
     DeviceMemoryResource,
+    DeviceMemoryResourceOptions,
     Event,
     EventOptions,
     SMResource,
@@ -45,6 +47,10 @@ from ._native import (
     ObjectCode,
     Program,
     ProgramOptions,
+    ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
+    PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
     Stream,
     StreamOptions,
     launch,
@@ -73,6 +79,7 @@ __all__ = [
     "DeviceProperties",
     "DeviceResources",
     "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
     "Event",
     "EventOptions",
     "SMResource",
@@ -84,6 +91,10 @@ __all__ = [
     "ObjectCode",
     "Program",
     "ProgramOptions",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
     "Stream",
     "StreamOptions",
     "launch",
