@@ -49,8 +49,12 @@ def work(device, context, kernel, a, b, results, name):
 def main():
     device = Device(0)
     device.set_current()
-    sms = device.resources.sm.sm_count
-    groups, _rest = device.resources.sm.split(SMResourceOptions(count=[sms // 2, sms // 2]))
+    sm = device.resources.sm
+    sms = sm.sm_count
+    # Groups come in multiples of the device's co-scheduling alignment (8 SMs on an H100): ask
+    # for the largest such half, so that two of them fit.
+    half = sms // 2 // sm.coscheduled_alignment * sm.coscheduled_alignment
+    groups, _rest = sm.split(SMResourceOptions(count=[half, half]))
     contexts = [device.create_context(ContextOptions([group])) for group in groups]
     print(f"{device.name}: {sms} SMs, split into {[c.resources.sm.sm_count for c in contexts]}")
 

@@ -168,3 +168,17 @@ except Exception as e:
     if any(_required(name) for name in ("nvrtc", "nvrtc-12", "nvrtc-13")):
         pytest.fail(f"CUDA_CORE_TEST_REQUIRE names nvrtc: {why}")
     pytest.skip(why)
+
+
+def managed_resource_or_skip():
+    """A `ManagedMemoryResource`, or "not run" where the driver has no managed pools (the CUDA 12
+    ABI, or a driver before 13.0); fails where CUDA_CORE_TEST_REQUIRE names ``managed-pools``."""
+    import cudacore_rs
+
+    try:
+        return cudacore_rs.ManagedMemoryResource()
+    except cudacore_rs.CUDANotSupportedError as e:
+        why = f"not run: no managed memory pools here: {e}"
+        if _required("managed-pools"):
+            pytest.fail(f"CUDA_CORE_TEST_REQUIRE names managed-pools: {why}")
+        pytest.skip(why)

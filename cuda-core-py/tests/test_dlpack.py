@@ -9,6 +9,7 @@ import gc
 
 import pytest
 
+from conftest import managed_resource_or_skip
 from cudacore_rs import Device, ManagedMemoryResource, PinnedMemoryResource
 
 BIG = 1 << 20
@@ -104,7 +105,7 @@ def test_dlpack_device_of_each_memory_kind(stream):
     assert dev.__dlpack_device__() == (kDLCUDA, 0)
     pinned = PinnedMemoryResource().allocate(256, stream=stream)
     assert pinned.__dlpack_device__() == (kDLCUDAHost, 0)
-    managed = ManagedMemoryResource().allocate(256, stream=stream)
+    managed = managed_resource_or_skip().allocate(256, stream=stream)
     assert managed.__dlpack_device__() == (kDLCUDAManaged, 0)
     for b in (dev, pinned, managed):
         b.close()

@@ -4,6 +4,7 @@ import gc
 
 import pytest
 
+from conftest import managed_resource_or_skip
 from cudacore_rs import Device, ManagedMemoryResource, PinnedMemoryResource
 
 pytestmark = pytest.mark.gpu
@@ -62,7 +63,7 @@ def test_cupy_sees_what_copy_from_wrote(stream):
 
 def test_numpy_reads_pinned_and_managed_buffers(stream):
     x = np.arange(4096, dtype=np.uint8)
-    for mr in (PinnedMemoryResource(), ManagedMemoryResource()):
+    for mr in (PinnedMemoryResource(), managed_resource_or_skip()):
         buf = mr.allocate(4096, stream=stream)
         buf.copy_from(x, stream=stream)
         stream.sync()

@@ -4,6 +4,7 @@ import gc
 
 import pytest
 
+from conftest import managed_resource_or_skip
 from cudacore_rs import Buffer, Device, DeviceMemoryResource
 from cudacore_rs._native import (
     DeviceMemoryResourceOptions,
@@ -228,10 +229,7 @@ def test_resources_on_a_gpu():
     stream.sync()
     np.testing.assert_array_equal(out, x)
     if device.compute_capability.major >= 6:
-        try:
-            managed = ManagedMemoryResource().allocate(BIG, stream=stream)
-        except Exception as e:  # a driver before 13.0
-            pytest.skip(f"no managed pools: {e}")
+        managed = managed_resource_or_skip().allocate(BIG, stream=stream)
         managed.copy_from(buf, stream=stream)
         managed.copy_to(out, stream=stream)
         stream.sync()
