@@ -89,6 +89,7 @@
 //! launches them together, as a closure: the group cannot be left open, and what its calls use
 //! is borrowed until its end.
 
+mod bootstrap;
 mod collective;
 mod communicator;
 mod element;
@@ -101,6 +102,7 @@ mod unique_id;
 
 use std::path::PathBuf;
 
+pub use bootstrap::{TcpBootstrap, UniqueIdServer};
 pub use communicator::{CommConfig, Communicator};
 pub use element::{DataType, Element};
 pub use group::{group, Group};
