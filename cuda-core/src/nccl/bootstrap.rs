@@ -2,27 +2,9 @@
 //! `MASTER_ADDR`, `MASTER_PORT`, `RANK` and `WORLD_SIZE` describe the job (torchrun's
 //! variables), so that ranks on several machines form one communicator.
 //!
-//! Rank 0 listens ([`UniqueIdServer`]) and answers each other rank's request with the id's
-//! bytes; the others connect ([`TcpBootstrap::fetch`]), retrying until rank 0 listens or their
-//! deadline passes. Each exchange is one small request and one reply, both opened by a magic
-//! and a protocol version, so that a stray connection (a port scanner, a health check, a rank of
-//! another job) is refused, never counted as a rank nor sent anything, and a rank that reaches
-//! some other service on the port fails with an error saying so, never with a garbage id.
-//!
-//! ```text
-//! request (a rank to rank 0), 20 bytes:  "cuNCCLrq"  version: u32  rank: u32  world size: u32
-//! reply (rank 0 to a rank):              "cuNCCLid"  version: u32  status: u32, then
-//!     status 0 (served):                 the id's 128 bytes
-//!     status 1 (refused):                length: u32 (at most 1024), then why, in UTF-8
-//! ```
-//!
-//! (integers little-endian). Rank 0 refuses a request of another protocol version, of another
-//! world size than its own, or of a rank that is not one of its peers (`1..world_size`), with
-//! the reason, which the refused rank's error gives.
-//!
-//! The id is no secret ([`UniqueId`] says why): anyone who can reach rank 0's port while it
-//! serves gets it, as anyone who can reach NCCL's own bootstrap port can join. Serve on a
-//! network the job trusts.
+//! Rank 0 listens ([`UniqueIdServer`], whose documentation gives the protocol) and answers
+//! each other rank's request with the id's bytes; the others connect
+//! ([`TcpBootstrap::fetch`]), retrying until rank 0 listens or their deadline passes.
 
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
@@ -265,27 +247,58 @@ impl TcpBootstrap {
     }
 
     /// This process's rank.
+    ///
+    /// ```
+    /// # use cuda_core::nccl::TcpBootstrap;
+    /// assert_eq!(TcpBootstrap::new("node-0", 29500, 5, 8)?.rank(), 5);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn rank(&self) -> usize {
         self.rank
     }
 
     /// The number of ranks.
+    ///
+    /// ```
+    /// # use cuda_core::nccl::TcpBootstrap;
+    /// assert_eq!(TcpBootstrap::new("node-0", 29500, 5, 8)?.world_size(), 8);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn world_size(&self) -> usize {
         self.world_size
     }
 
     /// How long rank 0 serves, and the others wait for it.
+    ///
+    /// ```
+    /// # use cuda_core::nccl::TcpBootstrap;
+    /// let b = TcpBootstrap::new("node-0", 29500, 5, 8)?;
+    /// assert_eq!(b.timeout(), TcpBootstrap::DEFAULT_TIMEOUT);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// The port rank 0 listens on.
+    ///
+    /// ```
+    /// # use cuda_core::nccl::TcpBootstrap;
+    /// assert_eq!(TcpBootstrap::new("node-0", 29500, 5, 8)?.port(), 29500);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn port(&self) -> u16 {
         self.port
     }
 
     /// Rank 0's address as the other ranks reach it, `host:port` (`[host]:port` for an IPv6
     /// address), as errors name it.
+    ///
+    /// ```
+    /// # use cuda_core::nccl::TcpBootstrap;
+    /// assert_eq!(TcpBootstrap::new("[fe80::1]", 29500, 5, 8)?.address(), "[fe80::1]:29500");
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn address(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
@@ -476,6 +489,32 @@ fn exchange(
 /// [`local_addr`]: UniqueIdServer::local_addr
 /// [`serve`]: UniqueIdServer::serve
 ///
+/// # The protocol
+///
+/// Rank 0 answers each other rank's request with the id's bytes; the others connect
+/// ([`TcpBootstrap::fetch`]), retrying until rank 0 listens or their deadline passes. Each
+/// exchange is one small request and one reply, both opened by a magic and a protocol version,
+/// so that a stray connection (a port scanner, a health check, a rank of another job) is
+/// refused, never counted as a rank nor sent anything, and a rank that reaches some other
+/// service on the port fails with an error saying so, never with a garbage id.
+///
+/// ```text
+/// request (a rank to rank 0), 20 bytes:  "cuNCCLrq"  version: u32  rank: u32  world size: u32
+/// reply (rank 0 to a rank):              "cuNCCLid"  version: u32  status: u32, then
+///     status 0 (served):                 the id's 128 bytes
+///     status 1 (refused):                length: u32 (at most 1024), then why, in UTF-8
+/// ```
+///
+/// (integers little-endian). Rank 0 refuses a request of another protocol version, of another
+/// world size than its own, or of a rank that is not one of its peers (`1..world_size`), with
+/// the reason, which the refused rank's error gives.
+///
+/// The id is no secret ([`UniqueId`] says why): anyone who can reach rank 0's port while it
+/// serves gets it, as anyone who can reach NCCL's own bootstrap port can join. Serve on a
+/// network the job trusts.
+///
+/// # Example
+///
 /// ```
 /// use std::time::Duration;
 /// use cuda_core::nccl::{TcpBootstrap, UniqueId, UniqueIdServer};
@@ -546,6 +585,13 @@ impl UniqueIdServer {
     }
 
     /// The address it listens on (with the port taken, where port 0 was asked for).
+    ///
+    /// ```
+    /// # use cuda_core::nccl::UniqueIdServer;
+    /// let server = UniqueIdServer::bind("127.0.0.1:0", 2)?;
+    /// assert!(server.local_addr().ip().is_loopback());
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
