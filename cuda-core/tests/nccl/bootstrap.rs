@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,15 +27,29 @@ fn free_port() -> u16 {
 }
 
 /// Rank 0 serving `id` on a thread, for a job of `world_size`: its port, and its outcome.
-fn serve(
-    world_size: usize,
-    id: &UniqueId,
-    timeout: Duration,
-) -> (u16, thread::JoinHandle<cuda_core::Result<()>>) {
+fn serve(world_size: usize, id: &UniqueId, timeout: Duration) -> (u16, RankZero) {
     let server = UniqueIdServer::bind("127.0.0.1:0", world_size).unwrap();
     let port = server.local_addr().port();
-    let id = id.clone();
-    (port, thread::spawn(move || server.serve(&id, timeout)))
+    (port, RankZero::start(server, id, timeout))
+}
+
+/// Rank 0 serving on a thread.
+struct RankZero(mpsc::Receiver<cuda_core::Result<()>>);
+
+impl RankZero {
+    fn start(server: UniqueIdServer, id: &UniqueId, timeout: Duration) -> RankZero {
+        let (id, (send, receive)) = (id.clone(), mpsc::channel());
+        thread::spawn(move || send.send(server.serve(&id, timeout)));
+        RankZero(receive)
+    }
+
+    /// What `serve` returned, which it must within 20 s: a test of a server that never stops
+    /// fails here rather than hang.
+    fn outcome(self) -> cuda_core::Result<()> {
+        self.0
+            .recv_timeout(Duration::from_secs(20))
+            .expect("rank 0 stops serving within 20 s")
+    }
 }
 
 /// Rank `rank` of `world_size` fetching from rank 0 on `port` of loopback.
@@ -68,8 +83,8 @@ fn three_ranks_fetch_the_bytes_rank_0_serves_and_rank_0_then_stops() {
         assert_eq!(handle.join().unwrap().unwrap(), id, "rank {rank}");
     }
     // Catches: rank 0 stopping after its first peer (the others would time out above), or
-    // waiting on past the last one (the join would wait for the 30 s timeout, then fail).
-    rank_0.join().unwrap().unwrap();
+    // waiting on past the last one (until its 30 s timeout, past `outcome`'s 20 s).
+    rank_0.outcome().unwrap();
     assert!(
         start.elapsed() < Duration::from_secs(20),
         "{:?}",
@@ -88,11 +103,10 @@ fn a_rank_started_before_rank_0_tries_again_until_rank_0_listens() {
     // Rank 1 finds nothing listening for a while (its connections are refused).
     thread::sleep(Duration::from_millis(500));
     let server = UniqueIdServer::bind(("127.0.0.1", port), 2).unwrap();
-    let served = id.clone();
-    let rank_0 = thread::spawn(move || server.serve(&served, Duration::from_secs(30)));
+    let rank_0 = RankZero::start(server, &id, Duration::from_secs(30));
     // Catches: a fetch that gives up on its first refused connection.
     assert_eq!(rank_1.join().unwrap().unwrap(), id);
-    rank_0.join().unwrap().unwrap();
+    rank_0.outcome().unwrap();
 }
 
 #[test]
@@ -123,7 +137,7 @@ fn rank_0_without_all_its_ranks_fails_within_its_timeout_naming_them() {
             .unwrap(),
         id
     );
-    let message = socket_message(rank_0.join().unwrap());
+    let message = socket_message(rank_0.outcome());
     // Catches: rank 0 waiting forever for a rank that never comes.
     assert!(start.elapsed() < timeout + Duration::from_secs(5));
     // Catches: an error that does not name the rank that did not come (nor only it).
@@ -158,7 +172,7 @@ fn a_stray_connection_gets_nothing_and_is_not_counted_as_a_rank() {
             .unwrap(),
         id
     );
-    rank_0.join().unwrap().unwrap();
+    rank_0.outcome().unwrap();
 }
 
 #[test]
@@ -209,7 +223,7 @@ fn rank_0_refuses_a_rank_of_another_job_or_version_with_the_reason() {
             .unwrap(),
         id
     );
-    rank_0.join().unwrap().unwrap();
+    rank_0.outcome().unwrap();
 }
 
 #[test]
