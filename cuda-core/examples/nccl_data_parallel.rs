@@ -1,17 +1,23 @@
-//! Data parallelism over NCCL: one process per GPU of this machine, each computing its part of
-//! a sum on its GPU, then an all-reduce, after which every rank checks the whole against the
-//! CPU's closed form.
+//! Data parallelism over NCCL: one process per GPU, on this machine or on several, each
+//! computing its part of a sum on its GPU, then an all-reduce, after which every rank checks the
+//! whole against the CPU's closed form.
 //!
 //! ```text
 //! cargo run --release --features nccl --example nccl_data_parallel             # one rank per GPU
 //! torchrun --nproc-per-node 2 target/release/examples/nccl_data_parallel      # a launcher's ranks
+//! # two machines of 8 GPUs, the same command on each (--node-rank 1 on the second):
+//! torchrun --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 \
+//!     --master-port 29500 target/release/examples/nccl_data_parallel
 //! ```
 //!
-//! Run with `RANK`, `WORLD_SIZE` and `LOCAL_RANK` set (as torchrun sets them), it is one rank
-//! (on device `LOCAL_RANK`); with none set, it starts one child of itself per GPU with them set.
-//! Rank 0 makes the NCCL unique id and hands it to the others over a Unix socket it listens on
-//! (`NCCL_EXAMPLE_SOCKET`, which the launcher sets; under torchrun one named after
-//! `MASTER_PORT` in the temporary directory).
+//! Run with `RANK` and `WORLD_SIZE` set (with `MASTER_ADDR`, `MASTER_PORT` and `LOCAL_RANK`, as
+//! torchrun sets them), it is one rank, on device `LOCAL_RANK`; with neither set, it starts one
+//! child of itself per GPU of this machine, with those variables set and rank 0 on a free port
+//! of loopback. Rank 0 makes the NCCL unique id and serves it over TCP to the others
+//! (`cuda_core::nccl::TcpBootstrap`): it listens on `MASTER_PORT` (under torchrun, whose own
+//! store holds that port, on the next one; `CUDA_CORE_NCCL_BOOTSTRAP_PORT` overrides both), and
+//! each other rank connects to `MASTER_ADDR`, trying again until rank 0 listens, for up to five
+//! minutes.
 //!
 //! Each rank sums, for each of 256 features `k`, `(s * (k + 1)) % 97` over its share of 4M
 //! samples `s` (a kernel compiled by NVRTC, one thread per feature, in 64-bit integers so that
@@ -21,13 +27,11 @@
 //! Without a GPU, NCCL or NVRTC it prints `not run: <why>` and exits 0, unless
 //! `CUDA_CORE_TEST_REQUIRE` names what is missing (`gpu`, `nccl`, `nvrtc`): then it exits 1.
 
-use std::io::{Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::net::TcpListener;
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cuda_core::nccl::{self, CommConfig, Communicator, ReduceOp, UniqueId};
+use cuda_core::nccl::{self, CommConfig, Communicator, ReduceOp, TcpBootstrap};
 use cuda_core::{launch, Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions};
 
 /// Samples, shared out among the ranks.
@@ -87,9 +91,13 @@ fn number(name: &str) -> Option<usize> {
 }
 
 fn main() -> ExitCode {
-    let outcome = match (number("RANK"), number("WORLD_SIZE")) {
-        (Some(rank), Some(world)) => rank_main(rank, world),
-        _ => launch_ranks(),
+    let launched = ["RANK", "WORLD_SIZE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    let outcome = if launched {
+        rank_main()
+    } else {
+        launch_ranks()
     };
     match outcome {
         Ok(code) => code,
@@ -113,15 +121,14 @@ fn missing() -> Option<ExitCode> {
     None
 }
 
-/// The launcher: one child of this program per GPU, each told its rank and the socket.
+/// The launcher: one child of this program per GPU, each told its rank and rank 0's address.
 fn launch_ranks() -> Result<ExitCode, Box<dyn std::error::Error>> {
     if let Some(code) = missing() {
         return Ok(code);
     }
     let world = Device::count()?;
-    let dir = std::env::temp_dir().join(format!("cuda-core-nccl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let socket = dir.join("unique-id.sock");
+    // A free port of loopback for rank 0 (let go here, taken again by rank 0 at once).
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let exe = std::env::current_exe()?;
     let (major, minor, patch) = nccl::version()?;
     println!("NCCL {major}.{minor}.{patch}: {world} ranks, one per GPU");
@@ -131,7 +138,10 @@ fn launch_ranks() -> Result<ExitCode, Box<dyn std::error::Error>> {
                 .env("RANK", rank.to_string())
                 .env("WORLD_SIZE", world.to_string())
                 .env("LOCAL_RANK", rank.to_string())
-                .env("NCCL_EXAMPLE_SOCKET", &socket)
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env_remove("CUDA_CORE_NCCL_BOOTSTRAP_PORT")
+                .env_remove("TORCHELASTIC_USE_AGENT_STORE")
                 .spawn()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -143,7 +153,6 @@ fn launch_ranks() -> Result<ExitCode, Box<dyn std::error::Error>> {
             failed += 1;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -151,56 +160,15 @@ fn launch_ranks() -> Result<ExitCode, Box<dyn std::error::Error>> {
     })
 }
 
-/// The socket rank 0 listens on.
-fn socket_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("NCCL_EXAMPLE_SOCKET") {
-        return PathBuf::from(path);
-    }
-    let port = std::env::var("MASTER_PORT").unwrap_or_else(|_| "0".to_owned());
-    std::env::temp_dir().join(format!("cuda-core-nccl-example-{port}.sock"))
-}
-
-/// Rank 0: makes the id, and gives its bytes to each of the other ranks as it connects.
-fn serve_id(path: &Path, others: usize) -> Result<UniqueId, Box<dyn std::error::Error>> {
-    let id = UniqueId::new()?;
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
-    for _ in 0..others {
-        let (mut peer, _) = listener.accept()?;
-        peer.write_all(id.as_bytes())?;
-    }
-    drop(listener);
-    let _ = std::fs::remove_file(path);
-    Ok(id)
-}
-
-/// Another rank: connects to rank 0's socket (waiting up to a minute for it to listen) and
-/// reads the id.
-fn receive_id(path: &Path) -> Result<UniqueId, Box<dyn std::error::Error>> {
-    let start = Instant::now();
-    let mut stream = loop {
-        match UnixStream::connect(path) {
-            Ok(stream) => break stream,
-            Err(e) if start.elapsed() > Duration::from_secs(60) => {
-                return Err(
-                    format!("rank 0's socket {} never answered: {e}", path.display()).into(),
-                )
-            }
-            // Rank 0 may not listen yet: a launcher starts the ranks in any order.
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    };
-    let mut bytes = [0u8; UniqueId::BYTES];
-    stream.read_exact(&mut bytes)?;
-    Ok(UniqueId::from(bytes))
-}
-
 /// One rank: its device, the id, the communicator, its part of the sums, the all-reduce, the
 /// check.
-fn rank_main(rank: usize, world: usize) -> Result<ExitCode, Box<dyn std::error::Error>> {
+fn rank_main() -> Result<ExitCode, Box<dyn std::error::Error>> {
     if let Some(code) = missing() {
         return Ok(code);
     }
+    // MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE: a missing one is named.
+    let bootstrap = TcpBootstrap::from_env()?;
+    let (rank, world) = (bootstrap.rank(), bootstrap.world_size());
     let local = number("LOCAL_RANK").unwrap_or(rank);
     let count = Device::count()?;
     if local >= count {
@@ -222,12 +190,8 @@ fn rank_main(rank: usize, world: usize) -> Result<ExitCode, Box<dyn std::error::
     };
     let kernel = code.get_kernel("partial_sums")?;
 
-    let path = socket_path();
-    let id = if rank == 0 {
-        serve_id(&path, world - 1)?
-    } else {
-        receive_id(&path)?
-    };
+    // Rank 0 makes the id and serves it until every other rank has it; the others fetch it.
+    let id = bootstrap.unique_id()?;
     // Non-blocking, so that a rank that never comes is an error after a minute, not a hang.
     let config = CommConfig::default()
         .with_blocking(false)

@@ -9,7 +9,8 @@
 //!   which writes its calls into the driver's log): every check made before NCCL, what NCCL
 //!   gets for each call, the buffers' stream order around a call and a group, groups that end
 //!   on an error and a panic, non-blocking communicators, a failed peer, NCCL's memory and
-//!   registrations, split and finalize, a library too old or lacking a function.
+//!   registrations, split and finalize, a library too old or lacking a function;
+//! - the TCP bootstrap of a unique id over loopback (`bootstrap`: made-up ids, no NCCL).
 //!
 //! On a GPU (`#[ignore = "needs a CUDA GPU"]`): every collective of every device of this
 //! process checked against the CPU, one rank from a unique id (blocking and not, split,
@@ -20,6 +21,8 @@
 
 // The GPU tests walk ranks by number, each indexing several per-rank vectors at once.
 #![allow(clippy::needless_range_loop)]
+
+mod bootstrap;
 
 use std::io::{Read, Write};
 use std::process::Stdio;

@@ -37,6 +37,30 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
+//! # Across machines
+//!
+//! The ranks must share the id before they make their communicators. [`TcpBootstrap`] hands it
+//! over TCP, as a launcher's `MASTER_ADDR`, `MASTER_PORT`, `RANK` and `WORLD_SIZE` describe the
+//! job (torchrun's variables; [`TcpBootstrap::from_env`] names a missing one): rank 0 makes
+//! the id and serves it on every interface of its machine until each other rank has it, and
+//! the others connect to `MASTER_ADDR`, trying again until rank 0 listens, so that the
+//! processes of several machines may start in any order. Each side waits at most its
+//! timeout (five minutes unless [`TcpBootstrap::with_timeout`] says otherwise), then fails
+//! naming the address. Under torchrun, whose agent listens on `MASTER_PORT` itself, rank 0
+//! serves on the port after it (`CUDA_CORE_NCCL_BOOTSTRAP_PORT` chooses another).
+//!
+//! ```no_run
+//! use cuda_core::nccl::{Communicator, TcpBootstrap};
+//! use cuda_core::Device;
+//!
+//! // torchrun --nnodes 2 --node-rank N --nproc-per-node 8 --master-addr 10.0.0.1 ...
+//! let bootstrap = TcpBootstrap::from_env()?;
+//! let id = bootstrap.unique_id()?;
+//! let device = Device::new(bootstrap.rank() % 8)?; // or LOCAL_RANK
+//! let comm = Communicator::init_rank(&id, bootstrap.world_size(), bootstrap.rank(), device)?;
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+//!
 //! # What is checked, and what the ranks must agree on
 //!
 //! Before NCCL is called, each call checks what this rank can see, and refuses it with
@@ -89,6 +113,7 @@
 //! launches them together, as a closure: the group cannot be left open, and what its calls use
 //! is borrowed until its end.
 
+mod bootstrap;
 mod collective;
 mod communicator;
 mod element;
@@ -101,6 +126,7 @@ mod unique_id;
 
 use std::path::PathBuf;
 
+pub use bootstrap::{TcpBootstrap, UniqueIdServer};
 pub use communicator::{CommConfig, Communicator};
 pub use element::{DataType, Element};
 pub use group::{group, Group};
