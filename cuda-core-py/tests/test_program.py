@@ -156,7 +156,7 @@ def spin():
         count[0] += 1
 thread = threading.Thread(target=spin)
 big = "".join(f'extern "C" __global__ void k{{i}}(float* x) {{{{ x[{{i}}] = sinf(x[{{i}}]); }}}}\\n'
-              for i in range(2000))
+              for i in range(600))
 program = Program(big, "c++", ProgramOptions(arch="sm_90"))
 thread.start()
 time.sleep(0.05)
