@@ -21,12 +21,9 @@ use std::ffi::{c_char, c_void, CStr};
 use std::ptr::NonNull;
 
 use cuda_core::dlpack::{
-    DLDataType, DLDeviceType, DLTensor, DlpackTensor,
-    DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
+    DLDataType, DLDeviceType, DLTensor, DlpackTensor, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
 };
-use pyo3::exceptions::{
-    PyBufferError, PyNotImplementedError, PyTypeError, PyValueError,
-};
+use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -364,7 +361,9 @@ fn take_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<(Held, bool)> {
             return Ok((Held::Versioned(tensor), readonly));
         }
         let Some(raw_tensor) = NonNull::new(pointer.cast::<DLManagedTensor>()) else {
-            return Err(PyBufferError::new_err("the DLPack capsule holds a null tensor"));
+            return Err(PyBufferError::new_err(
+                "the DLPack capsule holds a null tensor",
+            ));
         };
         let held = LegacyTensor(raw_tensor);
         // SAFETY: a live legacy tensor, owned by `held` (released if refused below).
@@ -373,7 +372,11 @@ fn take_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<(Held, bool)> {
             return Err(PyValueError::new_err(format!(
                 "the DLPack tensor has {} dimensions and a {} shape",
                 tensor.ndim,
-                if tensor.shape.is_null() { "null" } else { "non-null" }
+                if tensor.shape.is_null() {
+                    "null"
+                } else {
+                    "non-null"
+                }
             )));
         }
         return Ok((Held::Legacy(held), false));
@@ -433,7 +436,10 @@ fn interface_layout(dict: &Bound<'_, PyDict>, what: &str) -> PyResult<InterfaceL
     let py = dict.py();
     let version = required(dict, "version", what)?;
     let version: i64 = version.extract().map_err(|_| {
-        PyTypeError::new_err(format!("{what}'s version must be an int, not {}", type_name(&version)))
+        PyTypeError::new_err(format!(
+            "{what}'s version must be an int, not {}",
+            type_name(&version)
+        ))
     })?;
     if version < 3 {
         return Err(PyBufferError::new_err(format!(
@@ -452,16 +458,17 @@ fn interface_layout(dict: &Bound<'_, PyDict>, what: &str) -> PyResult<InterfaceL
             type_name(&data)
         ))
     })?;
-    let ptr: i128 = ptr.extract().map_err(|_| {
-        PyTypeError::new_err(format!("{what}'s data pointer must be an int"))
+    let ptr: i128 = ptr
+        .extract()
+        .map_err(|_| PyTypeError::new_err(format!("{what}'s data pointer must be an int")))?;
+    let ptr = u64::try_from(ptr).map_err(|_| {
+        PyValueError::new_err(format!("{what}'s data pointer {ptr} is not an address"))
     })?;
-    let ptr = u64::try_from(ptr)
-        .map_err(|_| PyValueError::new_err(format!("{what}'s data pointer {ptr} is not an address")))?;
     let readonly = readonly.is_truthy()?;
     let typestr_obj = required(dict, "typestr", what)?;
-    let typestr: String = typestr_obj.extract().map_err(|_| {
-        PyTypeError::new_err(format!("{what}'s typestr must be a str"))
-    })?;
+    let typestr: String = typestr_obj
+        .extract()
+        .map_err(|_| PyTypeError::new_err(format!("{what}'s typestr must be a str")))?;
     let itemsize = itemsize_of(py, &typestr)?;
     if itemsize == 0 {
         return Err(PyValueError::new_err(format!(
@@ -548,7 +555,10 @@ fn interface_layout(dict: &Bound<'_, PyDict>, what: &str) -> PyResult<InterfaceL
 /// A tuple of ints (at most `MAX_NDIM`, each an `i64`).
 fn int_tuple(obj: &Bound<'_, PyAny>, what: &str, key: &str) -> PyResult<Vec<i64>> {
     let tuple = obj.downcast::<PyTuple>().map_err(|_| {
-        PyTypeError::new_err(format!("{what}'s {key} must be a tuple, not {}", type_name(obj)))
+        PyTypeError::new_err(format!(
+            "{what}'s {key} must be a tuple, not {}",
+            type_name(obj)
+        ))
     })?;
     if tuple.len() > MAX_NDIM {
         return Err(PyValueError::new_err(format!(
@@ -856,7 +866,10 @@ impl PyStridedMemoryView {
     /// C-contiguous array).
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.strides.as_ref().map(|s| PyTuple::new(py, s)).transpose()
+        self.strides
+            .as_ref()
+            .map(|s| PyTuple::new(py, s))
+            .transpose()
     }
 
     /// The number of elements (the product of the extents).
