@@ -23,6 +23,7 @@ mod properties;
 mod resources;
 mod stream;
 mod system;
+mod view;
 
 use pyo3::prelude::*;
 
@@ -47,5 +48,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     launch::register(module)?;
     cache::register(module)?;
     resources::register(module)?;
+    view::register(module)?;
     Ok(())
 }

@@ -1,8 +1,20 @@
-"""Utilities, as ``cuda.core.utils``: the program caches."""
+"""Utilities, as ``cuda.core.utils``: the program caches, ``StridedMemoryView`` and
+``args_viewable_as_strided_memory``."""
 
 import os
 from types import TracebackType
-from typing import Iterable, Mapping, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import (
+    Any,
+    Callable,
+    Iterable,
+    Mapping,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import ObjectCode
 
@@ -89,3 +101,74 @@ class FileStreamProgramCache:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> bool: ...
+
+class StridedMemoryView:
+    """A view of a strided array another library produced (its address, shape, strides,
+    dtype, device), read through DLPack (preferred) or the CUDA Array Interface (v3), or
+    NumPy's array interface with ``from_array_interface``; no data is copied. The view holds
+    the producer and the DLPack tensor it took, released (the tensor's deleter called once)
+    when the view is collected.
+
+    ``stream_ptr`` is the consumer stream's handle: passed to ``__dlpack__`` (``-1`` opts out;
+    ``None`` is refused for host and device tensors); for the CUDA Array Interface, the
+    consumer stream waits for the producer's stream where they differ (``-1`` opts out,
+    ``None`` is refused). Stream handles are raw ``CUstream`` values, trusted as
+    ``Stream.from_handle`` trusts them. No protocol: ``TypeError``."""
+
+    def __init__(self, obj: Any = None, stream_ptr: Optional[int] = None) -> None: ...
+    @classmethod
+    def from_dlpack(cls, obj: Any, stream_ptr: Optional[int] = None) -> "StridedMemoryView":
+        """A view through DLPack (``__dlpack__`` and ``__dlpack_device__``)."""
+    @classmethod
+    def from_cuda_array_interface(
+        cls, obj: Any, stream_ptr: Optional[int] = None
+    ) -> "StridedMemoryView":
+        """A view through the CUDA Array Interface (v3)."""
+    @classmethod
+    def from_array_interface(cls, obj: Any) -> "StridedMemoryView":
+        """A view of host memory through NumPy's ``__array_interface__`` (v3)."""
+    @classmethod
+    def from_any_interface(cls, obj: Any, stream_ptr: Optional[int] = None) -> "StridedMemoryView":
+        """DLPack where ``obj`` has it, else the CUDA Array Interface."""
+    @property
+    def ptr(self) -> int:
+        """The address of the first element."""
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The extents."""
+    @property
+    def strides(self) -> Optional[Tuple[int, ...]]:
+        """The strides in elements; None where the producer gave none (C-contiguous)."""
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+    @property
+    def dtype(self) -> Any:
+        """A ``numpy.dtype`` (its name without NumPy); None for an empty view."""
+    @property
+    def device_id(self) -> int:
+        """The device of the memory; -1 for host memory."""
+    @property
+    def is_device_accessible(self) -> bool:
+        """Whether the GPU can read the memory."""
+    @property
+    def readonly(self) -> bool:
+        """Whether the producer marked the data read-only."""
+    @property
+    def exporting_obj(self) -> Any:
+        """The producer, held as long as the view."""
+
+class _StridedMemoryViewProxy:
+    """A decorated function's argument: ``view(stream_ptr)`` gives its ``StridedMemoryView``."""
+
+    obj: Any
+    has_dlpack: bool
+    def __init__(self, obj: Any) -> None: ...
+    def view(self, stream_ptr: Optional[int] = None) -> StridedMemoryView:
+        """The argument's view (see ``StridedMemoryView`` for ``stream_ptr``)."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+def args_viewable_as_strided_memory(arg_indices: Tuple[int, ...]) -> Callable[[_F], _F]:
+    """A decorator: the positional arguments at ``arg_indices`` reach the function as proxies
+    whose ``view(stream_ptr)`` gives a ``StridedMemoryView``."""
