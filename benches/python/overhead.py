@@ -9,8 +9,8 @@ the clock, as the Rust overhead suite does. The raw driver's figures are the Rus
 ``raw`` variants (criterion's medians), read from its output directory with ``--criterion DIR``,
 so that all columns come from one machine in one run:
 
-    CRITERION_HOME=/tmp/crit target/release/deps/overhead-* --bench \\
-        '^(device_current|device_by_ordinal|stream_churn|event_churn|event_record|stream_sync_idle|launch_0|launch_4|alloc_free_1k)/'
+    CUDA_CORE_BENCH_ROUNDS=3 CRITERION_HOME=/tmp/crit target/release/deps/overhead-* --bench \\
+        '^(device_current|device_by_ordinal|stream_churn|event_churn|event_record|stream_sync_idle|launch_0|launch_4|alloc_free_1k)/(raw|cuda-core)/'
     python3 benches/python/overhead.py --criterion /tmp/crit --csv python-overhead.csv
 
 The work is the same in every column: events without timing, non-blocking streams, one block
@@ -192,16 +192,29 @@ def measure(timer, drain, number):
 
 
 def criterion_raw(directory):
-    """The Rust overhead suite's raw and cuda-core medians (ns) by case, from criterion's dir."""
+    """The Rust overhead suite's raw and cuda-core medians (ns) by case, from criterion's
+    directory: `<case>/<variant>/new/estimates.json`, or with several rounds (the suite's
+    default), the median of `<case>/<variant>/r<N>/new/estimates.json`."""
     found = {}
     for case, _ in CASES:
         for variant in ("raw", "cuda-core"):
-            path = os.path.join(directory, case, variant, "new", "estimates.json")
-            try:
-                with open(path) as f:
-                    found[(case, variant)] = json.load(f)["median"]["point_estimate"]
-            except (OSError, KeyError, ValueError):
-                pass
+            base = os.path.join(directory, case, variant)
+            paths = [os.path.join(base, "new", "estimates.json")]
+            if os.path.isdir(base):
+                paths += [
+                    os.path.join(base, d, "new", "estimates.json")
+                    for d in sorted(os.listdir(base))
+                    if d.startswith("r") and d[1:].isdigit()
+                ]
+            medians = []
+            for path in paths:
+                try:
+                    with open(path) as f:
+                        medians.append(json.load(f)["median"]["point_estimate"])
+                except (OSError, KeyError, ValueError):
+                    pass
+            if medians:
+                found[(case, variant)] = statistics.median(medians)
     return found
 
 

@@ -102,6 +102,18 @@ impl<T> Slot<T> {
     }
 }
 
+impl<T> Slot<T> {
+    /// Runs `f` on the open value under the lock (no clone: for calls that do not block and do
+    /// not release the GIL, which another thread waiting for this lock may hold); the error
+    /// for a closed one.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&T) -> PyResult<R>) -> PyResult<R> {
+        match self.lock().as_ref() {
+            Some(value) => f(value),
+            None => Err(self.closed_error()),
+        }
+    }
+}
+
 impl<T: Clone> Slot<T> {
     /// The open value (a clone: a reference count), or the error for a closed one.
     pub(crate) fn get(&self) -> PyResult<T> {

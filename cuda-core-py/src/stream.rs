@@ -75,17 +75,23 @@ impl PyStream {
         event: Option<Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyObject> {
-        let stream = self.get()?;
         match event.filter(|e| !e.is_none()) {
             Some(event) => {
                 let wrapped = event.downcast::<PyEvent>().map_err(|_| {
                     PyTypeError::new_err("record(event) takes an Event (or None for a new one)")
                 })?;
-                let inner = wrapped.get().get()?;
-                stream.record(&inner).or_py(py)?;
+                // Both under their locks, in this order only (nothing takes an event's lock
+                // and then a stream's); a record neither blocks nor releases the GIL.
+                self.stream.with(|stream| {
+                    wrapped
+                        .get()
+                        .event
+                        .with(|inner| stream.record(inner).or_py(py))
+                })?;
                 Ok(event.unbind())
             }
             None => {
+                let stream = self.get()?;
                 let options: PyEventOptions = options_of(py, options)?;
                 let made = stream.record_new(options.to_rust()?).or_py(py)?;
                 Ok(Py::new(py, PyEvent::wrap(made))?.into_any())

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from cudacore_rs import Device, ManagedMemoryResource, PinnedMemoryResource
+from conftest import managed_resource_or_skip
+from cudacore_rs import Device, PinnedMemoryResource
 from cudacore_rs.utils import StridedMemoryView, args_viewable_as_strided_memory
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
@@ -244,7 +245,7 @@ def test_a_device_buffer_refuses_stream_none(buf):
 
 def test_pinned_and_managed_buffers_take_stream_none(stream):
     # Catches: pinned/managed memory refused without a stream, or called host-only.
-    for mr in (PinnedMemoryResource(), ManagedMemoryResource()):
+    for mr in (PinnedMemoryResource(), managed_resource_or_skip()):
         b = mr.allocate(256, stream=stream)
         v = StridedMemoryView(b)
         assert v.ptr == b.handle and v.is_device_accessible is True and v.device_id == 0

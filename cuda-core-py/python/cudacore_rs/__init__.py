@@ -11,7 +11,15 @@ ports by changing its imports, for what this package covers: devices (``Device``
 ``CUDAOutOfMemoryError``), ``utils`` (the program caches) and ``system`` (with NVML).
 """
 
+from importlib.metadata import PackageNotFoundError as _NotFound
+from importlib.metadata import version as _version
+
 from . import system, utils
+
+try:
+    __version__ = _version("cudacore-rs")
+except _NotFound:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
 from ._native import (
     Buffer,
     ComputeCapability,

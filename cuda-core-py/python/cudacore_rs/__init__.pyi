@@ -1,11 +1,12 @@
 """cudacore_rs: NVIDIA cuda.core's Python API (1.2 names and behaviour) on the cuda-core Rust crate."""
 
 from types import TracebackType
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
-from typing import Any, Dict, NamedTuple, Optional, Tuple, Type, Union, overload
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union, overload
 
 from . import system as system
 from . import utils as utils
+
+__version__: str
 
 class CUDAError(Exception):
     """A CUDA driver error.
