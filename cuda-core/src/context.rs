@@ -1,4 +1,5 @@
-//! CUDA contexts: a device's primary context, and green contexts over a share of its SMs.
+//! CUDA contexts: a device's primary context, contexts of its own (`cuCtxCreate`), and green
+//! contexts over a share of its SMs; their cache preference and scheduling flags.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,9 +12,10 @@ use crate::lifetime::{current, ContextCore, ContextKind, Held, Primary};
 use crate::sm_resources::SmResource;
 use crate::stream::{Stream, StreamOptions};
 
-/// A CUDA context: the primary context of a device, or a green context made from a share of
-/// its SMs. Cheap to clone: a primary context, which the process keeps for good, is copied
-/// without counting; a green one by reference count. Streams, events and memory hold one, so
+/// A CUDA context: the primary context of a device, a context of its own made by
+/// [`Context::create`], or a green context made from a share of its SMs. Cheap to clone: a
+/// primary context, which the process keeps for good, is copied without counting; the others
+/// by reference count. Streams, events and memory hold one, so
 /// a context lives as long as anything made in it.
 ///
 /// ```no_run
@@ -26,7 +28,7 @@ use crate::stream::{Stream, StreamOptions};
 /// stream.sync()?;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
-#[doc(alias("CUcontext", "cuCtxFromGreenCtx"))]
+#[doc(alias("CUcontext", "cuCtxFromGreenCtx", "cuCtxCreate"))]
 #[derive(Clone)]
 pub struct Context {
     /// Uncounted for a primary context, which the process keeps for good.
@@ -63,8 +65,8 @@ crate::options::chainers!(ContextOptions {
     with_resources(resources: Vec<SmResource>);
 });
 
-/// The green contexts made, for [`Context::sync_device`] (dead ones are pruned as new ones
-/// are made).
+/// The green contexts and the contexts of [`Context::create`] made, for
+/// [`Context::sync_device`] (dead ones are pruned as new ones are made).
 static GREEN: std::sync::Mutex<Vec<std::sync::Weak<ContextCore>>> =
     std::sync::Mutex::new(Vec::new());
 
@@ -126,13 +128,70 @@ impl Context {
             driver,
             kind: ContextKind::Green { green, sm_count },
         });
+        Ok(Context::made(core))
+    }
+
+    /// A context made here (green, or by `cuCtxCreate`), noted for [`Context::sync_device`].
+    fn made(core: Arc<ContextCore>) -> Context {
         let mut live = GREEN.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|weak| weak.strong_count() > 0);
         live.push(Arc::downgrade(&core));
         drop(live);
-        Ok(Context {
+        Context {
             core: Held::counted(core),
-        })
+        }
+    }
+
+    /// Creates a new context of `device` of its own, not its primary context (`cuCtxCreate`),
+    /// with `flags`, and leaves the calling thread's current context as it was (the driver
+    /// makes the new context current; it is popped at once). The context is destroyed
+    /// (`cuCtxDestroy`) when the last value holding it drops: this one, its clones, and every
+    /// stream, event and other object made in it, each of which holds it.
+    ///
+    /// A context of its own has its own memory, modules and streams apart from the primary
+    /// context's (which the CUDA runtime and most libraries use); a device's default memory
+    /// resource, [`ObjectCode::global`](crate::ObjectCode::global) and graphs built on
+    /// [`Graph::new`](crate::graph::Graph::new) are the primary context's. Make it current
+    /// with [`Context::set_current`] to have driver calls made by other code run in it.
+    ///
+    /// Flags with more than one scheduling policy, or bits `CUctx_flags` does not have, are
+    /// [`Error::InvalidArgument`] before the driver is called.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Context, ContextFlags, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let context = Context::create(device, ContextFlags::SCHED_BLOCKING_SYNC)?;
+    /// assert!(!context.is_primary());
+    /// assert!(context.flags()?.contains(ContextFlags::SCHED_BLOCKING_SYNC));
+    /// let stream = context.create_stream(StreamOptions::default())?;
+    /// stream.sync()?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v4", "cuCtxDestroy"))]
+    pub fn create(device: Device, flags: ContextFlags) -> Result<Context> {
+        flags.check()?;
+        let driver = crate::driver::driver()?;
+        if device.ordinal() >= Device::count()? {
+            return Err(Error::InvalidArgument {
+                name: "device",
+                reason: format!("device {} does not exist", device.ordinal()),
+            });
+        }
+        let handle = driver.ctx_create(flags.bits(), device.handle())?;
+        // The driver pushed it current: restore the caller's context.
+        if let Err(e) = driver.ctx_pop_current() {
+            if let Err(destroyed) = driver.ctx_destroy(handle) {
+                log::error!("destroying a context whose creation could not be undone: {destroyed}");
+            }
+            return Err(e);
+        }
+        Ok(Context::made(Arc::new(ContextCore {
+            handle,
+            device: device.handle(),
+            driver,
+            kind: ContextKind::Created,
+        })))
     }
 
     /// Waits for all work in every context of `device` this process made or holds: its
@@ -211,9 +270,11 @@ impl Context {
         Device::from_handle(self.core.device)
     }
 
-    /// Whether this is a device's primary context, which the process keeps for good.
+    /// Whether this is a device's primary context, which the process keeps for good (a
+    /// context wrapped by [`from_raw`](Context::from_raw) reads `true` where it is one).
     #[inline]
-    pub(crate) fn is_primary(&self) -> bool {
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub fn is_primary(&self) -> bool {
         matches!(self.core.kind, ContextKind::Primary)
     }
 
@@ -229,7 +290,9 @@ impl Context {
     pub fn sm_count(&self) -> Result<u32> {
         match self.core.kind {
             ContextKind::Green { sm_count, .. } => Ok(sm_count),
-            ContextKind::Primary => self.device().properties().multiprocessor_count(),
+            ContextKind::Primary | ContextKind::Created => {
+                self.device().properties().multiprocessor_count()
+            }
             ContextKind::Borrowed => Ok(self.sm_resource()?.sm_count()),
         }
     }
@@ -312,6 +375,63 @@ impl Context {
         self.with_current(|driver| driver.ctx_get_limit(limit.code()))
     }
 
+    /// Sets the context's preference between L1 cache and shared memory for the kernels it
+    /// runs (`cuCtxSetCacheConfig`, with the context made current for the call and the
+    /// caller's context restored). A hint: on devices whose split is fixed it is kept and
+    /// ignored; a kernel's own preference ([`Kernel::set_cache_config`](crate::Kernel::set_cache_config))
+    /// wins over it.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CacheConfig, Device};
+    ///
+    /// let context = Device::new(0)?.primary_context()?;
+    /// // cudaDeviceSetCacheConfig(cudaFuncCachePreferShared)
+    /// context.set_cache_config(CacheConfig::PreferShared)?;
+    /// assert_eq!(context.cache_config()?, CacheConfig::PreferShared);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuCtxSetCacheConfig", "cudaDeviceSetCacheConfig"))]
+    pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
+        self.with_current(|driver| driver.ctx_set_cache_config(config.code()))
+    }
+
+    /// The context's preference between L1 cache and shared memory (`cuCtxGetCacheConfig`):
+    /// see [`Context::set_cache_config`].
+    #[doc(alias("cuCtxGetCacheConfig", "cudaDeviceGetCacheConfig"))]
+    pub fn cache_config(&self) -> Result<CacheConfig> {
+        let code = self.with_current(|driver| driver.ctx_get_cache_config())?;
+        CacheConfig::from_code(code)
+    }
+
+    /// Replaces the context's flags (`cuCtxSetFlags`, 12.1 and newer drivers; with the
+    /// context made current for the call and the caller's context restored): its scheduling
+    /// policy, and [`ContextFlags::SYNC_MEMOPS`]. Flags with more than one scheduling policy,
+    /// or bits `CUctx_flags` does not have, are [`Error::InvalidArgument`] before the driver
+    /// is called; flags the driver cannot change after creation
+    /// ([`ContextFlags::LMEM_RESIZE_TO_MAX`], ...) are refused by it.
+    ///
+    /// ```no_run
+    /// use cuda_core::{ContextFlags, Device};
+    ///
+    /// let context = Device::new(0)?.primary_context()?;
+    /// context.set_flags(ContextFlags::SCHED_YIELD)?;
+    /// assert_eq!(context.flags()?.scheduling(), ContextFlags::SCHED_YIELD);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuCtxSetFlags", "cudaSetDeviceFlags"))]
+    pub fn set_flags(&self, flags: ContextFlags) -> Result<()> {
+        flags.check()?;
+        self.with_current(|driver| driver.ctx_set_flags(flags.bits()))
+    }
+
+    /// The context's flags (`cuCtxGetFlags`), as the driver reports them (it may add some,
+    /// such as [`ContextFlags::MAP_HOST`], which every context has now).
+    #[doc(alias("cuCtxGetFlags", "cudaGetDeviceFlags"))]
+    pub fn flags(&self) -> Result<ContextFlags> {
+        let bits = self.with_current(|driver| driver.ctx_get_flags())?;
+        Ok(ContextFlags(bits))
+    }
+
     /// The raw `CUcontext`, for calling other CUDA libraries. It stays valid while this
     /// value (or a clone) lives.
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
@@ -321,7 +441,7 @@ impl Context {
     pub(crate) fn green_handle(&self) -> Option<GreenContextHandle> {
         match self.core.kind {
             ContextKind::Green { green, .. } => Some(green),
-            ContextKind::Primary | ContextKind::Borrowed => None,
+            ContextKind::Primary | ContextKind::Created | ContextKind::Borrowed => None,
         }
     }
 
@@ -366,6 +486,257 @@ impl ContextLimit {
             ContextLimit::DeviceRuntimePendingLaunches => 4,
             ContextLimit::MaxL2FetchGranularity => 5,
             ContextLimit::PersistingL2CacheSize => 6,
+        }
+    }
+}
+
+/// A context's flags (`CUctx_flags`), for [`Context::create`] and [`Context::set_flags`]:
+/// one scheduling policy (`SCHED_*`, [`ContextFlags::SCHED_AUTO`] where none is given) and
+/// any of the other flags, combined with `|`.
+///
+/// ```
+/// use cuda_core::ContextFlags;
+///
+/// let flags = ContextFlags::SCHED_SPIN | ContextFlags::LMEM_RESIZE_TO_MAX;
+/// assert!(flags.contains(ContextFlags::LMEM_RESIZE_TO_MAX));
+/// assert_eq!(flags.scheduling(), ContextFlags::SCHED_SPIN);
+/// assert_eq!(flags.bits(), 0x11);
+/// ```
+#[doc(alias("CUctx_flags", "CUctx_flags_enum"))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ContextFlags(u32);
+
+impl ContextFlags {
+    /// The driver picks spinning or yielding by the number of contexts and processors
+    /// (`CU_CTX_SCHED_AUTO`, 0).
+    #[doc(alias = "CU_CTX_SCHED_AUTO")]
+    pub const SCHED_AUTO: ContextFlags = ContextFlags(0);
+    /// A thread waiting for the GPU spins (`CU_CTX_SCHED_SPIN`).
+    #[doc(alias = "CU_CTX_SCHED_SPIN")]
+    pub const SCHED_SPIN: ContextFlags = ContextFlags(0x01);
+    /// A thread waiting for the GPU yields its processor (`CU_CTX_SCHED_YIELD`).
+    #[doc(alias = "CU_CTX_SCHED_YIELD")]
+    pub const SCHED_YIELD: ContextFlags = ContextFlags(0x02);
+    /// A thread waiting for the GPU blocks on a synchronisation primitive
+    /// (`CU_CTX_SCHED_BLOCKING_SYNC`).
+    #[doc(alias("CU_CTX_SCHED_BLOCKING_SYNC", "CU_CTX_BLOCKING_SYNC"))]
+    pub const SCHED_BLOCKING_SYNC: ContextFlags = ContextFlags(0x04);
+    /// Pinned host memory may be mapped into the device (`CU_CTX_MAP_HOST`; always on with
+    /// unified addressing).
+    #[doc(alias = "CU_CTX_MAP_HOST")]
+    pub const MAP_HOST: ContextFlags = ContextFlags(0x08);
+    /// Local memory grown for a kernel is kept, not shrunk after it
+    /// (`CU_CTX_LMEM_RESIZE_TO_MAX`).
+    #[doc(alias = "CU_CTX_LMEM_RESIZE_TO_MAX")]
+    pub const LMEM_RESIZE_TO_MAX: ContextFlags = ContextFlags(0x10);
+    /// GPU core dumps on exceptions in this context (`CU_CTX_COREDUMP_ENABLE`).
+    #[doc(alias = "CU_CTX_COREDUMP_ENABLE")]
+    pub const COREDUMP_ENABLE: ContextFlags = ContextFlags(0x20);
+    /// User-triggered core dumps in this context (`CU_CTX_USER_COREDUMP_ENABLE`).
+    #[doc(alias = "CU_CTX_USER_COREDUMP_ENABLE")]
+    pub const USER_COREDUMP_ENABLE: ContextFlags = ContextFlags(0x40);
+    /// Synchronous memory operations in this context are synchronising
+    /// (`CU_CTX_SYNC_MEMOPS`).
+    #[doc(alias = "CU_CTX_SYNC_MEMOPS")]
+    pub const SYNC_MEMOPS: ContextFlags = ContextFlags(0x80);
+
+    /// Every bit `CUctx_flags` names (`CU_CTX_FLAGS_MASK`).
+    const ALL: u32 = 0xff;
+    /// The scheduling bits (`CU_CTX_SCHED_MASK`).
+    const SCHED_MASK: u32 = 0x07;
+
+    /// The raw `CUctx_flags` bits.
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Flags from raw `CUctx_flags` bits, `None` where a bit is not one `CUctx_flags` names.
+    #[must_use]
+    pub const fn from_bits(bits: u32) -> Option<ContextFlags> {
+        if bits & !Self::ALL == 0 {
+            Some(ContextFlags(bits))
+        } else {
+            None
+        }
+    }
+
+    /// Whether every bit of `other` is set here (for a scheduling policy, compare
+    /// [`ContextFlags::scheduling`] instead: [`ContextFlags::SCHED_AUTO`] has no bits).
+    #[must_use]
+    pub const fn contains(self, other: ContextFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The scheduling policy alone (one of the `SCHED_*` values, or bits of several where
+    /// raw bits gave more than one).
+    #[must_use]
+    pub const fn scheduling(self) -> ContextFlags {
+        ContextFlags(self.0 & Self::SCHED_MASK)
+    }
+
+    /// Refuses bits `CUctx_flags` does not name and more than one scheduling policy.
+    fn check(self) -> Result<()> {
+        if self.0 & !Self::ALL != 0 {
+            return Err(Error::InvalidArgument {
+                name: "flags",
+                reason: format!(
+                    "{:#x} has bits CUctx_flags does not name ({:#x})",
+                    self.0,
+                    self.0 & !Self::ALL
+                ),
+            });
+        }
+        if !matches!(self.0 & Self::SCHED_MASK, 0 | 1 | 2 | 4) {
+            return Err(Error::InvalidArgument {
+                name: "flags",
+                reason: format!(
+                    "{:#x} names more than one scheduling policy (SCHED_SPIN, SCHED_YIELD, \
+                     SCHED_BLOCKING_SYNC): a context has one",
+                    self.0
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::BitOr for ContextFlags {
+    type Output = ContextFlags;
+
+    fn bitor(self, other: ContextFlags) -> ContextFlags {
+        ContextFlags(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOrAssign for ContextFlags {
+    fn bitor_assign(&mut self, other: ContextFlags) {
+        self.0 |= other.0;
+    }
+}
+
+/// A preference between L1 cache and shared memory (`CUfunc_cache`), for
+/// [`Context::set_cache_config`] and [`Kernel::set_cache_config`](crate::Kernel::set_cache_config).
+#[doc(alias("CUfunc_cache", "cudaFuncCache"))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheConfig {
+    /// No preference (`CU_FUNC_CACHE_PREFER_NONE`).
+    #[default]
+    #[doc(alias = "CU_FUNC_CACHE_PREFER_NONE")]
+    PreferNone,
+    /// More shared memory, less L1 (`CU_FUNC_CACHE_PREFER_SHARED`).
+    #[doc(alias = "CU_FUNC_CACHE_PREFER_SHARED")]
+    PreferShared,
+    /// More L1, less shared memory (`CU_FUNC_CACHE_PREFER_L1`).
+    #[doc(alias = "CU_FUNC_CACHE_PREFER_L1")]
+    PreferL1,
+    /// As much L1 as shared memory (`CU_FUNC_CACHE_PREFER_EQUAL`).
+    #[doc(alias = "CU_FUNC_CACHE_PREFER_EQUAL")]
+    PreferEqual,
+}
+
+impl CacheConfig {
+    /// The `CUfunc_cache` value (the same in the 12 and 13 headers).
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            CacheConfig::PreferNone => 0,
+            CacheConfig::PreferShared => 1,
+            CacheConfig::PreferL1 => 2,
+            CacheConfig::PreferEqual => 3,
+        }
+    }
+
+    /// The preference of a `CUfunc_cache` the driver answered.
+    fn from_code(code: u32) -> Result<CacheConfig> {
+        Ok(match code {
+            0 => CacheConfig::PreferNone,
+            1 => CacheConfig::PreferShared,
+            2 => CacheConfig::PreferL1,
+            3 => CacheConfig::PreferEqual,
+            other => {
+                return Err(Error::InvalidArgument {
+                    name: "CUfunc_cache",
+                    reason: format!("the driver answered {other}, which this crate does not name"),
+                })
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::{CacheConfig, ContextFlags};
+
+    #[test]
+    fn flag_and_cache_values_are_both_headers_values() {
+        use cuda_sys13::CUctx_flags as F;
+        let flags = [
+            (ContextFlags::SCHED_AUTO, F::CU_CTX_SCHED_AUTO),
+            (ContextFlags::SCHED_SPIN, F::CU_CTX_SCHED_SPIN),
+            (ContextFlags::SCHED_YIELD, F::CU_CTX_SCHED_YIELD),
+            (
+                ContextFlags::SCHED_BLOCKING_SYNC,
+                F::CU_CTX_SCHED_BLOCKING_SYNC,
+            ),
+            (ContextFlags::MAP_HOST, F::CU_CTX_MAP_HOST),
+            (
+                ContextFlags::LMEM_RESIZE_TO_MAX,
+                F::CU_CTX_LMEM_RESIZE_TO_MAX,
+            ),
+            (ContextFlags::COREDUMP_ENABLE, F::CU_CTX_COREDUMP_ENABLE),
+            (
+                ContextFlags::USER_COREDUMP_ENABLE,
+                F::CU_CTX_USER_COREDUMP_ENABLE,
+            ),
+            (ContextFlags::SYNC_MEMOPS, F::CU_CTX_SYNC_MEMOPS),
+        ];
+        for (ours, theirs) in flags {
+            // Catches a flag sent as another bit (the driver would set the wrong one).
+            assert_eq!(ours.bits(), theirs.0, "{ours:?}");
+            assert_eq!(cuda_sys12::CUctx_flags(theirs.0).0, ours.bits());
+        }
+        assert_eq!(ContextFlags::ALL, F::CU_CTX_FLAGS_MASK.0);
+        assert_eq!(ContextFlags::SCHED_MASK, F::CU_CTX_SCHED_MASK.0);
+        use cuda_sys12::CUfunc_cache as C;
+        let caches = [
+            (CacheConfig::PreferNone, C::CU_FUNC_CACHE_PREFER_NONE),
+            (CacheConfig::PreferShared, C::CU_FUNC_CACHE_PREFER_SHARED),
+            (CacheConfig::PreferL1, C::CU_FUNC_CACHE_PREFER_L1),
+            (CacheConfig::PreferEqual, C::CU_FUNC_CACHE_PREFER_EQUAL),
+        ];
+        for (ours, theirs) in caches {
+            // Catches a preference sent or read back as another.
+            assert_eq!(ours.code(), theirs.0, "{ours:?}");
+            assert_eq!(CacheConfig::from_code(theirs.0).unwrap(), ours);
+            assert_eq!(cuda_sys13::CUfunc_cache(theirs.0).0, ours.code());
+        }
+        assert!(CacheConfig::from_code(4).is_err());
+    }
+
+    #[test]
+    fn flags_with_two_scheduling_policies_or_unknown_bits_are_refused() {
+        // Catches a check that lets the driver see two policies, or a bit it does not name.
+        assert!((ContextFlags::SCHED_SPIN | ContextFlags::SCHED_YIELD)
+            .check()
+            .is_err());
+        assert!(
+            (ContextFlags::SCHED_YIELD | ContextFlags::SCHED_BLOCKING_SYNC)
+                .check()
+                .is_err()
+        );
+        assert!(ContextFlags(0x100).check().is_err());
+        assert_eq!(ContextFlags::from_bits(0x100), None);
+        // Catches a check that refuses one policy with other flags.
+        for sched in [
+            ContextFlags::SCHED_AUTO,
+            ContextFlags::SCHED_SPIN,
+            ContextFlags::SCHED_YIELD,
+            ContextFlags::SCHED_BLOCKING_SYNC,
+        ] {
+            let flags = sched | ContextFlags::LMEM_RESIZE_TO_MAX | ContextFlags::SYNC_MEMOPS;
+            assert!(flags.check().is_ok(), "{flags:?}");
+            assert_eq!(flags.scheduling(), sched);
         }
     }
 }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{Driver, FunctionHandle, KernelHandle, LaunchParams};
 use crate::error::{Error, Result};
@@ -273,6 +274,32 @@ impl Kernel {
         self.inner.handle
     }
 
+    /// The raw `CUfunction` of this kernel in `context` (`cuKernelGetFunction`, with
+    /// `context` made current for the call and the caller's context restored; for a primary
+    /// context, asked once per device and cached), for code written against `CUfunction`
+    /// (`cuLaunchKernel`, `cuFuncGetAttribute`, the occupancy calls). It stays valid while
+    /// this kernel (or its object code) lives and `context` does.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Device, ObjectCode};
+    ///
+    /// let context = Device::new(0)?.primary_context()?;
+    /// let kernel = ObjectCode::from_file("kernels.cubin", None)?.get_kernel("scale")?;
+    /// let function = kernel.as_raw_function(&context)?; // a CUfunction
+    /// assert_eq!(kernel.as_raw_function(&context)?, function);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("cuKernelGetFunction", "CUfunction"))]
+    pub fn as_raw_function(&self, context: &Context) -> Result<*mut std::ffi::c_void> {
+        if context.is_primary() {
+            return Ok(self.function(context.device())?.0);
+        }
+        let handle = self.inner.handle;
+        Ok(context
+            .with_current(|driver| driver.kernel_get_function(handle))?
+            .0)
+    }
+
     fn per_device(&self, device: Device) -> Result<&PerDevice> {
         self.inner
             .per_device
@@ -456,6 +483,36 @@ impl Kernel {
             self.inner.handle,
             device.handle(),
         )
+    }
+
+    /// Sets this kernel's preference between L1 cache and shared memory on `device`
+    /// (`cuKernelSetCacheConfig`), which wins over its context's
+    /// ([`Context::set_cache_config`]). A hint: the driver may choose otherwise, and keeps
+    /// it without effect on devices whose split is fixed.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CacheConfig, Device, ObjectCode};
+    ///
+    /// let device = Device::new(0)?;
+    /// let kernel = ObjectCode::from_file("kernels.cubin", None)?.get_kernel("scale")?;
+    /// // cudaFuncSetCacheConfig(scale, cudaFuncCachePreferL1)
+    /// kernel.set_cache_config(device, CacheConfig::PreferL1)?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias(
+        "cuKernelSetCacheConfig",
+        "cuFuncSetCacheConfig",
+        "cudaFuncSetCacheConfig"
+    ))]
+    pub fn set_cache_config(
+        &self,
+        device: Device,
+        config: crate::context::CacheConfig,
+    ) -> Result<()> {
+        self.per_device(device)?;
+        self.inner
+            .driver
+            .kernel_set_cache_config(self.inner.handle, config.code(), device.handle())
     }
 
     /// Prefers `percent` of the unified L1/shared memory as shared memory on `device` (`None`:

@@ -83,7 +83,7 @@ pub use view::dlpack;
 // `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};
-pub use context::{Context, ContextLimit, ContextOptions};
+pub use context::{CacheConfig, Context, ContextFlags, ContextLimit, ContextOptions};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};

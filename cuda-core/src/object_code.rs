@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{driver, Driver, LibraryHandle, LinkOptions};
 use crate::error::{Cause, DriverCode, Error, Result};
@@ -541,6 +542,42 @@ impl ObjectCode {
             .into_iter()
             .map(|kernel| driver.kernel_get_name(kernel))
             .collect()
+    }
+
+    /// The raw `CUlibrary`, for code written against the driver's library or module API
+    /// (loading the code first, as [`ObjectCode::load`] does, where it is not loaded yet). It
+    /// stays valid while this value, a clone of it or a [`Kernel`] taken from it lives: the
+    /// library is unloaded when the last of them drops, so do not unload it yourself. A
+    /// static library or LTO-IR, which cannot be loaded alone, is refused as by `load`.
+    ///
+    /// ```no_run
+    /// use cuda_core::{Device, ObjectCode};
+    ///
+    /// let device = Device::new(0)?;
+    /// let code = ObjectCode::from_file("kernels.cubin", None)?;
+    /// let library = code.as_raw()?; // a CUlibrary
+    /// assert!(!library.is_null());
+    /// assert_eq!(code.as_raw()?, library); // loaded once
+    /// let module = code.as_raw_module(&device.primary_context()?)?; // a CUmodule
+    /// assert!(!module.is_null());
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("CUlibrary", "cuLibraryLoadData"))]
+    pub fn as_raw(&self) -> Result<*mut std::ffi::c_void> {
+        Ok(self.library()?.0 .0)
+    }
+
+    /// The raw `CUmodule` of this code in `context` (`cuLibraryGetModule`, with `context` made
+    /// current for the call and the caller's context restored), for code written against
+    /// `CUmodule` and `CUfunction` (`cuModuleGetFunction`, `cuModuleGetGlobal`). The code is
+    /// loaded first where it is not yet. The module is the library's: it stays valid while
+    /// this value (or a clone, or a kernel of it) lives and `context` does, and must not be
+    /// unloaded (`cuModuleUnload`) by the caller. See [`ObjectCode::as_raw`] for an example.
+    #[doc(alias("cuLibraryGetModule", "CUmodule"))]
+    pub fn as_raw_module(&self, context: &Context) -> Result<*mut std::ffi::c_void> {
+        let (library, _) = self.library()?;
+        let module = context.with_current(|driver| driver.library_get_module(library))?;
+        Ok(module.0)
     }
 
     /// Every kernel's symbol, listed once; `None` where the driver cannot list them.

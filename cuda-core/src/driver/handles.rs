@@ -49,6 +49,8 @@ handles! {
     KernelHandle;
     /// A `CUfunction`.
     FunctionHandle;
+    /// A `CUmodule`.
+    ModuleHandle;
     /// A `CUgraph`.
     GraphHandle;
     /// A `CUgraphExec`.

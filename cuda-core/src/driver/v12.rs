@@ -23,6 +23,11 @@ impl Driver12 {
         Ok(ContextHandle(ctx.cast()))
     }
 
+    /// The 12.9 header has no `cuGraphNodeGetLocalId`.
+    fn abi_graph_node_local_id(&self, _node: GraphNodeHandle) -> Result<u32> {
+        Err(self.missing("cuGraphNodeGetLocalId"))
+    }
+
     /// The 12.9 header has no `cuKernelGetParamCount`.
     fn abi_kernel_get_param_count(&self, _kernel: KernelHandle) -> Result<usize> {
         Err(self.missing("cuKernelGetParamCount"))

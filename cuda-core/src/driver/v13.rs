@@ -26,6 +26,12 @@ impl Driver13 {
         Ok(ContextHandle(ctx.cast()))
     }
 
+    fn abi_graph_node_local_id(&self, node: GraphNodeHandle) -> Result<u32> {
+        let mut id = 0;
+        call!(self.cuGraphNodeGetLocalId(node.0.cast(), &mut id))?;
+        Ok(id)
+    }
+
     fn abi_kernel_get_param_count(&self, kernel: KernelHandle) -> Result<usize> {
         let mut count = 0;
         call!(self.cuKernelGetParamCount(kernel.0.cast(), &mut count))?;

@@ -454,6 +454,28 @@ pub trait BuildGraph: seal::Buildable {
         neighbours(self.target(), node, false)
     }
 
+    /// `node`'s id within its graph (`cuGraphNodeGetLocalId`): a number the driver gives
+    /// each node of a graph, which tools and the driver's own messages use. Only the CUDA 13
+    /// ABI has the call, on 13.1 and newer drivers: elsewhere [`Error::NotSupported`]
+    /// naming it.
+    ///
+    /// ```no_run
+    /// use cuda_core::graph::{BuildGraph, Graph};
+    /// use cuda_core::Device;
+    ///
+    /// let mut graph = Graph::new(Device::new(0)?)?;
+    /// let a = graph.add_empty(&[])?;
+    /// let b = graph.add_empty(&[a])?;
+    /// assert_ne!(graph.node_local_id(a)?, graph.node_local_id(b)?);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuGraphNodeGetLocalId")]
+    fn node_local_id(&mut self, node: GraphNode) -> Result<u32> {
+        let target = self.target();
+        check_node(target.state, target.graph, node, "node")?;
+        target.context.driver().graph_node_local_id(node.handle)
+    }
+
     /// The nodes that run after `node` (`cuGraphNodeGetDependentNodes`).
     #[doc(alias = "cuGraphNodeGetDependentNodes")]
     fn dependents(&mut self, node: GraphNode) -> Result<Vec<GraphNode>> {

@@ -795,8 +795,10 @@ fn check_device(stream: &Stream, context: &Context) -> Result<()> {
         let kind = |c: &Context| {
             if c.is_green() {
                 "a green context"
-            } else {
+            } else if c.is_primary() {
                 "the primary context"
+            } else {
+                "a context other than the primary one"
             }
         };
         return Err(Error::InvalidArgument {

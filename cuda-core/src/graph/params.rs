@@ -229,9 +229,12 @@ pub(super) mod kinds {
     pub(in crate::graph) const COPY: &[NodeKind] = &[NodeKind::Memcpy];
     pub(in crate::graph) const HOST: &[NodeKind] = &[NodeKind::Host];
     pub(in crate::graph) const EVENT: &[NodeKind] = &[NodeKind::EventRecord, NodeKind::EventWait];
+    /// The kinds the driver lets an executable graph disable.
+    pub(in crate::graph) const SWITCHABLE: &[NodeKind] =
+        &[NodeKind::Kernel, NodeKind::Memcpy, NodeKind::Memset];
 }
 
-use kinds::{COPY, EVENT, FILL, HOST};
+use kinds::{COPY, EVENT, FILL, HOST, SWITCHABLE};
 
 /// Changes of an executable graph's copy, fill, host and event nodes in place
 /// (`cuGraphExec*NodeSetParams`, `cuGraphExecEvent*NodeSetEvent`). `node` is a node of `graph`,
@@ -346,6 +349,62 @@ impl GraphExec {
     }
 
     /// Refuses a graph other than the source, or a node of it of another kind.
+    /// Enables or disables `node` in this executable graph's launches from now on
+    /// (`cuGraphNodeSetEnabled`): a disabled node does nothing when the graph runs (a kernel
+    /// does not run, a copy or fill is not made) while the order around it holds, and its
+    /// parameters can still be changed. `node` is a node of `graph`, the graph this one was
+    /// instantiated from; the graph itself is not changed. Only kernel, copy and fill nodes
+    /// can be disabled: any other kind is [`Error::InvalidArgument`] naming it, before the
+    /// driver is called. Launches queued before the change are as they were.
+    ///
+    /// ```no_run
+    /// use cuda_core::graph::{BuildGraph, Graph, GraphOptions};
+    /// use cuda_core::{Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let buffer = device.default_memory_resource()?.alloc::<u32>(4, &stream)?;
+    /// let mut graph = Graph::new(device)?;
+    /// let fill = graph.add_fill(&[], &buffer, 7u32)?;
+    /// let mut exec = graph.instantiate(GraphOptions::default())?;
+    /// exec.set_node_enabled(&graph, fill, false)?;
+    /// assert!(!exec.node_enabled(&graph, fill)?);
+    /// exec.launch(&stream)?; // the fill is skipped
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuGraphNodeSetEnabled")]
+    pub fn set_node_enabled(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        enabled: bool,
+    ) -> Result<()> {
+        self.check_source(
+            graph,
+            node,
+            SWITCHABLE,
+            "a kernel, copy or fill node (the only kinds that can be disabled)",
+        )?;
+        self.context
+            .driver()
+            .graph_node_set_enabled(self.handle, node.handle, enabled)
+    }
+
+    /// Whether `node` runs in this executable graph's launches (`cuGraphNodeGetEnabled`):
+    /// see [`GraphExec::set_node_enabled`], whose checks it makes.
+    #[doc(alias = "cuGraphNodeGetEnabled")]
+    pub fn node_enabled(&self, graph: &Graph, node: GraphNode) -> Result<bool> {
+        self.check_source(
+            graph,
+            node,
+            SWITCHABLE,
+            "a kernel, copy or fill node (the only kinds that can be disabled)",
+        )?;
+        self.context
+            .driver()
+            .graph_node_get_enabled(self.handle, node.handle)
+    }
+
     fn check_source(
         &self,
         graph: &Graph,

@@ -21,6 +21,9 @@ pub(crate) enum ContextKind {
         green: GreenContextHandle,
         sm_count: u32,
     },
+    /// A context made here by `cuCtxCreate` (`Context::create`), destroyed with its core
+    /// (`cuCtxDestroy`).
+    Created,
     /// A context made elsewhere (`Context::from_raw`), released by whoever made it.
     Borrowed,
 }
@@ -30,6 +33,7 @@ impl Drop for ContextCore {
         let result = match self.kind {
             ContextKind::Primary => self.driver.device_primary_ctx_release(self.device),
             ContextKind::Green { green, .. } => self.driver.green_ctx_destroy(green),
+            ContextKind::Created => self.driver.ctx_destroy(self.handle),
             ContextKind::Borrowed => Ok(()),
         };
         if let Err(e) = result {

@@ -5,10 +5,9 @@ use crate::error::Result;
 
 /// Context creation and the current-context stack.
 pub(crate) trait ContextApi {
-    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
-    /// `cuCtxCreate` (12: `cuCtxCreate_v2`; 13: `cuCtxCreate_v4` without parameters).
+    /// `cuCtxCreate` (12: `cuCtxCreate_v2`; 13: `cuCtxCreate_v4` without parameters): the
+    /// new context, which the driver also pushes current on the calling thread.
     fn ctx_create(&self, flags: u32, device: DeviceHandle) -> Result<ContextHandle>;
-    #[cfg_attr(not(test), allow(dead_code))] // exercised by the ABI tests
     /// `cuCtxDestroy`.
     fn ctx_destroy(&self, ctx: ContextHandle) -> Result<()>;
     /// `cuCtxGetCurrent`.
@@ -30,4 +29,12 @@ pub(crate) trait ContextApi {
     fn ctx_set_limit(&self, limit: u32, value: usize) -> Result<()>;
     /// `cuCtxGetLimit` of the current context.
     fn ctx_get_limit(&self, limit: u32) -> Result<usize>;
+    /// `cuCtxSetCacheConfig` of the current context (`config`: a `CUfunc_cache`).
+    fn ctx_set_cache_config(&self, config: u32) -> Result<()>;
+    /// `cuCtxGetCacheConfig` of the current context: a `CUfunc_cache`.
+    fn ctx_get_cache_config(&self) -> Result<u32>;
+    /// `cuCtxSetFlags` of the current context (12.1 and newer drivers).
+    fn ctx_set_flags(&self, flags: u32) -> Result<()>;
+    /// `cuCtxGetFlags` of the current context.
+    fn ctx_get_flags(&self) -> Result<u32>;
 }

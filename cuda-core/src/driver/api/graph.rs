@@ -244,6 +244,19 @@ pub(crate) trait GraphApi {
     ) -> Result<Vec<GraphNodeHandle>>;
     /// `cuGraphNodeGetType`: the raw `CUgraphNodeType`.
     fn graph_node_type(&self, node: GraphNodeHandle) -> Result<u32>;
+    /// `cuGraphNodeSetEnabled`: whether `node` (of the graph `exec` was instantiated from)
+    /// runs in `exec`'s launches from now on.
+    fn graph_node_set_enabled(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        enabled: bool,
+    ) -> Result<()>;
+    /// `cuGraphNodeGetEnabled`.
+    fn graph_node_get_enabled(&self, exec: GraphExecHandle, node: GraphNodeHandle) -> Result<bool>;
+    /// `cuGraphNodeGetLocalId` (the 13 header only; 13.1 and newer drivers): the node's id
+    /// within its graph.
+    fn graph_node_local_id(&self, node: GraphNodeHandle) -> Result<u32>;
     /// `cuGraphDestroyNode`.
     fn graph_destroy_node(&self, node: GraphNodeHandle) -> Result<()>;
     /// `cuGraphNodeFindInClone`.

@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use crate::driver::handles::{
     DeviceHandle, DevicePtr, FunctionHandle, JitLogs, KernelHandle, LaunchParams, LibraryHandle,
-    LinkInput, LinkOptions,
+    LinkInput, LinkOptions, ModuleHandle,
 };
 use crate::error::Result;
 
@@ -60,6 +60,15 @@ pub(crate) trait ModuleApi {
     fn kernel_get_param_count(&self, kernel: KernelHandle) -> Result<usize>;
     /// `cuKernelGetFunction` for the current context.
     fn kernel_get_function(&self, kernel: KernelHandle) -> Result<FunctionHandle>;
+    /// `cuLibraryGetModule`: the library's module in the current context.
+    fn library_get_module(&self, library: LibraryHandle) -> Result<ModuleHandle>;
+    /// `cuKernelSetCacheConfig` (`config`: a `CUfunc_cache`) for `device`.
+    fn kernel_set_cache_config(
+        &self,
+        kernel: KernelHandle,
+        config: u32,
+        device: DeviceHandle,
+    ) -> Result<()>;
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
     fn occupancy_max_active_blocks(
         &self,

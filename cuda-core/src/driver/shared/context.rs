@@ -62,4 +62,24 @@ impl crate::driver::api::ContextApi for Drv {
         call!(self.cuCtxGetLimit(&mut value, sys::CUlimit(limit)))?;
         Ok(value)
     }
+
+    fn ctx_set_cache_config(&self, config: u32) -> Result<()> {
+        call!(self.cuCtxSetCacheConfig(sys::CUfunc_cache(config)))
+    }
+
+    fn ctx_get_cache_config(&self) -> Result<u32> {
+        let mut config = sys::CUfunc_cache(0);
+        call!(self.cuCtxGetCacheConfig(&mut config))?;
+        Ok(config.0)
+    }
+
+    fn ctx_set_flags(&self, flags: u32) -> Result<()> {
+        call!(self.cuCtxSetFlags(flags))
+    }
+
+    fn ctx_get_flags(&self) -> Result<u32> {
+        let mut flags = 0;
+        call!(self.cuCtxGetFlags(&mut flags))?;
+        Ok(flags)
+    }
 }

@@ -564,6 +564,29 @@ impl crate::driver::api::GraphApi for Drv {
         Ok(kind.0)
     }
 
+    fn graph_node_set_enabled(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+        enabled: bool,
+    ) -> Result<()> {
+        call!(self.cuGraphNodeSetEnabled(exec.0.cast(), node.0.cast(), u32::from(enabled)))
+    }
+
+    fn graph_node_get_enabled(
+        &self,
+        exec: GraphExecHandle,
+        node: GraphNodeHandle,
+    ) -> Result<bool> {
+        let mut enabled = 0;
+        call!(self.cuGraphNodeGetEnabled(exec.0.cast(), node.0.cast(), &mut enabled))?;
+        Ok(enabled != 0)
+    }
+
+    fn graph_node_local_id(&self, node: GraphNodeHandle) -> Result<u32> {
+        self.abi_graph_node_local_id(node)
+    }
+
     fn graph_destroy_node(&self, node: GraphNodeHandle) -> Result<()> {
         call!(self.cuGraphDestroyNode(node.0.cast()))
     }

@@ -56,8 +56,8 @@ macro_rules! driver_impl {
             ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, DevicePtr,
             EventHandle, FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle,
             GreenContextHandle, JitLogs, KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle,
-            LinkInput, LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult,
-            UserObjectHandle,
+            LinkInput, LinkOptions, MemsetSpec, ModuleHandle, PoolHandle, SmInfo, StreamHandle,
+            UpdateResult, UserObjectHandle,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};

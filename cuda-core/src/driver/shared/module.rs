@@ -138,6 +138,21 @@ impl crate::driver::api::ModuleApi for Drv {
         Ok(FunctionHandle(function.cast()))
     }
 
+    fn library_get_module(&self, library: LibraryHandle) -> Result<ModuleHandle> {
+        let mut module = std::ptr::null_mut();
+        call!(self.cuLibraryGetModule(&mut module, library.0.cast()))?;
+        Ok(ModuleHandle(module.cast()))
+    }
+
+    fn kernel_set_cache_config(
+        &self,
+        kernel: KernelHandle,
+        config: u32,
+        device: DeviceHandle,
+    ) -> Result<()> {
+        call!(self.cuKernelSetCacheConfig(kernel.0.cast(), sys::CUfunc_cache(config), device))
+    }
+
     fn occupancy_max_active_blocks(
         &self,
         function: FunctionHandle,
