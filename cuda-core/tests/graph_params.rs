@@ -348,3 +348,160 @@ fn instantiate_uploaded_launches_and_names_a_refusal() {
         other => panic!("a cyclic graph instantiated: {other:?}"),
     }
 }
+
+/// Node switches against the stand-in's model: a host node cannot be disabled (refused
+/// naming its kind, before the driver); a disabled fill is not run by a launch and runs
+/// again once enabled; a node of another graph is refused.
+#[test]
+fn disabled_nodes_are_skipped_and_only_kernels_copies_and_fills_switch() {
+    common::standin::run(
+        module_path!(),
+        "disabled_nodes_are_skipped_and_only_kernels_copies_and_fills_switch",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = stream(device);
+            let a = words(device, &stream, 4, 0);
+            let mut graph = Graph::new(device).unwrap();
+            let fill = graph.add_fill(&[], &a, 7u32).unwrap();
+            let host = graph.add_host(&[fill], || {}).unwrap();
+            let mut other = Graph::new(device).unwrap();
+            let foreign = other.add_fill(&[], &a, 1u32).unwrap();
+            let mut exec = graph.instantiate(GraphOptions::default()).unwrap();
+            common::standin::clear_log();
+            // Catches a host node handed to the driver (which refuses it).
+            let err = exec.set_node_enabled(&graph, host, false).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "node", reason } if reason.contains("Host")),
+                "{err:?}"
+            );
+            assert_eq!(
+                invalid_name(exec.set_node_enabled(&graph, foreign, false)),
+                "node"
+            );
+            assert!(common::standin::calls("cuGraphNodeSetEnabled").is_empty());
+
+            assert!(exec.node_enabled(&graph, fill).unwrap());
+            exec.set_node_enabled(&graph, fill, false).unwrap();
+            // Catches the switch not made, or made on another node.
+            assert!(!exec.node_enabled(&graph, fill).unwrap());
+            exec.launch(&stream).unwrap();
+            let launch = common::standin::last_call("cuGraphLaunch");
+            assert!(launch.contains("disabled="), "{launch}");
+            // Catches a disabled fill that still ran.
+            assert!(
+                !common::standin::log().contains("kind=fill"),
+                "{}",
+                common::standin::log()
+            );
+            exec.set_node_enabled(&graph, fill, true).unwrap();
+            assert!(exec.node_enabled(&graph, fill).unwrap());
+            exec.launch(&stream).unwrap();
+            // Catches a node that stays disabled after it was enabled again.
+            assert!(
+                common::standin::log().contains("kind=fill"),
+                "{}",
+                common::standin::log()
+            );
+            stream.sync().unwrap();
+        },
+    );
+}
+
+/// Node ids: distinct per node under the 13 ABI; `NotSupported` naming the call under the
+/// 12 ABI, whose header has none.
+#[test]
+fn node_local_ids_are_distinct_and_need_the_13_header() {
+    for abi in ["13", "12"] {
+        common::standin::run(
+            module_path!(),
+            "node_local_ids_are_distinct_and_need_the_13_header",
+            &[],
+            &[("CUDA_CORE_DRIVER_ABI", abi)],
+            || {
+                let device = Device::new(0).unwrap();
+                let mut graph = Graph::new(device).unwrap();
+                let a = graph.add_empty(&[]).unwrap();
+                let b = graph.add_empty(&[a]).unwrap();
+                match cuda_core::info::driver_info().unwrap().abi.major() {
+                    13 => {
+                        // Catches one id for every node (or the handle's bits).
+                        assert_ne!(
+                            graph.node_local_id(a).unwrap(),
+                            graph.node_local_id(b).unwrap()
+                        );
+                    }
+                    _ => {
+                        let err = graph.node_local_id(a).unwrap_err();
+                        assert!(
+                            matches!(&err, Error::NotSupported { function, .. } if function.contains("cuGraphNodeGetLocalId")),
+                            "{err:?}"
+                        );
+                    }
+                }
+            },
+        );
+    }
+}
+
+/// On the GPU: a disabled kernel node does not run (the flag it would add stays as it was),
+/// and runs again once enabled; node ids where the driver has them (else "not run").
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_disabled_kernel_node_does_not_run_on_the_gpu() {
+    let device = common::device();
+    let code = compile();
+    let add = code.get_kernel("add_u32").unwrap();
+    let stream = stream(device);
+    let n = 256u32;
+    let x = words(device, &stream, n as usize, 1);
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    let mut graph = Graph::new(device).unwrap();
+    // SAFETY: `x` holds n unsigned ints.
+    let (first, second) = unsafe {
+        let first = graph
+            .add_kernel(&[], &config, &add, &[&x, &2u32, &n])
+            .unwrap();
+        let second = graph
+            .add_kernel(&[first], &config, &add, &[&x, &10u32, &n])
+            .unwrap();
+        (first, second)
+    };
+    let host = graph.add_host(&[second], || {}).unwrap();
+    let mut exec = graph.instantiate(GraphOptions::default()).unwrap();
+    assert_eq!(
+        invalid_name(exec.set_node_enabled(&graph, host, false)),
+        "node"
+    );
+    exec.set_node_enabled(&graph, second, false).unwrap();
+    assert!(!exec.node_enabled(&graph, second).unwrap());
+    assert!(exec.node_enabled(&graph, first).unwrap());
+    exec.launch(&stream).unwrap();
+    // Catches a disabled node that ran (13), or a switch made on the other node (11).
+    assert!(
+        read(&x, &stream).iter().all(|&v| v == 3),
+        "{:?}",
+        &read(&x, &stream)[..4]
+    );
+    exec.set_node_enabled(&graph, second, true).unwrap();
+    exec.launch(&stream).unwrap();
+    // Catches a node left disabled.
+    assert!(read(&x, &stream).iter().all(|&v| v == 15));
+
+    match graph.node_local_id(first) {
+        Ok(id) => assert_ne!(id, graph.node_local_id(second).unwrap()),
+        Err(Error::NotSupported {
+            function,
+            driver,
+            abi,
+        }) => {
+            assert!(function.contains("cuGraphNodeGetLocalId"));
+            println!(
+                "not run: node ids: driver {driver:?} (ABI {abi}) has no cuGraphNodeGetLocalId \
+                 (the 13 header's, 13.1 and newer drivers)"
+            );
+        }
+        Err(e) => panic!("{e}"),
+    }
+}

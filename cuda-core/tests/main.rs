@@ -15,6 +15,7 @@ mod cache;
 mod checkpoint;
 mod completion;
 mod composition;
+mod contexts;
 mod copies;
 mod default_resource;
 mod device;

@@ -460,8 +460,7 @@ pub trait BuildGraph: seal::Buildable {
     /// naming it.
     ///
     /// ```no_run
-    /// use cuda_core::graph::{BuildGraph, Graph};
-    /// use cuda_core::Device;
+    /// use cuda_core::{BuildGraph, Device, Graph};
     ///
     /// let mut graph = Graph::new(Device::new(0)?)?;
     /// let a = graph.add_empty(&[])?;

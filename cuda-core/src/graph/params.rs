@@ -358,12 +358,12 @@ impl GraphExec {
     /// driver is called. Launches queued before the change are as they were.
     ///
     /// ```no_run
-    /// use cuda_core::graph::{BuildGraph, Graph, GraphOptions};
-    /// use cuda_core::{Device, StreamOptions};
+    /// use std::sync::Arc;
+    /// use cuda_core::{BuildGraph, Device, Graph, GraphOptions, StreamOptions};
     ///
     /// let device = Device::new(0)?;
     /// let stream = device.create_stream(StreamOptions::default())?;
-    /// let buffer = device.default_memory_resource()?.alloc::<u32>(4, &stream)?;
+    /// let buffer = Arc::new(device.memory_resource()?.allocate(16, &stream)?);
     /// let mut graph = Graph::new(device)?;
     /// let fill = graph.add_fill(&[], &buffer, 7u32)?;
     /// let mut exec = graph.instantiate(GraphOptions::default())?;

@@ -13,8 +13,9 @@
  * The bench and probe builds are subsets of the full one: each function has one body, and the
  * flags only leave functions out (each build exports exactly what its consumer expects) or
  * switch off what a build must not have. Every function that is in a build is in the full one,
- * but for two: cuCtxCreate_v2 (the probe's only, the 12.9 header's name, so that its 13 table's
- * cuCtxCreate stays empty) and cuEventElapsedTime (the bench's only).
+ * but for one: cuEventElapsedTime (the bench's only). cuCtxCreate_v2 has two bodies: the
+ * probe's (the 12.9 header's name alone, so that its 13 table's cuCtxCreate stays empty,
+ * answering the primary context) and the full one's (with cuCtxCreate_v4: a new context).
  *
  * Build-time settings, of every build:
  *   -DFAKE_VERSION=V         what cuDriverGetVersion answers where STANDIN_VERSION is not set
@@ -285,7 +286,22 @@ struct object {
     struct uobj **uobjs;         /* graphs and executable graphs: the user object references
                                   * they hold, one entry per reference */
     int uobj_count, uobj_cap;
+    /* Outside the model too: */
+    int created;                 /* contexts: made by cuCtxCreate (destroyed: live is 0) */
+    unsigned ctx_flags;          /* contexts: cuCtxSetFlags / cuCtxCreate's flags */
+    unsigned cache_config;       /* contexts: cuCtxSetCacheConfig's; kernels: per device, 2
+                                  * bits each (cuKernelSetCacheConfig) */
+    struct object *module;       /* contexts: the library's module in it (cuLibraryGetModule) */
+    struct object *disabled[16]; /* executable graphs: their disabled nodes */
+    int disabled_count;
 };
+
+#ifdef STANDIN_FULL
+/* Defined with the calls of issue 59 below. */
+static int ctx_dead(const char *call, const void *ctx);
+static int node_disabled_id(const struct object *x, int id);
+static const char *disabled_list(const struct object *x, char *out, size_t size);
+#endif
 
 #define MAX_DEVICES 8
 static struct object primaries[MAX_DEVICES];
@@ -304,6 +320,8 @@ static const char *name(const void *handle, char *buf) {
     if ((uintptr_t)handle == 1) return "legacy";
     if ((uintptr_t)handle == 2) return "per-thread";
     if (o->kind == KERNEL) return o->label;
+    /* A context of cuCtxCreate: cc and its number (a primary or foreign one: c and its device). */
+    if (o->kind == CONTEXT && o->created) { sprintf(buf, "cc%d", o->id); return buf; }
     const char *prefix = o->kind == CONTEXT ? "c" : o->kind == STREAM ? "s" : o->kind == EVENT ? "e"
         : o->kind == POOL ? "p" : o->kind == GRAPH ? "g"
         : o->kind == NODE ? "n" : o->kind == EXEC ? "ge" : "x";
@@ -1305,10 +1323,13 @@ static int m_graph_launch(void *exec, void *s) {
         note("cuGraphLaunch %s on %s%s", name(x, b), name(s, c), t);
         r = 0;
     } else if (r == 0) {
-        note("cuGraphLaunch %s on %s", name(x, b), name(s, c));
+        char off[256];
+        note("cuGraphLaunch %s on %s%s", name(x, b), name(s, c), disabled_list(x, off, sizeof off));
         unsigned long long last = 0;
         for (int i = 0; i < x->snap_count; i++) {
             struct gnode *n = &x->snap[i];
+            /* A disabled node does nothing (only kernels, copies and fills can be). */
+            if (node_disabled_id(x, n->id)) continue;
             if (n->type == G_FILL || n->type == G_COPY || (n->type == G_KERNEL && n->bytes)) {
                 /* The node's kind: "fill" and "copy-to" write, "copy-from" reads, "kernel" is
                  * a kernel's first argument. */
@@ -1497,6 +1518,9 @@ static
 int fake_pops;
 int cuCtxPushCurrent_v2(void *ctx) {
     char b[16];
+#ifdef STANDIN_FULL
+    if (ctx_dead("cuCtxPushCurrent", ctx)) return 201;
+#endif
     note("cuCtxPushCurrent %s", name(ctx, b));
     if (depth < 16) stack[depth++] = current;
     current = ctx;
@@ -1589,7 +1613,15 @@ int cuDevicePrimaryCtxRetain(void **ctx, int device) {
     return 0;
 }
 int cuDevicePrimaryCtxRelease_v2(int device) { note("cuDevicePrimaryCtxRelease device=%d", device); return 0; }
-int cuCtxSetCurrent(void *ctx) { char b[16]; note("cuCtxSetCurrent %s", name(ctx, b)); current = ctx; return 0; }
+int cuCtxSetCurrent(void *ctx) {
+    char b[16];
+#ifdef STANDIN_FULL
+    if (ctx_dead("cuCtxSetCurrent", ctx)) return 201;
+#endif
+    note("cuCtxSetCurrent %s", name(ctx, b));
+    current = ctx;
+    return 0;
+}
 int cuCtxGetDevice(int *device) {
     /* Logged when it fails: compute-sanitizer reports such a call as the caller's error. */
     if (!current) { note("cuCtxGetDevice -> 201 (no context current)"); return 201; }
@@ -1901,7 +1933,12 @@ int cuGraphLaunch(void *exec, void *s) {
     char b[16], c[16];
     evict();
     MODEL_ANSWERS(m_graph_launch(exec, s));
+#ifdef STANDIN_FULL
+    char off[256];
+    note("cuGraphLaunch %s on %s%s", name(exec, b), name(s, c), disabled_list(exec, off, sizeof off));
+#else
     note("cuGraphLaunch %s on %s", name(exec, b), name(s, c));
+#endif
     return 0;
 }
 /* A kernel node of an executable graph given new arguments: the exec, the node, the first
@@ -2709,6 +2746,160 @@ void *standin_make_context(int device) {
     struct object *c = make(CONTEXT, NULL);
     c->device = device;
     return c;
+}
+
+/* ---- contexts of their own, cache and scheduling configuration, node switches (issue 59) ----
+ * cuCtxCreate makes a context cc<N> and pushes it current, as the driver does; cuCtxDestroy
+ * marks it destroyed (pushing or setting it current then answers CUDA_ERROR_INVALID_CONTEXT,
+ * 201, logged) and pops it where it is the calling thread's current context. Each context
+ * keeps its flags and cache preference (read back as set; refused without a current context,
+ * 201, and for values the header does not name, 1). cuLibraryGetModule answers one module per
+ * context (m<N>, made on first ask). An executable graph keeps its disabled nodes: its launch
+ * logs them (" disabled=n3,n5") and, in the model, does not run them; in the model, nodes that
+ * are not kernels, copies or fills cannot be disabled (1). */
+static int ctx_created, ctx_destroyed;
+int standin_contexts_created(void) { return ctx_created; }
+int standin_contexts_destroyed(void) { return ctx_destroyed; }
+static int ctx_create(void **ctx, unsigned flags, int device) {
+    char b[16];
+    if (device < 0 || device >= devices()) return 101;
+    if ((flags & ~0xffu) || ((flags & 7) != 0 && (flags & 7) != 1 && (flags & 7) != 2 && (flags & 7) != 4)) {
+        note("cuCtxCreate flags=%#x -> 1", flags);
+        return 1;
+    }
+    struct object *c = make(CONTEXT, NULL);
+    c->device = device;
+    c->created = 1;
+    c->ctx_flags = flags;
+    __atomic_add_fetch(&ctx_created, 1, __ATOMIC_SEQ_CST);
+    if (depth < 16) stack[depth++] = current;
+    current = c;
+    note("cuCtxCreate flags=%#x device=%d -> %s", flags, device, name(c, b));
+    *ctx = c;
+    return 0;
+}
+int cuCtxCreate_v2(void **ctx, unsigned flags, int device) { return ctx_create(ctx, flags, device); }
+int cuCtxCreate_v4(void **ctx, void *params, unsigned flags, int device) {
+    if (params) return 1; /* cuda-core passes none */
+    return ctx_create(ctx, flags, device);
+}
+int cuCtxDestroy_v2(void *ctx) {
+    char b[16];
+    struct object *c = ctx;
+    if (!c || c->kind != CONTEXT || !c->created || !c->live) {
+        note("cuCtxDestroy %s -> 201", c ? name(c, b) : "null");
+        return 201;
+    }
+    c->live = 0;
+    __atomic_add_fetch(&ctx_destroyed, 1, __ATOMIC_SEQ_CST);
+    if (current == c) current = depth > 0 ? stack[--depth] : NULL;
+    note("cuCtxDestroy %s", name(c, b));
+    return 0;
+}
+/* A destroyed context of cuCtxCreate, named in the log when the caller tries to use it. */
+static int ctx_dead(const char *call, const void *ctx) {
+    const struct object *c = ctx;
+    char b[16];
+    if (!c || c->kind != CONTEXT || !c->created || c->live) return 0;
+    note("%s %s -> 201 (destroyed)", call, name(c, b));
+    return 1;
+}
+int cuCtxSetCacheConfig(unsigned config) {
+    char b[16];
+    if (!current) return 201;
+    if (config > 3) return 1;
+    current->cache_config = config;
+    note("cuCtxSetCacheConfig %u in %s", config, name(current, b));
+    return 0;
+}
+int cuCtxGetCacheConfig(unsigned *config) {
+    if (!current) return 201;
+    *config = current->cache_config;
+    return 0;
+}
+int cuCtxSetFlags(unsigned flags) {
+    char b[16];
+    if (!current) return 201;
+    if ((flags & ~0xffu) || ((flags & 7) != 0 && (flags & 7) != 1 && (flags & 7) != 2 && (flags & 7) != 4)) return 1;
+    current->ctx_flags = flags;
+    note("cuCtxSetFlags %#x in %s", flags, name(current, b));
+    return 0;
+}
+int cuCtxGetFlags(unsigned *flags) {
+    if (!current) return 201;
+    *flags = current->ctx_flags;
+    return 0;
+}
+int cuLibraryGetModule(void **module, void *lib) {
+    char b[16];
+    (void)lib;
+    if (!current) return 201;
+    if (!current->module) {
+        current->module = make(LIBRARY, NULL);
+    }
+    note("cuLibraryGetModule in %s -> m%d", name(current, b), current->module->id);
+    *module = current->module;
+    return 0;
+}
+int cuKernelSetCacheConfig(void *kernel, unsigned config, int device) {
+    char b[16];
+    struct object *k = kernel;
+    if (config > 3) return 1;
+    if (device < 0 || device >= devices()) return 101;
+    k->cache_config = (k->cache_config & ~(3u << (2 * device))) | (config << (2 * device));
+    note("cuKernelSetCacheConfig %s %u device=%d", name(k, b), config, device);
+    return 0;
+}
+/* The kernel's preference on `device`, for the tests. */
+int standin_kernel_cache_config(void *kernel, int device) {
+    return (int)((((struct object *)kernel)->cache_config >> (2 * device)) & 3);
+}
+static int node_disabled(const struct object *x, const void *node) {
+    for (int i = 0; i < x->disabled_count; i++) if (x->disabled[i] == node) return 1;
+    return 0;
+}
+static int node_disabled_id(const struct object *x, int id) {
+    for (int i = 0; i < x->disabled_count; i++) if (x->disabled[i]->g.id == id) return 1;
+    return 0;
+}
+int cuGraphNodeSetEnabled(void *exec, void *node, unsigned enabled) {
+    char b[16], c[16];
+    struct object *x = exec, *n = node;
+    if (modeled() && n->g.type != G_KERNEL && n->g.type != G_FILL && n->g.type != G_COPY) {
+        note("cuGraphNodeSetEnabled %s %s -> 1 (not a kernel, copy or fill node)", name(x, b), name(n, c));
+        return 1;
+    }
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < x->disabled_count && x->disabled[i] != node) i++;
+    if (!enabled && i == x->disabled_count && i < 16) x->disabled[x->disabled_count++] = n;
+    if (enabled && i < x->disabled_count) x->disabled[i] = x->disabled[--x->disabled_count];
+    pthread_mutex_unlock(&lock);
+    note("cuGraphNodeSetEnabled %s %s %u", name(x, b), name(n, c), enabled);
+    return 0;
+}
+int cuGraphNodeGetEnabled(void *exec, void *node, unsigned *enabled) {
+    struct object *x = exec, *n = node;
+    if (modeled() && n->g.type != G_KERNEL && n->g.type != G_FILL && n->g.type != G_COPY) return 1;
+    pthread_mutex_lock(&lock);
+    *enabled = !node_disabled(x, node);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+/* " disabled=n3,n5": an executable graph's disabled nodes, for its launch's line. */
+static const char *disabled_list(const struct object *x, char *out, size_t size) {
+    char b[16];
+    out[0] = 0;
+    for (int i = 0; i < x->disabled_count; i++) {
+        size_t at = strlen(out);
+        snprintf(out + at, size - at, "%s%s", i ? "," : " disabled=", name(x->disabled[i], b));
+    }
+    return out;
+}
+/* The node's number (the 13 header's cuGraphNodeGetLocalId). */
+int cuGraphNodeGetLocalId(void *node, unsigned *id) {
+    *id = (unsigned)((struct object *)node)->id;
+    return 0;
 }
 
 /* Registered host memory (cuMemHostRegister): the devices' address of a registered byte is
