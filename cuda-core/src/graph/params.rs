@@ -359,7 +359,7 @@ impl GraphExec {
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use cuda_core::{BuildGraph, Device, Graph, GraphOptions, StreamOptions};
+    /// use cuda_core::{Allocate, BuildGraph, Device, Graph, GraphOptions, StreamOptions};
     ///
     /// let device = Device::new(0)?;
     /// let stream = device.create_stream(StreamOptions::default())?;
