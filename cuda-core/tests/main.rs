@@ -18,6 +18,7 @@ mod composition;
 mod copies;
 mod default_resource;
 mod device;
+mod diagnostics;
 mod dlpack;
 mod door;
 mod driver_info_example;
