@@ -2,8 +2,12 @@
 //! thread so that a driver error can say what the driver said about it.
 //!
 //! The driver logs a line where a call fails ("the stream handle is not valid", "Returning 1
-//! (CUDA_ERROR_INVALID_VALUE) from cuMemAlloc") and hands it to every registered callback, on
-//! the thread that made the call. The crate registers one callback for the process when it
+//! (CUDA_ERROR_INVALID_VALUE) from cuMemAlloc") and hands it to every registered callback. The
+//! CUDA documentation does not say on which thread; the store is per thread on the reading that
+//! it is the failing call's (its log lines carry that thread's id), which the GPU test
+//! `diagnostics::a_real_invalid_value_carries_the_drivers_log` checks from a thread of its
+//! own. A line the driver logs about a call that succeeds (a warning) waits in the store for
+//! the thread's next error. The crate registers one callback for the process when it
 //! loads the driver (one call, once), and never unregisters it (the driver is never unloaded).
 //! The callback keeps the thread's last [`MAX_LINES`] lines, each cut to [`MAX_LINE`] bytes;
 //! the driver error made next on that thread takes them ([`take`]). A call that succeeds logs
