@@ -105,8 +105,9 @@ impl Eq for Cause {}
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A driver call returned an error code.
-    #[error("{call} failed with {name} ({}): {description}", code.0)]
+    /// A driver call returned an error code. Where the driver logs why (drivers 12.9 and
+    /// newer, `cuLogsRegisterCallback`), its lines are in `log` and in the message.
+    #[error("{call} failed with {name} ({}): {description}{}", code.0, log_suffix(log))]
     Driver {
         /// The driver function that failed (its plain name, such as `cuCtxCreate`).
         call: &'static str,
@@ -116,6 +117,10 @@ pub enum Error {
         name: &'static str,
         /// The code's description from `cuGetErrorString`.
         description: &'static str,
+        /// What the driver logged on this thread about the failure (`cuLogsRegisterCallback`,
+        /// drivers 12.9 and newer; `None` before, or where the driver said nothing): which
+        /// value was wrong, say. One line per message; see [`Error::driver_log`].
+        log: Option<Arc<str>>,
     },
 
     /// No CUDA driver library could be loaded.
@@ -365,12 +370,44 @@ impl Error {
         }
     }
 
+    /// The driver's own log of a failed call, for [`Error::Driver`]: the lines the driver
+    /// logged on the calling thread since its previous driver error, at most 16 (the newest),
+    /// one per line. Drivers 12.9 and newer log why a call failed (`cuLogsRegisterCallback`,
+    /// which the crate registers once when it loads the driver, at no cost to calls that
+    /// succeed); older drivers give `None`. The same lines end the error's message.
+    ///
+    /// ```no_run
+    /// use cuda_core::Device;
+    ///
+    /// if let Err(e) = Device::new(0).and_then(|d| d.set_current()) {
+    ///     eprintln!("{e}");
+    ///     if let Some(log) = e.driver_log() {
+    ///         eprintln!("the driver said: {log}");
+    ///     }
+    /// }
+    /// ```
+    #[doc(alias = "cuLogsRegisterCallback")]
+    pub fn driver_log(&self) -> Option<&str> {
+        match self {
+            Error::Driver { log, .. } => log.as_deref(),
+            _ => None,
+        }
+    }
+
     /// NCCL's `ncclResult_t` code, for [`Error::Nccl`].
     pub fn nccl_code(&self) -> Option<i32> {
         match self {
             Error::Nccl { code, .. } => Some(*code),
             _ => None,
         }
+    }
+}
+
+/// The end of a driver error's message: the driver's log lines, where it has any.
+fn log_suffix(log: &Option<Arc<str>>) -> String {
+    match log {
+        Some(log) => format!(" (the driver's log: {})", log.replace('\n', "; ")),
+        None => String::new(),
     }
 }
 

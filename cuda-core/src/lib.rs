@@ -64,6 +64,7 @@ pub mod nccl;
 mod object_code;
 mod options;
 mod order;
+pub mod profiler;
 mod program;
 mod sm_resources;
 mod stream;

@@ -19,6 +19,7 @@ mod contexts;
 mod copies;
 mod default_resource;
 mod device;
+mod diagnostics;
 mod dlpack;
 mod door;
 mod driver_info_example;

@@ -8,6 +8,7 @@
 //! | file | what it holds |
 //! | --- | --- |
 //! | `load.rs` | loading `libcuda.so.1`, the version probe, the process's one driver |
+//! | `logs.rs` | the driver's log lines, kept per thread for its next driver error |
 //! | `handles.rs` | the neutral handle types and the structures both ABIs read |
 //! | `api/` | the [`Driver`] trait, one supertrait per area of the driver API |
 //! | `shared/` | the implementation of every area, written once, expanded per ABI |
@@ -28,6 +29,7 @@ mod api;
 mod enum_codes;
 pub(crate) mod handles;
 mod load;
+pub(crate) mod logs;
 #[cfg(feature = "nccl")]
 pub(crate) mod nccl;
 mod nvjitlink;

@@ -314,7 +314,8 @@ fn driver_errors_carry_the_drivers_name_and_description() {
             call: "cuDeviceGet",
             code: DriverCode::INVALID_DEVICE,
             name: "CUDA_ERROR_INVALID_DEVICE",
-            description: "invalid device ordinal (stand-in)"
+            description: "invalid device ordinal (stand-in)",
+            log: None,
         }
     );
     assert_eq!(

@@ -168,6 +168,11 @@ static void evict(void) {
 
 /* ---- the log ------------------------------------------------------------------------------ */
 
+#ifdef STANDIN_FULL
+/* The driver's own error log (cuLogs*), below with its calls. */
+static void driver_log(const char *call, int code, const char *code_name, const char *why);
+#endif
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[1 << 20];
 static size_t log_len;
@@ -1951,6 +1956,10 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const char *params
     if (node_set_fails > 0) {
         node_set_fails--;
         note("cuGraphExecKernelNodeSetParams -> 1 (failed as asked)");
+#ifdef STANDIN_FULL
+        driver_log("cuGraphExecKernelNodeSetParams", 1, "CUDA_ERROR_INVALID_VALUE",
+                   "the node's new parameters failed as asked (standin_fail_node_sets)");
+#endif
         return 1;
     }
     MODEL_ANSWERS(m_exec_kernel_node_set(exec, node, params));
@@ -2726,18 +2735,101 @@ static void note_batch(const char *call, devptr *dsts, devptr *srcs, size_t *siz
     for (size_t i = 0; i < count && i < 16; i++)
         note("  copy %zu: %#llx <- %#llx size=%zu", i, dsts[i], srcs[i], sizes[i]);
 }
+/* ---- the driver's error log (cuLogs*, drivers 12.9 and newer) ----------------------------
+ * A failure injected below (STANDIN_BATCH_FAIL, standin_fail_node_sets) logs why, as the real
+ * driver logs its failures: a line "[CALL] why", then "Returning CODE (NAME) from CALL", each
+ * kept for cuLogsDumpToMemory and handed to the registered callback on the calling thread.
+ * One callback at a time (the crate registers one); registering is not in the call log, as
+ * the crate registers when it loads the driver, before every test's first call. */
+typedef void (*log_callback_fn)(void *data, unsigned level, char *message, size_t length);
+static log_callback_fn log_callback;
+static void *log_callback_data;
+static char driver_log_text[4096];
+static size_t driver_log_len;
+static void driver_log(const char *call, int code, const char *code_name, const char *why) {
+    char lines[2][256];
+    snprintf(lines[0], sizeof lines[0], "[%s] %s", call, why);
+    snprintf(lines[1], sizeof lines[1], "Returning %d (%s) from %s", code, code_name, call);
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(lines[i]);
+        pthread_mutex_lock(&lock);
+        if (driver_log_len + n + 2 > sizeof driver_log_text) driver_log_len = 0;
+        memcpy(driver_log_text + driver_log_len, lines[i], n);
+        driver_log_len += n;
+        driver_log_text[driver_log_len++] = '\n';
+        driver_log_text[driver_log_len] = 0;
+        log_callback_fn f = log_callback;
+        void *data = log_callback_data;
+        pthread_mutex_unlock(&lock);
+        if (f) f(data, 0 /* CU_LOG_LEVEL_ERROR */, lines[i], n);
+    }
+}
+int cuLogsRegisterCallback(log_callback_fn f, void *data, void **handle_out) {
+    if (!f || !handle_out) return 1;
+    pthread_mutex_lock(&lock);
+    int taken = log_callback != NULL;
+    if (!taken) log_callback = f, log_callback_data = data;
+    pthread_mutex_unlock(&lock);
+    if (taken) return 1;
+    *handle_out = (void *)&log_callback;
+    return 0;
+}
+int cuLogsUnregisterCallback(void *handle) {
+    pthread_mutex_lock(&lock);
+    int ok = handle == (void *)&log_callback && log_callback;
+    if (ok) log_callback = NULL;
+    pthread_mutex_unlock(&lock);
+    return ok ? 0 : 1;
+}
+/* The whole log (the iterator is not modelled: every dump starts at the beginning). */
+int cuLogsDumpToMemory(unsigned *iterator, char *buffer, size_t *size, unsigned flags) {
+    (void)iterator;
+    if (!buffer || !size || flags) return 1;
+    pthread_mutex_lock(&lock);
+    size_t n = driver_log_len < *size ? driver_log_len : 0;
+    memcpy(buffer, driver_log_text, n);
+    if (*size) buffer[n] = 0;
+    pthread_mutex_unlock(&lock);
+    *size = n;
+    return n || !driver_log_len ? 0 : 1;
+}
+
+/* ---- the profiler (cudaProfiler.h) -------------------------------------------------------
+ * Each needs a current context (201 without), and logs which. */
+int cuProfilerStart(void) {
+    char b[16];
+    if (!current) return 201;
+    note("cuProfilerStart in %s", name(current, b));
+    return 0;
+}
+int cuProfilerStop(void) {
+    char b[16];
+    if (!current) return 201;
+    note("cuProfilerStop in %s", name(current, b));
+    return 0;
+}
+
 int cuMemcpyBatchAsync(devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
                        struct memcpy_attributes *attrs, size_t *starts, size_t runs, size_t *fail,
                        void *s) {
     note_batch("cuMemcpyBatchAsync", dsts, srcs, sizes, count, attrs, starts, runs, s);
     long failing = setting("STANDIN_BATCH_FAIL", -1);
-    if (failing >= 0) { *fail = (size_t)failing; return 1; }
+    if (failing >= 0) {
+        *fail = (size_t)failing;
+        char why[64];
+        snprintf(why, sizeof why, "copy %ld failed as asked (STANDIN_BATCH_FAIL)", failing);
+        driver_log("cuMemcpyBatchAsync", 1, "CUDA_ERROR_INVALID_VALUE", why);
+        return 1;
+    }
     return 0;
 }
 int cuMemcpyBatchAsync_v2(devptr *dsts, devptr *srcs, size_t *sizes, size_t count,
                           struct memcpy_attributes *attrs, size_t *starts, size_t runs, void *s) {
     note_batch("cuMemcpyBatchAsync_v2", dsts, srcs, sizes, count, attrs, starts, runs, s);
-    return setting("STANDIN_BATCH_FAIL", -1) >= 0 ? 1 : 0;
+    if (setting("STANDIN_BATCH_FAIL", -1) < 0) return 0;
+    driver_log("cuMemcpyBatchAsync_v2", 1, "CUDA_ERROR_INVALID_VALUE",
+               "a copy failed as asked (STANDIN_BATCH_FAIL)");
+    return 1;
 }
 
 /* A context of `device` that is not its primary one, as another library makes it (for

@@ -23,6 +23,7 @@ pub(crate) mod managed;
 mod memory;
 mod module;
 mod pool;
+mod profiler;
 mod stream;
 mod tensor_map;
 mod texture;
@@ -40,6 +41,7 @@ pub(crate) use self::managed::ManagedApi;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
 pub(crate) use self::pool::{PointerRange, PoolApi, PoolLocation, PoolSpec};
+pub(crate) use self::profiler::ProfilerApi;
 pub(crate) use self::stream::StreamApi;
 pub(crate) use self::tensor_map::{
     Im2colSpec, Im2colWideSpec, TensorMapApi, TensorMapBytes, TensorSpec,
@@ -70,6 +72,7 @@ pub(crate) trait Driver:
     + PoolApi
     + TensorMapApi
     + TextureApi
+    + ProfilerApi
     + Send
     + Sync
 {

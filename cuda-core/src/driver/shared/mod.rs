@@ -69,6 +69,8 @@ macro_rules! driver_impl {
             table: DriverTable,
             version: DriverVersion,
             loaded: usize,
+            /// `cuProfilerStart` and `cuProfilerStop`, where the driver exports them.
+            profiler: [Option<unsafe extern "C" fn() -> CUresult>; 2],
         }
 
         impl $name {
@@ -84,10 +86,55 @@ macro_rules! driver_impl {
                     .iter()
                     .filter(|s| s.address.is_some())
                     .count();
-                Self {
+                // The profiler calls are in cudaProfiler.h, not cuda.h: not in the table.
+                // SAFETY: both are `CUresult f(void)` in cudaProfiler.h, of every driver.
+                let profiler = unsafe {
+                    [&b"cuProfilerStart\0"[..], &b"cuProfilerStop\0"[..]].map(|name| {
+                        library
+                            .get::<unsafe extern "C" fn() -> CUresult>(name)
+                            .ok()
+                            .map(|f| *f)
+                    })
+                };
+                let driver = Self {
                     table,
                     version,
                     loaded,
+                    profiler,
+                };
+                driver.register_log_callback();
+                driver
+            }
+
+            /// Registers the process's one log callback (`cuLogsRegisterCallback`, 12.9 and
+            /// newer), which keeps each thread's lines for its next driver error. Never
+            /// unregistered: the driver stays loaded for the process.
+            fn register_log_callback(&self) {
+                /// What the driver calls with each line it logs.
+                unsafe extern "C" fn on_log(
+                    _data: *mut std::ffi::c_void,
+                    _level: $sys::CUlogLevel,
+                    message: *mut c_char,
+                    length: usize,
+                ) {
+                    // SAFETY: the driver passes `length` readable bytes at `message`.
+                    unsafe { $crate::driver::logs::callback(message, length) }
+                }
+                if let Some(register) = self.table.cuLogsRegisterCallback {
+                    let mut handle: $sys::CUlogsCallbackHandle = std::ptr::null_mut();
+                    // A failure leaves errors without the driver's lines, nothing else.
+                    let status = {
+                        let out = &mut handle;
+                        // SAFETY: `on_log` has the callback's signature and lives as long as
+                        // the process; the out-pointer is writable.
+                        unsafe { register(Some(on_log), std::ptr::null_mut(), out) }
+                    };
+                    if status != CUresult::CUDA_SUCCESS {
+                        log::debug!(
+                            "cuLogsRegisterCallback failed ({}): driver errors carry no log",
+                            status.0
+                        );
+                    }
                 }
             }
 
@@ -122,6 +169,7 @@ macro_rules! driver_impl {
                     // SAFETY: as above.
                     description: unsafe { static_str(description) }
                         .unwrap_or("the driver has no description for this code"),
+                    log: $crate::driver::logs::take(),
                 }
             }
 
@@ -201,6 +249,7 @@ macro_rules! shared_modules {
             memory = "shared/memory.rs",
             module = "shared/module.rs",
             pool = "shared/pool.rs",
+            profiler = "shared/profiler.rs",
             stream = "shared/stream.rs",
             tensor_map = "shared/tensor_map.rs",
             texture = "shared/texture.rs",
