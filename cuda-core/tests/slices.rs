@@ -885,8 +885,8 @@ fn halves_of_a_split_keep_their_buffers_stream_order_as_slices_do() {
                 standin::clear_log();
                 run(&mut buffer.split_at_mut(1024).unwrap().1);
                 let through_half = work_lines();
-                // Catches a half that skips the door, waits on the wrong stream, or goes
-                // through it as shared memory (an extra write order on the buffer's stream).
+                // Catches a half that skips the door or orders with another stream than its
+                // buffer's (a different wait, or none).
                 assert_eq!(through_half, through_slice, "step {step}");
                 assert!(
                     through_half
