@@ -7,7 +7,7 @@ use crate::common::standin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuda_core::memory::BufferSlice;
+use cuda_core::memory::{BufferSlice, BufferSliceMut};
 use cuda_core::{
     launch, Allocate, BuildGraph, CaptureMode, CodeType, Device, DevicePtr, Error, Graph,
     GraphOptions, Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions, Stream,
@@ -395,13 +395,15 @@ fn a_timed_host_copy_times_out_behind_held_work_and_returns_when_it_ends_alone()
     );
 }
 
-/// The stream-order rules against the stand-in, which logs every call.
+/// The stream-order rules against the stand-in, which logs every call: a new stream and its
+/// name in the log (after the strict model's thread number, where it writes one).
 fn stream_of(device: Device) -> (Stream, String) {
     let stream = common::stream(device);
     let name = standin::calls("cuStreamCreate")
         .pop()
         .expect("a stream was made")
         .split_whitespace()
+        .skip_while(|word| *word != "cuStreamCreate")
         .nth(1)
         .expect("its handle")
         .to_owned();
@@ -647,4 +649,336 @@ fn slices_out_of_range_and_misaligned_are_refused_before_the_driver() {
             assert!(one.is_ok_and(|v| v.len() == 1));
         },
     );
+}
+
+/// `Buffer::split_at_mut` and its kin: two halves at the cut, covering the buffer, refused past
+/// the end before the driver.
+#[test]
+fn a_split_gives_two_halves_at_the_cut_and_refuses_a_cut_past_the_end() {
+    standin::run(
+        module_path!(),
+        "a_split_gives_two_halves_at_the_cut_and_refuses_a_cut_past_the_end",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let memory = device.memory_resource().unwrap();
+            let mut buffer = memory.allocate(100, &stream).unwrap();
+            let base = buffer.ptr().0;
+            standin::clear_log();
+            // (address, size, offset) of each half.
+            let place = |s: &BufferSliceMut<'_>| (s.ptr().0, s.size(), s.offset());
+            {
+                let (front, back) = buffer.split_at_mut(40).unwrap();
+                // Catches a second half that starts at the buffer's start, sizes swapped or
+                // not summing to the buffer's, and a cut taken from the end.
+                assert_eq!(place(&front), (base, 40, 0));
+                assert_eq!(place(&back), (base + 40, 60, 40));
+            }
+            // Cuts at either end: one half empty, at the cut's address (as `slice(100..)`).
+            // Catches a refusal of `mid == size` (an off-by-one) or of `mid == 0`.
+            {
+                let (front, back) = buffer.split_at_mut(0).unwrap();
+                assert_eq!(
+                    (place(&front), place(&back)),
+                    ((base, 0, 0), (base, 100, 0))
+                );
+            }
+            {
+                let (front, back) = buffer.split_at_mut(100).unwrap();
+                assert_eq!(
+                    (place(&front), place(&back)),
+                    ((base, 100, 0), (base + 100, 0, 100))
+                );
+            }
+            // Recursive splits: `mid` counts from the slice's start, not the buffer's (catches
+            // a cut of a slice made at the buffer's byte `mid`).
+            {
+                let (_front, mut back) = buffer.split_at_mut(40).unwrap();
+                let (b1, b2) = back.split_at_mut(10).unwrap();
+                assert_eq!(
+                    (place(&b1), place(&b2)),
+                    ((base + 40, 10, 40), (base + 50, 50, 50))
+                );
+            }
+            {
+                let whole = buffer.slice_mut(20..).unwrap();
+                let (a, b) = whole.into_split_at_mut(30).unwrap();
+                assert_eq!(
+                    (place(&a), place(&b)),
+                    ((base + 20, 30, 20), (base + 50, 50, 50))
+                );
+            }
+            // Shared halves, of a buffer and of a slice.
+            let (head, tail) = buffer.split_at(64).unwrap();
+            assert_eq!(
+                (head.size(), tail.ptr().0, tail.size()),
+                (64, base + 64, 36)
+            );
+            let (head, tail) = buffer.slice(10..90).unwrap().split_at(5).unwrap();
+            assert_eq!(
+                (head.offset(), head.size(), tail.offset(), tail.size()),
+                (10, 5, 15, 75)
+            );
+            // Typed: `mid` in elements (catches it taken as bytes: 3, not 12).
+            {
+                let (front, back) = buffer.split_at_of_mut::<u32>(3).unwrap();
+                assert_eq!(
+                    (place(&front), place(&back)),
+                    ((base, 12, 0), (base + 12, 88, 12))
+                );
+            }
+            let (head, tail) = buffer.split_at_of::<u32>(25).unwrap();
+            assert_eq!((head.size(), tail.size()), (100, 0));
+            // Past the end, in bytes and in elements (and a byte count that overflows):
+            // refused as `mid`, not clamped (catches a cut clamped to the end, and `mid * 4`
+            // wrapping round to a small cut).
+            for e in [
+                buffer.split_at_mut(101).unwrap_err(),
+                buffer.split_at(usize::MAX).unwrap_err(),
+                buffer.slice(0..50).unwrap().split_at(51).unwrap_err(),
+                buffer
+                    .slice_mut(0..50)
+                    .unwrap()
+                    .split_at_mut(51)
+                    .unwrap_err(),
+                buffer
+                    .slice_mut(0..50)
+                    .unwrap()
+                    .into_split_at_mut(51)
+                    .unwrap_err(),
+                buffer.split_at_of_mut::<u32>(26).unwrap_err(),
+                buffer.split_at_of::<u32>(usize::MAX / 2 + 1).unwrap_err(),
+            ] {
+                assert_eq!(invalid_name(&e), "mid", "{e}");
+            }
+            // 100 bytes are not a whole number of u64: the second half would not be either.
+            let e = buffer.split_at_of_mut::<u64>(1).unwrap_err();
+            assert_eq!(invalid_name(&e), "T", "{e}");
+            let e = buffer.split_at_of::<()>(0).unwrap_err();
+            assert_eq!(invalid_name(&e), "T", "{e}");
+            // A split is no driver call.
+            let log = standin::log();
+            assert!(
+                !log.contains("cuMem") && !log.contains("cuLaunch"),
+                "a split reached the driver:\n{log}"
+            );
+        },
+    );
+}
+
+/// Both halves of a split in one launch (the stand-in logs every parameter) and as the two
+/// ends of one copy, each at its own address.
+#[test]
+fn both_halves_of_a_split_go_in_one_launch_and_one_copy() {
+    standin::run(
+        module_path!(),
+        "both_halves_of_a_split_go_in_one_launch_and_one_copy",
+        &[],
+        &[("STANDIN_LOG_ARGS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let stream = common::stream(device);
+            let memory = device.memory_resource().unwrap();
+            let mut buffer = memory.allocate(256, &stream).unwrap();
+            let base = buffer.ptr().0;
+            let k4 = ObjectCode::from_cubin(standin::cubin())
+                .get_kernel("k4")
+                .unwrap();
+            let (mut front, mut back) = buffer.split_at_mut(64).unwrap();
+            standin::clear_log();
+            // SAFETY: the stand-in runs no kernel.
+            unsafe {
+                launch(
+                    &stream,
+                    &LaunchConfig::for_elements(1, 1),
+                    &k4,
+                    &[&front, &back, &7u64, &back],
+                )
+            }
+            .unwrap();
+            // Both halves at once, from one `&mut Buffer`: one into the other (they share no
+            // byte, so the overlap check lets it through), then each filled.
+            back.slice_mut(..64)
+                .unwrap()
+                .copy_from(&front, &stream)
+                .unwrap();
+            front.fill(1u8, &stream).unwrap();
+            back.fill(2u8, &stream).unwrap();
+            let log = standin::log();
+            // Catches a half passed as the buffer's address (the second would read `base`),
+            // the halves swapped, and a half passed by its host address.
+            let args = format!(
+                "cuLaunchKernel-args k4 args={base:#x},{:#x},0x7,{:#x}",
+                base + 64,
+                base + 64
+            );
+            assert!(log.contains(&args), "{args} in:\n{log}");
+            // The copy from the first half into the second's first 64 bytes, and each fill
+            // over its own half alone.
+            let copy = format!("cuMemcpyAsync {:#x} <- {base:#x} size=64", base + 64);
+            assert!(log.contains(&copy), "{copy} in:\n{log}");
+            let fills: Vec<&str> = log
+                .lines()
+                .filter(|l| l.starts_with("cuMemsetD8Async"))
+                .collect();
+            assert_eq!(fills.len(), 2, "{log}");
+            assert!(
+                fills[0].contains(&format!("{base:#x}")) && fills[0].contains("64"),
+                "{}",
+                fills[0]
+            );
+            assert!(
+                fills[1].contains(&format!("{:#x}", base + 64)) && fills[1].contains("192"),
+                "{}",
+                fills[1]
+            );
+        },
+    );
+}
+
+/// The log's lines without the launch parameters' lines and the model's thread numbers.
+fn work_lines() -> Vec<String> {
+    standin::log()
+        .lines()
+        .filter(|l| !l.contains("cuLaunchKernel-args"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A half of a split is ordered with its buffer's stream exactly as the same range through
+/// `slice_mut` is, in the strict model: the same calls, in the same order, for a fill, a
+/// launch and a host copy on another stream; and a copy between the halves on another stream
+/// waits for the buffer's stream before and is waited for after.
+#[test]
+fn halves_of_a_split_keep_their_buffers_stream_order_as_slices_do() {
+    standin::run(
+        module_path!(),
+        "halves_of_a_split_keep_their_buffers_stream_order_as_slices_do",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let (home, home_name) = stream_of(device);
+            let (other, other_name) = stream_of(device);
+            let memory = device.memory_resource().unwrap();
+            let mut buffer = memory.allocate(4096, &home).unwrap();
+            let kernel = ObjectCode::from_cubin(standin::cubin())
+                .get_kernel("k1")
+                .unwrap();
+            let config = LaunchConfig::for_elements(1, 1);
+            for step in 0..3 {
+                let run = |part: &mut BufferSliceMut<'_>| match step {
+                    0 => part.fill(1u8, &other).unwrap(),
+                    1 => {
+                        // SAFETY: the stand-in runs no kernel.
+                        unsafe { launch(&other, &config, &kernel, &[&*part]) }.unwrap()
+                    }
+                    _ => part.copy_from_host(&[3u8; 3072], &other).unwrap(),
+                };
+                // Once first, so that both runs below find the door's events made.
+                run(&mut buffer.slice_mut(1024..).unwrap());
+                standin::clear_log();
+                run(&mut buffer.slice_mut(1024..).unwrap());
+                let through_slice = work_lines();
+                standin::clear_log();
+                run(&mut buffer.split_at_mut(1024).unwrap().1);
+                let through_half = work_lines();
+                // Catches a half that skips the door or orders with another stream than its
+                // buffer's (a different wait, or none).
+                assert_eq!(through_half, through_slice, "step {step}");
+                assert!(
+                    through_half
+                        .iter()
+                        .any(|l| l.contains(&format!("cuStreamWaitEvent {other_name} waits"))),
+                    "step {step}: {through_half:#?}"
+                );
+            }
+            // Both halves as the ends of one copy on the other stream.
+            standin::clear_log();
+            let (front, mut back) = buffer.split_at_mut(2048).unwrap();
+            back.copy_from(&front, &other).unwrap();
+            let lines = work_lines();
+            let work = lines
+                .iter()
+                .position(|l| l.contains("cuMemcpyAsync") && l.contains(&other_name))
+                .unwrap_or_else(|| panic!("no copy on the other stream: {lines:#?}"));
+            // Catches a copy of halves that is not ordered with the buffer's stream: the
+            // other stream waits for it before, and it for the other stream after (so the
+            // buffer's free cannot overtake the copy).
+            let waits_before = lines[..work]
+                .iter()
+                .any(|l| l.contains(&format!("cuStreamWaitEvent {other_name} waits")));
+            let waits_after = lines[work..]
+                .iter()
+                .any(|l| l.contains(&format!("cuStreamWaitEvent {home_name} waits")));
+            assert!(waits_before && waits_after, "{lines:#?}");
+            let expected = format!(
+                "cuMemcpyAsync {:#x} <- {:#x}",
+                buffer.ptr().0 + 2048,
+                buffer.ptr().0
+            );
+            assert!(lines[work].contains(&expected), "{}", lines[work]);
+            // Nothing stale or refused in the strict model.
+            assert!(
+                !lines.iter().any(|l| l.contains(" !")),
+                "the model refused a call: {lines:#?}"
+            );
+            drop(buffer);
+            home.sync().unwrap();
+        },
+    );
+}
+
+const SPLIT_WRITE: &str = r#"
+extern "C" __global__ void split_write(unsigned* a, unsigned na, unsigned* b, unsigned nb) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < na) a[i] = i;
+    if (i < nb) b[i] = 1000000u + i;
+}
+"#;
+
+/// One kernel writes both halves of a split at once, through the two halves in one launch.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_writes_both_halves_of_a_split_in_one_launch() {
+    let device = common::device();
+    let stream = common::stream(device);
+    let code = Program::new(SPLIT_WRITE, ProgramOptions::default())
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    let kernel = code.get_kernel("split_write").unwrap();
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(1000 * 4, &stream)
+        .unwrap();
+    buffer.fill(0xdead_beefu32, &stream).unwrap();
+    // An uneven cut: 300 elements and 700.
+    let (front, back) = buffer.split_at_of_mut::<u32>(300).unwrap();
+    let (na, nb) = (300u32, 700u32);
+    // SAFETY: the kernel writes `na` elements of the 300-element first half and `nb` of the
+    // 700-element second.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(700, 128),
+            &kernel,
+            &[&front, &na, &back, &nb],
+        )
+    }
+    .unwrap();
+    let values = buffer.to_vec::<u32>(&stream).unwrap();
+    // Catches a second half passed at the buffer's start (the front would read 1000000..),
+    // a cut in bytes rather than elements (the back would start at element 75), and a half
+    // left unwritten (0xdeadbeef).
+    for (i, &v) in values.iter().enumerate() {
+        let expected = if i < 300 {
+            i as u32
+        } else {
+            1_000_000 + (i as u32 - 300)
+        };
+        assert_eq!(v, expected, "element {i}");
+    }
 }

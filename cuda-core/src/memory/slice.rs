@@ -59,6 +59,25 @@ macro_rules! range_doc {
     };
 }
 
+/// How a split treats `mid`.
+macro_rules! split_doc {
+    () => {
+        "Refused ([`Error::InvalidArgument`](crate::Error::InvalidArgument) named `mid`) where \
+         `mid` is past the end. At either end (`mid` 0, or the size) one half is empty: a slice \
+         of no bytes at the cut's address, as an empty range gives (`slice(size..)`), which \
+         copies and fills take as they take any slice."
+    };
+}
+
+/// A half of a split: a unique borrow of `span`, which the caller has made of a unique
+/// borrow (of a buffer or a slice) that no other half overlaps.
+fn unique(span: Span<'_>) -> BufferSliceMut<'_> {
+    BufferSliceMut {
+        span,
+        _unique: PhantomData,
+    }
+}
+
 /// A borrowed byte range of a [`Buffer`] ([`Buffer::slice`]): `d_data + 256` as CUDA C writes
 /// it. It is accepted wherever the buffer is: as a kernel argument (its first byte's
 /// address, kept in the buffer's stream order as the buffer is), as a copy source, and as a
@@ -185,6 +204,141 @@ impl Buffer {
             span: self.span().sub_of::<T>(&range)?,
             _unique: PhantomData,
         })
+    }
+
+    /// The buffer cut in two at byte `mid`, read-only: bytes `..mid` and `mid..`, as
+    /// [`slice`](Buffer::slice) would give them. See [`split_at_mut`](Buffer::split_at_mut).
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let buffer = device.memory_resource()?.allocate(64, &stream)?;
+    /// let (head, tail) = buffer.split_at(16)?;
+    /// assert_eq!((head.size(), tail.size()), (16, 48));
+    /// assert_eq!(tail.ptr().0, buffer.ptr().0 + 16);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn split_at(&self, mid: usize) -> Result<(BufferSlice<'_>, BufferSlice<'_>)> {
+        let (head, tail) = self.span().split_at(mid, 1)?;
+        Ok((BufferSlice { span: head }, BufferSlice { span: tail }))
+    }
+
+    /// The buffer cut in two at byte `mid`, each half borrowed uniquely: bytes `..mid` and
+    /// `mid..`, two [`BufferSliceMut`]s usable at once (`slice.split_at_mut(mid)` in Rust, `d`
+    /// and `d + mid` in CUDA C). Each half is what [`slice_mut`](Buffer::slice_mut) gives for
+    /// its range: a kernel argument (both may be arguments of one launch), a copy source and
+    /// destination (one half may be copied into the other), a fill target, each kept in the
+    /// buffer's stream order. Split a half again with [`BufferSliceMut::split_at_mut`].
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(8, &stream)?;
+    /// let (mut front, mut back) = buffer.split_at_mut(4)?;
+    /// front.copy_from_host(&[1u8, 2, 3, 4], &stream)?;
+    /// back.copy_from(&front, &stream)?; // one half into the other: they share no byte
+    /// assert_eq!(buffer.to_vec::<u8>(&stream)?, [1, 2, 3, 4, 1, 2, 3, 4]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// The halves borrow the buffer: it cannot be used while one lives,
+    ///
+    /// ```compile_fail,E0499
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(8, &stream)?;
+    /// let (mut front, _back) = buffer.split_at_mut(4)?;
+    /// buffer.fill(0u8, &stream)?; // a write over both halves' bytes
+    /// front.fill(1u8, &stream)?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// nor be dropped (its memory freed) while one lives,
+    ///
+    /// ```compile_fail,E0505
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(8, &stream)?;
+    /// let (_front, mut back) = buffer.split_at_mut(4)?;
+    /// drop(buffer);
+    /// back.fill(1u8, &stream)?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// and a half cannot be split into pieces that overlap the other half: the pieces borrow
+    /// the half they come from, so a second split of the buffer waits for them all.
+    ///
+    /// ```compile_fail,E0499
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(8, &stream)?;
+    /// let (mut front, _back) = buffer.split_at_mut(4)?;
+    /// let (_whole, mut again) = buffer.split_at_mut(2)?; // bytes 2..8 overlap `front`
+    /// front.fill(1u8, &stream)?;
+    /// again.fill(2u8, &stream)?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "split_at")]
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<(BufferSliceMut<'_>, BufferSliceMut<'_>)> {
+        let (head, tail) = self.span().split_at(mid, 1)?;
+        Ok((unique(head), unique(tail)))
+    }
+
+    /// [`split_at`](Buffer::split_at) at element `mid` of `T` (byte `mid * size_of::<T>()`).
+    /// The buffer must hold a whole number of `T` (else
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) named `T`), so that both
+    /// halves do.
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let buffer = device.memory_resource()?.allocate(10 * 4, &stream)?;
+    /// let (head, tail) = buffer.split_at_of::<u32>(3)?;
+    /// assert_eq!((head.size(), tail.offset()), (12, 12));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn split_at_of<T: Pod>(&self, mid: usize) -> Result<(BufferSlice<'_>, BufferSlice<'_>)> {
+        let (head, tail) = self.span().split_at_of::<T>(mid)?;
+        Ok((BufferSlice { span: head }, BufferSlice { span: tail }))
+    }
+
+    /// [`split_at_mut`](Buffer::split_at_mut) at element `mid` of `T`, as
+    /// [`split_at_of`](Buffer::split_at_of).
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(4 * 4, &stream)?;
+    /// let (mut low, mut high) = buffer.split_at_of_mut::<u32>(1)?;
+    /// low.fill(7u32, &stream)?;
+    /// high.fill(9u32, &stream)?;
+    /// assert_eq!(buffer.to_vec::<u32>(&stream)?, [7, 9, 9, 9]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn split_at_of_mut<T: Pod>(
+        &mut self,
+        mid: usize,
+    ) -> Result<(BufferSliceMut<'_>, BufferSliceMut<'_>)> {
+        let (head, tail) = self.span().split_at_of::<T>(mid)?;
+        Ok((unique(head), unique(tail)))
     }
 
     /// The bytes `range` of a shared buffer, keeping it alive: for graph nodes, and anywhere a
@@ -383,6 +537,24 @@ impl<'a> BufferSlice<'a> {
             span: self.span.sub(&range, 1)?,
         })
     }
+
+    /// This slice cut in two at byte `mid` (of the slice): its bytes `..mid` and `mid..`.
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let buffer = device.memory_resource()?.allocate(64, &stream)?;
+    /// let (head, tail) = buffer.slice(16..)?.split_at(8)?;
+    /// assert_eq!((head.offset(), tail.offset(), tail.size()), (16, 24, 40));
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn split_at(&self, mid: usize) -> Result<(BufferSlice<'a>, BufferSlice<'a>)> {
+        let (head, tail) = self.span.split_at(mid, 1)?;
+        Ok((BufferSlice { span: head }, BufferSlice { span: tail }))
+    }
 }
 
 impl<'a> BufferSliceMut<'a> {
@@ -406,6 +578,62 @@ impl<'a> BufferSliceMut<'a> {
             span: self.span.sub(&range, 1)?,
             _unique: PhantomData,
         })
+    }
+
+    /// This slice cut in two at byte `mid` (of the slice), each half borrowed uniquely for as
+    /// long as this slice is: its bytes `..mid` and `mid..`, as
+    /// [`Buffer::split_at_mut`] gives a buffer's (kernel arguments, copy ends and fill
+    /// targets at once, in the buffer's stream order). To keep the halves as long as the
+    /// buffer's borrow instead, see [`into_split_at_mut`](Self::into_split_at_mut).
+    #[doc = split_doc!()]
+    ///
+    /// ```no_run
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(12, &stream)?;
+    /// let (mut a, mut rest) = buffer.split_at_mut(4)?;
+    /// let (mut b, mut c) = rest.split_at_mut(4)?; // thirds: bytes 0..4, 4..8, 8..12
+    /// a.fill(1u8, &stream)?;
+    /// b.fill(2u8, &stream)?;
+    /// c.fill(3u8, &stream)?;
+    /// assert_eq!(buffer.to_vec::<u8>(&stream)?, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<(BufferSliceMut<'_>, BufferSliceMut<'_>)> {
+        let (head, tail) = self.span.split_at(mid, 1)?;
+        Ok((unique(head), unique(tail)))
+    }
+
+    /// [`split_at_mut`](Self::split_at_mut), taking this slice: the halves borrow the buffer
+    /// for as long as it did (`<&mut [T]>::split_at_mut` in Rust), so that a slice can be cut
+    /// into many pieces in a loop. Refused as `split_at_mut` is; the slice is gone either way.
+    ///
+    /// ```no_run
+    /// use cuda_core::memory::BufferSliceMut;
+    /// use cuda_core::{Allocate, Device, StreamOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let mut buffer = device.memory_resource()?.allocate(4 * 256, &stream)?;
+    /// // Four quarters, each filled with its number.
+    /// let mut rest = buffer.slice_mut(..)?;
+    /// let mut quarters: Vec<BufferSliceMut<'_>> = Vec::new();
+    /// for _ in 0..3 {
+    ///     let (quarter, tail) = rest.into_split_at_mut(256)?;
+    ///     quarters.push(quarter);
+    ///     rest = tail;
+    /// }
+    /// quarters.push(rest);
+    /// for (i, quarter) in quarters.iter_mut().enumerate() {
+    ///     quarter.fill(i as u8, &stream)?;
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    pub fn into_split_at_mut(self, mid: usize) -> Result<(BufferSliceMut<'a>, BufferSliceMut<'a>)> {
+        let (head, tail) = self.span.split_at(mid, 1)?;
+        Ok((unique(head), unique(tail)))
     }
 }
 

@@ -120,6 +120,44 @@ impl<'a> Span<'a> {
         Ok(span)
     }
 
+    /// This span cut at `mid` (in bytes, or elements of `unit` bytes): the bytes before it and
+    /// those from it on, which together are the whole span and share no byte. `mid` past the
+    /// end is refused; at either end, one half is empty (at the cut's address).
+    pub(crate) fn split_at(self, mid: usize, unit: usize) -> Result<(Span<'a>, Span<'a>)> {
+        let cut = match mid.checked_mul(unit) {
+            Some(cut) if cut <= self.size => cut,
+            _ => {
+                return Err(invalid(
+                    "mid",
+                    format!(
+                        "{mid} is past the end of {} {}",
+                        self.size / unit,
+                        if unit == 1 { "bytes" } else { "elements" }
+                    ),
+                ))
+            }
+        };
+        let at = |ptr: u64, size: usize| Span { ptr, size, ..self };
+        Ok((
+            at(self.ptr, cut),
+            at(self.ptr + cut as u64, self.size - cut),
+        ))
+    }
+
+    /// [`split_at`](Self::split_at) in elements of `T`: the span must hold a whole, aligned
+    /// number of them, so that both halves do too.
+    pub(crate) fn split_at_of<T>(self, mid: usize) -> Result<(Span<'a>, Span<'a>)> {
+        let width = std::mem::size_of::<T>();
+        if width == 0 {
+            return Err(invalid(
+                "T",
+                format!("{} has no size", std::any::type_name::<T>()),
+            ));
+        }
+        elements::<T>(self.ptr, self.size)?;
+        self.split_at(mid, width)
+    }
+
     /// The offset of this span's first byte in its buffer.
     pub(crate) fn offset(&self) -> usize {
         (self.ptr - self.buffer.ptr().0) as usize

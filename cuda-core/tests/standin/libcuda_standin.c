@@ -53,6 +53,8 @@
  *   STANDIN_DEVICE1_THREADS=N the most threads per block a kernel allows on device 1 (default
  *                            1024, as on device 0)
  *   STANDIN_PARAM_SIZE=BYTES the size of every kernel parameter but ints (default 8)
+ *   STANDIN_LOG_ARGS=1       cuLaunchKernel logs its parameters first, on a line of their own
+ *                            ("cuLaunchKernel-args KERNEL args=A,B,...")
  *   STANDIN_VERSION=V        what cuDriverGetVersion answers (default FAKE_VERSION, 13000)
  *   STANDIN_COND_FILL=1      cuGraphAddNode writes a conditional node's bodies into the array
  *                            given (by default it points phGraph_out at an array of its own, as
@@ -1832,11 +1834,26 @@ int cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset, size_t *siz
     *size = index < wide ? each : 4;
     return 0;
 }
+/* STANDIN_LOG_ARGS=1: a launch logs "cuLaunchKernel-args KERNEL args=A,B,..." first, each
+ * parameter but the trailing ints read as 8 bytes (the default STANDIN_PARAM_SIZE). */
+static void note_args(void *f, void **params) {
+    const struct object *k = f;
+    char c[16], args[256] = "";
+    for (int i = 0; params && i < k->params - k->ints && strlen(args) < 200; i++) {
+        unsigned long long value = 0;
+        char one[24];
+        if (params[i]) memcpy(&value, params[i], sizeof value);
+        snprintf(one, sizeof one, "%s%#llx", i ? "," : "", value);
+        strcat(args, one);
+    }
+    note("cuLaunchKernel-args %s args=%s", name(f, c), args);
+}
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *s, void **params, void **extra) {
     char b[16], c[16];
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)params; (void)extra;
     evict();
+    if (setting("STANDIN_LOG_ARGS", 0)) note_args(f, params);
     MODEL_ANSWERS(m_launch(f, s, params));
     note("cuLaunchKernel %s on %s", name(f, c), name(s, b));
     return 0;
