@@ -180,6 +180,14 @@ impl DLDataType {
     pub const FLOAT8_E4M3B11FNUZ: u8 = 9;
     /// `kDLFloat8_e4m3fn`: E4M3, finite (NaN but no infinity): CUDA's `__nv_fp8_e4m3`,
     /// `float8::F8E4M3` (feature `float8`).
+    ///
+    /// ```
+    /// use cuda_core::dlpack::DLDataType;
+    ///
+    /// let e4m3 = DLDataType::scalar(DLDataType::FLOAT8_E4M3FN, 8);
+    /// assert_eq!(e4m3.to_string(), "float8_e4m3fn");
+    /// assert_eq!(e4m3.size(), Some(1));
+    /// ```
     pub const FLOAT8_E4M3FN: u8 = 10;
     /// `kDLFloat8_e4m3fnuz`: E4M3, finite, one unsigned zero.
     pub const FLOAT8_E4M3FNUZ: u8 = 11;
