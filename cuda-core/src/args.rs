@@ -13,7 +13,9 @@ use crate::stream::Stream;
 /// kernel's parameter type. Integers, floats, `bool` (C++'s one-byte `bool`), arrays of them
 /// and [`DevicePtr`](crate::DevicePtr) implement it,
 /// and with the `half` feature `half::f16` and `half::bf16` (CUDA's `__half` and
-/// `__nv_bfloat16`).
+/// `__nv_bfloat16`), with the `float8` feature `float8::F8E4M3` and `float8::F8E5M2`
+/// (`__nv_fp8_e4m3` and `__nv_fp8_e5m2`, one byte each). A TF32 parameter is a `float`: pass
+/// an `f32`.
 ///
 /// A struct that derives `bytemuck::Pod` becomes one with the safe
 /// [`device_repr!`](crate::device_repr) (feature `bytemuck`), which checks that it is `Pod`.

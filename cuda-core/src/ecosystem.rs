@@ -1,6 +1,10 @@
 //! The Rust ecosystem's plain-data types as buffer elements and kernel arguments: `half`'s
-//! `f16` and `bf16` (feature `half`), and `bytemuck::Pod` types (feature `bytemuck`: the
-//! [`Pod`](crate::Pod) bridge is in `memory::buffer`, [`device_repr!`] here).
+//! `f16` and `bf16` (feature `half`), `float8`'s `F8E4M3` and `F8E5M2` (feature `float8`),
+//! and `bytemuck::Pod` types (feature `bytemuck`: the [`Pod`](crate::Pod) bridge is in
+//! `memory::buffer`, [`device_repr!`] here).
+//!
+//! TF32 has no type here: it is not a storage format. A TF32 tensor is an `f32` buffer (and a
+//! `kDLFloat` 32-bit DLPack tensor) whose values tensor cores read with a 10-bit mantissa.
 
 #[cfg(feature = "half")]
 mod half_types {
@@ -21,6 +25,27 @@ mod half_types {
     // SAFETY: as above.
     #[cfg(not(feature = "bytemuck"))]
     unsafe impl crate::Pod for half::bf16 {}
+}
+
+#[cfg(feature = "float8")]
+mod float8_types {
+    use crate::args::DeviceRepr;
+
+    // SAFETY: `F8E4M3` and `F8E5M2` are `#[repr(transparent)]` bytes, passed to a kernel as
+    // CUDA's `__nv_fp8_e4m3` and `__nv_fp8_e5m2` (one byte, aligned to one).
+    #[cfg_attr(docsrs, doc(cfg(feature = "float8")))]
+    unsafe impl DeviceRepr for float8::F8E4M3 {}
+    // SAFETY: as above.
+    #[cfg_attr(docsrs, doc(cfg(feature = "float8")))]
+    unsafe impl DeviceRepr for float8::F8E5M2 {}
+
+    // With `bytemuck`, `float8`'s own `bytemuck::Pod` implementations make them `Pod`.
+    // SAFETY: 8 bits, every pattern a value (NaNs included), no padding.
+    #[cfg(not(feature = "bytemuck"))]
+    unsafe impl crate::Pod for float8::F8E4M3 {}
+    // SAFETY: as above.
+    #[cfg(not(feature = "bytemuck"))]
+    unsafe impl crate::Pod for float8::F8E5M2 {}
 }
 
 // SAFETY: a `#[repr(transparent)]` `u64`: zero is its null value and every bit pattern is an

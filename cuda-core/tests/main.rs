@@ -25,6 +25,8 @@ mod door;
 mod driver_info_example;
 #[cfg(all(feature = "half", feature = "bytemuck"))]
 mod ecosystem;
+#[cfg(feature = "float8")]
+mod fp8;
 mod globals;
 mod graph_conditional;
 mod graph_nodes;

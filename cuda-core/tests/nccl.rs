@@ -641,6 +641,16 @@ fn each_call_reaches_nccl_with_its_addresses_count_type_operation_and_stream() {
                     .unwrap();
                 expect("ncclAllReduce", "count=2048 type=9 op=0");
             }
+            // Bugs caught: FP8 passed as another NCCL type, or counted as wider than a byte.
+            #[cfg(feature = "float8")]
+            {
+                comm.all_reduce_in_place::<float8::F8E4M3>(&mut y, ReduceOp::Max, &s)
+                    .unwrap();
+                expect("ncclAllReduce", "count=4096 type=10 op=2");
+                comm.all_reduce_in_place::<float8::F8E5M2>(&mut y, ReduceOp::Sum, &s)
+                    .unwrap();
+                expect("ncclAllReduce", "count=4096 type=11 op=0");
+            }
 
             // A custom operation: made with its factor's bytes, used by its code, destroyed on drop.
             let scaled = comm.pre_mul_sum(0.5f32).unwrap();

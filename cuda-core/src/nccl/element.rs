@@ -29,6 +29,11 @@ pub enum DataType {
     Float64,
     /// `ncclBfloat16`: `half::bf16` (feature `half`).
     Bfloat16,
+    /// `ncclFloat8e4m3`: `float8::F8E4M3` (feature `float8`). An NCCL without FP8 refuses it
+    /// (`ncclInvalidArgument`).
+    Float8E4M3,
+    /// `ncclFloat8e5m2`: `float8::F8E5M2` (feature `float8`); as above.
+    Float8E5M2,
 }
 
 impl DataType {
@@ -45,6 +50,8 @@ impl DataType {
             DataType::Float32 => 7,
             DataType::Float64 => 8,
             DataType::Bfloat16 => 9,
+            DataType::Float8E4M3 => 10,
+            DataType::Float8E5M2 => 11,
         }
     }
 
@@ -61,13 +68,15 @@ impl DataType {
             DataType::Float32 => "ncclFloat32",
             DataType::Float64 => "ncclFloat64",
             DataType::Bfloat16 => "ncclBfloat16",
+            DataType::Float8E4M3 => "ncclFloat8e4m3",
+            DataType::Float8E5M2 => "ncclFloat8e5m2",
         }
     }
 
     /// The size of one value in bytes.
     pub fn size(self) -> usize {
         match self {
-            DataType::Int8 | DataType::Uint8 => 1,
+            DataType::Int8 | DataType::Uint8 | DataType::Float8E4M3 | DataType::Float8E5M2 => 1,
             DataType::Float16 | DataType::Bfloat16 => 2,
             DataType::Int32 | DataType::Uint32 | DataType::Float32 => 4,
             DataType::Int64 | DataType::Uint64 | DataType::Float64 => 8,
@@ -75,7 +84,7 @@ impl DataType {
     }
 
     /// Every data type, in code order.
-    pub const ALL: [DataType; 10] = [
+    pub const ALL: [DataType; 12] = [
         DataType::Int8,
         DataType::Uint8,
         DataType::Int32,
@@ -86,6 +95,8 @@ impl DataType {
         DataType::Float32,
         DataType::Float64,
         DataType::Bfloat16,
+        DataType::Float8E4M3,
+        DataType::Float8E5M2,
     ];
 }
 
@@ -100,7 +111,8 @@ mod sealed {
 }
 
 /// A buffer element NCCL reduces and moves: `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32`,
-/// `f64`, and with the `half` feature `half::f16` and `half::bf16`. A collective's type
+/// `f64`, with the `half` feature `half::f16` and `half::bf16`, and with the `float8` feature
+/// `float8::F8E4M3` and `float8::F8E5M2`. A collective's type
 /// parameter (`comm.all_reduce::<f32>(...)`) says how it reads the buffers' bytes: their
 /// sizes must be whole numbers of it, and their addresses aligned to it. Sealed: NCCL knows
 /// no other types.
@@ -129,6 +141,8 @@ element!(
 );
 #[cfg(feature = "half")]
 element!(half::f16 => Float16, half::bf16 => Bfloat16);
+#[cfg(feature = "float8")]
+element!(float8::F8E4M3 => Float8E4M3, float8::F8E5M2 => Float8E5M2);
 
 #[cfg(test)]
 mod tests {
@@ -167,6 +181,14 @@ mod tests {
         {
             assert_eq!(size_of::<half::f16>(), (2, 2));
             assert_eq!(half::bf16::DATA_TYPE, DataType::Bfloat16);
+        }
+        // Bugs caught: FP8 named as another NCCL type, or counted as wider than a byte.
+        #[cfg(feature = "float8")]
+        {
+            assert_eq!(size_of::<float8::F8E4M3>(), (1, 1));
+            assert_eq!(size_of::<float8::F8E5M2>(), (1, 1));
+            assert_eq!(float8::F8E4M3::DATA_TYPE, DataType::Float8E4M3);
+            assert_eq!(float8::F8E5M2::DATA_TYPE, DataType::Float8E5M2);
         }
     }
 }

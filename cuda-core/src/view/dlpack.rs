@@ -172,6 +172,38 @@ impl DLDataType {
     pub const COMPLEX: u8 = 5;
     /// `kDLBool`.
     pub const BOOL: u8 = 6;
+    /// `kDLFloat8_e3m4`: 8-bit floats, 3 exponent and 4 mantissa bits, with infinities.
+    pub const FLOAT8_E3M4: u8 = 7;
+    /// `kDLFloat8_e4m3`: 8-bit floats, 4 exponent and 3 mantissa bits, with infinities.
+    pub const FLOAT8_E4M3: u8 = 8;
+    /// `kDLFloat8_e4m3b11fnuz`: E4M3 of exponent bias 11, finite, one unsigned zero.
+    pub const FLOAT8_E4M3B11FNUZ: u8 = 9;
+    /// `kDLFloat8_e4m3fn`: E4M3, finite (NaN but no infinity): CUDA's `__nv_fp8_e4m3`,
+    /// `float8::F8E4M3` (feature `float8`).
+    ///
+    /// ```
+    /// use cuda_core::dlpack::DLDataType;
+    ///
+    /// let e4m3 = DLDataType::scalar(DLDataType::FLOAT8_E4M3FN, 8);
+    /// assert_eq!(e4m3.to_string(), "float8_e4m3fn");
+    /// assert_eq!(e4m3.size(), Some(1));
+    /// ```
+    pub const FLOAT8_E4M3FN: u8 = 10;
+    /// `kDLFloat8_e4m3fnuz`: E4M3, finite, one unsigned zero.
+    pub const FLOAT8_E4M3FNUZ: u8 = 11;
+    /// `kDLFloat8_e5m2`: 8-bit floats, 5 exponent and 2 mantissa bits (IEEE-like): CUDA's
+    /// `__nv_fp8_e5m2`, `float8::F8E5M2` (feature `float8`).
+    pub const FLOAT8_E5M2: u8 = 12;
+    /// `kDLFloat8_e5m2fnuz`: E5M2, finite, one unsigned zero.
+    pub const FLOAT8_E5M2FNUZ: u8 = 13;
+    /// `kDLFloat8_e8m0fnu`: 8-bit powers of two (MX block scales), unsigned.
+    pub const FLOAT8_E8M0FNU: u8 = 14;
+    /// `kDLFloat6_e2m3fn`: 6-bit floats, 2 exponent and 3 mantissa bits, finite.
+    pub const FLOAT6_E2M3FN: u8 = 15;
+    /// `kDLFloat6_e3m2fn`: 6-bit floats, 3 exponent and 2 mantissa bits, finite.
+    pub const FLOAT6_E3M2FN: u8 = 16;
+    /// `kDLFloat4_e2m1fn`: 4-bit floats, 2 exponent bits and 1 mantissa bit, finite.
+    pub const FLOAT4_E2M1FN: u8 = 17;
 
     /// One lane of `bits` bits of kind `code`.
     pub const fn scalar(code: u8, bits: u8) -> DLDataType {
@@ -199,14 +231,42 @@ impl fmt::Display for DLDataType {
             DLDataType::BFLOAT => "bfloat",
             DLDataType::COMPLEX => "complex",
             DLDataType::BOOL => "bool",
-            code => return write!(f, "type code {code} of {} bits", self.bits),
+            code => match minifloat_name(code) {
+                // Named with their width: `float8_e4m3fn`, or where the bits are not that
+                // width (which DLPack leaves unspecified), `float8_e4m3fn of 16 bits`.
+                Some((name, width)) if width == self.bits => name,
+                Some((name, _)) => return write!(f, "{name} of {} bits", self.bits),
+                None => return write!(f, "type code {code} of {} bits", self.bits),
+            },
         };
-        write!(f, "{kind}{}", self.bits)?;
+        if minifloat_name(self.code).is_some() {
+            f.write_str(kind)?;
+        } else {
+            write!(f, "{kind}{}", self.bits)?;
+        }
         if self.lanes != 1 {
             write!(f, "x{}", self.lanes)?;
         }
         Ok(())
     }
+}
+
+/// The name and width in bits of DLPack's FP8, FP6 and FP4 type codes.
+fn minifloat_name(code: u8) -> Option<(&'static str, u8)> {
+    Some(match code {
+        DLDataType::FLOAT8_E3M4 => ("float8_e3m4", 8),
+        DLDataType::FLOAT8_E4M3 => ("float8_e4m3", 8),
+        DLDataType::FLOAT8_E4M3B11FNUZ => ("float8_e4m3b11fnuz", 8),
+        DLDataType::FLOAT8_E4M3FN => ("float8_e4m3fn", 8),
+        DLDataType::FLOAT8_E4M3FNUZ => ("float8_e4m3fnuz", 8),
+        DLDataType::FLOAT8_E5M2 => ("float8_e5m2", 8),
+        DLDataType::FLOAT8_E5M2FNUZ => ("float8_e5m2fnuz", 8),
+        DLDataType::FLOAT8_E8M0FNU => ("float8_e8m0fnu", 8),
+        DLDataType::FLOAT6_E2M3FN => ("float6_e2m3fn", 6),
+        DLDataType::FLOAT6_E3M2FN => ("float6_e3m2fn", 6),
+        DLDataType::FLOAT4_E2M1FN => ("float4_e2m1fn", 4),
+        _ => return None,
+    })
 }
 
 /// `DLTensor`: the description of a tensor (not its ownership).
@@ -246,7 +306,9 @@ pub struct DLManagedTensorVersioned {
 }
 
 /// An element type with a DLPack data type: the integers, floats (and with the `half`
-/// feature `f16` and `bf16`). Implement it for a type of your own of the same layout (a
+/// feature `f16` and `bf16`, with the `float8` feature `F8E4M3` as `kDLFloat8_e4m3fn` and
+/// `F8E5M2` as `kDLFloat8_e5m2`). TF32 data are `f32` elements (`kDLFloat`, 32 bits): TF32 is
+/// how tensor cores read them, not how they are stored. Implement it for a type of your own of the same layout (a
 /// `#[repr(C)]` pair of floats as `kDLComplex`, say); its [`DATA_TYPE`](Element::DATA_TYPE)
 /// must be as wide as the type, which is checked.
 pub trait Element: Pod {
@@ -273,6 +335,12 @@ element!(
 element!(
     #[cfg_attr(docsrs, doc(cfg(feature = "half")))] half::f16 => FLOAT,
     #[cfg_attr(docsrs, doc(cfg(feature = "half")))] half::bf16 => BFLOAT
+);
+
+#[cfg(feature = "float8")]
+element!(
+    #[cfg_attr(docsrs, doc(cfg(feature = "float8")))] float8::F8E4M3 => FLOAT8_E4M3FN,
+    #[cfg_attr(docsrs, doc(cfg(feature = "float8")))] float8::F8E5M2 => FLOAT8_E5M2
 );
 
 fn invalid(name: &'static str, reason: String) -> Error {

@@ -254,7 +254,7 @@ int ncclRedOpCreatePreMulSum(int *op, void *scalar, int type, int residence, str
     int r = check(c, "ncclRedOpCreatePreMulSum");
     if (r) return r;
     const unsigned char *bytes = scalar;
-    size_t width = type == 0 || type == 1 ? 1 : type == 6 || type == 9 ? 2 : type == 2 || type == 3 || type == 7 ? 4 : 8;
+    size_t width = type == 0 || type == 1 || type == 10 || type == 11 ? 1 : type == 6 || type == 9 ? 2 : type == 2 || type == 3 || type == 7 ? 4 : 8;
     char hex[20] = "";
     for (size_t i = 0; i < width; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
     *op = 5 + c->ops++;

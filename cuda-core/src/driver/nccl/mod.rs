@@ -68,6 +68,8 @@ pub(crate) mod codes {
                 "ncclFloat32" => ncclDataType_t::ncclFloat32,
                 "ncclFloat64" => ncclDataType_t::ncclFloat64,
                 "ncclBfloat16" => ncclDataType_t::ncclBfloat16,
+                "ncclFloat8e4m3" => ncclDataType_t::ncclFloat8e4m3,
+                "ncclFloat8e5m2" => ncclDataType_t::ncclFloat8e5m2,
                 _ => return None,
             }
             .0,
