@@ -756,7 +756,7 @@ fn a_split_gives_two_halves_at_the_cut_and_refuses_a_cut_past_the_end() {
             // 100 bytes are not a whole number of u64: the second half would not be either.
             let e = buffer.split_at_of_mut::<u64>(1).unwrap_err();
             assert_eq!(invalid_name(&e), "T", "{e}");
-            let e = buffer.split_at_of::<()>(0).unwrap_err();
+            let e = buffer.split_at_of::<[u8; 0]>(0).unwrap_err();
             assert_eq!(invalid_name(&e), "T", "{e}");
             // A split is no driver call.
             let log = standin::log();
