@@ -7,7 +7,6 @@ use std::sync::Arc;
 use crate::device::PyDevice;
 use crate::errors::*;
 use crate::launch::PyLaunchConfig;
-use crate::stream::PyStream;
 use cuda_core::{CodeType, KernelAttribute};
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -1098,13 +1097,7 @@ fn stream_or_default(
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<cuda_core::Stream> {
     match stream.filter(|s| !s.is_none()) {
-        Some(stream) => match stream.downcast::<PyStream>() {
-            Ok(stream) => stream.get().get(),
-            Err(_) => Err(PyTypeError::new_err(format!(
-                "stream takes a Stream or None, not {}",
-                stream.get_type().name()?
-            ))),
-        },
+        Some(stream) => crate::memory::stream_arg(stream, "a cluster query"),
         None => cuda_core::Device::current()
             .and_then(|d| d.default_stream())
             .or_py(py),
