@@ -1,10 +1,10 @@
 """Contexts, green contexts and SM resources, on the CPU.
 
-The stand-in driver has no green contexts, so the green-context tests build
-``green_standin.c`` (the stand-in with the green-context calls added: 132 SMs per device,
-groups rounded up to 8 SMs, 2 with backfill) as libcuda.so.1 and run each scenario in a child
-process against it. What only the stand-in shows (no driver call before an argument error,
-the green stand-in missing) runs in this process.
+The green-context tests build the stand-in driver (132 SMs per device, groups rounded up to 8
+SMs, 2 with backfill) as libcuda.so.1 and run each scenario in a child process against it, so
+that each starts with a log and contexts of its own; a driver without green contexts is the
+same stand-in built with ``-DSTANDIN_NO_GREEN``. What needs no green context (no driver call
+before an argument error) runs in this process.
 """
 
 import os
@@ -28,23 +28,35 @@ from cudacore_rs import (
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.fixture(scope="module")
-def green_driver(tmp_path_factory):
-    """A directory holding the green stand-in as libcuda.so.1."""
+def build_standin(tmp_path_factory, *defines):
+    """A directory holding the stand-in driver, built with ``defines``, as libcuda.so.1."""
     from conftest import IS_STANDIN
 
     if not IS_STANDIN:
         pytest.skip("needs the stand-in driver (see ci.sh)")
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.skip("no C compiler to build the green stand-in")
+        pytest.skip("no C compiler to build the stand-in")
     out = tmp_path_factory.mktemp("green")
+    source = os.path.join(HERE, "..", "..", "cuda-core", "tests", "standin", "libcuda_standin.c")
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-pthread", "-o", str(out / "libcuda.so.1"),
-         os.path.join(HERE, "green_standin.c"), "-lm"],
+        [cc, *defines, "-shared", "-fPIC", "-pthread", "-o", str(out / "libcuda.so.1"),
+         source, "-lm"],
         check=True,
     )
     return str(out)
+
+
+@pytest.fixture(scope="module")
+def green_driver(tmp_path_factory):
+    """A directory holding the stand-in as libcuda.so.1."""
+    return build_standin(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def no_green_driver(tmp_path_factory):
+    """A directory holding the stand-in without green contexts as libcuda.so.1."""
+    return build_standin(tmp_path_factory, "-DSTANDIN_NO_GREEN")
 
 
 PRELUDE = """
@@ -74,19 +86,22 @@ def run_green(green_driver, body):
     return done.stdout
 
 
-# ---- in this process: the stand-in has no green contexts -------------------------------------
+# ---- a driver without green contexts, and what fails before the driver -----------------------
 
 
 @pytest.mark.standin
-def test_resources_without_green_support_raise_not_supported(standin):
-    # The plain stand-in lacks cuDeviceGetDevResource: cuda.core raises NotImplementedError
-    # where the driver cannot make green contexts; this is both that and a CUDAError.
-    with pytest.raises(CUDANotSupportedError) as raised:
-        Device(0).resources.sm
-    assert isinstance(raised.value, NotImplementedError)
-    assert isinstance(raised.value, cudacore_rs.CUDAError)
-    assert raised.value.code is None
-    assert raised.value.call == "cuDeviceGetDevResource"
+def test_resources_without_green_support_raise_not_supported(no_green_driver):
+    # A driver without cuDeviceGetDevResource: cuda.core raises NotImplementedError where the
+    # driver cannot make green contexts; this is both that and a CUDAError.
+    run_green(no_green_driver, """
+        import pytest
+        with pytest.raises(CUDANotSupportedError) as raised:
+            Device(0).resources.sm
+        assert isinstance(raised.value, NotImplementedError)
+        assert isinstance(raised.value, cudacore_rs.CUDAError)
+        assert raised.value.code is None
+        assert raised.value.call == "cuDeviceGetDevResource"
+    """)
 
 
 @pytest.mark.standin

@@ -5,11 +5,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::device::Device;
+use crate::driver::DevResource;
 use crate::driver::{ContextHandle, Driver, GreenContextHandle};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventOptions};
 use crate::lifetime::{current, ContextCore, ContextKind, Held, Primary};
-use crate::sm_resources::SmResource;
+use crate::sm_resources::{SmResource, WorkqueueConfig};
 use crate::stream::{Stream, StreamOptions};
 
 /// A CUDA context: the primary context of a device, a context of its own made by
@@ -59,11 +60,100 @@ impl Eq for Context {}
 pub struct ContextOptions {
     /// The SM groups the context runs on (from [`SmResource::split`]); at least one.
     pub resources: Vec<SmResource>,
+    /// The work queue its streams submit through: one configured for it (from
+    /// [`DeviceResources::workqueue_config`](crate::DeviceResources::workqueue_config)), or
+    /// another context's (from [`Context::workqueue`]); `None` for the driver's default.
+    /// Work-queue resources need a CUDA 13.1 driver and the 13 ABI.
+    pub workqueue: Option<Workqueue>,
 }
 
 crate::options::chainers!(ContextOptions {
     with_resources(resources: Vec<SmResource>);
 });
+
+impl ContextOptions {
+    /// Sets [`workqueue`](Self::workqueue): a [`WorkqueueConfig`] or a
+    /// [`WorkqueueResource`].
+    #[must_use]
+    pub fn with_workqueue(mut self, workqueue: impl Into<Workqueue>) -> Self {
+        self.workqueue = Some(workqueue.into());
+        self
+    }
+}
+
+/// The work queue of a context, for a green context that is to share it: see
+/// [`Context::workqueue`]. It keeps that context alive, and so does every green context made
+/// with it.
+#[derive(Clone)]
+#[doc(alias = "CUdevWorkqueueResource")]
+pub struct WorkqueueResource {
+    pub(crate) context: Context,
+    pub(crate) raw: Box<DevResource>,
+}
+
+impl fmt::Debug for WorkqueueResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkqueueResource")
+            .field("context", &self.context)
+            .finish()
+    }
+}
+
+impl WorkqueueResource {
+    pub(crate) fn new(context: Context, raw: DevResource) -> Self {
+        WorkqueueResource {
+            context,
+            raw: Box::new(raw),
+        }
+    }
+
+    /// The context whose work queue this is.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The device of that context.
+    pub fn device(&self) -> Device {
+        self.context.device()
+    }
+
+    /// The driver's `CUdevResource` (of the 13 header), valid as long as this value: for
+    /// code that calls the driver itself.
+    pub fn as_raw(&self) -> *const std::ffi::c_void {
+        std::ptr::from_ref::<DevResource>(&self.raw).cast()
+    }
+}
+
+/// The work queue a green context submits through: see [`ContextOptions::workqueue`].
+#[derive(Clone, Debug)]
+pub enum Workqueue {
+    /// One of its own, configured so.
+    Config(WorkqueueConfig),
+    /// Another context's.
+    Shared(WorkqueueResource),
+}
+
+impl Workqueue {
+    /// The device it belongs to.
+    pub fn device(&self) -> Device {
+        match self {
+            Workqueue::Config(config) => config.device(),
+            Workqueue::Shared(shared) => shared.device(),
+        }
+    }
+}
+
+impl From<WorkqueueConfig> for Workqueue {
+    fn from(config: WorkqueueConfig) -> Self {
+        Workqueue::Config(config)
+    }
+}
+
+impl From<WorkqueueResource> for Workqueue {
+    fn from(shared: WorkqueueResource) -> Self {
+        Workqueue::Shared(shared)
+    }
+}
 
 /// The green contexts and the contexts of [`Context::create`] made, for
 /// [`Context::sync_device`] (dead ones are pruned as new ones are made).
@@ -119,14 +209,44 @@ impl Context {
                 ),
             });
         }
-        let raw: Vec<_> = options.resources.iter().map(|r| r.raw).collect();
+        let mut raw: Vec<_> = options.resources.iter().map(|r| r.raw).collect();
         let sm_count = options.resources.iter().map(SmResource::sm_count).sum();
+        let shares = match &options.workqueue {
+            None => None,
+            Some(workqueue) => {
+                if workqueue.device() != device {
+                    return Err(Error::InvalidArgument {
+                        name: "options.workqueue",
+                        reason: format!(
+                            "a work queue of device {} cannot serve a context on device {}",
+                            workqueue.device().ordinal(),
+                            device.ordinal()
+                        ),
+                    });
+                }
+                match workqueue {
+                    Workqueue::Config(config) => {
+                        raw.push(driver.workqueue_config_resource(config.raw_info()?)?);
+                        None
+                    }
+                    Workqueue::Shared(shared) => {
+                        raw.push(*shared.raw);
+                        Some(Box::new(shared.context.clone())
+                            as Box<dyn std::any::Any + Send + Sync>)
+                    }
+                }
+            }
+        };
         let (green, handle) = driver.green_ctx_create(&raw, device.handle())?;
         let core = Arc::new(ContextCore {
             handle,
             device: device.handle(),
             driver,
-            kind: ContextKind::Green { green, sm_count },
+            kind: ContextKind::Green {
+                green,
+                sm_count,
+                shares,
+            },
         });
         Ok(Context::made(core))
     }
@@ -288,8 +408,8 @@ impl Context {
     /// the device's count for a primary one, what the driver reports for one wrapped by
     /// [`from_raw`](Context::from_raw).
     pub fn sm_count(&self) -> Result<u32> {
-        match self.core.kind {
-            ContextKind::Green { sm_count, .. } => Ok(sm_count),
+        match &self.core.kind {
+            ContextKind::Green { sm_count, .. } => Ok(*sm_count),
             ContextKind::Primary | ContextKind::Created => {
                 self.device().properties().multiprocessor_count()
             }
@@ -302,6 +422,16 @@ impl Context {
     pub fn sm_resource(&self) -> Result<SmResource> {
         let raw = self.core.driver.ctx_get_sm_resource(self.core.handle)?;
         Ok(SmResource::from_raw(self.core.driver, self.device(), raw))
+    }
+
+    /// The work queue this context's streams submit through (`cuCtxGetDevResource` of
+    /// `CU_DEV_RESOURCE_TYPE_WORKQUEUE`), for a green context that is to share it (see
+    /// [`ContextOptions::workqueue`]). Needs a CUDA 13.1 driver and the 13 ABI: elsewhere
+    /// [`Error::NotSupported`].
+    #[doc(alias = "cuCtxGetDevResource")]
+    pub fn workqueue(&self) -> Result<WorkqueueResource> {
+        let raw = self.core.driver.ctx_get_workqueue(self.core.handle)?;
+        Ok(WorkqueueResource::new(self.clone(), raw))
     }
 
     /// Creates a stream in this context. In a green context, the stream is always
@@ -439,8 +569,8 @@ impl Context {
     }
 
     pub(crate) fn green_handle(&self) -> Option<GreenContextHandle> {
-        match self.core.kind {
-            ContextKind::Green { green, .. } => Some(green),
+        match &self.core.kind {
+            ContextKind::Green { green, .. } => Some(*green),
             ContextKind::Primary | ContextKind::Created | ContextKind::Borrowed => None,
         }
     }

@@ -84,7 +84,9 @@ pub use view::dlpack;
 // `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};
-pub use context::{CacheConfig, Context, ContextFlags, ContextLimit, ContextOptions};
+pub use context::{
+    CacheConfig, Context, ContextFlags, ContextLimit, ContextOptions, Workqueue, WorkqueueResource,
+};
 pub use device::{Device, DeviceProperties, Uuid};
 pub use error::{Cause, DriverCode, Error, Result};
 pub use event::{Event, EventOptions};
@@ -111,7 +113,10 @@ pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, NvvmModule,
     Program, ProgramKind, ProgramOptions,
 };
-pub use sm_resources::{DeviceResources, SmResource, SmSplit, SmSplitOptions};
+pub use sm_resources::{
+    DeviceResources, SmGroupFlags, SmResource, SmSplit, SmSplitOptions, WorkqueueConfig,
+    WorkqueueSharing,
+};
 pub use stream::{Stream, StreamOptions};
 pub use view::{StridedView, ViewMemory};
 

@@ -1,9 +1,10 @@
-//! Device resources for green contexts: a device's SMs, and splitting them into groups.
+//! Device resources for green contexts: a device's SMs, splitting them into groups, and the
+//! work queues their streams submit through.
 
 use std::fmt;
 
 use crate::device::Device;
-use crate::driver::{driver, DevResource, Driver, SmInfo};
+use crate::driver::{driver, DevResource, Driver, SmInfo, WorkqueueInfo};
 use crate::error::{Error, Result};
 
 /// The resources of a device that green contexts are made from: see [`Device::resources`].
@@ -23,6 +24,164 @@ impl DeviceResources {
         let driver = driver()?;
         let raw = driver.device_get_sm_resource(self.device.handle())?;
         Ok(SmResource::from_raw(driver, self.device, raw))
+    }
+
+    /// The device's work-queue configuration (`cuDeviceGetDevResource` of
+    /// `CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG`): how many stream-ordered workloads the driver
+    /// expects at once, and how work queues are shared. Change it with its `with_` methods
+    /// and give it to a green context ([`ContextOptions::workqueue`](crate::ContextOptions)).
+    ///
+    /// Work-queue resources are in the CUDA 13 header and need a 13.1 driver: through the 12
+    /// ABI or on an older driver, [`Error::NotSupported`].
+    #[doc(alias = "cuDeviceGetDevResource")]
+    #[doc(alias = "CUdevWorkqueueConfigResource")]
+    pub fn workqueue_config(&self) -> Result<WorkqueueConfig> {
+        let info = driver()?.device_get_workqueue_config(self.device.handle())?;
+        Ok(WorkqueueConfig {
+            device: self.device,
+            concurrency_limit: info.concurrency_limit,
+            sharing: WorkqueueSharing::from_raw(info.scope),
+        })
+    }
+}
+
+/// How a green context's work queues are shared (`CUdevWorkqueueConfigScope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[doc(alias = "CUdevWorkqueueConfigScope")]
+pub enum WorkqueueSharing {
+    /// With every context of the device, as the driver does by default
+    /// (`CU_WORKQUEUE_SCOPE_DEVICE_CTX`).
+    #[doc(alias = "CU_WORKQUEUE_SCOPE_DEVICE_CTX")]
+    DeviceContext,
+    /// Kept apart, where the driver can, from the work queues of other green contexts
+    /// configured so (`CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED`): with disjoint SM groups, the
+    /// best chance that two green contexts do not wait on each other's submissions.
+    #[doc(alias = "CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED")]
+    GreenContextBalanced,
+    /// A scope this crate does not name, as the driver reported it.
+    Other(u32),
+}
+
+impl WorkqueueSharing {
+    fn from_raw(raw: u32) -> Self {
+        match raw {
+            0 => WorkqueueSharing::DeviceContext,
+            1 => WorkqueueSharing::GreenContextBalanced,
+            other => WorkqueueSharing::Other(other),
+        }
+    }
+
+    fn to_raw(self) -> u32 {
+        match self {
+            WorkqueueSharing::DeviceContext => 0,
+            WorkqueueSharing::GreenContextBalanced => 1,
+            WorkqueueSharing::Other(raw) => raw,
+        }
+    }
+}
+
+/// A work-queue configuration for a green context: see
+/// [`DeviceResources::workqueue_config`].
+///
+/// ```no_run
+/// use cuda_core::{ContextOptions, Device, SmSplitOptions, WorkqueueSharing};
+///
+/// let device = Device::new(0)?;
+/// let resources = device.resources();
+/// let split = resources.sm()?.split(SmSplitOptions::groups_of(16).with_groups(2))?;
+/// let queue = resources
+///     .workqueue_config()?
+///     .with_concurrency_limit(4)
+///     .with_sharing(WorkqueueSharing::GreenContextBalanced);
+/// let a = device.create_context(
+///     ContextOptions::default()
+///         .with_resources(vec![split.groups[0].clone()])
+///         .with_workqueue(queue),
+/// )?;
+/// // A second green context that submits through the first one's work queue.
+/// let b = device.create_context(
+///     ContextOptions::default()
+///         .with_resources(vec![split.groups[1].clone()])
+///         .with_workqueue(a.workqueue()?),
+/// )?;
+/// # drop(b);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "CUdevWorkqueueConfigResource")]
+pub struct WorkqueueConfig {
+    device: Device,
+    concurrency_limit: u32,
+    sharing: WorkqueueSharing,
+}
+
+impl WorkqueueConfig {
+    /// The device it configures.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// How many stream-ordered workloads the driver expects at once (`wqConcurrencyLimit`).
+    /// The device reports its largest, which `CUDA_DEVICE_MAX_CONNECTIONS` bounds; a larger
+    /// one is accepted, without the driver's promise that submissions stay apart.
+    pub fn concurrency_limit(&self) -> u32 {
+        self.concurrency_limit
+    }
+
+    /// How its work queues are shared (`sharingScope`).
+    pub fn sharing(&self) -> WorkqueueSharing {
+        self.sharing
+    }
+
+    /// The same, expecting `limit` workloads at once (at least 1: a green context made with
+    /// 0 is refused with [`Error::InvalidArgument`]).
+    #[must_use]
+    pub fn with_concurrency_limit(mut self, limit: u32) -> Self {
+        self.concurrency_limit = limit;
+        self
+    }
+
+    /// The same, with its work queues shared as `sharing` says.
+    #[must_use]
+    pub fn with_sharing(mut self, sharing: WorkqueueSharing) -> Self {
+        self.sharing = sharing;
+        self
+    }
+
+    /// What the driver is given, checked.
+    pub(crate) fn raw_info(&self) -> Result<WorkqueueInfo> {
+        if self.concurrency_limit == 0 {
+            return Err(Error::InvalidArgument {
+                name: "options.workqueue",
+                reason: "a work queue's concurrency limit must be at least 1".to_owned(),
+            });
+        }
+        Ok(WorkqueueInfo {
+            device: self.device.handle(),
+            concurrency_limit: self.concurrency_limit,
+            scope: self.sharing.to_raw(),
+        })
+    }
+}
+
+bitflags::bitflags! {
+    /// What kind of SM group a resource is (`CUdevSmResourceGroup_flags`), as the CUDA 13
+    /// header's `CUdevSmResource::flags` reports it: see [`SmResource::flags`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[doc(alias = "CUdevSmResourceGroup_flags")]
+    pub struct SmGroupFlags: u32 {
+        /// A group that may take SMs left over by other groups
+        /// (`CU_DEV_SM_RESOURCE_GROUP_BACKFILL`).
+        const BACKFILL = 1;
+        /// A group confined to one locality domain
+        /// (`CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID`).
+        const LOCALITY_DOMAIN_ID = 2;
+        /// A group given SMs beyond its locality domain
+        /// (`CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS`).
+        const LOCALITY_DOMAIN_SUPPLEMENTAL_SMS = 4;
+        // Bits a newer driver sets are kept.
+        const _ = !0;
     }
 }
 
@@ -122,6 +281,18 @@ impl SmResource {
     /// reports it (the 13 header's `smCoscheduledAlignment`; `None` through the 12 ABI).
     pub fn coscheduled_alignment(&self) -> Option<u32> {
         self.info.coscheduled_alignment
+    }
+
+    /// The group's flags, where the driver ABI reports them (the 13 header's `flags`; `None`
+    /// through the 12 ABI). Drivers before those that make flagged groups report none.
+    pub fn flags(&self) -> Option<SmGroupFlags> {
+        self.info.flags.map(SmGroupFlags::from_bits_retain)
+    }
+
+    /// The driver's `CUdevResource` of these SMs (of the header of the ABI in use), valid as
+    /// long as this value: for code that calls the driver itself.
+    pub fn as_raw(&self) -> *const std::ffi::c_void {
+        std::ptr::from_ref(&self.raw).cast()
     }
 
     /// Splits these SMs into groups (`cuDevSmResourceSplitByCount`). Asking for more SMs than

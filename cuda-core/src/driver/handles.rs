@@ -224,4 +224,17 @@ pub(crate) struct SmInfo {
     pub(crate) min_partition_size: Option<u32>,
     /// The 13 header's `smCoscheduledAlignment`, `None` through the 12 ABI.
     pub(crate) coscheduled_alignment: Option<u32>,
+    /// The 13 header's `flags` (`CUdevSmResourceGroup_flags`), `None` through the 12 ABI.
+    pub(crate) flags: Option<u32>,
+}
+
+/// A work-queue configuration resource's fields (`CUdevWorkqueueConfigResource`, 13 header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WorkqueueInfo {
+    /// The device ordinal.
+    pub(crate) device: i32,
+    /// `wqConcurrencyLimit`.
+    pub(crate) concurrency_limit: u32,
+    /// `sharingScope` (`CUdevWorkqueueConfigScope`).
+    pub(crate) scope: u32,
 }

@@ -57,6 +57,7 @@ pub(crate) use self::handles::{
     FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
     KernelHandle, KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
     LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
+    WorkqueueInfo,
 };
 pub(crate) use self::load::{driver, loaded};
 pub(crate) use self::nvjitlink::{

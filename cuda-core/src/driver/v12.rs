@@ -149,6 +149,31 @@ fn sm_info(sm: &CUdevSmResource) -> SmInfo {
         sm_count: sm.smCount,
         min_partition_size: None,
         coscheduled_alignment: None,
+        flags: None,
+    }
+}
+
+/// Work-queue resources: the 12.9 header has none.
+impl Driver12 {
+    fn no_workqueues<T>(&self) -> Result<T> {
+        Err(Error::NotSupported {
+            function: "cuDeviceGetDevResource (work-queue resources: in the CUDA 13 header only, \
+                       not through the 12 ABI)",
+            driver: self.version,
+            abi: 12,
+        })
+    }
+
+    fn abi_workqueue_config(&self, _device: DeviceHandle) -> Result<WorkqueueInfo> {
+        self.no_workqueues()
+    }
+
+    fn abi_ctx_workqueue(&self, _ctx: ContextHandle) -> Result<DevResource> {
+        self.no_workqueues()
+    }
+
+    fn abi_workqueue_config_resource(&self, _info: WorkqueueInfo) -> Result<DevResource> {
+        self.no_workqueues()
     }
 }
 

@@ -173,6 +173,66 @@ fn sm_info(sm: &CUdevSmResource) -> SmInfo {
         sm_count: sm.smCount,
         min_partition_size: Some(sm.minSmPartitionSize),
         coscheduled_alignment: Some(sm.smCoscheduledAlignment),
+        flags: Some(sm.flags),
+    }
+}
+
+/// The first driver with work-queue resources (CUDA 13.1): older 13.x drivers refuse the
+/// resource types as invalid values, which would name no cause.
+const WORKQUEUES: DriverVersion = DriverVersion(13010);
+
+/// Work-queue resources (`CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG` and `_WORKQUEUE`).
+impl Driver13 {
+    fn require_workqueues(&self) -> Result<()> {
+        if self.version >= WORKQUEUES {
+            return Ok(());
+        }
+        Err(Error::NotSupported {
+            function: "cuDeviceGetDevResource (work-queue resources: drivers 13.1 and newer)",
+            driver: self.version,
+            abi: 13,
+        })
+    }
+
+    fn abi_workqueue_config(&self, device: DeviceHandle) -> Result<WorkqueueInfo> {
+        self.require_workqueues()?;
+        let mut out = DevResource::ZERO;
+        call!(self.cuDeviceGetDevResource(
+            device,
+            green::resource_mut(&mut out),
+            sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG
+        ))?;
+        // SAFETY: a work-queue configuration resource's union holds its `wqConfig` member.
+        let config = unsafe { green::resource(&out).__bindgen_anon_1.wqConfig };
+        Ok(WorkqueueInfo {
+            device: config.device,
+            concurrency_limit: config.wqConcurrencyLimit,
+            scope: config.sharingScope.0,
+        })
+    }
+
+    fn abi_ctx_workqueue(&self, ctx: ContextHandle) -> Result<DevResource> {
+        self.require_workqueues()?;
+        let mut out = DevResource::ZERO;
+        call!(self.cuCtxGetDevResource(
+            ctx.0.cast(),
+            green::resource_mut(&mut out),
+            sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE
+        ))?;
+        Ok(out)
+    }
+
+    fn abi_workqueue_config_resource(&self, info: WorkqueueInfo) -> Result<DevResource> {
+        self.require_workqueues()?;
+        let mut out = DevResource::ZERO;
+        let raw = green::resource_mut(&mut out);
+        raw.type_ = sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG;
+        raw.__bindgen_anon_1.wqConfig = sys::CUdevWorkqueueConfigResource {
+            device: info.device,
+            wqConcurrencyLimit: info.concurrency_limit,
+            sharingScope: sys::CUdevWorkqueueConfigScope(info.scope),
+        };
+        Ok(out)
     }
 }
 

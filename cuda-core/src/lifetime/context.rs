@@ -16,10 +16,13 @@ pub(crate) struct ContextCore {
 pub(crate) enum ContextKind {
     /// A device's primary context, retained once (`cuDevicePrimaryCtxRetain`).
     Primary,
-    /// A green context on `sm_count` SMs, destroyed with its core (`cuGreenCtxDestroy`).
+    /// A green context on `sm_count` SMs, destroyed with its core (`cuGreenCtxDestroy`);
+    /// `shares` is the context whose work queue it was made with, kept alive as long.
     Green {
         green: GreenContextHandle,
         sm_count: u32,
+        #[allow(dead_code)] // held, not read: dropped after the green context is destroyed
+        shares: Option<Box<dyn std::any::Any + Send + Sync>>,
     },
     /// A context made here by `cuCtxCreate` (`Context::create`), destroyed with its core
     /// (`cuCtxDestroy`).
@@ -30,9 +33,9 @@ pub(crate) enum ContextKind {
 
 impl Drop for ContextCore {
     fn drop(&mut self) {
-        let result = match self.kind {
+        let result = match &self.kind {
             ContextKind::Primary => self.driver.device_primary_ctx_release(self.device),
-            ContextKind::Green { green, .. } => self.driver.green_ctx_destroy(green),
+            ContextKind::Green { green, .. } => self.driver.green_ctx_destroy(*green),
             ContextKind::Created => self.driver.ctx_destroy(self.handle),
             ContextKind::Borrowed => Ok(()),
         };

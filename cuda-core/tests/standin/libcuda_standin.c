@@ -25,8 +25,8 @@
  *   -DFAKE_CTX_STATUS=CODE   what cuCtxGetCurrent answers (default 0)
  *   -DFAKE_POP_STATUS=CODE   what cuCtxPopCurrent answers, after popping, where
  *                            STANDIN_POP_STATUS is not set (default 0)
- * and of the full one: -DSTANDIN_NO_PARAM_COUNT, -DSTANDIN_NO_LOCATION_V2 and
- * -DSTANDIN_NO_DISCARD, described with its run-time settings below. */
+ * and of the full one: -DSTANDIN_NO_PARAM_COUNT, -DSTANDIN_NO_LOCATION_V2,
+ * -DSTANDIN_NO_DISCARD and -DSTANDIN_NO_GREEN, described with its run-time settings below. */
 
 #if defined(STANDIN_PROBE) && defined(STANDIN_BENCH)
 #error "STANDIN_PROBE and STANDIN_BENCH are different builds: define one at most"
@@ -74,7 +74,10 @@
  * Build-time settings: -DSTANDIN_NO_PARAM_COUNT leaves cuKernelGetParamCount out (as the 13.0
  * driver does); -DSTANDIN_NO_LOCATION_V2 leaves out cuMemPrefetchAsync_v2 and cuMemAdvise_v2
  * (as drivers before 12.2 do); -DSTANDIN_NO_DISCARD leaves out the batched discard and
- * prefetch calls (as drivers before 13.x's own do).
+ * prefetch calls (as drivers before 13.x's own do); -DSTANDIN_NO_GREEN leaves out device
+ * resources and green contexts (as drivers before 12.4 do).
+ *   STANDIN_SMS=N            SMs per device, for device resources and green contexts (132)
+ *   STANDIN_WQ_LIMIT=N       the work-queue concurrency limit devices report (32)
  *
  * The bench build (-DSTANDIN_BENCH) is a stand-in whose calls cost next to nothing: with the
  * driver's own work taken out, what is left of a call through cuda-core is cuda-core's. It has
@@ -301,6 +304,7 @@ struct object {
     struct object *module;       /* contexts: the library's module in it (cuLibraryGetModule) */
     struct object *disabled[16]; /* executable graphs: their disabled nodes */
     int disabled_count;
+    int green;                   /* contexts: a green context's number (gc<N>), 0 otherwise */
 };
 
 #ifdef STANDIN_FULL
@@ -329,6 +333,7 @@ static const char *name(const void *handle, char *buf) {
     if (o->kind == KERNEL) return o->label;
     /* A context of cuCtxCreate: cc and its number (a primary or foreign one: c and its device). */
     if (o->kind == CONTEXT && o->created) { sprintf(buf, "cc%d", o->id); return buf; }
+    if (o->kind == CONTEXT && o->green) { sprintf(buf, "gc%d", o->green); return buf; }
     const char *prefix = o->kind == CONTEXT ? "c" : o->kind == STREAM ? "s" : o->kind == EVENT ? "e"
         : o->kind == POOL ? "p" : o->kind == GRAPH ? "g"
         : o->kind == NODE ? "n" : o->kind == EXEC ? "ge" : "x";
@@ -3682,6 +3687,165 @@ int cuTensorMapEncodeIm2colWide(unsigned long long *map, unsigned type, unsigned
 int cuTensorMapReplaceAddress(unsigned long long *map, void *address) {
     note("cuTensorMapReplaceAddress %#llx -> %#llx", map[0], (unsigned long long)(uintptr_t)address);
     map[0] = (unsigned long long)(uintptr_t)address;
+    return 0;
+}
+#endif
+
+#if defined(STANDIN_FULL) && !defined(STANDIN_NO_GREEN)
+/* ---- device resources, green contexts and work queues ---------------------------------------
+ * Every device has STANDIN_SMS SMs (default 132). A split rounds each group up to 8 SMs (2 with
+ * CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING); SM resources report a smallest partition
+ * and a co-scheduling alignment of 8. A green context's SMs are the sum of the SM groups it was
+ * made from; its number is gc<N> in the log.
+ * Work queues (drivers 13.1 and newer: with STANDIN_VERSION below 13010 both resource types are
+ * refused with CUDA_ERROR_INVALID_VALUE, 1, as a 13.0 driver refuses a type it does not know):
+ * a device's work-queue configuration resource reports a concurrency limit of
+ * STANDIN_WQ_LIMIT (default 32) and the device-context sharing scope; a context's work-queue
+ * resource is an opaque 40 bytes whose first int is the context's work queue (w<N>: 0 for a
+ * primary context, the green context's own otherwise). A description takes at most one
+ * work-queue resource (a second: 1); a green context made with a configuration gets a work
+ * queue of its own and logs "wq=LIMIT/SCOPE", one made with a context's work queue shares it
+ * and logs "wq=w<N>".
+ * CUdevResource is 144 bytes in the 12 and 13 headers: its type first, its union at byte 96. */
+#define RESOURCE_BYTES 144
+#define UNION_AT 96
+#define TYPE_SM 1
+#define TYPE_WQ_CONFIG 1000
+#define TYPE_WQ 10000
+
+struct green {
+    struct object ctx; /* first: the context cuCtxFromGreenCtx gives is the green context */
+    unsigned sm;
+    int wq;            /* its work queue's number */
+    int destroyed;
+};
+struct desc { unsigned sm; int wq_kind; unsigned wq_limit, wq_scope; int wq; };
+static int green_ids, wq_ids;
+
+static int device_sms(void) { return (int)setting("STANDIN_SMS", 132); }
+static int has_workqueues(void) { return setting("STANDIN_VERSION", FAKE_VERSION) >= 13010; }
+static unsigned *res_union(void *r) { return (unsigned *)((unsigned char *)r + UNION_AT); }
+static int res_type(const void *r) { return *(const int *)r; }
+static void put_sm(void *r, unsigned count) {
+    memset(r, 0, RESOURCE_BYTES);
+    *(int *)r = TYPE_SM;
+    unsigned *sm = res_union(r);
+    sm[0] = count; /* smCount */
+    sm[1] = 8;     /* minSmPartitionSize */
+    sm[2] = 8;     /* smCoscheduledAlignment */
+}
+static unsigned get_sm(const void *r) { return res_union((void *)r)[0]; }
+static struct green *green_of(void *ctx) {
+    return ctx && ((struct object *)ctx)->green ? (struct green *)ctx : NULL;
+}
+/* Writes a resource of `type` for `device` (or for context `ctx`), as both Get calls do. */
+static int put_resource(const char *call, void *res, int type, int device, void *ctx) {
+    struct green *g = green_of(ctx);
+    if (type == TYPE_SM) {
+        put_sm(res, g ? g->sm : (unsigned)device_sms());
+        return 0;
+    }
+    if ((type != TYPE_WQ_CONFIG && type != TYPE_WQ) || !has_workqueues()) {
+        note("%s type=%d -> 1", call, type);
+        return 1;
+    }
+    memset(res, 0, RESOURCE_BYTES);
+    *(int *)res = type;
+    unsigned *u = res_union(res);
+    if (type == TYPE_WQ_CONFIG) {
+        u[0] = (unsigned)device;
+        u[1] = (unsigned)setting("STANDIN_WQ_LIMIT", 32);
+        u[2] = 0; /* CU_WORKQUEUE_SCOPE_DEVICE_CTX */
+    } else {
+        if (!ctx) return 1; /* a context's own only */
+        u[0] = (unsigned)(g ? g->wq : 0);
+    }
+    return 0;
+}
+int cuDeviceGetDevResource(int device, void *res, int type) {
+    note("cuDeviceGetDevResource device=%d type=%d", device, type);
+    if (device < 0 || device >= devices()) return 101;
+    return put_resource("cuDeviceGetDevResource", res, type, device, NULL);
+}
+int cuCtxGetDevResource(void *ctx, void *res, int type) {
+    char b[16];
+    if (!ctx) return 201;
+    note("cuCtxGetDevResource %s type=%d", name(ctx, b), type);
+    return put_resource("cuCtxGetDevResource", res, type, ((struct object *)ctx)->device, ctx);
+}
+int cuDevSmResourceSplitByCount(void *result, unsigned *nb, const void *input, void *remaining,
+                                unsigned flags, unsigned min_count) {
+    note("cuDevSmResourceSplitByCount groups=%u min=%u flags=%u", *nb, min_count, flags);
+    unsigned granularity = (flags & 1) ? 2 : 8;
+    if (min_count == 0 || res_type(input) != TYPE_SM) return 1;
+    unsigned size = (min_count + granularity - 1) / granularity * granularity;
+    unsigned available = get_sm(input);
+    unsigned n = available / size;
+    if (result && n > *nb) n = *nb;
+    if (n == 0) return 1;
+    for (unsigned i = 0; result && i < n; i++) put_sm((unsigned char *)result + i * RESOURCE_BYTES, size);
+    if (remaining) put_sm(remaining, available - n * size);
+    *nb = n;
+    return 0;
+}
+int cuDevResourceGenerateDesc(void **desc, void *resources, unsigned n) {
+    struct desc *d = calloc(1, sizeof *d);
+    for (unsigned i = 0; i < n; i++) {
+        void *r = (unsigned char *)resources + i * RESOURCE_BYTES;
+        int type = res_type(r);
+        if (type == TYPE_SM) { d->sm += get_sm(r); continue; }
+        if ((type != TYPE_WQ_CONFIG && type != TYPE_WQ) || d->wq_kind || !has_workqueues()) {
+            note("cuDevResourceGenerateDesc n=%u: resource %u of type %d -> 1", n, i, type);
+            free(d);
+            return 1;
+        }
+        d->wq_kind = type;
+        if (type == TYPE_WQ_CONFIG) { d->wq_limit = res_union(r)[1]; d->wq_scope = res_union(r)[2]; }
+        else d->wq = (int)res_union(r)[0];
+    }
+    note("cuDevResourceGenerateDesc n=%u sm=%u", n, d->sm);
+    *desc = d;
+    return 0;
+}
+int cuGreenCtxCreate(void **out, void *desc, int device, unsigned flags) {
+    struct desc *d = desc;
+    char wq[48] = "";
+    if (device < 0 || device >= devices()) return 101;
+    struct green *g = calloc(1, sizeof *g);
+    g->ctx.kind = CONTEXT;
+    g->ctx.device = device;
+    g->ctx.live = 1;
+    g->ctx.green = __atomic_add_fetch(&green_ids, 1, __ATOMIC_SEQ_CST);
+    g->sm = d->sm;
+    if (d->wq_kind == TYPE_WQ) {
+        g->wq = d->wq;
+        snprintf(wq, sizeof wq, " wq=w%d", d->wq);
+    } else {
+        g->wq = __atomic_add_fetch(&wq_ids, 1, __ATOMIC_SEQ_CST);
+        if (d->wq_kind == TYPE_WQ_CONFIG) snprintf(wq, sizeof wq, " wq=%u/%u", d->wq_limit, d->wq_scope);
+    }
+    note("cuGreenCtxCreate gc%d device=%d sm=%u flags=%u%s", g->ctx.green, device, g->sm, flags, wq);
+    *out = g;
+    return 0;
+}
+int cuCtxFromGreenCtx(void **ctx, void *green) {
+    *ctx = &((struct green *)green)->ctx;
+    return 0;
+}
+int cuGreenCtxDestroy(void *green) {
+    struct green *g = green;
+    note("cuGreenCtxDestroy gc%d", g->ctx.green);
+    g->destroyed = 1; /* kept: a test may still read what it was */
+    return 0;
+}
+int cuGreenCtxStreamCreate(void **s, void *green, unsigned flags, int priority) {
+    struct green *g = green;
+    (void)priority;
+    if (g->destroyed) return 201;
+    struct object *o = make(STREAM, &g->ctx);
+    char b[16];
+    note("cuGreenCtxStreamCreate %s in gc%d flags=%u", name(o, b), g->ctx.green, flags);
+    *s = o;
     return 0;
 }
 #endif

@@ -2,6 +2,7 @@
 
 use crate::driver::handles::{
     ContextHandle, DevResource, DeviceHandle, GreenContextHandle, SmInfo, StreamHandle,
+    WorkqueueInfo,
 };
 use crate::error::Result;
 
@@ -29,6 +30,12 @@ pub(crate) trait GreenContextApi {
         resources: &[DevResource],
         device: DeviceHandle,
     ) -> Result<(GreenContextHandle, ContextHandle)>;
+    /// `cuDeviceGetDevResource` of the work-queue configuration (13 ABI, 13.1+ drivers).
+    fn device_get_workqueue_config(&self, device: DeviceHandle) -> Result<WorkqueueInfo>;
+    /// `cuCtxGetDevResource` of the context's work queue (13 ABI, 13.1+ drivers).
+    fn ctx_get_workqueue(&self, ctx: ContextHandle) -> Result<DevResource>;
+    /// A work-queue configuration resource holding `info`, for `green_ctx_create`.
+    fn workqueue_config_resource(&self, info: WorkqueueInfo) -> Result<DevResource>;
     /// `cuGreenCtxDestroy`.
     fn green_ctx_destroy(&self, green: GreenContextHandle) -> Result<()>;
     /// `cuGreenCtxStreamCreate`.

@@ -96,6 +96,18 @@ impl crate::driver::api::GreenContextApi for Drv {
         Ok((GreenContextHandle(green.cast()), ContextHandle(ctx.cast())))
     }
 
+    fn device_get_workqueue_config(&self, device: DeviceHandle) -> Result<WorkqueueInfo> {
+        self.abi_workqueue_config(device)
+    }
+
+    fn ctx_get_workqueue(&self, ctx: ContextHandle) -> Result<DevResource> {
+        self.abi_ctx_workqueue(ctx)
+    }
+
+    fn workqueue_config_resource(&self, info: WorkqueueInfo) -> Result<DevResource> {
+        self.abi_workqueue_config_resource(info)
+    }
+
     fn green_ctx_destroy(&self, green: GreenContextHandle) -> Result<()> {
         call!(self.cuGreenCtxDestroy(green.0.cast()))
     }

@@ -22,6 +22,8 @@
 //!   `_v2`; the batched prefetch and discard calls are in the 13 header only).
 //! - `fn pool_location(kind, id) -> CUmemLocation` and `fn managed_allocation_type()` (pools:
 //!   the 13 header's location union, and its managed allocation type).
+//! - `fn abi_workqueue_config`, `abi_ctx_workqueue`, `abi_workqueue_config_resource` (work-queue
+//!   resources are in the 13 header only, and need a 13.1 driver).
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
 macro_rules! function {
@@ -57,7 +59,7 @@ macro_rules! driver_impl {
             EventHandle, FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle,
             GreenContextHandle, JitLogs, KernelHandle, KernelNodeSpec, LaunchParams, LibraryHandle,
             LinkInput, LinkOptions, MemsetSpec, ModuleHandle, PoolHandle, SmInfo, StreamHandle,
-            UpdateResult, UserObjectHandle,
+            UpdateResult, UserObjectHandle, WorkqueueInfo,
         };
         use $crate::driver::shared::call;
         use $crate::error::{DriverCode, Error, Result};
