@@ -1,7 +1,11 @@
 //! The system view through NVML, the NVIDIA Management Library: driver and NVML versions, and
 //! for each GPU its identity, memory, utilization, temperatures, power, clocks, PCIe and NVLink
-//! state, ECC counts, MIG mode, topology, running compute processes and XID errors, as
-//! `nvidia-smi` shows them.
+//! state, ECC counts, MIG mode, topology, running compute processes and XID errors, persistence
+//! mode, CPU and memory affinity, InfoROM versions, addressing mode, display state and C2C mode,
+//! as `nvidia-smi` shows them; and NVML's events ([`EventSet`]), awaited with a timeout.
+//!
+//! Everything here reads: nothing changes a GPU's settings. For what this module does not wrap,
+//! [`System::nvml`] and [`SystemDevice::nvml`] give nvml-wrapper's own objects.
 //!
 //! NVML is the driver's (`libnvidia-ml.so.1`), loaded at run time on first use through the
 //! [`nvml-wrapper`](https://docs.rs/nvml-wrapper) crate, which loads it dynamically and wraps
@@ -26,17 +30,22 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 
+use std::os::raw::{c_uint, c_ulong};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use nvml_wrapper::enum_wrappers::device::{
-    Clock as NvmlClock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
+    Clock as NvmlClock, EccCounter, InfoRom, MemoryError, PcieUtilCounter, TemperatureSensor,
     TemperatureThreshold as NvmlThreshold, TopologyLevel,
 };
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::Nvml;
 
 use crate::error::{Error, Result};
+
+mod events;
+
+pub use events::{EventKinds, EventSet, SystemEvent};
 
 /// The library names tried, in order, when `CUDA_CORE_NVML_PATH` is not set.
 const NAMES: [&str; 2] = ["libnvidia-ml.so.1", "libnvidia-ml.so"];
@@ -326,6 +335,121 @@ pub struct Performance {
     pub throttle_reasons: u64,
 }
 
+/// Which neighbourhood of a GPU an affinity is asked for.
+#[doc(alias = "nvmlAffinityScope_t")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AffinityScope {
+    /// The NUMA node nearest the GPU (`NVML_AFFINITY_SCOPE_NODE`).
+    #[doc(alias = "NVML_AFFINITY_SCOPE_NODE")]
+    Node,
+    /// The CPU socket nearest the GPU (`NVML_AFFINITY_SCOPE_SOCKET`).
+    #[doc(alias = "NVML_AFFINITY_SCOPE_SOCKET")]
+    Socket,
+}
+
+impl AffinityScope {
+    /// NVML's value (`nvmlAffinityScope_t`).
+    fn code(self) -> c_uint {
+        match self {
+            AffinityScope::Node => 0,
+            AffinityScope::Socket => 1,
+        }
+    }
+}
+
+/// How a GPU reaches the memory of the system allocator (`malloc`, `mmap`): whether a kernel
+/// may dereference a pointer to it, and by what means.
+#[doc(alias("nvmlDeviceAddressingModeType_t", "nvmlDeviceAddressingMode_t"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AddressingMode {
+    /// It does not: only memory allocated through CUDA is addressable
+    /// (`NVML_DEVICE_ADDRESSING_MODE_NONE`).
+    #[doc(alias = "NVML_DEVICE_ADDRESSING_MODE_NONE")]
+    None,
+    /// Heterogeneous Memory Management: the driver mirrors the CPU's page tables on the GPU in
+    /// software (`NVML_DEVICE_ADDRESSING_MODE_HMM`).
+    #[doc(alias = "NVML_DEVICE_ADDRESSING_MODE_HMM")]
+    Hmm,
+    /// Address Translation Services: the CPU and the GPU use one set of page tables, as over
+    /// NVLink-C2C (`NVML_DEVICE_ADDRESSING_MODE_ATS`).
+    #[doc(alias = "NVML_DEVICE_ADDRESSING_MODE_ATS")]
+    Ats,
+    /// A mode this crate does not name yet: NVML's value.
+    Other(u32),
+}
+
+/// The versions of a GPU's InfoROM, the board's non-volatile store of its configuration and
+/// counts (aggregate ECC errors, say).
+#[doc(alias("nvmlDeviceGetInforomImageVersion", "nvmlDeviceGetInforomVersion"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InforomVersions {
+    /// The image's version (`G520.0200.00.05`): it names the exact InfoROM flashed on the
+    /// board, as the VBIOS version names the VBIOS (`nvmlDeviceGetInforomImageVersion`).
+    pub image: String,
+    /// The OEM object's version, `None` where the board has none (`NVML_INFOROM_OEM`).
+    pub oem: Option<String>,
+    /// The ECC object's version, `None` where the board has none (`NVML_INFOROM_ECC`).
+    pub ecc: Option<String>,
+    /// The power-management object's version, `None` where the board has none
+    /// (`NVML_INFOROM_POWER`).
+    pub power: Option<String>,
+}
+
+/// How many `unsigned long`s of CPU bits an affinity query is given: 16384 CPUs.
+const CPU_SET_WORDS: usize = 256;
+/// How many `unsigned long`s of NUMA node bits: 1024 nodes, Linux's most.
+const NODE_SET_WORDS: usize = 16;
+
+/// The ids of the bits set in an NVML bitmask of `unsigned long`s (bit `b` of word `w` is id
+/// `w * 64 + b` where an `unsigned long` has 64 bits), in ascending order.
+fn ids_of_bits(words: &[c_ulong]) -> Vec<u32> {
+    let mut ids = Vec::new();
+    let mut base = 0u32;
+    for &word in words {
+        for bit in 0..c_ulong::BITS {
+            if word >> bit & 1 == 1 {
+                ids.push(base + bit);
+            }
+        }
+        base += c_ulong::BITS;
+    }
+    ids
+}
+
+/// The size of what an NVML function writes through its second argument: nvml-wrapper's
+/// declaration of the struct, which a call through [`Nvml::lib`] is checked against.
+fn pointee_size<A, T>(_: &unsafe extern "C" fn(A, *mut T) -> c_uint) -> usize {
+    std::mem::size_of::<T>()
+}
+
+/// `nvmlDeviceAddressingMode_v1_t` of nvml.h.
+#[repr(C)]
+struct RawAddressingMode {
+    version: c_uint,
+    value: c_uint,
+}
+
+/// `nvmlDeviceAddressingMode_v1`: the struct's size, and its version in the top byte
+/// (`NVML_STRUCT_VERSION`).
+const ADDRESSING_MODE_V1: c_uint = std::mem::size_of::<RawAddressingMode>() as c_uint | 1 << 24;
+
+/// `nvmlC2cModeInfo_v1_t` of nvml.h (which has no version field).
+#[repr(C)]
+struct RawC2cModeInfo {
+    is_c2c_enabled: c_uint,
+}
+
+/// The error for a struct nvml-wrapper declares at another size than nvml.h does.
+fn layout_mismatch(query: &'static str) -> Error {
+    Error::Nvml {
+        query,
+        reason: "nvml-wrapper declares its argument at another size than nvml.h; not called".into(),
+    }
+}
+
 impl<'a> SystemDevice<'a> {
     /// The NVML device itself, for what this module does not wrap.
     pub fn nvml(&self) -> &nvml_wrapper::Device<'a> {
@@ -597,15 +721,23 @@ impl<'a> SystemDevice<'a> {
             .map_err(nvml_error("nvmlDeviceGetMigMode"))
     }
 
-    /// The MIG devices (instances) of this GPU, in MIG mode; none otherwise.
-    pub fn mig_devices(&self) -> Result<Vec<SystemDevice<'a>>> {
+    /// The most MIG devices this GPU can hold, in MIG mode; 0 where MIG is off. Those it holds
+    /// now are [`mig_devices`](Self::mig_devices). A GPU without MIG answers
+    /// [`Error::SystemNotSupported`] naming `nvmlDeviceGetMigMode`.
+    #[doc(alias = "nvmlDeviceGetMaxMigDeviceCount")]
+    pub fn max_mig_device_count(&self) -> Result<u32> {
         if !self.mig_mode()?.0 {
-            return Ok(Vec::new());
+            return Ok(0);
         }
-        let count = self
-            .device
+        self.device
             .mig_device_count()
-            .map_err(nvml_error("nvmlDeviceGetMaxMigDeviceCount"))?;
+            .map_err(nvml_error("nvmlDeviceGetMaxMigDeviceCount"))
+    }
+
+    /// The MIG devices (instances) of this GPU, in MIG mode; none otherwise.
+    #[doc(alias = "nvmlDeviceGetMigDeviceHandleByIndex")]
+    pub fn mig_devices(&self) -> Result<Vec<SystemDevice<'a>>> {
+        let count = self.max_mig_device_count()?;
         let mut out = Vec::new();
         for index in 0..count {
             match self.device.mig_device_by_index(index) {
@@ -695,27 +827,149 @@ impl<'a> SystemDevice<'a> {
 
     /// Waits at most `timeout` for a critical XID error on this GPU, answering its XID (the
     /// driver's error number; `None` in it where NVML gives none), or `Ok(None)` when none came.
+    /// One wait on an [`EventSet`] of this GPU alone, registered for
+    /// [`EventKinds::XID_CRITICAL_ERROR`]: to watch for longer, or several GPUs, keep a set of
+    /// [`System::events`].
+    #[doc(alias("nvmlEventTypeXidCriticalError", "nvmlEventSetWait_v2"))]
     pub fn wait_for_xid(&self, timeout: Duration) -> Result<Option<Option<u64>>> {
-        use nvml_wrapper::bitmasks::event::EventTypes;
-        use nvml_wrapper::enums::event::XidError;
-        let set = self
+        let set = EventSet::new(
+            self.device.nvml(),
+            EventKinds::XID_CRITICAL_ERROR,
+            [&self.device],
+        )?;
+        Ok(set.wait(timeout)?.map(|event| event.xid))
+    }
+
+    /// Whether persistence mode is on: the driver keeps the GPU initialised while no program
+    /// uses it, so that the next starts sooner (Linux).
+    #[doc(alias = "nvmlDeviceGetPersistenceMode")]
+    pub fn persistence_mode(&self) -> Result<bool> {
+        self.device
+            .is_in_persistent_mode()
+            .map_err(nvml_error("nvmlDeviceGetPersistenceMode"))
+    }
+
+    /// The CPUs nearest this GPU, within its NUMA node or its socket: their ids, in ascending
+    /// order (the numbers of `sched_setaffinity` and `/proc/cpuinfo`), not NVML's bitmask.
+    /// Where `scope` does not apply to the machine, NVML answers for the nearest level that
+    /// does.
+    #[doc(alias("nvmlDeviceGetCpuAffinityWithinScope", "nvmlDeviceGetCpuAffinity"))]
+    pub fn cpu_affinity(&self, scope: AffinityScope) -> Result<Vec<u32>> {
+        self.device
+            .cpu_affinity_within_scope(CPU_SET_WORDS, scope.code())
+            .map(|words| ids_of_bits(&words))
+            .map_err(nvml_error("nvmlDeviceGetCpuAffinityWithinScope"))
+    }
+
+    /// The memory nearest this GPU: the ids of the NUMA nodes ([`AffinityScope::Node`]) or of
+    /// the CPU sockets ([`AffinityScope::Socket`]) whose memory is nearest, in ascending
+    /// order, not NVML's bitmask.
+    #[doc(alias = "nvmlDeviceGetMemoryAffinity")]
+    pub fn memory_affinity(&self, scope: AffinityScope) -> Result<Vec<u32>> {
+        self.device
+            .memory_affinity(NODE_SET_WORDS, scope.code())
+            .map(|words| ids_of_bits(&words))
+            .map_err(nvml_error("nvmlDeviceGetMemoryAffinity"))
+    }
+
+    /// The InfoROM's versions: its image's, and each object's the board has. A board without
+    /// an InfoROM answers [`Error::SystemNotSupported`] naming
+    /// `nvmlDeviceGetInforomImageVersion`.
+    #[doc(alias("nvmlDeviceGetInforomImageVersion", "nvmlDeviceGetInforomVersion"))]
+    pub fn inforom(&self) -> Result<InforomVersions> {
+        let image = self
+            .device
+            .info_rom_image_version()
+            .map_err(nvml_error("nvmlDeviceGetInforomImageVersion"))?;
+        let object = |object| match self.device.info_rom_version(object) {
+            Ok(version) => Ok(Some(version)),
+            Err(e) => match nvml_error("nvmlDeviceGetInforomVersion")(e) {
+                Error::SystemNotSupported { .. } => Ok(None),
+                other => Err(other),
+            },
+        };
+        Ok(InforomVersions {
+            image,
+            oem: object(InfoRom::OEM)?,
+            ecc: object(InfoRom::ECC)?,
+            power: object(InfoRom::Power)?,
+        })
+    }
+
+    /// How this GPU reaches the system allocator's memory. An NVML that lacks the query (of an
+    /// older driver) answers [`Error::SystemNotSupported`].
+    #[doc(alias = "nvmlDeviceGetAddressingMode")]
+    pub fn addressing_mode(&self) -> Result<AddressingMode> {
+        const QUERY: &str = "nvmlDeviceGetAddressingMode";
+        // nvml-wrapper 0.13 loads the function but does not wrap it.
+        let call = self
             .device
             .nvml()
-            .create_event_set()
-            .map_err(nvml_error("nvmlEventSetCreate"))?;
-        let set = self
-            .device
-            .register_events(EventTypes::CRITICAL_XID_ERROR, set)
-            .map_err(|e| nvml_error("nvmlDeviceRegisterEvents")(e.error))?;
-        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
-        match set.wait(ms) {
-            Ok(data) => Ok(Some(match data.event_data {
-                Some(XidError::Value(xid)) => Some(xid),
-                _ => None,
-            })),
-            Err(NvmlError::Timeout) => Ok(None),
-            Err(e) => Err(nvml_error("nvmlEventSetWait")(e)),
+            .lib()
+            .nvmlDeviceGetAddressingMode
+            .as_ref()
+            .map_err(|_| Error::SystemNotSupported { query: QUERY })?;
+        if pointee_size(call) != std::mem::size_of::<RawAddressingMode>() {
+            return Err(layout_mismatch(QUERY));
         }
+        let mut mode = RawAddressingMode {
+            version: ADDRESSING_MODE_V1,
+            value: 0,
+        };
+        // SAFETY: `call` is NVML's nvmlDeviceGetAddressingMode, of the library `self` borrows;
+        // it is given this device's handle, valid while the library is, and a pointer to a
+        // struct of nvml.h's layout (its size checked above), which it writes during the call.
+        let code = unsafe { call(self.device.handle(), std::ptr::from_mut(&mut mode).cast()) };
+        nvml_try(code).map_err(nvml_error(QUERY))?;
+        Ok(match mode.value {
+            0 => AddressingMode::None,
+            1 => AddressingMode::Hmm,
+            2 => AddressingMode::Ats,
+            other => AddressingMode::Other(other),
+        })
+    }
+
+    /// Whether a display is connected to one of the GPU's outputs (`nvidia-smi`'s display
+    /// mode).
+    #[doc(alias = "nvmlDeviceGetDisplayMode")]
+    pub fn display_connected(&self) -> Result<bool> {
+        self.device
+            .is_display_connected()
+            .map_err(nvml_error("nvmlDeviceGetDisplayMode"))
+    }
+
+    /// Whether a display is initialised on the GPU (an X server has memory for a screen on
+    /// it, say), connected or not.
+    #[doc(alias = "nvmlDeviceGetDisplayActive")]
+    pub fn display_active(&self) -> Result<bool> {
+        self.device
+            .is_display_active()
+            .map_err(nvml_error("nvmlDeviceGetDisplayActive"))
+    }
+
+    /// Whether C2C mode is on: the GPU is joined to its CPU by NVLink-C2C (chip to chip), as
+    /// in a Grace Hopper superchip. Other GPUs answer [`Error::SystemNotSupported`].
+    #[doc(alias = "nvmlDeviceGetC2cModeInfoV")]
+    pub fn c2c_enabled(&self) -> Result<bool> {
+        const QUERY: &str = "nvmlDeviceGetC2cModeInfoV";
+        // nvml-wrapper 0.13 loads the function but does not wrap it.
+        let call = self
+            .device
+            .nvml()
+            .lib()
+            .nvmlDeviceGetC2cModeInfoV
+            .as_ref()
+            .map_err(|_| Error::SystemNotSupported { query: QUERY })?;
+        if pointee_size(call) != std::mem::size_of::<RawC2cModeInfo>() {
+            return Err(layout_mismatch(QUERY));
+        }
+        let mut info = RawC2cModeInfo { is_c2c_enabled: 0 };
+        // SAFETY: `call` is NVML's nvmlDeviceGetC2cModeInfoV, of the library `self` borrows; it
+        // is given this device's handle, valid while the library is, and a pointer to a struct
+        // of nvml.h's layout (its size checked above), which it writes during the call.
+        let code = unsafe { call(self.device.handle(), std::ptr::from_mut(&mut info).cast()) };
+        nvml_try(code).map_err(nvml_error(QUERY))?;
+        Ok(info.is_c2c_enabled != 0)
     }
 
     /// The CUDA device that is this GPU, matched by UUID; `None` where this process does not
@@ -734,6 +988,16 @@ impl<'a> SystemDevice<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bitmask_gives_the_ids_of_its_bits_word_by_word() {
+        // NVML's example: CPUs 0, 1, 32 and 33 in one word, and a bit of the next.
+        assert_eq!(ids_of_bits(&[0x3_0000_0003, 0b101]), [0, 1, 32, 33, 64, 66]);
+        assert_eq!(ids_of_bits(&[0, 1 << 63]), [127]);
+        assert_eq!(ids_of_bits(&[c_ulong::MAX]), (0..64).collect::<Vec<u32>>());
+        assert!(ids_of_bits(&[0, 0]).is_empty());
+        assert_eq!(ADDRESSING_MODE_V1, 0x0100_0008);
+    }
 
     #[test]
     fn an_unsupported_query_is_its_own_error_and_others_keep_their_reason() {

@@ -117,6 +117,89 @@ pub fn run_with_nccl(
     run(module_path, function, &[], &all, body);
 }
 
+/// Runs `body` as [`run`] does (the stand-in driver built without defines), with the stand-in
+/// NVML (`tests/standin/libnvml_standin.c`, built with `nvml_defines`) as the process's NVML:
+/// `CUDA_CORE_NVML_PATH` names it. [`nvml_hook`] reaches its hooks.
+pub fn run_with_nvml(
+    module_path: &str,
+    function: &str,
+    nvml_defines: &[&str],
+    body: impl FnOnce(),
+) {
+    let test = test_name(module_path, function);
+    // The child finds the library its parent built where the parent said.
+    let path = if child_role(&test).is_some() {
+        std::env::var("CUDA_CORE_NVML_PATH").unwrap_or_default()
+    } else {
+        let Some(dir) = build_library(
+            "libnvml_standin.c",
+            include_str!("../standin/libnvml_standin.c"),
+            "libnvidia-ml.so.1",
+            nvml_defines,
+            &[],
+        ) else {
+            return;
+        };
+        dir.join("libnvidia-ml.so.1").display().to_string()
+    };
+    run(
+        module_path,
+        function,
+        &[],
+        &[("CUDA_CORE_NVML_PATH", &path)],
+        body,
+    );
+}
+
+/// A hook of the stand-in NVML this process loaded (see [`run_with_nvml`]).
+fn nvml_hook<T: Copy>(name: &[u8]) -> T {
+    let path = std::env::var("CUDA_CORE_NVML_PATH").expect("the stand-in NVML's path");
+    // SAFETY: the stand-in NVML is this process's NVML, loaded already by cuda-core from this
+    // path; opening it again takes a reference to the same library, kept for the process.
+    let library: &'static libloading::Library = Box::leak(Box::new(
+        unsafe { libloading::Library::new(&path) }.expect("the stand-in NVML is loaded"),
+    ));
+    // SAFETY: the caller names a function of the stand-in with type `T`.
+    *unsafe { library.get::<T>(name) }.expect("a stand-in NVML function")
+}
+
+/// Has the stand-in NVML deliver an event of `kinds` bits with `data` on its GPU `device`, to
+/// the next wait of a set registered for it.
+pub fn nvml_post(device: i32, kinds: u64, data: u64) {
+    let post: unsafe extern "C" fn(i32, u64, u64) = nvml_hook(b"standin_nvml_post\0");
+    // SAFETY: the stand-in NVML's hook, taking plain values.
+    unsafe { post(device, kinds, data) }
+}
+
+/// Makes the stand-in NVML's next `n` event waits return their timeout at once, as a wait a
+/// signal interrupts does.
+pub fn nvml_early(n: i32) {
+    let early: unsafe extern "C" fn(i32) = nvml_hook(b"standin_nvml_early\0");
+    // SAFETY: the stand-in NVML's hook, taking an `int`.
+    unsafe { early(n) }
+}
+
+/// The stand-in NVML's event sets made and not freed.
+pub fn nvml_live_sets() -> i32 {
+    let live: unsafe extern "C" fn() -> i32 = nvml_hook(b"standin_nvml_live_sets\0");
+    // SAFETY: the stand-in NVML's hook, without arguments.
+    unsafe { live() }
+}
+
+/// The stand-in NVML's event waits so far.
+pub fn nvml_waits() -> i32 {
+    let waits: unsafe extern "C" fn() -> i32 = nvml_hook(b"standin_nvml_waits\0");
+    // SAFETY: the stand-in NVML's hook, without arguments.
+    unsafe { waits() }
+}
+
+/// The timeout, in milliseconds, the stand-in NVML's last event wait was given.
+pub fn nvml_last_timeout() -> u32 {
+    let last: unsafe extern "C" fn() -> u32 = nvml_hook(b"standin_nvml_last_timeout\0");
+    // SAFETY: the stand-in NVML's hook, without arguments.
+    unsafe { last() }
+}
+
 /// The directory holding the stand-in built with `defines`, built once per set of defines.
 fn build(defines: &[&str]) -> Option<PathBuf> {
     build_library(
