@@ -63,7 +63,8 @@ impl EventOptions {
 /// old event is unaffected (the driver takes the record a wait waits for when the wait is
 /// queued). Each thread keeps at most 64 handles per context and options; beyond that,
 /// dropped events are destroyed, and a thread's handles are destroyed when it ends. Events of
-/// green contexts, and events wrapped by [`Event::from_raw`], are never recycled. The one
+/// green contexts, events wrapped by [`Event::from_raw`] and events named for a profiler
+/// (`nvtx::name_event`, feature `nvtx`) are never recycled. The one
 /// visible difference: a handle seen through [`Event::as_raw`] can come back in a later event.
 ///
 /// ```no_run
@@ -95,9 +96,10 @@ pub struct Event {
     /// `records` as it was before a wait or query that found the event complete: when the two
     /// are equal, the last record is known complete.
     done_at: AtomicU32,
-    /// Set once a record of it went into a stream capture: the driver then refuses queries of
-    /// it while the capture is open, so its handle is destroyed at the drop, not reused.
-    captured: AtomicBool,
+    /// Set once a record of it went into a stream capture (the driver then refuses queries of
+    /// it while the capture is open), or once it was named for a profiler (a later event must
+    /// not show under its name): its handle is destroyed at the drop, not reused.
+    no_reuse: AtomicBool,
 }
 
 impl Drop for Event {
@@ -118,7 +120,7 @@ impl Drop for Event {
             }
             return;
         }
-        if self.context.is_primary() && !*self.captured.get_mut() {
+        if self.context.is_primary() && !*self.no_reuse.get_mut() {
             let complete = *self.records.get_mut() == *self.done_at.get_mut();
             let flags = flags_of(self.options);
             if recycle::give(
@@ -228,7 +230,7 @@ impl Event {
             owned,
             records: AtomicU32::new(0),
             done_at: AtomicU32::new(0),
-            captured: AtomicBool::new(false),
+            no_reuse: AtomicBool::new(false),
         }
     }
 
@@ -242,7 +244,15 @@ impl Event {
     /// Notes that a record of this event went into a stream capture.
     #[cold]
     pub(crate) fn note_captured(&self) {
-        self.captured.store(true, Ordering::Relaxed);
+        self.no_reuse.store(true, Ordering::Relaxed);
+    }
+
+    /// The handle, for a caller that keeps it beyond the event's life (an NVTX name): the
+    /// event's handle is then destroyed at its drop, not reused.
+    #[cfg(feature = "nvtx")]
+    pub(crate) fn handle_kept(&self) -> EventHandle {
+        self.no_reuse.store(true, Ordering::Relaxed);
+        self.handle
     }
 
     /// The record count before a wait or query, for [`Event::note_done`].

@@ -61,6 +61,9 @@ pub mod memory;
 #[cfg(feature = "nccl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod nccl;
+#[cfg(feature = "nvtx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvtx")))]
+pub mod nvtx;
 mod object_code;
 mod options;
 mod order;
@@ -81,7 +84,7 @@ pub use view::dlpack;
 
 // One public path per item: the core objects a program is made of at the root, each area's
 // items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`, `nccl`,
-// `system`, `tensor_map`, `texture`).
+// `nvtx`, `profiler`, `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};
 pub use context::{

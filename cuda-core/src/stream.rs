@@ -59,8 +59,9 @@ crate::options::chainers!(StreamOptions {
 /// costs no driver call, or one `cuStreamQuery` when each had work, instead of
 /// `cuStreamCreate` and `cuStreamDestroy` (several microseconds). Each thread keeps at most 16 per context and priority; beyond that,
 /// dropped streams are destroyed, and a thread's streams are destroyed when it ends. Blocking
-/// streams, green contexts' streams, streams wrapped by [`Stream::from_raw`] and streams whose
-/// raw handle was taken with [`Stream::as_raw`] are never recycled.
+/// streams, green contexts' streams, streams wrapped by [`Stream::from_raw`], streams whose
+/// raw handle was taken with [`Stream::as_raw`] and streams named for a profiler
+/// (`nvtx::name_stream`, feature `nvtx`) are never recycled.
 ///
 /// Recording, waiting, synchronising and querying make exactly the driver call they name: no
 /// context switch, no lock, no allocation.
@@ -928,6 +929,14 @@ impl Stream {
     #[inline]
     pub fn device(&self) -> Device {
         self.inner.device
+    }
+
+    /// The handle, for a caller that keeps it beyond the stream's life (an NVTX name): as
+    /// after [`Stream::as_raw`], the stream is then destroyed at its drop, not recycled.
+    #[cfg(feature = "nvtx")]
+    pub(crate) fn handle_kept(&self) -> StreamHandle {
+        self.inner.raw_used.store(true, Ordering::Relaxed);
+        self.inner.handle
     }
 
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.

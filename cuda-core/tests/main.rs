@@ -47,6 +47,8 @@ mod multi_device;
 #[cfg(feature = "nccl")]
 mod nccl;
 mod nvrtc_preload;
+#[cfg(feature = "nvtx")]
+mod nvtx;
 mod pools;
 mod program;
 mod program_cache;

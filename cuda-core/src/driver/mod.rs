@@ -15,6 +15,7 @@
 //! | `v12.rs`, `v13.rs` | only what the two headers spell differently |
 //! | `nvrtc.rs`, `nvjitlink.rs`, `nvvm.rs` | the glue to NVRTC, nvJitLink and libNVVM |
 //! | `nccl/` | the glue to NCCL (feature `nccl`): its generated types and table, its loading |
+//! | `nvtx.rs` | the glue to an NVTX tool (feature `nvtx`): NVTX's loader and its slots |
 //!
 //! NVRTC, nvJitLink and libNVVM are not the driver, yet their glue lives here for two reasons: it is
 //! glue to a sys crate (`cuda-nvrtc-sys`), and this module is the only one that names sys
@@ -22,7 +23,9 @@
 //! major of them to prefer follows the driver ABI the probe chose, which only this module
 //! knows. Above it, `program.rs` and `linker.rs` see compiled bytes, logs and crate errors.
 //! NCCL's glue is here for the first reason: its raw types and status codes end here, and the
-//! `nccl` module above sees neutral handles, addresses and codes.
+//! `nccl` module above sees neutral handles, addresses and codes. NVTX's loader is here because
+//! it is foreign glue of the same kind: the tool's function pointers and the C layouts it reads
+//! end here, and the `nvtx` module above speaks `&str` and neutral handles.
 
 mod api;
 #[cfg(test)]
@@ -34,6 +37,8 @@ pub(crate) mod logs;
 pub(crate) mod nccl;
 mod nvjitlink;
 mod nvrtc;
+#[cfg(feature = "nvtx")]
+pub(crate) mod nvtx;
 mod nvvm;
 mod shared;
 mod v12;

@@ -31,6 +31,19 @@ pub fn run(
         }
         return;
     }
+    let Some(mut child) = child(&test, &role, defines) else {
+        return;
+    };
+    for (name, value) in settings {
+        child.env(name, value);
+    }
+    wait_child(child.spawn().expect("a child starts"), &test, &marker);
+}
+
+/// The command that runs `test` again in a child process, in `role`, against the stand-in
+/// built with `defines` (see [`run`]), for the caller to add to and start; `None`, said as not
+/// run, under compute-sanitizer or without a C compiler.
+pub fn child(test: &str, role: &str, defines: &[&str]) -> Option<std::process::Command> {
     if let Some(sign) = under_sanitizer() {
         // compute-sanitizer (`--target-processes all`) follows child processes through its
         // own exec hooks, whatever environment the child is given, and its injection needs
@@ -42,10 +55,10 @@ pub fn run(
                  without the sanitizer"
             ),
         );
-        return;
+        return None;
     }
-    let Some(dir) = build(defines) else { return };
-    let mut child = child_command(&test, &role);
+    let dir = build(defines)?;
+    let mut child = child_command(test, role);
     let mut path = vec![dir];
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         path.extend(std::env::split_paths(&old));
@@ -56,10 +69,7 @@ pub fn run(
             std::env::join_paths(path).expect("a library path"),
         )
         .env_remove("CUDA_CORE_DRIVER_ABI");
-    for (name, value) in settings {
-        child.env(name, value);
-    }
-    wait_child(child.spawn().expect("a child starts"), &test, &marker);
+    Some(child)
 }
 
 /// What shows that this process runs under compute-sanitizer, if it does: its variables
@@ -212,8 +222,9 @@ fn build(defines: &[&str]) -> Option<PathBuf> {
 }
 
 /// The directory holding `output`, built from `text` (saved as `source`) with `defines` and
-/// linked with `libs`: built once per library and set of defines.
-fn build_library(
+/// linked with `libs`: built once per library and set of defines. `None`, said as not run,
+/// without a C compiler.
+pub fn build_library(
     source: &str,
     text: &str,
     output: &str,
