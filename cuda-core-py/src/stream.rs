@@ -120,6 +120,12 @@ impl PyStream {
     /// Waits until all work queued on the stream is done, without holding the GIL.
     pub(crate) fn sync(&self, py: Python<'_>) -> PyResult<()> {
         let stream = self.get()?;
+        // A stream with nothing left to run says so to a query at once: no need to hand the
+        // GIL over and take it back, which costs more than the query. Work pending, or a
+        // failure, goes to the wait, which reports it under its own name.
+        if let Ok(true) = stream.is_done() {
+            return Ok(());
+        }
         py.allow_threads(|| stream.sync()).or_py(py)
     }
 
@@ -229,6 +235,10 @@ impl PyEvent {
     /// Waits until the work before the event's last record is done, without holding the GIL.
     pub(crate) fn sync(&self, py: Python<'_>) -> PyResult<()> {
         let event = self.get()?;
+        // Done already: answered without handing the GIL over (see `Stream.sync`).
+        if let Ok(true) = event.is_done() {
+            return Ok(());
+        }
         py.allow_threads(|| event.sync()).or_py(py)
     }
 

@@ -133,3 +133,51 @@ def test_a_cluster_launch_counts_clusters(device):
     assert occupancy.max_active_clusters(config, stream) >= 1
     out_buf.close()
     stream.close()
+
+
+SPIN = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {}
+}
+"""
+
+
+@pytest.mark.parametrize("wait", ["stream", "event"])
+def test_a_wait_on_running_work_lets_other_threads_run(device, wait):
+    import threading
+    import time
+
+    code = Program(SPIN, "c++", ProgramOptions(arch=arch(device))).compile("cubin")
+    kernel = code.get_kernel("spin")
+    stream = device.create_stream()
+    rate = device.properties.clock_rate  # kHz
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, np.int64(rate * 300))  # ~300 ms
+    event = stream.record()
+    counted = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counted[0] += 1
+
+    other = threading.Thread(target=count)
+    other.start()
+    time.sleep(0.01)
+    before = counted[0]
+    started = time.perf_counter()
+    if wait == "stream":
+        stream.sync()
+    else:
+        event.sync()
+    waited = time.perf_counter() - started
+    during = counted[0] - before
+    stop.set()
+    other.join()
+    # The wait really waited for the kernel (a bug: returned after the first query).
+    assert waited > 0.1, waited
+    # The other thread counted while this one waited: the GIL was handed over (a bug: held
+    # through the wait, leaving the counter at what the interpreter's switch interval allows,
+    # a few hundred increments in 300 ms).
+    assert during > 100_000, during
+    stream.close()

@@ -3,6 +3,8 @@ import threading
 
 import pytest
 
+import cudacore_rs
+
 from cudacore_rs import Device, Event, EventOptions, Stream, StreamOptions
 
 
@@ -96,7 +98,7 @@ def test_record_wait_sync(standin):
     log = standin.log()
     assert "cuEventRecord" in log
     assert "cuStreamWaitEvent" in log
-    assert "cuStreamSynchronize" in log
+    assert "cuStreamQuery" in log  # finished work: asked, not waited for
     with pytest.raises(TypeError, match="Event or a Stream"):
         b.wait(3)
     a.close()
@@ -196,6 +198,36 @@ def test_is_done_follows_the_driver(standin, monkeypatch):
     assert not event.is_done
     monkeypatch.setenv("STANDIN_QUERY_STATUS", "0")
     assert event.is_done
+
+
+@pytest.mark.standin
+def test_a_wait_on_finished_work_asks_once_and_a_wait_on_pending_work_waits(standin,
+                                                                            monkeypatch):
+    stream = Device(0).create_stream()
+    event = stream.record()
+    standin.clear()
+    stream.sync()
+    event.sync()
+    # Finished work: one query each, no wait (a bug would wait, handing the GIL over for it).
+    assert len(standin.calls("cuStreamQuery")) == 1
+    assert standin.calls("cuStreamSynchronize") == []
+    assert standin.calls("cuEventSynchronize") == []
+    monkeypatch.setenv("STANDIN_QUERY_STATUS", "600")  # CUDA_ERROR_NOT_READY: work pending
+    standin.clear()
+    stream.sync()
+    event.sync()
+    # Pending work: the query, then the wait (a bug would return after the query).
+    assert len(standin.calls("cuStreamSynchronize")) == 1
+    assert len(standin.calls("cuEventSynchronize")) == 1
+    monkeypatch.setenv("STANDIN_QUERY_STATUS", "0")
+    # A failed stream: the query fails, and the wait reports the failure under its own name
+    # (a bug would raise the query's error, or none).
+    standin.set_sync_status(700)
+    with pytest.raises(cudacore_rs.CUDAError) as raised:
+        stream.sync()
+    assert raised.value.call == "cuStreamSynchronize"
+    standin.set_sync_status(0)
+    stream.close()
 
 
 def test_waits_release_the_gil():

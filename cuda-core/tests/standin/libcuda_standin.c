@@ -1677,6 +1677,16 @@ int cuStreamDestroy_v2(void *s) {
 /* What cuStreamSynchronize answers from now on (0 by default): standin_set_sync_status(CODE),
  * called by a test once what it sets up is made, stands for work that failed on the device. */
 static int sync_status;
+/* What a query answers: STANDIN_QUERY_STATUS where set (600: not ready); otherwise the work
+ * is done, as a real driver says only once it has run, host functions included, and with the
+ * failure a wait would report (standin_set_sync_status). */
+static int query_answer(void) {
+    int status = (int)setting("STANDIN_QUERY_STATUS", 0);
+    if (status) return status;
+    if (sync_status) return sync_status;
+    run_host_functions();
+    return 0;
+}
 int cuStreamSynchronize(void *s) {
     evict();
     MODEL_ANSWERS(m_stream_sync(s, 0));
@@ -1718,7 +1728,7 @@ int cuEventQuery(void *e) {
     MODEL_ANSWERS(m_event_sync(e, 1));
     char b[16];
     note("cuEventQuery %s", name(e, b));
-    return (int)setting("STANDIN_QUERY_STATUS", 0);
+    return query_answer();
 }
 int cuEventSynchronize(void *e) {
     char b[16];
@@ -2045,7 +2055,7 @@ int cuStreamQuery(void *s) {
     MODEL_ANSWERS(m_stream_sync(s, 1));
     char b[16];
     note("cuStreamQuery %s", name(s, b));
-    return (int)setting("STANDIN_QUERY_STATUS", 0);
+    return query_answer();
 }
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
     MODEL_ANSWERS(m_stream_wait(s, e));
