@@ -38,6 +38,7 @@ pub mod cache;
 pub mod checkpoint;
 mod completion;
 mod context;
+pub mod coredump;
 mod device;
 mod driver;
 mod ecosystem;
@@ -83,7 +84,7 @@ mod wait;
 pub use view::dlpack;
 
 // One public path per item: the core objects a program is made of at the root, each area's
-// items in its module only (`cache`, `checkpoint`, `dlpack`, `info`, `ipc`, `memory`, `nccl`,
+// items in its module only (`cache`, `checkpoint`, `coredump`, `dlpack`, `info`, `ipc`, `memory`, `nccl`,
 // `nvtx`, `profiler`, `system`, `tensor_map`, `texture`).
 pub use args::{DeviceRepr, GraphArg, KernelArg};
 pub use completion::{EventCompletion, StreamCompletion};

@@ -17,6 +17,7 @@ mod completion;
 mod composition;
 mod contexts;
 mod copies;
+mod coredump;
 mod default_resource;
 mod device;
 mod diagnostics;

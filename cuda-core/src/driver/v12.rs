@@ -309,3 +309,21 @@ fn pool_location(kind: u32, id: i32) -> CUmemLocation {
 fn managed_allocation_type() -> Option<cuda_sys12::CUmemAllocationType> {
     None
 }
+
+/// Core dumps: the 12.9 header names the generation flags up to
+/// `CU_COREDUMP_SKIP_CONSTBANK_MEMORY`, not the 13 header's later ones.
+impl Driver12 {
+    fn abi_coredump_flags_named(&self) -> u32 {
+        use cuda_sys12::CUCoredumpGenerationFlags as F;
+        [
+            F::CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES,
+            F::CU_COREDUMP_SKIP_GLOBAL_MEMORY,
+            F::CU_COREDUMP_SKIP_SHARED_MEMORY,
+            F::CU_COREDUMP_SKIP_LOCAL_MEMORY,
+            F::CU_COREDUMP_SKIP_ABORT,
+            F::CU_COREDUMP_SKIP_CONSTBANK_MEMORY,
+        ]
+        .iter()
+        .fold(0, |named, flag| named | flag.0)
+    }
+}

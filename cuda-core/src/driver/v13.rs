@@ -339,3 +339,27 @@ fn pool_location(kind: u32, id: i32) -> CUmemLocation {
 fn managed_allocation_type() -> Option<cuda_sys13::CUmemAllocationType> {
     Some(cuda_sys13::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED)
 }
+
+/// Core dumps: the 13 header adds gzip compression, faulted contexts only, no tensor memory,
+/// no error barrier at exit and logging only to the 12.9 header's generation flags.
+impl Driver13 {
+    fn abi_coredump_flags_named(&self) -> u32 {
+        use cuda_sys13::CUCoredumpGenerationFlags as F;
+        [
+            F::CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES,
+            F::CU_COREDUMP_SKIP_GLOBAL_MEMORY,
+            F::CU_COREDUMP_SKIP_SHARED_MEMORY,
+            F::CU_COREDUMP_SKIP_LOCAL_MEMORY,
+            F::CU_COREDUMP_SKIP_ABORT,
+            F::CU_COREDUMP_SKIP_CONSTBANK_MEMORY,
+            F::CU_COREDUMP_GZIP_COMPRESS,
+            F::CU_COREDUMP_FAULTED_CONTEXTS_ONLY,
+            F::CU_COREDUMP_SKIP_TENSOR_MEMORY,
+            F::CU_COREDUMP_NO_ERRBAR_AT_EXIT,
+            F::CU_COREDUMP_LOG_ONLY,
+        ]
+        .iter()
+        // The 13 header's enum is an `int`: LOG_ONLY (1 << 31) reads negative.
+        .fold(0, |named, flag| named | flag.0 as u32)
+    }
+}

@@ -26,7 +26,8 @@
  *   -DFAKE_POP_STATUS=CODE   what cuCtxPopCurrent answers, after popping, where
  *                            STANDIN_POP_STATUS is not set (default 0)
  * and of the full one: -DSTANDIN_NO_PARAM_COUNT, -DSTANDIN_NO_LOCATION_V2,
- * -DSTANDIN_NO_DISCARD and -DSTANDIN_NO_GREEN, described with its run-time settings below. */
+ * -DSTANDIN_NO_DISCARD, -DSTANDIN_NO_GREEN and -DSTANDIN_NO_COREDUMP, described with its
+ * run-time settings below. */
 
 #if defined(STANDIN_PROBE) && defined(STANDIN_BENCH)
 #error "STANDIN_PROBE and STANDIN_BENCH are different builds: define one at most"
@@ -75,7 +76,8 @@
  * driver does); -DSTANDIN_NO_LOCATION_V2 leaves out cuMemPrefetchAsync_v2 and cuMemAdvise_v2
  * (as drivers before 12.2 do); -DSTANDIN_NO_DISCARD leaves out the batched discard and
  * prefetch calls (as drivers before 13.x's own do); -DSTANDIN_NO_GREEN leaves out device
- * resources and green contexts (as drivers before 12.4 do).
+ * resources and green contexts (as drivers before 12.4 do); -DSTANDIN_NO_COREDUMP leaves out
+ * the core-dump settings (as drivers before 12.1 do).
  *   STANDIN_SMS=N            SMs per device, for device resources and green contexts (132)
  *   STANDIN_WQ_LIMIT=N       the work-queue concurrency limit devices report (32)
  *
@@ -266,6 +268,7 @@ struct gnode {
 };
 struct capture;
 struct uobj;
+struct coredump;
 
 struct object {
     int kind;
@@ -305,6 +308,7 @@ struct object {
     struct object *disabled[16]; /* executable graphs: their disabled nodes */
     int disabled_count;
     int green;                   /* contexts: a green context's number (gc<N>), 0 otherwise */
+    struct coredump *coredump;   /* contexts: their core-dump settings, once asked */
 };
 
 #ifdef STANDIN_FULL
@@ -3857,5 +3861,161 @@ int cuGreenCtxStreamCreate(void **s, void *green, unsigned flags, int priority) 
     note("cuGreenCtxStreamCreate %s in gc%d flags=%u", name(o, b), g->ctx.green, flags);
     *s = o;
     return 0;
+}
+#endif
+
+#if defined(STANDIN_FULL) && !defined(STANDIN_NO_COREDUMP)
+/* ---- core dumps (cuCoredump*Attribute*, drivers 12.1 and newer) ----------------------------
+ * The settings are kept for the process and for each context (a context takes the process's
+ * when first asked, as a context takes them when made), and each call logs its setting, its
+ * value and, for a context's, which context:
+ *   "cuCoredumpSetAttribute file=/tmp/x in c0", "cuCoredumpGetAttributeGlobal lightweight -> 1".
+ * Sizes are checked as the driver documents them, a wrong one answering
+ * CUDA_ERROR_INVALID_VALUE (1, logged " -> 1 (size N)"): a C bool (1 byte, 0 or 1) for the
+ * booleans, an int (4 bytes) for the generation flags; for the file and the pipe, when set, a
+ * string whose NUL is the region's last byte (1024 bytes at most), and when read, a region that
+ * holds the string and its NUL (the size written back is the string's length with its NUL). A
+ * NULL value answers the size. The pipe and the user trigger cannot be set for a context (1),
+ * nor the generation flags read or set before driver 12.5 (STANDIN_VERSION below 12050: 1),
+ * nor flags the 13 header does not name (1). Without a current context a context's calls
+ * answer 201. */
+struct coredump {
+    unsigned char on_exception, trigger_host, lightweight, user_trigger;
+    unsigned flags;
+    char file[1024], pipe[1024];
+};
+static struct coredump cd_process = {0, 1, 0, 0, 0, "core.cuda.standin", "corepipe.cuda.standin"};
+static const char *const cd_names[] = {
+    "?", "enable_on_exception", "trigger_host", "lightweight", "enable_user_trigger", "file",
+    "pipe", "generation_flags",
+};
+#define CD_FLAGS_NAMED (0x1ffu | 1u << 30 | 1u << 31)
+
+static struct coredump *cd_of(struct object *c) {
+    if (!c->coredump) {
+        c->coredump = malloc(sizeof *c->coredump);
+        *c->coredump = cd_process;
+    }
+    return c->coredump;
+}
+static unsigned char *cd_bool(struct coredump *cd, int attrib) {
+    return attrib == 1 ? &cd->on_exception : attrib == 2 ? &cd->trigger_host
+         : attrib == 3 ? &cd->lightweight : &cd->user_trigger;
+}
+static size_t cd_size(int attrib) { return attrib <= 4 ? 1 : attrib == 7 ? 4 : 1024; }
+/* What no driver takes: an unknown setting, the generation flags before 12.5. */
+static int cd_refused(const char *call, int attrib, const char *in) {
+    if (attrib < 1 || attrib > 7) {
+        note("%s %d%s -> 1", call, attrib, in);
+        return 1;
+    }
+    if (attrib == 7 && setting("STANDIN_VERSION", FAKE_VERSION) < 12050) {
+        note("%s %s%s -> 1 (before 12.5)", call, cd_names[attrib], in);
+        return 1;
+    }
+    return 0;
+}
+static int cd_get(const char *call, struct coredump *cd, const char *in, int attrib, void *value,
+                  size_t *size) {
+    if (cd_refused(call, attrib, in) || !size) return 1;
+    if (!value) {
+        *size = cd_size(attrib);
+        note("%s %s%s size -> %zu", call, cd_names[attrib], in, *size);
+        return 0;
+    }
+    if (attrib == 5 || attrib == 6) {
+        const char *text = attrib == 5 ? cd->file : cd->pipe;
+        size_t n = strlen(text) + 1;
+        if (*size < n) {
+            note("%s %s%s -> 1 (size %zu)", call, cd_names[attrib], in, *size);
+            return 1;
+        }
+        memcpy(value, text, n);
+        *size = n;
+        note("%s %s%s -> %s", call, cd_names[attrib], in, text);
+        return 0;
+    }
+    if (*size != cd_size(attrib)) {
+        note("%s %s%s -> 1 (size %zu)", call, cd_names[attrib], in, *size);
+        return 1;
+    }
+    if (attrib == 7) {
+        memcpy(value, &cd->flags, 4);
+        note("%s %s%s -> %#x", call, cd_names[attrib], in, cd->flags);
+    } else {
+        *(unsigned char *)value = *cd_bool(cd, attrib);
+        note("%s %s%s -> %d", call, cd_names[attrib], in, *cd_bool(cd, attrib));
+    }
+    return 0;
+}
+static int cd_set(const char *call, struct coredump *cd, const char *in, int for_context,
+                  int attrib, void *value, size_t *size) {
+    if (cd_refused(call, attrib, in) || !size) return 1;
+    if (for_context && (attrib == 4 || attrib == 6)) {
+        note("%s %s%s -> 1 (not for a context)", call, cd_names[attrib], in);
+        return 1;
+    }
+    if (!value) {
+        *size = cd_size(attrib);
+        note("%s %s%s size -> %zu", call, cd_names[attrib], in, *size);
+        return 0;
+    }
+    if (attrib == 5 || attrib == 6) {
+        const char *text = value;
+        if (*size < 1 || *size > 1024 || memchr(text, 0, *size) != text + *size - 1) {
+            note("%s %s%s -> 1 (size %zu)", call, cd_names[attrib], in, *size);
+            return 1;
+        }
+        memcpy(attrib == 5 ? cd->file : cd->pipe, text, *size);
+        note("%s %s=%s%s", call, cd_names[attrib], text, in);
+        return 0;
+    }
+    if (*size != cd_size(attrib)) {
+        note("%s %s%s -> 1 (size %zu)", call, cd_names[attrib], in, *size);
+        return 1;
+    }
+    if (attrib == 7) {
+        unsigned flags;
+        memcpy(&flags, value, 4);
+        if (flags & ~CD_FLAGS_NAMED) {
+            note("%s %s=%#x%s -> 1", call, cd_names[attrib], flags, in);
+            return 1;
+        }
+        cd->flags = flags;
+        note("%s %s=%#x%s", call, cd_names[attrib], flags, in);
+        return 0;
+    }
+    unsigned char on = *(unsigned char *)value;
+    if (on > 1) {
+        note("%s %s=%d%s -> 1 (not a bool)", call, cd_names[attrib], on, in);
+        return 1;
+    }
+    *cd_bool(cd, attrib) = on;
+    note("%s %s=%d%s", call, cd_names[attrib], on, in);
+    return 0;
+}
+int cuCoredumpGetAttribute(int attrib, void *value, size_t *size) {
+    char b[16], in[32];
+    if (!current) {
+        note("cuCoredumpGetAttribute -> 201");
+        return 201;
+    }
+    snprintf(in, sizeof in, " in %s", name(current, b));
+    return cd_get("cuCoredumpGetAttribute", cd_of(current), in, attrib, value, size);
+}
+int cuCoredumpGetAttributeGlobal(int attrib, void *value, size_t *size) {
+    return cd_get("cuCoredumpGetAttributeGlobal", &cd_process, "", attrib, value, size);
+}
+int cuCoredumpSetAttribute(int attrib, void *value, size_t *size) {
+    char b[16], in[32];
+    if (!current) {
+        note("cuCoredumpSetAttribute -> 201");
+        return 201;
+    }
+    snprintf(in, sizeof in, " in %s", name(current, b));
+    return cd_set("cuCoredumpSetAttribute", cd_of(current), in, 1, attrib, value, size);
+}
+int cuCoredumpSetAttributeGlobal(int attrib, void *value, size_t *size) {
+    return cd_set("cuCoredumpSetAttributeGlobal", &cd_process, "", 0, attrib, value, size);
 }
 #endif

@@ -14,6 +14,7 @@
 mod checkpoint;
 mod context;
 pub(crate) mod copy;
+mod coredump;
 mod device;
 mod event;
 mod graph;
@@ -32,6 +33,7 @@ mod vmm;
 pub(crate) use self::checkpoint::CheckpointApi;
 pub(crate) use self::context::ContextApi;
 pub(crate) use self::copy::CopyApi;
+pub(crate) use self::coredump::CoredumpApi;
 pub(crate) use self::device::DeviceApi;
 pub(crate) use self::event::EventApi;
 pub(crate) use self::graph::GraphApi;
@@ -73,6 +75,7 @@ pub(crate) trait Driver:
     + TensorMapApi
     + TextureApi
     + ProfilerApi
+    + CoredumpApi
     + Send
     + Sync
 {

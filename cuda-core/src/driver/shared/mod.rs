@@ -24,6 +24,8 @@
 //!   the 13 header's location union, and its managed allocation type).
 //! - `fn abi_workqueue_config`, `abi_ctx_workqueue`, `abi_workqueue_config_resource` (work-queue
 //!   resources are in the 13 header only, and need a 13.1 driver).
+//! - `fn abi_coredump_flags_named(&self) -> u32` (the core-dump generation flags each header
+//!   names: the 13 header has five more).
 
 /// Takes a function out of the table, or returns `NotSupported` naming it.
 macro_rules! function {
@@ -242,6 +244,7 @@ macro_rules! shared_modules {
             checkpoint = "shared/checkpoint.rs",
             context = "shared/context.rs",
             copy = "shared/copy.rs",
+            coredump = "shared/coredump.rs",
             device = "shared/device.rs",
             event = "shared/event.rs",
             graph = "shared/graph.rs",
