@@ -332,20 +332,45 @@ impl Device {
         memory::set_default_resource(*self, resource)
     }
 
-    /// The legacy default stream (the `NULL` stream) of this device's primary context.
+    /// The default stream of this device's primary context: the legacy default stream (the
+    /// `NULL` stream), or, where the environment variable
+    /// `CUDA_CORE_PER_THREAD_DEFAULT_STREAM` is `1`, the calling thread's per-thread default
+    /// stream ([`Stream::per_thread_default`]), as Python's cuda.core does with
+    /// `CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`. The variable is read once, at the first
+    /// call in the process: unset, empty or `0` is the legacy stream; any other value is
+    /// [`Error::Config`] from every call (streams of their own and
+    /// [`Stream::per_thread_default`] are not affected).
     ///
-    /// It waits for, and is waited for by, every blocking stream of the context
+    /// The legacy stream waits for, and is waited for by, every blocking stream of the context
     /// (`StreamOptions::non_blocking: false`), so the driver refuses work on it while such a
     /// stream captures, invalidating the capture. So while a capture of a blocking stream in
     /// the context is open (begun through this crate, on any thread), work on it and its
     /// synchronisation are refused before the driver, with [`Error::InvalidArgument`], and the
     /// capture stays valid; captures begun meanwhile wait for its calls to return.
     ///
+    /// A per-thread default stream waits for no other stream; it belongs to the thread that
+    /// asked for it: used from another thread, every operation on it is
+    /// [`Error::InvalidArgument`] (ask for the default stream on each thread).
+    ///
     /// Seen on the 580 driver (CUDA 13.0): while green contexts are being created on the
     /// device, synchronising a default stream can return before an event recorded on it reads
     /// done. Synchronise the event itself where that matters.
-    #[doc(alias = "CU_STREAM_LEGACY")]
+    ///
+    /// ```no_run
+    /// use cuda_core::Device;
+    ///
+    /// let device = Device::new(0)?;
+    /// let stream = device.default_stream()?;
+    /// // 1: CU_STREAM_LEGACY; 2: CU_STREAM_PER_THREAD (CUDA_CORE_PER_THREAD_DEFAULT_STREAM=1)
+    /// println!("default stream {:?}", stream.as_raw());
+    /// stream.sync()?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("CU_STREAM_LEGACY", "CU_STREAM_PER_THREAD"))]
     pub fn default_stream(&self) -> Result<Stream> {
+        if per_thread_default_chosen()? {
+            return Stream::per_thread_default(*self);
+        }
         Ok(Stream::legacy_default(self.primary_context()?))
     }
 
@@ -409,6 +434,41 @@ impl Device {
     /// One attribute, read once and cached.
     pub(crate) fn attribute(&self, code: i32) -> Result<i32> {
         self.state()?.attribute(code, self.handle())
+    }
+}
+
+/// The variable that makes [`Device::default_stream`] the per-thread default stream.
+const PER_THREAD_VARIABLE: &str = "CUDA_CORE_PER_THREAD_DEFAULT_STREAM";
+
+/// Whether `CUDA_CORE_PER_THREAD_DEFAULT_STREAM` chooses the per-thread default stream, read
+/// once for the process; a value it cannot take is [`Error::Config`] from each call.
+fn per_thread_default_chosen() -> Result<bool> {
+    static CHOSEN: std::sync::OnceLock<std::result::Result<bool, String>> =
+        std::sync::OnceLock::new();
+    CHOSEN
+        .get_or_init(|| per_thread_choice(std::env::var_os(PER_THREAD_VARIABLE).as_deref()))
+        .clone()
+        .map_err(|value| Error::Config {
+            variable: PER_THREAD_VARIABLE,
+            value,
+            reason: "expected 1 (the per-thread default stream) or 0 (the legacy default \
+                     stream, as when it is unset)"
+                .to_owned(),
+        })
+}
+
+/// What a value of `CUDA_CORE_PER_THREAD_DEFAULT_STREAM` chooses: `true` for the per-thread
+/// default stream; unset, empty (once trimmed) or `0` the legacy one; anything else, the value
+/// as the error.
+fn per_thread_choice(value: Option<&std::ffi::OsStr>) -> std::result::Result<bool, String> {
+    let Some(value) = value else {
+        return Ok(false);
+    };
+    let value = value.to_string_lossy();
+    match value.trim() {
+        "" | "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(value.into_owned()),
     }
 }
 
@@ -480,4 +540,26 @@ impl DeviceProperties {
 /// `cargo xtask regenerate-bindings`.
 mod attributes {
     include!("generated/device_attributes.rs");
+}
+
+#[cfg(test)]
+mod per_thread_tests {
+    use super::per_thread_choice;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_per_thread_variable_takes_0_1_or_nothing() {
+        let choice = |v: Option<&str>| per_thread_choice(v.map(OsStr::new));
+        // Catches the variable ignored, or read as set whatever its value.
+        assert_eq!(choice(Some("1")), Ok(true));
+        assert_eq!(choice(Some(" 1\n")), Ok(true));
+        assert_eq!(choice(None), Ok(false));
+        assert_eq!(choice(Some("0")), Ok(false));
+        assert_eq!(choice(Some("")), Ok(false));
+        // Catches a value the crate cannot read taken as either stream (cuda.core's strtol
+        // would read "yes" as 0 and "2" as set), and the value lost from the error.
+        for bad in ["yes", "2", "true", "01", "-1"] {
+            assert_eq!(choice(Some(bad)), Err(bad.to_owned()), "{bad}");
+        }
+    }
 }

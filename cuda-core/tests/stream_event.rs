@@ -767,3 +767,165 @@ fn a_repeatable_host_function_in_a_capture_is_a_host_node_run_on_each_launch() {
     assert_eq!(runs.load(Ordering::SeqCst), 4);
     assert_eq!(buffer.to_vec::<u32>(&stream).unwrap(), [1]);
 }
+
+/// The variable that makes `Device::default_stream` the per-thread default stream.
+const PER_THREAD_VARIABLE: &str = "CUDA_CORE_PER_THREAD_DEFAULT_STREAM";
+
+/// Runs `body` in a child process against the stand-in, with `CUDA_CORE_PER_THREAD_DEFAULT_STREAM`
+/// set to `value` or, for `None`, removed (whatever this process has).
+fn with_per_thread_variable(function: &str, value: Option<&str>, body: impl FnOnce()) {
+    let test = common::test_name(module_path!(), function);
+    let role = format!("{PER_THREAD_VARIABLE}={value:?}");
+    let marker = format!("per-thread variable: {test} done");
+    if let Some(running) = common::child_role(&test) {
+        if running == role {
+            body();
+            println!("{marker}");
+        }
+        return;
+    }
+    let Some(mut child) = common::standin::child(&test, &role, &[]) else {
+        return;
+    };
+    match value {
+        Some(value) => child.env(PER_THREAD_VARIABLE, value),
+        None => child.env_remove(PER_THREAD_VARIABLE),
+    };
+    common::wait_child(child.spawn().expect("a child starts"), &test, &marker);
+}
+
+/// What the default stream records an event on, as the stand-in logs it (`legacy`,
+/// `per-thread`), with the stream's raw handle.
+fn default_stream_name(device: cuda_core::Device) -> (String, usize) {
+    let stream = device.default_stream().unwrap();
+    let event = device.create_event(EventOptions::default()).unwrap();
+    stream.record(&event).unwrap();
+    let recorded = common::standin::last_call("cuEventRecord");
+    let name = recorded.rsplit(' ').next().unwrap().to_owned();
+    (name, stream.as_raw() as usize)
+}
+
+/// `Device::default_stream` is the legacy default stream unless
+/// `CUDA_CORE_PER_THREAD_DEFAULT_STREAM` is 1, read once for the process; any other value is
+/// `Error::Config` from each call and changes nothing else.
+#[test]
+fn the_default_stream_follows_the_per_thread_variable() {
+    const NAME: &str = "the_default_stream_follows_the_per_thread_variable";
+    for value in [None, Some("0"), Some("")] {
+        with_per_thread_variable(NAME, value, || {
+            let device = cuda_core::Device::new(0).unwrap();
+            // Bug caught: the per-thread stream given without the variable asking for it (or
+            // for 0, or an empty value).
+            assert_eq!(
+                default_stream_name(device),
+                ("legacy".to_owned(), 1),
+                "{value:?}"
+            );
+        });
+    }
+    for value in ["1", " 1\n"] {
+        with_per_thread_variable(NAME, Some(value), || {
+            let device = cuda_core::Device::new(0).unwrap();
+            // Bug caught: the variable not read, and the legacy stream given whatever it says.
+            assert_eq!(
+                default_stream_name(device),
+                ("per-thread".to_owned(), 2),
+                "{value:?}"
+            );
+            // It is read once. Bug caught: read at each call (a program that changes its
+            // environment later would see its default stream change under it).
+            // SAFETY: the child runs this test alone, on one thread.
+            unsafe { std::env::set_var(PER_THREAD_VARIABLE, "0") };
+            assert_eq!(default_stream_name(device).0, "per-thread");
+            // It is this thread's stream: from another it is refused, and that thread's own
+            // default stream is its per-thread one. Bug caught: the value given as a stream
+            // any thread may use (it would act on each caller's own per-thread stream).
+            let mine = device.default_stream().unwrap();
+            let theirs = std::thread::spawn(move || {
+                let refused = mine.sync().unwrap_err();
+                assert!(
+                    matches!(&refused, Error::InvalidArgument { name: "stream", .. }),
+                    "{refused}"
+                );
+                default_stream_name(device).0
+            })
+            .join()
+            .unwrap();
+            assert_eq!(theirs, "per-thread");
+        });
+    }
+    for value in ["yes", "2"] {
+        with_per_thread_variable(NAME, Some(value), || {
+            let device = cuda_core::Device::new(0).unwrap();
+            // Bug caught: a value the crate cannot read taken as either stream, silently.
+            for _ in 0..2 {
+                match device.default_stream() {
+                    Err(Error::Config {
+                        variable,
+                        value: read,
+                        ..
+                    }) => {
+                        assert_eq!(variable, PER_THREAD_VARIABLE);
+                        assert_eq!(read, value);
+                    }
+                    other => panic!("expected Error::Config for {value:?}, got {other:?}"),
+                }
+            }
+            // Nothing else depends on it.
+            let own = device.create_stream(StreamOptions::default()).unwrap();
+            own.sync().unwrap();
+            Stream::per_thread_default(device).unwrap().sync().unwrap();
+        });
+    }
+}
+
+/// With `CUDA_CORE_PER_THREAD_DEFAULT_STREAM=1`, work on the default stream (the per-thread
+/// one) completes on the GPU, in a process of its own (the variable is read once for the
+/// process).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn work_on_the_per_thread_default_stream_completes_on_the_gpu() {
+    const NAME: &str = "work_on_the_per_thread_default_stream_completes_on_the_gpu";
+    let test = common::test_name(module_path!(), NAME);
+    let marker = format!("per-thread on the GPU: {test} done");
+    if common::child_role(&test).is_none() {
+        let mut child = common::child_command(&test, "per-thread");
+        child.env(PER_THREAD_VARIABLE, "1");
+        common::wait_child(child.spawn().expect("a child starts"), &test, &marker);
+        return;
+    }
+    use cuda_core::Allocate;
+    let _no_green = common::no_green_contexts();
+    let device = common::device();
+    let stream = device.default_stream().unwrap();
+    // Bug caught: the variable not followed on a real driver (CU_STREAM_PER_THREAD is 0x2).
+    assert_eq!(stream.as_raw() as usize, 2);
+    let n = 1 << 20;
+    let mut buffer = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * n, &stream)
+        .unwrap();
+    buffer.fill(7u32, &stream).unwrap();
+    let event = stream.record_new(EventOptions::default()).unwrap();
+    // Bugs caught: work queued on a handle the driver does not take as this thread's stream,
+    // or a synchronisation that returns before it.
+    let values = buffer.to_vec::<u32>(&stream).unwrap();
+    assert!(values.iter().all(|&v| v == 7));
+    stream.sync().unwrap();
+    event.sync().unwrap();
+    assert!(event.is_done().unwrap());
+    assert!(stream.is_done().unwrap());
+    // Another thread's default stream is its own per-thread stream, and works there.
+    std::thread::spawn(move || {
+        let theirs = device.default_stream().unwrap();
+        let event = theirs.record_new(EventOptions::default()).unwrap();
+        theirs.sync().unwrap();
+        event.sync().unwrap();
+    })
+    .join()
+    .unwrap();
+    drop(buffer);
+    stream.sync().unwrap();
+    println!("{marker}");
+}
