@@ -1127,3 +1127,148 @@ fn the_toolkit_includes_option_compiles_a_cooperative_groups_kernel() {
         "{err}"
     );
 }
+
+/// A kernel that only a toolkit's headers, or NVRTC's bundled copy of them, let compile:
+/// `<cooperative_groups.h>` and CCCL's `<cuda/std/array>` are not among NVRTC's built-in
+/// headers.
+const NEEDS_TOOLKIT_HEADERS: &str = r#"
+#include <cooperative_groups.h>
+#include <cuda/std/array>
+namespace cg = cooperative_groups;
+extern "C" __global__ void bundled(int* out) {
+    cg::thread_block block = cg::this_thread_block();
+    cuda::std::array<int, 2> pair{40, 2};
+    out[block.thread_rank()] = pair[0] + pair[1] + static_cast<int>(block.thread_rank());
+}
+"#;
+
+/// NVRTC's bundled headers (`use_bundled_headers`, NVRTC 13.3 and newer) compile what only a
+/// toolkit's headers would: installed by NVRTC into the directory given, made `0700`, and
+/// covered by the cache key. On an older NVRTC, refused before it, naming the version, and the
+/// rest says `not run`.
+#[test]
+fn bundled_headers_compile_a_kernel_that_needs_the_toolkits_headers() {
+    if !nvrtc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("nvrtc-headers");
+    let program = Program::new(
+        NEEDS_TOOLKIT_HEADERS,
+        options().with_use_bundled_headers(&dir),
+    );
+    let version = nvrtc_version().unwrap();
+    if version < (13, 3) {
+        // Bug caught: the option handed to an NVRTC that does not know it.
+        let err = program.compile(CodeType::Ptx, &[]).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. }
+                if reason.contains("use_bundled_headers") && reason.contains("13.3")),
+            "{err}"
+        );
+        return crate::common::not_run(
+            "nvrtc-13.3",
+            &format!("NVRTC {}.{} has no bundled headers", version.0, version.1),
+        );
+    }
+    // The control: without them the include fails (no toolkit on NVRTC's search path).
+    let without = Program::new(NEEDS_TOOLKIT_HEADERS, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&without, Error::Compile { log, .. } if log.contains("cooperative_groups")),
+        "{without}"
+    );
+    let key_before = program.cache_key(CodeType::Ptx, &[]).unwrap();
+    // Bug caught: the flag not reaching NVRTC (the include fails as above).
+    let code = program.compile(CodeType::Ptx, &[]).unwrap();
+    let text = String::from_utf8_lossy(code.code());
+    assert!(text.contains(".entry bundled"), "{text}");
+    assert!(dir.join("cooperative_groups.h").is_file());
+    assert!(dir.join("cccl/cuda/std/array").is_file());
+    // Made the user's own before NVRTC wrote there (bug caught: made as the umask says).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700);
+    // The key follows the headers NVRTC installed, as those of an include path: installing
+    // them changed it, and so does a change to one (bug caught: a key blind to them).
+    let key_installed = program.cache_key(CodeType::Ptx, &[]).unwrap();
+    assert_ne!(key_before, key_installed);
+    let header = dir.join("cooperative_groups.h");
+    let mut text = std::fs::read_to_string(&header).unwrap();
+    text.push_str("\n// changed\n");
+    std::fs::write(&header, text).unwrap();
+    assert_ne!(
+        program.cache_key(CodeType::Ptx, &[]).unwrap(),
+        key_installed
+    );
+    // A directory others can write is refused before NVRTC reads from it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = program.compile(CodeType::Ptx, &[]).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "use_bundled_headers", reason }
+            if reason.contains("chmod 700")),
+        "{err}"
+    );
+    // A PTX program has no use for it, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_use_bundled_headers(&dir))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("use_bundled_headers")),
+        "{err}"
+    );
+}
+
+/// On a GPU: a kernel compiled against NVRTC's bundled headers alone (its default directory,
+/// [`ProgramOptions::default_bundled_headers_dir`]) loads and runs, and computes what its
+/// source says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_built_on_the_bundled_headers_runs() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let version = nvrtc_version().unwrap();
+    if version < (13, 3) {
+        return crate::common::not_run(
+            "nvrtc-13.3",
+            &format!("NVRTC {}.{} has no bundled headers", version.0, version.1),
+        );
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let dir = ProgramOptions::default_bundled_headers_dir().unwrap();
+    assert!(
+        dir.ends_with(format!("nvrtc-headers/{}.{}", version.0, version.1)),
+        "{}",
+        dir.display()
+    );
+    let code = Program::new(
+        NEEDS_TOOLKIT_HEADERS,
+        ProgramOptions::default().with_use_bundled_headers(&dir),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let kernel = code.get_kernel("bundled").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 64, &stream)
+        .unwrap();
+    // SAFETY: 64 ints in `out`, one per thread.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [64, 1, 1]),
+            &kernel,
+            &[&out],
+        )
+    }
+    .unwrap();
+    let got = out.to_vec::<i32>(&stream).unwrap();
+    let expected: Vec<i32> = (0..64).map(|i| 42 + i).collect();
+    assert_eq!(got, expected);
+}

@@ -436,6 +436,50 @@ mod tests {
             .is_ok());
     }
 
+    /// `use_bundled_headers` is NVRTC 13.3's: refused before, naming the version and the
+    /// field (bug caught: a row without its `since`, handed to an older NVRTC, which fails
+    /// with "unrecognized option" and no word of why); its argument is the one NVRTC 13.3
+    /// reads (`--use-bundled-headers=<dir>`: bug caught, a misspelt or bare flag), placed after
+    /// the `-I` folders it must follow.
+    #[test]
+    fn bundled_headers_need_nvrtc_13_3_and_follow_the_include_paths() {
+        let options = ProgramOptions::default()
+            .with_include_paths(vec!["/mine".into()])
+            .with_use_bundled_headers("/cache/nvrtc-headers/13.5");
+        for (major, minor) in [(12, 9), (13, 0), (13, 2)] {
+            let err = options.check_nvrtc(major, minor).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { reason, .. }
+                    if reason.contains("use_bundled_headers") && reason.contains("13.3")
+                        && reason.contains(&format!("{major}.{minor}"))),
+                "{err}"
+            );
+        }
+        assert!(options.check_nvrtc(13, 3).is_ok());
+        assert!(options.check_nvrtc(14, 0).is_ok());
+        let args = options.to_args(CodeType::Ptx);
+        let at = |arg: &str| args.iter().position(|a| a == arg);
+        let bundled = at("--use-bundled-headers=/cache/nvrtc-headers/13.5").expect("the flag");
+        assert!(at("-I/mine").expect("the -I") < bundled, "{args:?}");
+        // The cache key's header scan searches them where NVRTC does: after the include
+        // paths, before `-I` options passed as they are (bug caught: a key blind to them).
+        let (dirs, _) = options
+            .with_extra(vec!["-I/extra".to_owned()])
+            .header_search();
+        assert_eq!(
+            dirs,
+            [
+                "/mine",
+                "/cache/nvrtc-headers/13.5",
+                "/cache/nvrtc-headers/13.5/cccl",
+                "/extra"
+            ]
+            .map(PathBuf::from)
+        );
+        // Unset, it makes no argument and is no refusal.
+        assert!(ProgramOptions::default().check_nvrtc(12, 0).is_ok());
+    }
+
     #[test]
     fn header_search_reads_every_spelling_of_the_include_options() {
         let options = ProgramOptions {
