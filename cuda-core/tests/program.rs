@@ -3,7 +3,7 @@
 //! `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`. Without any NVRTC they say they did not run, and fail
 //! where `CUDA_CORE_TEST_REQUIRE` names an NVRTC (as CI does).
 
-use cuda_core::{nvrtc_version, CodeType, Error, Program, ProgramOptions};
+use cuda_core::{nvrtc_version, CodeType, Error, PchStatus, Program, ProgramOptions};
 
 /// Whether NVRTC is usable here; fails the test when CI requires it.
 fn nvrtc() -> bool {
@@ -789,6 +789,11 @@ fn precompiled_headers_are_created_and_used() {
     let (plain, log) = try_compile(USES_BIG, base()).unwrap();
     // The control: no precompiled header without the options.
     assert!(!log.contains("precompiled header"), "{log}");
+    // No precompiled header asked for: no status (the code says nothing of one).
+    let plain_code = Program::new(USES_BIG, base())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert_eq!(plain_code.pch_status(), None);
     let pch = dir.path().join("big.pch");
     let (created, log) = try_compile(USES_BIG, base().with_create_pch(&pch)).unwrap();
     // Catches an option that never reached NVRTC, or a misspelled file argument.
@@ -796,6 +801,13 @@ fn precompiled_headers_are_created_and_used() {
         log.contains("creating precompiled header") && pch.exists(),
         "{log}"
     );
+    let status = Program::new(USES_BIG, base().with_create_pch(dir.path().join("b2.pch")))
+        .compile(CodeType::Ptx, &[])
+        .unwrap()
+        .pch_status()
+        .cloned();
+    // NVRTC's heap is large enough for this header by default: created at once.
+    assert_eq!(status, Some(PchStatus::Created));
     let (used, log) = try_compile(USES_BIG, base().with_use_pch(&pch)).unwrap();
     assert!(log.contains("using precompiled header"), "{log}");
     // The same program compiles to the same code every way.
@@ -816,8 +828,17 @@ fn precompiled_headers_are_created_and_used() {
     assert!(log.contains("creating precompiled header"), "{log}");
     let made: Vec<_> = std::fs::read_dir(&auto).unwrap().collect();
     assert_eq!(made.len(), 1, "one precompiled header in pch_dir");
-    let (_, log) = try_compile(USES_BIG, automatic()).unwrap();
-    assert!(log.contains("using precompiled header"), "{log}");
+    let used = Program::new(USES_BIG, automatic())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert!(
+        used.compile_log().contains("using precompiled header"),
+        "{}",
+        used.compile_log()
+    );
+    // One made before was used: none created, and the status says so (bug caught: a
+    // status reported only where a header was created).
+    assert_eq!(used.pch_status(), Some(&PchStatus::NotAttempted));
     // Quiet: the same use without the message.
     let (_, log) = try_compile(USES_BIG, automatic().with_pch_messages(false)).unwrap();
     assert!(!log.contains("precompiled header"), "{log}");
@@ -833,12 +854,13 @@ fn precompiled_headers_are_created_and_used() {
 }
 
 /// The PCH heap: read and set (for the whole process, so alone in a child process); a heap
-/// too small for the header leaves the compile working and the log naming the size needed.
+/// too small for the header is grown to what NVRTC asks for and the program compiled once
+/// more, which creates the header, and the result says so.
 #[test]
-fn a_pch_heap_too_small_is_reported_with_the_size_needed() {
+fn a_pch_heap_too_small_is_grown_and_the_program_compiled_again() {
     crate::common::alone(
         module_path!(),
-        "a_pch_heap_too_small_is_reported_with_the_size_needed",
+        "a_pch_heap_too_small_is_grown_and_the_program_compiled_again",
         || {
             if !nvrtc() {
                 return;
@@ -851,34 +873,43 @@ fn a_pch_heap_too_small_is_reported_with_the_size_needed() {
             // Catches a setter that does not reach NVRTC.
             assert_eq!(cuda_core::pch_heap_size().unwrap(), 4096);
             let pch = dir.path().join("big.pch");
-            let (ptx, log) = try_compile(
+            let program = Program::new(
                 USES_BIG,
                 options()
                     .with_include_paths(vec![dir.path().to_path_buf()])
                     .with_create_pch(&pch),
-            )
-            .unwrap();
-            assert!(ptx.contains(".entry k"), "the compile itself succeeded");
-            let needed = log
-                .split("bytes are needed")
-                .next()
-                .and_then(|head| head.rsplit(", ").next())
-                .and_then(|n| n.trim().parse::<usize>().ok());
+            );
+            let code = program.compile(CodeType::Ptx, &[]).unwrap();
+            let log = code.compile_log();
             println!("PCH heap 4096 bytes: {log}");
             assert!(
-                log.contains("too small") && needed.is_some_and(|n| n > 4096),
+                String::from_utf8_lossy(code.code()).contains(".entry k"),
+                "the compile itself succeeded"
+            );
+            // Bugs caught: no retry (the header not created, the status `HeapExhausted`);
+            // the heap grown to less than NVRTC asked for (the retry runs out again).
+            let required = match code.pch_status() {
+                Some(PchStatus::Retried { required, retry }) => {
+                    assert_eq!(**retry, PchStatus::Created, "{log}");
+                    *required
+                }
+                other => panic!("{other:?}: {log}"),
+            };
+            assert!(required > 4096, "{required}");
+            assert!(code.pch_status().unwrap().created());
+            assert!(pch.exists(), "{log}");
+            assert!(
+                log.contains("creating precompiled header")
+                    && log.contains(&format!("grown to {required} bytes")),
                 "{log}"
             );
-            // With the heap it asked for, the header is created.
-            cuda_core::set_pch_heap_size(needed.unwrap().max(heap)).unwrap();
-            let (_, log) = try_compile(
-                USES_BIG,
-                options()
-                    .with_include_paths(vec![dir.path().to_path_buf()])
-                    .with_create_pch(&pch),
-            )
-            .unwrap();
-            assert!(log.contains("creating precompiled header"), "{log}");
+            // The heap is the process's, and stays grown (NVRTC may round it up).
+            assert!(cuda_core::pch_heap_size().unwrap() >= required);
+            // With the heap large enough, one compile creates it (no second one).
+            std::fs::remove_file(&pch).unwrap();
+            let again = program.compile(CodeType::Ptx, &[]).unwrap();
+            assert_eq!(again.pch_status(), Some(&PchStatus::Created));
+            assert!(!again.pch_status().unwrap().retried());
             cuda_core::set_pch_heap_size(heap).unwrap();
         },
     );
@@ -1271,4 +1302,50 @@ fn a_kernel_built_on_the_bundled_headers_runs() {
     let got = out.to_vec::<i32>(&stream).unwrap();
     let expected: Vec<i32> = (0..64).map(|i| 42 + i).collect();
     assert_eq!(got, expected);
+}
+
+/// On a GPU: a kernel compiled with automatic precompiled headers reports its header's status
+/// (created on the first compile, in a fresh directory), loads and runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_compiled_with_precompiled_headers_reports_them_and_runs() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    big_header(dir.path());
+    let pch_dir = dir.path().join("pch");
+    let code = Program::new(
+        USES_BIG,
+        ProgramOptions::default()
+            .with_include_paths(vec![dir.path().to_path_buf()])
+            .with_pch(true)
+            .with_pch_dir(&pch_dir),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let status = code.pch_status().expect("NVRTC 12.8 or newer says");
+    assert!(status.created(), "{status:?}: {}", code.compile_log());
+    let kernel = code.get_kernel("k").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4, &stream)
+        .unwrap();
+    // SAFETY: one int in `out`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+            &kernel,
+            &[&out],
+        )
+    }
+    .unwrap();
+    // T7<3>::v is 3 * 7.
+    assert_eq!(out.to_vec::<i32>(&stream).unwrap(), [21]);
 }

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use self::key::Keyed;
 use self::sources::Source;
 use crate::cache::{CacheKey, ProgramCache};
-use crate::driver::{self, NvrtcOutput};
+use crate::driver::{self, NvrtcJob, NvrtcOutput, PchCreate, PchOutcome};
 use crate::error::{Error, Result};
-use crate::object_code::{CodeType, ObjectCode};
+use crate::object_code::{CodeType, ObjectCode, PchStatus};
 
 pub use self::options::{FastCompile, ProgramOptions};
 pub use self::sources::{NvvmModule, ProgramKind};
@@ -178,6 +178,13 @@ impl Program {
     /// successful one keeps its warnings in [`ObjectCode::compile_log`]. What a PTX or NVVM
     /// IR program gives for each target is said at [`Program::from_ptx`] and
     /// [`Program::from_nvvm`].
+    ///
+    /// With precompiled headers ([`ProgramOptions::pch`], [`ProgramOptions::create_pch`]),
+    /// [`ObjectCode::pch_status`] says whether one was created. Where NVRTC ran out of its
+    /// precompiled-header heap, the compile grows the heap, which is the process's, to the size
+    /// NVRTC asked for (never shrinking it: see [`set_pch_heap_size`]) and compiles the program
+    /// once more, as Python's cuda.core does; an NVRTC without `nvrtcGetPCHHeapSizeRequired`
+    /// and `nvrtcSetPCHHeapSize` is not retried. The log says when the heap was grown.
     #[doc(alias("nvrtcCompileProgram", "nvvmCompileProgram"))]
     pub fn compile(&self, target: CodeType, name_expressions: &[&str]) -> Result<ObjectCode> {
         let Source::Cxx(source) = &self.source else {
@@ -203,21 +210,23 @@ impl Program {
         // After NVRTC is loaded: the toolkit's headers of its major are preferred.
         let options = options.with_toolkit_dirs()?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
-        let compiled = driver::compile(
+        let compiled = driver::compile(&NvrtcJob {
             source,
-            &self.name,
-            &options.headers,
-            &options.to_args(target),
-            &expressions,
+            name: &self.name,
+            headers: &options.headers,
+            options: &options.to_args(target),
+            name_expressions: &expressions,
             output,
-        )?;
+            pch: options.pch || options.create_pch.is_some(),
+        })?;
         Ok(ObjectCode::from_compiled(
             target,
             compiled.code,
             self.name.clone(),
             compiled.log,
             compiled.lowered,
-        ))
+        )
+        .with_pch_status(compiled.pch.map(pch_status)))
     }
 }
 
@@ -250,14 +259,15 @@ impl Program {
         options.check_nvrtc(major, minor)?;
         let mut options = options.with_toolkit_dirs()?;
         options.extra.push("-fdevice-syntax-only".to_owned());
-        let checked = driver::compile(
+        let checked = driver::compile(&NvrtcJob {
             source,
-            &self.name,
-            &options.headers,
-            &options.to_args(CodeType::Ptx),
-            &[],
-            NvrtcOutput::Nothing,
-        )?;
+            name: &self.name,
+            headers: &options.headers,
+            options: &options.to_args(CodeType::Ptx),
+            name_expressions: &[],
+            output: NvrtcOutput::Nothing,
+            pch: false,
+        })?;
         Ok(checked.log)
     }
 
@@ -342,6 +352,23 @@ impl Program {
     }
 }
 
+/// The public form of what NVRTC said of a compile's precompiled header.
+fn pch_status(outcome: PchOutcome) -> PchStatus {
+    let status = match outcome.status {
+        PchCreate::Created => PchStatus::Created,
+        PchCreate::NotAttempted => PchStatus::NotAttempted,
+        PchCreate::HeapExhausted { required } => PchStatus::HeapExhausted { required },
+        PchCreate::Failed(reason) => PchStatus::Failed { reason },
+    };
+    match outcome.retried_with_heap {
+        Some(required) => PchStatus::Retried {
+            required,
+            retry: Box::new(status),
+        },
+        None => status,
+    }
+}
+
 /// Logs, once per program name and reason, that a program is compiled without its cache.
 fn log_uncacheable(name: &str, why: &str) {
     static LOGGED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
@@ -361,8 +388,9 @@ pub fn pch_heap_size() -> Result<usize> {
 }
 
 /// Sets the size of NVRTC's heap for creating precompiled headers (`nvrtcSetPCHHeapSize`),
-/// for every later compile of the process. A precompiled header that did not fit says in its
-/// compile's log how much it needs.
+/// for every later compile of the process. A precompiled header that does not fit makes
+/// [`Program::compile`] grow the heap to what it needs and compile again
+/// ([`PchStatus::Retried`]); setting it first, large enough, saves that second compile.
 ///
 /// ```no_run
 /// # fn main() -> cuda_core::Result<()> {
@@ -478,6 +506,43 @@ mod tests {
         );
         // Unset, it makes no argument and is no refusal.
         assert!(ProgramOptions::default().check_nvrtc(12, 0).is_ok());
+    }
+
+    /// What the driver's glue says becomes the public status: a retry wraps the second
+    /// compile's status (bug caught: a retry reported as the first compile's exhaustion, or
+    /// the created header of a retry not counted as created).
+    #[test]
+    fn a_retried_compile_is_reported_with_its_second_status() {
+        let outcome = |status, retried_with_heap| PchOutcome {
+            status,
+            retried_with_heap,
+        };
+        let retried = pch_status(outcome(PchCreate::Created, Some(4 << 20)));
+        assert_eq!(
+            retried,
+            PchStatus::Retried {
+                required: 4 << 20,
+                retry: Box::new(PchStatus::Created)
+            }
+        );
+        assert!(retried.created() && retried.retried());
+        let again = pch_status(outcome(
+            PchCreate::HeapExhausted { required: Some(5) },
+            Some(4),
+        ));
+        assert!(!again.created() && again.retried());
+        assert_eq!(
+            pch_status(outcome(PchCreate::NotAttempted, None)),
+            PchStatus::NotAttempted
+        );
+        let failed = pch_status(outcome(PchCreate::Failed("why".into()), None));
+        assert_eq!(
+            failed,
+            PchStatus::Failed {
+                reason: "why".into()
+            }
+        );
+        assert!(!failed.created() && !failed.retried());
     }
 
     #[test]

@@ -303,15 +303,19 @@ crate::options::options_table! {
         warn_reorder: bool, with_warn_reorder(bool),
             |v, _| on(*v, "-Wreorder"), since (13, 1);
         /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
-        /// source includes first, or uses one it made before for the same ones, in `pch_dir`;
+        /// source includes first (growing its heap as `create_pch` says, and reported by
+        /// [`ObjectCode::pch_status`](crate::ObjectCode::pch_status)), or uses one it made
+        /// before for the same ones, in `pch_dir`;
         /// where that is not given, in `$XDG_CACHE_HOME/cuda-core/pch` (else
         /// `$HOME/.cache/cuda-core/pch`, made `0700`), never in the working directory, where
         /// NVRTC would otherwise put it.
         pch: bool, with_pch(bool),
             |v, _| on(*v, "-pch");
         /// Create a precompiled header of the headers the source includes first, in this file
-        /// (`-create-pch=<file>`). Where NVRTC cannot (its PCH heap too small, say), the compile
-        /// still succeeds and its log says why, with the heap size needed (see
+        /// (`-create-pch=<file>`). Where its PCH heap is too small, [`Program::compile`] grows
+        /// the heap to what NVRTC asks for and compiles again; where NVRTC cannot for another
+        /// reason, the compile still succeeds and its log says why. The compile's
+        /// [`ObjectCode::pch_status`](crate::ObjectCode::pch_status) says which (see also
         /// [`set_pch_heap_size`]).
         create_pch: Option<PathBuf>, with_create_pch(impl Into<PathBuf>) => some,
             |v, _| v.iter().map(|p| format!("-create-pch={}", p.display()));
