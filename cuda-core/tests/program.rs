@@ -1349,3 +1349,146 @@ fn a_kernel_compiled_with_precompiled_headers_reports_them_and_runs() {
     // T7<3>::v is 3 * 7.
     assert_eq!(out.to_vec::<i32>(&stream).unwrap(), [21]);
 }
+
+/// Whether `haystack` holds `needle`.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A debug build with `debug_source_dir`: the source written under the program's name there,
+/// and the cubin's line information naming that file by its absolute path (its directory, then
+/// the file's name, as DWARF's line table has them), so that cuda-gdb finds it; never over
+/// another file; written on a cache hit too.
+#[test]
+fn a_debug_build_writes_its_source_where_its_line_information_names_it() {
+    use cuda_core::cache::InMemoryProgramCache;
+    if !nvrtc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("source");
+    let with_dir = || options().with_debug(true).with_debug_source_dir(&dir);
+    let program = Program::new(SAXPY, with_dir()).with_name("saxpy_debug.cu");
+    let code = program.compile(CodeType::Cubin, &[]).unwrap();
+    let file = dir.join("saxpy_debug.cu");
+    // Bug caught: no file written, or not under the program's name.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    let dir_bytes = format!("{}\0", dir.display()).into_bytes();
+    // Bug caught: NVRTC given the bare name, so that the line table names the working
+    // directory, where no such file is, and cuda-gdb shows nothing.
+    assert!(
+        holds(code.code(), &dir_bytes),
+        "the directory in the line table"
+    );
+    assert!(holds(code.code(), b"\0saxpy_debug.cu\0"));
+    // The code keeps the program's name.
+    assert_eq!(code.name(), "saxpy_debug.cu");
+    // The control: the same build without it records no such directory.
+    let plain = Program::new(SAXPY, options().with_debug(true))
+        .with_name("saxpy_debug.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    assert!(!holds(plain.code(), &dir_bytes));
+    // The path is in the cache key (the code records it): bug caught, code with one path
+    // served for another.
+    let elsewhere = Program::new(
+        SAXPY,
+        options()
+            .with_debug(true)
+            .with_debug_source_dir(base.path().join("elsewhere")),
+    )
+    .with_name("saxpy_debug.cu");
+    assert_ne!(
+        program.cache_key(CodeType::Cubin, &[]).unwrap(),
+        elsewhere.cache_key(CodeType::Cubin, &[]).unwrap()
+    );
+    // Compiled again, the same source: the file kept, and the compile works.
+    program.compile(CodeType::Cubin, &[]).unwrap();
+    // Another source under the same name: refused, and the file left as it was (bug
+    // caught: a file overwritten silently).
+    let changed = format!("{SAXPY}// changed\n");
+    let err = Program::new(changed.as_str(), with_dir())
+        .with_name("saxpy_debug.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "debug_source_dir", reason }
+            if reason.contains("not overwritten") && reason.contains("saxpy_debug.cu")),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    // A cache hit writes the file too (bug caught: cached code whose source is missing).
+    let cache = InMemoryProgramCache::new(1 << 20);
+    program
+        .compile_cached(&cache, CodeType::Cubin, &[])
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let hit = program
+        .compile_cached(&cache, CodeType::Cubin, &[])
+        .unwrap();
+    assert_eq!(hit.code(), code.code());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    // A PTX program has no source to write, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_debug_source_dir(&dir))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("debug_source_dir")),
+        "{err}"
+    );
+}
+
+/// On a GPU: a device debug (`-G`) build with `debug_source_dir` loads and runs, and its
+/// source is at the absolute path its line information names (what cuda-gdb opens at a
+/// breakpoint in it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_debug_build_runs_with_its_source_beside_it() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("source");
+    let code = Program::new(
+        SAXPY,
+        ProgramOptions::default()
+            .with_debug(true)
+            .with_debug_source_dir(&dir),
+    )
+    .with_name("saxpy_gpu_debug.cu")
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let file = dir.join("saxpy_gpu_debug.cu");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    assert!(holds(
+        code.code(),
+        format!("{}\0", dir.display()).as_bytes()
+    ));
+    let kernel = code.get_kernel("saxpy").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let n = 256u32;
+    let memory = device.memory_resource().unwrap();
+    let mut x = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut y = memory.allocate(4 * n as usize, &stream).unwrap();
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    x.copy_from_host(&xs, &stream).unwrap();
+    y.copy_from_host(&vec![1.0f32; n as usize], &stream)
+        .unwrap();
+    let a = 2.0f32;
+    // SAFETY: `n` floats in `x` and `y`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n.into(), 128),
+            &kernel,
+            &[&a, &x, &y, &n],
+        )
+    }
+    .unwrap();
+    let got = y.to_vec::<f32>(&stream).unwrap();
+    let expected: Vec<f32> = xs.iter().map(|x| 2.0 * x + 1.0).collect();
+    assert_eq!(got, expected);
+}

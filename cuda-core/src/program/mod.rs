@@ -4,6 +4,7 @@
 //! can reach, which its cache key covers, in `headers.rs`; the cache key of each kind in
 //! `key.rs`.
 
+mod debug_source;
 mod headers;
 mod key;
 mod options;
@@ -209,10 +210,11 @@ impl Program {
         options.check_nvrtc(major, minor)?;
         // After NVRTC is loaded: the toolkit's headers of its major are preferred.
         let options = options.with_toolkit_dirs()?;
+        let name = self.write_debug_source(&options)?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
         let compiled = driver::compile(&NvrtcJob {
             source,
-            name: &self.name,
+            name: &name,
             headers: &options.headers,
             options: &options.to_args(target),
             name_expressions: &expressions,
@@ -231,6 +233,28 @@ impl Program {
 }
 
 impl Program {
+    /// The name NVRTC compiles the program under: the absolute path of its source file in
+    /// [`ProgramOptions::debug_source_dir`] where that is set, else its name.
+    pub(crate) fn nvrtc_name(&self, options: &ProgramOptions) -> Result<String> {
+        match &options.debug_source_dir {
+            Some(dir) => Ok(debug_source::place(dir, &self.name)?
+                .to_str()
+                .unwrap_or_default()
+                .to_owned()),
+            None => Ok(self.name.clone()),
+        }
+    }
+
+    /// Writes a C++ program's source where [`ProgramOptions::debug_source_dir`] says, and
+    /// gives the name to compile it under ([`Program::nvrtc_name`]).
+    fn write_debug_source(&self, options: &ProgramOptions) -> Result<String> {
+        let name = self.nvrtc_name(options)?;
+        if let (Source::Cxx(source), Some(_)) = (&self.source, &options.debug_source_dir) {
+            debug_source::write(std::path::Path::new(&name), source)?;
+        }
+        Ok(name)
+    }
+
     /// Checks the program's device code without generating any (`-fdevice-syntax-only`):
     /// NVRTC's log (its warnings) when the source is valid, [`Error::Compile`] with the log
     /// when not. Faster than a compile where only the diagnostics matter. C++ programs only:
@@ -334,6 +358,10 @@ impl Program {
         };
         if let Some(code) = cache.get_code(&key) {
             if code.code_type() == target {
+                // The source a debugger looks for, as a compile would have written it.
+                if self.kind() == ProgramKind::Cxx {
+                    self.write_debug_source(&self.options)?;
+                }
                 return Ok(code);
             }
         }

@@ -173,6 +173,41 @@ crate::options::options_table! {
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
             |v, _| on(*v, "-G"), for [Ptx, Nvvm];
+        /// Write the program's source into this directory, as the file its name names
+        /// ([`Program::with_name`]), and compile it under that file's absolute path, so that a
+        /// debugger shows the source of a `debug` (`-G`) or `line_info` build: NVRTC records
+        /// the name it compiles a program under as the source file of its line information (a
+        /// relative name under the working directory of the compile), and cuda-gdb (or Nsight)
+        /// reads the file at that path, with no `directory` command needed. The directory is
+        /// made `0700` where missing; the file is written `0600`, once. A file already there
+        /// that holds the same source is kept; one that holds anything else (an older source of
+        /// the same name, say) is never overwritten, but refused ([`Error::InvalidArgument`]:
+        /// remove it, or give another name or directory), as are a link and a name that is not
+        /// one plain file name. C++ programs only. The log's diagnostics and `__FILE__` then
+        /// give the path; [`ObjectCode::name`](crate::ObjectCode::name) keeps the program's
+        /// name. The path is in the cache key, and [`Program::compile_cached`] writes the file
+        /// on a hit too, so that cached code is debugged as compiled code is;
+        /// [`Program::check_syntax`] writes nothing.
+        ///
+        /// ```no_run
+        /// use cuda_core::{CodeType, Program, ProgramOptions};
+        ///
+        /// let options = ProgramOptions::default()
+        ///     .with_debug(true)
+        ///     .with_debug_source_dir("target/cuda-source");
+        /// let program = Program::new(
+        ///     r#"extern "C" __global__ void scale(float* x, float a) {
+        ///         x[threadIdx.x] *= a;
+        ///     }"#,
+        ///     options,
+        /// )
+        /// .with_name("scale.cu");
+        /// let code = program.compile(CodeType::Cubin, &[])?;
+        /// // Under cuda-gdb, a breakpoint in `scale` lists target/cuda-source/scale.cu.
+        /// # Ok::<(), cuda_core::Error>(())
+        /// ```
+        debug_source_dir: Option<PathBuf>, with_debug_source_dir(impl Into<PathBuf>) => some,
+            |_, _| None::<String>;
         /// Line information for profilers (`-lineinfo`).
         line_info: bool, with_line_info(bool),
             |v, _| on(*v, "-lineinfo"), for [Ptx, Link];
