@@ -191,6 +191,25 @@ impl PyDevice {
         Ok(PyStream::wrap(stream))
     }
 
+    /// The device's default stream: the legacy default stream, or the calling thread's
+    /// per-thread default stream where `CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1` (cuda.core's
+    /// variable) or `CUDA_CORE_PER_THREAD_DEFAULT_STREAM=1` is set. Not owned: `close()` on it
+    /// does nothing to the driver's stream.
+    #[getter]
+    pub(crate) fn default_stream(&self, py: Python<'_>) -> PyResult<PyStream> {
+        let stream = match per_thread_by_cuda_core() {
+            Some(Ok(true)) => cuda_core::Stream::per_thread_default(self.device),
+            Some(Ok(false)) | None => self.device.default_stream(),
+            Some(Err(value)) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM={value:?}: use 0 or 1"
+                )))
+            }
+        }
+        .or_py(py)?;
+        Ok(PyStream::wrap(stream))
+    }
+
     /// A new event of the device. `options` is an `EventOptions`, a dict of its fields, or None
     /// for the defaults.
     #[pyo3(signature = (options = None))]
@@ -221,4 +240,21 @@ impl PyDevice {
     pub(crate) fn __repr__(&self) -> String {
         format!("<Device {}>", self.device.ordinal())
     }
+}
+
+/// cuda.core's `CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`, read once: `None` where unset (the
+/// Rust crate's own variable then decides), `Some(Ok(on))` for `0`, `1` or empty, `Some(Err)`
+/// with any other value.
+fn per_thread_by_cuda_core() -> Option<Result<bool, String>> {
+    static CHOICE: std::sync::OnceLock<Option<Result<bool, String>>> = std::sync::OnceLock::new();
+    CHOICE
+        .get_or_init(|| {
+            let value = std::env::var("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM").ok()?;
+            Some(match value.trim() {
+                "" | "0" => Ok(false),
+                "1" => Ok(true),
+                _ => Err(value),
+            })
+        })
+        .clone()
 }

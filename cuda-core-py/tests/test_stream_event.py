@@ -250,3 +250,44 @@ def test_waits_release_the_gil():
         t.join()
     assert not errors
     stream.close()
+
+
+@pytest.mark.parametrize(
+    "env, handle",
+    [
+        ({}, 1),  # CU_STREAM_LEGACY
+        ({"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "1"}, 2),  # CU_STREAM_PER_THREAD
+        ({"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "0"}, 1),
+        ({"CUDA_CORE_PER_THREAD_DEFAULT_STREAM": "1"}, 2),
+        # cuda.core's variable, where set, decides for the Python package.
+        ({"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "0",
+          "CUDA_CORE_PER_THREAD_DEFAULT_STREAM": "1"}, 1),
+        ({"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "yes"}, "ValueError"),
+    ],
+)
+def test_the_default_stream_follows_cuda_cores_variable(env, handle):
+    # In a fresh interpreter: the variables are read once per process. Bugs caught: the
+    # variable ignored (legacy every time), the per-thread stream given unasked, the Rust
+    # crate's variable overriding cuda.core's, a bad value taken silently.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from cudacore_rs import Device\n"
+        "d = Device(0); d.set_current()\n"
+        "try:\n"
+        "    s = d.default_stream\n"
+        "    s.sync()\n"
+        "    print(int(s.handle))\n"
+        "except ValueError:\n"
+        "    print('ValueError')\n"
+    )
+    child_env = dict(os.environ)
+    for name in ("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "CUDA_CORE_PER_THREAD_DEFAULT_STREAM"):
+        child_env.pop(name, None)
+    child_env.update(env)
+    done = subprocess.run([sys.executable, "-c", script], env=child_env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(handle)

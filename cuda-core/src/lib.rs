@@ -112,7 +112,7 @@ pub use memory::buffer::{Buffer, FillPattern, Pod};
 pub use memory::device_pool::{DeviceMemoryResource, DeviceMemoryResourceOptions};
 pub use memory::device_ptr::DevicePtr;
 pub use memory::resource::{Allocate, MemoryResource};
-pub use object_code::{CodeType, JitOptions, ObjectCode};
+pub use object_code::{CodeType, JitOptions, ObjectCode, PchStatus};
 pub use program::{
     nvrtc_version, pch_heap_size, preload_nvrtc, set_pch_heap_size, FastCompile, NvvmModule,
     Program, ProgramKind, ProgramOptions,

@@ -51,6 +51,8 @@ struct ObjectInner {
     jit: JitOptions,
     /// The JIT's info log of the load that was kept.
     jit_log: OnceLock<String>,
+    /// How the precompiled header of the compile that made it went, where it was asked for.
+    pch: Option<PchStatus>,
     library: OnceLock<(LibraryHandle, &'static dyn Driver)>,
     /// The kernels taken so far, by symbol: asking again makes no driver call.
     kernels: Mutex<Vec<Arc<KernelInner>>>,
@@ -58,6 +60,62 @@ struct ObjectInner {
     /// a driver without `cuLibraryEnumerateKernels`), so that a name not among them is refused
     /// without a failing driver call.
     symbols: OnceLock<Option<Vec<String>>>,
+}
+
+/// How NVRTC's precompiled header of a compile went ([`ObjectCode::pch_status`]): what
+/// `nvrtcGetPCHCreateStatus` said of it, and whether the program was compiled again with a
+/// larger heap.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PchStatus {
+    /// NVRTC created the precompiled header (`NVRTC_SUCCESS`).
+    Created,
+    /// NVRTC did not try to create one (`NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED`): with `pch`
+    /// it chose not to (it used one made before, say, or the source includes nothing worth
+    /// it).
+    NotAttempted,
+    /// NVRTC ran out of its precompiled-header heap (`NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED`)
+    /// and the header was not created, with the heap size NVRTC said it needs where it said
+    /// (`nvrtcGetPCHHeapSizeRequired`). Not compiled again: the NVRTC lacks
+    /// `nvrtcGetPCHHeapSizeRequired` or `nvrtcSetPCHHeapSize`, setting the heap failed (the
+    /// log says why), or this was the compile after growing it.
+    HeapExhausted {
+        /// The heap NVRTC needed, in bytes.
+        required: Option<usize>,
+    },
+    /// The first compile ran out of the heap; the heap was set to the `required` bytes NVRTC
+    /// asked for (unless another compile had grown it that far already: it is never shrunk),
+    /// and the program compiled once more, from a new NVRTC program. `retry` is how that
+    /// compile's precompiled header went (`Created` where it was made); the code is that
+    /// compile's.
+    Retried {
+        /// The heap the first compile needed, in bytes.
+        required: usize,
+        /// The second compile's status.
+        retry: Box<PchStatus>,
+    },
+    /// Something else kept NVRTC from creating it (`NVRTC_ERROR_PCH_CREATE`, or another
+    /// code): NVRTC's words for it.
+    Failed {
+        /// NVRTC's error string.
+        reason: String,
+    },
+}
+
+impl PchStatus {
+    /// Whether a precompiled header was created, at once or after growing the heap.
+    pub fn created(&self) -> bool {
+        match self {
+            PchStatus::Created => true,
+            PchStatus::Retried { retry, .. } => retry.created(),
+            _ => false,
+        }
+    }
+
+    /// Whether the program was compiled again after growing NVRTC's heap.
+    pub fn retried(&self) -> bool {
+        matches!(self, PchStatus::Retried { .. })
+    }
 }
 
 impl Drop for ObjectInner {
@@ -120,6 +178,7 @@ impl ObjectCode {
                 lowered,
                 jit,
                 jit_log: OnceLock::new(),
+                pch: None,
                 library: OnceLock::new(),
                 kernels: Mutex::new(Vec::new()),
                 symbols: OnceLock::new(),
@@ -135,6 +194,14 @@ impl ObjectCode {
         lowered: Vec<(String, String)>,
     ) -> ObjectCode {
         ObjectCode::new(code_type, code, name, log, lowered)
+    }
+
+    /// This code, newly made, with the precompiled-header status of the compile that made it.
+    pub(crate) fn with_pch_status(mut self, status: Option<PchStatus>) -> ObjectCode {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.pch = status;
+        }
+        self
     }
 
     /// Code of the given type from bytes (PTX gets a terminating NUL if it lacks one).
@@ -263,6 +330,35 @@ impl ObjectCode {
         &self.inner.log
     }
 
+    /// How the precompiled header of the NVRTC compile that made this code went: `Some` where
+    /// the compile asked for one ([`ProgramOptions::pch`](crate::ProgramOptions::pch) or
+    /// [`create_pch`](crate::ProgramOptions::create_pch)) or NVRTC tried one, and NVRTC can
+    /// say (`nvrtcGetPCHCreateStatus`, NVRTC 12.8 and newer). `None` for code that no such
+    /// compile made: code from bytes or files, a link, libNVVM's, and a program cache's hit,
+    /// which compiled nothing. Where NVRTC ran out of its precompiled-header heap,
+    /// [`Program::compile`](crate::Program::compile) grew the heap and compiled again:
+    /// [`PchStatus::Retried`] says so.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CodeType, PchStatus, Program, ProgramOptions};
+    ///
+    /// let program = Program::new(
+    ///     "#include \"big.h\"\nextern \"C\" __global__ void k() {}\n",
+    ///     ProgramOptions::default().with_include_paths(vec![".".into()]).with_pch(true),
+    /// );
+    /// let code = program.compile(CodeType::Cubin, &[])?;
+    /// match code.pch_status() {
+    ///     Some(status) if status.created() => println!("precompiled: {status:?}"),
+    ///     Some(status) => println!("no precompiled header: {status:?}"),
+    ///     None => println!("this NVRTC cannot say"),
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias("nvrtcGetPCHCreateStatus", "nvrtcGetPCHHeapSizeRequired"))]
+    pub fn pch_status(&self) -> Option<&PchStatus> {
+        self.inner.pch.as_ref()
+    }
+
     /// The lowered (mangled) name of a name expression given at compile time.
     pub fn lowered_name(&self, expression: &str) -> Option<&str> {
         self.inner
@@ -314,7 +410,8 @@ impl ObjectCode {
             self.inner.log.clone(),
             self.inner.lowered.clone(),
             options,
-        ))
+        )
+        .with_pch_status(self.inner.pch.clone()))
     }
 
     /// The JIT options it is loaded with ([`ObjectCode::with_jit_options`]).

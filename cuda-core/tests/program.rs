@@ -3,7 +3,7 @@
 //! `CUDA_CORE_EXPECT_NVRTC_MAJOR=12`. Without any NVRTC they say they did not run, and fail
 //! where `CUDA_CORE_TEST_REQUIRE` names an NVRTC (as CI does).
 
-use cuda_core::{nvrtc_version, CodeType, Error, Program, ProgramOptions};
+use cuda_core::{nvrtc_version, CodeType, Error, PchStatus, Program, ProgramOptions};
 
 /// Whether NVRTC is usable here; fails the test when CI requires it.
 fn nvrtc() -> bool {
@@ -789,6 +789,11 @@ fn precompiled_headers_are_created_and_used() {
     let (plain, log) = try_compile(USES_BIG, base()).unwrap();
     // The control: no precompiled header without the options.
     assert!(!log.contains("precompiled header"), "{log}");
+    // No precompiled header asked for: no status (the code says nothing of one).
+    let plain_code = Program::new(USES_BIG, base())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert_eq!(plain_code.pch_status(), None);
     let pch = dir.path().join("big.pch");
     let (created, log) = try_compile(USES_BIG, base().with_create_pch(&pch)).unwrap();
     // Catches an option that never reached NVRTC, or a misspelled file argument.
@@ -796,6 +801,13 @@ fn precompiled_headers_are_created_and_used() {
         log.contains("creating precompiled header") && pch.exists(),
         "{log}"
     );
+    let status = Program::new(USES_BIG, base().with_create_pch(dir.path().join("b2.pch")))
+        .compile(CodeType::Ptx, &[])
+        .unwrap()
+        .pch_status()
+        .cloned();
+    // NVRTC's heap is large enough for this header by default: created at once.
+    assert_eq!(status, Some(PchStatus::Created));
     let (used, log) = try_compile(USES_BIG, base().with_use_pch(&pch)).unwrap();
     assert!(log.contains("using precompiled header"), "{log}");
     // The same program compiles to the same code every way.
@@ -816,8 +828,17 @@ fn precompiled_headers_are_created_and_used() {
     assert!(log.contains("creating precompiled header"), "{log}");
     let made: Vec<_> = std::fs::read_dir(&auto).unwrap().collect();
     assert_eq!(made.len(), 1, "one precompiled header in pch_dir");
-    let (_, log) = try_compile(USES_BIG, automatic()).unwrap();
-    assert!(log.contains("using precompiled header"), "{log}");
+    let used = Program::new(USES_BIG, automatic())
+        .compile(CodeType::Ptx, &[])
+        .unwrap();
+    assert!(
+        used.compile_log().contains("using precompiled header"),
+        "{}",
+        used.compile_log()
+    );
+    // One made before was used: none created, and the status says so (bug caught: a
+    // status reported only where a header was created).
+    assert_eq!(used.pch_status(), Some(&PchStatus::NotAttempted));
     // Quiet: the same use without the message.
     let (_, log) = try_compile(USES_BIG, automatic().with_pch_messages(false)).unwrap();
     assert!(!log.contains("precompiled header"), "{log}");
@@ -833,12 +854,13 @@ fn precompiled_headers_are_created_and_used() {
 }
 
 /// The PCH heap: read and set (for the whole process, so alone in a child process); a heap
-/// too small for the header leaves the compile working and the log naming the size needed.
+/// too small for the header is grown to what NVRTC asks for and the program compiled once
+/// more, which creates the header, and the result says so.
 #[test]
-fn a_pch_heap_too_small_is_reported_with_the_size_needed() {
+fn a_pch_heap_too_small_is_grown_and_the_program_compiled_again() {
     crate::common::alone(
         module_path!(),
-        "a_pch_heap_too_small_is_reported_with_the_size_needed",
+        "a_pch_heap_too_small_is_grown_and_the_program_compiled_again",
         || {
             if !nvrtc() {
                 return;
@@ -851,34 +873,43 @@ fn a_pch_heap_too_small_is_reported_with_the_size_needed() {
             // Catches a setter that does not reach NVRTC.
             assert_eq!(cuda_core::pch_heap_size().unwrap(), 4096);
             let pch = dir.path().join("big.pch");
-            let (ptx, log) = try_compile(
+            let program = Program::new(
                 USES_BIG,
                 options()
                     .with_include_paths(vec![dir.path().to_path_buf()])
                     .with_create_pch(&pch),
-            )
-            .unwrap();
-            assert!(ptx.contains(".entry k"), "the compile itself succeeded");
-            let needed = log
-                .split("bytes are needed")
-                .next()
-                .and_then(|head| head.rsplit(", ").next())
-                .and_then(|n| n.trim().parse::<usize>().ok());
+            );
+            let code = program.compile(CodeType::Ptx, &[]).unwrap();
+            let log = code.compile_log();
             println!("PCH heap 4096 bytes: {log}");
             assert!(
-                log.contains("too small") && needed.is_some_and(|n| n > 4096),
+                String::from_utf8_lossy(code.code()).contains(".entry k"),
+                "the compile itself succeeded"
+            );
+            // Bugs caught: no retry (the header not created, the status `HeapExhausted`);
+            // the heap grown to less than NVRTC asked for (the retry runs out again).
+            let required = match code.pch_status() {
+                Some(PchStatus::Retried { required, retry }) => {
+                    assert_eq!(**retry, PchStatus::Created, "{log}");
+                    *required
+                }
+                other => panic!("{other:?}: {log}"),
+            };
+            assert!(required > 4096, "{required}");
+            assert!(code.pch_status().unwrap().created());
+            assert!(pch.exists(), "{log}");
+            assert!(
+                log.contains("creating precompiled header")
+                    && log.contains(&format!("grown to {required} bytes")),
                 "{log}"
             );
-            // With the heap it asked for, the header is created.
-            cuda_core::set_pch_heap_size(needed.unwrap().max(heap)).unwrap();
-            let (_, log) = try_compile(
-                USES_BIG,
-                options()
-                    .with_include_paths(vec![dir.path().to_path_buf()])
-                    .with_create_pch(&pch),
-            )
-            .unwrap();
-            assert!(log.contains("creating precompiled header"), "{log}");
+            // The heap is the process's, and stays grown (NVRTC may round it up).
+            assert!(cuda_core::pch_heap_size().unwrap() >= required);
+            // With the heap large enough, one compile creates it (no second one).
+            std::fs::remove_file(&pch).unwrap();
+            let again = program.compile(CodeType::Ptx, &[]).unwrap();
+            assert_eq!(again.pch_status(), Some(&PchStatus::Created));
+            assert!(!again.pch_status().unwrap().retried());
             cuda_core::set_pch_heap_size(heap).unwrap();
         },
     );
@@ -1126,4 +1157,338 @@ fn the_toolkit_includes_option_compiles_a_cooperative_groups_kernel() {
         matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("toolkit_includes")),
         "{err}"
     );
+}
+
+/// A kernel that only a toolkit's headers, or NVRTC's bundled copy of them, let compile:
+/// `<cooperative_groups.h>` and CCCL's `<cuda/std/array>` are not among NVRTC's built-in
+/// headers.
+const NEEDS_TOOLKIT_HEADERS: &str = r#"
+#include <cooperative_groups.h>
+#include <cuda/std/array>
+namespace cg = cooperative_groups;
+extern "C" __global__ void bundled(int* out) {
+    cg::thread_block block = cg::this_thread_block();
+    cuda::std::array<int, 2> pair{40, 2};
+    out[block.thread_rank()] = pair[0] + pair[1] + static_cast<int>(block.thread_rank());
+}
+"#;
+
+/// NVRTC's bundled headers (`use_bundled_headers`, NVRTC 13.3 and newer) compile what only a
+/// toolkit's headers would: installed by NVRTC into the directory given, made `0700`, and
+/// covered by the cache key. On an older NVRTC, refused before it, naming the version, and the
+/// rest says `not run`.
+#[test]
+fn bundled_headers_compile_a_kernel_that_needs_the_toolkits_headers() {
+    if !nvrtc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("nvrtc-headers");
+    let program = Program::new(
+        NEEDS_TOOLKIT_HEADERS,
+        options().with_use_bundled_headers(&dir),
+    );
+    let version = nvrtc_version().unwrap();
+    if version < (13, 3) {
+        // Bug caught: the option handed to an NVRTC that does not know it.
+        let err = program.compile(CodeType::Ptx, &[]).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. }
+                if reason.contains("use_bundled_headers") && reason.contains("13.3")),
+            "{err}"
+        );
+        return crate::common::not_run(
+            "nvrtc-13.3",
+            &format!("NVRTC {}.{} has no bundled headers", version.0, version.1),
+        );
+    }
+    // The control: without them the include fails (no toolkit on NVRTC's search path).
+    let without = Program::new(NEEDS_TOOLKIT_HEADERS, options())
+        .compile(CodeType::Ptx, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&without, Error::Compile { log, .. } if log.contains("cooperative_groups")),
+        "{without}"
+    );
+    let key_before = program.cache_key(CodeType::Ptx, &[]).unwrap();
+    // Bug caught: the flag not reaching NVRTC (the include fails as above).
+    let code = program.compile(CodeType::Ptx, &[]).unwrap();
+    let text = String::from_utf8_lossy(code.code());
+    assert!(text.contains(".entry bundled"), "{text}");
+    assert!(dir.join("cooperative_groups.h").is_file());
+    assert!(dir.join("cccl/cuda/std/array").is_file());
+    // Made the user's own before NVRTC wrote there (bug caught: made as the umask says).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700);
+    // The key follows the headers NVRTC installed, as those of an include path: installing
+    // them changed it, and so does a change to one (bug caught: a key blind to them).
+    let key_installed = program.cache_key(CodeType::Ptx, &[]).unwrap();
+    assert_ne!(key_before, key_installed);
+    let header = dir.join("cooperative_groups.h");
+    let mut text = std::fs::read_to_string(&header).unwrap();
+    text.push_str("\n// changed\n");
+    std::fs::write(&header, text).unwrap();
+    assert_ne!(
+        program.cache_key(CodeType::Ptx, &[]).unwrap(),
+        key_installed
+    );
+    // A directory others can write is refused before NVRTC reads from it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = program.compile(CodeType::Ptx, &[]).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "use_bundled_headers", reason }
+            if reason.contains("chmod 700")),
+        "{err}"
+    );
+    // A PTX program has no use for it, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_use_bundled_headers(&dir))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("use_bundled_headers")),
+        "{err}"
+    );
+}
+
+/// On a GPU: a kernel compiled against NVRTC's bundled headers alone (its default directory,
+/// [`ProgramOptions::default_bundled_headers_dir`]) loads and runs, and computes what its
+/// source says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_built_on_the_bundled_headers_runs() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let version = nvrtc_version().unwrap();
+    if version < (13, 3) {
+        return crate::common::not_run(
+            "nvrtc-13.3",
+            &format!("NVRTC {}.{} has no bundled headers", version.0, version.1),
+        );
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let dir = ProgramOptions::default_bundled_headers_dir().unwrap();
+    assert!(
+        dir.ends_with(format!("nvrtc-headers/{}.{}", version.0, version.1)),
+        "{}",
+        dir.display()
+    );
+    let code = Program::new(
+        NEEDS_TOOLKIT_HEADERS,
+        ProgramOptions::default().with_use_bundled_headers(&dir),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let kernel = code.get_kernel("bundled").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4 * 64, &stream)
+        .unwrap();
+    // SAFETY: 64 ints in `out`, one per thread.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [64, 1, 1]),
+            &kernel,
+            &[&out],
+        )
+    }
+    .unwrap();
+    let got = out.to_vec::<i32>(&stream).unwrap();
+    let expected: Vec<i32> = (0..64).map(|i| 42 + i).collect();
+    assert_eq!(got, expected);
+}
+
+/// On a GPU: a kernel compiled with automatic precompiled headers reports its header's status
+/// (created on the first compile, in a fresh directory), loads and runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_compiled_with_precompiled_headers_reports_them_and_runs() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    big_header(dir.path());
+    let pch_dir = dir.path().join("pch");
+    let code = Program::new(
+        USES_BIG,
+        ProgramOptions::default()
+            .with_include_paths(vec![dir.path().to_path_buf()])
+            .with_pch(true)
+            .with_pch_dir(&pch_dir),
+    )
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let status = code.pch_status().expect("NVRTC 12.8 or newer says");
+    assert!(status.created(), "{status:?}: {}", code.compile_log());
+    let kernel = code.get_kernel("k").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let out = device
+        .memory_resource()
+        .unwrap()
+        .allocate(4, &stream)
+        .unwrap();
+    // SAFETY: one int in `out`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::new([1, 1, 1], [1, 1, 1]),
+            &kernel,
+            &[&out],
+        )
+    }
+    .unwrap();
+    // T7<3>::v is 3 * 7.
+    assert_eq!(out.to_vec::<i32>(&stream).unwrap(), [21]);
+}
+
+/// Whether `haystack` holds `needle`.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A debug build with `debug_source_dir`: the source written under the program's name there,
+/// and the cubin's line information naming that file by its absolute path (its directory, then
+/// the file's name, as DWARF's line table has them), so that cuda-gdb finds it; never over
+/// another file; written on a cache hit too.
+#[test]
+fn a_debug_build_writes_its_source_where_its_line_information_names_it() {
+    use cuda_core::cache::InMemoryProgramCache;
+    if !nvrtc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("source");
+    let with_dir = || options().with_debug(true).with_debug_source_dir(&dir);
+    let program = Program::new(SAXPY, with_dir()).with_name("saxpy_debug.cu");
+    let code = program.compile(CodeType::Cubin, &[]).unwrap();
+    let file = dir.join("saxpy_debug.cu");
+    // Bug caught: no file written, or not under the program's name.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    let dir_bytes = format!("{}\0", dir.display()).into_bytes();
+    // Bug caught: NVRTC given the bare name, so that the line table names the working
+    // directory, where no such file is, and cuda-gdb shows nothing.
+    assert!(
+        holds(code.code(), &dir_bytes),
+        "the directory in the line table"
+    );
+    assert!(holds(code.code(), b"\0saxpy_debug.cu\0"));
+    // The code keeps the program's name.
+    assert_eq!(code.name(), "saxpy_debug.cu");
+    // The control: the same build without it records no such directory.
+    let plain = Program::new(SAXPY, options().with_debug(true))
+        .with_name("saxpy_debug.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap();
+    assert!(!holds(plain.code(), &dir_bytes));
+    // The path is in the cache key (the code records it): bug caught, code with one path
+    // served for another.
+    let elsewhere = Program::new(
+        SAXPY,
+        options()
+            .with_debug(true)
+            .with_debug_source_dir(base.path().join("elsewhere")),
+    )
+    .with_name("saxpy_debug.cu");
+    assert_ne!(
+        program.cache_key(CodeType::Cubin, &[]).unwrap(),
+        elsewhere.cache_key(CodeType::Cubin, &[]).unwrap()
+    );
+    // Compiled again, the same source: the file kept, and the compile works.
+    program.compile(CodeType::Cubin, &[]).unwrap();
+    // Another source under the same name: refused, and the file left as it was (bug
+    // caught: a file overwritten silently).
+    let changed = format!("{SAXPY}// changed\n");
+    let err = Program::new(changed.as_str(), with_dir())
+        .with_name("saxpy_debug.cu")
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name: "debug_source_dir", reason }
+            if reason.contains("not overwritten") && reason.contains("saxpy_debug.cu")),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    // A cache hit writes the file too (bug caught: cached code whose source is missing).
+    let cache = InMemoryProgramCache::new(1 << 20);
+    program
+        .compile_cached(&cache, CodeType::Cubin, &[])
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let hit = program
+        .compile_cached(&cache, CodeType::Cubin, &[])
+        .unwrap();
+    assert_eq!(hit.code(), code.code());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    // A PTX program has no source to write, and says so.
+    let err = Program::from_ptx(".version 8.0\n", options().with_debug_source_dir(&dir))
+        .compile(CodeType::Cubin, &[])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("debug_source_dir")),
+        "{err}"
+    );
+}
+
+/// On a GPU: a device debug (`-G`) build with `debug_source_dir` loads and runs, and its
+/// source is at the absolute path its line information names (what cuda-gdb opens at a
+/// breakpoint in it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_debug_build_runs_with_its_source_beside_it() {
+    use cuda_core::{launch, Allocate, LaunchConfig, StreamOptions};
+    if !nvrtc() {
+        return;
+    }
+    let device = crate::common::device();
+    device.set_current().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("source");
+    let code = Program::new(
+        SAXPY,
+        ProgramOptions::default()
+            .with_debug(true)
+            .with_debug_source_dir(&dir),
+    )
+    .with_name("saxpy_gpu_debug.cu")
+    .compile(CodeType::Cubin, &[])
+    .unwrap();
+    let file = dir.join("saxpy_gpu_debug.cu");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SAXPY);
+    assert!(holds(
+        code.code(),
+        format!("{}\0", dir.display()).as_bytes()
+    ));
+    let kernel = code.get_kernel("saxpy").unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let n = 256u32;
+    let memory = device.memory_resource().unwrap();
+    let mut x = memory.allocate(4 * n as usize, &stream).unwrap();
+    let mut y = memory.allocate(4 * n as usize, &stream).unwrap();
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    x.copy_from_host(&xs, &stream).unwrap();
+    y.copy_from_host(&vec![1.0f32; n as usize], &stream)
+        .unwrap();
+    let a = 2.0f32;
+    // SAFETY: `n` floats in `x` and `y`.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n.into(), 128),
+            &kernel,
+            &[&a, &x, &y, &n],
+        )
+    }
+    .unwrap();
+    let got = y.to_vec::<f32>(&stream).unwrap();
+    let expected: Vec<f32> = xs.iter().map(|x| 2.0 * x + 1.0).collect();
+    assert_eq!(got, expected);
 }

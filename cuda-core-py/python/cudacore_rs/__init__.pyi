@@ -102,6 +102,11 @@ class Device:
     def create_event(self, options: Union[EventOptions, Dict[str, Any], None] = None) -> "Event":
         """A new event of the device."""
     @property
+    def default_stream(self) -> "Stream":
+        """The legacy default stream, or the thread's per-thread default stream where
+        ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1`` (or ``CUDA_CORE_PER_THREAD_DEFAULT_STREAM=1``)
+        is set; not owned."""
+    @property
     def memory_resource(self) -> "DeviceMemoryResource":
         """The device's default memory resource (its default pool); the same object each time."""
     def __int__(self) -> int: ...

@@ -565,6 +565,14 @@ pub(crate) fn default_pch_dir() -> Result<PathBuf> {
     Ok(programs.with_file_name("pch"))
 }
 
+/// The directory for NVRTC's bundled headers, each NVRTC version's below it: `nvrtc-headers`
+/// beside the default cache directory (`$XDG_CACHE_HOME/cuda-core/nvrtc-headers`, else
+/// `$HOME/.cache/cuda-core/nvrtc-headers`).
+pub(crate) fn default_bundled_headers_dir() -> Result<PathBuf> {
+    let programs = FileStreamProgramCache::default_dir()?;
+    Ok(programs.with_file_name("nvrtc-headers"))
+}
+
 fn default_dir_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
     let base = match xdg_cache_home.map(PathBuf::from) {
         Some(xdg) if xdg.is_absolute() => xdg,

@@ -46,8 +46,8 @@ mod memory;
 
 use std::fmt;
 
-pub(crate) use file::default_pch_dir;
 pub use file::FileStreamProgramCache;
+pub(crate) use file::{default_bundled_headers_dir, default_pch_dir};
 pub use key::{CacheKey, CacheKeyBuilder};
 pub use memory::InMemoryProgramCache;
 

@@ -70,6 +70,6 @@ pub(crate) use self::nvjitlink::{
 };
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size,
-    toolkit_include_dirs, NvrtcOutput,
+    toolkit_include_dirs, NvrtcJob, NvrtcOutput, PchCreate, PchOutcome,
 };
 pub(crate) use self::nvvm::{libdevice, nvvm_compile, nvvm_identity, nvvm_info, NvvmInput};

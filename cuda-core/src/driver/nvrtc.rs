@@ -90,6 +90,46 @@ pub(crate) struct Compiled {
     pub(crate) log: String,
     /// Each name expression with its lowered (mangled) name.
     pub(crate) lowered: Vec<(String, String)>,
+    /// How the precompiled header went, where the compile asked for one (or NVRTC tried one)
+    /// and NVRTC can say (`nvrtcGetPCHCreateStatus`, NVRTC 12.8 and newer).
+    pub(crate) pch: Option<PchOutcome>,
+}
+
+/// What `nvrtcGetPCHCreateStatus` said of a compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PchCreate {
+    /// `NVRTC_SUCCESS`: created.
+    Created,
+    /// `NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED`.
+    NotAttempted,
+    /// `NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED`, with the heap NVRTC said it needs
+    /// (`nvrtcGetPCHHeapSizeRequired`) where it could.
+    HeapExhausted { required: Option<usize> },
+    /// `NVRTC_ERROR_PCH_CREATE` or another code: NVRTC's words for it.
+    Failed(String),
+}
+
+/// A compile's precompiled header: what NVRTC said of the compile whose code is returned, and,
+/// where an earlier compile ran out of PCH heap and the program was compiled again, the heap
+/// size that earlier compile asked for (and the heap was grown to).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PchOutcome {
+    pub(crate) status: PchCreate,
+    pub(crate) retried_with_heap: Option<usize>,
+}
+
+/// One NVRTC compilation to run: the program's source, name and headers in memory (each an
+/// include name and its contents), its options and name expressions, and what to produce.
+pub(crate) struct NvrtcJob<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) headers: &'a [(String, String)],
+    pub(crate) options: &'a [String],
+    pub(crate) name_expressions: &'a [String],
+    pub(crate) output: NvrtcOutput,
+    /// Whether the options ask for a precompiled header (`-pch`, `-create-pch`): its status
+    /// is then reported even where NVRTC did not attempt one.
+    pub(crate) pch: bool,
 }
 
 /// The loaded NVRTC's `(major, minor)`.
@@ -97,59 +137,157 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32)> {
     Ok(nvrtc()?.version())
 }
 
-/// Compiles `source` with NVRTC: `nvrtcCreateProgram` (with `headers`, each an include name
-/// and its contents, as its in-memory headers), `nvrtcAddNameExpression` for each name
-/// expression, `nvrtcCompileProgram`, then the output, the log and the lowered names.
-pub(crate) fn compile(
-    source: &str,
-    name: &str,
-    headers: &[(String, String)],
-    options: &[String],
-    name_expressions: &[String],
-    output: NvrtcOutput,
-) -> Result<Compiled> {
-    let nvrtc = nvrtc()?;
-    let t = nvrtc.table();
+/// Compiles with the process's NVRTC: see [`compile_with`].
+pub(crate) fn compile(job: &NvrtcJob<'_>) -> Result<Compiled> {
+    compile_with(nvrtc()?.table(), job)
+}
+
+/// Compiles `job.source` with the NVRTC of `t`: `nvrtcCreateProgram` (with `job.headers` as
+/// its in-memory headers), `nvrtcAddNameExpression` for each name expression,
+/// `nvrtcCompileProgram`, then the output, the log and the lowered names.
+///
+/// Where the compile succeeded but NVRTC ran out of its precompiled-header heap
+/// (`nvrtcGetPCHCreateStatus` gives `NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED`), the heap is grown
+/// to the size NVRTC asked for (`nvrtcGetPCHHeapSizeRequired`, then `nvrtcSetPCHHeapSize` where
+/// the heap is smaller) and the program compiled once more, from a new program as NVRTC wants:
+/// its result is returned. An NVRTC without those functions is not retried.
+pub(crate) fn compile_with(t: &NvrtcTable, job: &NvrtcJob<'_>) -> Result<Compiled> {
+    let inputs = CInputs::new(job)?;
+    let first = compile_once(t, job, &inputs)?;
+    let Some(PchCreate::HeapExhausted {
+        required: Some(required),
+    }) = first.pch
+    else {
+        return Ok(finish(t, job, first, None));
+    };
+    let Some(set) = t.nvrtcSetPCHHeapSize else {
+        return Ok(finish(t, job, first, None));
+    };
+    // The heap is the process's: grown, never shrunk, and by one thread at a time, so that
+    // a compile that needs less never undoes one that needed more.
+    static GROWING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let grown = {
+        let _one = GROWING.lock().unwrap_or_else(|e| e.into_inner());
+        let before = heap_size_in(t);
+        if before.is_some_and(|heap| heap >= required) {
+            // Another compile grew it meanwhile.
+            Ok(before)
+        } else {
+            // SAFETY: plain data.
+            let status = unsafe { set(required) };
+            if status == nvrtcResult::NVRTC_SUCCESS {
+                Ok(before)
+            } else {
+                Err(error_string(t, status))
+            }
+        }
+    };
+    let before = match grown {
+        Ok(before) => before,
+        Err(why) => {
+            let mut first = finish(t, job, first, None);
+            first.log.push_str(&format!(
+                "cuda-core: growing NVRTC's PCH heap to {required} bytes failed ({why}); the \
+                 program was not compiled again\n"
+            ));
+            return Ok(first);
+        }
+    };
+    let second = compile_once(t, job, &inputs)?;
+    let mut compiled = finish(t, job, second, Some(required));
+    let from = before.map_or_else(String::new, |b| format!(" ({b} bytes)"));
+    compiled.log.push_str(&format!(
+        "cuda-core: NVRTC's PCH heap{from} was too small for the precompiled header, \
+         {required} bytes are needed: it was grown to {required} bytes and the program \
+         compiled again\n"
+    ));
+    Ok(compiled)
+}
+
+/// The NUL-terminated forms of a job's strings, made once for every compile of it.
+struct CInputs {
+    source: CString,
+    name: CString,
+    options: Vec<CString>,
+    expressions: Vec<CString>,
+    header_names: Vec<CString>,
+    header_texts: Vec<CString>,
+    header_count: i32,
+}
+
+impl CInputs {
+    fn new(job: &NvrtcJob<'_>) -> Result<CInputs> {
+        let c = |what: &'static str, text: &str| {
+            CString::new(text).map_err(|_| Error::InvalidArgument {
+                name: what,
+                reason: format!("{text:?} contains a NUL byte"),
+            })
+        };
+        let all = |what: &'static str, texts: &mut dyn Iterator<Item = &String>| {
+            texts.map(|t| c(what, t)).collect::<Result<Vec<_>>>()
+        };
+        let header_count =
+            i32::try_from(job.headers.len()).map_err(|_| Error::InvalidArgument {
+                name: "headers",
+                reason: format!(
+                    "{} headers; NVRTC takes at most {}",
+                    job.headers.len(),
+                    i32::MAX
+                ),
+            })?;
+        Ok(CInputs {
+            source: c("source", job.source)?,
+            name: c("name", job.name)?,
+            options: all("options", &mut job.options.iter())?,
+            expressions: all("name_expressions", &mut job.name_expressions.iter())?,
+            header_names: all("headers", &mut job.headers.iter().map(|(name, _)| name))?,
+            header_texts: all("headers", &mut job.headers.iter().map(|(_, text)| text))?,
+            header_count,
+        })
+    }
+}
+
+/// One compile's result, before its precompiled header is reported.
+struct Once {
+    code: Vec<u8>,
+    log: String,
+    lowered: Vec<(String, String)>,
+    /// What `nvrtcGetPCHCreateStatus` said, where NVRTC has it.
+    pch: Option<PchCreate>,
+}
+
+/// The compile's result as returned: the precompiled header reported where it was asked for
+/// or attempted, and a line in the log where it was not created.
+fn finish(
+    t: &NvrtcTable,
+    job: &NvrtcJob<'_>,
+    once: Once,
+    retried_with_heap: Option<usize>,
+) -> Compiled {
+    let mut log = once.log;
+    let pch = once.pch.and_then(|status| {
+        log.push_str(&pch_note(t, &status));
+        (job.pch || status != PchCreate::NotAttempted || retried_with_heap.is_some()).then_some(
+            PchOutcome {
+                status,
+                retried_with_heap,
+            },
+        )
+    });
+    Compiled {
+        code: once.code,
+        log,
+        lowered: once.lowered,
+        pch,
+    }
+}
+
+/// Creates the program, compiles it and destroys it.
+fn compile_once(t: &NvrtcTable, job: &NvrtcJob<'_>, inputs: &CInputs) -> Result<Once> {
     let fail = |what: &str, status: nvrtcResult| Error::Compile {
-        program: name.to_owned(),
+        program: job.name.to_owned(),
         log: format!("{what} failed: {}", error_string(t, status)),
     };
-    let c = |what: &'static str, text: &str| {
-        CString::new(text).map_err(|_| Error::InvalidArgument {
-            name: what,
-            reason: format!("{text:?} contains a NUL byte"),
-        })
-    };
-    let source_c = c("source", source)?;
-    let name_c = c("name", name)?;
-    let options_c = options
-        .iter()
-        .map(|o| c("options", o))
-        .collect::<Result<Vec<_>>>()?;
-    let expressions_c = name_expressions
-        .iter()
-        .map(|e| c("name_expressions", e))
-        .collect::<Result<Vec<_>>>()?;
-    let header_names_c = headers
-        .iter()
-        .map(|(name, _)| c("headers", name))
-        .collect::<Result<Vec<_>>>()?;
-    let header_texts_c = headers
-        .iter()
-        .map(|(_, text)| c("headers", text))
-        .collect::<Result<Vec<_>>>()?;
-    let header_names: Vec<*const std::ffi::c_char> =
-        header_names_c.iter().map(|h| h.as_ptr()).collect();
-    let header_texts: Vec<*const std::ffi::c_char> =
-        header_texts_c.iter().map(|h| h.as_ptr()).collect();
-    let header_count = i32::try_from(headers.len()).map_err(|_| Error::InvalidArgument {
-        name: "headers",
-        reason: format!(
-            "{} headers; NVRTC takes at most {}",
-            headers.len(),
-            i32::MAX
-        ),
-    })?;
     let lacks = |symbol: &str| Error::NvrtcNotFound {
         reason: format!("the loaded NVRTC lacks {symbol}"),
         source: None,
@@ -160,15 +298,19 @@ pub(crate) fn compile(
     let destroy = t
         .nvrtcDestroyProgram
         .ok_or_else(|| lacks("nvrtcDestroyProgram"))?;
+    let header_names: Vec<*const std::ffi::c_char> =
+        inputs.header_names.iter().map(|h| h.as_ptr()).collect();
+    let header_texts: Vec<*const std::ffi::c_char> =
+        inputs.header_texts.iter().map(|h| h.as_ptr()).collect();
     let mut program: nvrtcProgram = std::ptr::null_mut();
     // SAFETY: all strings are NUL-terminated and outlive the call (NVRTC copies them); the
     // two header arrays hold `header_count` pointers each.
     let status = unsafe {
         create(
             &mut program,
-            source_c.as_ptr(),
-            name_c.as_ptr(),
-            header_count,
+            inputs.source.as_ptr(),
+            inputs.name.as_ptr(),
+            inputs.header_count,
             header_texts.as_ptr(),
             header_names.as_ptr(),
         )
@@ -176,11 +318,22 @@ pub(crate) fn compile(
     if status != nvrtcResult::NVRTC_SUCCESS {
         return Err(fail("nvrtcCreateProgram", status));
     }
-    let result = compile_program(t, program, &options_c, &expressions_c, output, name);
+    let result = compile_program(
+        t,
+        program,
+        &inputs.options,
+        &inputs.expressions,
+        job.output,
+        job.name,
+    );
     // SAFETY: `program` was created above and is destroyed once.
     let status = unsafe { destroy(&mut program) };
     if status != nvrtcResult::NVRTC_SUCCESS {
-        log::error!("nvrtcDestroyProgram of {name}: {}", error_string(t, status));
+        log::error!(
+            "nvrtcDestroyProgram of {}: {}",
+            job.name,
+            error_string(t, status)
+        );
     }
     result
 }
@@ -192,7 +345,7 @@ fn compile_program(
     expressions: &[CString],
     output: NvrtcOutput,
     name: &str,
-) -> Result<Compiled> {
+) -> Result<Once> {
     let missing = |symbol: &str| Error::NvrtcNotFound {
         reason: format!("the loaded NVRTC lacks {symbol}; it is too old for this"),
         source: None,
@@ -236,13 +389,14 @@ fn compile_program(
             ),
         });
     }
-    let log = log + &pch_note(t, program);
+    let pch = pch_create(t, program);
     let (size_fn, get_fn, symbol) = match output {
         NvrtcOutput::Nothing => {
-            return Ok(Compiled {
+            return Ok(Once {
                 code: Vec::new(),
                 log,
                 lowered: Vec::new(),
+                pch,
             })
         }
         NvrtcOutput::Ptx => (t.nvrtcGetPTXSize, t.nvrtcGetPTX, "nvrtcGetPTX"),
@@ -280,39 +434,66 @@ fn compile_program(
             .into_owned();
         lowered.push((expression.to_string_lossy().into_owned(), name));
     }
-    Ok(Compiled { code, log, lowered })
+    Ok(Once {
+        code,
+        log,
+        lowered,
+        pch,
+    })
 }
 
-/// A line for the log where NVRTC tried to create a precompiled header and could not
-/// (`nvrtcGetPCHCreateStatus`), with the heap it needed where that was the reason; empty
-/// otherwise (created, not attempted, or an NVRTC without precompiled headers).
-fn pch_note(t: &NvrtcTable, program: nvrtcProgram) -> String {
-    let Some(status) = t.nvrtcGetPCHCreateStatus else {
-        return String::new();
-    };
+/// What NVRTC says of the precompiled header of a compiled program
+/// (`nvrtcGetPCHCreateStatus`, with `nvrtcGetPCHHeapSizeRequired` where the heap ran out);
+/// `None` for an NVRTC without precompiled headers.
+fn pch_create(t: &NvrtcTable, program: nvrtcProgram) -> Option<PchCreate> {
+    let status = t.nvrtcGetPCHCreateStatus?;
     // SAFETY: a live, compiled program.
     let status = unsafe { status(program) };
-    match status {
-        nvrtcResult::NVRTC_SUCCESS | nvrtcResult::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => {
-            String::new()
-        }
+    Some(match status {
+        nvrtcResult::NVRTC_SUCCESS => PchCreate::Created,
+        nvrtcResult::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => PchCreate::NotAttempted,
         nvrtcResult::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
-            let mut required = 0;
-            if let Some(f) = t.nvrtcGetPCHHeapSizeRequired {
+            let required = t.nvrtcGetPCHHeapSizeRequired.and_then(|f| {
+                let mut required = 0;
                 // SAFETY: a live program and a writable out-pointer.
-                unsafe { f(program, &mut required) };
-            }
+                let status = unsafe { f(program, &mut required) };
+                (status == nvrtcResult::NVRTC_SUCCESS && required > 0).then_some(required)
+            });
+            PchCreate::HeapExhausted { required }
+        }
+        other => PchCreate::Failed(error_string(t, other)),
+    })
+}
+
+/// A line for the log where NVRTC tried to create a precompiled header and could not, with
+/// the heap it needed where that was the reason; empty otherwise (created, not attempted).
+fn pch_note(t: &NvrtcTable, status: &PchCreate) -> String {
+    match status {
+        PchCreate::Created | PchCreate::NotAttempted => String::new(),
+        PchCreate::HeapExhausted { required } => {
+            let heap = heap_size_in(t).map_or_else(String::new, |h| format!(" ({h} bytes)"));
+            let needed = required.map_or_else(
+                || "NVRTC did not say how much it needs".to_owned(),
+                |r| format!("{r} bytes are needed"),
+            );
             format!(
-                "\ncuda-core: the precompiled header was not created: NVRTC's PCH heap ({} \
-                 bytes) is too small, {required} bytes are needed (see set_pch_heap_size)\n",
-                pch_heap_size().unwrap_or(0)
+                "\ncuda-core: the precompiled header was not created: NVRTC's PCH heap{heap} is \
+                 too small, {needed} (see set_pch_heap_size)\n"
             )
         }
-        other => format!(
-            "\ncuda-core: the precompiled header was not created: {}\n",
-            error_string(t, other)
-        ),
+        PchCreate::Failed(why) => {
+            format!("\ncuda-core: the precompiled header was not created: {why}\n")
+        }
     }
+}
+
+/// `nvrtcGetPCHHeapSize` of the NVRTC of `t`, where it has it and answers.
+fn heap_size_in(t: &NvrtcTable) -> Option<usize> {
+    let f = t.nvrtcGetPCHHeapSize?;
+    let mut size = 0;
+    // SAFETY: a writable out-pointer.
+    let status = unsafe { f(&mut size) };
+    (status == nvrtcResult::NVRTC_SUCCESS).then_some(size)
 }
 
 /// `nvrtcGetPCHHeapSize`.
@@ -540,3 +721,6 @@ pub(super) fn library_file(
             .then(|| std::path::PathBuf::from(path))
     })
 }
+
+#[cfg(test)]
+mod tests;

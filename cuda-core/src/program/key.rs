@@ -37,7 +37,8 @@ pub(super) fn keyed(
     };
     Ok(Keyed::Key(cxx(
         source,
-        program.name(),
+        // The name NVRTC compiles under, which it records in the code's line information.
+        &program.nvrtc_name(&options)?,
         &options,
         target,
         name_expressions,

@@ -4,6 +4,7 @@
 //! can reach, which its cache key covers, in `headers.rs`; the cache key of each kind in
 //! `key.rs`.
 
+mod debug_source;
 mod headers;
 mod key;
 mod options;
@@ -14,9 +15,9 @@ use std::path::PathBuf;
 use self::key::Keyed;
 use self::sources::Source;
 use crate::cache::{CacheKey, ProgramCache};
-use crate::driver::{self, NvrtcOutput};
+use crate::driver::{self, NvrtcJob, NvrtcOutput, PchCreate, PchOutcome};
 use crate::error::{Error, Result};
-use crate::object_code::{CodeType, ObjectCode};
+use crate::object_code::{CodeType, ObjectCode, PchStatus};
 
 pub use self::options::{FastCompile, ProgramOptions};
 pub use self::sources::{NvvmModule, ProgramKind};
@@ -178,6 +179,13 @@ impl Program {
     /// successful one keeps its warnings in [`ObjectCode::compile_log`]. What a PTX or NVVM
     /// IR program gives for each target is said at [`Program::from_ptx`] and
     /// [`Program::from_nvvm`].
+    ///
+    /// With precompiled headers ([`ProgramOptions::pch`], [`ProgramOptions::create_pch`]),
+    /// [`ObjectCode::pch_status`] says whether one was created. Where NVRTC ran out of its
+    /// precompiled-header heap, the compile grows the heap, which is the process's, to the size
+    /// NVRTC asked for (never shrinking it: see [`set_pch_heap_size`]) and compiles the program
+    /// once more, as Python's cuda.core does; an NVRTC without `nvrtcGetPCHHeapSizeRequired`
+    /// and `nvrtcSetPCHHeapSize` is not retried. The log says when the heap was grown.
     #[doc(alias("nvrtcCompileProgram", "nvvmCompileProgram"))]
     pub fn compile(&self, target: CodeType, name_expressions: &[&str]) -> Result<ObjectCode> {
         let Source::Cxx(source) = &self.source else {
@@ -202,26 +210,51 @@ impl Program {
         options.check_nvrtc(major, minor)?;
         // After NVRTC is loaded: the toolkit's headers of its major are preferred.
         let options = options.with_toolkit_dirs()?;
+        let name = self.write_debug_source(&options)?;
         let expressions: Vec<String> = name_expressions.iter().map(|e| (*e).to_owned()).collect();
-        let compiled = driver::compile(
+        let compiled = driver::compile(&NvrtcJob {
             source,
-            &self.name,
-            &options.headers,
-            &options.to_args(target),
-            &expressions,
+            name: &name,
+            headers: &options.headers,
+            options: &options.to_args(target),
+            name_expressions: &expressions,
             output,
-        )?;
+            pch: options.pch || options.create_pch.is_some(),
+        })?;
         Ok(ObjectCode::from_compiled(
             target,
             compiled.code,
             self.name.clone(),
             compiled.log,
             compiled.lowered,
-        ))
+        )
+        .with_pch_status(compiled.pch.map(pch_status)))
     }
 }
 
 impl Program {
+    /// The name NVRTC compiles the program under: the absolute path of its source file in
+    /// [`ProgramOptions::debug_source_dir`] where that is set, else its name.
+    pub(crate) fn nvrtc_name(&self, options: &ProgramOptions) -> Result<String> {
+        match &options.debug_source_dir {
+            Some(dir) => Ok(debug_source::place(dir, &self.name)?
+                .to_str()
+                .unwrap_or_default()
+                .to_owned()),
+            None => Ok(self.name.clone()),
+        }
+    }
+
+    /// Writes a C++ program's source where [`ProgramOptions::debug_source_dir`] says, and
+    /// gives the name to compile it under ([`Program::nvrtc_name`]).
+    fn write_debug_source(&self, options: &ProgramOptions) -> Result<String> {
+        let name = self.nvrtc_name(options)?;
+        if let (Source::Cxx(source), Some(_)) = (&self.source, &options.debug_source_dir) {
+            debug_source::write(std::path::Path::new(&name), source)?;
+        }
+        Ok(name)
+    }
+
     /// Checks the program's device code without generating any (`-fdevice-syntax-only`):
     /// NVRTC's log (its warnings) when the source is valid, [`Error::Compile`] with the log
     /// when not. Faster than a compile where only the diagnostics matter. C++ programs only:
@@ -250,14 +283,15 @@ impl Program {
         options.check_nvrtc(major, minor)?;
         let mut options = options.with_toolkit_dirs()?;
         options.extra.push("-fdevice-syntax-only".to_owned());
-        let checked = driver::compile(
+        let checked = driver::compile(&NvrtcJob {
             source,
-            &self.name,
-            &options.headers,
-            &options.to_args(CodeType::Ptx),
-            &[],
-            NvrtcOutput::Nothing,
-        )?;
+            name: &self.name,
+            headers: &options.headers,
+            options: &options.to_args(CodeType::Ptx),
+            name_expressions: &[],
+            output: NvrtcOutput::Nothing,
+            pch: false,
+        })?;
         Ok(checked.log)
     }
 
@@ -324,6 +358,10 @@ impl Program {
         };
         if let Some(code) = cache.get_code(&key) {
             if code.code_type() == target {
+                // The source a debugger looks for, as a compile would have written it.
+                if self.kind() == ProgramKind::Cxx {
+                    self.write_debug_source(&self.options)?;
+                }
                 return Ok(code);
             }
         }
@@ -339,6 +377,23 @@ impl Program {
             ),
         }
         Ok(code)
+    }
+}
+
+/// The public form of what NVRTC said of a compile's precompiled header.
+fn pch_status(outcome: PchOutcome) -> PchStatus {
+    let status = match outcome.status {
+        PchCreate::Created => PchStatus::Created,
+        PchCreate::NotAttempted => PchStatus::NotAttempted,
+        PchCreate::HeapExhausted { required } => PchStatus::HeapExhausted { required },
+        PchCreate::Failed(reason) => PchStatus::Failed { reason },
+    };
+    match outcome.retried_with_heap {
+        Some(required) => PchStatus::Retried {
+            required,
+            retry: Box::new(status),
+        },
+        None => status,
     }
 }
 
@@ -361,8 +416,9 @@ pub fn pch_heap_size() -> Result<usize> {
 }
 
 /// Sets the size of NVRTC's heap for creating precompiled headers (`nvrtcSetPCHHeapSize`),
-/// for every later compile of the process. A precompiled header that did not fit says in its
-/// compile's log how much it needs.
+/// for every later compile of the process. A precompiled header that does not fit makes
+/// [`Program::compile`] grow the heap to what it needs and compile again
+/// ([`PchStatus::Retried`]); setting it first, large enough, saves that second compile.
 ///
 /// ```no_run
 /// # fn main() -> cuda_core::Result<()> {
@@ -434,6 +490,87 @@ mod tests {
             .with_fast_math(true)
             .check_nvrtc(12, 9)
             .is_ok());
+    }
+
+    /// `use_bundled_headers` is NVRTC 13.3's: refused before, naming the version and the
+    /// field (bug caught: a row without its `since`, handed to an older NVRTC, which fails
+    /// with "unrecognized option" and no word of why); its argument is the one NVRTC 13.3
+    /// reads (`--use-bundled-headers=<dir>`: bug caught, a misspelt or bare flag), placed after
+    /// the `-I` folders it must follow.
+    #[test]
+    fn bundled_headers_need_nvrtc_13_3_and_follow_the_include_paths() {
+        let options = ProgramOptions::default()
+            .with_include_paths(vec!["/mine".into()])
+            .with_use_bundled_headers("/cache/nvrtc-headers/13.5");
+        for (major, minor) in [(12, 9), (13, 0), (13, 2)] {
+            let err = options.check_nvrtc(major, minor).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { reason, .. }
+                    if reason.contains("use_bundled_headers") && reason.contains("13.3")
+                        && reason.contains(&format!("{major}.{minor}"))),
+                "{err}"
+            );
+        }
+        assert!(options.check_nvrtc(13, 3).is_ok());
+        assert!(options.check_nvrtc(14, 0).is_ok());
+        let args = options.to_args(CodeType::Ptx);
+        let at = |arg: &str| args.iter().position(|a| a == arg);
+        let bundled = at("--use-bundled-headers=/cache/nvrtc-headers/13.5").expect("the flag");
+        assert!(at("-I/mine").expect("the -I") < bundled, "{args:?}");
+        // The cache key's header scan searches them where NVRTC does: after the include
+        // paths, before `-I` options passed as they are (bug caught: a key blind to them).
+        let (dirs, _) = options
+            .with_extra(vec!["-I/extra".to_owned()])
+            .header_search();
+        assert_eq!(
+            dirs,
+            [
+                "/mine",
+                "/cache/nvrtc-headers/13.5",
+                "/cache/nvrtc-headers/13.5/cccl",
+                "/extra"
+            ]
+            .map(PathBuf::from)
+        );
+        // Unset, it makes no argument and is no refusal.
+        assert!(ProgramOptions::default().check_nvrtc(12, 0).is_ok());
+    }
+
+    /// What the driver's glue says becomes the public status: a retry wraps the second
+    /// compile's status (bug caught: a retry reported as the first compile's exhaustion, or
+    /// the created header of a retry not counted as created).
+    #[test]
+    fn a_retried_compile_is_reported_with_its_second_status() {
+        let outcome = |status, retried_with_heap| PchOutcome {
+            status,
+            retried_with_heap,
+        };
+        let retried = pch_status(outcome(PchCreate::Created, Some(4 << 20)));
+        assert_eq!(
+            retried,
+            PchStatus::Retried {
+                required: 4 << 20,
+                retry: Box::new(PchStatus::Created)
+            }
+        );
+        assert!(retried.created() && retried.retried());
+        let again = pch_status(outcome(
+            PchCreate::HeapExhausted { required: Some(5) },
+            Some(4),
+        ));
+        assert!(!again.created() && again.retried());
+        assert_eq!(
+            pch_status(outcome(PchCreate::NotAttempted, None)),
+            PchStatus::NotAttempted
+        );
+        let failed = pch_status(outcome(PchCreate::Failed("why".into()), None));
+        assert_eq!(
+            failed,
+            PchStatus::Failed {
+                reason: "why".into()
+            }
+        );
+        assert!(!failed.created() && !failed.retried());
     }
 
     #[test]

@@ -135,9 +135,79 @@ crate::options::options_table! {
         /// ```
         toolkit_includes: bool, with_toolkit_includes(bool),
             |_, _| None::<String>;
+        // After `include_paths` (and the toolkit's folders, added to them): NVRTC searches
+        // `--use-bundled-headers` where it stands among the `-I` options, so that the user's
+        // folders come first (tried with NVRTC 13.5), as `header_search` has it.
+        /// Use the CUDA headers NVRTC carries (`--use-bundled-headers=<dir>`; NVRTC 13.3 and
+        /// newer): NVRTC installs its copy of the toolkit's headers and CCCL in this directory
+        /// where they are not there yet, and searches it and its `cccl` after `include_paths`,
+        /// so that `#include <cuda_runtime.h>`, `<cooperative_groups.h>` or `<cuda/std/array>`
+        /// compile without a toolkit or header wheels. NVRTC refuses a directory that another
+        /// version of it installed into (`existing headers version mismatch`), so give each
+        /// NVRTC version its own: [`ProgramOptions::default_bundled_headers_dir`] does. The
+        /// directory is made `0700` if missing, and refused at compile time
+        /// ([`Error::InvalidArgument`]) unless the effective user owns it and no one else can
+        /// write it, since NVRTC compiles what it finds there. The headers the source reaches
+        /// there are in the cache key, as those of `include_paths` are.
+        ///
+        /// ```no_run
+        /// use cuda_core::{CodeType, Program, ProgramOptions};
+        ///
+        /// let options = ProgramOptions::default()
+        ///     .with_use_bundled_headers(ProgramOptions::default_bundled_headers_dir()?);
+        /// let program = Program::new(
+        ///     r#"#include <cuda/std/array>
+        ///     extern "C" __global__ void k(int* out) {
+        ///         cuda::std::array<int, 2> a{1, 2};
+        ///         out[threadIdx.x] = a[1];
+        ///     }"#,
+        ///     options,
+        /// );
+        /// let code = program.compile(CodeType::Cubin, &[])?;
+        /// # Ok::<(), cuda_core::Error>(())
+        /// ```
+        #[doc(alias("--use-bundled-headers", "nvrtcInstallBundledHeaders"))]
+        use_bundled_headers: Option<PathBuf>, with_use_bundled_headers(impl Into<PathBuf>) => some,
+            |v, _| v.iter().map(|d| format!("--use-bundled-headers={}", d.display())),
+            since (13, 3);
         /// Device debug information (`-G`).
         debug: bool, with_debug(bool),
             |v, _| on(*v, "-G"), for [Ptx, Nvvm];
+        /// Write the program's source into this directory, as the file its name names
+        /// ([`Program::with_name`]), and compile it under that file's absolute path, so that a
+        /// debugger shows the source of a `debug` (`-G`) or `line_info` build: NVRTC records
+        /// the name it compiles a program under as the source file of its line information (a
+        /// relative name under the working directory of the compile), and cuda-gdb (or Nsight)
+        /// reads the file at that path, with no `directory` command needed. The directory is
+        /// made `0700` where missing; the file is written `0600`, once. A file already there
+        /// that holds the same source is kept; one that holds anything else (an older source of
+        /// the same name, say) is never overwritten, but refused ([`Error::InvalidArgument`]:
+        /// remove it, or give another name or directory), as are a link and a name that is not
+        /// one plain file name. C++ programs only. The log's diagnostics and `__FILE__` then
+        /// give the path; [`ObjectCode::name`](crate::ObjectCode::name) keeps the program's
+        /// name. The path is in the cache key, and [`Program::compile_cached`] writes the file
+        /// on a hit too, so that cached code is debugged as compiled code is;
+        /// [`Program::check_syntax`] writes nothing.
+        ///
+        /// ```no_run
+        /// use cuda_core::{CodeType, Program, ProgramOptions};
+        ///
+        /// let options = ProgramOptions::default()
+        ///     .with_debug(true)
+        ///     .with_debug_source_dir("target/cuda-source");
+        /// let program = Program::new(
+        ///     r#"extern "C" __global__ void scale(float* x, float a) {
+        ///         x[threadIdx.x] *= a;
+        ///     }"#,
+        ///     options,
+        /// )
+        /// .with_name("scale.cu");
+        /// let code = program.compile(CodeType::Cubin, &[])?;
+        /// // Under cuda-gdb, a breakpoint in `scale` lists target/cuda-source/scale.cu.
+        /// # Ok::<(), cuda_core::Error>(())
+        /// ```
+        debug_source_dir: Option<PathBuf>, with_debug_source_dir(impl Into<PathBuf>) => some,
+            |_, _| None::<String>;
         /// Line information for profilers (`-lineinfo`).
         line_info: bool, with_line_info(bool),
             |v, _| on(*v, "-lineinfo"), for [Ptx, Link];
@@ -268,15 +338,19 @@ crate::options::options_table! {
         warn_reorder: bool, with_warn_reorder(bool),
             |v, _| on(*v, "-Wreorder"), since (13, 1);
         /// Precompiled headers, automatically (`-pch`): NVRTC creates one for the headers the
-        /// source includes first, or uses one it made before for the same ones, in `pch_dir`;
+        /// source includes first (growing its heap as `create_pch` says, and reported by
+        /// [`ObjectCode::pch_status`](crate::ObjectCode::pch_status)), or uses one it made
+        /// before for the same ones, in `pch_dir`;
         /// where that is not given, in `$XDG_CACHE_HOME/cuda-core/pch` (else
         /// `$HOME/.cache/cuda-core/pch`, made `0700`), never in the working directory, where
         /// NVRTC would otherwise put it.
         pch: bool, with_pch(bool),
             |v, _| on(*v, "-pch");
         /// Create a precompiled header of the headers the source includes first, in this file
-        /// (`-create-pch=<file>`). Where NVRTC cannot (its PCH heap too small, say), the compile
-        /// still succeeds and its log says why, with the heap size needed (see
+        /// (`-create-pch=<file>`). Where its PCH heap is too small, [`Program::compile`] grows
+        /// the heap to what NVRTC asks for and compiles again; where NVRTC cannot for another
+        /// reason, the compile still succeeds and its log says why. The compile's
+        /// [`ObjectCode::pch_status`](crate::ObjectCode::pch_status) says which (see also
         /// [`set_pch_heap_size`]).
         create_pch: Option<PathBuf>, with_create_pch(impl Into<PathBuf>) => some,
             |v, _| v.iter().map(|p| format!("-create-pch={}", p.display()));
@@ -369,10 +443,25 @@ impl ProgramOptions {
         self
     }
 
-    /// Where NVRTC looks for headers: `include_paths` and the `-I` / `--include-path` options,
-    /// in order; and the headers `-include` / `--pre-include` names.
+    /// A directory for [`use_bundled_headers`](Self::use_bundled_headers) of the user's own and
+    /// of the NVRTC in use: `$XDG_CACHE_HOME/cuda-core/nvrtc-headers/<major>.<minor>` (else
+    /// under `$HOME/.cache`), beside the program cache's. It loads NVRTC to learn its version
+    /// (NVRTC refuses headers another version installed); the directory is made when a compile
+    /// uses it. Without NVRTC, [`Error::NvrtcNotFound`]; with neither variable set,
+    /// [`Error::Cache`].
+    pub fn default_bundled_headers_dir() -> Result<PathBuf> {
+        let (major, minor) = crate::driver::nvrtc_version()?;
+        Ok(crate::cache::default_bundled_headers_dir()?.join(format!("{major}.{minor}")))
+    }
+
+    /// Where NVRTC looks for headers: `include_paths`, NVRTC's bundled headers (their directory
+    /// and its `cccl`) and the `-I` / `--include-path` options, in order; and the headers
+    /// `-include` / `--pre-include` names.
     pub(crate) fn header_search(&self) -> (Vec<PathBuf>, Vec<String>) {
         let mut dirs = self.include_paths.clone();
+        if let Some(bundled) = &self.use_bundled_headers {
+            dirs.extend([bundled.clone(), bundled.join("cccl")]);
+        }
         let mut pre = self.pre_includes.clone();
         let mut extra = self.extra.iter();
         while let Some(arg) = extra.next() {
@@ -418,18 +507,24 @@ impl ProgramOptions {
 
     /// Gives automatic precompiled headers a directory of the user's own where none is given
     /// (NVRTC would use the working directory), and refuses precompiled-header files and
-    /// directories others could write: NVRTC loads what it finds there into the compile.
+    /// directories, and a bundled-headers directory, that others could write: NVRTC loads what
+    /// it finds there into the compile.
     fn check_pch_files(&mut self) -> Result<()> {
         if self.pch && self.pch_dir.is_none() {
             self.pch_dir = Some(crate::cache::default_pch_dir()?);
         }
-        if let Some(dir) = &self.pch_dir {
-            crate::trust::open_dir(dir, crate::trust::Trust::Private, true).map_err(|r| {
-                Error::InvalidArgument {
-                    name: "pch_dir",
-                    reason: format!("{}: {}", dir.display(), r.reason),
-                }
-            })?;
+        for (name, dir) in [
+            ("pch_dir", &self.pch_dir),
+            ("use_bundled_headers", &self.use_bundled_headers),
+        ] {
+            if let Some(dir) = dir {
+                crate::trust::open_dir(dir, crate::trust::Trust::Private, true).map_err(|r| {
+                    Error::InvalidArgument {
+                        name,
+                        reason: format!("{}: {}", dir.display(), r.reason),
+                    }
+                })?;
+            }
         }
         for (name, path, must_exist) in [
             ("use_pch", &self.use_pch, true),
