@@ -199,7 +199,8 @@ impl PyDevice {
     pub(crate) fn default_stream(&self, py: Python<'_>) -> PyResult<PyStream> {
         let stream = match per_thread_by_cuda_core() {
             Some(Ok(true)) => cuda_core::Stream::per_thread_default(self.device),
-            Some(Ok(false)) | None => self.device.default_stream(),
+            Some(Ok(false)) => cuda_core::Stream::legacy(self.device),
+            None => self.device.default_stream(),
             Some(Err(value)) => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM={value:?}: use 0 or 1"

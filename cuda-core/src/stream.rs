@@ -362,6 +362,14 @@ impl Stream {
         Stream::wrap(StreamHandle::LEGACY, context, Kind::Legacy)
     }
 
+    /// The legacy default stream of `device`'s primary context (`CU_STREAM_LEGACY`): what
+    /// [`Device::default_stream`] gives unless `CUDA_CORE_PER_THREAD_DEFAULT_STREAM=1` is set,
+    /// whatever that variable says.
+    #[doc(alias = "CU_STREAM_LEGACY")]
+    pub fn legacy(device: Device) -> Result<Stream> {
+        Ok(Stream::legacy_default(device.primary_context()?))
+    }
+
     /// The calling thread's per-thread default stream of `device`'s primary context. The
     /// driver resolves this stream through the calling thread, so the value belongs to the
     /// thread that made it: used from another thread (it may be sent or shared, as any

@@ -929,3 +929,22 @@ fn work_on_the_per_thread_default_stream_completes_on_the_gpu() {
     stream.sync().unwrap();
     println!("{marker}");
 }
+
+/// `Stream::legacy` gives the legacy default stream whatever
+/// `CUDA_CORE_PER_THREAD_DEFAULT_STREAM` says (bug caught: it following the variable, as
+/// `Device::default_stream` does).
+#[test]
+fn the_legacy_stream_ignores_the_per_thread_variable() {
+    common::standin::run(
+        module_path!(),
+        "the_legacy_stream_ignores_the_per_thread_variable",
+        &[],
+        &[("CUDA_CORE_PER_THREAD_DEFAULT_STREAM", "1")],
+        || {
+            let device = cuda_core::Device::new(0).unwrap();
+            let legacy = cuda_core::Stream::legacy(device).unwrap();
+            assert_eq!(legacy.as_raw() as usize, 1);
+            assert_eq!(device.default_stream().unwrap().as_raw() as usize, 2);
+        },
+    );
+}
