@@ -734,7 +734,14 @@ fn smi_field(field: &str) -> Option<HashMap<String, String>> {
 
 /// Whether nvidia-smi's value says there is none (`[N/A]`, `N/A`, `[Not Supported]`).
 fn smi_none(value: &str) -> bool {
-    value == "N/A" || value.starts_with('[')
+    matches!(value, "N/A" | "[N/A]") || value.starts_with("[Not Supported")
+}
+
+/// Whether nvidia-smi's value is a note of its own in brackets that says neither a value nor
+/// its absence (the 580 driver's `[Requested functionality has been deprecated]` for
+/// `display_mode`): nothing to compare with.
+fn smi_note(value: &str) -> bool {
+    value.starts_with('[') && !smi_none(value)
 }
 
 /// nvidia-smi's on or off.
@@ -801,7 +808,7 @@ fn the_new_queries_agree_with_nvidia_smi() {
                 "{field} of {}: ours {ours:?}, nvidia-smi's {theirs:?}",
                 bus(gpu)
             );
-            if is_on_off && smi_bool(theirs).is_none() && !smi_none(theirs) {
+            if smi_note(theirs) || is_on_off && smi_bool(theirs).is_none() && !smi_none(theirs) {
                 // Newer drivers reword some fields ("Requested functionality has been
                 // deprecated", say).
                 common::not_run(
