@@ -273,7 +273,8 @@ pub fn name_context(context: &Context, name: &str) {
 /// ```
 #[doc(alias = "nvtxNameCuStreamA")]
 pub fn name_stream(stream: &Stream, name: &str) {
-    raw::name_cu_stream(stream.handle_kept(), name);
+    // `as_raw` marks the stream as one whose handle lives on: never recycled.
+    raw::name_cu_stream(crate::driver::StreamHandle(stream.as_raw()), name);
 }
 
 /// Names an event (`nvtxNameCuEventA`). The event is then destroyed when it drops, not

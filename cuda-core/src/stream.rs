@@ -939,14 +939,6 @@ impl Stream {
         self.inner.device
     }
 
-    /// The handle, for a caller that keeps it beyond the stream's life (an NVTX name): as
-    /// after [`Stream::as_raw`], the stream is then destroyed at its drop, not recycled.
-    #[cfg(feature = "nvtx")]
-    pub(crate) fn handle_kept(&self) -> StreamHandle {
-        self.inner.raw_used.store(true, Ordering::Relaxed);
-        self.inner.handle
-    }
-
     /// The raw `CUstream`, for calling other CUDA libraries; valid while this value lives.
     /// (A stream whose raw handle was taken is destroyed at its drop, not recycled.)
     pub fn as_raw(&self) -> *mut std::ffi::c_void {
