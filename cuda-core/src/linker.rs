@@ -1,4 +1,4 @@
-//! Linking object code into one cubin, or LTO-IR into PTX.
+//! Linking object code into one cubin, or LTO-IR into PTX or one LTO-IR.
 
 use std::ffi::CString;
 
@@ -44,8 +44,11 @@ crate::options::options_table! {
     /// assert_eq!(args[0], "-arch=sm_90");
     /// assert!(args.contains(&"-maxrregcount=32".to_string()));
     /// assert!(args.contains(&"-kernels-used=saxpy".to_string()));
-    /// // PTX output is an LTO link: `-lto -ptx`.
+    /// // PTX output is an LTO link: `-lto -ptx`; LTO-IR output an LTO link too.
     /// assert!(LinkerOptions::default().to_args(CodeType::Ptx).ends_with(&["-lto".into(), "-ptx".into()]));
+    /// assert_eq!(LinkerOptions::default().to_args(CodeType::LtoIr), ["-lto"]);
+    /// // A relocatable (incremental) link: `-r`.
+    /// assert_eq!(LinkerOptions::default().with_relocatable(true).to_args(CodeType::Cubin), ["-r"]);
     /// ```
     #[derive(Clone, Debug, Default, PartialEq, Eq)]
     #[doc(alias = "CUjit_option")]
@@ -92,10 +95,19 @@ crate::options::options_table! {
         /// `cuLinkComplete wall time: <ms> ms`).
         time: bool, with_time(bool),
             |v, _| on(*v, "-time");
-        /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and PTX output; set it for
-        /// inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
+        /// Link-time optimisation (`-lto`). Always on for LTO-IR inputs and for PTX and LTO-IR
+        /// output; set it for inputs that hold LTO-IR inside, such as fatbins. nvJitLink only.
         link_time_optimization: bool, with_link_time_optimization(bool),
-            |v, target| on(*v || target == CodeType::Ptx, "-lto");
+            |v, target| on(
+                *v || matches!(target, CodeType::Ptx | CodeType::LtoIr),
+                "-lto",
+            );
+        /// A relocatable (incremental) link (`-r`): the linked cubin is itself relocatable
+        /// code, an input to a later link (its functions and variables stay visible to the
+        /// code it is linked with), rather than code to load. nvJitLink 13 only (12.x refuses
+        /// the option; so does a link through the driver's linker).
+        relocatable: bool, with_relocatable(bool),
+            |v, _| on(*v, "-r");
         /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
         ftz: Option<bool>, with_ftz(bool) => some,
             |v, _| v.map(|v| format!("-ftz={}", v as u8));
@@ -242,6 +254,7 @@ impl LinkerOptions {
                 self.jump_table_density.is_some(),
             ),
             ("no_cache", "-no-cache", self.no_cache),
+            ("relocatable", "-r", self.relocatable),
             ("extra", "its raw options", !self.extra.is_empty()),
         ];
         if let Some((field, option, _)) = only_nvjitlink.iter().find(|(_, _, set)| *set) {
@@ -275,11 +288,16 @@ impl LinkerOptions {
 
 /// Links PTX, cubin, fatbin and LTO-IR inputs (compiled with relocatable device code) and
 /// static libraries ([`ObjectCode::from_library`], such as the device runtime:
-/// [`LinkerOptions::with_device_runtime`]) into one cubin, or LTO-IR into PTX: through nvJitLink when it is found (discovered like NVRTC:
+/// [`LinkerOptions::with_device_runtime`]) into one cubin, or LTO-IR into PTX or into one
+/// LTO-IR (nvJitLink 13): through nvJitLink when it is found (discovered like NVRTC:
 /// `CUDA_CORE_NVJITLINK_PATH`, the loader, the toolkit, the `nvidia-nvjitlink` wheels), else
 /// through the driver's linker (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`), which
 /// cannot take LTO-IR nor make PTX: that is an error saying so. With LTO-IR inputs, nvJitLink
 /// links with `-lto`.
+///
+/// Linking in steps: a link to [`CodeType::LtoIr`] gives one LTO-IR of several, and a
+/// [relocatable](LinkerOptions::with_relocatable) link gives a relocatable cubin; either is an
+/// input to a later link, so that a library linked once is linked again with each program.
 ///
 /// The linked code keeps the name expressions of its inputs ([`ObjectCode::name_expressions`],
 /// in input order), so that [`ObjectCode::get_kernel`] finds a kernel by the expression it was
@@ -325,6 +343,30 @@ impl LinkerOptions {
 /// // The same link as PTX, with `twice` inlined into `k`.
 /// let ptx = linker.link_to(CodeType::Ptx)?;
 /// assert!(String::from_utf8_lossy(ptx.code()).contains(".entry k"));
+/// // Or as one LTO-IR (nvJitLink 13), an input to a later link.
+/// let both = linker.link_to(CodeType::LtoIr)?;
+/// let again = Linker::new(&[both], LinkerOptions::default()).link()?;
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+///
+/// A library linked once into relocatable code, then with each program that calls it:
+///
+/// ```no_run
+/// use cuda_core::{CodeType, Linker, LinkerOptions, Program, ProgramOptions};
+///
+/// let rdc = ProgramOptions::default().with_relocatable_device_code(true);
+/// let lib = Program::new("__device__ float twice(float x) { return 2 * x; }", rdc.clone())
+///     .compile(CodeType::LtoIr, &[])?;
+/// let relocatable =
+///     Linker::new(&[lib], LinkerOptions::default().with_relocatable(true)).link()?;
+/// let program = Program::new(
+///     r#"__device__ float twice(float);
+///        extern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }"#,
+///     rdc,
+/// )
+/// .compile(CodeType::LtoIr, &[])?;
+/// let linked = Linker::new(&[relocatable, program], LinkerOptions::default()).link()?;
+/// let kernel = linked.get_kernel("k")?;
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 #[doc(alias("nvJitLinkHandle", "CUlinkState"))]
@@ -355,13 +397,20 @@ impl Linker {
         self.link_to(CodeType::Cubin)
     }
 
-    /// Links the inputs into `target`: a cubin, or PTX (nvJitLink's `-lto -ptx`, which needs
-    /// every input to be LTO-IR, or a fatbin holding it). The linker's info log (with the
+    /// Links the inputs into `target`: a cubin, PTX (nvJitLink's `-lto -ptx`) or LTO-IR
+    /// (nvJitLink 13's `-lto` with `nvJitLinkGetLinkedLTOIR`: one LTO-IR, an input to a later
+    /// link); PTX and LTO-IR need every input to be LTO-IR, or a fatbin holding it. The linker's info log (with the
     /// `verbose` and `time` reports) is the result's [`ObjectCode::compile_log`]. A failed link
     /// is [`Error::Link`] with the linker's error log; a target other than cubin or PTX, PTX
     /// without nvJitLink, or an option the linker in use cannot take is
-    /// [`Error::InvalidArgument`], before any linker runs.
-    #[doc(alias("nvJitLinkComplete", "nvJitLinkGetLinkedPtx", "cuLinkComplete"))]
+    /// [`Error::InvalidArgument`], before any linker runs; so is LTO-IR output or a
+    /// [relocatable](LinkerOptions::with_relocatable) link with an nvJitLink 12.
+    #[doc(alias(
+        "nvJitLinkComplete",
+        "nvJitLinkGetLinkedPtx",
+        "nvJitLinkGetLinkedLTOIR",
+        "cuLinkComplete"
+    ))]
     pub fn link_to(&self, target: CodeType) -> Result<ObjectCode> {
         if self.inputs.is_empty() {
             return Err(Error::InvalidArgument {
@@ -369,10 +418,13 @@ impl Linker {
                 reason: "nothing to link".to_owned(),
             });
         }
-        if !matches!(target, CodeType::Cubin | CodeType::Ptx) {
+        if !matches!(target, CodeType::Cubin | CodeType::Ptx | CodeType::LtoIr) {
             return Err(Error::InvalidArgument {
                 name: "target",
-                reason: format!("the linker makes a cubin or PTX, not {}", target.describe()),
+                reason: format!(
+                    "the linker makes a cubin, PTX or LTO-IR, not {}",
+                    target.describe()
+                ),
             });
         }
         check_libraries(&self.inputs)?;
@@ -399,8 +451,8 @@ impl Linker {
             LinkerBackend::Driver => "the backend chosen is LinkerBackend::Driver".to_owned(),
             LinkerBackend::Auto | LinkerBackend::NvJitLink => {
                 match crate::driver::nvjitlink_info() {
-                    Ok(_) => {
-                        self.check_for_nvjitlink(target)?;
+                    Ok((version, _)) => {
+                        self.check_for_nvjitlink(target, version)?;
                         let arch = match &self.options.arch {
                             Some(arch) => arch.clone(),
                             None => device()?.arch()?,
@@ -420,13 +472,14 @@ impl Linker {
                 }
             }
         };
-        if target == CodeType::Ptx {
+        if matches!(target, CodeType::Ptx | CodeType::LtoIr) {
             return Err(Error::InvalidArgument {
                 name: "target",
                 reason: format!(
-                    "the driver's linker makes only cubins; linking to PTX needs nvJitLink \
+                    "the driver's linker makes only cubins; linking to {} needs nvJitLink \
                      (with LTO-IR inputs), and this link goes through the driver's linker: \
-                     {why_not_nvjitlink}"
+                     {why_not_nvjitlink}",
+                    target.describe()
                 ),
             });
         }
@@ -479,11 +532,29 @@ impl Linker {
     }
 
     /// Refuses, before nvJitLink runs (and before the device is asked for its architecture),
-    /// what it would refuse with no reason or a late one: option values it does not take, and
-    /// inputs a PTX link cannot have.
-    fn check_for_nvjitlink(&self, target: CodeType) -> Result<()> {
+    /// what it would refuse with no reason or a late one: option values it does not take,
+    /// what nvJitLink `version` lacks, and inputs a PTX or LTO-IR link cannot have.
+    fn check_for_nvjitlink(&self, target: CodeType, version: (u32, u32)) -> Result<()> {
         self.options.check_nvjitlink()?;
-        if target == CodeType::Ptx {
+        if version.0 < 13 {
+            let (name, what) = if target == CodeType::LtoIr {
+                ("target", "linking to LTO-IR (nvJitLinkGetLinkedLTOIR)")
+            } else if self.options.relocatable {
+                ("options", "relocatable, a relocatable link (-r),")
+            } else {
+                ("", "")
+            };
+            if !name.is_empty() {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: format!(
+                        "{what} needs nvJitLink 13 or newer, and the nvJitLink in use is {}.{}",
+                        version.0, version.1
+                    ),
+                });
+            }
+        }
+        if matches!(target, CodeType::Ptx | CodeType::LtoIr) {
             if let Some(object) = self
                 .inputs
                 .iter()
@@ -492,8 +563,9 @@ impl Linker {
                 return Err(Error::InvalidArgument {
                     name: "inputs",
                     reason: format!(
-                        "linking to PTX (nvJitLink -lto -ptx) needs every input in LTO-IR, and \
-                         {} is {}",
+                        "linking to {} (an nvJitLink -lto link) needs every input in LTO-IR, \
+                         and {} is {}",
+                        target.describe(),
                         object.name(),
                         object.code_type().describe()
                     ),
@@ -534,6 +606,7 @@ impl Linker {
             .collect();
         let output = match target {
             CodeType::Ptx => JitOutput::Ptx,
+            CodeType::LtoIr => JitOutput::LtoIr,
             _ => JitOutput::Cubin,
         };
         let Some((code, log)) = jit_link(&inputs, &options, output)? else {
@@ -618,6 +691,7 @@ mod tests {
             split_compile_extended: Some(2),
             jump_table_density: Some(50),
             no_cache: true,
+            relocatable: true,
             extra: vec!["-raw".into()],
             ..Default::default()
         };
@@ -645,6 +719,7 @@ mod tests {
             "-split-compile-extended=2",
             "-jump-table-density=50",
             "-no-cache",
+            "-r",
             "-raw",
         ];
         args.sort();
@@ -678,7 +753,7 @@ mod tests {
                 wall_time: true,
             }
         );
-        let refused: [(&str, LinkerOptions); 14] = [
+        let refused: [(&str, LinkerOptions); 15] = [
             (
                 "link_time_optimization",
                 LinkerOptions::default().with_link_time_optimization(true),
@@ -716,6 +791,10 @@ mod tests {
                 LinkerOptions::default().with_jump_table_density(0),
             ),
             ("no_cache", LinkerOptions::default().with_no_cache(true)),
+            (
+                "relocatable",
+                LinkerOptions::default().with_relocatable(true),
+            ),
             (
                 "extra",
                 LinkerOptions::default().with_extra(vec!["-O3".into()]),

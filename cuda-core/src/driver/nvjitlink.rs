@@ -104,9 +104,11 @@ pub(crate) enum JitOutput {
     Cubin,
     /// `nvJitLinkGetLinkedPtx` (a link with `-lto -ptx`).
     Ptx,
+    /// `nvJitLinkGetLinkedLTOIR` (a link with `-lto`; nvJitLink 13).
+    LtoIr,
 }
 
-/// Links with nvJitLink into a cubin or PTX: `Ok(None)` when there is no nvJitLink (the caller
+/// Links with nvJitLink into a cubin, PTX or LTO-IR: `Ok(None)` when there is no nvJitLink (the caller
 /// falls back to the driver's linker), a failure is `Error::Link` with nvJitLink's error log.
 /// Returns the output and nvJitLink's info log.
 pub(crate) fn jit_link(
@@ -236,6 +238,17 @@ fn link_with(
                 return Err(lacks(getter));
             };
             // SAFETY: the table's PTX getters, on a completed `-ptx` link.
+            unsafe { super::nvrtc::read_sized(handle, size, get, ok) }
+                .map_err(|status| fail(getter, status))?
+        }
+        JitOutput::LtoIr => {
+            let getter = "nvJitLinkGetLinkedLTOIR";
+            let (Some(size), Some(get)) =
+                (t.nvJitLinkGetLinkedLTOIRSize, t.nvJitLinkGetLinkedLTOIR)
+            else {
+                return Err(lacks(getter));
+            };
+            // SAFETY: the table's LTO-IR getters, on a completed `-lto` link.
             unsafe { super::nvrtc::read_sized(handle, size, get, ok) }
                 .map_err(|status| fail(getter, status))?
         }
