@@ -926,3 +926,267 @@ fn kept_graph_values_never_name_what_reuses_their_address() {
         },
     );
 }
+
+/// A conditional node's body captured from a stream (`Stream::capture_into`), against the
+/// stand-in: the capture begins with `cuStreamBeginCaptureToGraph` on the body the driver gave
+/// (bug caught: a capture into a new graph, which the conditional node never runs), the
+/// stream's work in the closure is recorded there, and the end gives the body back without
+/// destroying it (bug caught: the body wrapped as a captured graph and destroyed at its drop,
+/// a double destroy once the root graph goes); the closure's value is returned. The capture
+/// ends however the closure leaves: returning an error (that error is returned), panicking,
+/// or calling `end_capture`, which is refused (bug caught: the body handed out as an owned
+/// graph); after each, the stream captures nothing and can capture again. A graph of another
+/// context is refused before any driver call.
+#[test]
+fn a_body_captured_from_a_stream_is_recorded_into_and_left_to_its_graph() {
+    standin::run(
+        module_path!(),
+        "a_body_captured_from_a_stream_is_recorded_into_and_left_to_its_graph",
+        &[],
+        &[],
+        || {
+            use cuda_core::{CaptureMode, CaptureStatus, Context, ContextFlags};
+            let device = Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let mut buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(16, &stream)
+                .unwrap();
+            let mut graph = Graph::new(device).unwrap();
+            let handle = graph.conditional_handle(Some(1)).unwrap();
+            let looping = graph.add_while(&[], handle).unwrap();
+            let body = bodies(&last_call("cuGraphAddNode")).remove(0);
+            standin::clear_log();
+            // SAFETY: the buffer outlives the graph (which is never launched here).
+            let value = unsafe {
+                stream.capture_into(
+                    &mut graph.body(&looping, 0).unwrap(),
+                    CaptureMode::ThreadLocal,
+                    |s| {
+                        buffer.fill(7u32, s)?;
+                        Ok(42)
+                    },
+                )
+            }
+            .unwrap();
+            assert_eq!(value, 42);
+            let log = standin::log();
+            let begin = last_call("cuStreamBeginCaptureToGraph");
+            assert!(
+                begin.contains(&format!(" {body} mode=1")),
+                "{begin} (body {body})\n{log}"
+            );
+            assert!(standin::calls("cuStreamBeginCapture ").is_empty(), "{log}");
+            let at = |needle: &str| {
+                log.find(needle)
+                    .unwrap_or_else(|| panic!("{needle}:\n{log}"))
+            };
+            assert!(
+                at("cuStreamBeginCaptureToGraph") < at("cuMemsetD32Async")
+                    && at("cuMemsetD32Async") < at("cuStreamEndCapture"),
+                "{log}"
+            );
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+
+            // An error from the closure: returned, the capture ended.
+            // SAFETY: nothing is captured.
+            let err = unsafe {
+                stream.capture_into(
+                    &mut graph.body(&looping, 0).unwrap(),
+                    CaptureMode::Global,
+                    |_| -> cuda_core::Result<()> {
+                        Err(Error::InvalidArgument {
+                            name: "mine",
+                            reason: "the closure's".into(),
+                        })
+                    },
+                )
+            }
+            .unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "mine", .. }),
+                "{err}"
+            );
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+
+            // end_capture inside: refused, the capture still ends with the closure.
+            // SAFETY: nothing is captured.
+            let refused = unsafe {
+                stream.capture_into(
+                    &mut graph.body(&looping, 0).unwrap(),
+                    CaptureMode::Relaxed,
+                    |s| Ok(s.end_capture().map(|_| ())),
+                )
+            }
+            .unwrap();
+            assert!(
+                matches!(&refused, Err(Error::Capture { reason }) if reason.contains("capture_into")),
+                "{refused:?}"
+            );
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+
+            // A panic inside: the capture ends as the panic leaves.
+            // SAFETY: nothing is captured.
+            let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                stream.capture_into(
+                    &mut graph.body(&looping, 0).unwrap(),
+                    CaptureMode::ThreadLocal,
+                    |_| -> cuda_core::Result<()> { panic!("in the closure") },
+                )
+            }));
+            assert!(panicked.is_err());
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+
+            // The body was never destroyed; the graph instantiates and drops once.
+            let log = standin::log();
+            assert!(
+                !log.lines()
+                    .any(|l| l.starts_with(&format!("cuGraphDestroy {body}"))),
+                "{log}"
+            );
+            graph.instantiate(GraphOptions::default()).unwrap();
+            // A plain capture afterwards gives a graph of its own.
+            // SAFETY: nothing is captured.
+            unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+            drop(stream.end_capture().unwrap());
+
+            // A graph of another context: refused before any call.
+            let other = Context::create(device, ContextFlags::default()).unwrap();
+            let theirs = other.create_stream(StreamOptions::default()).unwrap();
+            standin::clear_log();
+            // SAFETY: refused before any capture.
+            let refused =
+                unsafe { theirs.capture_into(&mut graph, CaptureMode::ThreadLocal, |_| Ok(())) };
+            let err = refused.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { name: "graph", reason }
+                    if reason.contains("another context")),
+                "{err}"
+            );
+            assert!(standin::calls("cuStreamBeginCapture").is_empty());
+        },
+    );
+}
+
+/// Bodies captured from a stream run as bodies built node by node do, in each capture mode:
+/// a WHILE body of `count` (captured) counts to its limit on each of two launches (bug caught:
+/// a body left empty or captured into another graph counts 0; a condition handle passed
+/// wrong loops to the watchdog), and an IF/ELSE whose first body is captured with a fork and
+/// join through a second stream and whose second is built node by node runs exactly the body
+/// its condition names (bug caught: the forked work lost or run in the wrong body). A capture
+/// the closure invalidates (a synchronisation of the capturing stream) is `Error::Capture`,
+/// and its graph still instantiates and drops (the body is left to the graph).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bodies_captured_from_a_stream_run_as_built_ones_do() {
+    use cuda_core::{launch, CaptureMode};
+    if !driver_has(ELSE_AND_SWITCH, "IF/ELSE nodes") {
+        return;
+    }
+    looping_while_alone(
+        module_path!(),
+        "bodies_captured_from_a_stream_run_as_built_ones_do",
+        || {
+            let _watchdog =
+                common::Watchdog::new(Duration::from_secs(120), "the captured bodies test");
+            let s = setup();
+            let count = s.code.get_kernel("count").unwrap();
+            let mark = s.code.get_kernel("mark").unwrap();
+            let set_to = s.code.get_kernel("set_to").unwrap();
+            let capturing = s.device.create_stream(StreamOptions::default()).unwrap();
+            let forked = s.device.create_stream(StreamOptions::default()).unwrap();
+            for mode in [
+                CaptureMode::Global,
+                CaptureMode::ThreadLocal,
+                CaptureMode::Relaxed,
+            ] {
+                let counter = s.zeroed(1);
+                let mut graph = Graph::new(s.device).unwrap();
+                let zero = graph.add_fill(&[], &counter, 0u32).unwrap();
+                let again = graph.conditional_handle(Some(1)).unwrap();
+                let looping = graph.add_while(&[zero], again).unwrap();
+                // SAFETY: `count`, its code and `counter` outlive the graph's launches.
+                unsafe {
+                    capturing.capture_into(&mut graph.body(&looping, 0).unwrap(), mode, |c| {
+                        launch(c, &one(), &count, &[&again.as_raw(), &*counter, &37u32])
+                    })
+                }
+                .unwrap();
+                let exec = graph.instantiate(GraphOptions::default()).unwrap();
+                for round in 0..2 {
+                    exec.launch(&s.stream).unwrap();
+                    assert_eq!(
+                        counter.to_vec::<u32>(&s.stream).unwrap(),
+                        [37],
+                        "{mode:?}, launch {round}"
+                    );
+                }
+
+                for value in [1u32, 0] {
+                    let runs = s.zeroed(2);
+                    let mut graph = Graph::new(s.device).unwrap();
+                    let condition = graph.conditional_handle(None).unwrap();
+                    // SAFETY: the kernel only sets the condition.
+                    let set =
+                        unsafe { graph.add_kernel(&[], &one(), &set_to, &[&condition, &value]) }
+                            .unwrap();
+                    let branch = graph.add_if_else(&[set], condition).unwrap();
+                    // SAFETY: `mark`, its code and `runs` outlive the graph's launches.
+                    unsafe {
+                        capturing.capture_into(&mut graph.body(&branch, 0).unwrap(), mode, |c| {
+                            forked.wait_stream(c)?;
+                            launch(&forked, &one(), &mark, &[&*runs, &0u32])?;
+                            c.wait_stream(&forked)
+                        })
+                    }
+                    .unwrap();
+                    // SAFETY: as above.
+                    unsafe {
+                        graph.body(&branch, 1).unwrap().add_kernel(
+                            &[],
+                            &one(),
+                            &mark,
+                            &[&runs, &1u32],
+                        )
+                    }
+                    .unwrap();
+                    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+                    exec.launch(&s.stream).unwrap();
+                    let want = if value == 1 { [1, 0] } else { [0, 1] };
+                    assert_eq!(
+                        runs.to_vec::<u32>(&s.stream).unwrap(),
+                        want,
+                        "{mode:?}, condition {value}"
+                    );
+                }
+            }
+
+            // A capture the closure breaks: its error, and the graph still whole.
+            let counter = s.zeroed(1);
+            let mut graph = Graph::new(s.device).unwrap();
+            let again = graph.conditional_handle(Some(0)).unwrap();
+            let looping = graph.add_while(&[], again).unwrap();
+            // SAFETY: as above.
+            let err = unsafe {
+                capturing.capture_into(
+                    &mut graph.body(&looping, 0).unwrap(),
+                    CaptureMode::ThreadLocal,
+                    |c| {
+                        launch(c, &one(), &count, &[&again.as_raw(), &*counter, &1u32])?;
+                        let _ = c.sync();
+                        Ok(())
+                    },
+                )
+            }
+            .unwrap_err();
+            assert!(matches!(err, Error::Capture { .. }), "{err}");
+            let exec = graph.instantiate(GraphOptions::default()).unwrap();
+            exec.launch(&s.stream).unwrap();
+            s.stream.sync().unwrap();
+            drop(exec);
+            drop(graph);
+            capturing.sync().unwrap();
+        },
+    );
+}

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::allocations::{End, NodeMemory};
+use super::capture::CaptureMode;
 use super::conditional::{self, ConditionalHandle, ConditionalKind, ConditionalNode};
 use super::id::GraphNode;
 use super::node::*;
@@ -16,6 +17,7 @@ use crate::event::Event;
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
 use crate::memory::{DevicePtr, FillPattern, GraphMemory, Pod};
+use crate::stream::Stream;
 
 /// Adding, connecting, reading and removing the nodes of a [`Graph`] (or of a conditional
 /// node's [`GraphBody`]).
@@ -784,5 +786,112 @@ fn checked_end<'a>(
                 copy,
             })
         }
+    }
+}
+
+impl Stream {
+    /// Captures into `graph`, a graph built node by node or one of its conditional nodes'
+    /// bodies ([`BuildGraph::body`](crate::BuildGraph::body)), the work that `record` queues
+    /// on this stream (`cuStreamBeginCaptureToGraph`, with no dependencies: the captured
+    /// nodes are roots of `graph`). The capture begins before `record` runs and ends when it
+    /// returns, in `mode`, as [`Stream::begin_capture`] and [`Stream::end_capture`] would;
+    /// `graph` then holds the captured nodes beside those it had. So a conditional node's
+    /// body can be captured from a stream, as cuda.core's graph builders do:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_core::{launch, Allocate, BuildGraph, CaptureMode, CodeType, Device, Graph};
+    /// use cuda_core::{GraphOptions, LaunchConfig, Program, ProgramOptions, StreamOptions};
+    ///
+    /// const SOURCE: &str = r#"
+    /// extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int);
+    /// extern "C" __global__ void step(cudaGraphConditionalHandle again, unsigned* n, unsigned limit) {
+    ///     cudaGraphSetConditional(again, ++*n < limit);
+    /// }
+    /// "#;
+    /// let device = Device::new(0)?;
+    /// let code = Program::new(SOURCE, ProgramOptions::default()).compile(CodeType::Cubin, &[])?;
+    /// let step = code.get_kernel("step")?;
+    /// let stream = device.create_stream(StreamOptions::default())?;
+    /// let counter = Arc::new(device.memory_resource()?.allocate(4, &stream)?);
+    /// let mut graph = Graph::new(device)?;
+    /// let zero = graph.add_fill(&[], &counter, 0u32)?;
+    /// let again = graph.conditional_handle(Some(1))?;
+    /// let looping = graph.add_while(&[zero], again)?;
+    /// let mut body = graph.body(&looping, 0)?;
+    /// let capturing = device.create_stream(StreamOptions::default())?;
+    /// // SAFETY: `step`, `counter` and `code` outlive the graph's launches below.
+    /// unsafe {
+    ///     capturing.capture_into(&mut body, CaptureMode::ThreadLocal, |s| {
+    ///         launch(s, &LaunchConfig::new([1, 1, 1], [1, 1, 1]), &step,
+    ///                &[&again.as_raw(), &*counter, &10u32])
+    ///     })?;
+    /// }
+    /// let exec = graph.instantiate(GraphOptions::default())?;
+    /// exec.launch(&stream)?;
+    /// assert_eq!(counter.to_vec::<u32>(&stream)?, [10]);
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// `record`'s error is returned after the capture ends (the nodes captured until then
+    /// stay in `graph`); a capture that `record` left broken or unjoined is
+    /// [`Error::Capture`], as from [`Stream::end_capture`]. A panic in `record` ends the
+    /// capture too. [`Stream::end_capture`] inside `record` is refused. A graph of another
+    /// context than the stream's is [`Error::InvalidArgument`], a driver older than 12.3
+    /// [`Error::NotSupported`], before any capture begins.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Stream::begin_capture`]: the captured nodes refer to what `record`'s work used
+    /// without keeping it alive (nodes added to `graph` with [`BuildGraph`] keep theirs), so
+    /// all of it must outlive every launch of `graph` (and of its clones and executable
+    /// graphs), and the other rules of a capture hold while `record` runs.
+    #[doc(alias = "cuStreamBeginCaptureToGraph")]
+    pub unsafe fn capture_into<R>(
+        &self,
+        graph: &mut impl BuildGraph,
+        mode: CaptureMode,
+        record: impl FnOnce(&Stream) -> Result<R>,
+    ) -> Result<R> {
+        let target = seal::Buildable::target(graph);
+        if target.context.handle() != self.context().handle() {
+            return Err(Error::InvalidArgument {
+                name: "graph",
+                reason: "the graph is of another context than the stream's; a stream captures \
+                         into a graph of its own context"
+                    .to_owned(),
+            });
+        }
+        target.context.require_driver(
+            crate::info::types::DriverVersion(12030),
+            "cuStreamBeginCaptureToGraph (drivers 12.3 and newer)",
+        )?;
+        let into = target.graph;
+        let code = match mode {
+            CaptureMode::Global => 0,
+            CaptureMode::ThreadLocal => 1,
+            CaptureMode::Relaxed => 2,
+        };
+        self.begin_capture_in(code, Some(into))?;
+        /// Ends the capture should `record` panic.
+        struct EndOnUnwind<'s>(&'s Stream);
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if let Err(e) = self.0.end_capture_raw() {
+                    log::debug!("ending the capture of a panicking capture_into: {e}");
+                }
+                self.0.captures_into_ended();
+            }
+        }
+        let on_unwind = EndOnUnwind(self);
+        let recorded = record(self);
+        std::mem::forget(on_unwind);
+        let ended = self.end_capture_raw();
+        self.captures_into_ended();
+        let handle = ended?;
+        if handle != into {
+            log::error!("cuStreamEndCapture gave another graph than the one captured into");
+        }
+        recorded
     }
 }
