@@ -104,8 +104,10 @@ crate::options::options_table! {
             );
         /// A relocatable (incremental) link (`-r`): the linked cubin is itself relocatable
         /// code, an input to a later link (its functions and variables stay visible to the
-        /// code it is linked with), rather than code to load. nvJitLink 13 only (12.x refuses
-        /// the option; so does a link through the driver's linker).
+        /// code it is linked with), rather than code to load. Needs an nvJitLink that links in
+        /// steps (one with `nvJitLinkGetLinkedLTOIR`: newer than 13.1; 12.x refuses `-r`, and
+        /// 13.0 takes it but drops what the later link needs), else refused by name; so is it
+        /// through the driver's linker.
         relocatable: bool, with_relocatable(bool),
             |v, _| on(*v, "-r");
         /// With LTO, flush denormals to zero (`-ftz=1` or `-ftz=0`). nvJitLink only.
@@ -298,6 +300,8 @@ impl LinkerOptions {
 /// Linking in steps: a link to [`CodeType::LtoIr`] gives one LTO-IR of several, and a
 /// [relocatable](LinkerOptions::with_relocatable) link gives a relocatable cubin; either is an
 /// input to a later link, so that a library linked once is linked again with each program.
+/// Both need an nvJitLink newer than 13.1 (one with `nvJitLinkGetLinkedLTOIR`), and are
+/// refused by name with an older one.
 ///
 /// The linked code keeps the name expressions of its inputs ([`ObjectCode::name_expressions`],
 /// in input order), so that [`ObjectCode::get_kernel`] finds a kernel by the expression it was
@@ -343,7 +347,7 @@ impl LinkerOptions {
 /// // The same link as PTX, with `twice` inlined into `k`.
 /// let ptx = linker.link_to(CodeType::Ptx)?;
 /// assert!(String::from_utf8_lossy(ptx.code()).contains(".entry k"));
-/// // Or as one LTO-IR (nvJitLink 13), an input to a later link.
+/// // Or as one LTO-IR (an nvJitLink newer than 13.1), an input to a later link.
 /// let both = linker.link_to(CodeType::LtoIr)?;
 /// let again = Linker::new(&[both], LinkerOptions::default()).link()?;
 /// # Ok::<(), cuda_core::Error>(())
@@ -398,13 +402,14 @@ impl Linker {
     }
 
     /// Links the inputs into `target`: a cubin, PTX (nvJitLink's `-lto -ptx`) or LTO-IR
-    /// (nvJitLink 13's `-lto` with `nvJitLinkGetLinkedLTOIR`: one LTO-IR, an input to a later
-    /// link); PTX and LTO-IR need every input to be LTO-IR, or a fatbin holding it. The linker's info log (with the
+    /// (`-lto` with `nvJitLinkGetLinkedLTOIR`, in nvJitLink newer than 13.1: one LTO-IR, an
+    /// input to a later link); PTX and LTO-IR need every input to be LTO-IR, or a fatbin holding it. The linker's info log (with the
     /// `verbose` and `time` reports) is the result's [`ObjectCode::compile_log`]. A failed link
     /// is [`Error::Link`] with the linker's error log; a target other than cubin or PTX, PTX
     /// without nvJitLink, or an option the linker in use cannot take is
     /// [`Error::InvalidArgument`], before any linker runs; so is LTO-IR output or a
-    /// [relocatable](LinkerOptions::with_relocatable) link with an nvJitLink 12.
+    /// [relocatable](LinkerOptions::with_relocatable) link with an nvJitLink that does not
+    /// link in steps (12.x, 13.0).
     #[doc(alias(
         "nvJitLinkComplete",
         "nvJitLinkGetLinkedPtx",
@@ -536,19 +541,21 @@ impl Linker {
     /// what nvJitLink `version` lacks, and inputs a PTX or LTO-IR link cannot have.
     fn check_for_nvjitlink(&self, target: CodeType, version: (u32, u32)) -> Result<()> {
         self.options.check_nvjitlink()?;
-        if version.0 < 13 {
-            let (name, what) = if target == CodeType::LtoIr {
-                ("target", "linking to LTO-IR (nvJitLinkGetLinkedLTOIR)")
+        if !crate::driver::nvjitlink_links_in_steps() {
+            let refused = if target == CodeType::LtoIr {
+                Some(("target", "linking to LTO-IR (nvJitLinkGetLinkedLTOIR)"))
             } else if self.options.relocatable {
-                ("options", "relocatable, a relocatable link (-r),")
+                Some(("options", "relocatable, a relocatable link (-r),"))
             } else {
-                ("", "")
+                None
             };
-            if !name.is_empty() {
+            if let Some((name, what)) = refused {
                 return Err(Error::InvalidArgument {
                     name,
                     reason: format!(
-                        "{what} needs nvJitLink 13 or newer, and the nvJitLink in use is {}.{}",
+                        "{what} needs an nvJitLink that links in steps (one with \
+                         nvJitLinkGetLinkedLTOIR, newer than 13.1; 13.0 takes -r but drops what \
+                         a later link needs), and the nvJitLink in use is {}.{}",
                         version.0, version.1
                     ),
                 });

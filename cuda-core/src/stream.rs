@@ -1,7 +1,7 @@
 //! Streams: ordered queues of work on a device.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 
@@ -111,11 +111,6 @@ struct StreamInner {
     /// Set while a capture begun through [`Stream::begin_capture`] has not ended: dropped
     /// then, the stream ends it (discarding the graph) and is destroyed, not reused.
     capturing: AtomicBool,
-    /// The graph (its address) of a capture into a graph of the caller's
-    /// ([`Stream::capture_into`]) while it may be open, else 0: that graph is not the
-    /// capture's to give or to destroy. Set before the driver's begin, so that any end of the
-    /// capture, from any thread, sees it.
-    capturing_into: AtomicUsize,
     /// Small buffers of the device's default pool freed on this stream (streams made here
     /// only: see `lifetime::small`).
     small: SmallCache,
@@ -196,8 +191,7 @@ impl Drop for StreamInner {
             match self.driver.stream_end_capture(self.handle) {
                 Ok(graph) => {
                     crate::lifetime::captures::capture_ended(self.handle.0 as usize);
-                    // A capture into a caller's graph leaves that graph to its owner.
-                    if !graph.0.is_null() && graph.0 as usize != *self.capturing_into.get_mut() {
+                    if !graph.0.is_null() {
                         if let Err(e) = self.driver.graph_destroy(graph) {
                             log::error!("destroying the graph of an unended capture: {e}");
                         }
@@ -453,7 +447,6 @@ impl Stream {
                 raw_used: AtomicBool::new(false),
                 worked: AtomicBool::new(false),
                 capturing: AtomicBool::new(false),
-                capturing_into: AtomicUsize::new(0),
                 small: SmallCache::default(),
                 deferred: Mutex::new(Vec::new()),
                 has_deferred: AtomicBool::new(false),
@@ -605,27 +598,6 @@ impl Stream {
     /// captures and context synchronisations apart, flagged and counted open where it
     /// succeeds.
     pub(crate) fn begin_capture_code(&self, code: u32) -> Result<()> {
-        self.begin_capture_in(code, None)
-    }
-
-    /// The graph a capture open on this stream may record into for
-    /// [`Stream::capture_into`] (its address), else 0.
-    pub(crate) fn captures_into(&self) -> usize {
-        self.inner.capturing_into.load(Ordering::SeqCst)
-    }
-
-    /// Marks the capture into a caller's graph ended (or not begun).
-    pub(crate) fn captures_into_ended(&self) {
-        self.inner.capturing_into.store(0, Ordering::SeqCst);
-    }
-
-    /// [`Stream::begin_capture_code`] into a new graph (`into` `None`:
-    /// `cuStreamBeginCapture`) or into `into` (`cuStreamBeginCaptureToGraph`).
-    pub(crate) fn begin_capture_in(
-        &self,
-        code: u32,
-        into: Option<crate::driver::GraphHandle>,
-    ) -> Result<()> {
         // Through the door of this stream: a capture does not begin between the steps of
         // another thread's cross-stream ordering on it (its wait back would then be captured,
         // or refused for the capture's isolation, invalidating it).
@@ -637,19 +609,7 @@ impl Stream {
             self.inner.handle.0 as usize,
             || {
                 self.note_work();
-                let begun = self.capture_query(|driver, handle| match into {
-                    None => driver.stream_begin_capture(handle, code),
-                    Some(graph) => {
-                        self.inner
-                            .capturing_into
-                            .store(graph.0 as usize, Ordering::SeqCst);
-                        driver.stream_begin_capture_to_graph(handle, graph, code)
-                    }
-                });
-                if begun.is_err() && into.is_some() {
-                    self.captures_into_ended();
-                }
-                begun
+                self.capture_query(|driver, handle| driver.stream_begin_capture(handle, code))
             },
         )?;
         self.inner.capturing.store(true, Ordering::Release);

@@ -330,8 +330,8 @@ pub(crate) enum Op {
         s: usize,
     },
     /// `Stream::capture_into` graph slot `g` (built node by node, or captured) from stream
-    /// `s`, of a fill of buffer `b` on it: a capture begun, recorded into and ended in one
-    /// operation.
+    /// `s`, of a fill of buffer `b` on it: a capture begun, recorded and ended in one
+    /// operation, its graph added to slot `g`'s as a child graph node.
     CaptureInto {
         s: usize,
         g: usize,
@@ -2277,7 +2277,7 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
             // SAFETY: as for `Op::Begin`; the buffer the capture fills is kept to the
             // program's end (below), before the graph can be launched.
             let captured = unsafe {
-                stream.capture_into(&mut built.graph, mode, |c| {
+                stream.capture_into(&mut built.graph, &[], mode, |c| {
                     let buffer = cx.world().buffers[b % BUFFERS].take();
                     if let Some(mut buffer) = buffer {
                         let home = buffer.deallocation_stream().clone();

@@ -66,7 +66,8 @@ pub(crate) use self::handles::{
 };
 pub(crate) use self::load::{driver, loaded};
 pub(crate) use self::nvjitlink::{
-    device_runtime_path, jit_link, linker_identity, nvjitlink_info, JitInput, JitOutput,
+    device_runtime_path, jit_link, linker_identity, nvjitlink_info, nvjitlink_links_in_steps,
+    JitInput, JitOutput,
 };
 pub(crate) use self::nvrtc::{
     compile, nvrtc, nvrtc_identity, nvrtc_version, pch_heap_size, set_pch_heap_size,

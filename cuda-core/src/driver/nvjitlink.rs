@@ -36,6 +36,14 @@ pub(crate) fn nvjitlink_info() -> std::result::Result<((u32, u32), std::path::Pa
         .map_err(str::to_owned)
 }
 
+/// Whether the nvJitLink in use links in steps: it hands out linked LTO-IR
+/// (`nvJitLinkGetLinkedLTOIR`, which 13.0 and 12.x lack), and its relocatable links (`-r`)
+/// keep what a later link needs (13.0 takes `-r` but drops the functions no kernel of the link
+/// calls). `false` where none is found.
+pub(crate) fn nvjitlink_links_in_steps() -> bool {
+    nvjitlink().is_ok_and(|jit| jit.table().nvJitLinkGetLinkedLTOIR.is_some())
+}
+
 /// Where the device runtime `libcudadevrt.a` is, preferring the major of the nvJitLink in use
 /// (else of NVRTC, else of the driver ABI): a toolkit's, or a runtime wheel's (see
 /// `cuda_nvrtc_sys::devrt`). `Err` says every place looked at.

@@ -790,13 +790,13 @@ fn checked_end<'a>(
 }
 
 impl Stream {
-    /// Captures into `graph`, a graph built node by node or one of its conditional nodes'
-    /// bodies ([`BuildGraph::body`](crate::BuildGraph::body)), the work that `record` queues
-    /// on this stream (`cuStreamBeginCaptureToGraph`, with no dependencies: the captured
-    /// nodes are roots of `graph`). The capture begins before `record` runs and ends when it
-    /// returns, in `mode`, as [`Stream::begin_capture`] and [`Stream::end_capture`] would;
-    /// `graph` then holds the captured nodes beside those it had. So a conditional node's
-    /// body can be captured from a stream, as cuda.core's graph builders do:
+    /// Captures the work that `record` queues on this stream and adds it to `graph` (a graph
+    /// built node by node, or a conditional node's body: [`BuildGraph::body`]) as one node
+    /// after `deps`, giving that node and `record`'s value. The capture is
+    /// [`Stream::begin_capture`] in `mode` before `record` runs and [`Stream::end_capture`]
+    /// when it returns (or panics); the captured graph becomes a child graph node of `graph`
+    /// ([`BuildGraph::add_child`]), which conditional bodies may hold. So a conditional
+    /// node's body can be captured from a stream, as cuda.core's graph builders do:
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -818,11 +818,10 @@ impl Stream {
     /// let zero = graph.add_fill(&[], &counter, 0u32)?;
     /// let again = graph.conditional_handle(Some(1))?;
     /// let looping = graph.add_while(&[zero], again)?;
-    /// let mut body = graph.body(&looping, 0)?;
     /// let capturing = device.create_stream(StreamOptions::default())?;
-    /// // SAFETY: `step`, `counter` and `code` outlive the graph's launches below.
+    /// // SAFETY: `step`, `code` and `counter` outlive the graph's launches below.
     /// unsafe {
-    ///     capturing.capture_into(&mut body, CaptureMode::ThreadLocal, |s| {
+    ///     capturing.capture_into(&mut graph.body(&looping, 0)?, &[], CaptureMode::ThreadLocal, |s| {
     ///         launch(s, &LaunchConfig::new([1, 1, 1], [1, 1, 1]), &step,
     ///                &[&again.as_raw(), &*counter, &10u32])
     ///     })?;
@@ -833,65 +832,58 @@ impl Stream {
     /// # Ok::<(), cuda_core::Error>(())
     /// ```
     ///
-    /// `record`'s error is returned after the capture ends (the nodes captured until then
-    /// stay in `graph`); a capture that `record` left broken or unjoined is
-    /// [`Error::Capture`], as from [`Stream::end_capture`]. A panic in `record` ends the
-    /// capture too. [`Stream::end_capture`] inside `record` is refused. A graph of another
-    /// context than the stream's is [`Error::InvalidArgument`], a driver older than 12.3
-    /// [`Error::NotSupported`], before any capture begins.
+    /// `record`'s error is returned once the capture has ended, and nothing is added to
+    /// `graph`; so is a failed end (a capture `record` invalidated or left unjoined, or ended
+    /// itself): [`Error::Capture`]. A graph of another context than the stream's, or a
+    /// dependency not of `graph`, is [`Error::InvalidArgument`] before any capture begins.
+    /// (The driver's `cuStreamBeginCaptureToGraph` records into the given graph directly, but
+    /// a capture into it that fails to end leaves that graph unusable: the 580 driver crashed
+    /// on the next use of a conditional node whose body such a capture had recorded into.
+    /// Captured apart, a failure leaves `graph` as it was.)
     ///
     /// # Safety
     ///
-    /// As for [`Stream::begin_capture`]: the captured nodes refer to what `record`'s work used
-    /// without keeping it alive (nodes added to `graph` with [`BuildGraph`] keep theirs), so
-    /// all of it must outlive every launch of `graph` (and of its clones and executable
-    /// graphs), and the other rules of a capture hold while `record` runs.
-    #[doc(alias = "cuStreamBeginCaptureToGraph")]
+    /// As for [`Stream::begin_capture`]: the captured work refers to what it used without
+    /// keeping it alive (nodes added with [`BuildGraph`]'s other methods keep theirs), so all
+    /// of it must outlive every launch of `graph` (and of its clones and executable graphs),
+    /// and the other rules of a capture hold while `record` runs.
+    #[doc(alias("cuStreamBeginCaptureToGraph", "GraphBuilder.begin_building"))]
     pub unsafe fn capture_into<R>(
         &self,
         graph: &mut impl BuildGraph,
+        deps: &[GraphNode],
         mode: CaptureMode,
         record: impl FnOnce(&Stream) -> Result<R>,
-    ) -> Result<R> {
-        let target = seal::Buildable::target(graph);
-        if target.context.handle() != self.context().handle() {
-            return Err(Error::InvalidArgument {
-                name: "graph",
-                reason: "the graph is of another context than the stream's; a stream captures \
-                         into a graph of its own context"
-                    .to_owned(),
-            });
+    ) -> Result<(GraphNode, R)> {
+        {
+            let target = graph.target();
+            if target.context.handle() != self.context().handle() {
+                return Err(Error::InvalidArgument {
+                    name: "graph",
+                    reason: "the graph is of another context than the stream's; a stream \
+                             captures into a graph of its own context"
+                        .to_owned(),
+                });
+            }
+            target.deps(deps)?;
         }
-        target.context.require_driver(
-            crate::info::types::DriverVersion(12030),
-            "cuStreamBeginCaptureToGraph (drivers 12.3 and newer)",
-        )?;
-        let into = target.graph;
-        let code = match mode {
-            CaptureMode::Global => 0,
-            CaptureMode::ThreadLocal => 1,
-            CaptureMode::Relaxed => 2,
-        };
-        self.begin_capture_in(code, Some(into))?;
-        /// Ends the capture should `record` panic.
+        // SAFETY: the caller keeps `begin_capture`'s contract (this function's).
+        unsafe { self.begin_capture(mode) }?;
+        /// Ends the capture should `record` panic, discarding what it captured.
         struct EndOnUnwind<'s>(&'s Stream);
         impl Drop for EndOnUnwind<'_> {
             fn drop(&mut self) {
-                if let Err(e) = self.0.end_capture_raw() {
+                if let Err(e) = self.0.end_capture() {
                     log::debug!("ending the capture of a panicking capture_into: {e}");
                 }
-                self.0.captures_into_ended();
             }
         }
         let on_unwind = EndOnUnwind(self);
         let recorded = record(self);
         std::mem::forget(on_unwind);
-        let ended = self.end_capture_raw();
-        self.captures_into_ended();
-        let handle = ended?;
-        if handle != into {
-            log::error!("cuStreamEndCapture gave another graph than the one captured into");
-        }
-        recorded
+        let captured = self.end_capture();
+        let value = recorded?;
+        let node = graph.add_child(deps, &captured?)?;
+        Ok((node, value))
     }
 }

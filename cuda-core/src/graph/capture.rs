@@ -94,26 +94,6 @@ impl Stream {
     /// [`Error::Capture`]; so is ending a stream that was not capturing.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
-        let into = || Error::Capture {
-            reason: "the stream captures into a graph given to Stream::capture_into, whose \
-                     capture ends when its closure returns (end_capture)"
-                .to_owned(),
-        };
-        if self.captures_into() != 0 {
-            return Err(into());
-        }
-        let handle = self.end_capture_raw()?;
-        // A capture into a caller's graph begun by another thread since the check above: the
-        // graph is the caller's, never this value's to own (its capture_into then finds it
-        // ended, and says so).
-        if handle.0 as usize == self.captures_into() {
-            return Err(into());
-        }
-        Ok(Graph::from_handle(handle, self.context().clone()))
-    }
-
-    /// [`Stream::end_capture`]'s driver side: the graph the capture recorded into.
-    pub(super) fn end_capture_raw(&self) -> Result<crate::driver::GraphHandle> {
         // A stream the driver says captures nothing is refused before the end, which would
         // fail (a failed call compute-sanitizer reports as the caller's error).
         if let Ok(0) = self.capture_query(|driver, handle| driver.stream_is_capturing(handle)) {
@@ -145,7 +125,8 @@ impl Stream {
         // What was freed while the stream captured is freed now, in order after the work
         // queued before the capture (nothing, while a capture is still open on it).
         self.drain_deferred();
-        ended.map_err(|e| capture_error(e, "end_capture"))
+        let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
+        Ok(Graph::from_handle(handle, self.context().clone()))
     }
 
     /// Whether this stream is capturing (`cuStreamIsCapturing`).

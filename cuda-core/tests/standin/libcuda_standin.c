@@ -568,7 +568,6 @@ struct capture {
     struct object *streams[IN_CAPTURE]; /* by slot; the origin's is 0 */
     int count;
     struct object *graph;    /* what its work is recorded into */
-    int borrowed;            /* graph is the caller's (cuStreamBeginCaptureToGraph) */
 };
 #define MAX_OPEN 64
 static struct capture *open_captures[MAX_OPEN];
@@ -1077,12 +1076,11 @@ static int m_ctx_sync(void) {
     run_dues();
     return r;
 }
-static int m_begin_capture(void *s, int mode, void *into) {
-    char b[16], g[16];
+static int m_begin_capture(void *s, int mode) {
+    char b[16];
     int r = 0;
     M_LOCK;
     if (stale("cuStreamBeginCapture", s, STREAM)) r = 400;
-    else if (into && stale("cuStreamBeginCaptureToGraph", into, GRAPH)) r = 400;
     else if ((uintptr_t)s <= 2) r = refuse(900, "cuStreamBeginCapture", name(s, b), "a default stream cannot capture");
     else if (capture_of(s) || open_count == MAX_OPEN) {
         note("cuStreamBeginCapture %s mode=%d -> 401", name(s, b), mode);
@@ -1097,19 +1095,12 @@ static int m_begin_capture(void *s, int mode, void *into) {
         c->origin = st;
         c->streams[0] = st;
         c->count = 1;
-        c->graph = into ? (struct object *)into : m_make(GRAPH, st->context);
-        c->borrowed = into != NULL;
+        c->graph = m_make(GRAPH, st->context);
         st->capture = c;
         st->slot = 0;
         memset(st->clock, 0, sizeof st->clock);
         open_captures[open_count++] = c;
-        /* (A capture into a given graph logs as a begin, with the graph: the model's checks
-         * read one form.) */
-        if (into)
-            note("cuStreamBeginCapture %s mode=%d captured=%d into=%s", name(s, b), mode,
-                 c->id, name(into, g));
-        else
-            note("cuStreamBeginCapture %s mode=%d captured=%d", name(s, b), mode, c->id);
+        note("cuStreamBeginCapture %s mode=%d captured=%d", name(s, b), mode, c->id);
     }
     M_UNLOCK;
     return r;
@@ -1133,9 +1124,7 @@ static int m_end_capture(void *s, void **graph) {
         close_capture(c);
         if (r) {
             note("cuStreamEndCapture %s -> %d (capture %d ended, from t%d)", name(s, b), r, c->id, c->thread);
-            /* The caller's graph stays the caller's (an assumption: the driver's documentation
-             * says nothing of a failed capture into a given graph). */
-            if (!c->borrowed) destroy_graph(c->graph);
+            destroy_graph(c->graph);
         } else {
             *graph = c->graph;
             note("cuStreamEndCapture %s captured=%d -> %s", name(s, b), c->id, name(c->graph, g));
@@ -1280,6 +1269,21 @@ static int m_add_node(void **node, void *graph, struct gnode n, const char *what
     if (n.type == G_COPY && n.src) check_use(what, n.src, n.bytes);
     struct object *o = add_member(graph, n);
     note("%s %s -> %s", what, name(graph, b), name(o, c));
+    M_UNLOCK;
+    *node = o;
+    return 0;
+}
+/* A child graph node: a copy of the child's nodes, added to the graph as its own (what a
+ * launch of the graph does with them is what it does with the child's). */
+static int m_add_child(void **node, void *graph, void *child) {
+    char b[16], c[16], d[16];
+    M_LOCK;
+    if (stale("cuGraphAddChildGraphNode", graph, GRAPH)
+        || stale("cuGraphAddChildGraphNode", child, GRAPH)) { M_UNLOCK; return 400; }
+    struct object *from = child;
+    for (int i = 0; i < from->member_count; i++) add_member(graph, from->members[i]->g);
+    struct object *o = add_member(graph, (struct gnode){.type = G_EMPTY});
+    note("cuGraphAddChildGraphNode %s child=%s -> %s", name(graph, b), name(child, c), name(o, d));
     M_UNLOCK;
     *node = o;
     return 0;
@@ -2088,26 +2092,11 @@ int cuStreamGetCtx(void *s, void **ctx) {
 /* Stream capture: one capturing stream at a time; ending gives a graph (a static token). */
 static void *capturing;
 static char graph_token;
-static void *capturing_into;
 int cuStreamBeginCapture_v2(void *s, int mode) {
-    MODEL_ANSWERS(m_begin_capture(s, mode, NULL));
+    MODEL_ANSWERS(m_begin_capture(s, mode));
     char b[16];
     note("cuStreamBeginCapture %s mode=%d", name(s, b), mode);
     capturing = s;
-    capturing_into = NULL;
-    return 0;
-}
-/* Capture into the caller's graph (12.3 and newer): ending gives that graph back. */
-int cuStreamBeginCaptureToGraph(void *s, void *graph, void **deps, const void *edges,
-                                size_t count, int mode) {
-    (void)deps; (void)edges;
-    if (count) return 1; /* this stand-in takes no dependencies */
-    MODEL_ANSWERS(m_begin_capture(s, mode, graph));
-    char b[16], g[16];
-    note("cuStreamBeginCaptureToGraph %s %s mode=%d", name(s, b), name(graph, g), mode);
-    if (capturing == s) return 401; /* CUDA_ERROR_ILLEGAL_STATE */
-    capturing = s;
-    capturing_into = graph;
     return 0;
 }
 int cuStreamEndCapture(void *s, void **graph) {
@@ -2116,8 +2105,7 @@ int cuStreamEndCapture(void *s, void **graph) {
     note("cuStreamEndCapture %s", name(s, b));
     if (capturing != s) { *graph = NULL; return 903; } /* CUDA_ERROR_STREAM_CAPTURE_UNMATCHED */
     capturing = NULL;
-    *graph = capturing_into ? capturing_into : &graph_token;
-    capturing_into = NULL;
+    *graph = &graph_token;
     return 0;
 }
 int cuStreamIsCapturing(void *s, int *status) {
@@ -2298,6 +2286,16 @@ int cuGraphAddEmptyNode(void **node, void *graph, void **deps, size_t count) {
     *node = n;
     note_node(graph, n, deps, count);
     note("cuGraphAddEmptyNode %s deps=%zu -> %s", name(graph, b), count, name(n, c));
+    return 0;
+}
+int cuGraphAddChildGraphNode(void **node, void *graph, void **deps, size_t count, void *child) {
+    MODEL_ANSWERS(m_add_child(node, graph, child));
+    char b[16], c[16], d[16];
+    struct object *n = make(NODE, NULL);
+    *node = n;
+    note_node(graph, n, deps, count);
+    note("cuGraphAddChildGraphNode %s deps=%zu child=%s -> %s", name(graph, b), count,
+         name(child, c), name(n, d));
     return 0;
 }
 /* CUDA_KERNEL_NODE_PARAMS_v2's layout: the kernel at 56, its parameters' pointers at 40. */

@@ -17,14 +17,6 @@ pub(crate) trait GraphApi {
     fn device_graph_mem_trim(&self, device: DeviceHandle) -> Result<()>;
     /// `cuStreamBeginCapture` with a `CUstreamCaptureMode`.
     fn stream_begin_capture(&self, stream: StreamHandle, mode: u32) -> Result<()>;
-    /// `cuStreamBeginCaptureToGraph` into `graph`, with no dependencies, in a
-    /// `CUstreamCaptureMode` (drivers 12.3 and newer).
-    fn stream_begin_capture_to_graph(
-        &self,
-        stream: StreamHandle,
-        graph: GraphHandle,
-        mode: u32,
-    ) -> Result<()>;
     /// `cuThreadExchangeStreamCaptureMode`: sets this thread's `CUstreamCaptureMode`, giving
     /// the one it had.
     fn thread_exchange_capture_mode(&self, mode: u32) -> Result<u32>;

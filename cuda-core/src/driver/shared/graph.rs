@@ -22,22 +22,6 @@ impl crate::driver::api::GraphApi for Drv {
         call!(self.cuStreamBeginCapture(stream.0.cast(), sys::CUstreamCaptureMode(mode)))
     }
 
-    fn stream_begin_capture_to_graph(
-        &self,
-        stream: StreamHandle,
-        graph: GraphHandle,
-        mode: u32,
-    ) -> Result<()> {
-        call!(self.cuStreamBeginCaptureToGraph(
-            stream.0.cast(),
-            graph.0.cast(),
-            std::ptr::null(),
-            std::ptr::null(),
-            0,
-            sys::CUstreamCaptureMode(mode)
-        ))
-    }
-
     fn thread_exchange_capture_mode(&self, mode: u32) -> Result<u32> {
         let mut mode = sys::CUstreamCaptureMode(mode);
         call!(self.cuThreadExchangeStreamCaptureMode(&mut mode))?;
