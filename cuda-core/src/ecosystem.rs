@@ -1,6 +1,8 @@
 //! The Rust ecosystem's plain-data types as buffer elements and kernel arguments: `half`'s
 //! `f16` and `bf16` (feature `half`), `float8`'s `F8E4M3` and `F8E5M2` (feature `float8`),
-//! and `bytemuck::Pod` types (feature `bytemuck`: the [`Pod`](crate::Pod) bridge is in
+//! `float4`'s `F4E2M1` and packed `F4E2M1x2` (feature `float4`; kernel arguments always,
+//! host-copied elements without the `bytemuck` feature, their bytes with it), and
+//! `bytemuck::Pod` types (feature `bytemuck`: the [`Pod`](crate::Pod) bridge is in
 //! `memory::buffer`, [`device_repr!`] here).
 //!
 //! TF32 has no type here: it is not a storage format. A TF32 tensor is an `f32` buffer (and a
@@ -46,6 +48,33 @@ mod float8_types {
     // SAFETY: as above.
     #[cfg(not(feature = "bytemuck"))]
     unsafe impl crate::Pod for float8::F8E5M2 {}
+}
+
+#[cfg(feature = "float4")]
+mod float4_types {
+    use crate::args::DeviceRepr;
+
+    // SAFETY: `F4E2M1` and `F4E2M1x2` are `#[repr(transparent)]` bytes, passed to a kernel as
+    // CUDA's `__nv_fp4_e2m1` (one value in the low four bits) and `__nv_fp4x2_e2m1` (two
+    // values, the first in the low four bits): one byte, aligned to one.
+    #[cfg_attr(docsrs, doc(cfg(feature = "float4")))]
+    unsafe impl DeviceRepr for float4::F4E2M1 {}
+    // SAFETY: as above.
+    #[cfg_attr(docsrs, doc(cfg(feature = "float4")))]
+    unsafe impl DeviceRepr for float4::F4E2M1x2 {}
+
+    // Host copies of them as elements need `Pod`, which the `bytemuck` feature's blanket
+    // implementation (every `bytemuck::Pod` type) leaves to `float4` (which has no bytemuck
+    // support): with that feature, copy them as their bytes (`u8`, `to_bits`/`from_bits`).
+    // SAFETY: 8 bits, every pattern a value (the high four bits of an `F4E2M1` are not read),
+    // no padding.
+    #[cfg(not(feature = "bytemuck"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "float4", not(feature = "bytemuck")))))]
+    unsafe impl crate::Pod for float4::F4E2M1 {}
+    // SAFETY: as above (two values, every pattern).
+    #[cfg(not(feature = "bytemuck"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "float4", not(feature = "bytemuck")))))]
+    unsafe impl crate::Pod for float4::F4E2M1x2 {}
 }
 
 // SAFETY: a `#[repr(transparent)]` `u64`: zero is its null value and every bit pattern is an

@@ -26,6 +26,8 @@ mod door;
 mod driver_info_example;
 #[cfg(all(feature = "half", feature = "bytemuck"))]
 mod ecosystem;
+#[cfg(feature = "float4")]
+mod fp4;
 #[cfg(feature = "float8")]
 mod fp8;
 mod globals;
