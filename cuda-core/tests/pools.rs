@@ -979,3 +979,202 @@ fn revoke_while_a_green_contexts_copy_is_queued() {
     );
     pool.set_access(&[device]).unwrap();
 }
+
+/// Against the stand-in (a 13.0 driver): a device pool made current reaches
+/// `cuDeviceSetMemPool` with its device and handle, says it is current, and is what
+/// `DeviceMemoryResource::current` gives (the same value); the default pool made current
+/// routes back. A pinned pool (of the host, and of a NUMA node) and a managed pool reach
+/// `cuMemSetMemPool` with their location and kind (1 pinned, 2 managed). A pool another
+/// library made current is `None`, not wrapped. Through the 12 ABI, the host and managed
+/// pools' routing is `NotSupported` without a call. Bugs caught: the wrong location or kind
+/// (a host pool set as the device's), a pool not kept (`current` without it), a foreign pool
+/// wrapped as if kept.
+#[test]
+fn pools_made_current_route_by_location_and_kind() {
+    standin::run(
+        module_path!(),
+        "pools_made_current_route_by_location_and_kind",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let pool =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            standin::clear_log();
+            pool.make_current().unwrap();
+            let set = standin::last_call("cuDeviceSetMemPool");
+            assert!(set.starts_with("cuDeviceSetMemPool 0 P"), "{set}");
+            assert!(pool.is_current().unwrap());
+            let current = DeviceMemoryResource::current(device).unwrap().unwrap();
+            assert!(Arc::ptr_eq(&current, &pool));
+            let default = DeviceMemoryResource::default_pool(device).unwrap();
+            default.make_current().unwrap();
+            assert!(!pool.is_current().unwrap());
+            let current = DeviceMemoryResource::current(device).unwrap().unwrap();
+            assert_eq!(current.as_raw(), default.as_raw());
+            assert!(!current.is_owned());
+
+            // Another library's pool: not wrapped.
+            let theirs =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            standin::set_device_pool_elsewhere(0, theirs.as_raw());
+            assert!(DeviceMemoryResource::current(device).unwrap().is_none());
+            default.make_current().unwrap();
+
+            let host = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default()).unwrap();
+            let numa =
+                PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+                    .unwrap();
+            let managed =
+                ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default()).unwrap();
+            standin::clear_log();
+            host.make_current().unwrap();
+            assert!(standin::last_call("cuMemSetMemPool")
+                .starts_with("cuMemSetMemPool location=2:0 type=1 P"));
+            numa.make_current().unwrap();
+            assert!(standin::last_call("cuMemSetMemPool")
+                .starts_with("cuMemSetMemPool location=3:0 type=1 P"));
+            managed.make_current().unwrap();
+            assert!(standin::last_call("cuMemSetMemPool")
+                .starts_with("cuMemSetMemPool location=0:0 type=2 P"));
+            assert!(host.is_current().unwrap() && numa.is_current().unwrap());
+            assert!(managed.is_current().unwrap());
+        },
+    );
+    standin::run(
+        module_path!(),
+        "pools_made_current_route_by_location_and_kind",
+        &[],
+        &[("CUDA_CORE_DRIVER_ABI", "12")],
+        || {
+            let device = Device::new(0).unwrap();
+            let pool =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            pool.make_current().unwrap();
+            assert!(pool.is_current().unwrap());
+            let numa =
+                PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+                    .unwrap();
+            standin::clear_log();
+            let err = numa.make_current().unwrap_err();
+            assert!(
+                matches!(&err, Error::NotSupported { function, abi: 12, .. }
+                    if function.contains("cuMemSetMemPool")),
+                "{err}"
+            );
+            assert!(standin::calls("cuMemSetMemPool").is_empty());
+            assert!(matches!(
+                numa.is_current(),
+                Err(Error::NotSupported { abi: 12, .. })
+            ));
+        },
+    );
+}
+
+/// On the GPU: while a pool of its own is the device's current pool, the driver's own
+/// `cuMemAllocAsync` (which names no pool, as the runtime's `cudaMallocAsync` in another
+/// library does) allocates from it, by the allocation's `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`;
+/// after the default pool is made current again, from that. Through the 13 ABI, a pinned
+/// host pool and a managed pool made current are what the driver's `cuMemGetMemPool` names
+/// for their location and kind; through the 12, their routing is `NotSupported`. In a process
+/// of its own: the current pool is the process's. Bugs caught: the pool set for another
+/// device or location, the set not made, routing back not working.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pool_made_current_serves_allocations_that_name_none() {
+    common::alone(
+        module_path!(),
+        "a_pool_made_current_serves_allocations_that_name_none",
+        || {
+            use std::ffi::c_void;
+            let device = common::device();
+            device.set_current().unwrap();
+            // SAFETY: the driver library, loaded again (the loader gives the same one).
+            let lib = unsafe { libloading::Library::new("libcuda.so.1") }.unwrap();
+            type AllocAsync = unsafe extern "C" fn(*mut u64, usize, *mut c_void) -> i32;
+            type FreeAsync = unsafe extern "C" fn(u64, *mut c_void) -> i32;
+            type PointerAttribute = unsafe extern "C" fn(*mut c_void, i32, u64) -> i32;
+            type StreamSync = unsafe extern "C" fn(*mut c_void) -> i32;
+            type GetMemPool = unsafe extern "C" fn(*mut *mut c_void, *mut [i32; 2], i32) -> i32;
+            // SAFETY: the driver's functions, with their header's signatures.
+            let (alloc, free, attribute, sync, get_pool) = unsafe {
+                (
+                    *lib.get::<AllocAsync>(b"cuMemAllocAsync\0").unwrap(),
+                    *lib.get::<FreeAsync>(b"cuMemFreeAsync\0").unwrap(),
+                    *lib.get::<PointerAttribute>(b"cuPointerGetAttribute\0")
+                        .unwrap(),
+                    *lib.get::<StreamSync>(b"cuStreamSynchronize\0").unwrap(),
+                    lib.get::<GetMemPool>(b"cuMemGetMemPool\0").ok().map(|f| *f),
+                )
+            };
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let raw = stream.as_raw();
+            // The pool a new `cuMemAllocAsync` allocation is of.
+            let pool_of_new = || {
+                let mut ptr = 0u64;
+                let mut pool: *mut c_void = std::ptr::null_mut();
+                // SAFETY: a live stream of the current context; the allocation is freed and
+                // waited for before the next.
+                unsafe {
+                    assert_eq!(alloc(&mut ptr, 1 << 20, raw), 0);
+                    assert_eq!(
+                        attribute((&mut pool as *mut *mut c_void).cast(), 17, ptr),
+                        0
+                    );
+                    assert_eq!(free(ptr, raw), 0);
+                    assert_eq!(sync(raw), 0);
+                }
+                pool
+            };
+            let default = DeviceMemoryResource::default_pool(device).unwrap();
+            assert_eq!(pool_of_new(), default.as_raw(), "the default pool at first");
+            let pool =
+                DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default()).unwrap();
+            pool.make_current().unwrap();
+            assert!(pool.is_current().unwrap());
+            assert_eq!(pool_of_new(), pool.as_raw());
+            let current = DeviceMemoryResource::current(device).unwrap().unwrap();
+            assert!(Arc::ptr_eq(&current, &pool));
+            default.make_current().unwrap();
+            assert_eq!(pool_of_new(), default.as_raw());
+            assert!(!pool.is_current().unwrap());
+
+            let host = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default());
+            let managed = ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default());
+            let (Ok(host), Ok(managed)) = (host, managed) else {
+                common::not_run("managed-pools", "no pools of host or managed memory here");
+                return;
+            };
+            match host.make_current() {
+                Err(Error::NotSupported { abi: 12, .. }) => {
+                    assert!(matches!(
+                        managed.make_current(),
+                        Err(Error::NotSupported { .. })
+                    ));
+                    common::not_run(
+                        "managed-pools",
+                        "the current pools of host and managed memory need the 13 ABI",
+                    );
+                    return;
+                }
+                other => other.unwrap(),
+            }
+            managed.make_current().unwrap();
+            let get_pool = get_pool.expect("a 13.0 driver has cuMemGetMemPool");
+            let driver_says = |location: [i32; 2], kind: i32| {
+                let mut location = location;
+                let mut pool: *mut c_void = std::ptr::null_mut();
+                // SAFETY: a `CUmemLocation` (type, id) and an allocation type.
+                assert_eq!(unsafe { get_pool(&mut pool, &mut location, kind) }, 0);
+                pool
+            };
+            assert_eq!(
+                driver_says([2, 0], 1),
+                host.as_raw(),
+                "the host's pinned pool"
+            );
+            assert_eq!(driver_says([0, 0], 2), managed.as_raw(), "the managed pool");
+            assert!(host.is_current().unwrap() && managed.is_current().unwrap());
+        },
+    );
+}

@@ -305,6 +305,36 @@ fn pool_location(kind: u32, id: i32) -> CUmemLocation {
     }
 }
 
+/// The current pool of a location and allocation type: the 12.9 header has only a device's
+/// (`cuDeviceGetMemPool`, `cuDeviceSetMemPool`), not `cuMemGetMemPool` and `cuMemSetMemPool`.
+impl Driver12 {
+    fn no_location_pools<T>(&self) -> Result<T> {
+        Err(Error::NotSupported {
+            function: "cuMemGetMemPool and cuMemSetMemPool (the current pool of host or managed \
+                       memory: in the CUDA 13 header only, not through the 12 ABI)",
+            driver: self.version,
+            abi: 12,
+        })
+    }
+
+    fn abi_mem_get_mem_pool(
+        &self,
+        _location: crate::driver::api::PoolLocation,
+        _managed: bool,
+    ) -> Result<PoolHandle> {
+        self.no_location_pools()
+    }
+
+    fn abi_mem_set_mem_pool(
+        &self,
+        _location: crate::driver::api::PoolLocation,
+        _managed: bool,
+        _pool: PoolHandle,
+    ) -> Result<()> {
+        self.no_location_pools()
+    }
+}
+
 /// The 12.9 header has no `CU_MEM_ALLOCATION_TYPE_MANAGED`.
 fn managed_allocation_type() -> Option<cuda_sys12::CUmemAllocationType> {
     None

@@ -335,6 +335,42 @@ fn pool_location(kind: u32, id: i32) -> CUmemLocation {
     }
 }
 
+/// The current pool of a location and allocation type (`cuMemGetMemPool`, `cuMemSetMemPool`:
+/// new in the 13 header).
+impl Driver13 {
+    fn abi_mem_get_mem_pool(
+        &self,
+        location: crate::driver::api::PoolLocation,
+        managed: bool,
+    ) -> Result<PoolHandle> {
+        let (kind, id) = location.code();
+        let mut location = pool_location(kind, id);
+        let mut pool = std::ptr::null_mut();
+        call!(self.cuMemGetMemPool(&mut pool, &mut location, allocation_type(managed)))?;
+        Ok(PoolHandle(pool.cast()))
+    }
+
+    fn abi_mem_set_mem_pool(
+        &self,
+        location: crate::driver::api::PoolLocation,
+        managed: bool,
+        pool: PoolHandle,
+    ) -> Result<()> {
+        let (kind, id) = location.code();
+        let mut location = pool_location(kind, id);
+        call!(self.cuMemSetMemPool(&mut location, allocation_type(managed), pool.0.cast()))
+    }
+}
+
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED` or `_PINNED`.
+fn allocation_type(managed: bool) -> cuda_sys13::CUmemAllocationType {
+    if managed {
+        cuda_sys13::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED
+    } else {
+        cuda_sys13::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED
+    }
+}
+
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED` (new in the 13 header).
 fn managed_allocation_type() -> Option<cuda_sys13::CUmemAllocationType> {
     Some(cuda_sys13::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED)

@@ -326,6 +326,48 @@ impl DeviceMemoryResource {
 
 super::pool::pool_attributes!(DeviceMemoryResource);
 
+impl DeviceMemoryResource {
+    /// Where its memory lives, and that it is pinned (not managed) memory.
+    fn routing(&self) -> (PoolLocation, bool) {
+        (PoolLocation::Device(self.device.handle()), false)
+    }
+
+    /// `device`'s current pool (`cuDeviceGetMemPool`; see [`make_current`](Self::make_current)):
+    /// its default pool, or the pool last made current through this crate. `None` where
+    /// another library made a pool of its own current: the crate does not wrap a pool whose
+    /// life it cannot keep ([`from_raw`](Self::from_raw) does, `unsafe`).
+    ///
+    /// ```no_run
+    /// use cuda_core::{Device, DeviceMemoryResource, DeviceMemoryResourceOptions};
+    ///
+    /// let device = Device::new(0)?;
+    /// let pool = DeviceMemoryResource::new(device, DeviceMemoryResourceOptions::default())?;
+    /// // Other libraries' `cudaMallocAsync` on this device now allocate from `pool`.
+    /// pool.make_current()?;
+    /// assert!(pool.is_current()?);
+    /// let current = DeviceMemoryResource::current(device)?.expect("made current here");
+    /// assert_eq!(current.as_raw(), pool.as_raw());
+    /// // And back to the default pool.
+    /// DeviceMemoryResource::default_pool(device)?.make_current()?;
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    #[doc(alias = "cuDeviceGetMemPool")]
+    pub fn current(device: Device) -> Result<Option<Arc<DeviceMemoryResource>>> {
+        let context = device.primary_context()?;
+        let current = context.with_current(|driver| {
+            driver.pool_current(PoolLocation::Device(device.handle()), false)
+        })?;
+        if current
+            == context
+                .driver()
+                .device_get_default_mem_pool(device.handle())?
+        {
+            return Self::default_pool(device).map(Some);
+        }
+        Ok(super::pool::kept_current::<DeviceMemoryResource>(current))
+    }
+}
+
 // SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, freed only
 // through `deallocate` (in order on its stream); the answers are this memory kind's.
 unsafe impl MemoryResource for DeviceMemoryResource {

@@ -146,6 +146,21 @@ impl ManagedMemoryPool {
 
 super::pool::pool_attributes!(ManagedMemoryPool);
 
+impl ManagedMemoryPool {
+    /// Its preferred location, and that it is managed memory.
+    fn routing(&self) -> (PoolLocation, bool) {
+        let location = match self.location {
+            ManagedLocation::None => PoolLocation::Unspecified,
+            ManagedLocation::Device(device) => PoolLocation::Device(device.handle()),
+            ManagedLocation::Host => PoolLocation::Host,
+            ManagedLocation::HostNuma(node) => {
+                PoolLocation::HostNuma(i32::try_from(node).unwrap_or(i32::MAX))
+            }
+        };
+        (location, true)
+    }
+}
+
 // SAFETY: each allocation is the driver's own, fresh and at least `size` bytes of managed
 // memory (accessible from the host and every device for its whole life), freed only through
 // `deallocate` (in order on its stream); the answers are this memory kind's.

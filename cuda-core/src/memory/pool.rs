@@ -311,8 +311,71 @@ macro_rules! pool_attributes {
             pub fn as_raw(&self) -> *mut std::ffi::c_void {
                 self.core.pool.0
             }
+
+            /// Makes this pool the current pool of its location and kind of memory: the pool
+            /// that allocations naming none come from there. For a device's memory, that is
+            /// `cuMemAllocAsync` and the CUDA runtime's `cudaMallocAsync` in other libraries
+            /// of the process (`cuDeviceSetMemPool`); for host and managed memory, the pool
+            /// `cuMemGetMemPool` names, which libraries that allocate by location and kind
+            /// (Python's cuda.core on CUDA 13, say) allocate from (`cuMemSetMemPool`: the 13
+            /// ABI, drivers 13.0 and newer; [`Error::NotSupported`](crate::Error::NotSupported)
+            /// elsewhere, without a call). The process keeps the pool for good from then on
+            /// (it must outlive its time as current, which this crate cannot end), as it keeps
+            /// a default resource: route at setup, not in a loop. The location's default pool
+            /// made current again routes back.
+            #[doc(alias("cuDeviceSetMemPool", "cuMemSetMemPool"))]
+            pub fn make_current(self: &std::sync::Arc<Self>) -> $crate::error::Result<()> {
+                let (location, managed) = self.routing();
+                $crate::memory::pool::keep_current(self.clone(), self.core.pool);
+                self.core.context.with_current(|driver| {
+                    driver.pool_set_current(location, managed, self.core.pool)
+                })
+            }
+
+            /// Whether this pool is the current pool of its location and kind of memory (see
+            /// [`make_current`](Self::make_current); `cuDeviceGetMemPool`, `cuMemGetMemPool`).
+            #[doc(alias("cuDeviceGetMemPool", "cuMemGetMemPool"))]
+            pub fn is_current(&self) -> $crate::error::Result<bool> {
+                let (location, managed) = self.routing();
+                let current = self
+                    .core
+                    .context
+                    .with_current(|driver| driver.pool_current(location, managed))?;
+                Ok(current == self.core.pool)
+            }
         }
     };
+}
+
+/// Pools made current ([`DeviceMemoryResource::make_current`](super::DeviceMemoryResource::make_current)
+/// and the others), with their raw handles: kept for good, since the crate cannot know when
+/// another pool replaces one as current.
+static KEPT_CURRENT: std::sync::Mutex<Vec<(PoolHandle, CurrentPool)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A pool kept as current, as any of the three kinds.
+type CurrentPool = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// Keeps `pool` (whose raw handle is `raw`) for good, once.
+pub(crate) fn keep_current(pool: CurrentPool, raw: PoolHandle) {
+    let mut kept = KEPT_CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    if !kept
+        .iter()
+        .any(|(h, p)| *h == raw && std::sync::Arc::ptr_eq(p, &pool))
+    {
+        kept.push((raw, pool));
+    }
+}
+
+/// The pool of type `T` kept as current with raw handle `raw`, if any.
+pub(crate) fn kept_current<T: std::any::Any + Send + Sync>(
+    raw: PoolHandle,
+) -> Option<std::sync::Arc<T>> {
+    let kept = KEPT_CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.iter()
+        .rev()
+        .filter(|(h, _)| *h == raw)
+        .find_map(|(_, pool)| pool.clone().downcast::<T>().ok())
 }
 pub(crate) use pool_attributes;
 

@@ -439,3 +439,12 @@ pub fn set_yield(hook: unsafe extern "C" fn(*const c_char)) {
     // SAFETY: the stand-in's own function, taking a function of this type.
     unsafe { set(hook) }
 }
+
+/// Makes `pool` device `device`'s current pool through the stand-in's `cuDeviceSetMemPool`
+/// directly, as another library would.
+pub fn set_device_pool_elsewhere(device: i32, pool: *mut std::ffi::c_void) {
+    let set =
+        cached!(b"cuDeviceSetMemPool\0": unsafe extern "C" fn(i32, *mut std::ffi::c_void) -> i32);
+    // SAFETY: the stand-in's function; it only records the pointer.
+    assert_eq!(unsafe { set(device, pool) }, 0);
+}

@@ -3343,6 +3343,50 @@ int cuMemPoolCreate(void **pool, const struct pool_props *props) {
     *pool = o;
     return 0;
 }
+/* The current pool of each location and kind: a device's pinned memory by ordinal, the
+ * others by kind (1 pinned, 2 managed) and location; one never set is the location's default
+ * pool (a device's `pools[d]`, else an address of its own per location type). */
+static void *current_device_pool[MAX_DEVICES];
+static struct { int kind, type, id; void *pool; } current_pools[32];
+static int current_pool_count;
+static char location_default_pools[2][8];
+int cuDeviceGetMemPool(void **p, int device) {
+    char b[16];
+    if (device < 0 || device >= MAX_DEVICES) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+    *p = current_device_pool[device] ? current_device_pool[device] : &pools[device];
+    note("cuDeviceGetMemPool %d -> %s", device, pool_name(*p, b));
+    return 0;
+}
+int cuDeviceSetMemPool(int device, void *pool) {
+    char b[16];
+    if (device < 0 || device >= MAX_DEVICES) return 101;
+    current_device_pool[device] = pool;
+    note("cuDeviceSetMemPool %d %s", device, pool_name(pool, b));
+    return 0;
+}
+int cuMemGetMemPool(void **p, const struct location *location, int kind) {
+    char b[16];
+    *p = NULL;
+    for (int i = 0; i < current_pool_count; i++)
+        if (current_pools[i].kind == kind && current_pools[i].type == location->type
+            && current_pools[i].id == location->id)
+            *p = current_pools[i].pool;
+    if (!*p) *p = &location_default_pools[kind == 2][location->type & 7];
+    note("cuMemGetMemPool location=%d:%d type=%d -> %s", location->type, location->id, kind,
+         *p == &location_default_pools[kind == 2][location->type & 7] ? "default" : pool_name(*p, b));
+    return 0;
+}
+int cuMemSetMemPool(const struct location *location, int kind, void *pool) {
+    char b[16];
+    if (current_pool_count == 32) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    current_pools[current_pool_count].kind = kind;
+    current_pools[current_pool_count].type = location->type;
+    current_pools[current_pool_count].id = location->id;
+    current_pools[current_pool_count++].pool = pool;
+    note("cuMemSetMemPool location=%d:%d type=%d %s", location->type, location->id, kind,
+         pool_name(pool, b));
+    return 0;
+}
 int cuMemPoolDestroy(void *pool) { char b[16]; note("cuMemPoolDestroy %s", pool_name(pool, b)); return 0; }
 int cuMemPoolSetAttribute(void *pool, int attribute, void *value) {
     char b[16];

@@ -79,6 +79,17 @@ pub(crate) trait PoolApi {
     fn pool_get_i32(&self, pool: PoolHandle, attribute: i32) -> Result<i32>;
     /// `cuMemPoolTrimTo`.
     fn pool_trim_to(&self, pool: PoolHandle, keep: usize) -> Result<()>;
+    /// The current pool of `location` for pinned (`managed` false) or managed memory: a
+    /// device's pinned memory through `cuDeviceGetMemPool` (both ABIs), the others through
+    /// `cuMemGetMemPool` (the 13 ABI; `NotSupported` through the 12, without a call).
+    fn pool_current(&self, location: PoolLocation, managed: bool) -> Result<PoolHandle>;
+    /// Makes `pool` that current pool: `cuDeviceSetMemPool`, else `cuMemSetMemPool`.
+    fn pool_set_current(
+        &self,
+        location: PoolLocation,
+        managed: bool,
+        pool: PoolHandle,
+    ) -> Result<()>;
     /// `cuMemPoolExportToShareableHandle` as a POSIX file descriptor, which the caller owns.
     fn ipc_pool_export_fd(&self, pool: PoolHandle) -> Result<i32>;
     /// `cuMemPoolImportFromShareableHandle` of a POSIX file descriptor (which the driver does

@@ -59,6 +59,31 @@ impl crate::driver::api::PoolApi for Drv {
         call!(self.cuMemPoolTrimTo(pool.0.cast(), keep))
     }
 
+    fn pool_current(
+        &self,
+        location: crate::driver::api::PoolLocation,
+        managed: bool,
+    ) -> Result<PoolHandle> {
+        if let (crate::driver::api::PoolLocation::Device(device), false) = (location, managed) {
+            let mut pool = std::ptr::null_mut();
+            call!(self.cuDeviceGetMemPool(&mut pool, device))?;
+            return Ok(PoolHandle(pool.cast()));
+        }
+        self.abi_mem_get_mem_pool(location, managed)
+    }
+
+    fn pool_set_current(
+        &self,
+        location: crate::driver::api::PoolLocation,
+        managed: bool,
+        pool: PoolHandle,
+    ) -> Result<()> {
+        if let (crate::driver::api::PoolLocation::Device(device), false) = (location, managed) {
+            return call!(self.cuDeviceSetMemPool(device, pool.0.cast()));
+        }
+        self.abi_mem_set_mem_pool(location, managed, pool)
+    }
+
     fn ipc_pool_export_fd(&self, pool: PoolHandle) -> Result<i32> {
         let mut fd: std::ffi::c_int = -1;
         call!(self.cuMemPoolExportToShareableHandle(
