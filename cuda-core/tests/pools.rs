@@ -1141,9 +1141,19 @@ fn a_pool_made_current_serves_allocations_that_name_none() {
 
             let host = PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default());
             let managed = ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default());
-            let (Ok(host), Ok(managed)) = (host, managed) else {
-                common::not_run("managed-pools", "no pools of host or managed memory here");
-                return;
+            let (host, managed) = match (host, managed) {
+                (Ok(host), Ok(managed)) => (host, managed),
+                (host, managed) => {
+                    common::not_run(
+                        "managed-pools",
+                        &format!(
+                            "no pool of host or of managed memory here: {:?}, {:?}",
+                            host.err(),
+                            managed.err()
+                        ),
+                    );
+                    return;
+                }
             };
             match host.make_current() {
                 Err(Error::NotSupported { abi: 12, .. }) => {
