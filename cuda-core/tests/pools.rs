@@ -1188,3 +1188,102 @@ fn a_pool_made_current_serves_allocations_that_name_none() {
         },
     );
 }
+
+/// Against the stand-in: a pool's description is what the driver reads back of it (a 13.2
+/// driver): a shareable device pool with a limit, the device's default pool, a pinned pool of
+/// a NUMA node, a managed pool without a preferred location. A 13.0 driver is
+/// `NotSupported` (it refuses the attributes with an unexplained `INVALID_VALUE`). Bugs
+/// caught: attribute codes off by one (a location id read as a type), the kinds swapped, a
+/// limit of 0 reported as a limit, the version check missing.
+#[test]
+fn a_pools_description_is_what_the_driver_reads_back() {
+    use cuda_core::memory::{MemoryLocation, PoolDescription};
+    standin::run(
+        module_path!(),
+        "a_pools_description_is_what_the_driver_reads_back",
+        &[],
+        &[("STANDIN_VERSION", "13020"), ("STANDIN_POOL_PROPS", "1")],
+        || {
+            let device = Device::new(0).unwrap();
+            let pool = DeviceMemoryResource::new(
+                device,
+                DeviceMemoryResourceOptions::default()
+                    .with_max_size(1 << 30)
+                    .with_shareable(true),
+            )
+            .unwrap();
+            let got = pool.description().unwrap();
+            assert!(!got.managed && got.shareable, "{got:?}");
+            assert_eq!(got.location, Some(MemoryLocation::Device(device)));
+            assert_eq!(got.max_size, Some(1 << 30));
+            let default = DeviceMemoryResource::default_pool(device)
+                .unwrap()
+                .description()
+                .unwrap();
+            assert_eq!((default.shareable, default.max_size), (false, None));
+            let numa =
+                PinnedMemoryPool::new(device, PinnedMemoryPoolOptions::default().with_numa_node(0))
+                    .unwrap()
+                    .description()
+                    .unwrap();
+            assert_eq!(numa.location, Some(MemoryLocation::HostNuma(0)));
+            assert!(!numa.managed);
+            let managed: PoolDescription =
+                ManagedMemoryPool::new(device, ManagedMemoryPoolOptions::default())
+                    .unwrap()
+                    .description()
+                    .unwrap();
+            assert!(managed.managed && managed.location.is_none(), "{managed:?}");
+        },
+    );
+    standin::run(
+        module_path!(),
+        "a_pools_description_is_what_the_driver_reads_back",
+        &[],
+        &[],
+        || {
+            let device = Device::new(0).unwrap();
+            let err = DeviceMemoryResource::default_pool(device)
+                .unwrap()
+                .description()
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::NotSupported { function, .. } if function.contains("13.2")),
+                "{err}"
+            );
+        },
+    );
+}
+
+/// On the GPU: where the driver is 13.2 or newer, a shareable device pool with a limit
+/// describes itself so; before, the description is `NotSupported` (and says "not run" for
+/// the rest). Bug caught: the attributes read wrong on a real driver, or a driver that has
+/// them refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pools_description_matches_how_it_was_made() {
+    use cuda_core::memory::MemoryLocation;
+    let device = common::device();
+    let pool = DeviceMemoryResource::new(
+        device,
+        DeviceMemoryResourceOptions::default()
+            .with_max_size(1 << 30)
+            .with_shareable(true),
+    )
+    .unwrap();
+    match pool.description() {
+        Ok(got) => {
+            assert!(!got.managed && got.shareable, "{got:?}");
+            assert_eq!(got.location, Some(MemoryLocation::Device(device)));
+            assert!(got.max_size.is_some_and(|m| m >= 1 << 30), "{got:?}");
+        }
+        Err(Error::NotSupported { driver, .. }) => {
+            assert!(driver < cuda_core::info::DriverVersion(13020));
+            common::not_run(
+                "pool-descriptions",
+                &format!("driver {driver} has no pool descriptions (13.2 and newer)"),
+            );
+        }
+        Err(e) => panic!("{e}"),
+    }
+}

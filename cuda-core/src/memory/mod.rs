@@ -77,7 +77,7 @@ pub use pitched::{
     PitchedSrc,
 };
 pub use pointer::{MemoryKind, PointerInfo};
-pub use pool::{PoolUsage, ReusePolicy};
+pub use pool::{PoolDescription, PoolUsage, ReusePolicy};
 pub(crate) use resource::MemoryResource;
 pub use slice::{
     BufferSlice, BufferSliceMut, CopyDestination, CopySource, GraphMemory, SharedSlice,

@@ -332,6 +332,18 @@ macro_rules! pool_attributes {
                 })
             }
 
+            /// What the driver says this pool is: its kind of memory, location, whether it can
+            /// be shared through file descriptors, and its size limit (`cuMemPoolGetAttribute`
+            /// of `CU_MEMPOOL_ATTR_ALLOCATION_TYPE`, `_EXPORT_HANDLE_TYPES`, `_LOCATION_TYPE`,
+            /// `_LOCATION_ID` and `_MAX_POOL_SIZE`: drivers 13.2 and newer;
+            /// [`Error::NotSupported`](crate::Error::NotSupported) before, without a call). For
+            /// a pool wrapped from elsewhere, it says what the pool is rather than what the
+            /// wrapper was told.
+            #[doc(alias("CU_MEMPOOL_ATTR_ALLOCATION_TYPE", "CU_MEMPOOL_ATTR_LOCATION_TYPE"))]
+            pub fn description(&self) -> $crate::error::Result<$crate::memory::PoolDescription> {
+                $crate::memory::pool::describe(&self.core)
+            }
+
             /// Whether this pool is the current pool of its location and kind of memory (see
             /// [`make_current`](Self::make_current); `cuDeviceGetMemPool`, `cuMemGetMemPool`).
             #[doc(alias("cuDeviceGetMemPool", "cuMemGetMemPool"))]
@@ -345,6 +357,63 @@ macro_rules! pool_attributes {
             }
         }
     };
+}
+
+/// What a pool is, as the driver reports it (`description` of
+/// [`DeviceMemoryResource`](super::DeviceMemoryResource::description),
+/// [`PinnedMemoryPool`](super::PinnedMemoryPool::description) and
+/// [`ManagedMemoryPool`](super::ManagedMemoryPool::description)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolDescription {
+    /// Managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`) rather than pinned.
+    pub managed: bool,
+    /// Where its memory lives. `None` for no place (a managed pool without a preferred
+    /// location) or one this process cannot see (`CU_MEM_LOCATION_TYPE_INVISIBLE`: a pool
+    /// imported from a device it does not see).
+    pub location: Option<super::MemoryLocation>,
+    /// Whether it can be shared through POSIX file descriptors
+    /// (`CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` among its export handle types; never for an
+    /// imported pool, which cannot be shared again).
+    pub shareable: bool,
+    /// Its size limit in bytes, `None` for none (`CU_MEMPOOL_ATTR_MAX_POOL_SIZE` 0; for
+    /// managed and imported pools the system decides it).
+    pub max_size: Option<u64>,
+}
+
+/// The first driver that answers the pool attributes of [`PoolDescription`].
+pub(crate) const POOL_DESCRIPTIONS: DriverVersion = DriverVersion(13020);
+
+/// `CU_MEMPOOL_ATTR_ALLOCATION_TYPE` to `_MAX_POOL_SIZE`.
+const ALLOCATION_TYPE: i32 = 9;
+const EXPORT_HANDLE_TYPES: i32 = 10;
+const LOCATION_ID: i32 = 11;
+const LOCATION_TYPE: i32 = 12;
+const MAX_POOL_SIZE: i32 = 13;
+
+/// A pool's [`PoolDescription`], from the driver.
+pub(crate) fn describe(core: &PoolCore) -> Result<PoolDescription> {
+    core.context.require_driver(
+        POOL_DESCRIPTIONS,
+        "cuMemPoolGetAttribute of a pool's allocation type, location, export handles and size \
+         limit (drivers 13.2 and newer)",
+    )?;
+    let int = |attribute| core.driver.pool_get_i32(core.pool, attribute);
+    let id = int(LOCATION_ID)?;
+    let location = match int(LOCATION_TYPE)? {
+        1 => Some(super::MemoryLocation::Device(Device::from_handle(id))),
+        2 => Some(super::MemoryLocation::Host),
+        3 => Some(super::MemoryLocation::HostNuma(id.max(0) as u32)),
+        4 => Some(super::MemoryLocation::HostNumaCurrent),
+        _ => None,
+    };
+    let max_size = core.driver.mem_pool_get_u64(core.pool, MAX_POOL_SIZE)?;
+    Ok(PoolDescription {
+        managed: int(ALLOCATION_TYPE)? == 2,
+        location,
+        shareable: int(EXPORT_HANDLE_TYPES)? & 1 != 0,
+        max_size: (max_size != 0).then_some(max_size),
+    })
 }
 
 /// Pools made current ([`DeviceMemoryResource::make_current`](super::DeviceMemoryResource::make_current)

@@ -277,6 +277,9 @@ struct object {
     struct object *context; /* streams, events */
     int params;            /* kernels: the parameter count */
     int ints;              /* kernels: how many of the last are 4-byte ints */
+    int pool_props[4];     /* pools made by cuMemPoolCreate: allocation type, handle types,
+                            * location type and id */
+    size_t pool_max;       /* and their maximum size */
     const char *label;     /* kernels: the name */
     /* The model's state, all zero outside it. */
     int live;                    /* made and not destroyed since */
@@ -2152,7 +2155,32 @@ int cuLaunchHostFunc(void *s, host_fn fn, void *data) {
     pthread_mutex_unlock(&lock);
     return full ? 1 : 0;
 }
-int cuMemPoolGetAttribute(void *p, int attribute, void *value) { (void)p; (void)attribute; *(unsigned long long *)value = 0; return 0; }
+/* The pool attributes of drivers 13.2 and newer (9 to 13: allocation type, export handle
+ * types, location id and type, maximum size) answer what the pool was made with (a device's
+ * default pool: pinned, no handles, the device, no limit), where STANDIN_POOL_PROPS is set;
+ * without it, as a 13.0 driver, they are CUDA_ERROR_INVALID_VALUE. Others read 0. */
+int cuMemPoolGetAttribute(void *p, int attribute, void *value) {
+    const struct object *o = p;
+    unsigned long long v = 0;
+    if (attribute >= 9 && attribute <= 13) {
+        if (!setting("STANDIN_POOL_PROPS", 0)) return 1;
+        int is_default = o >= pools && o < pools + MAX_DEVICES;
+        int props[4] = {1, 0, 1, o->device};
+        if (!is_default) memcpy(props, o->pool_props, sizeof props);
+        switch (attribute) {
+        case 9: v = (unsigned)props[0]; break;
+        case 10: v = (unsigned)props[1]; break;
+        case 11: v = (unsigned)props[3]; break;
+        case 12: v = (unsigned)props[2]; break;
+        default: v = is_default ? 0 : o->pool_max; break;
+        }
+        if (attribute == 13) *(unsigned long long *)value = v;
+        else *(int *)value = (int)v;
+        return 0;
+    }
+    *(unsigned long long *)value = v;
+    return 0;
+}
 int cuMemAlloc_v2(devptr *ptr, size_t size) {
     if (modeled()) {
         M_LOCK;
@@ -3336,6 +3364,11 @@ static const char *pool_name(const void *p, char *buf) {
 
 int cuMemPoolCreate(void **pool, const struct pool_props *props) {
     struct object *o = make(POOL, current);
+    o->pool_props[0] = props->alloc_type;
+    o->pool_props[1] = props->handle_types;
+    o->pool_props[2] = props->location.type;
+    o->pool_props[3] = props->location.id;
+    o->pool_max = props->max_size;
     char b[16];
     note("cuMemPoolCreate %s alloc=%d handles=%d location=%d:%d max=%zu", pool_name(o, b),
          props->alloc_type, props->handle_types, props->location.type, props->location.id,
