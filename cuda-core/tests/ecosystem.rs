@@ -111,34 +111,11 @@ fn half_values_and_pod_structs_are_kernel_arguments_of_their_size() {
         (64, &params, false),
     ];
     assert_eq!(std::mem::align_of::<Wide>(), 64);
-    for (index, (size, _, accepted)) in cases.iter().enumerate() {
-        let name = "half_values_and_pod_structs_are_kernel_arguments_of_their_size";
-        let (size, accepted) = (*size, *accepted);
-        standin::run(
-            module_path!(),
-            name,
-            &[],
-            &[
-                ("STANDIN_PARAM_SIZE", &size.to_string()),
-                ("ECOSYSTEM_TEST_CASE", &index.to_string()),
-            ],
-            move || {
-                let arg = cases[index].1;
-                let device = Device::new(0).unwrap();
-                let stream = device.create_stream(StreamOptions::default()).unwrap();
-                let code = ObjectCode::from_cubin(standin::cubin());
-                let k1 = code.get_kernel("k1").unwrap();
-                let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
-                // SAFETY: the stand-in runs nothing.
-                let launched = unsafe { launch(&stream, &config, &k1, &[arg]) };
-                if accepted {
-                    launched.unwrap();
-                } else {
-                    assert_refused(launched, "args", &format!("parameter is {size}"));
-                }
-            },
-        );
-    }
+    standin::launch_with_parameter_sizes(
+        module_path!(),
+        "half_values_and_pod_structs_are_kernel_arguments_of_their_size",
+        &cases,
+    );
 }
 
 const KERNELS: &str = r#"

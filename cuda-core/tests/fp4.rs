@@ -10,8 +10,8 @@ use crate::common::standin;
 use float4::{F4E2M1x2, F4E2M1};
 
 use cuda_core::{
-    launch, Allocate, CodeType, Device, Error, KernelArg, LaunchConfig, ObjectCode, Program,
-    ProgramOptions, StreamOptions,
+    launch, Allocate, CodeType, Error, LaunchConfig, ObjectCode, Program, ProgramOptions,
+    StreamOptions,
 };
 
 /// E2M1's sixteen values by their bits (sign in bit 3), as the OCP MX format defines them.
@@ -51,47 +51,16 @@ fn float4_types_are_cudas_formats() {
 fn fp4_values_are_one_byte_kernel_arguments() {
     let one = F4E2M1::from_f64(1.0);
     let pair = F4E2M1x2::from_f32_pair(1.0, 2.0);
-    let cases: [(usize, &dyn KernelArg, bool); 4] = [
-        (1, &one, true),
-        (1, &pair, true),
-        (2, &one, false),
-        (2, &pair, false),
-    ];
-    for (index, (size, _, accepted)) in cases.iter().enumerate() {
-        let (size, accepted) = (*size, *accepted);
-        standin::run(
-            module_path!(),
-            "fp4_values_are_one_byte_kernel_arguments",
-            &[],
-            &[
-                ("STANDIN_PARAM_SIZE", &size.to_string()),
-                ("FLOAT4_TEST_CASE", &index.to_string()),
-            ],
-            move || {
-                let arg = cases[index].1;
-                let device = Device::new(0).unwrap();
-                let stream = device.create_stream(StreamOptions::default()).unwrap();
-                let code = ObjectCode::from_cubin(standin::cubin());
-                let k1 = code.get_kernel("k1").unwrap();
-                let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
-                // SAFETY: the stand-in runs nothing.
-                let launched = unsafe { launch(&stream, &config, &k1, &[arg]) };
-                if accepted {
-                    launched.unwrap();
-                } else {
-                    match launched {
-                        Err(Error::InvalidArgument {
-                            name: "args",
-                            reason,
-                        }) => {
-                            assert!(reason.contains(&format!("parameter is {size}")), "{reason}")
-                        }
-                        other => panic!("not refused: {other:?}"),
-                    }
-                }
-            },
-        );
-    }
+    standin::launch_with_parameter_sizes(
+        module_path!(),
+        "fp4_values_are_one_byte_kernel_arguments",
+        &[
+            (1, &one, true),
+            (1, &pair, true),
+            (2, &one, false),
+            (2, &pair, false),
+        ],
+    );
 }
 
 const KERNELS: &str = r#"

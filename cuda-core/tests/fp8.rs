@@ -11,8 +11,8 @@ use float8::{F8E4M3, F8E5M2};
 
 use cuda_core::dlpack::{DLDataType, Element};
 use cuda_core::{
-    launch, Allocate, CodeType, Device, Error, KernelArg, LaunchConfig, ObjectCode, Program,
-    ProgramOptions, StreamOptions, StridedView, ViewMemory,
+    launch, Allocate, CodeType, Device, Error, LaunchConfig, ObjectCode, Program, ProgramOptions,
+    StreamOptions, StridedView, ViewMemory,
 };
 
 fn assert_refused<T: std::fmt::Debug>(result: cuda_core::Result<T>, argument: &str, says: &str) {
@@ -108,39 +108,16 @@ fn fp8_values_copy_as_one_byte_each() {
 /// driver would read past), or not a `KernelArg` at all (no compile).
 #[test]
 fn fp8_values_are_one_byte_kernel_arguments() {
-    let cases: [(usize, &dyn KernelArg, bool); 4] = [
-        (1, &F8E4M3::ONE, true),
-        (1, &F8E5M2::ONE, true),
-        (2, &F8E4M3::ONE, false),
-        (2, &F8E5M2::ONE, false),
-    ];
-    for (index, (size, _, accepted)) in cases.iter().enumerate() {
-        let (size, accepted) = (*size, *accepted);
-        standin::run(
-            module_path!(),
-            "fp8_values_are_one_byte_kernel_arguments",
-            &[],
-            &[
-                ("STANDIN_PARAM_SIZE", &size.to_string()),
-                ("FLOAT8_TEST_CASE", &index.to_string()),
-            ],
-            move || {
-                let arg = cases[index].1;
-                let device = Device::new(0).unwrap();
-                let stream = device.create_stream(StreamOptions::default()).unwrap();
-                let code = ObjectCode::from_cubin(standin::cubin());
-                let k1 = code.get_kernel("k1").unwrap();
-                let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
-                // SAFETY: the stand-in runs nothing.
-                let launched = unsafe { launch(&stream, &config, &k1, &[arg]) };
-                if accepted {
-                    launched.unwrap();
-                } else {
-                    assert_refused(launched, "args", &format!("parameter is {size}"));
-                }
-            },
-        );
-    }
+    standin::launch_with_parameter_sizes(
+        module_path!(),
+        "fp8_values_are_one_byte_kernel_arguments",
+        &[
+            (1, &F8E4M3::ONE, true),
+            (1, &F8E5M2::ONE, true),
+            (2, &F8E4M3::ONE, false),
+            (2, &F8E5M2::ONE, false),
+        ],
+    );
 }
 
 /// Views of FP8 export as `kDLFloat8_e4m3fn` (code 10) and `kDLFloat8_e5m2` (code 12), 8 bits,

@@ -448,3 +448,51 @@ pub fn set_device_pool_elsewhere(device: i32, pool: *mut std::ffi::c_void) {
     // SAFETY: the stand-in's function; it only records the pointer.
     assert_eq!(unsafe { set(device, pool) }, 0);
 }
+
+/// Launches the stand-in's kernel `k1`, whose one parameter is `size` bytes
+/// (`STANDIN_PARAM_SIZE`), with each case's argument in a child of its own: an accepted case
+/// must launch, any other must be refused naming the parameter's size (`InvalidArgument` of
+/// `args`). `function` is the calling test's name.
+pub fn launch_with_parameter_sizes(
+    module_path: &str,
+    function: &str,
+    cases: &[(usize, &dyn cuda_core::KernelArg, bool)],
+) {
+    use cuda_core::{launch, Device, Error, LaunchConfig, ObjectCode, StreamOptions};
+    for (index, &(size, arg, accepted)) in cases.iter().enumerate() {
+        run(
+            module_path,
+            function,
+            &[],
+            &[
+                ("STANDIN_PARAM_SIZE", &size.to_string()),
+                ("STANDIN_TEST_CASE", &index.to_string()),
+            ],
+            || {
+                let device = Device::new(0).unwrap();
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                let code = ObjectCode::from_cubin(cubin());
+                let k1 = code.get_kernel("k1").unwrap();
+                let config = LaunchConfig::new([1, 1, 1], [32, 1, 1]);
+                // SAFETY: the stand-in runs nothing.
+                let launched = unsafe { launch(&stream, &config, &k1, &[arg]) };
+                match (launched, accepted) {
+                    (Ok(()), true) => {}
+                    (
+                        Err(Error::InvalidArgument {
+                            name: "args",
+                            reason,
+                        }),
+                        false,
+                    ) => assert!(
+                        reason.contains(&format!("parameter is {size}")),
+                        "case {index}: {reason}"
+                    ),
+                    (other, _) => {
+                        panic!("case {index} ({size} bytes, accepted {accepted}): {other:?}")
+                    }
+                }
+            },
+        );
+    }
+}
