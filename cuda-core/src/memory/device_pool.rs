@@ -185,6 +185,7 @@ impl DeviceMemoryResource {
                 pool,
                 context,
                 owned,
+                (PoolLocation::Device(device.handle()), false),
                 "a device memory pool",
                 "DeviceMemoryResourceOptions::shareable",
             ),
@@ -327,11 +328,6 @@ impl DeviceMemoryResource {
 super::pool::pool_attributes!(DeviceMemoryResource);
 
 impl DeviceMemoryResource {
-    /// Where its memory lives, and that it is pinned (not managed) memory.
-    fn routing(&self) -> (PoolLocation, bool) {
-        (PoolLocation::Device(self.device.handle()), false)
-    }
-
     /// `device`'s current pool (`cuDeviceGetMemPool`; see [`make_current`](Self::make_current)):
     /// its default pool, or the pool last made current through this crate. `None` where
     /// another library made a pool of its own current: the crate does not wrap a pool whose

@@ -192,6 +192,7 @@ impl PinnedMemoryPool {
             pool,
             context,
             true,
+            (location, false),
             "a pinned memory pool",
             "PinnedMemoryPoolOptions::shareable",
         );
@@ -311,18 +312,6 @@ impl PinnedMemoryPool {
 }
 
 super::pool::pool_attributes!(PinnedMemoryPool);
-
-impl PinnedMemoryPool {
-    /// Where its memory lives (the host, or a NUMA node of it), and that it is pinned memory.
-    fn routing(&self) -> (crate::driver::PoolLocation, bool) {
-        use crate::driver::PoolLocation;
-        let location = match self.numa_node {
-            Some(node) => PoolLocation::HostNuma(i32::try_from(node).unwrap_or(i32::MAX)),
-            None => PoolLocation::Host,
-        };
-        (location, false)
-    }
-}
 
 // SAFETY: each allocation is the driver's own, fresh and at least `size` bytes, of host memory
 // the host may read and write for its whole life, freed only through `deallocate` (in order on

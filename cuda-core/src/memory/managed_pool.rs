@@ -129,7 +129,14 @@ impl ManagedMemoryPool {
             })
         })?;
         let made = Arc::new(ManagedMemoryPool {
-            core: PoolCore::new(pool, context, true, "a managed memory pool", "none"),
+            core: PoolCore::new(
+                pool,
+                context,
+                true,
+                (location, true),
+                "a managed memory pool",
+                "none",
+            ),
             location: options.preferred_location,
         });
         if let Some(threshold) = options.release_threshold {
@@ -145,21 +152,6 @@ impl ManagedMemoryPool {
 }
 
 super::pool::pool_attributes!(ManagedMemoryPool);
-
-impl ManagedMemoryPool {
-    /// Its preferred location, and that it is managed memory.
-    fn routing(&self) -> (PoolLocation, bool) {
-        let location = match self.location {
-            ManagedLocation::None => PoolLocation::Unspecified,
-            ManagedLocation::Device(device) => PoolLocation::Device(device.handle()),
-            ManagedLocation::Host => PoolLocation::Host,
-            ManagedLocation::HostNuma(node) => {
-                PoolLocation::HostNuma(i32::try_from(node).unwrap_or(i32::MAX))
-            }
-        };
-        (location, true)
-    }
-}
 
 // SAFETY: each allocation is the driver's own, fresh and at least `size` bytes of managed
 // memory (accessible from the host and every device for its whole life), freed only through

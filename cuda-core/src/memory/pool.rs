@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{Driver, PoolHandle};
+use crate::driver::{Driver, PoolHandle, PoolLocation};
 use crate::error::{Error, Result};
 use crate::info::types::DriverVersion;
 use crate::ipc::{self, BufferDescriptor, PoolIdentity, SharedPoolHandle};
@@ -135,14 +135,20 @@ pub(crate) struct PoolCore {
     pub(crate) what: &'static str,
     /// The option that makes a pool of this kind shareable, for the error of `identity`.
     pub(crate) shareable_option: &'static str,
+    /// Where its memory lives, as it was made (or, for a default or wrapped pool, its device).
+    pub(crate) location: PoolLocation,
+    /// Managed memory rather than pinned: with `location`, which current pool it can be.
+    pub(crate) managed: bool,
 }
 
 impl PoolCore {
-    /// A pool of `context`'s device that this value destroys when `owned`.
+    /// A pool of `context`'s device, of memory at `location` (`managed` or pinned), that this
+    /// value destroys when `owned`.
     pub(crate) fn new(
         pool: PoolHandle,
         context: Context,
         owned: bool,
+        (location, managed): (PoolLocation, bool),
         what: &'static str,
         shareable_option: &'static str,
     ) -> PoolCore {
@@ -155,6 +161,8 @@ impl PoolCore {
             exports: ipc::Exports::default(),
             what,
             shareable_option,
+            location,
+            managed,
         }
     }
 
@@ -325,10 +333,10 @@ macro_rules! pool_attributes {
             /// made current again routes back.
             #[doc(alias("cuDeviceSetMemPool", "cuMemSetMemPool"))]
             pub fn make_current(self: &std::sync::Arc<Self>) -> $crate::error::Result<()> {
-                let (location, managed) = self.routing();
-                $crate::memory::pool::keep_current(self.clone(), self.core.pool);
-                self.core.context.with_current(|driver| {
-                    driver.pool_set_current(location, managed, self.core.pool)
+                let core = &self.core;
+                $crate::memory::pool::keep_current(self.clone(), core.pool);
+                core.context.with_current(|driver| {
+                    driver.pool_set_current(core.location, core.managed, core.pool)
                 })
             }
 
@@ -348,12 +356,11 @@ macro_rules! pool_attributes {
             /// [`make_current`](Self::make_current); `cuDeviceGetMemPool`, `cuMemGetMemPool`).
             #[doc(alias("cuDeviceGetMemPool", "cuMemGetMemPool"))]
             pub fn is_current(&self) -> $crate::error::Result<bool> {
-                let (location, managed) = self.routing();
-                let current = self
-                    .core
+                let core = &self.core;
+                let current = core
                     .context
-                    .with_current(|driver| driver.pool_current(location, managed))?;
-                Ok(current == self.core.pool)
+                    .with_current(|driver| driver.pool_current(core.location, core.managed))?;
+                Ok(current == core.pool)
             }
         }
     };
