@@ -53,6 +53,7 @@ mod graph;
 pub mod guide;
 mod image;
 pub mod info;
+pub mod interop;
 pub mod ipc;
 mod kernel;
 mod launch;

@@ -38,6 +38,7 @@ mod graphs;
 mod green_context;
 mod hot_path_allocations;
 mod inputs;
+mod interop;
 #[cfg(feature = "fd-passing")]
 mod ipc;
 mod kernel_effects;

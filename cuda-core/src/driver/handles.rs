@@ -59,6 +59,12 @@ handles! {
     GraphNodeHandle;
     /// A `CUuserObject`.
     UserObjectHandle;
+    /// A `CUexternalMemory`.
+    ExternalMemoryHandle;
+    /// A `CUexternalSemaphore`.
+    ExternalSemaphoreHandle;
+    /// A `CUgraphicsResource`.
+    GraphicsHandle;
 }
 
 /// A kernel node's parameters (`CUDA_KERNEL_NODE_PARAMS_v2` with a `CUkernel` and its context).

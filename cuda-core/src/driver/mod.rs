@@ -56,9 +56,13 @@ pub(crate) use self::api::{
     ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, Im2colSpec, Im2colWideSpec,
     MipmappedArrayHandle, ResourceSpec, TensorMapBytes, TensorSpec, TextureSpec,
 };
+pub(crate) use self::api::interop::{
+    EXTERNAL_MEMORY_OPAQUE_FD, EXTERNAL_SEMAPHORE_OPAQUE_FD, EXTERNAL_SEMAPHORE_TIMELINE_FD,
+};
 pub(crate) use self::api::{PointerRange, PoolLocation, PoolSpec};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,
+    ExternalMemoryHandle, ExternalSemaphoreHandle, GraphicsHandle,
     FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
     KernelHandle, KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
     LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,

@@ -359,6 +359,9 @@ enum Owner {
         mipmapped: Arc<MipmappedArray>,
         level: u32,
     },
+    /// Another API's image mapped into CUDA: dropping what is held (once the home stream's
+    /// work is done) unmaps it; the handle is the driver's, valid until then.
+    Mapped(Option<Box<dyn Send + Sync>>),
 }
 
 /// A CUDA array (`CUarray`): memory laid out for the texture hardware, read by [`Texture`]s,
@@ -404,6 +407,15 @@ impl Drop for Array {
             return;
         }
         let context = self.home.context();
+        if let Owner::Mapped(unmap) = &mut self.owner {
+            let unmap = unmap.take();
+            if settle(&self.home, context, "a mapped image") {
+                drop(unmap);
+            } else {
+                std::mem::forget(unmap);
+            }
+            return;
+        }
         if !settle(&self.home, context, "a CUDA array") {
             return;
         }
@@ -414,6 +426,45 @@ impl Drop for Array {
 }
 
 impl Array {
+    /// An array over `handle`, another API's image mapped into the context of `home`
+    /// (`cuGraphicsSubResourceGetMappedArray`), described by the driver: `unmap` is dropped,
+    /// once `home`'s work is done, when the array is.
+    pub(crate) fn mapped(
+        handle: ArrayHandle,
+        home: &Stream,
+        unmap: Box<dyn Send + Sync>,
+    ) -> Result<Array> {
+        let spec = home
+            .context()
+            .with_current(|driver| driver.array_get_descriptor(handle))?;
+        let format = ArrayFormat::from_code(spec.format).ok_or_else(|| Error::InvalidArgument {
+            name: "image",
+            reason: format!(
+                "its CUDA array has format code {:#x}, which no ArrayFormat names",
+                spec.format
+            ),
+        })?;
+        let options = ArrayOptions {
+            format,
+            channels: spec.channels,
+            width: spec.width,
+            height: spec.height,
+            depth: spec.depth,
+            layered: spec.flags & LAYERED != 0,
+            surface: spec.flags & SURFACE_LDST != 0,
+            cubemap: spec.flags & CUBEMAP != 0,
+            texture_gather: spec.flags & TEXTURE_GATHER != 0,
+        };
+        let kind = options.kind()?;
+        Ok(Array {
+            handle,
+            options,
+            kind,
+            home: home.clone(),
+            owner: Owner::Mapped(Some(unmap)),
+        })
+    }
+
     /// Makes an array in the context of `stream`, its home (`cuArray3DCreate`), after
     /// checking `options` (see [`ArrayOptions`]).
     #[doc(alias("cuArray3DCreate", "cuArrayCreate"))]
@@ -466,7 +517,7 @@ impl Array {
     /// The mipmap level this array is, of a [`MipmappedArray`]; `None` for an array of its own.
     pub fn mipmap_level(&self) -> Option<u32> {
         match self.owner {
-            Owner::Own => None,
+            Owner::Own | Owner::Mapped(_) => None,
             Owner::Level { level, .. } => Some(level),
         }
     }

@@ -91,6 +91,22 @@ impl ArrayFormat {
         }
     }
 
+    /// The format of a `CUarray_format` code, where it is one of these.
+    pub(crate) fn from_code(code: u32) -> Option<ArrayFormat> {
+        [
+            ArrayFormat::U8,
+            ArrayFormat::U16,
+            ArrayFormat::U32,
+            ArrayFormat::I8,
+            ArrayFormat::I16,
+            ArrayFormat::I32,
+            ArrayFormat::F16,
+            ArrayFormat::F32,
+        ]
+        .into_iter()
+        .find(|f| f.code() == code)
+    }
+
     /// The bytes of one channel.
     pub fn bytes(self) -> usize {
         match self {

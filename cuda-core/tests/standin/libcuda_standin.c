@@ -4121,3 +4121,261 @@ int cuCoredumpSetAttributeGlobal(int attrib, void *value, size_t *size) {
     return cd_set("cuCoredumpSetAttributeGlobal", &cd_process, "", 0, attrib, value, size);
 }
 #endif
+
+#ifdef STANDIN_FULL
+/* ---- external memory and semaphores, OpenGL registrations --------------------------------- */
+
+/* An import (cuImportExternalMemory: x<id>; cuImportExternalSemaphore: y<id>) owns its file
+ * descriptor from its import to its destruction, which closes it, as the driver does. A memory
+ * import of a regular file or memfd is refused (CUDA_ERROR_INVALID_VALUE) when the file is
+ * smaller than the size asked, as the driver refuses a size past the allocation's. A mapped
+ * buffer is a device address (a live range of the model's window where the model is on, so a
+ * use after its cuMemFree is stale). Signals and waits are stream work: captured, each is a
+ * node of the capture's graph; their lines name the semaphore and the value. OpenGL
+ * registrations (g<id>) are of a buffer of STANDIN_GL_BYTES bytes (default 4096) or an image
+ * of 16 x 8 u32 (an array holding bytes); mapping one twice is CUDA_ERROR_ALREADY_MAPPED (208),
+ * asking a mapping of one that is not mapped CUDA_ERROR_NOT_MAPPED (211), and unregistering a
+ * mapped one is logged "!unregister-mapped". */
+struct ext_import {
+    int id, live, fd, semaphore;
+    unsigned type, flags;
+    unsigned long long size;
+};
+struct ext_memory_desc {
+    int type;
+    union { int fd; struct { void *handle; const void *name; } win32; const void *sci; } handle;
+    unsigned long long size;
+    unsigned flags, reserved[16];
+};
+struct ext_semaphore_desc {
+    int type;
+    union { int fd; struct { void *handle; const void *name; } win32; const void *sci; } handle;
+    unsigned flags, reserved[16];
+};
+struct gl_resource {
+    int id, live, mapped, image;
+    unsigned object, flags;
+    devptr ptr;
+    struct array *array;
+};
+static devptr next_ext_address = 0x600000000000ull;
+static const char *ext_name(const struct ext_import *x, char *buf) {
+    sprintf(buf, "%c%d", x->semaphore ? 'y' : 'x', x->id);
+    return buf;
+}
+static int ext_stale(const char *call, const struct ext_import *x, int semaphore) {
+    if (x && x->live && x->semaphore == semaphore) return 0;
+    note("!stale %s %p", call, (const void *)x);
+    return 1;
+}
+static struct ext_import *ext_new(int fd, unsigned type, int semaphore) {
+    struct ext_import *x = calloc(1, sizeof *x);
+    pthread_mutex_lock(&lock);
+    x->id = next_id++;
+    pthread_mutex_unlock(&lock);
+    x->live = 1;
+    x->fd = fd;
+    x->type = type;
+    x->semaphore = semaphore;
+    return x;
+}
+int cuImportExternalMemory(void **out, const struct ext_memory_desc *d) {
+    char b[16];
+    struct stat st;
+    if (!current) return 201;
+    if (fcntl(d->handle.fd, F_GETFD) == -1) {
+        note("cuImportExternalMemory fd=%d -> 1 (not an open descriptor)", d->handle.fd);
+        return 1;
+    }
+    if (fstat(d->handle.fd, &st) == 0 && S_ISREG(st.st_mode)
+        && (unsigned long long)st.st_size < d->size) {
+        note("cuImportExternalMemory fd=%d size=%llu -> 1 (the file has %lld bytes)", d->handle.fd,
+             d->size, (long long)st.st_size);
+        return 1;
+    }
+    struct ext_import *x = ext_new(d->handle.fd, (unsigned)d->type, 0);
+    x->size = d->size;
+    x->flags = d->flags;
+    *out = x;
+    note("cuImportExternalMemory type=%d fd=%d size=%llu flags=%u -> %s", d->type, d->handle.fd,
+         d->size, d->flags, ext_name(x, b));
+    return 0;
+}
+int cuExternalMemoryGetMappedBuffer(devptr *ptr, void *memory, const unsigned long long *desc) {
+    char b[16];
+    struct ext_import *x = memory;
+    unsigned long long offset = desc[0], size = desc[1];
+    if (ext_stale("cuExternalMemoryGetMappedBuffer", x, 0)) return 400;
+    if (offset + size > x->size || size == 0) {
+        note("cuExternalMemoryGetMappedBuffer %s offset=%llu size=%llu -> 1", ext_name(x, b),
+             offset, size);
+        return 1;
+    }
+    if (modeled()) {
+        M_LOCK;
+        *ptr = alloc_range(size, NULL);
+        M_UNLOCK;
+    } else {
+        pthread_mutex_lock(&lock);
+        *ptr = next_ext_address;
+        next_ext_address += (size + 0xfff) & ~0xfffull;
+        pthread_mutex_unlock(&lock);
+    }
+    note("cuExternalMemoryGetMappedBuffer %s offset=%llu size=%llu -> %#llx", ext_name(x, b),
+         offset, size, *ptr);
+    return 0;
+}
+static int ext_destroy(const char *call, struct ext_import *x, int semaphore) {
+    char b[16];
+    if (ext_stale(call, x, semaphore)) return 400;
+    x->live = 0;
+    close(x->fd);
+    note("%s %s", call, ext_name(x, b));
+    return 0;
+}
+int cuDestroyExternalMemory(void *memory) {
+    return ext_destroy("cuDestroyExternalMemory", memory, 0);
+}
+int cuImportExternalSemaphore(void **out, const struct ext_semaphore_desc *d) {
+    char b[16];
+    if (!current) return 201;
+    if (fcntl(d->handle.fd, F_GETFD) == -1) {
+        note("cuImportExternalSemaphore fd=%d -> 1 (not an open descriptor)", d->handle.fd);
+        return 1;
+    }
+    struct ext_import *x = ext_new(d->handle.fd, (unsigned)d->type, 1);
+    x->flags = d->flags;
+    *out = x;
+    note("cuImportExternalSemaphore type=%d fd=%d -> %s", d->type, d->handle.fd, ext_name(x, b));
+    return 0;
+}
+/* A signal or a wait of one semaphore: the parameters' first field is the fence value. */
+static int ext_semaphore_op(const char *call, void *const *semaphores, const void *params,
+                            unsigned count, void *s) {
+    char b[16], c[16], line[128];
+    if (count != 1) return 1;
+    struct ext_import *x = semaphores[0];
+    if (ext_stale(call, x, 1)) return 400;
+    unsigned long long value = *(const unsigned long long *)params;
+    snprintf(line, sizeof line, "%s %s value=%llu", call, ext_name(x, b), value);
+    if (modeled()) return m_use(line, s, G_EMPTY, 0, 0, 0);
+    note("%s on %s", line, name(s, c));
+    return 0;
+}
+int cuSignalExternalSemaphoresAsync(void *const *semaphores, const void *params, unsigned count,
+                                    void *s) {
+    return ext_semaphore_op("cuSignalExternalSemaphoresAsync", semaphores, params, count, s);
+}
+int cuWaitExternalSemaphoresAsync(void *const *semaphores, const void *params, unsigned count,
+                                  void *s) {
+    return ext_semaphore_op("cuWaitExternalSemaphoresAsync", semaphores, params, count, s);
+}
+int cuDestroyExternalSemaphore(void *semaphore) {
+    return ext_destroy("cuDestroyExternalSemaphore", semaphore, 1);
+}
+
+static struct gl_resource *gl_new(unsigned object, unsigned flags, int image) {
+    struct gl_resource *g = calloc(1, sizeof *g);
+    pthread_mutex_lock(&lock);
+    g->id = next_id++;
+    pthread_mutex_unlock(&lock);
+    g->live = 1;
+    g->object = object;
+    g->flags = flags;
+    g->image = image;
+    return g;
+}
+int cuGraphicsGLRegisterBuffer(void **out, unsigned buffer, unsigned flags) {
+    if (!current) return 201;
+    struct gl_resource *g = gl_new(buffer, flags, 0);
+    *out = g;
+    note("cuGraphicsGLRegisterBuffer buffer=%u flags=%u -> g%d", buffer, flags, g->id);
+    return 0;
+}
+int cuGraphicsGLRegisterImage(void **out, unsigned image, unsigned target, unsigned flags) {
+    if (!current) return 201;
+    struct gl_resource *g = gl_new(image, flags, 1);
+    struct array3d_desc d = {.width = 16, .height = 8, .format = 0x03, .channels = 1};
+    g->array = new_array(&d, ARRAY);
+    *out = g;
+    note("cuGraphicsGLRegisterImage image=%u target=%#x flags=%u -> g%d", image, target, flags,
+         g->id);
+    return 0;
+}
+static int gl_stale(const char *call, const struct gl_resource *g) {
+    if (g && g->live) return 0;
+    note("!stale %s %p", call, (const void *)g);
+    return 1;
+}
+int cuGraphicsUnregisterResource(void *resource) {
+    struct gl_resource *g = resource;
+    if (gl_stale("cuGraphicsUnregisterResource", g)) return 400;
+    if (g->mapped) note("!unregister-mapped g%d", g->id);
+    g->live = 0;
+    note("cuGraphicsUnregisterResource g%d", g->id);
+    return 0;
+}
+static int gl_map(const char *call, unsigned count, void **resources, void *s, int map) {
+    char b[16], line[96];
+    if (count != 1) return 1;
+    struct gl_resource *g = resources[0];
+    if (gl_stale(call, g)) return 400;
+    if (g->mapped == map) {
+        int r = map ? 208 : 211;
+        note("%s g%d -> %d", call, g->id, r);
+        return r;
+    }
+    snprintf(line, sizeof line, "%s g%d", call, g->id);
+    if (modeled()) {
+        int r = m_use(line, s, G_EMPTY, 0, 0, 0);
+        if (r) return r;
+    } else {
+        note("%s on %s", line, name(s, b));
+    }
+    g->mapped = map;
+    if (!g->image) {
+        size_t bytes = setting("STANDIN_GL_BYTES", 4096);
+        if (map && modeled()) {
+            M_LOCK;
+            g->ptr = alloc_range(bytes, NULL);
+            M_UNLOCK;
+        } else if (map) {
+            pthread_mutex_lock(&lock);
+            g->ptr = next_ext_address;
+            next_ext_address += (bytes + 0xfff) & ~(size_t)0xfff;
+            pthread_mutex_unlock(&lock);
+        } else if (modeled()) {
+            M_LOCK;
+            free_range(call, g->ptr);
+            M_UNLOCK;
+        }
+    }
+    return 0;
+}
+int cuGraphicsMapResources(unsigned count, void **resources, void *s) {
+    return gl_map("cuGraphicsMapResources", count, resources, s, 1);
+}
+int cuGraphicsUnmapResources(unsigned count, void **resources, void *s) {
+    return gl_map("cuGraphicsUnmapResources", count, resources, s, 0);
+}
+int cuGraphicsResourceGetMappedPointer_v2(devptr *ptr, size_t *size, void *resource) {
+    struct gl_resource *g = resource;
+    if (gl_stale("cuGraphicsResourceGetMappedPointer", g)) return 400;
+    if (!g->mapped || g->image) return g->image ? 1 : 211;
+    *ptr = g->ptr;
+    *size = setting("STANDIN_GL_BYTES", 4096);
+    note("cuGraphicsResourceGetMappedPointer g%d -> %#llx size=%zu", g->id, *ptr, *size);
+    return 0;
+}
+int cuGraphicsSubResourceGetMappedArray(void **array, void *resource, unsigned index,
+                                        unsigned level) {
+    char b[16];
+    struct gl_resource *g = resource;
+    if (gl_stale("cuGraphicsSubResourceGetMappedArray", g)) return 400;
+    if (!g->mapped || !g->image) return g->image ? 211 : 1;
+    if (index || level) return 1;
+    *array = g->array;
+    note("cuGraphicsSubResourceGetMappedArray g%d -> %s", g->id, tex_name(g->array, b));
+    return 0;
+}
+#endif

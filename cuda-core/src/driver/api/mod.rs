@@ -20,6 +20,7 @@ mod event;
 mod graph;
 mod green;
 mod hot;
+pub(crate) mod interop;
 pub(crate) mod managed;
 mod memory;
 mod module;
@@ -39,6 +40,7 @@ pub(crate) use self::event::EventApi;
 pub(crate) use self::graph::GraphApi;
 pub(crate) use self::green::GreenContextApi;
 pub(crate) use self::hot::HotPath;
+pub(crate) use self::interop::InteropApi;
 pub(crate) use self::managed::ManagedApi;
 pub(crate) use self::memory::MemoryApi;
 pub(crate) use self::module::ModuleApi;
@@ -76,6 +78,7 @@ pub(crate) trait Driver:
     + TextureApi
     + ProfilerApi
     + CoredumpApi
+    + InteropApi
     + Send
     + Sync
 {

@@ -75,6 +75,9 @@ macro_rules! driver_impl {
             loaded: usize,
             /// `cuProfilerStart` and `cuProfilerStop`, where the driver exports them.
             profiler: [Option<unsafe extern "C" fn() -> CUresult>; 2],
+            /// `cuGraphicsGLRegisterBuffer` and `cuGraphicsGLRegisterImage`, where the driver
+            /// exports them.
+            gl: $crate::driver::shared::GlCalls<$sys::CUgraphicsResource, CUresult>,
         }
 
         impl $name {
@@ -100,11 +103,16 @@ macro_rules! driver_impl {
                             .map(|f| *f)
                     })
                 };
+                // The OpenGL registrations are in cudaGL.h, not cuda.h: not in the table.
+                // SAFETY: the library is the driver, never unloaded; the two signatures are
+                // cudaGL.h's (GLuint and GLenum are both `unsigned int`).
+                let gl = unsafe { $crate::driver::shared::GlCalls::load(library) };
                 let driver = Self {
                     table,
                     version,
                     loaded,
                     profiler,
+                    gl,
                 };
                 driver.register_log_callback();
                 driver
@@ -234,6 +242,43 @@ macro_rules! driver_impl {
 }
 pub(super) use driver_impl;
 
+/// The two registrations of `cudaGL.h`, loaded by name beside the table: `R` is the ABI's
+/// `CUgraphicsResource`, `S` its `CUresult`.
+pub(crate) struct GlCalls<R, S> {
+    /// `cuGraphicsGLRegisterBuffer(resource, buffer, flags)`.
+    pub(crate) register_buffer: Option<unsafe extern "C" fn(*mut R, u32, u32) -> S>,
+    /// `cuGraphicsGLRegisterImage(resource, image, target, flags)`.
+    pub(crate) register_image: Option<unsafe extern "C" fn(*mut R, u32, u32, u32) -> S>,
+}
+
+impl<R, S> GlCalls<R, S> {
+    /// Looks both up in the driver library.
+    ///
+    /// # Safety
+    ///
+    /// `library` is the CUDA driver, loaded for the rest of the process, and `R` and `S` are
+    /// the `CUgraphicsResource` and `CUresult` of the header its table was made from.
+    pub(crate) unsafe fn load(library: &'static libloading::Library) -> Self {
+        // SAFETY: the caller's promise: each name is exported with cudaGL.h's signature.
+        unsafe {
+            GlCalls {
+                register_buffer: library
+                    .get::<unsafe extern "C" fn(*mut R, u32, u32) -> S>(
+                        b"cuGraphicsGLRegisterBuffer\0",
+                    )
+                    .ok()
+                    .map(|f| *f),
+                register_image: library
+                    .get::<unsafe extern "C" fn(*mut R, u32, u32, u32) -> S>(
+                        b"cuGraphicsGLRegisterImage\0",
+                    )
+                    .ok()
+                    .map(|f| *f),
+            }
+        }
+    }
+}
+
 /// Declares this folder's modules in an ABI file (`v12.rs`, `v13.rs`; the paths are from its
 /// folder), each compiled there against that file's `sys` crate and `Drv` type, and brings
 /// their helpers (launch attributes, memory locations, ...) into scope for each other and for
@@ -250,6 +295,7 @@ macro_rules! shared_modules {
             graph = "shared/graph.rs",
             green = "shared/green.rs",
             hot = "shared/hot.rs",
+            interop = "shared/interop.rs",
             managed = "shared/managed.rs",
             memory = "shared/memory.rs",
             module = "shared/module.rs",
