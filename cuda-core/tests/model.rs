@@ -15,7 +15,8 @@
 //! (`Stream::completion`, `Event::completion`, polled with a waker that does nothing); buffers
 //! allocated (small ones, which streams keep, and large ones; vectors registered as buffers,
 //! `Buffer::from_host_vec`, and given back; buffers of a pinned pool, whose access is revoked
-//! and granted again), filled and copied (through `&mut`, and through shared handles:
+//! and granted again; buffers over imported external memory, `ExternalMemory::buffer`), filled
+//! and copied (through `&mut`, and through shared handles:
 //! `&Arc<Buffer>` and `SharedSlice`), passed to a kernel (each whole or as a slice of bytes
 //! 64..128; a kernel's buffer as an `Arc<Buffer>`), read back to the host and re-homed on
 //! other streams, read by host functions (`launch_host_func_reading`), and dropped; captures
@@ -26,7 +27,8 @@
 //! instantiated and launched; a replayable region (`Replay`) run with one or two launches over
 //! a buffer or a slice of it (built, updated in place, rebuilt, on any stream; some runs with
 //! every launch `launch_unchanged`); with the `nccl` feature, groups of the stand-in NCCL (an
-//! all-reduce of one rank, and a write of its send buffer in the group's body). The
+//! all-reduce of one rank, and a write of its send buffer in the group's body); signals and
+//! waits of an imported timeline semaphore (`Stream::signal_semaphore`, `wait_semaphore`). The
 //! stand-in's model counts a kernel node's first argument as used by each launch of its graph,
 //! as it counts a launch's, and follows `cuGraphExecKernelNodeSetParams`.
 //!
@@ -114,7 +116,9 @@
 //!
 //! A run is slices of programs (see `slices`): the whole mix, then the family of operations each
 //! of the soundness review's findings needs (`w1` to `w9`; `c`: work across streams during
-//! captures), the rarest with the most programs: 11,000 in all (11,500 with `nccl`). The
+//! captures), the rarest with the most programs, then `g` (`capture_into` with captures and
+//! graphs) and `x` (imported memory and semaphores with buffers and host functions): 12,200 in
+//! all (12,700 with `nccl`). The
 //! programs come from a fixed seed (the same ones on every run); explore others with
 //! `CUDA_CORE_MODEL_SEED`; run another number with `CUDA_CORE_MODEL_CASES`, or one family alone
 //! with `CUDA_CORE_MODEL_ONLY` (`all` for the whole mix); count failures by kind instead of
@@ -135,6 +139,7 @@ use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
+use cuda_core::interop::{ExternalMemory, ExternalSemaphore, SemaphoreKind};
 use cuda_core::memory::{PinnedMemoryPool, PinnedMemoryPoolOptions};
 use cuda_core::{
     Buffer, BuildGraph, CaptureMode, Device, Error, Event, EventOptions, Graph, GraphExec,
@@ -233,6 +238,18 @@ pub(crate) enum Op {
     AllocHost {
         b: usize,
         s: usize,
+    },
+    /// A buffer over the program's imported external memory (`ExternalMemory::buffer`, the
+    /// import made on first use), freed on stream `s`.
+    AllocExternal {
+        b: usize,
+        s: usize,
+    },
+    /// A signal (or with `wait`, a wait) of the program's imported timeline semaphore
+    /// (`Stream::signal_semaphore`, `Stream::wait_semaphore`) on stream `s`, at the next value.
+    Semaphore {
+        s: usize,
+        wait: bool,
     },
     /// A buffer of the program's pinned memory pool (`PinnedMemoryPool`, made on first use).
     PoolAlloc {
@@ -540,6 +557,20 @@ fn op_strategies() -> Vec<(u32, &'static str, BoxedStrategy<Op>)> {
         ),
         (
             1,
+            "x",
+            (i(), i())
+                .prop_map(|(b, s)| Op::AllocExternal { b, s })
+                .boxed(),
+        ),
+        (
+            2,
+            "x",
+            (i(), any::<bool>())
+                .prop_map(|(s, wait)| Op::Semaphore { s, wait })
+                .boxed(),
+        ),
+        (
+            1,
             "w4",
             (i(), i()).prop_map(|(b, s)| Op::PoolAlloc { b, s }).boxed(),
         ),
@@ -754,6 +785,7 @@ fn op_strategy(family: &str) -> Union<BoxedStrategy<Op>> {
             match family {
                 "all" => !has("g"),
                 "g" => has("g") || has("w4") || has("c"),
+                "x" => has("x") || has("w1") || has("w9"),
                 one => has(one),
             }
         })
@@ -761,7 +793,7 @@ fn op_strategy(family: &str) -> Union<BoxedStrategy<Op>> {
         .collect();
     assert!(
         !chosen.is_empty(),
-        "no operations of family {family:?} (all, w1 to w9, c, g)"
+        "no operations of family {family:?} (all, w1 to w9, c, g, x)"
     );
     Union::new_weighted(chosen)
 }
@@ -1285,6 +1317,11 @@ struct World {
     /// (no host function reads them: the stand-in's addresses are no host memory).
     pool: Option<Arc<PinnedMemoryPool>>,
     pool_buffers: Vec<u64>,
+    /// The program's imported memory and timeline semaphore, made on first use, and the
+    /// semaphore's last value signalled or waited for.
+    external: Option<ExternalMemory>,
+    semaphore: Option<ExternalSemaphore>,
+    semaphore_value: u64,
     /// Stream completions made and still pending.
     completions: Vec<StreamCompletion>,
     /// The program's communicator (one rank), made on first use.
@@ -1322,6 +1359,9 @@ impl World {
             replay_made: false,
             pool: None,
             pool_buffers: Vec::new(),
+            external: None,
+            semaphore: None,
+            semaphore_value: 0,
             completions: Vec::new(),
             #[cfg(feature = "nccl")]
             comm: None,
@@ -1954,6 +1994,42 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
                 }
             }
         }
+        Op::AllocExternal { b, s } => {
+            let stream = cx.stream(s);
+            if let Some(stream) = stream {
+                let mut holds = vec![held(&stream, Hold::Contract)];
+                holds.extend(home_of(cx, b).map(|home| held(&home, Hold::Contract)));
+                let Some(_claim) = claim(cx, &holds) else {
+                    return Ok(());
+                };
+                let Some(memory) = external(cx) else {
+                    return Ok(());
+                };
+                if let Ok(buffer) = memory.buffer(0, 256, &stream) {
+                    store_buffer(cx, b, buffer)?;
+                }
+            }
+        }
+        Op::Semaphore { s, wait } => {
+            if let Some(stream) = cx.stream(s) {
+                let Some(semaphore) = semaphore(cx) else {
+                    return Ok(());
+                };
+                let value = {
+                    let mut world = cx.world();
+                    world.semaphore_value += 1;
+                    world.semaphore_value
+                };
+                // Refusals (a capture of the stream invalidated, the legacy stream while a
+                // blocking stream captures) are the contract's; a failure is checked over
+                // the log.
+                let _ = if wait {
+                    stream.wait_semaphore(&semaphore, value)
+                } else {
+                    stream.signal_semaphore(&semaphore, value)
+                };
+            }
+        }
         Op::PoolAlloc { b, s } => {
             let stream = cx.stream(s);
             if let Some(stream) = stream {
@@ -2023,7 +2099,7 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
             let (ptr, size) = (buffer.ptr().0, buffer.size());
             if let Some(exclusive) = Arc::get_mut(&mut buffer) {
                 let read = stream.launch_host_func_reading(exclusive, |values: &[u32]| {
-                    std::hint::black_box(values.iter().sum::<u32>());
+                    std::hint::black_box(values.iter().fold(0u32, |a, v| a.wrapping_add(*v)));
                 });
                 if read.is_ok() {
                     // The memory the host function just queued reads, for the order check
@@ -2522,6 +2598,38 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
 }
 
 /// The program's pinned pool, made on first use.
+/// The program's imported external memory (a file standing for another API's export), made on
+/// first use.
+fn external(cx: &Cx<'_>) -> Option<ExternalMemory> {
+    let made = cx.world().external.clone();
+    if made.is_some() {
+        return made;
+    }
+    let device = cx.world().device;
+    let file = tempfile::tempfile().ok()?;
+    file.set_len(1 << 20).ok()?;
+    // SAFETY: the stand-in reads nothing of the file but its size.
+    let made = unsafe { ExternalMemory::import_fd(device, file.into(), 1 << 20, false) }.ok()?;
+    let mut world = cx.world();
+    Some(world.external.get_or_insert(made).clone())
+}
+
+/// The program's imported timeline semaphore, made on first use.
+fn semaphore(cx: &Cx<'_>) -> Option<ExternalSemaphore> {
+    let made = cx.world().semaphore.clone();
+    if made.is_some() {
+        return made;
+    }
+    let device = cx.world().device;
+    let file = tempfile::tempfile().ok()?;
+    // SAFETY: the stand-in keeps the descriptor and nothing else.
+    let made =
+        unsafe { ExternalSemaphore::import_fd(device, file.into(), SemaphoreKind::Timeline) }
+            .ok()?;
+    let mut world = cx.world();
+    Some(world.semaphore.get_or_insert(made).clone())
+}
+
 fn pool(cx: &Cx<'_>) -> Option<Arc<PinnedMemoryPool>> {
     let made = cx.world().pool.clone();
     if made.is_some() {
@@ -2758,6 +2866,9 @@ fn direct_calls(op: &Op) -> &'static [&'static str] {
         // Registering is synchronous: refused during a capture of its own thread (the crate
         // makes it relaxed, so only a capture of this very thread in a strict mode refuses).
         Op::AllocHost { .. } => &["cuMemHostRegister"],
+        Op::AllocExternal { .. } => &[],
+        Op::Semaphore { wait: false, .. } => &["cuSignalExternalSemaphoresAsync"],
+        Op::Semaphore { wait: true, .. } => &["cuWaitExternalSemaphoresAsync"],
         // Giving a vector back synchronises its stream, as a read back does.
         Op::GiveBack { .. } => &["cuStreamSynchronize"],
         // Revoking access waits for the device's work: refused during this thread's own
@@ -3099,6 +3210,9 @@ fn cleanup(
         guard.streams.iter_mut().for_each(|s| *s = None);
         guard.kept_streams.clear();
         guard.pool = None;
+        // The semaphore holds the streams that used it until it is released.
+        guard.semaphore = None;
+        guard.external = None;
         #[cfg(feature = "nccl")]
         {
             guard.comm = None;
@@ -3871,12 +3985,12 @@ fn model_seed() -> u64 {
 /// The run's slices: each a family of operations (see [`op_strategy`]) and its number of
 /// programs. By default the whole mix, then each finding's family, the rarest with the most
 /// (W6's race shows in about one program of its family in a thousand, W1's and W4's in one
-/// in a few hundred): 11,000 programs (11,500 with the `nccl` feature). `CUDA_CORE_MODEL_ONLY=FAMILY` runs one family alone;
+/// in a few hundred): 12,200 programs (12,700 with the `nccl` feature). `CUDA_CORE_MODEL_ONLY=FAMILY` runs one family alone;
 /// `CUDA_CORE_MODEL_CASES=N` runs N programs (of that family, or across the slices in their
 /// proportions).
 fn slices() -> Vec<(&'static str, u32)> {
-    const FAMILIES: [&str; 11] = [
-        "all", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w9", "c", "g",
+    const FAMILIES: [&str; 12] = [
+        "all", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w9", "c", "g", "x",
     ];
     let cases: Option<u32> = std::env::var("CUDA_CORE_MODEL_CASES")
         .ok()
@@ -3900,6 +4014,7 @@ fn slices() -> Vec<(&'static str, u32)> {
         ("w9", 300),
         ("c", 400),
         ("g", 600),
+        ("x", 600),
     ];
     if cfg!(feature = "nccl") {
         slices.push(("w3", 500));
@@ -5808,6 +5923,168 @@ fn model_a_pool_revocation_waits_for_a_capture_no_thread_can_end() {
                 (43, vec![2, 3, 3]),
                 (45, vec![0, 2, 0]),
                 (46, vec![1]),
+            ],
+        },
+    );
+}
+
+/// An imported semaphore held the streams that signalled it: a stream dropped while it
+/// captured (op 29) stayed alive, its capture open, and the cleanup waited for it for good.
+/// The semaphore now holds its streams weakly (and waits for their context once one is gone).
+#[test]
+fn model_a_semaphore_keeps_no_stream_alive() {
+    replay(
+        "model_a_semaphore_keeps_no_stream_alive",
+        Program {
+            threads: 3,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    2,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewEvent {
+                        e: 0,
+                        timing: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::NewEvent {
+                        e: 1,
+                        timing: false,
+                    },
+                ),
+                (
+                    2,
+                    Op::NewEvent {
+                        e: 2,
+                        timing: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewEvent {
+                        e: 3,
+                        timing: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 0,
+                        large: false,
+                    },
+                ),
+                (
+                    1,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (
+                    2,
+                    Op::Alloc {
+                        b: 2,
+                        s: 2,
+                        large: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 3,
+                        s: 3,
+                        large: true,
+                    },
+                ),
+                (1, Op::Semaphore { s: 4, wait: false }),
+                (0, Op::WaitStream { s: 5, other: 3 }),
+                (1, Op::WaitTimeout { e: 2, ms: 3 }),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 5,
+                        blocking: true,
+                    },
+                ),
+                (
+                    2,
+                    Op::NewEvent {
+                        e: 2,
+                        timing: false,
+                    },
+                ),
+                (0, Op::Launch { x: 1, s: 5 }),
+                (0, Op::DropGraph { g: 0 }),
+                (2, Op::WaitStream { s: 5, other: 2 }),
+                (2, Op::HostFunc { s: 1 }),
+                (0, Op::NewEvent { e: 4, timing: true }),
+                (0, Op::WaitStream { s: 5, other: 1 }),
+                (1, Op::HostBlock { s: 0 }),
+                (1, Op::Begin { s: 2, mode: 1 }),
+                (
+                    0,
+                    Op::Kernel {
+                        b: 1,
+                        s: 2,
+                        part: true,
+                    },
+                ),
+                (1, Op::HostRead { b: 4, s: 4 }),
+                (0, Op::Semaphore { s: 5, wait: false }),
+                (2, Op::Record { e: 1, s: 1 }),
+                (0, Op::Launch { x: 1, s: 0 }),
+                (2, Op::DropStream { s: 2 }),
+                (1, Op::WaitStream { s: 2, other: 2 }),
+                (
+                    2,
+                    Op::Fill {
+                        b: 2,
+                        s: 1,
+                        part: false,
+                    },
+                ),
+                (1, Op::Record { e: 1, s: 1 }),
+            ],
+            schedule: vec![
+                (11, vec![3, 4]),
+                (13, vec![0, 3, 4, 0]),
+                (17, vec![0, 0, 0, 6]),
+                (18, vec![2, 0]),
+                (19, vec![2, 4]),
+                (20, vec![2]),
+                (22, vec![0, 6]),
+                (23, vec![6]),
+                (24, vec![0, 2, 5]),
+                (26, vec![0, 2]),
+                (27, vec![0, 1]),
+                (28, vec![6, 0]),
+                (29, vec![5, 4, 0, 0]),
+                (30, vec![4, 1, 5, 3, 2]),
+                (32, vec![0, 0, 4, 1]),
             ],
         },
     );

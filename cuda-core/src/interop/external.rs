@@ -10,6 +10,7 @@ use crate::driver::{ExternalMemoryHandle, EXTERNAL_MEMORY_OPAQUE_FD};
 use crate::error::{Error, Result};
 use crate::memory::foreign::{buffer_over, Kept};
 use crate::memory::Buffer;
+use crate::order::relaxed;
 use crate::stream::Stream;
 
 /// The imported memory, destroyed once the value and every buffer over it are gone.
@@ -25,7 +26,7 @@ impl Drop for Imported {
         let handle = self.handle;
         if let Err(e) = self
             .context
-            .with_current(|driver| driver.destroy_external_memory(handle))
+            .with_current(|driver| relaxed(driver, || driver.destroy_external_memory(handle)))
         {
             log::error!("destroying imported external memory: {e}");
         }
@@ -93,7 +94,9 @@ impl ExternalMemory {
         let context = device.primary_context()?;
         let raw = fd.as_raw_fd();
         let handle = context.with_current(|driver| {
-            driver.import_external_memory(EXTERNAL_MEMORY_OPAQUE_FD, raw, size, dedicated)
+            relaxed(driver, || {
+                driver.import_external_memory(EXTERNAL_MEMORY_OPAQUE_FD, raw, size, dedicated)
+            })
         })?;
         // The driver owns the descriptor now: it must not be closed here.
         let _owned_by_driver = fd.into_raw_fd();
@@ -145,9 +148,11 @@ impl ExternalMemory {
             });
         }
         let handle = imported.handle;
-        let ptr = imported
-            .context
-            .with_current(|driver| driver.external_memory_buffer(handle, offset, len as u64))?;
+        let ptr = imported.context.with_current(|driver| {
+            relaxed(driver, || {
+                driver.external_memory_buffer(handle, offset, len as u64)
+            })
+        })?;
         let kept = Box::new(Mapped {
             ptr,
             imported: self.imported.clone(),
@@ -167,6 +172,6 @@ impl Kept for Mapped {
         let ptr = self.ptr;
         self.imported
             .context
-            .with_current(|driver| driver.mem_free(ptr))
+            .with_current(|driver| relaxed(driver, || driver.mem_free(ptr)))
     }
 }

@@ -11,6 +11,7 @@ use crate::driver::GraphicsHandle;
 use crate::error::{Error, Result};
 use crate::memory::foreign::{buffer_over, Kept};
 use crate::memory::Buffer;
+use crate::order::relaxed;
 use crate::stream::Stream;
 use crate::texture::Array;
 
@@ -46,7 +47,7 @@ impl Drop for Registered {
         let handle = self.handle;
         if let Err(e) = self
             .context
-            .with_current(|driver| driver.graphics_unregister(handle))
+            .with_current(|driver| relaxed(driver, || driver.graphics_unregister(handle)))
         {
             log::error!("unregistering an OpenGL {}: {e}", self.what);
         }
@@ -61,7 +62,7 @@ impl Registered {
         register: impl FnOnce(&'static dyn crate::driver::Driver) -> Result<GraphicsHandle>,
     ) -> Result<Arc<Registered>> {
         let context = device.primary_context()?;
-        let handle = context.with_current(register)?;
+        let handle = context.with_current(|driver| relaxed(driver, || register(driver)))?;
         Ok(Arc::new(Registered {
             handle,
             context,
@@ -79,6 +80,15 @@ impl Registered {
         view: impl FnOnce(&'static dyn crate::driver::Driver, Unmap) -> Result<T>,
     ) -> Result<T> {
         super::check_stream(stream, self.device, &self.context, self.what)?;
+        if stream.capturing() {
+            return Err(Error::Capture {
+                reason: format!(
+                    "the stream captures: mapping an OpenGL {} is not stream work a graph can \
+                     repeat; map it on a stream that does not capture",
+                    self.what
+                ),
+            });
+        }
         if self.mapped.swap(true, Ordering::AcqRel) {
             return Err(Error::InvalidArgument {
                 name: "self",

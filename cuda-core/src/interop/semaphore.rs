@@ -12,7 +12,8 @@ use crate::driver::{
     ExternalSemaphoreHandle, EXTERNAL_SEMAPHORE_OPAQUE_FD, EXTERNAL_SEMAPHORE_TIMELINE_FD,
 };
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::order::relaxed;
+use crate::stream::{Stream, WeakStream};
 
 /// What kind of semaphore was exported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,8 +45,10 @@ struct Imported {
     context: Context,
     device: Device,
     kind: SemaphoreKind,
-    /// Each stream that queued a signal or a wait, once: the release waits for them.
-    used_on: Mutex<Vec<Stream>>,
+    /// Each stream that queued a signal or a wait, once, not kept alive (a stream dropped
+    /// still ends its capture): the release waits for them, or for the whole context where
+    /// one was dropped.
+    used_on: Mutex<Vec<WeakStream>>,
     /// A signal or wait was captured into a graph, which may run it at any later time: the
     /// semaphore is then never destroyed.
     captured: AtomicBool,
@@ -61,8 +64,17 @@ impl Drop for Imported {
             return;
         }
         let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for stream in &streams {
-            if let Err(e) = stream.sync_for_host() {
+        // A stream dropped since goes on with its work: then the whole context is waited for.
+        let mut dropped = false;
+        for weak in &streams {
+            let waited = match weak.upgrade() {
+                Some(stream) => stream.sync_for_host(),
+                None => {
+                    dropped = true;
+                    Ok(())
+                }
+            };
+            if let Err(e) = waited {
                 log::error!(
                     "an external semaphore is not destroyed (kept for good): waiting for a \
                      stream that signalled or waited on it failed ({e})"
@@ -70,10 +82,19 @@ impl Drop for Imported {
                 return;
             }
         }
+        if dropped {
+            if let Err(e) = self.context.sync() {
+                log::error!(
+                    "an external semaphore is not destroyed (kept for good): waiting for the \
+                     context whose dropped stream signalled or waited on it failed ({e})"
+                );
+                return;
+            }
+        }
         let handle = self.handle;
         if let Err(e) = self
             .context
-            .with_current(|driver| driver.destroy_external_semaphore(handle))
+            .with_current(|driver| relaxed(driver, || driver.destroy_external_semaphore(handle)))
         {
             log::error!("destroying an imported external semaphore: {e}");
         }
@@ -88,7 +109,8 @@ impl Drop for Imported {
 ///
 /// Clones share one import. It is released (`cuDestroyExternalSemaphore`) once the last is
 /// dropped, after the work of every stream that signalled or waited on it is done (the drop
-/// waits for those streams: a wait for a value nobody signals holds it up for good). A
+/// waits for those streams, or for their context where one of them was dropped: a wait for a
+/// value nobody signals holds it up for good). It does not keep those streams alive. A
 /// semaphore signalled or waited on in a capture is never released, since the graph may run
 /// that node at any later time.
 #[doc(alias = "CUexternalSemaphore")]
@@ -127,8 +149,11 @@ impl ExternalSemaphore {
     ) -> Result<ExternalSemaphore> {
         let context = device.primary_context()?;
         let raw = fd.as_raw_fd();
-        let handle = context
-            .with_current(|driver| driver.import_external_semaphore(kind.handle_type(), raw))?;
+        let handle = context.with_current(|driver| {
+            relaxed(driver, || {
+                driver.import_external_semaphore(kind.handle_type(), raw)
+            })
+        })?;
         // The driver owns the descriptor now: it must not be closed here.
         let _owned_by_driver = fd.into_raw_fd();
         Ok(ExternalSemaphore {
@@ -167,8 +192,11 @@ impl ExternalSemaphore {
             });
         }
         let mut used_on = imported.used_on.lock().unwrap_or_else(|e| e.into_inner());
-        if !used_on.iter().any(|s| s.same_as(stream)) {
-            used_on.push(stream.clone());
+        let known = used_on
+            .iter()
+            .any(|weak| weak.upgrade().is_some_and(|s| s.same_as(stream)));
+        if !known {
+            used_on.push(stream.downgrade());
         }
         Ok(())
     }
