@@ -335,3 +335,69 @@ fn gl_images_map_as_arrays_and_unmap_when_dropped() {
         },
     );
 }
+
+/// On the GPU, without another API: CUDA's own allocation exported as a POSIX file descriptor
+/// (`cuMemExportToShareableHandle`) and imported back as external memory. Bytes written through
+/// the allocation's mapping are what a buffer over the import reads, and a kernel's-free write
+/// through the import (a fill on another stream) is what the mapping reads: one memory, no
+/// copy. Where the driver refuses to import its own descriptor as an opaque one, not run.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_imported_memory_is_the_exporters_memory() {
+    use cuda_core::memory::{
+        AddressRange, AllocationGranularity, PhysicalMemory, PhysicalMemoryOptions,
+        ShareableHandleType,
+    };
+    let device = crate::common::device();
+    let options =
+        PhysicalMemoryOptions::default().with_handle_type(ShareableHandleType::PosixFileDescriptor);
+    let size =
+        PhysicalMemory::granularity(device, &options, AllocationGranularity::Minimum).unwrap();
+    let physical = PhysicalMemory::new(device, size, &options).unwrap();
+    let range = AddressRange::reserve(device, size, None).unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    let other = device.create_stream(StreamOptions::default()).unwrap();
+    let mut mapped = range
+        .map(0, &physical)
+        .unwrap()
+        .into_buffer(&stream)
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let words = size / 4;
+    let data: Vec<u32> = (0..words as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    mapped.copy_from_host(&data, &stream).unwrap();
+    stream.sync().unwrap();
+
+    let fd = physical.export_fd().unwrap();
+    // SAFETY: the descriptor is CUDA's export of `size` bytes of this device's memory; the
+    // crate orders every use of both buffers below (the streams are synchronised between).
+    let memory = match unsafe { ExternalMemory::import_fd(device, fd, size as u64, false) } {
+        Ok(memory) => memory,
+        Err(e) => {
+            crate::common::not_run(
+                "external-self-import",
+                &format!("the driver does not import its own POSIX descriptor as opaque: {e}"),
+            );
+            return;
+        }
+    };
+    // Bug caught: a buffer over other memory than the import's (or a wrong offset).
+    let mut imported = memory.buffer(0, size, &other).unwrap();
+    assert_eq!(imported.to_vec::<u32>(&other).unwrap(), data);
+    let tail = memory.buffer(size as u64 / 2, size / 2, &other).unwrap();
+    assert_eq!(tail.to_vec::<u32>(&other).unwrap(), data[words / 2..]);
+    // Bug caught: writes through the import landing elsewhere than the exporter's memory.
+    imported.fill(0xfeed_beefu32, &other).unwrap();
+    other.sync().unwrap();
+    assert!(mapped
+        .to_vec::<u32>(&stream)
+        .unwrap()
+        .iter()
+        .all(|&w| w == 0xfeed_beef));
+    drop(tail);
+    drop(imported);
+    drop(memory);
+    drop(mapped);
+}

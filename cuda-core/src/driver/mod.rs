@@ -50,23 +50,22 @@ mod tests;
 pub(crate) use self::api::copy::{
     MemLocation, MemcpyAttributes, PitchedCopy, PitchedMemory, PitchedSide,
 };
+pub(crate) use self::api::interop::{
+    EXTERNAL_MEMORY_OPAQUE_FD, EXTERNAL_SEMAPHORE_OPAQUE_FD, EXTERNAL_SEMAPHORE_TIMELINE_FD,
+};
 pub(crate) use self::api::Driver;
 pub(crate) use self::api::{AllocationHandle, AllocationSpec, HANDLE_TYPE_POSIX_FD};
 pub(crate) use self::api::{
     ArrayHandle, ArraySpec, Copy3dSpec, CopyEnd, CopySide, Im2colSpec, Im2colWideSpec,
     MipmappedArrayHandle, ResourceSpec, TensorMapBytes, TensorSpec, TextureSpec,
 };
-pub(crate) use self::api::interop::{
-    EXTERNAL_MEMORY_OPAQUE_FD, EXTERNAL_SEMAPHORE_OPAQUE_FD, EXTERNAL_SEMAPHORE_TIMELINE_FD,
-};
 pub(crate) use self::api::{PointerRange, PoolLocation, PoolSpec};
 pub(crate) use self::handles::{
     AccessWindow, ContextHandle, CopyNodeInfo, CopySpec, DevResource, DeviceHandle, EventHandle,
-    ExternalMemoryHandle, ExternalSemaphoreHandle, GraphicsHandle,
-    FunctionHandle, GraphExecHandle, GraphHandle, GraphNodeHandle, GreenContextHandle,
-    KernelHandle, KernelNodeSpec, LaunchExtras, LaunchParams, LibraryHandle, LinkInput,
-    LinkOptions, MemsetSpec, PoolHandle, SmInfo, StreamHandle, UpdateResult, UserObjectHandle,
-    WorkqueueInfo,
+    ExternalMemoryHandle, ExternalSemaphoreHandle, FunctionHandle, GraphExecHandle, GraphHandle,
+    GraphNodeHandle, GraphicsHandle, GreenContextHandle, KernelHandle, KernelNodeSpec,
+    LaunchExtras, LaunchParams, LibraryHandle, LinkInput, LinkOptions, MemsetSpec, PoolHandle,
+    SmInfo, StreamHandle, UpdateResult, UserObjectHandle, WorkqueueInfo,
 };
 pub(crate) use self::load::{driver, loaded};
 pub(crate) use self::nvjitlink::{
