@@ -188,7 +188,8 @@ impl GlBuffer {
 
     /// Maps it on `stream` (of the device's primary context) and gives a buffer over its
     /// bytes (`cuGraphicsResourceGetMappedPointer`), ordered after OpenGL's work issued
-    /// before. Dropping the buffer unmaps it.
+    /// before. Dropping the buffer unmaps it. Refused ([`Error::Capture`]) on a stream that
+    /// captures, and ([`Error::InvalidArgument`]) while another mapping of it lives.
     #[doc(alias("cuGraphicsMapResources", "cuGraphicsResourceGetMappedPointer"))]
     pub fn map(&self, stream: &Stream) -> Result<Buffer> {
         let device = self.registered.device;
@@ -247,7 +248,8 @@ impl GlImage {
     }
 
     /// Maps it on `stream` and gives the array of layer (or cubemap face) `index` at mipmap
-    /// level `level`, as the driver describes it. Dropping the array unmaps the image.
+    /// level `level`, as the driver describes it. Dropping the array unmaps the image. Refused
+    /// as [`GlBuffer::map`] is.
     #[doc(alias("cuGraphicsMapResources", "cuGraphicsSubResourceGetMappedArray"))]
     pub fn map(&self, stream: &Stream, index: u32, level: u32) -> Result<Array> {
         self.registered.map(stream, |driver, unmap| {
