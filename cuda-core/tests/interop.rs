@@ -230,6 +230,32 @@ fn semaphores_signal_and_wait_in_stream_order_and_release_after_their_streams() 
                 assert_eq!(syncs, 2, "{}", log.join("\n"));
                 assert!(!is_open(raw));
 
+                // A stream dropped after its signal: the semaphore kept it alive before (a
+                // capture of it then never ended); now the release waits for the context.
+                // SAFETY: as above.
+                let third = unsafe {
+                    ExternalSemaphore::import_fd(device, exported(0), SemaphoreKind::Timeline)
+                }
+                .unwrap();
+                let passing = device.create_stream(StreamOptions::default()).unwrap();
+                passing.signal_semaphore(&third, 1).unwrap();
+                standin::clear_log();
+                drop(passing);
+                drop(third);
+                let log = standin::log();
+                let log: Vec<&str> = log.lines().collect();
+                // Bugs caught: the semaphore holding the stream (it would synchronise that
+                // stream, alive, instead), or destroyed without waiting for its signal.
+                let sync = line_of(&log, "cuCtxSynchronize", 0);
+                assert!(
+                    !log[..sync]
+                        .iter()
+                        .any(|l| l.contains("cuStreamSynchronize")),
+                    "{}",
+                    log.join("\n")
+                );
+                line_of(&log, "cuDestroyExternalSemaphore", sync);
+
                 // In a capture: the graph keeps the signal, so the semaphore is never destroyed.
                 // SAFETY: the capture records no memory work.
                 unsafe { first.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
