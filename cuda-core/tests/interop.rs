@@ -86,6 +86,18 @@ fn imported_memory_maps_buffers_and_is_released_after_the_last() {
                 );
                 assert_eq!(buffer.size(), 8192);
                 buffer.fill(7u32, &stream).unwrap();
+                // Bug caught: two buffers (each written through `&mut`) sharing bytes.
+                standin::clear_log();
+                assert_eq!(invalid_name(memory.buffer(12000, 100, &stream)), "offset");
+                assert_eq!(invalid_name(memory.buffer(0, 4097, &stream)), "offset");
+                assert!(standin::calls("cuExternalMemoryGetMappedBuffer").is_empty());
+                // Next to it is free; and once a buffer is freed, its bytes are too.
+                let below = memory.buffer(0, 4096, &stream).unwrap();
+                drop(below);
+                let again = memory.buffer(0, 4097 + 4095, &stream);
+                assert!(again.is_err(), "still overlaps the live buffer");
+                let again = memory.buffer(0, 4096, &stream).unwrap();
+                drop(again);
 
                 // The value goes first: the buffer keeps the import. Bug caught: the import
                 // destroyed while a buffer over it lives.
@@ -410,10 +422,11 @@ fn gpu_imported_memory_is_the_exporters_memory() {
         }
     };
     // Bug caught: a buffer over other memory than the import's (or a wrong offset).
-    let mut imported = memory.buffer(0, size, &other).unwrap();
-    assert_eq!(imported.to_vec::<u32>(&other).unwrap(), data);
     let tail = memory.buffer(size as u64 / 2, size / 2, &other).unwrap();
     assert_eq!(tail.to_vec::<u32>(&other).unwrap(), data[words / 2..]);
+    drop(tail);
+    let mut imported = memory.buffer(0, size, &other).unwrap();
+    assert_eq!(imported.to_vec::<u32>(&other).unwrap(), data);
     // Bug caught: writes through the import landing elsewhere than the exporter's memory.
     imported.fill(0xfeed_beefu32, &other).unwrap();
     other.sync().unwrap();
@@ -422,7 +435,6 @@ fn gpu_imported_memory_is_the_exporters_memory() {
         .unwrap()
         .iter()
         .all(|&w| w == 0xfeed_beef));
-    drop(tail);
     drop(imported);
     drop(memory);
     drop(mapped);

@@ -2005,7 +2005,10 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
                 let Some(memory) = external(cx) else {
                     return Ok(());
                 };
-                if let Ok(buffer) = memory.buffer(0, 256, &stream) {
+                // Slot `b`'s own bytes: a live buffer of the same slot (kept by a capture,
+                // say) refuses the overlap, as the contract says.
+                let offset = (b % BUFFERS) as u64 * 256;
+                if let Ok(buffer) = memory.buffer(offset, 256, &stream) {
                     store_buffer(cx, b, buffer)?;
                 }
             }

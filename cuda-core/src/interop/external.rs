@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::context::Context;
 use crate::device::Device;
@@ -19,6 +19,15 @@ struct Imported {
     context: Context,
     device: Device,
     size: u64,
+    /// The byte ranges (start, end) that live buffers cover: disjoint, so that no two buffers
+    /// (each writable through `&mut`) share a byte.
+    covered: Mutex<Vec<(u64, u64)>>,
+}
+
+impl Imported {
+    fn covered(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+        self.covered.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Drop for Imported {
@@ -106,6 +115,7 @@ impl ExternalMemory {
                 context,
                 device,
                 size,
+                covered: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -123,10 +133,13 @@ impl ExternalMemory {
     /// A buffer over `len` bytes of the memory from `offset` (`cuExternalMemoryGetMappedBuffer`),
     /// freed on `stream` (which must be of the device's primary context) like any buffer: its
     /// mapping is freed (`cuMemFree`) once the buffer is dropped and the stream's work is done.
-    /// The buffer keeps the import alive. Several buffers may cover the same bytes; each is
-    /// ordered in its own stream, as two buffers over one [`Buffer::from_foreign`] memory are.
+    /// The buffer keeps the import alive. Buffers over one import are disjoint, as a buffer is
+    /// written through `&mut` in its own stream order: a range that overlaps a live buffer's
+    /// is refused until that buffer is dropped (share one buffer instead, as
+    /// `Arc<Buffer>`, or take [slices](Buffer::slice) of it).
     ///
-    /// An empty range, or one past the memory's end, is refused.
+    /// An empty range, one past the memory's end, or one overlapping a live buffer's is refused
+    /// ([`Error::InvalidArgument`]).
     #[doc(alias = "cuExternalMemoryGetMappedBuffer")]
     pub fn buffer(&self, offset: u64, len: usize, stream: &Stream) -> Result<Buffer> {
         let imported = &self.imported;
@@ -147,14 +160,32 @@ impl ExternalMemory {
                 ),
             });
         }
+        let range = (offset, offset + len as u64);
+        let mut covered = imported.covered();
+        if let Some(&(start, end)) = covered
+            .iter()
+            .find(|&&(start, end)| start < range.1 && range.0 < end)
+        {
+            return Err(Error::InvalidArgument {
+                name: "offset",
+                reason: format!(
+                    "bytes {}..{} overlap bytes {start}..{end}, which a live buffer over this \
+                     external memory covers; drop that buffer first, or share it",
+                    range.0, range.1
+                ),
+            });
+        }
         let handle = imported.handle;
         let ptr = imported.context.with_current(|driver| {
             relaxed(driver, || {
                 driver.external_memory_buffer(handle, offset, len as u64)
             })
         })?;
+        covered.push(range);
+        drop(covered);
         let kept = Box::new(Mapped {
             ptr,
+            range,
             imported: self.imported.clone(),
         });
         Ok(buffer_over(ptr, len, imported.device, kept, stream))
@@ -164,6 +195,8 @@ impl ExternalMemory {
 /// A buffer's mapping of the memory, and the import it keeps alive.
 struct Mapped {
     ptr: u64,
+    /// The bytes it covers, free for another buffer once it is released.
+    range: (u64, u64),
     imported: Arc<Imported>,
 }
 
@@ -172,6 +205,12 @@ impl Kept for Mapped {
         let ptr = self.ptr;
         self.imported
             .context
-            .with_current(|driver| relaxed(driver, || driver.mem_free(ptr)))
+            .with_current(|driver| relaxed(driver, || driver.mem_free(ptr)))?;
+        // Freed: its bytes may be covered again (where the free failed they stay covered).
+        let mut covered = self.imported.covered();
+        if let Some(at) = covered.iter().position(|&r| r == self.range) {
+            covered.swap_remove(at);
+        }
+        Ok(())
     }
 }
