@@ -84,7 +84,9 @@ impl ExternalMemory {
     /// from then on). While a buffer over it lives, the other API's accesses to that memory
     /// are ordered with the crate's work on the buffer (through an [`ExternalSemaphore`]
     /// waited and signalled in stream order, or by waiting for one side before the other
-    /// starts): the crate cannot see them.
+    /// starts): the crate cannot see them. The same holds for another import of the same
+    /// memory (of a duplicate of `fd`, or in another process): the crate keeps the buffers of
+    /// one import disjoint, not those of two.
     ///
     /// [`ExternalSemaphore`]: super::ExternalSemaphore
     #[doc(alias = "cuImportExternalMemory")]
