@@ -20,7 +20,7 @@
 //! device it uses: the EGL device that reports CUDA device 0 (`EGL_NV_device_cuda`) is tried
 //! first, and CUDA uses the device the chosen EGL device reports (0 where it reports none).
 //! Where EGL cannot be loaded or no OpenGL context on an NVIDIA GPU can be made, it prints
-//! `gl_interop: not run: <why>` and exits successfully, unless `CUDA_CORE_TEST_REQUIRE` (words
+//! `not run: <why>` and exits successfully, unless `CUDA_CORE_TEST_REQUIRE` (words
 //! separated by commas) names `gl`: then that is a failure.
 //!
 //! EGL and OpenGL are loaded at run time with `libloading`; the few functions and constants
@@ -732,21 +732,6 @@ impl Drop for GlObjects<'_> {
     }
 }
 
-/// Says why nothing ran; a failure where `CUDA_CORE_TEST_REQUIRE` names `gl`.
-fn not_run(why: &str) -> ExitCode {
-    println!("gl_interop: not run: {why}");
-    let required = std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .any(|word| word.trim() == "gl");
-    if required {
-        println!("gl_interop: CUDA_CORE_TEST_REQUIRE names gl, so not running is a failure");
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
 /// Compares `got` with the CPU's `want`, naming the first difference.
 fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), String> {
     if got.len() != want.len() {
@@ -772,7 +757,7 @@ fn compare(what: &str, got: &[u32], want: &[u32]) -> Result<(), String> {
 fn main() -> ExitCode {
     let context = match GlContext::open() {
         Ok(context) => context,
-        Err(why) => return not_run(&why),
+        Err(why) => return common::not_run("gl_interop", "gl", &why),
     };
     common::main_with("gl_interop", move || run(context))
 }

@@ -27,6 +27,8 @@
 //! Without a GPU, NCCL or NVRTC it prints `not run: <why>` and exits 0, unless
 //! `CUDA_CORE_TEST_REQUIRE` names what is missing (`gpu`, `nccl`, `nvrtc`): then it exits 1.
 
+mod common;
+
 use std::net::TcpListener;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -65,24 +67,9 @@ fn expected(k: u64) -> u64 {
     SAMPLES / MODULUS * per_period + rest
 }
 
-/// Whether `CUDA_CORE_TEST_REQUIRE` names `what` (`nvrtc` also where it names a major of it).
-fn required(what: &str) -> bool {
-    std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .any(|name| name == what || (what == "nvrtc" && name.starts_with("nvrtc-")))
-}
-
 /// Says why the example did not run: status 0, or 1 where that was required.
 fn not_run(what: &str, why: &str) -> ExitCode {
-    println!("not run: {why}");
-    if required(what) {
-        eprintln!("nccl_data_parallel: CUDA_CORE_TEST_REQUIRE names {what}, and it is missing");
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    common::not_run("nccl_data_parallel", what, why)
 }
 
 /// One of the launcher's variables, as a number.

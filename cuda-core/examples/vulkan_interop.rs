@@ -18,7 +18,7 @@
 //!
 //! It needs a Vulkan driver for the same GPU as CUDA device 0 (the Vulkan device is picked by
 //! its UUID); no display or window system is used. Where there is no Vulkan loader, no Vulkan
-//! driver, or no Vulkan device with that UUID, it prints `vulkan_interop: not run: <why>` and
+//! driver, or no Vulkan device with that UUID, it prints `not run: <why>` and
 //! succeeds, unless `CUDA_CORE_TEST_REQUIRE` (comma-separated words) names `vulkan`: then not
 //! running is a failure.
 
@@ -111,27 +111,13 @@ fn failed(call: &'static str) -> impl FnOnce(vk::Result) -> BoxError {
 }
 
 fn main() -> ExitCode {
-    common::main_with("vulkan_interop", || match run() {
-        Ok(()) => Ok(()),
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
         Err(error) => match error.downcast::<NotRun>() {
-            Ok(why) => skip(&why.0),
-            Err(error) => Err(error),
+            Ok(why) => common::not_run("vulkan_interop", "vulkan", &why.0),
+            Err(error) => common::main_with("vulkan_interop", || Err(error)),
         },
-    })
-}
-
-/// Reports that nothing ran: success, or a failure where `CUDA_CORE_TEST_REQUIRE` names
-/// `vulkan`.
-fn skip(why: &str) -> Result<(), BoxError> {
-    println!("vulkan_interop: not run: {why}");
-    let required = std::env::var("CUDA_CORE_TEST_REQUIRE")
-        .unwrap_or_default()
-        .split(',')
-        .any(|word| word.trim() == "vulkan");
-    if required {
-        return Err("CUDA_CORE_TEST_REQUIRE names vulkan, so not running is a failure".into());
     }
-    Ok(())
 }
 
 fn run() -> Result<(), BoxError> {

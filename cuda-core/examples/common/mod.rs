@@ -32,6 +32,28 @@ pub fn mismatches(a: f32, x: &[f32], y: &[f32], out: &[f32]) -> usize {
         .count()
 }
 
+/// Whether `CUDA_CORE_TEST_REQUIRE` (words separated by commas) names `what` (`nvrtc` also
+/// where it names a major of it, `nvrtc-12`).
+pub fn required(what: &str) -> bool {
+    std::env::var("CUDA_CORE_TEST_REQUIRE")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .any(|name| name == what || (what == "nvrtc" && name.starts_with("nvrtc-")))
+}
+
+/// Says why `example` did not run (`not run: <why>`): status 0, or 1 where
+/// `CUDA_CORE_TEST_REQUIRE` names `what`, the missing piece.
+pub fn not_run(example: &str, what: &str, why: &str) -> ExitCode {
+    println!("not run: {why}");
+    if required(what) {
+        eprintln!("{example}: CUDA_CORE_TEST_REQUIRE names {what}, and it is missing");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// Runs an example's body: prints its error as one paragraph and exits 1.
 pub fn main_with(
     name: &str,
