@@ -294,6 +294,12 @@ impl WeakStream {
     pub(crate) fn upgrade(&self) -> Option<Stream> {
         self.0.upgrade().map(|inner| Stream { inner })
     }
+
+    /// Whether this refers to `stream` (that value or a clone of it), with no reference
+    /// counted.
+    pub(crate) fn is(&self, stream: &Stream) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&stream.inner))
+    }
 }
 
 impl Stream {

@@ -192,10 +192,7 @@ impl ExternalSemaphore {
             });
         }
         let mut used_on = imported.used_on.lock().unwrap_or_else(|e| e.into_inner());
-        let known = used_on
-            .iter()
-            .any(|weak| weak.upgrade().is_some_and(|s| s.same_as(stream)));
-        if !known {
+        if !used_on.iter().any(|weak| weak.is(stream)) {
             used_on.push(stream.downgrade());
         }
         Ok(())
