@@ -300,6 +300,11 @@ impl WeakStream {
     pub(crate) fn is(&self, stream: &Stream) -> bool {
         std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&stream.inner))
     }
+
+    /// Whether some clone of the stream is still alive.
+    pub(crate) fn alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
 }
 
 impl Stream {

@@ -270,6 +270,56 @@ fn a_region_dropped_during_a_capture_of_its_stream_releases_its_kernels_after_it
     );
 }
 
+/// A region keeps no stream alive: a stream it ran on, over a buffer of that stream, and
+/// dropped by its caller while it captures, ends its capture as it goes; the region dropped
+/// later releases its kernels once the dropped stream's work (the context's) is done.
+#[test]
+fn a_region_keeps_no_stream_alive() {
+    on_both_abis("a_region_keeps_no_stream_alive", || {
+        let device = Device::new(0).unwrap();
+        let stream = common::stream(device);
+        let mut region = Replay::new();
+        {
+            let buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &stream)
+                .unwrap();
+            let kernel = k1();
+            for _ in 0..2 {
+                region
+                    .run(&stream, |r| {
+                        // SAFETY: the stand-in runs no kernel.
+                        unsafe { r.launch(&LaunchConfig::for_elements(1, 1), &kernel, &[&buffer]) }
+                    })
+                    .unwrap();
+            }
+        }
+        // SAFETY: nothing captured uses memory.
+        unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+        standin::clear_log();
+        drop(stream);
+        // Catches a region holding the stream (among the streams its graph's buffers were
+        // ordered on, or as its last launch's): the capture would stay open where no one can
+        // end it, and every synchronisation of the device wait for it for ever.
+        assert_eq!(count("cuStreamEndCapture"), 1, "{}", standin::log());
+        assert_eq!(count("cuStreamDestroy"), 1, "{}", standin::log());
+        device.sync().unwrap();
+
+        standin::clear_log();
+        drop(region);
+        let log = standin::log();
+        // Catches kernels released before the dropped stream's work is done (no stream is
+        // left to queue their release on: the context is waited for), or kept for good.
+        let synced = log.find("cuCtxSynchronize").expect(&log);
+        assert!(
+            log.find("cuGraphExecDestroy").expect(&log) < synced,
+            "{log}"
+        );
+        wait_for_unload();
+    });
+}
+
 #[test]
 fn a_region_keeps_at_most_its_capacity_and_refuses_with_nothing_launched() {
     on_both_abis(

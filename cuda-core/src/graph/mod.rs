@@ -71,7 +71,7 @@ use crate::driver::{GraphExecHandle, GraphHandle, GraphNodeHandle};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
-use crate::stream::Stream;
+use crate::stream::{Stream, WeakStream};
 use keep::{Keep, Kept};
 use std::sync::Arc;
 
@@ -513,8 +513,10 @@ pub struct GraphExec {
     device_launch: bool,
     /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
     extras: Vec<Kept>,
-    /// The stream of its last launch, tracked only while `extras` holds anything.
-    last: Cell<Option<Stream>>,
+    /// The stream of its last launch, tracked only while `extras` holds anything. Held
+    /// weakly: an executable graph must not keep a stream alive (a stream dropped while it
+    /// captured would stay open, and its capture with it, where nothing could reach it).
+    last: Cell<Option<WeakStream>>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -538,10 +540,39 @@ impl Drop for GraphExec {
         }
         // The values its kernel nodes were changed to use go once its last launch is done
         // (launches of one executable graph run one after another, so that is the last).
-        let Some(stream) = self.last.take() else {
+        let Some(last) = self.last.take() else {
             return;
         };
-        release_after_work(stream, extras);
+        match last.upgrade() {
+            Some(stream) => release_after_work(stream, extras),
+            // Its stream was dropped since: the launch runs on, and only its context's whole
+            // work can be waited for.
+            None => release_after_context(self.context.clone(), extras),
+        }
+    }
+}
+
+/// Releases `values` once all of `context`'s work is done: for a launch on a stream dropped
+/// since, whose work can be waited for only with the whole context's. Put off until no
+/// capture is open (a context's synchronisation waits for other threads' captures, and would
+/// invalidate the calling thread's own).
+fn release_after_context(context: Context, values: Vec<Kept>) {
+    crate::lifetime::captures::after_captures_run(Box::new(move || {
+        sync_then_release(&context, values);
+    }));
+}
+
+/// Waits for `context`'s work, then releases `values`; kept for good where the wait fails.
+fn sync_then_release(context: &Context, values: Vec<Kept>) {
+    match context.sync() {
+        Ok(()) => keep::release_later(values),
+        Err(e) => {
+            log::error!(
+                "waiting for the context of an executable graph whose last launch's stream \
+                 was dropped: {e}; the values it kept (kernels, buffers) are kept for good"
+            );
+            std::mem::forget(values);
+        }
     }
 }
 
@@ -567,17 +598,19 @@ fn release_after_work(stream: Stream, values: Vec<Kept>) {
     if stream.capturing() {
         // Not the stream itself: a stream dropped meanwhile ends its capture as it goes.
         let weak = stream.downgrade();
+        let context = stream.context().clone();
         drop(stream);
         crate::lifetime::captures::after_captures_run(Box::new(move || {
             match weak.upgrade() {
                 Some(stream) if !stream.capturing() => release_after_work(stream, values),
-                _ => {
-                    // Its stream was dropped during the capture (its work can no longer be
-                    // waited for without a wait on the whole device), or still captures:
-                    // kept for good, never released early.
+                // Dropped during the capture: its work can be waited for with its context's.
+                None => sync_then_release(&context, values),
+                Some(_) => {
+                    // Captures still (a capture the crate does not count): kept for good,
+                    // never released early.
                     log::error!(
                         "an executable graph was dropped while its stream captured, and the \
-                         stream is gone or captures still once no capture is open: the \
+                         stream captures still once no capture is open: the \
                          values it kept (kernels, buffers) are kept for good"
                     );
                     std::mem::forget(values);
@@ -661,8 +694,8 @@ impl GraphExec {
     fn note_last(&self, stream: &Stream) {
         let last = self.last.take();
         match last {
-            Some(last) if last.same_as(stream) => self.last.set(Some(last)),
-            _ => self.last.set(Some(stream.clone())),
+            Some(last) if last.is(stream) => self.last.set(Some(last)),
+            _ => self.last.set(Some(stream.downgrade())),
         }
     }
 

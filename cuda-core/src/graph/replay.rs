@@ -10,7 +10,7 @@ use crate::driver::{GraphNodeHandle, KernelHandle};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
-use crate::stream::Stream;
+use crate::stream::{Stream, WeakStream};
 
 mod nodes;
 
@@ -141,7 +141,11 @@ struct Entry {
     /// built the graph, its own stream included where one is, and by each run that read
     /// arguments since, with that run's stream): a run with launches declared unchanged,
     /// whose arguments it does not read, orders its launch with these (but its own stream).
-    built_homes: Vec<Stream>,
+    /// Held weakly: a region must not keep a stream alive (one dropped while it captured
+    /// would stay open, and its capture with it, where nothing could reach it). A stream gone
+    /// is the home of no argument an unchanged launch may give, since such a buffer must be
+    /// alive and keeps its deallocation stream.
+    built_homes: Vec<WeakStream>,
 }
 
 /// A kernel node: its kernel's handle, its shape, and where the bytes of its arguments now
@@ -542,21 +546,27 @@ fn note_home(homes: &mut Vec<Stream>, home: &Stream, stream: &Stream) {
 /// and apart from `note_home`: a second caller of `note_home` changed how `launch`'s
 /// comparison compiled (its argument loop unrolled), 5% slower against the stand-in.
 #[inline(never)]
-fn note_built_homes(homes: &mut Vec<Stream>, built: &[Stream], stream: &Stream) {
+fn note_built_homes(homes: &mut Vec<Stream>, built: &[WeakStream], stream: &Stream) {
     for home in built {
-        if !home.same_as(stream) && !homes.iter().any(|h| h.same_as(home)) {
-            homes.push(home.clone());
+        if !home.is(stream) && !homes.iter().any(|h| home.is(h)) {
+            // A stream gone has no live buffer left to order (`Entry::built_homes`).
+            if let Some(home) = home.upgrade() {
+                homes.push(home);
+            }
         }
     }
 }
 
-/// Adds this run's `homes` and its `stream` to an entry's `built` streams, each once. Out of
-/// line: runs that read their arguments pay a call, not the loop's code in the body.
+/// Adds this run's `homes` and its `stream` to an entry's `built` streams, each once, and
+/// forgets the streams gone (so that a program making a stream per run does not grow the
+/// list). Out of line: runs that read their arguments pay a call, not the loop's code in the
+/// body.
 #[inline(never)]
-fn note_read_homes(built: &mut Vec<Stream>, homes: &[Stream], stream: &Stream) {
+fn note_read_homes(built: &mut Vec<WeakStream>, homes: &[Stream], stream: &Stream) {
+    built.retain(WeakStream::alive);
     for home in homes.iter().chain([stream]) {
-        if !built.iter().any(|b| b.same_as(home)) {
-            built.push(home.clone());
+        if !built.iter().any(|b| b.is(home)) {
+            built.push(home.downgrade());
         }
     }
 }
@@ -859,9 +869,9 @@ impl Replay {
         // Every stream the build's buffer arguments are ordered on, its own included: a later
         // run on another stream orders its unread launches with each (`note_built_homes`
         // leaves out that run's own).
-        let mut built_homes = self.homes.clone();
+        let mut built_homes: Vec<WeakStream> = self.homes.iter().map(Stream::downgrade).collect();
         if stream_home {
-            built_homes.push(stream.clone());
+            built_homes.push(stream.downgrade());
         }
         self.entries.insert(
             0,
