@@ -268,6 +268,30 @@ fn semaphores_signal_and_wait_in_stream_order_and_release_after_their_streams() 
                 );
                 line_of(&log, "cuDestroyExternalSemaphore", sync);
 
+                // Dropped while a stream that used it captures (what it did there was before
+                // the capture): the release waits for that capture's end.
+                // SAFETY: as above.
+                let fourth = unsafe {
+                    ExternalSemaphore::import_fd(device, exported(0), SemaphoreKind::Timeline)
+                }
+                .unwrap();
+                first.signal_semaphore(&fourth, 1).unwrap();
+                // SAFETY: the capture records no memory work.
+                unsafe { first.begin_capture(CaptureMode::Global) }.unwrap();
+                standin::clear_log();
+                drop(fourth);
+                // Bug caught: the release waiting for the capturing stream at once, which the
+                // driver refuses, invalidating the capture (its end would then fail).
+                assert!(standin::calls("cuStreamSynchronize").is_empty());
+                assert!(standin::calls("cuDestroyExternalSemaphore").is_empty());
+                drop(first.end_capture().unwrap());
+                // Bug caught: a release put off for good.
+                let log = standin::log();
+                let log: Vec<&str> = log.lines().collect();
+                let end = line_of(&log, "cuStreamEndCapture", 0);
+                let sync = line_of(&log, "cuStreamSynchronize", end);
+                line_of(&log, "cuDestroyExternalSemaphore", sync);
+
                 // In a capture: the graph keeps the signal, so the semaphore is never destroyed.
                 // SAFETY: the capture records no memory work.
                 unsafe { first.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
@@ -326,6 +350,28 @@ fn gl_buffers_map_as_buffers_and_unmap_when_dropped() {
                 let unmap = line_of(&log, "cuGraphicsUnmapResources", sync);
                 line_of(&log, "cuGraphicsUnregisterResource", unmap);
                 assert!(!log.iter().any(|l| l.contains("!unregister-mapped")));
+
+                // A mapping dropped while its stream captures: unmapped after the capture.
+                // SAFETY: as above.
+                let gl =
+                    unsafe { GlBuffer::register(device, 18, GlRegisterFlags::empty()) }.unwrap();
+                let mapped = gl.map(&stream).unwrap();
+                // SAFETY: the capture records no memory work.
+                unsafe { stream.begin_capture(CaptureMode::Global) }.unwrap();
+                standin::clear_log();
+                drop(mapped);
+                drop(gl);
+                // Bug caught: the unmap (or a wait for it) made during the capture, which the
+                // driver refuses, invalidating it.
+                assert!(standin::calls("cuGraphicsUnmapResources").is_empty());
+                assert!(standin::calls("cuStreamSynchronize").is_empty());
+                drop(stream.end_capture().unwrap());
+                let log = standin::log();
+                let log: Vec<&str> = log.lines().collect();
+                // Bug caught: a mapping put off for good.
+                let end = line_of(&log, "cuStreamEndCapture", 0);
+                let unmap = line_of(&log, "cuGraphicsUnmapResources", end);
+                line_of(&log, "cuGraphicsUnregisterResource", unmap);
             },
         );
     }

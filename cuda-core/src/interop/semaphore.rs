@@ -63,10 +63,30 @@ impl Drop for Imported {
             );
             return;
         }
-        let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let release = Release {
+            handle: self.handle,
+            context: self.context.clone(),
+            streams: std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner())),
+        };
+        // A stream's or a context's synchronisation during a capture would be refused and
+        // invalidate it (a stream that used the semaphore may capture now, or the calling
+        // thread): put off until no capture is open (at once where none is).
+        crate::lifetime::captures::after_captures_run(Box::new(move || release.run()));
+    }
+}
+
+/// The destruction of an imported semaphore, after the work of the streams that used it.
+struct Release {
+    handle: ExternalSemaphoreHandle,
+    context: Context,
+    streams: Vec<WeakStream>,
+}
+
+impl Release {
+    fn run(self) {
         // A stream dropped since goes on with its work: then the whole context is waited for.
         let mut dropped = false;
-        for weak in &streams {
+        for weak in &self.streams {
             let waited = match weak.upgrade() {
                 Some(stream) => stream.sync_for_host(),
                 None => {
