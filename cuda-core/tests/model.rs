@@ -1338,6 +1338,12 @@ struct World {
     /// operation runs it (another one then skips).
     replay: Option<cuda_core::Replay>,
     replay_made: bool,
+    /// What each node of the region's graph of `n` launches (index `n`) was last given: the
+    /// buffer (held weakly, so that its address names it alone) and whether as its slice. A
+    /// launch is declared unchanged only where it gives the same, as `launch_unchanged`'s
+    /// contract asks: the debug build's check compares bytes, and a buffer allocated where a
+    /// freed one was has its bytes.
+    replay_args: [Vec<(std::sync::Weak<Buffer>, bool)>; 3],
     /// The program's pinned memory pool, made on first use, and the addresses of its buffers
     /// (no host function reads them: the stand-in's addresses are no host memory).
     pool: Option<Arc<PinnedMemoryPool>>,
@@ -1382,6 +1388,7 @@ impl World {
             kernel: None,
             replay: None,
             replay_made: false,
+            replay_args: Default::default(),
             pool: None,
             pool_buffers: Vec::new(),
             external: None,
@@ -2328,7 +2335,19 @@ fn apply(cx: &Cx<'_>, op: &Op) -> Result<(), String> {
                 return Ok(());
             };
             if let Some(exclusive) = Arc::get_mut(&mut buffer) {
-                let _ = exclusive.set_deallocation_stream(&stream);
+                if exclusive.set_deallocation_stream(&stream).is_ok() {
+                    // Its stream changed: no launch of it is declared unchanged until one reads
+                    // it again (`launch_unchanged` asks for the same deallocation stream).
+                    let mut world = cx.world();
+                    for nodes in &mut world.replay_args {
+                        if nodes
+                            .iter()
+                            .any(|(node, _)| std::ptr::eq(node.as_ptr(), Arc::as_ptr(&buffer)))
+                        {
+                            nodes.clear();
+                        }
+                    }
+                }
             }
             put_back(cx, b, buffer);
         }
@@ -2735,15 +2754,26 @@ fn replay_run(
     let config = cuda_core::LaunchConfig::new([1, 1, 1], [32, 1, 1]);
     let slice = buffer.slice(64..128).expect("buffers have 128 bytes");
     let arg: &dyn cuda_core::KernelArg = if part { &slice } else { &buffer };
+    let given = |(node, as_part): &(std::sync::Weak<Buffer>, bool)| {
+        *as_part == part && std::ptr::eq(node.as_ptr(), Arc::as_ptr(&buffer))
+    };
+    let same: Vec<bool> = {
+        let world = cx.world();
+        let nodes = &world.replay_args[launches];
+        (0..launches)
+            .map(|i| nodes.get(i).is_some_and(given))
+            .collect()
+    };
     // Refused on a capturing stream; otherwise one graph launch on `stream`.
-    let _ = region.run(&stream, |r| {
-        for i in 0..launches {
-            // Only where debug assertions check the promise: a release build would keep the
-            // built buffer without a word.
-            let declared = unchanged && (every || i == 1) && cfg!(debug_assertions);
+    let ran = region.run(&stream, |r| {
+        for (i, &given_before) in same.iter().enumerate() {
+            // Only where debug assertions check the promise (a release build would keep the
+            // built buffer without a word), and only where the node was given this buffer
+            // (a buffer at a freed one's address passes the check).
+            let declared = unchanged && (every || i == 1) && cfg!(debug_assertions) && given_before;
             if declared {
-                // SAFETY: the stand-in runs no kernel; where its buffer is not the one of the
-                // region's graph, the debug build's check refuses the run.
+                // SAFETY: the stand-in runs no kernel; the node was last given this buffer,
+                // alive, and so with the same deallocation stream.
                 unsafe { r.launch_unchanged(&config, &kernel, &[arg])? };
             } else {
                 // SAFETY: the stand-in runs no kernel.
@@ -2752,7 +2782,13 @@ fn replay_run(
         }
         Ok(())
     });
-    cx.world().replay = Some(region);
+    let mut world = cx.world();
+    // A run that failed may have changed the nodes or not: none is declared until one reads.
+    world.replay_args[launches] = match ran {
+        Ok(()) => vec![(Arc::downgrade(&buffer), part); launches],
+        Err(_) => Vec::new(),
+    };
+    world.replay = Some(region);
 }
 
 /// An NCCL group: an all-reduce of `send` into `recv` on stream `s`, and with `write` a fill of
@@ -5708,6 +5744,82 @@ fn model_a_legacy_buffer_dropped_while_a_blocking_stream_captures_is_freed() {
                         b: 1,
                         s: 1,
                         large: false,
+                    },
+                ),
+            ],
+            schedule: vec![],
+        },
+    );
+}
+
+/// A program of the model that broke `launch_unchanged`'s contract, found by other seeds: a
+/// region built over buffer 4, which is freed; buffer 1, allocated on another stream at the
+/// same address, is then given to a launch declared unchanged. The debug build's check
+/// compares bytes and passed it, and the graph ran unordered with buffer 1's stream. The model
+/// now declares a launch unchanged only where its node was given that very buffer.
+#[test]
+fn model_declares_unchanged_only_the_buffer_its_node_was_given() {
+    replay(
+        "model_declares_unchanged_only_the_buffer_its_node_was_given",
+        Program {
+            threads: 3,
+            streams: 3,
+            steps: vec![
+                (
+                    1,
+                    Op::NewStream {
+                        s: 1,
+                        blocking: false,
+                    },
+                ),
+                (
+                    2,
+                    Op::NewStream {
+                        s: 2,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 4,
+                        s: 0,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::Replay {
+                        b: 4,
+                        s: 0,
+                        part: false,
+                        twice: true,
+                        unchanged: false,
+                    },
+                ),
+                (0, Op::DropBuffer { b: 4 }),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 1,
+                        s: 1,
+                        large: true,
+                    },
+                ),
+                (
+                    0,
+                    Op::ReplayUnchanged {
+                        b: 1,
+                        s: 2,
+                        part: false,
+                        twice: true,
                     },
                 ),
             ],
