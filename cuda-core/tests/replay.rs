@@ -535,6 +535,38 @@ fn a_declared_unchanged_launch_that_changed_is_refused_in_debug_builds() {
                 assert!(!log.contains("cuGraphLaunch"), "{log}");
                 assert!(!log.contains("cuGraphExecKernelNodeSetParams"), "{log}");
             }
+
+            // The same bytes with another deallocation stream (as a buffer allocated where a
+            // freed one was has): the run would not be ordered with the new stream.
+            let home = common::stream(device);
+            let mut buffer = device
+                .memory_resource()
+                .unwrap()
+                .allocate(64, &home)
+                .unwrap();
+            let mut region = Replay::new();
+            let mut go = |buffer: &cuda_core::Buffer| {
+                region.run(&stream, |r| {
+                    // SAFETY: as above.
+                    unsafe { r.launch_unchanged(&config, &kernel, &[buffer]) }
+                })
+            };
+            go(&buffer).unwrap();
+            go(&buffer).unwrap();
+            let other = common::stream(device);
+            buffer.set_deallocation_stream(&other).unwrap();
+            standin::clear_log();
+            // Catches a check of bytes alone.
+            let err = go(&buffer).unwrap_err();
+            assert!(err.to_string().contains("deallocation stream"), "{err}");
+            assert!(
+                !standin::log().contains("cuGraphLaunch"),
+                "{}",
+                standin::log()
+            );
+            // The run's own stream needs no order: taken.
+            buffer.set_deallocation_stream(&stream).unwrap();
+            go(&buffer).unwrap();
         },
     );
 }

@@ -398,7 +398,9 @@ impl ReplayRecorder<'_> {
     ///
     /// In builds with debug assertions the arguments and the rest of the configuration are
     /// checked all the same, and a run whose unchanged launch changed is refused (nothing
-    /// launched).
+    /// launched); so is one whose buffer has a deallocation stream that neither the region's
+    /// graph was given nor is the run's (what a buffer allocated where a freed one was, the
+    /// same bytes, would have).
     ///
     /// ```no_run
     /// # use cuda_core::{Allocate, CodeType, Device, LaunchConfig, Program, ProgramOptions};
@@ -469,8 +471,8 @@ impl ReplayRecorder<'_> {
                 }
                 #[cfg(debug_assertions)]
                 if !*diverged {
-                    let same =
-                        entry.nodes[index].plain_and_same(config) && unchanged(entry, index, args);
+                    let same = entry.nodes[index].plain_and_same(config)
+                        && unchanged(entry, index, args, self.stream);
                     if !same {
                         self.refused = true;
                         return Err(changed_unchanged(index));
@@ -586,15 +588,21 @@ fn same_bytes(a: *const u8, b: *const u8, size: usize) -> bool {
     }
 }
 
-/// Whether the arguments of launch `index` are the bytes its node has (its shape matched).
+/// Whether the arguments of launch `index` are the bytes its node has (its shape matched),
+/// and each buffer's deallocation stream is `stream` or one the entry orders its unread
+/// launches with (a buffer allocated where a freed one was has its bytes, not its stream).
 #[cfg(debug_assertions)]
-fn unchanged(entry: &Entry, index: usize, args: &[&dyn KernelArg]) -> bool {
+fn unchanged(entry: &Entry, index: usize, args: &[&dyn KernelArg], stream: &Stream) -> bool {
     let node = &entry.nodes[index];
     let words = entry.args.words.as_ptr().cast::<u8>();
     let places = &entry.args.places[node.first..node.first + node.count];
     args.iter().zip(places).all(|(arg, &(first, size))| {
         let bytes = arg.arg();
-        bytes.size == size && same_bytes(bytes.ptr.cast(), words.wrapping_add(16 * first), size)
+        bytes.size == size
+            && same_bytes(bytes.ptr.cast(), words.wrapping_add(16 * first), size)
+            && bytes.home.is_none_or(|home| {
+                home.same_as(stream) || entry.built_homes.iter().any(|built| built.is(home))
+            })
     })
 }
 
@@ -605,8 +613,9 @@ fn changed_unchanged(index: usize) -> Error {
         name: "args",
         reason: format!(
             "launch {index} of the region was declared unchanged (launch_unchanged) but its \
-             arguments differ from its node's, or its configuration has a cluster, a \
-             cooperative launch or an attribute; use launch for arguments that change"
+             arguments differ from its node's, a buffer's deallocation stream is none the \
+             region's graph was given, or its configuration has a cluster, a cooperative \
+             launch or an attribute; use launch for arguments that change"
         ),
     }
 }
