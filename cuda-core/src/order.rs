@@ -178,6 +178,9 @@ pub(crate) fn in_stream_order<T>(
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     if homes.iter().all(|home| home.same_as(stream)) {
+        if !homes.is_empty() {
+            stream.note_own_home();
+        }
         return op();
     }
     across_streams(homes, stream, op)
@@ -208,6 +211,7 @@ fn shared_write<T>(
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     if homes.iter().all(|home| home.same_as(stream)) {
+        stream.note_own_home();
         let _door = Door::enter(homes);
         return op();
     }
@@ -225,6 +229,9 @@ fn across_streams<T>(
     // the wait back (a capture begun then would take the work but not the waits).
     let _door = Door::enter_with(homes, stream);
     if stream.capturing() {
+        // Nothing crosses the capture's boundary: the graph it ends in orders its launches
+        // with these streams instead.
+        stream.note_captured_homes(homes);
         return op();
     }
     wait_for_homes(homes, stream)?;

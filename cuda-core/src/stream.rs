@@ -14,6 +14,9 @@ use crate::lifetime::current::with_current;
 use crate::lifetime::small::SmallCache;
 
 mod calls;
+mod captured_homes;
+
+pub(crate) use captured_homes::take_captured_homes;
 mod recycle;
 
 /// `CU_STREAM_NON_BLOCKING`.
@@ -111,6 +114,9 @@ struct StreamInner {
     /// Set while a capture begun through [`Stream::begin_capture`] has not ended: dropped
     /// then, the stream ends it (discarding the graph) and is destroyed, not reused.
     capturing: AtomicBool,
+    /// Set when work captured on it, in a capture begun here, used a buffer of its own: the
+    /// graph the capture ends in is then ordered with it where it launches elsewhere.
+    own_captured: AtomicBool,
     /// Small buffers of the device's default pool freed on this stream (streams made here
     /// only: see `lifetime::small`).
     small: SmallCache,
@@ -287,6 +293,7 @@ impl Eq for Stream {}
 
 /// A stream not kept alive: what work put off until captures end holds, so that a stream
 /// dropped meanwhile still ends its own capture (its drop does).
+#[derive(Clone)]
 pub(crate) struct WeakStream(std::sync::Weak<StreamInner>);
 
 impl WeakStream {
@@ -299,6 +306,11 @@ impl WeakStream {
     /// counted.
     pub(crate) fn is(&self, stream: &Stream) -> bool {
         std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&stream.inner))
+    }
+
+    /// Whether this and `other` refer to one stream.
+    pub(crate) fn same(&self, other: &WeakStream) -> bool {
+        std::sync::Weak::ptr_eq(&self.0, &other.0)
     }
 
     /// Whether some clone of the stream is still alive.
@@ -458,6 +470,7 @@ impl Stream {
                 raw_used: AtomicBool::new(false),
                 worked: AtomicBool::new(false),
                 capturing: AtomicBool::new(false),
+                own_captured: AtomicBool::new(false),
                 small: SmallCache::default(),
                 deferred: Mutex::new(Vec::new()),
                 has_deferred: AtomicBool::new(false),
@@ -605,6 +618,28 @@ impl Stream {
         self.inner.capturing.load(Ordering::Acquire)
     }
 
+    /// Whether a capture begun here is open, by its flag alone (one relaxed load).
+    #[inline]
+    pub(crate) fn began_capture_relaxed(&self) -> bool {
+        self.inner.capturing.load(Ordering::Relaxed)
+    }
+
+    /// Notes, where a capture begun here is open, that work captured on this stream uses a
+    /// buffer of its own (two loads otherwise; a store the first time in a capture).
+    #[inline]
+    pub(crate) fn note_own_home(&self) {
+        let inner = &*self.inner;
+        if inner.capturing.load(Ordering::Relaxed) && !inner.own_captured.load(Ordering::Relaxed) {
+            inner.own_captured.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether work of the capture begun here that is ending used a buffer of this stream's
+    /// ([`Stream::note_own_home`]), forgotten for the next capture.
+    pub(crate) fn take_own_captured(&self) -> bool {
+        self.inner.own_captured.swap(false, Ordering::Relaxed)
+    }
+
     /// Begins a capture in mode `code` (`cuStreamBeginCapture`) through the gate that keeps
     /// captures and context synchronisations apart, flagged and counted open where it
     /// succeeds.
@@ -623,6 +658,7 @@ impl Stream {
                 self.capture_query(|driver, handle| driver.stream_begin_capture(handle, code))
             },
         )?;
+        self.inner.own_captured.store(false, Ordering::Relaxed);
         self.inner.capturing.store(true, Ordering::Release);
         Ok(())
     }
@@ -839,12 +875,20 @@ impl Stream {
         wait: impl FnOnce(&'static dyn Driver, StreamHandle) -> Result<()>,
     ) -> Result<()> {
         let _door = crate::order::Door::enter(&[self]);
-        if !self.inner.may_block {
-            return self.queue(wait);
-        }
-        crate::lifetime::captures::joining(self.inner.context_handle.0 as usize, || {
+        let waited = if !self.inner.may_block {
             self.queue(wait)
-        })
+        } else {
+            crate::lifetime::captures::joining(self.inner.context_handle.0 as usize, || {
+                self.queue(wait)
+            })
+        };
+        // A stream that joined a capture (a fork): work captured on it over its own buffers
+        // records no order with its work before the capture, so the graph's launches are
+        // ordered with it.
+        if waited.is_ok() {
+            self.note_captured_homes(&[self]);
+        }
+        waited
     }
 
     /// The stripe of the door's locks this stream's cross-stream orderings take

@@ -391,6 +391,87 @@ fn a_stream_dropped_mid_capture_ends_it_and_is_not_reused() {
     );
 }
 
+/// A captured graph's launches are ordered with the streams of the buffers its work used
+/// (as a graph built node by node's are): another stream's buffer, and the capture's own
+/// stream where the graph launches on another. On the capture's stream with its own buffers
+/// a launch is one driver call.
+#[test]
+fn a_captured_graph_is_ordered_with_its_buffers_streams() {
+    use crate::common::standin;
+    for abi in ["12", "13"] {
+        standin::run(
+            module_path!(),
+            "a_captured_graph_is_ordered_with_its_buffers_streams",
+            &[],
+            &[("CUDA_CORE_DRIVER_ABI", abi)],
+            || {
+                let device = cuda_core::Device::new(0).unwrap();
+                let kernel = cuda_core::ObjectCode::from_cubin(standin::cubin())
+                    .get_kernel("k1")
+                    .unwrap();
+                let config = LaunchConfig::for_elements(1, 1);
+                let (origin, home, elsewhere) = (
+                    common::stream(device),
+                    common::stream(device),
+                    common::stream(device),
+                );
+                let pool = device.memory_resource().unwrap();
+                let own = pool.allocate(64, &origin).unwrap();
+                let other = pool.allocate(64, &home).unwrap();
+                let capture = |buffer: &cuda_core::Buffer| {
+                    // SAFETY: the stand-in runs nothing; the buffers outlive the graphs.
+                    unsafe { origin.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                    // SAFETY: as above.
+                    unsafe { launch(&origin, &config, &kernel, &[buffer]) }.unwrap();
+                    origin
+                        .end_capture()
+                        .unwrap()
+                        .instantiate(GraphOptions::default())
+                        .unwrap()
+                };
+                let graph = capture(&own);
+                standin::clear_log();
+                graph.launch(&origin).unwrap();
+                // Catches a cost on the plain case: one launch, nothing else.
+                assert_eq!(standin::log().lines().count(), 1, "{}", standin::log());
+                standin::clear_log();
+                graph.launch(&elsewhere).unwrap();
+                let log = standin::log();
+                // Catches a launch on another stream unordered with the capture's stream,
+                // whose work before the capture (the buffer's allocation) it then races.
+                let wait = log.find("cuStreamWaitEvent").expect(&log);
+                assert!(wait < log.find("cuGraphLaunch").expect(&log), "{log}");
+
+                let graph = capture(&other);
+                standin::clear_log();
+                graph.launch(&origin).unwrap();
+                let log = standin::log();
+                // Catches the other stream's buffer used without waiting for its stream (the
+                // capture could not wait across its boundary), and that stream not waiting
+                // for the launch (a later free there would race it).
+                let launched = log.find("cuGraphLaunch").expect(&log);
+                let waits: Vec<usize> = log
+                    .match_indices("cuStreamWaitEvent")
+                    .map(|m| m.0)
+                    .collect();
+                assert!(waits.iter().any(|&w| w < launched), "{log}");
+                assert!(waits.iter().any(|&w| w > launched), "{log}");
+
+                // Launched on the other buffer's own stream while the capture's stream
+                // captures again: its work used no buffer of the capture's stream, which it
+                // is not ordered with (catches an order with it, which the capture would
+                // refuse, or which would pull the launch into it).
+                // SAFETY: as above.
+                unsafe { origin.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+                standin::clear_log();
+                graph.launch(&home).unwrap();
+                assert_eq!(standin::log().lines().count(), 1, "{}", standin::log());
+                drop(origin.end_capture().unwrap());
+            },
+        );
+    }
+}
+
 /// A graph of the primary context is refused on a green context's stream (review N15): it
 /// would run its kernels on every SM, outside the green context's. Bug caught: only the device
 /// was compared, and the launch went to the driver. The stream's own context's graph launches.

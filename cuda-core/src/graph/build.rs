@@ -251,6 +251,7 @@ pub trait BuildGraph: seal::Buildable {
         for home in &child.state.homes {
             target.state.add_home(home);
         }
+        target.state.add_captured_homes(&child.state.captured_homes);
         for (buffer, copy) in &child.state.gated {
             super::add_gated(
                 &mut target.state.gated,

@@ -108,9 +108,13 @@ impl Stream {
         // another's capture (whose end is refused, the driver still saying it captures) is no
         // origin, and stays unflagged (the model test found it flagged for good).
         let began = self.began_capture();
+        let noted = self.capture_id_if_noted();
         let ending = crate::lifetime::captures::ending();
         let flagged = self.lower_capturing();
         let ended = self.queue(|driver, handle| driver.stream_end_capture(handle));
+        // The streams of other streams' buffers its work used, for the graph's launches.
+        let homes = noted.map(crate::stream::take_captured_homes);
+        let own = self.take_own_captured();
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
         // ends with its error; one ended from another thread than its own stays open by the
         // documentation, and the 580 driver ends a thread-local one): the driver says which.
@@ -126,7 +130,16 @@ impl Stream {
         // queued before the capture (nothing, while a capture is still open on it).
         self.drain_deferred();
         let handle = ended.map_err(|e| capture_error(e, "end_capture"))?;
-        Ok(Graph::from_handle(handle, self.context().clone()))
+        let mut graph = Graph::from_handle(handle, self.context().clone());
+        // Its own stream where its work used a buffer of it: a launch on another stream is
+        // then ordered with the work queued here before the capture (that allocation).
+        if own {
+            graph.state.add_captured_homes(&[self.downgrade()]);
+        }
+        if let Some(homes) = homes {
+            graph.state.add_captured_homes(&homes);
+        }
+        Ok(graph)
     }
 
     /// Whether this stream is capturing (`cuStreamIsCapturing`).

@@ -129,6 +129,9 @@ pub(crate) struct GraphState {
     /// (a graph is not `Sync`).
     keep: RefCell<Keep>,
     homes: Vec<Stream>,
+    /// The streams of buffers that work captured into it used, not kept alive (a captured
+    /// graph holds no buffer: its caller keeps them alive, and each keeps its stream).
+    captured_homes: Vec<WeakStream>,
     /// The buffers of its nodes whose access from the graph's device can be revoked (host
     /// memory of a pool, another device's memory), each with whether only copies use it:
     /// checked at each launch of its executable graphs, as work queued on them is.
@@ -178,6 +181,11 @@ impl GraphState {
     fn add_home(&mut self, stream: &Stream) {
         add_home(&mut self.homes, stream);
     }
+
+    /// Notes `streams`, of buffers that captured work used, each once.
+    fn add_captured_homes(&mut self, streams: &[WeakStream]) {
+        add_captured_homes(&mut self.captured_homes, streams);
+    }
 }
 
 /// Notes `buffer`, used by a node of a graph of `device` (`copy`: by copies only), among
@@ -198,6 +206,15 @@ pub(super) fn add_gated(
         // A use that is not a copy asks the stricter question.
         Some((_, only_copies)) => *only_copies &= copy,
         None => gated.push((buffer.clone(), copy)),
+    }
+}
+
+/// Adds each of `streams` still alive to `homes` unless it is there already.
+fn add_captured_homes(homes: &mut Vec<WeakStream>, streams: &[WeakStream]) {
+    for stream in streams {
+        if stream.alive() && !homes.iter().any(|home| home.same(stream)) {
+            homes.push(stream.clone());
+        }
     }
 }
 
@@ -283,6 +300,10 @@ impl Graph {
         let mut clone = Graph::from_handle(handle, self.context.clone());
         keep.share(driver, handle, clone.state.keep.get_mut())?;
         clone.state.homes.clone_from(&self.state.homes);
+        clone
+            .state
+            .captured_homes
+            .clone_from(&self.state.captured_homes);
         clone.state.gated.clone_from(&self.state.gated);
         clone.state.allocations = self
             .state
@@ -424,6 +445,7 @@ impl Graph {
             context: self.context.clone(),
             source: self.serial,
             homes: self.state.homes.clone(),
+            captured_homes: self.state.captured_homes.clone(),
             gated: self.state.gated.clone(),
             device_launch: options.device_launch,
             extras: Vec::new(),
@@ -507,6 +529,8 @@ pub struct GraphExec {
     source: u64,
     /// The streams its buffers are ordered on.
     homes: Vec<Stream>,
+    /// The streams of buffers its captured work used (see `GraphState`), not kept alive.
+    captured_homes: Vec<WeakStream>,
     /// Its buffers whose access can be revoked, checked at each launch (see `GraphState`).
     gated: Vec<(Arc<Buffer>, bool)>,
     /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
@@ -647,7 +671,11 @@ impl GraphExec {
     /// [`Stream::begin_capture`]). Buffers of the graph's nodes whose deallocation stream is
     /// another stream are kept in stream order as [`launch`](crate::launch) keeps its
     /// arguments: `stream` waits for the work queued on theirs so far, and theirs wait for
-    /// the launch. On the same stream this costs nothing.
+    /// the launch. On the same stream this costs nothing. A captured graph is ordered so with
+    /// the streams of the buffers its captured work used (which the capture could not wait
+    /// for across its boundary), with the streams that joined the capture, and with the
+    /// capture's own stream: launched on that stream, over buffers of its own, it costs
+    /// nothing either.
     #[doc(alias = "cuGraphLaunch")]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.check_stream(stream)?;
@@ -659,11 +687,16 @@ impl GraphExec {
             queued = true;
             Ok(())
         };
-        let launched = if self.homes.iter().all(|home| home.same_as(stream)) {
+        let launched = if self.homes.iter().all(|home| home.same_as(stream))
+            && self.captured_homes.iter().all(|home| home.is(stream))
+        {
+            if !self.homes.is_empty() || !self.captured_homes.is_empty() {
+                // Launched into a capture of its stream, over that stream's buffers.
+                stream.note_own_home();
+            }
             queue()
         } else {
-            let homes: Vec<&Stream> = self.homes.iter().collect();
-            crate::order::in_stream_order(&homes, stream, queue)
+            self.launch_across(stream, queue)
         };
         // A launch the driver took is the last that may use the extras, even where ordering
         // the homes after it then failed (and this reports that error).
@@ -686,6 +719,21 @@ impl GraphExec {
             .iter()
             .map(|(buffer, copy)| buffer.check_reachable(stream, "the graph's memory", *copy))
             .collect()
+    }
+
+    /// Queues the launch (`queue`) in the stream order of the graph's buffers of other streams
+    /// than `stream`: those of its nodes, and those of its captured work still alive (a gone
+    /// one is the stream of no buffer a launch may use).
+    #[cold]
+    #[inline(never)]
+    fn launch_across(&self, stream: &Stream, queue: impl FnOnce() -> Result<()>) -> Result<()> {
+        let captured: Vec<Stream> = self
+            .captured_homes
+            .iter()
+            .filter_map(WeakStream::upgrade)
+            .collect();
+        let homes: Vec<&Stream> = self.homes.iter().chain(&captured).collect();
+        crate::order::in_stream_order(&homes, stream, queue)
     }
 
     /// Notes `stream` as the one of the last launch; a stream already noted is not cloned
@@ -751,6 +799,7 @@ impl GraphExec {
         for home in &graph.state.homes {
             add_home(&mut self.homes, home);
         }
+        add_captured_homes(&mut self.captured_homes, &graph.state.captured_homes);
         for (buffer, copy) in &graph.state.gated {
             add_gated(&mut self.gated, buffer, *copy, self.context.device());
         }

@@ -205,8 +205,9 @@ unsafe fn launch_with(
         &mut spilled
     };
     // One pass: each argument's address, and its size against the parameter's; and whether a
-    // buffer is ordered on another stream than the launch's.
-    let mut across = false;
+    // buffer is ordered on another stream than the launch's (or the stream captures, in a
+    // capture begun there: that path notes its buffers for the graph).
+    let mut across = stream.began_capture_relaxed();
     for (index, (slot, arg)) in pointers.iter_mut().zip(args).enumerate() {
         let wanted = params.map(|params| params[index].size);
         let bytes = arg_bytes(*arg, wanted);
@@ -259,8 +260,9 @@ unsafe fn launch_with(
     queue()
 }
 
-/// A launch that uses buffers ordered on other streams than its own: see
-/// [`in_stream_order`](crate::order::in_stream_order).
+/// A launch that uses buffers ordered on other streams than its own (see
+/// [`in_stream_order`](crate::order::in_stream_order)), or on a stream in a capture begun
+/// there, whose buffers are noted for the graph the capture ends in.
 #[cold]
 #[inline(never)]
 fn launch_across(
@@ -269,12 +271,19 @@ fn launch_across(
     queue: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let mut homes: Vec<&Stream> = Vec::new();
+    let mut own = false;
     for arg in args {
         if let Some(home) = arg.arg().home {
-            if !home.same_as(stream) && !homes.iter().any(|h| h.same_as(home)) {
+            if home.same_as(stream) {
+                own = true;
+            } else if !homes.iter().any(|h| h.same_as(home)) {
                 homes.push(home);
             }
         }
+    }
+    if own {
+        // Captured over a buffer of its own stream: noted for the graph the capture ends in.
+        stream.note_own_home();
     }
     crate::order::in_stream_order(&homes, stream, queue)
 }
