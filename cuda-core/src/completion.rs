@@ -66,6 +66,10 @@ impl Stream {
     /// woken on a driver thread: wakers of executors only schedule the task, which is fine
     /// there; a waker of one's own must not call CUDA.
     ///
+    /// The future holds the stream (to ask it whether it failed). So a capture begun on the
+    /// stream while the future is pending stays open, should the stream's other values be
+    /// dropped, until the future is dropped or ready: end captures before dropping a stream.
+    ///
     /// ```no_run
     /// # async fn run() -> Result<(), cuda_core::Error> {
     /// use cuda_core::{Allocate, Device, StreamOptions};
