@@ -15,9 +15,9 @@ use crate::lifetime::small::SmallCache;
 
 mod calls;
 mod captured_homes;
+mod recycle;
 
 pub(crate) use captured_homes::take_captured_homes;
-mod recycle;
 
 /// `CU_STREAM_NON_BLOCKING`.
 const NON_BLOCKING: u32 = 1;
@@ -614,14 +614,9 @@ impl Stream {
     }
 
     /// Whether a capture `begin_capture` began on this stream is open, by the crate's flag.
+    #[inline]
     pub(crate) fn began_capture(&self) -> bool {
         self.inner.capturing.load(Ordering::Acquire)
-    }
-
-    /// Whether a capture begun here is open, by its flag alone (one relaxed load).
-    #[inline]
-    pub(crate) fn began_capture_relaxed(&self) -> bool {
-        self.inner.capturing.load(Ordering::Relaxed)
     }
 
     /// Notes, where a capture begun here is open, that work captured on this stream uses a

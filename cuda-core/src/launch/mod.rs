@@ -207,7 +207,7 @@ unsafe fn launch_with(
     // One pass: each argument's address, and its size against the parameter's; and whether a
     // buffer is ordered on another stream than the launch's (or the stream captures, in a
     // capture begun there: that path notes its buffers for the graph).
-    let mut across = stream.began_capture_relaxed();
+    let mut across = stream.began_capture();
     for (index, (slot, arg)) in pointers.iter_mut().zip(args).enumerate() {
         let wanted = params.map(|params| params[index].size);
         let bytes = arg_bytes(*arg, wanted);

@@ -27,11 +27,10 @@ fn noted() -> std::sync::MutexGuard<'static, Vec<(u64, Vec<WeakStream>)>> {
 
 impl Stream {
     /// Notes `homes` for the capture this stream is in, for the graph it ends in. Nothing
-    /// where the driver says it is in none (or an invalidated one).
+    /// where the driver says it is in none.
     #[cold]
     pub(crate) fn note_captured_homes(&self, homes: &[&Stream]) {
-        let Ok((1, id)) = self.capture_query(|driver, handle| driver.stream_capture_info(handle))
-        else {
+        let Some(id) = self.capture_now() else {
             return;
         };
         let mut noted = noted();
@@ -60,10 +59,7 @@ impl Stream {
         if !ANY.load(Ordering::Acquire) {
             return None;
         }
-        match self.capture_query(|driver, handle| driver.stream_capture_info(handle)) {
-            Ok((_, id)) if id != 0 => Some(id),
-            _ => None,
-        }
+        self.capture_now()
     }
 }
 
