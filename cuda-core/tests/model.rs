@@ -123,7 +123,8 @@
 //! `CUDA_CORE_MODEL_SEED`; run another number with `CUDA_CORE_MODEL_CASES`, or one family alone
 //! with `CUDA_CORE_MODEL_ONLY` (`all` for the whole mix); count failures by kind instead of
 //! stopping at the first with `CUDA_CORE_MODEL_TALLY=1`; and count what the programs reached
-//! with `CUDA_CORE_MODEL_STATS=1`. A failing program is shrunk, then minimised step by step
+//! with `CUDA_CORE_MODEL_STATS=1`; a program whose threads are stuck keeps its process alive
+//! for ten minutes, for a debugger, with `CUDA_CORE_MODEL_STUCK_WAIT=1`. A failing program is shrunk, then minimised step by step
 //! (the prelude's too), and printed as a regression test's `replay` takes it.
 
 use std::cell::{Cell, RefCell};
@@ -859,6 +860,12 @@ enum Doing {
     /// for a later operation: see [`BLOCKED_AFTER`]), so the baton went on without it. It
     /// waits for the baton again at its next driver call.
     Blocked(usize),
+    /// Ending the captures it began, as the stall watcher asked while it was idle (see
+    /// [`unstall`]): no operation starts on it until it is done, and its driver calls go on
+    /// without the baton. (Taken for idle meanwhile, it was once given the next operation
+    /// while it waited for a lock of the crate's: the watch, seeing it asleep in no wait of
+    /// the baton's own, woke it for ever instead of taking it for blocked.)
+    Ending,
 }
 
 /// Where the baton goes at a decision: a paused thread resumes, or the next operation starts.
@@ -1035,6 +1042,8 @@ impl Baton {
                 }
                 Doing::Idle if state.end_asked[t] => {
                     state.end_asked[t] = false;
+                    state.waiting[t] = false;
+                    state.doing[t] = Doing::Ending;
                     return Some(Next::EndCaptures);
                 }
                 _ => {}
@@ -1042,6 +1051,27 @@ impl Baton {
             state.waiting[t] = true;
             state = self.wakes[t].wait(state).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Thread `t` ended the captures it began ([`Next::EndCaptures`]): idle again, and the
+    /// baton, if nobody holds it, goes to the oldest paused thread or the next operation.
+    fn ended_captures(&self, t: usize) {
+        let mut state = self.lock();
+        state.doing[t] = Doing::Idle;
+        state.steps += 1;
+        if state.holder.is_none() {
+            match state.candidates().first() {
+                Some(&pick) => state.give(pick),
+                None => {
+                    if state.doing.iter().all(|d| *d == Doing::Idle)
+                        && (state.failed || state.next >= state.threads_of.len())
+                    {
+                        state.over = true;
+                    }
+                }
+            }
+        }
+        self.wake(&state);
     }
 
     /// Asks every idle thread to end the captures it began (see [`unstall`]).
@@ -3080,7 +3110,8 @@ fn run_ops(
             Next::Op(index) => index,
             Next::EndCaptures => {
                 standin::mark(&format!("stall: thread {t} ends the captures it began"));
-                end_captures(&world.lock().unwrap_or_else(|e| e.into_inner()));
+                end_captures(world);
+                baton.ended_captures(t);
                 continue;
             }
         };
@@ -3115,26 +3146,7 @@ fn unstall(world: &Mutex<World>, baton: Option<&Baton>, quiet: Duration, ended: 
             baton.ask_idle_to_end_captures();
         }
         standin::mark("stall: end the program's captures");
-        let streams = {
-            let world = world.lock().unwrap_or_else(|e| e.into_inner());
-            let mut streams = reachable_streams(&world);
-            // (Clones left out here are dropped while the world, which holds the stream too,
-            // is locked: never the last.)
-            streams.retain(|s| world.began.contains(&handle_of(s)) && capturing(s));
-            streams
-        };
-        for stream in &streams {
-            if capturing(stream) {
-                let _ = stream.end_capture();
-            }
-        }
-        // Kept to the program's end, not dropped here: a thread that an end lets go runs on
-        // alongside this one and may drop its own clone meanwhile (a slot replaced), and the
-        // last clone dropped here would be recycled into this thread's own list (the crate
-        // keeps a dropped handle for reuse per thread), which outlives the program, so the
-        // leak check would count it (see `the_stall_watcher_drops_no_stream_of_the_program`).
-        let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
-        world.kept_streams.extend(streams);
+        end_captures(world);
     }
 }
 
@@ -3230,17 +3242,43 @@ fn stuck(program: &Program, why: &str) -> ! {
         standin::log()
     );
     println!("model: a program's threads are stuck; no more programs can run in this process");
+    if std::env::var_os("CUDA_CORE_MODEL_STUCK_WAIT").is_some() {
+        // For a debugger: `gdb -p PID -batch -ex "thread apply all bt"` shows who waits on what.
+        println!(
+            "model: process {} waits 10 minutes before it ends",
+            std::process::id()
+        );
+        std::thread::sleep(Duration::from_secs(600));
+    }
     std::process::exit(101)
 }
 
 /// Ends every capture still open on a stream the program can reach.
-fn end_captures(world: &World) {
-    for stream in reachable_streams(world) {
-        // Only captures begun on it (see `Op::End`).
-        if capturing(&stream) && world.began.contains(&handle_of(&stream)) {
+fn end_captures(world: &Mutex<World>) {
+    // Only captures begun on it (see `Op::End`). Collected with the world locked, ended
+    // without it: an end may wait for a lock of the crate's that a thread paused at a driver
+    // call holds (a capture's begin holds the capture gate through the driver's call), and
+    // that thread, or the watch that would let it go on, may need the world first.
+    let streams = {
+        let world = world.lock().unwrap_or_else(|e| e.into_inner());
+        let mut streams = reachable_streams(&world);
+        // (Clones left out here are dropped while the world, which holds the stream too,
+        // is locked: never the last.)
+        streams.retain(|s| world.began.contains(&handle_of(s)) && capturing(s));
+        streams
+    };
+    for stream in &streams {
+        if capturing(stream) {
             let _ = stream.end_capture();
         }
     }
+    // Kept to the program's end, not dropped here: a thread that an end lets go runs on
+    // alongside this one and may drop its own clone meanwhile (a slot replaced), and the
+    // last clone dropped here would be recycled into this thread's own list (the crate
+    // keeps a dropped handle for reuse per thread), which outlives the program, so the
+    // leak check would count it (see `the_stall_watcher_drops_no_stream_of_the_program`).
+    let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+    world.kept_streams.extend(streams);
 }
 
 /// Ends what the program left (`None`: a step did not return): held host functions, captures (from each thread in turn, so
@@ -3256,7 +3294,7 @@ fn cleanup(
         let world = world.clone();
         let ended = worker.run(move || {
             standin::mark(&format!("cleanup: end captures from thread {thread}"));
-            end_captures(&world.lock().unwrap_or_else(|e| e.into_inner()));
+            end_captures(&world);
             Ok(())
         })?;
         if ended.is_err() {
@@ -3273,10 +3311,10 @@ fn cleanup(
         guard.completions.clear();
         drop(guard);
         settle(base)?;
-        let guard = world.lock().unwrap_or_else(|e| e.into_inner());
-        end_captures(&guard);
-        let synced = guard.device.sync();
-        drop(guard);
+        end_captures(&world);
+        // (Without the world locked: a wait for the crate's locks must not hold it.)
+        let device = world.lock().unwrap_or_else(|e| e.into_inner()).device;
+        let synced = device.sync();
         settle(base)?;
         synced.map_err(|e| format!("the device's synchronisation at the end failed: {e}"))?;
         standin::mark("cleanup: drop buffers, events and streams");
@@ -4204,11 +4242,14 @@ fn generated_programs_keep_the_invariants() {
                     let mut first = first.lock().unwrap_or_else(|e| e.into_inner());
                     if first.is_none() {
                         found_at.store(run, Ordering::Relaxed);
+                        // Shown now, not only at the end: a shrunk program may then get stuck
+                        // on what this failure left behind, which ends the process.
                         println!(
                             "model: program {run} failed first, {} of the {family} slice \
-                             ({:?})",
+                             ({:?}):\n{}\n{e}",
                             run - slice_start,
-                            started.elapsed()
+                            started.elapsed(),
+                            program.to_rust()
                         );
                     }
                     first.get_or_insert_with(|| format!("{program:#?}\n{e}"));
