@@ -645,7 +645,7 @@ impl Stream {
         let _door = crate::order::Door::enter(&[self]);
         // Begun outside the legacy stream's gate (whose lock the capture gate holds here):
         // the driver refuses to capture the legacy stream in any case.
-        crate::lifetime::captures::begin(
+        let _steady = crate::lifetime::captures::begin(
             self.inner.context_handle.0 as usize,
             self.inner.handle.0 as usize,
             || {
@@ -653,6 +653,7 @@ impl Stream {
                 self.capture_query(|driver, handle| driver.stream_begin_capture(handle, code))
             },
         )?;
+        // Flagged before any end can run (the guard keeps ends off until then).
         self.inner.own_captured.store(false, Ordering::Relaxed);
         self.inner.capturing.store(true, Ordering::Release);
         Ok(())

@@ -837,3 +837,51 @@ fn a_blocking_capture_begins_after_a_legacy_call_under_way() {
         },
     );
 }
+
+/// One thread begins relaxed captures of a stream over and over while another ends them: each
+/// end comes before, amid or after a begin. Then a third thread synchronises the device, which
+/// waits for other threads' open captures. Catches an end that fell between the driver's begin
+/// and the crate's flag of it: the end found the stream unflagged and left the capture counted
+/// open for good, so the synchronisation waited for ever (and the flag, raised after the end,
+/// said the stream still captured).
+#[test]
+fn ends_racing_begins_leave_no_capture_counted_open() {
+    standin::run(
+        module_path!(),
+        "ends_racing_begins_leave_no_capture_counted_open",
+        &[],
+        &[("STANDIN_MODEL", "1")],
+        || {
+            let device = cuda_core::Device::new(0).unwrap();
+            let stream = device.create_stream(StreamOptions::default()).unwrap();
+            let rounds = 60_000;
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    for _ in 0..rounds {
+                        // SAFETY: nothing is allocated, freed or queued on the stream.
+                        let _ = unsafe { stream.begin_capture(CaptureMode::Relaxed) };
+                    }
+                });
+                t.spawn(|| {
+                    for round in 0..rounds {
+                        let _ = stream.end_capture();
+                        if round % 1000 == 0 {
+                            standin::clear_log();
+                        }
+                    }
+                });
+            });
+            // The last begin's capture, if its end came first.
+            let _ = stream.end_capture();
+            assert_eq!(stream.capture_status().unwrap(), CaptureStatus::None);
+            let (done, synced) = mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = done.send(device.sync());
+            });
+            let synced = synced
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the device's synchronisation waits for a capture no thread has open");
+            synced.unwrap();
+        },
+    );
+}

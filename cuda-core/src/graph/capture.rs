@@ -94,10 +94,14 @@ impl Stream {
     /// [`Error::Capture`]; so is ending a stream that was not capturing.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(&self) -> Result<Graph> {
+        // No capture begins or ends on another thread from the question below to the flag's
+        // update: a begin between them would be counted ended (or left counted open).
+        let ending = crate::lifetime::captures::ending();
         // A stream the driver says captures nothing is refused before the end, which would
         // fail (a failed call compute-sanitizer reports as the caller's error).
         if let Ok(0) = self.capture_query(|driver, handle| driver.stream_is_capturing(handle)) {
             self.set_capturing(false);
+            drop(ending);
             return Err(Error::Capture {
                 reason: "the stream was not capturing (end_capture: cuStreamIsCapturing says \
                          no capture is open on it)"
@@ -109,7 +113,6 @@ impl Stream {
         // origin, and stays unflagged (the model test found it flagged for good).
         let began = self.began_capture();
         let noted = self.capture_id_if_noted();
-        let ending = crate::lifetime::captures::ending();
         let flagged = self.lower_capturing();
         let ended = self.queue(|driver, handle| driver.stream_end_capture(handle));
         // The streams of other streams' buffers its work used, for the graph's launches.

@@ -93,11 +93,18 @@ fn lock() -> MutexGuard<'static, Gate> {
 /// ([`on_legacy_stream`]): the driver refuses a context's synchronisation while a stream of it
 /// captures, and work on the legacy stream while a blocking stream of its context captures,
 /// and invalidates the capture.
+///
+/// Where it succeeds, no capture ends until the guard it gives is dropped ([`steady`]): the
+/// caller flags its stream capturing first, so that an end on another thread never comes
+/// between the driver's begin and the flag (it would find the stream unflagged and leave the
+/// capture counted open for good, and the flag raised after it would say a stream captures
+/// that does not).
 pub(crate) fn begin<E>(
     context: usize,
     stream: usize,
     begin: impl FnOnce() -> Result<(), E>,
-) -> Result<(), E> {
+) -> Result<std::sync::RwLockReadGuard<'static, ()>, E> {
+    let steady = steady();
     let mut gate = lock();
     // Counted before the legacy calls are looked at, so that a legacy call starting now sees
     // a capture beginning and takes the gate (both sides: one sequentially consistent add,
@@ -109,6 +116,9 @@ pub(crate) fn begin<E>(
     if let Err(e) = begin() {
         let last = OPEN.fetch_sub(1, Ordering::SeqCst) == 1;
         drop(gate);
+        // Before what was put off runs: a context's synchronisation among it may wait for a
+        // capture begun since to end, which this guard would keep from ending.
+        drop(steady);
         CHANGED.notify_all();
         if last {
             finish_later();
@@ -120,7 +130,7 @@ pub(crate) fn begin<E>(
         context,
         thread: std::thread::current().id(),
     });
-    Ok(())
+    Ok(steady)
 }
 
 /// Counts the capture of the stream `stream` ended; the last one to end finishes what was
@@ -376,7 +386,7 @@ mod tests {
     #[test]
     fn a_late_finish_leaves_work_put_off_for_a_capture_begun_since() {
         let (context, stream) = (0x5eed_0000_usize, 0x5eed_0100_usize);
-        begin(context, stream, || Ok::<(), ()>(())).unwrap();
+        drop(begin(context, stream, || Ok::<(), ()>(())).unwrap());
         let ran = Arc::new(AtomicBool::new(false));
         let flag = ran.clone();
         after_captures_run(Box::new(move || flag.store(true, Ordering::SeqCst)));
