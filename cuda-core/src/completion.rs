@@ -15,7 +15,7 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::event::Event;
+use crate::event::{Event, EventOptions};
 use crate::stream::Stream;
 
 /// What the host function and the future share.
@@ -36,14 +36,18 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 #[must_use = "a future does nothing unless awaited or polled"]
 pub struct StreamCompletion {
     shared: Arc<Mutex<Shared>>,
-    stream: Stream,
+    /// Recorded on the stream just after the host function: what a poll asks (the work's end,
+    /// or the stream's failure), so that the future holds no stream. Held, a stream dropped
+    /// while it captured would keep its capture open while the future is pending, and a
+    /// context's synchronisation on another thread would wait for it for ever.
+    event: Event,
 }
 
 impl std::fmt::Debug for StreamCompletion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamCompletion")
             .field("done", &lock(&self.shared).done)
-            .field("stream", &self.stream)
+            .field("event", &self.event)
             .finish()
     }
 }
@@ -55,20 +59,22 @@ impl Stream {
     /// within the driver's host-function latency of the work's end. Work queued after this
     /// call is not waited for.
     ///
-    /// A failure of the stream (a kernel's fault) is the future's error: each poll before the
-    /// host function ran also asks `cuStreamQuery` once, since a failed stream runs no more
-    /// host functions (not while the stream captures, which the question would break, and
-    /// with this thread's capture mode relaxed while any capture may be open, so that a poll
-    /// never invalidates another thread's capture). Such a failure wakes no task by itself, so bound a wait that must end
-    /// with the executor's timer (`tokio::time::timeout`, say) or [`Stream::sync_timeout`].
+    /// A failure of the stream (a kernel's fault) is the future's error: a failed stream runs
+    /// no more host functions, so the call also records an event just after the host
+    /// function, and each poll before the host function ran asks `cuEventQuery` of it once
+    /// (with this thread's capture mode relaxed while any capture may be open, so that a poll
+    /// never invalidates another thread's capture). Such a failure wakes no task by itself, so
+    /// bound a wait that must end with the executor's timer (`tokio::time::timeout`, say) or
+    /// [`Stream::sync_timeout`].
     ///
     /// Refused on a stream that captures, as [`Stream::launch_host_func`] is. The waker is
     /// woken on a driver thread: wakers of executors only schedule the task, which is fine
     /// there; a waker of one's own must not call CUDA.
     ///
-    /// The future holds the stream (to ask it whether it failed). So a capture begun on the
-    /// stream while the future is pending stays open, should the stream's other values be
-    /// dropped, until the future is dropped or ready: end captures before dropping a stream.
+    /// The future holds that event, not the stream: the stream may be dropped while the future
+    /// is pending (its queued work runs on, and the future still sees its end or its
+    /// failure), and a capture begun on it meanwhile ends when its last clone is dropped, as
+    /// it would without the future.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), cuda_core::Error> {
@@ -84,6 +90,8 @@ impl Stream {
     /// ```
     #[doc(alias("cuLaunchHostFunc", "async"))]
     pub fn completion(&self) -> Result<StreamCompletion> {
+        // Made first: nothing is queued where it cannot be.
+        let event = self.context().create_event(EventOptions::default())?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let marked = Arc::clone(&shared);
         self.launch_host_func(move || {
@@ -96,10 +104,9 @@ impl Stream {
                 waker.wake();
             }
         })?;
-        Ok(StreamCompletion {
-            shared,
-            stream: self.clone(),
-        })
+        // After the host function: done once it ran, and failed with the stream.
+        self.record(&event)?;
+        Ok(StreamCompletion { shared, event })
     }
 }
 
@@ -117,14 +124,10 @@ impl Future for StreamCompletion {
                 none => *none = Some(cx.waker().clone()),
             }
         }
-        // Not marked yet: a failed stream never runs the host function, so ask it once
-        // (through the door: relaxed while a capture may be open), but not while the stream
-        // captures (it joined a capture since, or began one): the driver would refuse the
-        // question and invalidate that capture, and the host function wakes the task anyway.
-        if self.stream.capturing() {
-            return Poll::Pending;
-        }
-        match self.stream.is_done() {
+        // Not marked yet: a failed stream never runs the host function, so ask the event
+        // recorded after it once (through the door: relaxed while a capture may be open; its
+        // record is in no capture, so a capture begun on the stream since is not asked).
+        match self.event.is_done() {
             Ok(true) => Poll::Ready(Ok(())),
             Ok(false) => Poll::Pending,
             Err(e) => Poll::Ready(Err(e)),

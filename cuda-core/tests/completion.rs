@@ -127,6 +127,22 @@ fn a_stream_completion_is_woken_by_the_stream_when_its_work_ends_alone() {
     let pending = stream.completion().unwrap();
     let joined = std::thread::spawn(move || block_on(pending, Duration::from_secs(10)).0);
     joined.join().unwrap().unwrap();
+    // Its stream dropped while its work is held: the work runs on, and the stream's host
+    // function still wakes the task at its end (catches a future that needs its stream, or
+    // that takes a destroyed stream's event for done or failed).
+    let other = common::stream(device);
+    let gate = common::Gate::close_for(&other, Duration::from_secs(60));
+    let mut orphan = other.completion().unwrap();
+    drop(other);
+    let (first, _) = poll_once(&mut orphan);
+    assert!(first.is_pending(), "ready before its held work ran");
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        gate.open();
+    });
+    let (result, _) = block_on(orphan, Duration::from_secs(10));
+    result.unwrap();
+    opener.join().unwrap();
 }
 
 #[test]
@@ -200,6 +216,12 @@ fn completions_report_the_streams_and_events_failure() {
             // Catches a future that waits for a host function a failed stream never runs.
             let (stream_result, _) = block_on(stream.completion().unwrap(), Duration::from_secs(5));
             assert!(stream_result.is_err());
+            // The same once the stream is dropped: the future sees the failure without it.
+            let other = common::stream(device);
+            let orphan = other.completion().unwrap();
+            drop(other);
+            let (orphan_result, _) = block_on(orphan, Duration::from_secs(5));
+            assert!(orphan_result.is_err());
             let (event_result, _) = block_on(event.completion(), Duration::from_secs(5));
             assert!(event_result.is_err());
         },
