@@ -1055,10 +1055,11 @@ impl Baton {
 
     /// Thread `t` ended the captures it began ([`Next::EndCaptures`]): idle again, and the
     /// baton, if nobody holds it, goes to the oldest paused thread or the next operation.
+    /// (No step of the program by itself: counted one, each stall's ends would restart the
+    /// watch's clock, and a stall that no end undoes would never be given up.)
     fn ended_captures(&self, t: usize) {
         let mut state = self.lock();
         state.doing[t] = Doing::Idle;
-        state.steps += 1;
         if state.holder.is_none() {
             match state.candidates().first() {
                 Some(&pick) => state.give(pick),
@@ -5608,6 +5609,46 @@ fn model_race_recycling_leaves_a_global_capture_begun_meanwhile_valid() {
     );
 }
 
+/// Found, not yet fixed: thread 1 waits for an event with a deadline (`wait_timeout`, which
+/// asks `cuEventQuery`); no capture begun through the crate is open when the door looks, so
+/// the question is made in the thread's own capture mode; thread 2 begins a global capture
+/// between the look and the question, which the driver then refuses, invalidating the
+/// capture. The door's look and its question are not one step with respect to a capture's
+/// begin (the recycling's query is: it holds begins off while it asks). Holding begins off
+/// around every query would make a begin wait for another thread's long synchronisation; a
+/// question that never blocks could be held so, at two atomic additions per query, which
+/// wants a GPU measurement first.
+#[test]
+#[ignore = "a known race: a query of the door races a global capture's begin"]
+fn model_race_a_query_leaves_a_global_capture_begun_meanwhile_valid() {
+    replay_racing(
+        "model_race_a_query_leaves_a_global_capture_begun_meanwhile_valid",
+        Program {
+            threads: 3,
+            streams: 1,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewEvent {
+                        e: 0,
+                        timing: false,
+                    },
+                ),
+                (1, Op::WaitTimeout { e: 0, ms: 0 }),
+                (2, Op::Begin { s: 0, mode: 0 }),
+            ],
+            schedule: vec![(2, vec![1])],
+        },
+    );
+}
+
 /// Thread 1 queues a repeatable host function on a stream whose capture is open: the crate
 /// gives the closure to the capture's graph, then thread 0 ends the capture before the
 /// `cuLaunchHostFunc`, which then queues the host function outside any capture, with a
@@ -5930,14 +5971,12 @@ fn model_a_captured_graph_is_ordered_with_its_buffers_streams() {
     }
 }
 
-/// Found, not yet fixed (seed 108): a stream's completion (`Stream::completion`, a future)
-/// holds the stream to ask it whether it failed; kept pending while the stream begins a
-/// capture and its last other value is dropped, it keeps the capture open where nothing can
-/// end it, and a pool revocation (which waits for other threads' captures) waits for ever.
-/// Holding the stream weakly needs another way to see a failed stream once it is gone (a
-/// failed stream runs no host function, and the completion would never be ready).
+/// Found with seed 108: a stream's completion (`Stream::completion`, a future) held the
+/// stream to ask it whether it failed; kept pending while the stream began a capture and its
+/// last other value was dropped, it kept the capture open where nothing could end it, and a
+/// pool revocation (which waits for other threads' captures) waited for ever. The future now
+/// asks an event recorded after its host function instead, and holds no stream.
 #[test]
-#[ignore = "a known hang: a pending stream completion keeps a dropped capturing stream alive"]
 fn model_a_pending_completion_keeps_no_capture_open() {
     replay(
         "model_a_pending_completion_keeps_no_capture_open",
