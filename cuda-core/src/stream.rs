@@ -529,7 +529,7 @@ impl Stream {
 
     /// The capture this stream is in, as the driver says (`cuStreamGetCaptureInfo`): `None`
     /// outside captures; a failed question is an unknown capture (`Some(u64::MAX)`).
-    fn capture_now(&self) -> Option<u64> {
+    pub(crate) fn capture_now(&self) -> Option<u64> {
         match self.capture_query(|driver, handle| driver.stream_capture_info(handle)) {
             Ok((0, _)) => None,
             Ok((_, id)) => Some(id),

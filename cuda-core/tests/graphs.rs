@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use cuda_core::memory::{PinnedMemoryPool, PinnedMemoryPoolOptions};
 use cuda_core::{
     launch, Allocate, CaptureMode, CaptureStatus, CodeType, DotOptions, Error, Graph, GraphOptions,
     LaunchConfig, Program, ProgramOptions, StreamOptions,
@@ -388,6 +389,80 @@ fn a_stream_dropped_mid_capture_ends_it_and_is_not_reused() {
             .join()
             .unwrap();
         },
+    );
+}
+
+/// Pinned-pool memory that captured work used, then the pool's access revoked: the captured
+/// graph's launch is refused, as a graph built node by node is (the driver would fault on the
+/// graph's work rather than refuse it), and launches again once access is granted again. Bug
+/// caught: a captured graph knew nothing of its memory and launched without access.
+fn a_captured_graph_checks_revoked_pool_access_body(options: PinnedMemoryPoolOptions, gpu: bool) {
+    let device = cuda_core::Device::new(0).unwrap();
+    let stream = common::stream(device);
+    let Ok(pool) = PinnedMemoryPool::new(device, options) else {
+        common::not_run("host-pools", "no pool of host NUMA memory");
+        return;
+    };
+    let mut host = pool.allocate(64, &stream).unwrap();
+    stream.sync().unwrap();
+    // SAFETY: nothing is allocated or freed on the stream while it captures, and `host`
+    // outlives every launch of the graph (dropped after the executable graph).
+    unsafe { stream.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    host.fill(7u32, &stream).unwrap();
+    let graph = stream.end_capture().unwrap();
+    let exec = graph.instantiate(GraphOptions::default()).unwrap();
+    exec.launch(&stream).unwrap();
+    stream.sync().unwrap();
+    pool.set_access(&[]).unwrap();
+    if !gpu {
+        common::standin::clear_log();
+    }
+    let err = exec.launch(&stream).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains("not accessible")),
+        "{err:?}"
+    );
+    if !gpu {
+        // Refused before the driver.
+        let log = common::standin::log();
+        assert!(!log.contains("cuGraphLaunch"), "{log}");
+    }
+    // Catches a check that stays refused (or a gate left entered, which a revocation would
+    // wait for): granted again, the graph launches again.
+    pool.set_access(&[device]).unwrap();
+    host.fill(0u32, &stream).unwrap();
+    exec.launch(&stream).unwrap();
+    stream.sync().unwrap();
+    if gpu {
+        let mut back = vec![0u32; 16];
+        host.copy_to_host(&mut back, &stream).unwrap();
+        assert_eq!(back, [7; 16], "the graph's fill did not run");
+    }
+    drop(exec);
+}
+
+#[test]
+fn a_captured_graph_checks_revoked_pool_access() {
+    common::standin::run(
+        module_path!(),
+        "a_captured_graph_checks_revoked_pool_access",
+        &[],
+        &[],
+        || {
+            a_captured_graph_checks_revoked_pool_access_body(
+                PinnedMemoryPoolOptions::default(),
+                false,
+            )
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_graph_checks_revoked_pool_access_on_the_gpu() {
+    a_captured_graph_checks_revoked_pool_access_body(
+        PinnedMemoryPoolOptions::default().with_numa_node(0),
+        true,
     );
 }
 

@@ -6001,14 +6001,13 @@ fn model_a_pending_completion_keeps_no_capture_open() {
     );
 }
 
-/// Found, not yet fixed: a pinned pool's buffer captured into a graph (`capture_into`), the
-/// pool's access then revoked (`set_access(&[])`), and the graph launched: a graph built node
-/// by node checks its revocable buffers at each launch, but a captured graph does not know
-/// its buffers, and the launch reaches memory the device no longer has access to (the driver
-/// faults). The check needs the capture to note the gated buffers its work used, as it notes
-/// their streams.
+/// A pinned pool's buffer captured into a graph (`capture_into`), the pool's access then
+/// revoked (`set_access(&[])`), and the graph launched: a graph built node by node checked
+/// its revocable buffers at each launch, but a captured graph did not know its buffers, and
+/// the launch reached memory the device no longer had access to (the driver faults). The
+/// capture now notes the resources of revocable access its work used, as it notes their
+/// streams, and the launch is refused.
 #[test]
-#[ignore = "a known gap: a captured graph does not check revoked pool access at launch"]
 fn model_a_captured_graph_checks_revoked_access_at_launch() {
     replay(
         "model_a_captured_graph_checks_revoked_access_at_launch",

@@ -252,10 +252,10 @@ pub trait BuildGraph: seal::Buildable {
             target.state.add_home(home);
         }
         target.state.add_captured_homes(&child.state.captured_homes);
-        for (buffer, copy) in &child.state.gated {
+        for (resource, copy) in &child.state.gated {
             super::add_gated(
                 &mut target.state.gated,
-                buffer,
+                resource,
                 *copy,
                 target.context.device(),
             );

@@ -1,8 +1,12 @@
 //! Stream capture: work queued on a stream recorded into a [`Graph`] instead of run.
 
-use super::Graph;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::{Gated, Graph};
 use crate::error::{DriverCode, Error, Result};
-use crate::stream::Stream;
+use crate::memory::MemoryResource;
+use crate::stream::{Stream, WeakStream};
 use crate::DevicePtr;
 
 /// How a stream capture treats calls that could not be captured safely
@@ -112,10 +116,16 @@ impl Stream {
         // another's capture (whose end is refused, the driver still saying it captures) is no
         // origin, and stays unflagged (the model test found it flagged for good).
         let began = self.began_capture();
-        let noted = self.capture_id_if_noted();
+        let noted = if GATED_ANY.load(Ordering::Acquire) {
+            self.capture_now()
+        } else {
+            self.capture_id_if_noted()
+        };
         let flagged = self.lower_capturing();
         let ended = self.queue(|driver, handle| driver.stream_end_capture(handle));
-        // The streams of other streams' buffers its work used, for the graph's launches.
+        // The resources of revocable access, and the streams of other streams' buffers, that
+        // its work used, for the graph's launches.
+        let gated = noted.map(take_captured_gated);
         let homes = noted.map(crate::stream::take_captured_homes);
         let own = self.take_own_captured();
         // A refused end may or may not have ended the capture (an invalidated or unjoined one
@@ -141,6 +151,10 @@ impl Stream {
         }
         if let Some(homes) = homes {
             graph.state.add_captured_homes(&homes);
+        }
+        if let Some(gated) = gated {
+            let device = graph.context.device();
+            graph.state.add_captured_gated(&gated, device);
         }
         Ok(graph)
     }
@@ -371,4 +385,60 @@ impl Stream {
         // alive for as long as any node made from this call can run.
         self.queue(|driver, handle| driver.launch_host_func(handle, entry, data))
     }
+}
+
+/// Capture ids with the memory resources of revocable access (a pinned pool's host memory,
+/// another device's memory) that work captured in them used, each with whether only copies
+/// used it, and the stream that noted them first: a launch of the captured graph checks their
+/// access again, as a graph built node by node does for its nodes' buffers (after a pool's
+/// `set_access(&[])` the driver would fault on the graph's work rather than refuse it). An
+/// entry whose stream is gone is forgotten (its capture ended with that stream's drop).
+type Noted = Vec<(u64, WeakStream, Vec<Gated>)>;
+static GATED: Mutex<Noted> = Mutex::new(Vec::new());
+
+/// Whether `GATED` may hold anything: a capture's end asks for its id only then.
+static GATED_ANY: AtomicBool = AtomicBool::new(false);
+
+fn gated() -> std::sync::MutexGuard<'static, Noted> {
+    GATED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Notes `resource` (whose access can be revoked; `copy`: used by a copy), used by work
+/// queued on `stream`, for the capture `stream` is in, for the graph it ends in. Nothing where
+/// the driver says it is in none.
+#[cold]
+#[inline(never)]
+pub(crate) fn note_captured_gated(stream: &Stream, resource: &Arc<dyn MemoryResource>, copy: bool) {
+    let Some(id) = stream.capture_now() else {
+        return;
+    };
+    let mut noted = gated();
+    noted.retain(|(_, noter, _)| noter.alive());
+    let at = match noted.iter().position(|(capture, _, _)| *capture == id) {
+        Some(at) => at,
+        None => {
+            noted.push((id, stream.downgrade(), Vec::new()));
+            noted.len() - 1
+        }
+    };
+    let resources = &mut noted[at].2;
+    match resources.iter_mut().find(|(r, _)| Arc::ptr_eq(r, resource)) {
+        // A use that is not a copy asks the stricter question.
+        Some((_, only_copies)) => *only_copies &= copy,
+        None => resources.push((resource.clone(), copy)),
+    }
+    GATED_ANY.store(true, Ordering::Release);
+}
+
+/// Takes the resources noted for capture `id` (nothing where none were), once it has ended.
+fn take_captured_gated(id: u64) -> Vec<Gated> {
+    let mut noted = gated();
+    let taken = match noted.iter().position(|(capture, _, _)| *capture == id) {
+        Some(at) => noted.swap_remove(at).2,
+        None => Vec::new(),
+    };
+    if noted.is_empty() {
+        GATED_ANY.store(false, Ordering::Release);
+    }
+    taken
 }

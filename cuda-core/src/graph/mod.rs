@@ -34,7 +34,7 @@
 
 mod allocations;
 mod build;
-mod capture;
+pub(crate) mod capture;
 mod conditional;
 mod device_launch;
 pub(crate) mod id;
@@ -75,8 +75,9 @@ use crate::stream::{Stream, WeakStream};
 use keep::{Keep, Kept};
 use std::sync::Arc;
 
-use crate::memory::buffer::Reach;
-use crate::memory::Buffer;
+use crate::memory::access::Inside;
+use crate::memory::buffer::reach_from_elsewhere;
+use crate::memory::MemoryResource;
 
 /// Options of [`Graph::instantiate`] (`CUgraphInstantiate_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -132,10 +133,11 @@ pub(crate) struct GraphState {
     /// The streams of buffers that work captured into it used, not kept alive (a captured
     /// graph holds no buffer: its caller keeps them alive, and each keeps its stream).
     captured_homes: Vec<WeakStream>,
-    /// The buffers of its nodes whose access from the graph's device can be revoked (host
-    /// memory of a pool, another device's memory), each with whether only copies use it:
-    /// checked at each launch of its executable graphs, as work queued on them is.
-    gated: Vec<(Arc<Buffer>, bool)>,
+    /// The memory resources of its nodes' buffers, and of the buffers its captured work used,
+    /// whose access from the graph's device can be revoked (host memory of a pool, another
+    /// device's memory), each with whether only copies use it: checked at each launch of its
+    /// executable graphs, as work queued on them is.
+    gated: Vec<Gated>,
     /// The nodes handed out, each with the serial its [`GraphNode`] carries: a value kept
     /// from a removed node never matches, even where the driver gives its address to a new
     /// node (or a new graph lands at a dropped one's address).
@@ -186,26 +188,41 @@ impl GraphState {
     fn add_captured_homes(&mut self, streams: &[WeakStream]) {
         add_captured_homes(&mut self.captured_homes, streams);
     }
+
+    /// Notes `resources`, of revocable access, that captured work on `device` used, each
+    /// once.
+    fn add_captured_gated(&mut self, resources: &[Gated], device: Device) {
+        for (resource, copy) in resources {
+            add_gated(&mut self.gated, resource, *copy, device);
+        }
+    }
 }
 
-/// Notes `buffer`, used by a node of a graph of `device` (`copy`: by copies only), among
-/// `gated` where its access from `device` can be revoked: memory of another device, or host
-/// memory, of a resource whose access changes (`memory::Hooks::access_gate`). Memory of
-/// the graph's own device never is (a graph launches only in its own context), so graphs of
-/// their device's memory check nothing at launch.
+/// A memory resource whose access can be revoked, used by a graph's work, and whether only
+/// copies use it.
+pub(crate) type Gated = (Arc<dyn MemoryResource>, bool);
+
+/// Notes `resource`, whose memory a node of a graph of `device` uses (`copy`: by copies
+/// only), among `gated` where its access from `device` can be revoked: memory of another
+/// device, or host memory, of a resource whose access changes (`memory::Hooks::access_gate`).
+/// Memory of the graph's own device never is (a graph launches only in its own context), so
+/// graphs of their device's memory check nothing at launch.
 pub(super) fn add_gated(
-    gated: &mut Vec<(Arc<Buffer>, bool)>,
-    buffer: &Arc<Buffer>,
+    gated: &mut Vec<Gated>,
+    resource: &Arc<dyn MemoryResource>,
     copy: bool,
     device: Device,
 ) {
-    if buffer.device() == Some(device) || buffer.memory_resource().access_gate().is_none() {
+    if resource.device() == Some(device) || resource.access_gate().is_none() {
         return;
     }
-    match gated.iter_mut().find(|(kept, _)| Arc::ptr_eq(kept, buffer)) {
+    match gated
+        .iter_mut()
+        .find(|(kept, _)| Arc::ptr_eq(kept, resource))
+    {
         // A use that is not a copy asks the stricter question.
         Some((_, only_copies)) => *only_copies &= copy,
-        None => gated.push((buffer.clone(), copy)),
+        None => gated.push((resource.clone(), copy)),
     }
 }
 
@@ -531,8 +548,9 @@ pub struct GraphExec {
     homes: Vec<Stream>,
     /// The streams of buffers its captured work used (see `GraphState`), not kept alive.
     captured_homes: Vec<WeakStream>,
-    /// Its buffers whose access can be revoked, checked at each launch (see `GraphState`).
-    gated: Vec<(Arc<Buffer>, bool)>,
+    /// The resources of its memory whose access can be revoked, checked at each launch (see
+    /// `GraphState`).
+    gated: Vec<Gated>,
     /// Whether it was instantiated for device launch ([`GraphOptions::device_launch`]).
     device_launch: bool,
     /// What kernel-node changes made on it keep alive (its graph's values are the driver's).
@@ -706,18 +724,27 @@ impl GraphExec {
         launched
     }
 
-    /// Checks that `stream`'s device reaches the memory of the graph's nodes whose access can
-    /// be revoked (as work queued on a buffer is checked: after a pinned pool's
-    /// `set_access(&[])` or a revoked peer access, the driver would fault on the graph's copy
-    /// rather than refuse it), holding each one's access gate until the caller queued the
-    /// launch. Nothing (no allocation) for a graph of its own device's memory.
-    fn check_access(&self, stream: &Stream) -> Result<Vec<Reach<'_>>> {
+    /// Checks that `stream`'s device reaches the memory of the graph's nodes, and of its
+    /// captured work, whose access can be revoked (as work queued on a buffer is checked:
+    /// after a pinned pool's `set_access(&[])` or a revoked peer access, the driver would fault
+    /// on the graph's work rather than refuse it), holding each resource's access gate until
+    /// the caller queued the launch. Nothing (no allocation) for a graph of its own device's
+    /// memory.
+    fn check_access(&self, stream: &Stream) -> Result<Vec<Option<Inside<'_>>>> {
         if self.gated.is_empty() {
             return Ok(Vec::new());
         }
         self.gated
             .iter()
-            .map(|(buffer, copy)| buffer.check_reachable(stream, "the graph's memory", *copy))
+            .map(|(resource, copy)| {
+                reach_from_elsewhere(
+                    resource,
+                    resource.device(),
+                    stream,
+                    "the graph's memory",
+                    *copy,
+                )
+            })
             .collect()
     }
 
@@ -800,8 +827,8 @@ impl GraphExec {
             add_home(&mut self.homes, home);
         }
         add_captured_homes(&mut self.captured_homes, &graph.state.captured_homes);
-        for (buffer, copy) in &graph.state.gated {
-            add_gated(&mut self.gated, buffer, *copy, self.context.device());
+        for (resource, copy) in &graph.state.gated {
+            add_gated(&mut self.gated, resource, *copy, self.context.device());
         }
         Ok(())
     }

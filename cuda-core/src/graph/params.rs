@@ -441,7 +441,12 @@ impl GraphExec {
     /// `Target::keep_buffer` does for a graph's nodes).
     pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>, copy: bool) {
         add_home(&mut self.homes, buffer.deallocation_stream());
-        super::add_gated(&mut self.gated, buffer, copy, self.context.device());
+        super::add_gated(
+            &mut self.gated,
+            buffer.memory_resource(),
+            copy,
+            self.context.device(),
+        );
         let kept: Kept = Box::new(buffer.clone());
         self.extras.push(kept);
     }

@@ -95,7 +95,12 @@ impl Target<'_> {
     /// (`copy`: the node copies it, which some memory allows across devices without access).
     pub(super) fn keep_buffer(&mut self, buffer: &Arc<Buffer>, copy: bool) {
         self.state.add_home(buffer.deallocation_stream());
-        super::add_gated(&mut self.state.gated, buffer, copy, self.context.device());
+        super::add_gated(
+            &mut self.state.gated,
+            buffer.memory_resource(),
+            copy,
+            self.context.device(),
+        );
         self.keep(buffer.clone());
     }
 }

@@ -190,6 +190,44 @@ pub(crate) struct Reach<'a> {
     pub(crate) inside: Option<super::access::Inside<'a>>,
 }
 
+/// Refuses work on `stream` over memory of `resource` (of `device`, `None` for host memory)
+/// used from another device than its own: memory not accessible from the stream's device
+/// (for a copy, unless the driver copies it across devices anyway). Where the resource's
+/// access can be revoked, gives a place in its access gate, entered before the check: hold it
+/// until the work is queued (see `memory::access`). Also what a graph's launch checks for the
+/// memory its nodes, or its captured work, used.
+pub(crate) fn reach_from_elsewhere<'a>(
+    resource: &'a Arc<dyn MemoryResource>,
+    device: Option<Device>,
+    stream: &Stream,
+    name: &'static str,
+    copy: bool,
+) -> Result<Option<super::access::Inside<'a>>> {
+    let inside = resource.access_gate().map(super::access::AccessGate::enter);
+    if (device.is_some() && copy && resource.copies_across_devices())
+        || resource.is_accessible_from(stream.device())?
+    {
+        return Ok(inside);
+    }
+    let reason = match device {
+        Some(own) => format!(
+            "its memory is on device {} and not accessible from the stream's device {}; \
+             grant access with DeviceMemoryResource::set_peer_access, or use a stream of \
+             device {}",
+            own.ordinal(),
+            stream.device().ordinal(),
+            own.ordinal()
+        ),
+        None => format!(
+            "its host memory ({resource:?}) is not accessible from the stream's device {}; \
+             grant access with PinnedMemoryPool::set_access, or use a stream of a device \
+             that has it",
+            stream.device().ordinal()
+        ),
+    };
+    Err(Error::InvalidArgument { name, reason })
+}
+
 impl Drop for Buffer {
     fn drop(&mut self) {
         if self.ptr == 0 {
@@ -399,74 +437,20 @@ impl Buffer {
         name: &'static str,
         copy: bool,
     ) -> Result<Reach<'_>> {
-        let device = self.device();
+        let resource = self.resource.arc();
+        let device = resource.device();
         let inside = match device {
-            Some(own) if own != stream.device() => {
-                let inside = self.enter_gate();
-                self.reachable_from(own, stream, name, copy)?;
-                inside
-            }
-            Some(_) => None,
-            // Host memory: a pool's is accessible only from the devices granted access.
-            None => {
-                let inside = self.enter_gate();
-                self.host_reachable(stream, name)?;
+            Some(own) if own == stream.device() => None,
+            _ => {
+                let inside = reach_from_elsewhere(resource, device, stream, name, copy)?;
+                if inside.is_some() && crate::lifetime::captures::captures_open() {
+                    // Work captured over it: its graph's launches check the access again.
+                    crate::graph::capture::note_captured_gated(stream, resource, copy);
+                }
                 inside
             }
         };
         Ok(Reach { device, inside })
-    }
-
-    #[inline]
-    fn enter_gate(&self) -> Option<super::access::Inside<'_>> {
-        self.resource
-            .arc()
-            .access_gate()
-            .map(super::access::AccessGate::enter)
-    }
-
-    #[inline]
-    fn host_reachable(&self, stream: &Stream, name: &'static str) -> Result<()> {
-        let resource = self.resource.arc();
-        if resource.is_accessible_from(stream.device())? {
-            return Ok(());
-        }
-        Err(Error::InvalidArgument {
-            name,
-            reason: format!(
-                "its host memory ({resource:?}) is not accessible from the stream's device {}; \
-                 grant access with PinnedMemoryPool::set_access, or use a stream of a device \
-                 that has it",
-                stream.device().ordinal()
-            ),
-        })
-    }
-
-    #[cold]
-    fn reachable_from(
-        &self,
-        own: Device,
-        stream: &Stream,
-        name: &'static str,
-        copy: bool,
-    ) -> Result<()> {
-        let resource = self.resource.arc();
-        if (copy && resource.copies_across_devices())
-            || resource.is_accessible_from(stream.device())?
-        {
-            return Ok(());
-        }
-        Err(Error::InvalidArgument {
-            name,
-            reason: format!(
-                "its memory is on device {} and not accessible from the stream's device {}; \
-                 grant access with DeviceMemoryResource::set_peer_access, or use a stream of \
-                 device {}",
-                own.ordinal(),
-                stream.device().ordinal(),
-                own.ordinal()
-            ),
-        })
     }
 
     /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
