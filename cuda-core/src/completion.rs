@@ -125,9 +125,10 @@ impl Future for StreamCompletion {
             }
         }
         // Not marked yet: a failed stream never runs the host function, so ask the event
-        // recorded after it once (through the door: relaxed while a capture may be open; its
-        // record is in no capture, so a capture begun on the stream since is not asked).
-        match self.event.is_done() {
+        // recorded after it once (relaxed, so that no other thread's global capture refuses
+        // it; its record is in no capture, so a capture begun on the stream since is not
+        // asked).
+        match self.event.is_done_relaxed() {
             Ok(true) => Poll::Ready(Ok(())),
             Ok(false) => Poll::Pending,
             Err(e) => Poll::Ready(Err(e)),
@@ -164,7 +165,7 @@ impl Future for EventCompletion<'_> {
     type Output = Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
-        match self.event.is_done() {
+        match self.event.is_done_relaxed() {
             Ok(true) => Poll::Ready(Ok(())),
             Err(e) => Poll::Ready(Err(e)),
             Ok(false) => {

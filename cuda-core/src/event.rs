@@ -313,7 +313,17 @@ impl Event {
     /// [`Stream::sync_timeout`]: crate::Stream::sync_timeout
     #[doc(alias = "cuEventQuery")]
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        crate::wait::until("the work before the event", timeout, || self.is_done())
+        crate::wait::until("the work before the event", timeout, || {
+            self.is_done_relaxed()
+        })
+    }
+
+    /// [`Event::is_done`] with this thread's capture mode relaxed whether or not a capture
+    /// seems open: for the questions of a timed wait or a future, which another thread's
+    /// global capture begun between the door's look and the driver's call would otherwise
+    /// refuse, invalidating it (two more driver calls, on paths that sleep or yield anyway).
+    pub(crate) fn is_done_relaxed(&self) -> Result<bool> {
+        crate::order::relaxed(self.driver, || self.is_done())
     }
 
     /// Whether the work before the event's last record has finished (`cuEventQuery`). An

@@ -7,7 +7,11 @@
 //! 1. **Queries and waits are made in relaxed capture mode** while a capture begun through
 //!    this crate may be open ([`query`]): the driver refuses a query or a synchronisation made
 //!    in a thread's own mode while another thread captures in global mode, and invalidates
-//!    that capture. Outside captures this costs one atomic load.
+//!    that capture. Outside captures this costs one atomic load. The look and the call are
+//!    two steps: a global capture another thread begins between them is refused the call's
+//!    way (invalidated). The questions of timed waits and futures, which sleep or yield
+//!    anyway, are made relaxed always (`order::relaxed`, two driver calls more); a plain
+//!    `is_done` or `sync` keeps the one load, and that window.
 //! 2. **Cross-stream order is one step.** Stream-ordered memory is used only between its
 //!    allocation and its free in stream order: work on another stream than the memory's
 //!    deallocation streams (its *homes*) waits for the work queued on each home so far (its

@@ -727,7 +727,15 @@ impl Stream {
     /// ```
     #[doc(alias = "cuStreamQuery")]
     pub fn sync_timeout(&self, timeout: std::time::Duration) -> Result<()> {
-        crate::wait::until("the stream's work", timeout, || self.is_done())
+        crate::wait::until("the stream's work", timeout, || self.is_done_relaxed())
+    }
+
+    /// [`Stream::is_done`] with this thread's capture mode relaxed whether or not a capture
+    /// seems open: for the questions of a timed wait, which another thread's global capture
+    /// begun between the door's look and the driver's call would otherwise refuse,
+    /// invalidating it (two more driver calls, on a path that sleeps anyway).
+    pub(crate) fn is_done_relaxed(&self) -> Result<bool> {
+        crate::order::relaxed(self.inner.driver, || self.is_done())
     }
 
     /// [`Stream::sync`] after queueing work that uses borrowed host memory, before the borrow

@@ -424,19 +424,19 @@ impl<'a> Span<'a> {
         }
         if self.size == 0 {
             crate::wait::until("the work before the copy to the host", timeout, || {
-                stream.is_done()
+                stream.is_done_relaxed()
             })?;
             return Ok(Vec::new());
         }
         let start = std::time::Instant::now();
         // The scratch stream and memory are the crate's, not the caller's: made, used and let
-        // go with this thread's capture mode relaxed while a capture may be open, so that
-        // another thread's global capture neither refuses their allocation (a stream-ordered
-        // allocation is a call it forbids) nor is invalidated by it. Nothing of it is queued
-        // on a capturing stream (`stream` is not one; the ordering with the memory's
-        // deallocation stream refuses a capturing one).
+        // go with this thread's capture mode relaxed (whether or not a capture seems open: one
+        // may begin meanwhile), so that another thread's global capture neither refuses their
+        // allocation (a stream-ordered allocation is a call it forbids) nor is invalidated by
+        // it. Nothing of it is queued on a capturing stream (`stream` is not one; the ordering
+        // with the memory's deallocation stream refuses a capturing one).
         let driver = stream.driver_and_context().0;
-        crate::order::query(driver, || {
+        crate::order::relaxed(driver, || {
             self.to_vec_through_scratch(stream, len, timeout, start)
         })
     }
