@@ -233,10 +233,15 @@ fn across_streams<T>(
     // the wait back (a capture begun then would take the work but not the waits).
     let _door = Door::enter_with(homes, stream);
     if stream.capturing() {
-        // Nothing crosses the capture's boundary: the graph it ends in orders its launches
-        // with these streams instead.
-        stream.note_captured_homes(homes);
-        return op();
+        // No capture ends from here until the work is queued (asked again under the guard):
+        // work taken for captured, ended meanwhile, would run with no order at all.
+        let _steady = crate::lifetime::captures::steady();
+        if stream.capturing() {
+            // Nothing crosses the capture's boundary: the graph it ends in orders its launches
+            // with these streams instead.
+            stream.note_captured_homes(homes);
+            return op();
+        }
     }
     wait_for_homes(homes, stream)?;
     let value = op()?;

@@ -5645,6 +5645,58 @@ fn model_race_a_query_leaves_a_global_capture_begun_meanwhile_valid() {
     );
 }
 
+/// Thread 0 fills, on a capturing stream, a buffer of another stream (through a shared
+/// handle); the crate sees the capture and records the fill into it with no cross-stream
+/// order (a capture cannot wait across its boundary); thread 1 ends the capture between that
+/// look and the fill, which then ran as plain work, ordered neither after the buffer's
+/// allocation nor before its free. The look and the work are now one step for any end (the
+/// ends' lock held for reading, the look asked again under it).
+#[test]
+fn model_race_work_taken_for_captured_is_never_queued_unordered() {
+    replay_racing(
+        "model_race_work_taken_for_captured_is_never_queued_unordered",
+        Program {
+            threads: 2,
+            streams: 3,
+            steps: vec![
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::Alloc {
+                        b: 0,
+                        s: 0,
+                        large: false,
+                    },
+                ),
+                (
+                    0,
+                    Op::NewStream {
+                        s: 0,
+                        blocking: false,
+                    },
+                ),
+                (0, Op::Begin { s: 3, mode: 0 }),
+                (
+                    0,
+                    Op::SharedFill {
+                        b: 0,
+                        s: 0,
+                        part: false,
+                    },
+                ),
+                (1, Op::End { s: 3 }),
+            ],
+            schedule: vec![(4, vec![1])],
+        },
+    );
+}
+
 /// Thread 1 queues a repeatable host function on a stream whose capture is open: the crate
 /// gives the closure to the capture's graph, then thread 0 ends the capture before the
 /// `cuLaunchHostFunc`, which then queues the host function outside any capture, with a

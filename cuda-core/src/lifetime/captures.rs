@@ -25,12 +25,37 @@ static LEGACY: AtomicUsize = AtomicUsize::new(0);
 /// between the question and the work.
 static ENDS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+thread_local! {
+    /// Whether this thread holds [`ENDS`] for reading ([`steady`]): a second hold on the same
+    /// thread takes nothing (a read lock taken twice waits for ever behind a waiting end).
+    static STEADY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Keeps captures begun through this crate from ending until it drops ([`steady`]).
+#[must_use]
+pub(crate) struct Steady(Option<std::sync::RwLockReadGuard<'static, ()>>);
+
+impl Drop for Steady {
+    fn drop(&mut self) {
+        if self.0.take().is_some() {
+            let _ = STEADY.try_with(|held| held.set(false));
+        }
+    }
+}
+
 /// Keeps captures begun through this crate from ending until the guard drops: for a call
 /// whose meaning depends on a capture staying open after it asked the driver (a host function
 /// made a node of the capture's graph, whose closure the graph owns, would run as plain work,
-/// from freed memory, on a stream whose capture ended in between).
-pub(crate) fn steady() -> std::sync::RwLockReadGuard<'static, ()> {
-    ENDS.read().unwrap_or_else(|e| e.into_inner())
+/// from freed memory, on a stream whose capture ended in between; work over another stream's
+/// buffer recorded into a capture without the cross-stream order would run unordered). Taken
+/// again on a thread that holds it, it takes nothing.
+pub(crate) fn steady() -> Steady {
+    if STEADY.try_with(std::cell::Cell::get).unwrap_or(false) {
+        return Steady(None);
+    }
+    let guard = ENDS.read().unwrap_or_else(|e| e.into_inner());
+    let _ = STEADY.try_with(|held| held.set(true));
+    Steady(Some(guard))
 }
 
 /// Held while the driver ends a capture begun through this crate (see [`steady`]).
@@ -103,7 +128,7 @@ pub(crate) fn begin<E>(
     context: usize,
     stream: usize,
     begin: impl FnOnce() -> Result<(), E>,
-) -> Result<std::sync::RwLockReadGuard<'static, ()>, E> {
+) -> Result<Steady, E> {
     let steady = steady();
     let mut gate = lock();
     // Counted before the legacy calls are looked at, so that a legacy call starting now sees
