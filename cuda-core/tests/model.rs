@@ -49,9 +49,10 @@
 //! functions are let go, then the program's captures are ended from the watching thread. By
 //! default a capture's begin or end overlaps no other operation on its stream, nor a global
 //! capture's begin any other operation. `CUDA_CORE_MODEL_RACES=1` lets the schedule reach
-//! those too: the four races it found there are fixed (the `model_race_*` tests), and what it
-//! still reaches is a global capture begun while another thread's query or synchronisation,
-//! made in that thread's own mode because no capture was open when it looked, is under way
+//! those too: the six races it found there are fixed (the `model_race_*` tests), and what it
+//! can still reach is a global capture begun while another thread's plain query or
+//! synchronisation (`is_done`, `sync`; timed waits and futures ask relaxed always), made in
+//! that thread's own mode because no capture was open when it looked, is under way
 //! (the driver then invalidates the new capture; the crate does not order every query with
 //! every begin, which would cost each query two contended atomic operations).
 //!
