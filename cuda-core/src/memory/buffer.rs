@@ -437,20 +437,32 @@ impl Buffer {
         name: &'static str,
         copy: bool,
     ) -> Result<Reach<'_>> {
-        let resource = self.resource.arc();
-        let device = resource.device();
+        let device = self.device();
         let inside = match device {
             Some(own) if own == stream.device() => None,
-            _ => {
-                let inside = reach_from_elsewhere(resource, device, stream, name, copy)?;
-                if inside.is_some() && crate::lifetime::captures::captures_open() {
-                    // Work captured over it: its graph's launches check the access again.
-                    crate::graph::capture::note_captured_gated(stream, resource, copy);
-                }
-                inside
-            }
+            _ => self.reach_elsewhere(device, stream, name, copy)?,
         };
         Ok(Reach { device, inside })
+    }
+
+    /// [`Buffer::check_reachable`] for memory used from another device than its own (or host
+    /// memory): the check, and, where the work may be captured, the note of its resource for
+    /// the capture's graph, whose launches check the access again.
+    #[cold]
+    #[inline(never)]
+    fn reach_elsewhere(
+        &self,
+        device: Option<Device>,
+        stream: &Stream,
+        name: &'static str,
+        copy: bool,
+    ) -> Result<Option<super::access::Inside<'_>>> {
+        let resource = self.resource.arc();
+        let inside = reach_from_elsewhere(resource, device, stream, name, copy)?;
+        if inside.is_some() && crate::lifetime::captures::captures_open() {
+            crate::graph::capture::note_captured_gated(stream, resource, copy);
+        }
+        Ok(inside)
     }
 
     /// Copies this buffer into `dst`, in order on `stream` (`cuMemcpyAsync`). Sizes must match.
