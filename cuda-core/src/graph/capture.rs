@@ -421,12 +421,7 @@ pub(crate) fn note_captured_gated(stream: &Stream, resource: &Arc<dyn MemoryReso
             noted.len() - 1
         }
     };
-    let resources = &mut noted[at].2;
-    match resources.iter_mut().find(|(r, _)| Arc::ptr_eq(r, resource)) {
-        // A use that is not a copy asks the stricter question.
-        Some((_, only_copies)) => *only_copies &= copy,
-        None => resources.push((resource.clone(), copy)),
-    }
+    super::merge_gated(&mut noted[at].2, resource, copy);
     GATED_ANY.store(true, Ordering::Release);
 }
 

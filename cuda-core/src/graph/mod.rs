@@ -216,6 +216,11 @@ pub(super) fn add_gated(
     if resource.device() == Some(device) || resource.access_gate().is_none() {
         return;
     }
+    merge_gated(gated, resource, copy);
+}
+
+/// Adds `resource` (`copy`: used by copies only) to `gated`, once.
+pub(super) fn merge_gated(gated: &mut Vec<Gated>, resource: &Arc<dyn MemoryResource>, copy: bool) {
     match gated
         .iter_mut()
         .find(|(kept, _)| Arc::ptr_eq(kept, resource))
